@@ -1,0 +1,190 @@
+// Package providers is the contract between trialform's planner and the
+// platforms where trials run. It holds the small Provider interface, the
+// optional capabilities (found by type assertion), the error classes and the
+// request/response types. Platform packages (providers/local, ...) implement
+// it; they must never import plan or apply.
+//
+// The contract, which providers/conformance checks for every implementation:
+//   - Start is create-or-adopt by the deterministic TrialID: starting a trial
+//     that already runs returns its handle and never launches a second copy.
+//     Starting a trial that already ended (and Resume is false) returns its
+//     handle too; with Resume true it starts a new attempt in the same output
+//     dir.
+//   - Read of an unknown trial returns Observation{Exists: false}, not an error.
+//   - Stop of a trial that is gone or already ended succeeds.
+//   - Every method takes a context; cancelling it aborts the call.
+package providers
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Provider runs trials on one platform instance (one HCL platform block).
+type Provider interface {
+	// Kind is the platform kind ("local", "remote", "kubernetes", ...).
+	Kind() string
+	// Validate checks the platform can run trials (paths exist, the cluster
+	// answers, ...) without changing anything.
+	Validate(ctx context.Context) error
+	// Start creates or adopts the trial and returns its handle.
+	Start(ctx context.Context, req StartRequest) (Handle, error)
+	// Read observes one trial by id (and handle, when state has one).
+	Read(ctx context.Context, req ReadRequest) (Observation, error)
+	// Stop tears a trial down: SIGTERM-like first, forcefully after Grace.
+	// With Purge it also removes what the trial left on the platform.
+	Stop(ctx context.Context, req StopRequest) error
+	// Close releases connections.
+	Close() error
+}
+
+// Lister is implemented by providers that can find the trials they own
+// (labelled objects, marker files) so orphans the state lost are found.
+type Lister interface {
+	List(ctx context.Context, experiment string) ([]Observation, error)
+}
+
+// LogStreamer is implemented by providers that can show a trial's output.
+type LogStreamer interface {
+	// Logs copies the trial's stdout+stderr to w; with Follow it keeps
+	// copying until the trial ends or ctx is cancelled.
+	Logs(ctx context.Context, req LogsRequest) error
+}
+
+// Handle is the provider-defined, string-only record that lets a provider
+// find a trial again (a pid, a pod name, a host). It is stored in state.
+type Handle map[string]string
+
+// StartRequest is everything a platform needs to run one trial.
+type StartRequest struct {
+	Experiment   string // experiment name
+	ExperimentID string // experiment instance id (NNI_EXP_ID)
+	TrialID      string // deterministic trial id (NNI_TRIAL_JOB_ID)
+	Seq          int    // NNI_TRIAL_SEQ_ID
+	ParameterID  int
+	Params       map[string]any
+	// Exactly one of Shell and Args is set. Shell is a /bin/sh -c command
+	// line in which parameter values were already shell-quoted; Args is an
+	// argv run without a shell.
+	Shell       string
+	Args        []string
+	Env         map[string]string // user env (trial.env), added to the protocol env
+	CodeDir     string            // absolute path of the code directory (the working dir)
+	MaxDuration time.Duration     // 0 = none; the platform stops the trial past it
+	GPUs        int               // GPUs this trial needs (0 = none)
+	// MetricRegex, if set, is a user regexp with named groups "name" and
+	// "value" matched against every stdout line (Katib's "loss=0.3" style).
+	MetricRegex string
+	Resume      bool   // a resume of a lost trial: same id, same output dir
+	Lineage     string // lineage of the owning state, recorded as ownership marker
+	Handle      Handle // the handle from state, if any (adopt hint)
+}
+
+// ReadRequest identifies a trial to observe.
+type ReadRequest struct {
+	Experiment string
+	TrialID    string
+	Handle     Handle
+	// MetricsOffset is the collector's position in the trial's metric
+	// sources (opaque, as returned in Observation.MetricsOffset); Read
+	// returns only metrics past it.
+	MetricsOffset map[string]int64
+}
+
+// StopRequest identifies a trial to tear down.
+type StopRequest struct {
+	Experiment string
+	TrialID    string
+	Handle     Handle
+	Grace      time.Duration // time between the polite and the forceful stop
+	Purge      bool          // also remove the trial's files/objects (destroy)
+	Reason     string
+}
+
+// LogsRequest identifies a trial whose output to show.
+type LogsRequest struct {
+	Experiment string
+	TrialID    string
+	Handle     Handle
+	Follow     bool
+	Out        io.Writer
+}
+
+// Phase is what a platform says about a trial.
+type Phase string
+
+const (
+	PhasePending   Phase = "pending" // accepted, not running yet
+	PhaseRunning   Phase = "running"
+	PhaseSucceeded Phase = "succeeded" // exited 0
+	PhaseFailed    Phase = "failed"    // exited non-zero or could not start
+	PhaseKilled    Phase = "killed"    // stopped by Stop or by the platform's max_duration
+	PhaseLost      Phase = "lost"      // the platform lost it while unfinished (process vanished, node gone)
+)
+
+// Ended reports whether the phase is final.
+func (p Phase) Ended() bool {
+	return p == PhaseSucceeded || p == PhaseFailed || p == PhaseKilled
+}
+
+// Observation is what Read (or List) saw of one trial.
+type Observation struct {
+	TrialID    string
+	Experiment string
+	Exists     bool // false: the platform has no trace of the trial
+	Phase      Phase
+	Handle     Handle
+	ExitCode   *int
+	Reason     string // platform's words on why it ended ("max_duration exceeded", "signal: killed")
+	StartedAt  *time.Time
+	EndedAt    *time.Time
+	// Metrics reported since ReadRequest.MetricsOffset, in report order.
+	Metrics []Metric
+	// MetricsOffset is the new position to pass to the next Read.
+	MetricsOffset map[string]int64
+	// Lineage is the ownership marker the trial was started with.
+	Lineage string
+}
+
+// Metric is one reported result, as the NNI trial library reports it.
+type Metric struct {
+	Type        string // "FINAL" or "PERIODICAL"
+	Sequence    int
+	ParameterID int
+	// Value is the reported value as JSON text: a number, NaN/Infinity
+	// already mapped to null, or an object such as {"default": 0.9, "loss": 0.1}.
+	Value string
+	// Garbage is set (and Value empty) when a metric record could not be
+	// decoded; it holds a short description of what was wrong.
+	Garbage string
+}
+
+// Error classes.
+var (
+	// ErrNotFound: the trial does not exist on the platform.
+	ErrNotFound = errors.New("not found")
+	// ErrNoCapacity: the platform has no free slot (GPU) now; try later.
+	ErrNoCapacity = errors.New("no free capacity")
+)
+
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }
+
+// Permanent marks an error that retrying cannot fix (bad config, refused
+// auth). Retry decorators give up at once on it.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanent{err}
+}
+
+// IsPermanent reports whether err was marked Permanent.
+func IsPermanent(err error) bool {
+	var p permanent
+	return errors.As(err, &p)
+}

@@ -1,0 +1,116 @@
+// Package schema turns the *.hcl files of a directory into a typed Config:
+// variables (-var, -var-file, TRIALFORM_VAR_name), locals, the go-cty stdlib
+// functions, references between blocks (with cycle errors), and static
+// validation. Every user mistake is an hcl.Diagnostic with a source range.
+// It never touches a platform and never runs a tuner.
+package schema
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/trialform/trialform/tuner/space"
+)
+
+// Config is one whole configuration (all *.hcl files of one directory).
+type Config struct {
+	Dir         string                  // absolute directory the files were read from
+	Files       map[string][]byte       // file name (as shown in diagnostics) -> source, for snippets and fmt
+	Platforms   map[string]*Platform    // by "KIND.NAME"
+	Spaces      map[string]*SearchSpace // by name
+	Experiments map[string]*Experiment  // by name
+}
+
+// Platform is a platform "KIND" "NAME" block. Attributes other than the
+// common ones stay as evaluated cty values in Attrs so each provider package
+// decodes its own settings.
+type Platform struct {
+	Kind string
+	Name string
+	// Local platform settings (kind "local").
+	GPUIndices      []int // nil = no GPU scheduling
+	MaxTrialsPerGPU int   // default 1
+	// Attrs holds every attribute of the block, evaluated, by name
+	// (including the local ones above), for other kinds' providers.
+	Attrs     map[string]any
+	DeclRange hcl.Range
+}
+
+// Key is "KIND.NAME".
+func (p *Platform) Key() string { return p.Kind + "." + p.Name }
+
+// SearchSpace is a search_space block, with params inline or from nni_file.
+type SearchSpace struct {
+	Name      string
+	Space     *space.Space
+	NNIFile   string // absolute path when the space came from an NNI JSON file
+	DeclRange hcl.Range
+}
+
+// Experiment is an experiment block, fully evaluated.
+type Experiment struct {
+	Name        string
+	Platform    *Platform
+	SearchSpace *SearchSpace
+	Objective   Objective
+	Tuner       TunerSpec
+	Assessor    *AssessorSpec // nil = none
+
+	MaxTrials       int
+	Concurrency     int
+	MaxFailedTrials int           // 0 = no limit
+	MaxDuration     time.Duration // 0 = none
+
+	Trial TrialSpec
+
+	DeclRange hcl.Range
+}
+
+// Objective is the objective block.
+type Objective struct {
+	Metric string // key of the final result; "default" for a plain number
+	Goal   string // "maximize" | "minimize"
+}
+
+// TunerSpec is a tuner "NAME" { ... } block.
+type TunerSpec struct {
+	Name     string
+	Seed     int64          // "seed" attribute, default 0
+	Settings map[string]any // every attribute (including seed), JSON-compatible values
+	Range    hcl.Range
+}
+
+// AssessorSpec is an assessor "NAME" { ... } block.
+type AssessorSpec struct {
+	Name     string
+	Settings map[string]any
+	Range    hcl.Range
+}
+
+// TrialSpec is the trial block.
+//
+// Command is a template: the literal text with ${param.X} placeholders
+// kept as Segments so the planner can substitute concrete, shell-quoted
+// values per trial (see Render). Exactly one of Command and Args is set.
+type TrialSpec struct {
+	CodeDir     string // absolute
+	Command     *Template
+	Args        []*Template
+	Env         map[string]string
+	MaxDuration time.Duration // 0 = none
+	GPUs        int
+	MetricRegex string // optional user regexp with (?P<name>) and (?P<value>) groups
+	Range       hcl.Range
+}
+
+// Template is a string with parameter placeholders.
+type Template struct {
+	Segments []Segment
+	Range    hcl.Range
+}
+
+// Segment is literal text (Param == "") or a parameter reference.
+type Segment struct {
+	Literal string
+	Param   string
+}

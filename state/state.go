@@ -1,0 +1,117 @@
+// Package state is trialform's memory: the model of what experiments and
+// trials exist, a versioned JSON file format, and a Manager that locks,
+// writes atomically and keeps a backup. It knows nothing of HCL, platforms or
+// tuners.
+package state
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// FormatVersion is the state file format this build writes. Older versions
+// are upgraded on read; newer ones are refused.
+const FormatVersion = 1
+
+// Trial statuses, NNI's names.
+const (
+	Waiting      = "WAITING"       // recorded (id + parameters), not started or not yet confirmed running
+	Running      = "RUNNING"       // started on its platform
+	Succeeded    = "SUCCEEDED"     // exited 0 and reported the objective
+	Failed       = "FAILED"        // exited non-zero, or without the objective ("metrics unavailable")
+	Canceled     = "CANCELED"      // torn down by trialform (destroy, drain, new generation, max_duration)
+	EarlyStopped = "EARLY_STOPPED" // stopped by an assessor
+	Lost         = "LOST"          // gone from the platform while unfinished; will be resumed
+)
+
+// Terminal reports whether a status is final.
+func Terminal(status string) bool {
+	switch status {
+	case Succeeded, Failed, Canceled, EarlyStopped:
+		return true
+	}
+	return false
+}
+
+// State is the whole state file.
+type State struct {
+	Version int    `json:"version"`
+	Serial  uint64 `json:"serial"`  // goes up by one on every write that changes content
+	Lineage string `json:"lineage"` // a UUID fixed when the state is first created
+	// Experiments by name. encoding/json sorts map keys, so equal states
+	// marshal to identical bytes.
+	Experiments map[string]*Experiment `json:"experiments"`
+}
+
+// Experiment is one experiment as last applied.
+type Experiment struct {
+	Name string `json:"name"`
+	// ID is the experiment instance id (NNI_EXP_ID): 8 lowercase
+	// alphanumerics fixed when the experiment is first created; a destroyed
+	// and re-created experiment gets a new one.
+	ID       string `json:"id"`
+	Platform string `json:"platform"` // "KIND.NAME", e.g. "local.default"
+
+	// Generation counts changes of the search space, tuner, objective or
+	// trial spec; SpecHash is the hash of those as last applied.
+	Generation int    `json:"generation"`
+	SpecHash   string `json:"spec_hash"`
+
+	// In-place settings as last applied.
+	MaxTrials        int    `json:"max_trials"`
+	Concurrency      int    `json:"concurrency"`
+	MaxFailedTrials  int    `json:"max_failed_trials"`
+	MaxDuration      string `json:"max_duration,omitempty"`       // Go duration string, "" = none
+	TrialMaxDuration string `json:"trial_max_duration,omitempty"` // Go duration string, "" = none
+
+	Goal   string `json:"goal"`   // "maximize" | "minimize"
+	Metric string `json:"metric"` // objective key
+
+	CreatedAt  time.Time  `json:"created_at"`
+	DoneAt     *time.Time `json:"done_at,omitempty"`
+	DoneReason string     `json:"done_reason,omitempty"` // "budget used", "max_failed_trials reached", "max_duration reached"
+
+	NextSeq int `json:"next_seq"` // sequence number of the next trial; never goes down
+
+	// Trials by id.
+	Trials map[string]*Trial `json:"trials"`
+}
+
+// Trial is one trial.
+type Trial struct {
+	ID          string            `json:"id"`
+	Seq         int               `json:"seq"`
+	ParameterID int               `json:"parameter_id"`
+	Generation  int               `json:"generation"`
+	SpecHash    string            `json:"spec_hash"`
+	Params      map[string]any    `json:"params"`
+	Status      string            `json:"status"`
+	Reason      string            `json:"reason,omitempty"` // why it ended as it did, or why it waits
+	Handle      map[string]string `json:"handle,omitempty"` // the platform's handle (provider-defined)
+	Attempts    int               `json:"attempts"`         // 1 on first start, +1 per resume
+	CreatedAt   time.Time         `json:"created_at"`
+	StartedAt   *time.Time        `json:"started_at,omitempty"`
+	EndedAt     *time.Time        `json:"ended_at,omitempty"`
+	ExitCode    *int              `json:"exit_code,omitempty"`
+	// Value is the objective value, nil until a final result carrying the
+	// objective metric arrived.
+	Value *float64 `json:"value,omitempty"`
+	// Final holds every numeric key of the final result ("default" for a
+	// plain number).
+	Final map[string]float64 `json:"final,omitempty"`
+	// Intermediate counts the intermediate (PERIODICAL) results received;
+	// the series itself lives in the metrics file beside the state.
+	Intermediate int `json:"intermediate,omitempty"`
+	// MetricsOffset is how far the metric sources were consumed (opaque to
+	// the state, owned by the collector) so collection is incremental.
+	MetricsOffset map[string]int64 `json:"metrics_offset,omitempty"`
+}
+
+// MetricPoint is one line of a trial's metric series file
+// (.trialform/metrics/EXPERIMENT/TRIAL.jsonl).
+type MetricPoint struct {
+	Type     string          `json:"type"` // "FINAL" | "PERIODICAL"
+	Sequence int             `json:"sequence"`
+	Value    json.RawMessage `json:"value"` // the reported JSON value (number or object)
+	Time     time.Time       `json:"time"`
+}
