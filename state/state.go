@@ -56,6 +56,10 @@ type Experiment struct {
 	// trial spec; SpecHash is the hash of those as last applied.
 	Generation int    `json:"generation"`
 	SpecHash   string `json:"spec_hash"`
+	// PartHashes holds one short hash per part of the spec ("search_space",
+	// "tuner", "objective", "trial", "platform") so a plan can say which
+	// part changed.
+	PartHashes map[string]string `json:"part_hashes,omitempty"`
 
 	// In-place settings as last applied.
 	MaxTrials        int    `json:"max_trials"`
