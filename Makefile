@@ -1,0 +1,43 @@
+# trialform — build, test, demo, bench. `make test` installs what it needs.
+GO      ?= go
+BIN     := bin/trialform
+GOFLAGS ?=
+
+.PHONY: all build test unit e2e deps demo demo-clean bench vet fmt-check clean
+
+all: build
+
+build:
+	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/trialform
+
+deps:
+	bash scripts/deps.sh
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# The whole suite: unit tests, conformance suite, testscript end-to-end tests.
+test: deps build fmt-check vet
+	$(GO) test -count=1 -timeout 30m ./...
+
+unit:
+	$(GO) test -count=1 -short ./...
+
+e2e: build
+	$(GO) test -count=1 -run TestScripts ./internal/command/...
+
+# The quickstart on the local platform, then its results table.
+demo: build
+	cd examples/quickstart && ../../$(BIN) apply -auto-approve -wait && ../../$(BIN) trials quickstart
+
+demo-clean:
+	rm -rf examples/quickstart/.trialform examples/sklearn-digits/.trialform
+
+bench: build
+	bash scripts/bench.sh
+
+clean:
+	rm -rf bin

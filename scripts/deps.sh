@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh Debian machine: Go's module
+# downloads, python3 for real trial processes, and Debian's scikit-learn for
+# the sklearn example. Safe to run again.
+set -euo pipefail
+
+apt_install() {
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  if [ ! -f /tmp/.trialform-apt-updated ]; then
+    $SUDO apt-get update -qq && touch /tmp/.trialform-apt-updated
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@"
+}
+
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "deps: installing python3"
+  apt_install python3
+fi
+
+if ! /usr/bin/python3 -c 'import sklearn' >/dev/null 2>&1; then
+  echo "deps: installing python3-sklearn (for examples/sklearn-digits)"
+  apt_install python3-sklearn || echo "deps: could not install python3-sklearn; its test will say so"
+fi
+
+go mod download
