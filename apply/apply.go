@@ -1,0 +1,475 @@
+// Package apply executes plans: it records intent in state before it acts,
+// starts, resumes and tears down trials through providers with bounded
+// concurrency, and saves state after every change, so a crash or Ctrl-C at
+// any moment leaves a state the next run can finish from — never a lost or
+// a duplicated trial. The run loop (apply -wait) and watch mode reuse the
+// same refresh → plan → apply path. It never prints: progress goes through
+// Hooks.
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+)
+
+// Hooks receive progress. Implementations must be safe for concurrent use.
+type Hooks interface {
+	// TrialAction is called before (err == nil, done == false) and after
+	// (done == true) each trial action.
+	TrialAction(a *plan.TrialAction, done bool, err error)
+	// Observed is called for each change refresh found and recorded.
+	Observed(o plan.Observed)
+}
+
+// NopHooks ignores everything.
+type NopHooks struct{}
+
+func (NopHooks) TrialAction(*plan.TrialAction, bool, error) {}
+func (NopHooks) Observed(plan.Observed)                     {}
+
+// StateStore is the part of state.Manager apply needs.
+type StateStore interface {
+	Save(s *state.State) error
+	AppendMetrics(experiment, trial string, pts []state.MetricPoint) error
+	RemoveMetrics(experiment string) error
+}
+
+// Session is one command invocation's view of the world: the
+// configuration, the state (owned and mutated only through the session),
+// the providers, and the clock.
+type Session struct {
+	Config    *schema.Config
+	Store     StateStore
+	Providers plan.ProviderSet
+	Hooks     Hooks
+	Now       func() time.Time
+	// Parallelism bounds concurrent provider calls (default 16).
+	Parallelism int
+	// StopGrace is the time a torn-down trial gets between SIGTERM and
+	// SIGKILL (default 10s).
+	StopGrace time.Duration
+
+	mu      sync.Mutex // guards st and version
+	st      *state.State
+	version uint64
+	saveMu  sync.Mutex
+	saved   uint64
+}
+
+// NewSession starts a session on st (as loaded from the store).
+func NewSession(cfg *schema.Config, st *state.State, store StateStore, ps plan.ProviderSet) *Session {
+	return &Session{Config: cfg, st: st, Store: store, Providers: ps, Hooks: NopHooks{}, Now: time.Now}
+}
+
+// State returns a deep copy of the session's current state.
+func (s *Session) State() *state.State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Clone()
+}
+
+// change mutates the state under the lock and saves it. Concurrent changes
+// are group-committed: one Save covers every change made before it began.
+func (s *Session) change(fn func(st *state.State)) error {
+	s.mu.Lock()
+	fn(s.st)
+	s.version++
+	v := s.version
+	s.mu.Unlock()
+
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	if s.saved >= v {
+		return nil
+	}
+	s.mu.Lock()
+	cur := s.version
+	err := s.Store.Save(s.st)
+	s.mu.Unlock()
+	if err != nil {
+		return fatal{fmt.Errorf("save state: %w", err)}
+	}
+	s.saved = cur
+	return nil
+}
+
+// Refresh reads the platforms, folds what they report into the state,
+// saves it (with the new metric points) and returns the observations.
+func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Observed, error) {
+	cur := s.State()
+	var names []string
+	for n := range s.Config.Experiments {
+		names = append(names, n)
+	}
+	obs, err := plan.Refresh(ctx, cur, s.Providers, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	var changes []plan.Observed
+	var batches []plan.MetricBatch
+	err = s.change(func(st *state.State) {
+		changes, batches = plan.Observe(st, obs, s.Now())
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, b := range batches {
+		if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
+			return nil, nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
+		}
+	}
+	for _, c := range changes {
+		s.Hooks.Observed(c)
+	}
+	return obs, changes, nil
+}
+
+// Plan refreshes and computes a plan against the refreshed state.
+func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, error) {
+	obs, changes, err := s.Refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Compute(plan.Input{
+		Config: s.Config, State: s.State(), Observed: changes, Listed: obs.Listed,
+		Warnings: obs.Warnings, Now: s.Now(), Options: opts,
+	})
+}
+
+// ErrStalePlan is returned when a saved plan no longer matches the state.
+var ErrStalePlan = errors.New("saved plan is stale")
+
+// CheckFresh refuses a saved plan computed from another state.
+func CheckFresh(p *plan.Plan, st *state.State) error {
+	if p.Lineage != st.Lineage {
+		return fmt.Errorf("%w: it was made for state lineage %s but the state has lineage %s; run plan again", ErrStalePlan, p.Lineage, st.Lineage)
+	}
+	if p.Serial != st.Serial {
+		return fmt.Errorf("%w: the state changed since the plan was made (serial %d, now %d); run plan again", ErrStalePlan, p.Serial, st.Serial)
+	}
+	return nil
+}
+
+// Apply executes p. Experiments are created or updated first, then
+// teardowns, then resumes and creates (intent recorded before any start).
+// Every action re-checks its precondition against the current state and
+// is skipped when the world moved on. Errors of single trials are joined
+// and returned after everything else was done.
+func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
+	now := s.Now().UTC()
+	var errs []error
+
+	// 1. Experiment records.
+	err := s.change(func(st *state.State) {
+		for _, ep := range p.Experiments {
+			if ep.Action == plan.Delete {
+				continue
+			}
+			cfg := s.Config.Experiments[ep.Name]
+			if cfg == nil {
+				continue
+			}
+			e := st.Experiments[ep.Name]
+			if e == nil {
+				e = &state.Experiment{Name: ep.Name, ID: ep.ID, CreatedAt: now, Trials: map[string]*state.Trial{}}
+				st.Experiments[ep.Name] = e
+			}
+			e.Platform = ep.Platform
+			e.Generation = ep.Generation
+			e.SpecHash = ep.SpecHash
+			e.PartHashes = plan.PartHashes(cfg)
+			e.MaxTrials = ep.Settings.MaxTrials
+			e.Concurrency = ep.Settings.Concurrency
+			e.MaxFailedTrials = ep.Settings.MaxFailedTrials
+			e.MaxDuration = ep.Settings.MaxDuration
+			e.TrialMaxDuration = ep.Settings.TrialMaxDuration
+			e.Goal = ep.Settings.Goal
+			e.Metric = ep.Settings.Metric
+			if ep.Done {
+				if e.DoneAt == nil || e.DoneReason != ep.DoneReason {
+					t := now
+					e.DoneAt = &t
+					e.DoneReason = ep.DoneReason
+				}
+			} else {
+				e.DoneAt = nil
+				e.DoneReason = ""
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+
+	// 2. Teardowns.
+	var teardowns, starts []*plan.TrialAction
+	for _, ep := range p.Experiments {
+		for _, a := range ep.Trials {
+			switch a.Action {
+			case plan.Teardown:
+				teardowns = append(teardowns, a)
+			case plan.Create, plan.Resume:
+				starts = append(starts, a)
+			}
+		}
+	}
+	errs = append(errs, s.parallel(ctx, teardowns, s.teardown)...)
+
+	// 3. Deleted experiments leave the state once their trials are down.
+	for _, ep := range p.Experiments {
+		if ep.Action != plan.Delete {
+			continue
+		}
+		name := ep.Name
+		if err := s.change(func(st *state.State) {
+			e := st.Experiments[name]
+			if e == nil {
+				return
+			}
+			for _, t := range e.Trials {
+				if !state.Terminal(t.Status) {
+					return // a teardown failed: keep the record so the next run retries
+				}
+			}
+			delete(st.Experiments, name)
+		}); err != nil {
+			return err
+		}
+		if s.State().Experiment(name) == nil {
+			if err := s.Store.RemoveMetrics(name); err != nil {
+				errs = append(errs, fmt.Errorf("remove metrics of %s: %w", name, err))
+			}
+		}
+	}
+
+	// 4. Record the intent of every new trial, then start.
+	if ctx.Err() == nil && len(starts) > 0 {
+		err := s.change(func(st *state.State) {
+			for _, a := range starts {
+				if a.Action != plan.Create || a.Recorded {
+					continue
+				}
+				e := st.Experiments[a.Experiment]
+				if e == nil || e.Trials[a.TrialID] != nil {
+					continue
+				}
+				e.Trials[a.TrialID] = &state.Trial{
+					ID: a.TrialID, Seq: a.Seq, ParameterID: a.ParameterID, Generation: a.Generation,
+					SpecHash: e.SpecHash, Params: a.Params, Status: state.Waiting, CreatedAt: now,
+				}
+				if a.Seq+1 > e.NextSeq {
+					e.NextSeq = a.Seq + 1
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		errs = append(errs, s.parallel(ctx, starts, s.start)...)
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Session) parallel(ctx context.Context, actions []*plan.TrialAction, fn func(context.Context, *plan.TrialAction) error) []error {
+	n := s.Parallelism
+	if n <= 0 {
+		n = 16
+	}
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, n)
+	for _, a := range actions {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(a *plan.TrialAction) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.Hooks.TrialAction(a, false, nil)
+			// A started action finishes even after Ctrl-C, so its result
+			// reaches the state.
+			err := fn(context.WithoutCancel(ctx), a)
+			s.Hooks.TrialAction(a, true, err)
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s trial %s/%s: %w", a.Action, a.Experiment, a.TrialID, err))
+				mu.Unlock()
+			}
+		}(a)
+	}
+	wg.Wait()
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+	return errs
+}
+
+// fatal marks an error after which the run loop must stop (the state
+// could not be saved).
+type fatal struct{ err error }
+
+func (f fatal) Error() string { return f.err.Error() }
+func (f fatal) Unwrap() error { return f.err }
+
+// IsFatal reports whether err means the state could not be saved.
+func IsFatal(err error) bool {
+	var f fatal
+	return errors.As(err, &f)
+}
+
+// errSkipped marks an action whose precondition no longer holds.
+type skipped struct{ why string }
+
+func (e skipped) Error() string { return "skipped: " + e.why }
+
+// IsSkipped reports whether an action was skipped because the world moved on.
+func IsSkipped(err error) bool {
+	var s skipped
+	return errors.As(err, &s)
+}
+
+func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
+	st := s.State()
+	e := st.Experiment(a.Experiment)
+	if e == nil {
+		return nil
+	}
+	platform := e.Platform
+	var handle providers.Handle
+	if t := e.Trials[a.TrialID]; t != nil {
+		if state.Terminal(t.Status) {
+			return nil
+		}
+		handle = providers.Handle(t.Handle)
+	}
+	prov, err := s.Providers.Provider(platform)
+	if err != nil {
+		return err
+	}
+	grace := s.StopGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	if err := prov.Stop(ctx, providers.StopRequest{
+		Experiment: a.Experiment, TrialID: a.TrialID, Handle: handle, Grace: grace, Purge: a.Purge, Reason: a.Reason,
+	}); err != nil {
+		return err
+	}
+	end := s.Now().UTC()
+	return s.change(func(st *state.State) {
+		e := st.Experiments[a.Experiment]
+		if e == nil {
+			return
+		}
+		if t := e.Trials[a.TrialID]; t != nil && !state.Terminal(t.Status) {
+			t.Status = state.Canceled
+			t.Reason = a.Reason
+			t.EndedAt = &end
+		}
+	})
+}
+
+func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
+	st := s.State()
+	e := st.Experiment(a.Experiment)
+	if e == nil {
+		return skipped{"experiment not in state"}
+	}
+	t := e.Trials[a.TrialID]
+	if t == nil {
+		return skipped{"trial not recorded"}
+	}
+	switch {
+	case a.Action == plan.Resume && t.Status != state.Lost:
+		return skipped{"trial is " + t.Status + ", not LOST"}
+	case a.Action == plan.Create && t.Status != state.Waiting:
+		return skipped{"trial is " + t.Status + ", not WAITING"}
+	}
+	cfg := s.Config.Experiments[a.Experiment]
+	if cfg == nil {
+		return skipped{"experiment not in the configuration"}
+	}
+	req, err := StartRequest(cfg, e, t, a.Action == plan.Resume)
+	if err != nil {
+		return err
+	}
+	req.Lineage = st.Lineage
+	prov, err := s.Providers.Provider(e.Platform)
+	if err != nil {
+		return err
+	}
+	h, err := prov.Start(ctx, req)
+	if errors.Is(err, providers.ErrNoCapacity) {
+		why := err.Error()
+		_ = s.change(func(st *state.State) {
+			if t := st.Experiments[a.Experiment].Trials[a.TrialID]; t != nil {
+				t.Reason = why
+			}
+		})
+		return skipped{why}
+	}
+	if err != nil {
+		msg := err.Error()
+		_ = s.change(func(st *state.State) {
+			if t := st.Experiments[a.Experiment].Trials[a.TrialID]; t != nil {
+				t.Reason = "start failed: " + msg
+			}
+		})
+		return err
+	}
+	started := s.Now().UTC()
+	return s.change(func(st *state.State) {
+		t := st.Experiments[a.Experiment].Trials[a.TrialID]
+		if t == nil {
+			return
+		}
+		t.Handle = map[string]string(h)
+		t.Status = state.Running
+		t.Reason = ""
+		t.Attempts++
+		if a.Action == plan.Resume || t.StartedAt == nil {
+			t.StartedAt = &started
+		}
+		t.EndedAt = nil
+		t.ExitCode = nil
+	})
+}
+
+// StartRequest builds the provider request for trial t of experiment cfg.
+func StartRequest(cfg *schema.Experiment, e *state.Experiment, t *state.Trial, resume bool) (providers.StartRequest, error) {
+	req := providers.StartRequest{
+		Experiment: e.Name, ExperimentID: e.ID, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+		Params: t.Params, Env: cfg.Trial.Env, CodeDir: cfg.Trial.CodeDir, MaxDuration: cfg.Trial.MaxDuration,
+		GPUs: cfg.Trial.GPUs, MetricRegex: cfg.Trial.MetricRegex, Resume: resume,
+		Handle: providers.Handle(t.Handle),
+	}
+	if cfg.Trial.Command != nil {
+		sh, err := cfg.Trial.Command.Render(t.Params, true)
+		if err != nil {
+			return req, fmt.Errorf("render command: %w", err)
+		}
+		req.Shell = sh
+	} else {
+		for _, a := range cfg.Trial.Args {
+			v, err := a.Render(t.Params, false)
+			if err != nil {
+				return req, fmt.Errorf("render args: %w", err)
+			}
+			req.Args = append(req.Args, v)
+		}
+	}
+	return req, nil
+}

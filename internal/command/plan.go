@@ -1,0 +1,116 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/trialform/trialform/apply"
+	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/state"
+)
+
+type planOptions struct {
+	vars     varFlags
+	out      string
+	json     bool
+	destroy  bool
+	targets  multiFlag
+	detailed bool
+	noColor  bool
+}
+
+func runPlan(ctx context.Context, g *Globals, args []string) int {
+	var o planOptions
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	o.vars.register(fs)
+	fs.StringVar(&o.out, "out", "", "save the plan to this file, for `trialform apply FILE`")
+	fs.BoolVar(&o.json, "json", false, "print the plan as JSON")
+	fs.BoolVar(&o.destroy, "destroy", false, "plan to tear everything down")
+	fs.Var(&o.targets, "target", "limit to experiment.NAME (repeatable)")
+	fs.BoolVar(&o.detailed, "detailed-exitcode", false, "exit 0: no changes, 1: error, 2: changes")
+	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
+	if _, ok := parseFlags(fs, args, g.IO.Err); !ok {
+		return 1
+	}
+	p, code := g.makePlan(ctx, o.vars, o.noColor, plan.Options{Destroy: o.destroy, Targets: o.targets})
+	if p == nil {
+		return code
+	}
+	if o.json {
+		views.PlanJSON(g.IO.Out, p)
+	} else {
+		views.Plan(g.IO.Out, p, g.colors(o.noColor))
+	}
+	if o.out != "" {
+		if err := writePlanFile(o.out, p); err != nil {
+			return g.errorf("save plan: %v", err)
+		}
+		if !o.json {
+			fmt.Fprintf(g.IO.Out, "\nSaved the plan to %s. Run `trialform apply %s` to perform exactly these actions.\n", o.out, o.out)
+		}
+	}
+	if o.detailed && p.HasChanges() {
+		return 2
+	}
+	return 0
+}
+
+// makePlan loads config and state, refreshes (without writing the state)
+// and computes a plan.
+func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts plan.Options) (*plan.Plan, int) {
+	cfg := g.loadConfig(v, noColor)
+	if cfg == nil {
+		return nil, 1
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		return nil, g.errorf("%v", err)
+	}
+	m := state.NewManager(sd)
+	st := g.loadState(m)
+	if st == nil {
+		return nil, 1
+	}
+	ps := newProviderSet(cfg, sd)
+	defer ps.Close()
+	if !opts.Destroy && !g.checkPlatforms(ctx, cfg, ps) {
+		return nil, 1
+	}
+	s := apply.NewSession(cfg, st, memStore{}, ps)
+	p, err := s.Plan(ctx, opts)
+	if err != nil {
+		return nil, g.errorf("plan: %v", err)
+	}
+	return p, 0
+}
+
+func writePlanFile(path string, p *plan.Plan) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func readPlanFile(path string) (*plan.Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var p plan.Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("%s is not a saved trialform plan: %v", path, err)
+	}
+	if p.FormatVersion != plan.FormatVersion {
+		return nil, fmt.Errorf("%s has plan format %q; this trialform reads format %q", path, p.FormatVersion, plan.FormatVersion)
+	}
+	return &p, nil
+}

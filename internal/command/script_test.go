@@ -1,0 +1,237 @@
+package command_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = os.Getenv("UPDATE_GOLDEN") != ""
+
+// binDir holds the real trialform binary the scripts run.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "trialform-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "trialform"), "./cmd/trialform")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build trialform:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestScripts runs the end-to-end scripts in testdata/scripts with the
+// real binary and real python3 trial processes. UPDATE_GOLDEN=1 rewrites
+// the files compared with cmp.
+func TestScripts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end scripts are not short")
+	}
+	testscript.Run(t, testscript.Params{
+		Dir:           "testdata/scripts",
+		UpdateScripts: update,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			env.Setenv("NO_COLOR", "1")
+			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfor":    cmdWaitFor,
+			"trialcount": cmdTrialCount,
+			"sleep":      cmdSleep,
+			"killtrial":  cmdKillTrial,
+			"jsonfield":  cmdJSONField,
+		},
+	})
+}
+
+type trialJSON struct {
+	ID     string         `json:"id"`
+	Status string         `json:"status"`
+	Params map[string]any `json:"params"`
+	Metric *float64       `json:"metric"`
+	Reason string         `json:"reason"`
+}
+
+type stateFile struct {
+	Serial      uint64 `json:"serial"`
+	Experiments map[string]struct {
+		Trials map[string]struct {
+			Status string            `json:"status"`
+			Handle map[string]string `json:"handle"`
+			Params map[string]any    `json:"params"`
+		} `json:"trials"`
+	} `json:"experiments"`
+}
+
+func readState(ts *testscript.TestScript) (*stateFile, error) {
+	b, err := os.ReadFile(ts.MkAbs(".trialform/state.json"))
+	if err != nil {
+		return nil, err
+	}
+	var st stateFile
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// countStatus counts the trials of exp with status (or every trial for "ALL").
+func countStatus(st *stateFile, exp, status string) int {
+	n := 0
+	for _, t := range st.Experiments[exp].Trials {
+		if status == "ALL" || t.Status == status {
+			n++
+		}
+	}
+	return n
+}
+
+// waitfor EXP STATUS N [TIMEOUT]: poll the state file until at least N
+// trials of EXP have STATUS (ALL for any).
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 3 {
+		ts.Fatalf("usage: waitfor EXP STATUS N [TIMEOUT]")
+	}
+	n, _ := strconv.Atoi(args[2])
+	timeout := 60 * time.Second
+	if len(args) > 3 {
+		timeout, _ = time.ParseDuration(args[3])
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if st, err := readState(ts); err == nil && countStatus(st, args[0], args[1]) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			st, _ := readState(ts)
+			got := -1
+			if st != nil {
+				got = countStatus(st, args[0], args[1])
+			}
+			ts.Fatalf("waitfor: %d trials of %s %s after %s, want >= %d", got, args[0], args[1], timeout, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// trialcount FILE N [STATUS]: FILE holds `trials -json` output; it must
+// list exactly N trials (with STATUS), all with distinct ids and params.
+func cmdTrialCount(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: trialcount FILE N [STATUS]")
+	}
+	var rows []trialJSON
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &rows); err != nil {
+		ts.Fatalf("trialcount: %v", err)
+	}
+	want, _ := strconv.Atoi(args[1])
+	ids := map[string]bool{}
+	params := map[string]string{}
+	n := 0
+	for _, r := range rows {
+		if ids[r.ID] {
+			ts.Fatalf("trial %s listed twice", r.ID)
+		}
+		ids[r.ID] = true
+		pb, _ := json.Marshal(r.Params)
+		if other, dup := params[string(pb)]; dup {
+			ts.Fatalf("trials %s and %s have the same parameters %s", other, r.ID, pb)
+		}
+		params[string(pb)] = r.ID
+		if len(args) < 3 || r.Status == args[2] {
+			n++
+			if len(args) > 2 && args[2] == "SUCCEEDED" && r.Metric == nil {
+				ts.Fatalf("trial %s SUCCEEDED without a metric", r.ID)
+			}
+		}
+	}
+	if (n == want) == neg {
+		ts.Fatalf("trialcount: %d trials (status %v), want %d", n, args[2:], want)
+	}
+}
+
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	d, err := time.ParseDuration(args[0])
+	if err != nil {
+		ts.Fatalf("sleep: %v", err)
+	}
+	time.Sleep(d)
+}
+
+// killtrial EXP TRIAL: kill -9 a trial's supervisor and its process group
+// (what a machine crash does to it).
+func cmdKillTrial(ts *testscript.TestScript, neg bool, args []string) {
+	st, err := readState(ts)
+	if err != nil {
+		ts.Fatalf("killtrial: %v", err)
+	}
+	t, ok := st.Experiments[args[0]].Trials[args[1]]
+	if !ok {
+		ts.Fatalf("killtrial: no trial %s/%s", args[0], args[1])
+	}
+	for _, key := range []string{"pgid", "pid"} {
+		id, err := strconv.Atoi(t.Handle[key])
+		if err != nil || id <= 0 {
+			continue
+		}
+		if key == "pgid" {
+			id = -id
+		}
+		exec.Command("kill", "-9", "--", strconv.Itoa(id)).Run()
+	}
+	// The supervisor may run in its own group: kill every process whose
+	// command line names the trial dir.
+	dir := filepath.Join(".trialform", "trials", args[0], args[1])
+	out, _ := exec.Command("pgrep", "-f", dir).Output()
+	for _, f := range strings.Fields(string(out)) {
+		exec.Command("kill", "-9", f).Run()
+	}
+}
+
+// jsonfield FILE PATH WANT: a dotted path into a JSON document.
+func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
+	var v any
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &v); err != nil {
+		ts.Fatalf("jsonfield: %v", err)
+	}
+	for _, k := range strings.Split(args[1], ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[k]
+		case []any:
+			i, _ := strconv.Atoi(k)
+			if i < len(x) {
+				v = x[i]
+			} else {
+				v = nil
+			}
+		}
+	}
+	got := fmt.Sprint(v)
+	if (got == args[2]) == neg {
+		ts.Fatalf("jsonfield %s: got %q, want %q", args[1], got, args[2])
+	}
+}

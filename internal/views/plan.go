@@ -1,0 +1,279 @@
+// Package views is the only code that formats for people: the human plan
+// (rendered from the same plan.Plan model that -json prints, so the two
+// cannot disagree), the trials table, state listings and progress lines.
+// It does no I/O beyond writing to the io.Writer it is given.
+package views
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner/space"
+)
+
+// Colors applies ANSI colours when enabled.
+type Colors struct{ On bool }
+
+func (c Colors) wrap(code, s string) string {
+	if !c.On {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (c Colors) Green(s string) string  { return c.wrap("32", s) }
+func (c Colors) Yellow(s string) string { return c.wrap("33", s) }
+func (c Colors) Red(s string) string    { return c.wrap("31", s) }
+func (c Colors) Bold(s string) string   { return c.wrap("1", s) }
+func (c Colors) Dim(s string) string    { return c.wrap("2", s) }
+
+func (c Colors) symbol(a plan.Action) string {
+	s := a.Symbol()
+	switch a {
+	case plan.Create:
+		return c.Green(s)
+	case plan.Resume, plan.Update:
+		return c.Yellow(s)
+	case plan.Teardown, plan.Delete:
+		return c.Red(s)
+	}
+	return s
+}
+
+// PlanJSON writes the plan model as indented JSON.
+func PlanJSON(w io.Writer, p *plan.Plan) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(p)
+}
+
+// FormatParams renders parameters as "name=value" pairs sorted by name,
+// floats to 6 significant digits (the JSON model keeps full precision).
+func FormatParams(ps map[string]any) string {
+	keys := make([]string, 0, len(ps))
+	for k := range ps {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+FormatValue(ps[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// FormatValue renders one value for people.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+			return space.FormatValue(x)
+		}
+		return fmt.Sprintf("%.6g", x)
+	case string:
+		if x == "" || strings.ContainsAny(x, " \t\"'=;") {
+			return fmt.Sprintf("%q", x)
+		}
+		return x
+	}
+	return space.FormatValue(v)
+}
+
+// FormatMetric renders an objective value.
+func FormatMetric(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.6g", *v)
+}
+
+// Plan renders p for people.
+func Plan(w io.Writer, p *plan.Plan, c Colors) {
+	if len(p.Observed) > 0 {
+		fmt.Fprintln(w, c.Bold("Changes observed since the last apply:"))
+		for _, o := range p.Observed {
+			line := fmt.Sprintf("  %s/%s: %s -> %s", o.Experiment, o.TrialID, o.Before, o.After)
+			if o.Value != nil {
+				line += " (value " + FormatMetric(o.Value) + ")"
+			}
+			if o.Reason != "" {
+				line += " (" + o.Reason + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, wn := range p.Warnings {
+		fmt.Fprintln(w, c.Yellow("Warning: ")+wn)
+	}
+	if len(p.Warnings) > 0 {
+		fmt.Fprintln(w)
+	}
+
+	if !p.HasChanges() {
+		fmt.Fprintln(w, c.Bold("No changes.")+" "+noChangeDetail(p))
+		for _, ep := range p.Experiments {
+			fmt.Fprintln(w, "  "+StatusLine(ep))
+			for _, n := range ep.Notes {
+				fmt.Fprintln(w, "    "+c.Dim("note: "+n))
+			}
+		}
+		return
+	}
+	fmt.Fprintln(w, "trialform will perform the following actions:")
+	for _, ep := range p.Experiments {
+		if ep.Action == plan.NoOp {
+			continue
+		}
+		fmt.Fprintln(w)
+		experiment(w, ep, c)
+	}
+	for _, ep := range p.Experiments {
+		if ep.Action == plan.NoOp {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "  # "+StatusLine(ep))
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, c.Bold(SummaryLine(p)))
+}
+
+// SummaryLine is "Plan: 2 to create, 1 to resume, 0 to tear down."
+func SummaryLine(p *plan.Plan) string {
+	s := p.Summary
+	return fmt.Sprintf("Plan: %d to create, %d to resume, %d to tear down.", s.Create, s.Resume, s.Teardown)
+}
+
+func noChangeDetail(p *plan.Plan) string {
+	if len(p.Experiments) == 0 {
+		return "The configuration has no experiments and the state is empty."
+	}
+	done := 0
+	for _, ep := range p.Experiments {
+		if ep.Done {
+			done++
+		}
+	}
+	if done == len(p.Experiments) {
+		return "Every experiment is done."
+	}
+	return "Trials are running; nothing to do until they finish."
+}
+
+// StatusLine summarises an experiment: "experiment.svm: 12/20 trials done, 2 running, best 0.93 (t0004)".
+func StatusLine(ep *plan.ExperimentPlan) string {
+	bs := ep.Progress.ByStatus
+	ended := bs[state.Succeeded] + bs[state.Failed] + bs[state.EarlyStopped]
+	parts := []string{fmt.Sprintf("%d/%d trials done", ended, ep.Settings.MaxTrials)}
+	if n := bs[state.Running]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d running", n))
+	}
+	if n := bs[state.Waiting]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d waiting", n))
+	}
+	if n := bs[state.Lost]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d lost", n))
+	}
+	if n := bs[state.Failed]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", n))
+	}
+	if ep.Progress.Best != nil {
+		parts = append(parts, fmt.Sprintf("best %s (%s)", FormatMetric(ep.Progress.Best), ep.Progress.BestTrial))
+	}
+	line := "experiment." + ep.Name + ": " + strings.Join(parts, ", ")
+	if ep.Done {
+		line += "; done: " + ep.DoneReason
+	}
+	return line
+}
+
+func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
+	var head string
+	switch ep.Action {
+	case plan.Create:
+		head = "will be created"
+	case plan.Update:
+		head = "will be updated in place"
+		if ep.NewGeneration {
+			head = fmt.Sprintf("starts generation %d", ep.Generation)
+		}
+	case plan.Delete:
+		head = "will be destroyed"
+	}
+	fmt.Fprintf(w, "  # experiment.%s %s\n", ep.Name, head)
+	if ep.Action != plan.Create {
+		fmt.Fprintf(w, "  # %s\n", StatusLine(ep))
+	}
+	if ep.NewGeneration {
+		fmt.Fprintf(w, "  # %s changed: new trials form generation %d; unfinished trials of earlier generations are torn down\n",
+			strings.Join(ep.GenerationReason, ", "), ep.Generation)
+	}
+	fmt.Fprintf(w, "  %s experiment %q {\n", c.symbol(ep.Action), ep.Name)
+	if ep.Action == plan.Create {
+		s := ep.Settings
+		attrs := [][2]string{
+			{"platform", ep.Platform},
+			{"tuner", s.Tuner},
+			{"objective", s.Goal + " " + s.Metric},
+			{"max_trials", fmt.Sprint(s.MaxTrials)},
+			{"concurrency", fmt.Sprint(s.Concurrency)},
+		}
+		if s.MaxFailedTrials > 0 {
+			attrs = append(attrs, [2]string{"max_failed_trials", fmt.Sprint(s.MaxFailedTrials)})
+		}
+		if s.MaxDuration != "" {
+			attrs = append(attrs, [2]string{"max_duration", s.MaxDuration})
+		}
+		for _, a := range attrs {
+			fmt.Fprintf(w, "      %-17s = %s\n", a[0], a[1])
+		}
+	}
+	for _, ch := range ep.Changes {
+		if ch.InPlace {
+			fmt.Fprintf(w, "    %s %s = %s -> %s\n", c.Yellow("~"), ch.Path, orNone(ch.Before), orNone(ch.After))
+		}
+	}
+	if len(ep.Trials) > 0 && (ep.Action == plan.Create || len(ep.Changes) > 0) {
+		fmt.Fprintln(w)
+	}
+	for _, t := range ep.Trials {
+		trial(w, t, c)
+	}
+	for _, n := range ep.Notes {
+		fmt.Fprintf(w, "      %s\n", c.Dim("# "+n))
+	}
+	if ep.Done {
+		fmt.Fprintf(w, "      %s\n", c.Dim("# done: "+ep.DoneReason))
+	}
+	fmt.Fprintln(w, "    }")
+}
+
+func trial(w io.Writer, t *plan.TrialAction, c Colors) {
+	switch t.Action {
+	case plan.Create:
+		fmt.Fprintf(w, "    %s trial %s  %s\n", c.symbol(t.Action), t.TrialID, FormatParams(t.Params))
+		if t.Recorded {
+			fmt.Fprintf(w, "        %s\n", c.Dim("# "+t.Reason))
+		}
+		if t.Command != "" {
+			fmt.Fprintf(w, "        %s\n", c.Dim("$ "+t.Command))
+		}
+	case plan.Resume:
+		fmt.Fprintf(w, "    %s trial %s  resume (%s)  %s\n", c.symbol(t.Action), t.TrialID, t.Reason, FormatParams(t.Params))
+	case plan.Teardown:
+		fmt.Fprintf(w, "    %s trial %s  tear down (%s)\n", c.symbol(t.Action), t.TrialID, t.Reason)
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}

@@ -1,0 +1,549 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner"
+	"github.com/trialform/trialform/tuner/space"
+)
+
+// Options change what Compute plans.
+type Options struct {
+	Destroy bool     // tear everything down and remove the experiments
+	Targets []string // "experiment.NAME"; empty = all
+}
+
+// Input is everything Compute reads.
+type Input struct {
+	Config   *schema.Config
+	State    *state.State // refreshed (see Observe)
+	Observed []Observed   // what Observe reported, copied into the plan
+	Listed   map[string][]providers.Observation
+	Warnings []string
+	Now      time.Time
+	Options  Options
+}
+
+// Compute builds the plan. It is pure: the same input gives the same plan.
+func Compute(in Input) (*Plan, error) {
+	st := in.State
+	p := &Plan{
+		FormatVersion: FormatVersion,
+		Lineage:       st.Lineage,
+		Serial:        st.Serial,
+		CreatedAt:     in.Now.UTC(),
+		Destroy:       in.Options.Destroy,
+		Targets:       in.Options.Targets,
+		Observed:      in.Observed,
+		Warnings:      append([]string(nil), in.Warnings...),
+	}
+	targeted := func(name string) bool {
+		if len(in.Options.Targets) == 0 {
+			return true
+		}
+		for _, t := range in.Options.Targets {
+			if t == "experiment."+name || t == name {
+				return true
+			}
+		}
+		return false
+	}
+	for _, t := range in.Options.Targets {
+		name := strings.TrimPrefix(t, "experiment.")
+		if in.Config.Experiments[name] == nil && st.Experiments[name] == nil {
+			return nil, fmt.Errorf("-target=%s: no experiment %q in the configuration or the state", t, name)
+		}
+	}
+
+	names := map[string]bool{}
+	for n := range in.Config.Experiments {
+		names[n] = true
+	}
+	for n := range st.Experiments {
+		names[n] = true
+	}
+	var sorted []string
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+
+	for _, name := range sorted {
+		if !targeted(name) {
+			continue
+		}
+		cfg := in.Config.Experiments[name]
+		cur := st.Experiments[name]
+		var ep *ExperimentPlan
+		var err error
+		switch {
+		case in.Options.Destroy || cfg == nil:
+			if cur == nil {
+				continue
+			}
+			ep = planDelete(cur, in.Options.Destroy)
+		default:
+			ep, err = planExperiment(cfg, cur, st, in.Now)
+			if err != nil {
+				return nil, fmt.Errorf("experiment %q: %w", name, err)
+			}
+		}
+		if cur != nil {
+			addOrphans(ep, cur, in.Listed[name], st.Lineage, p)
+		}
+		p.Experiments = append(p.Experiments, ep)
+	}
+	for _, ep := range p.Experiments {
+		if ep.Action != NoOp {
+			p.Summary.Update++
+		}
+		for _, t := range ep.Trials {
+			switch t.Action {
+			case Create:
+				p.Summary.Create++
+			case Resume:
+				p.Summary.Resume++
+			case Teardown:
+				p.Summary.Teardown++
+			}
+		}
+	}
+	return p, nil
+}
+
+// addOrphans plans the teardown of running trials the platform holds for
+// this experiment that the state does not know. Objects with another
+// lineage belong to another state and are left alone, with a warning.
+func addOrphans(ep *ExperimentPlan, cur *state.Experiment, listed []providers.Observation, lineage string, p *Plan) {
+	for _, o := range listed {
+		if _, known := cur.Trials[o.TrialID]; known {
+			continue
+		}
+		if o.Phase.Ended() || !o.Exists || o.Phase == providers.PhaseLost {
+			continue
+		}
+		if o.Lineage != "" && o.Lineage != lineage {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s: trial %s runs on %s but belongs to another state (lineage %s); left alone", cur.Name, o.TrialID, cur.Platform, o.Lineage))
+			continue
+		}
+		ep.Trials = append(ep.Trials, &TrialAction{
+			Action: Teardown, Experiment: cur.Name, TrialID: o.TrialID, Status: string(o.Phase),
+			Reason: "orphan: running on " + cur.Platform + " but not in the state",
+		})
+		if ep.Action == NoOp {
+			ep.Action = Update
+		}
+	}
+}
+
+func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {
+	ep := &ExperimentPlan{
+		Name: cur.Name, ID: cur.ID, Platform: cur.Platform, Action: Delete,
+		Generation: cur.Generation, SpecHash: cur.SpecHash,
+		Settings: settingsOfState(cur), Progress: progress(cur),
+	}
+	reason := "experiment removed from the configuration"
+	if destroy {
+		reason = "destroy"
+	}
+	for _, t := range cur.SortedTrials() {
+		if state.Terminal(t.Status) {
+			continue
+		}
+		ep.Trials = append(ep.Trials, &TrialAction{
+			Action: Teardown, Experiment: cur.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+			Generation: t.Generation, Params: t.Params, Status: t.Status, Reason: reason, Purge: destroy,
+		})
+	}
+	return ep
+}
+
+// SpecHash hashes what defines a generation of trials: the search space,
+// the tuner, the objective, the trial spec and the platform.
+func SpecHash(e *schema.Experiment) string {
+	parts := specParts(e)
+	h := sha256.New()
+	for _, k := range partNames {
+		h.Write([]byte(k))
+		h.Write(parts[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// partNames are the parts of an experiment whose change starts a new
+// generation of trials, as the plan names them.
+var partNames = []string{"search_space", "tuner", "objective", "trial", "platform"}
+
+func specParts(e *schema.Experiment) map[string][]byte {
+	type trialSpec struct {
+		CodeDir     string            `json:"code_dir"`
+		Command     string            `json:"command,omitempty"`
+		Args        []string          `json:"args,omitempty"`
+		Env         map[string]string `json:"env,omitempty"`
+		GPUs        int               `json:"gpus"`
+		MetricRegex string            `json:"metric_regex,omitempty"`
+	}
+	ts := trialSpec{CodeDir: e.Trial.CodeDir, Env: e.Trial.Env, GPUs: e.Trial.GPUs, MetricRegex: e.Trial.MetricRegex}
+	if e.Trial.Command != nil {
+		ts.Command = e.Trial.Command.String()
+	}
+	for _, a := range e.Trial.Args {
+		ts.Args = append(ts.Args, a.String())
+	}
+	m := func(v any) []byte { b, _ := json.Marshal(v); return b }
+	return map[string][]byte{
+		"search_space": m(e.SearchSpace.Space),
+		"tuner":        m(map[string]any{"name": e.Tuner.Name, "settings": e.Tuner.Settings}),
+		"objective":    m(e.Objective),
+		"trial":        m(ts),
+		"platform":     m(e.Platform.Key()),
+	}
+}
+
+// PartHashes returns one short hash per spec part; apply records them with
+// the experiment so a later plan can say which part changed.
+func PartHashes(e *schema.Experiment) map[string]string {
+	out := map[string]string{}
+	for k, v := range specParts(e) {
+		s := sha256.Sum256(v)
+		out[k] = hex.EncodeToString(s[:])[:8]
+	}
+	return out
+}
+
+func durString(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// SettingsOf returns the settings an experiment block asks for.
+func SettingsOf(e *schema.Experiment) Settings { return settingsOf(e) }
+
+func settingsOf(e *schema.Experiment) Settings {
+	return Settings{
+		Tuner: e.Tuner.Name, Metric: e.Objective.Metric, Goal: e.Objective.Goal,
+		MaxTrials: e.MaxTrials, Concurrency: e.Concurrency, MaxFailedTrials: e.MaxFailedTrials,
+		MaxDuration: durString(e.MaxDuration), TrialMaxDuration: durString(e.Trial.MaxDuration),
+	}
+}
+
+func settingsOfState(e *state.Experiment) Settings {
+	return Settings{
+		Metric: e.Metric, Goal: e.Goal, MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
+		MaxFailedTrials: e.MaxFailedTrials, MaxDuration: e.MaxDuration, TrialMaxDuration: e.TrialMaxDuration,
+	}
+}
+
+// ExperimentID derives a new experiment instance id from the state's
+// lineage, the experiment name and the state serial, so the same inputs
+// give the same plan and a re-created experiment gets a new id.
+func ExperimentID(lineage, name string, serial uint64) string {
+	s := sha256.Sum256([]byte(fmt.Sprintf("%s/%s/%d", lineage, name, serial)))
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	out := make([]byte, 8)
+	for i := range out {
+		out[i] = alphabet[int(s[i])%len(alphabet)]
+	}
+	return string(out)
+}
+
+// TrialID is the deterministic id of the trial with sequence number seq.
+func TrialID(seq int) string { return fmt.Sprintf("t%04d", seq) }
+
+func progress(e *state.Experiment) Progress {
+	pr := Progress{ByStatus: map[string]int{}}
+	for _, t := range e.SortedTrials() {
+		pr.Total++
+		pr.ByStatus[t.Status]++
+		if t.Status == state.Succeeded && t.Value != nil && !math.IsNaN(*t.Value) {
+			if pr.Best == nil || better(e.Goal, *t.Value, *pr.Best) {
+				v := *t.Value
+				pr.Best = &v
+				pr.BestTrial = t.ID
+			}
+		}
+	}
+	return pr
+}
+
+func better(goal string, a, b float64) bool {
+	if goal == string(tuner.Minimize) {
+		return a < b
+	}
+	return a > b
+}
+
+func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time) (*ExperimentPlan, error) {
+	hash := SpecHash(cfg)
+	ep := &ExperimentPlan{
+		Name: cfg.Name, Platform: cfg.Platform.Key(), Action: NoOp,
+		SpecHash: hash, Settings: settingsOf(cfg), Generation: 1,
+	}
+	var created time.Time
+	if cur == nil {
+		ep.Action = Create
+		ep.ID = ExperimentID(st.Lineage, cfg.Name, st.Serial)
+		cur = &state.Experiment{Name: cfg.Name, ID: ep.ID, Trials: map[string]*state.Trial{}}
+		created = now
+	} else {
+		ep.ID = cur.ID
+		ep.Generation = cur.Generation
+		created = cur.CreatedAt
+		ep.Changes = settingChanges(cur, cfg)
+		if cur.SpecHash != hash {
+			ep.NewGeneration = true
+			ep.Generation = cur.Generation + 1
+			ep.GenerationReason = generationReasons(cur, cfg)
+			for _, r := range ep.GenerationReason {
+				ep.Changes = append(ep.Changes, Change{Path: r, Before: "", After: "changed", InPlace: false})
+			}
+		}
+		if len(ep.Changes) > 0 || ep.NewGeneration {
+			ep.Action = Update
+		}
+	}
+	ep.Progress = progress(cur)
+
+	// Trials of the current generation drive the budget.
+	var active, lost, waiting []*state.Trial
+	counted, failed := 0, 0
+	var oldRunning []*state.Trial
+	for _, t := range cur.SortedTrials() {
+		if t.Generation != ep.Generation {
+			if !state.Terminal(t.Status) {
+				oldRunning = append(oldRunning, t)
+			}
+			continue
+		}
+		if t.Status != state.Canceled {
+			counted++
+		}
+		if t.Status == state.Failed {
+			failed++
+		}
+		switch t.Status {
+		case state.Running:
+			active = append(active, t)
+		case state.Lost:
+			lost = append(lost, t)
+		case state.Waiting:
+			waiting = append(waiting, t)
+		}
+	}
+
+	// Older generations' unfinished trials are torn down.
+	for _, t := range oldRunning {
+		ep.Trials = append(ep.Trials, &TrialAction{
+			Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+			Generation: t.Generation, Params: t.Params, Status: t.Status,
+			Reason: fmt.Sprintf("generation %d replaces generation %d (%s changed)", ep.Generation, t.Generation, strings.Join(ep.GenerationReason, ", ")),
+		})
+	}
+
+	// Done?
+	switch {
+	case cfg.MaxDuration > 0 && !created.IsZero() && now.Sub(created) >= cfg.MaxDuration:
+		ep.Done, ep.DoneReason = true, fmt.Sprintf("max_duration (%s) reached", cfg.MaxDuration)
+		for _, t := range append(append(active, lost...), waiting...) {
+			if t.Status == state.Running {
+				ep.Trials = append(ep.Trials, &TrialAction{
+					Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+					Generation: t.Generation, Params: t.Params, Status: t.Status,
+					Reason: "experiment " + ep.DoneReason,
+				})
+			}
+		}
+		finish(ep)
+		return ep, nil
+	case cfg.MaxFailedTrials > 0 && failed >= cfg.MaxFailedTrials:
+		ep.Done, ep.DoneReason = true, fmt.Sprintf("max_failed_trials (%d) reached", cfg.MaxFailedTrials)
+		if len(active) > 0 {
+			ep.Notes = append(ep.Notes, fmt.Sprintf("%d running trial(s) are left to finish", len(active)))
+		}
+		finish(ep)
+		return ep, nil
+	}
+
+	// Trials past their own max_duration are torn down.
+	running := 0
+	for _, t := range active {
+		if cfg.Trial.MaxDuration > 0 && t.StartedAt != nil && now.Sub(*t.StartedAt) > cfg.Trial.MaxDuration+30*time.Second {
+			ep.Trials = append(ep.Trials, &TrialAction{
+				Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+				Generation: t.Generation, Params: t.Params, Status: t.Status,
+				Reason: fmt.Sprintf("trial max_duration (%s) exceeded", cfg.Trial.MaxDuration),
+			})
+			continue
+		}
+		running++
+	}
+	slots := cfg.Concurrency - running
+	if slots < 0 {
+		ep.Notes = append(ep.Notes, fmt.Sprintf("concurrency lowered to %d: %d running trials drain as they finish", cfg.Concurrency, running))
+		slots = 0
+	}
+
+	// Lost trials resume first (same id, parameters and output dir), then
+	// recorded-but-unstarted trials start, then new trials.
+	for _, t := range lost {
+		if slots == 0 {
+			ep.Notes = append(ep.Notes, fmt.Sprintf("trial %s waits for a free slot to resume", t.ID))
+			continue
+		}
+		slots--
+		ep.Trials = append(ep.Trials, &TrialAction{
+			Action: Resume, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+			Generation: t.Generation, Params: t.Params, Status: t.Status,
+			Command: renderCommand(cfg, t.Params), Reason: nonEmpty(t.Reason, "lost while unfinished"),
+		})
+	}
+	for _, t := range waiting {
+		if slots == 0 {
+			continue
+		}
+		slots--
+		ep.Trials = append(ep.Trials, &TrialAction{
+			Action: Create, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+			Generation: t.Generation, Params: t.Params, Status: t.Status, Recorded: true,
+			Command: renderCommand(cfg, t.Params), Reason: nonEmpty(t.Reason, "recorded but not started"),
+		})
+	}
+	remaining := cfg.MaxTrials - counted
+	if remaining <= 0 && len(active)+len(lost)+len(waiting) == 0 {
+		ep.Done, ep.DoneReason = true, fmt.Sprintf("budget used (%d trials)", cfg.MaxTrials)
+		finish(ep)
+		return ep, nil
+	}
+	n := slots
+	if remaining < n {
+		n = remaining
+	}
+	if n > 0 {
+		seqs := make([]int, n)
+		for i := range seqs {
+			seqs[i] = cur.NextSeq + i
+		}
+		params, err := suggest(cfg, cur, ep.Generation, seqs)
+		if err != nil {
+			return nil, err
+		}
+		for i, seq := range seqs {
+			ep.Trials = append(ep.Trials, &TrialAction{
+				Action: Create, Experiment: cfg.Name, TrialID: TrialID(seq), Seq: seq, ParameterID: seq,
+				Generation: ep.Generation, Params: params[i], Command: renderCommand(cfg, params[i]),
+			})
+		}
+	}
+	finish(ep)
+	return ep, nil
+}
+
+func finish(ep *ExperimentPlan) {
+	if ep.Action == NoOp && len(ep.Trials) > 0 {
+		ep.Action = Update
+	}
+	sort.SliceStable(ep.Trials, func(i, j int) bool {
+		return ep.Trials[i].Seq < ep.Trials[j].Seq
+	})
+}
+
+func renderCommand(cfg *schema.Experiment, params map[string]any) string {
+	if cfg.Trial.Command != nil {
+		s, err := cfg.Trial.Command.Render(params, true)
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		return s
+	}
+	var parts []string
+	for _, a := range cfg.Trial.Args {
+		s, err := a.Render(params, false)
+		if err != nil {
+			return "<" + err.Error() + ">"
+		}
+		parts = append(parts, schema.ShellQuote(s))
+	}
+	return strings.Join(parts, " ")
+}
+
+// suggest asks the experiment's tuner for the parameters of seqs, with the
+// history of every trial whose parameters still fit the space.
+func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int) ([]map[string]any, error) {
+	tn, err := tuner.New(cfg.Tuner.Name, cfg.Tuner.Settings, cfg.SearchSpace.Space)
+	if err != nil {
+		return nil, err
+	}
+	var hist []tuner.Observation
+	for _, t := range cur.SortedTrials() {
+		ps := space.Params(t.Params)
+		if t.Generation != gen && !cfg.SearchSpace.Space.Contains(ps) {
+			continue
+		}
+		o := tuner.Observation{Seq: t.Seq, Params: ps}
+		switch {
+		case t.Status == state.Succeeded && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
+			o.State, o.Value = tuner.Completed, *t.Value
+		case state.Terminal(t.Status):
+			o.State = tuner.Failed
+		default:
+			o.State = tuner.Pending
+		}
+		hist = append(hist, o)
+	}
+	out, err := tn.Suggest(tuner.Request{
+		Space: cfg.SearchSpace.Space, Goal: tuner.Goal(cfg.Objective.Goal), Seed: cfg.Tuner.Seed,
+		History: hist, Seqs: seqs, Settings: cfg.Tuner.Settings,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tuner %s: %w", cfg.Tuner.Name, err)
+	}
+	if len(out) != len(seqs) {
+		return nil, fmt.Errorf("tuner %s returned %d suggestions for %d trials", cfg.Tuner.Name, len(out), len(seqs))
+	}
+	res := make([]map[string]any, len(out))
+	for i, p := range out {
+		res[i] = map[string]any(p)
+	}
+	return res, nil
+}
+
+func settingChanges(cur *state.Experiment, cfg *schema.Experiment) []Change {
+	var ch []Change
+	add := func(path, before, after string) {
+		if before != after {
+			ch = append(ch, Change{Path: path, Before: before, After: after, InPlace: true})
+		}
+	}
+	itoa := func(i int) string { return fmt.Sprint(i) }
+	add("max_trials", itoa(cur.MaxTrials), itoa(cfg.MaxTrials))
+	add("concurrency", itoa(cur.Concurrency), itoa(cfg.Concurrency))
+	add("max_failed_trials", itoa(cur.MaxFailedTrials), itoa(cfg.MaxFailedTrials))
+	add("max_duration", cur.MaxDuration, durString(cfg.MaxDuration))
+	add("trial.max_duration", cur.TrialMaxDuration, durString(cfg.Trial.MaxDuration))
+	return ch
+}
+
+// generationReasons names the parts of the spec that changed.
+func generationReasons(cur *state.Experiment, cfg *schema.Experiment) []string {
+	now := PartHashes(cfg)
+	var rs []string
+	for _, k := range partNames {
+		if prev, ok := cur.PartHashes[k]; ok && prev == now[k] {
+			continue
+		}
+		rs = append(rs, k)
+	}
+	return rs
+}

@@ -1,0 +1,168 @@
+// Package plan computes what apply will do: Refresh reads the platforms
+// through providers, Observe folds what was seen into a copy of the state,
+// and the pure Compute diffs the configuration against that state and asks
+// the tuner for the parameters of new trials, fixing them in the Plan so
+// apply does exactly what was shown. Nothing here prints or writes state;
+// rendering lives in internal/views.
+package plan
+
+import (
+	"time"
+)
+
+// FormatVersion is the version of the Plan JSON model (plan -json, show
+// -json and saved plan files). Readers refuse versions they do not know.
+const FormatVersion = "1"
+
+// Action is what apply will do to an object. Its values are what the
+// human rendering draws.
+type Action string
+
+const (
+	NoOp     Action = "no-op"
+	Create   Action = "create"   // "+": a new trial (or experiment)
+	Resume   Action = "resume"   // "~": a trial lost while unfinished, restarted with its id, parameters and output dir
+	Update   Action = "update"   // "~": an experiment's in-place settings
+	Teardown Action = "teardown" // "-": stop a trial (orphan, removed experiment, new generation, max_duration)
+	Delete   Action = "delete"   // "-": an experiment removed from state after its trials are torn down
+)
+
+// Symbol is the one-character marker of an action.
+func (a Action) Symbol() string {
+	switch a {
+	case Create:
+		return "+"
+	case Resume, Update:
+		return "~"
+	case Teardown, Delete:
+		return "-"
+	}
+	return " "
+}
+
+// Plan is the whole plan: plain data, the same model for the human view,
+// plan -json and saved plan files.
+type Plan struct {
+	FormatVersion string `json:"format_version"`
+	// Lineage and Serial identify the state the plan was computed from;
+	// applying a saved plan is refused when the state moved on.
+	Lineage string `json:"lineage"`
+	Serial  uint64 `json:"serial"`
+	// CreatedAt is when the plan was computed (display only).
+	CreatedAt time.Time `json:"created_at"`
+	Destroy   bool      `json:"destroy,omitempty"`
+	Targets   []string  `json:"targets,omitempty"`
+	// Observed lists what refresh found changed since the state was last
+	// written (trials that finished, failed, vanished, orphans): display
+	// only, apply re-reads the platforms itself.
+	Observed []Observed `json:"observed,omitempty"`
+	// Experiments, sorted by name.
+	Experiments []*ExperimentPlan `json:"experiments"`
+	// Warnings that do not stop the plan (foreign objects, unreachable platform).
+	Warnings []string `json:"warnings,omitempty"`
+	Summary  Summary  `json:"summary"`
+}
+
+// Summary counts the trial actions.
+type Summary struct {
+	Create   int `json:"create"`
+	Resume   int `json:"resume"`
+	Teardown int `json:"teardown"`
+	Update   int `json:"update"` // experiments created, updated or deleted
+}
+
+// HasChanges reports whether applying the plan would change anything.
+func (p *Plan) HasChanges() bool {
+	s := p.Summary
+	return s.Create+s.Resume+s.Teardown+s.Update > 0
+}
+
+// ExperimentPlan is what will happen to one experiment.
+type ExperimentPlan struct {
+	Name     string `json:"name"`
+	ID       string `json:"id"`       // experiment instance id (NNI_EXP_ID)
+	Platform string `json:"platform"` // KIND.NAME
+	// Action is create (new experiment), update (in-place settings or
+	// new generation), delete (removed from config, or destroy) or no-op.
+	Action Action `json:"action"`
+	// Changes lists the attribute changes against the state.
+	Changes []Change `json:"changes,omitempty"`
+	// Generation is the generation new trials are created in;
+	// NewGeneration is set when this plan starts it, with the reasons.
+	Generation       int      `json:"generation"`
+	SpecHash         string   `json:"spec_hash"`
+	NewGeneration    bool     `json:"new_generation,omitempty"`
+	GenerationReason []string `json:"generation_reason,omitempty"`
+	// Settings as they will be after apply.
+	Settings Settings `json:"settings"`
+	// Progress after refresh, before this plan's actions.
+	Progress Progress `json:"progress"`
+	// Done is set when the experiment needs no more trials, with the reason.
+	Done       bool   `json:"done,omitempty"`
+	DoneReason string `json:"done_reason,omitempty"`
+	// Notes explain what the plan will not do (drain, waiting for a GPU).
+	Notes  []string       `json:"notes,omitempty"`
+	Trials []*TrialAction `json:"trials,omitempty"`
+}
+
+// Settings are an experiment's in-place settings and identity.
+type Settings struct {
+	Tuner            string `json:"tuner"`
+	Metric           string `json:"metric"`
+	Goal             string `json:"goal"`
+	MaxTrials        int    `json:"max_trials"`
+	Concurrency      int    `json:"concurrency"`
+	MaxFailedTrials  int    `json:"max_failed_trials"`
+	MaxDuration      string `json:"max_duration,omitempty"`
+	TrialMaxDuration string `json:"trial_max_duration,omitempty"`
+}
+
+// Change is one attribute change of an experiment.
+type Change struct {
+	Path    string `json:"path"`
+	Before  string `json:"before"`
+	After   string `json:"after"`
+	InPlace bool   `json:"in_place"` // false: starts a new generation
+}
+
+// Progress summarises an experiment's trials.
+type Progress struct {
+	Total     int            `json:"total"`
+	ByStatus  map[string]int `json:"by_status"`
+	Best      *float64       `json:"best,omitempty"`
+	BestTrial string         `json:"best_trial,omitempty"`
+}
+
+// TrialAction is one action on one trial.
+type TrialAction struct {
+	Action      Action         `json:"action"`
+	Experiment  string         `json:"experiment"`
+	TrialID     string         `json:"trial_id"`
+	Seq         int            `json:"seq"`
+	ParameterID int            `json:"parameter_id"`
+	Generation  int            `json:"generation"`
+	Params      map[string]any `json:"params,omitempty"`
+	// Command is the rendered command line (display; apply renders it
+	// again from the same template and parameters).
+	Command string `json:"command,omitempty"`
+	// Reason says why (display only, never drives apply).
+	Reason string `json:"reason,omitempty"`
+	// Recorded is set for a create whose intent is already in state
+	// (a crash between recording and starting).
+	Recorded bool `json:"recorded,omitempty"`
+	// Status is the trial's status before the action (resume, teardown).
+	Status string `json:"status,omitempty"`
+	// Purge removes the trial's files on the platform (destroy).
+	Purge bool `json:"purge,omitempty"`
+}
+
+// Observed is one change refresh found.
+type Observed struct {
+	Experiment string   `json:"experiment"`
+	TrialID    string   `json:"trial_id"`
+	Before     string   `json:"before"`
+	After      string   `json:"after"`
+	Reason     string   `json:"reason,omitempty"`
+	Value      *float64 `json:"value,omitempty"`
+	Orphan     bool     `json:"orphan,omitempty"`
+}

@@ -1,0 +1,279 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
+	"github.com/trialform/trialform/state"
+)
+
+// Observations is what Refresh saw on the platforms.
+type Observations struct {
+	// Trials by experiment name, then trial id, for every unfinished
+	// trial of the state.
+	Trials map[string]map[string]providers.Observation
+	// Listed holds, per experiment, what the platform's Lister found
+	// (trials the state may have lost).
+	Listed map[string][]providers.Observation
+	// Warnings: platforms that could not be read.
+	Warnings []string
+}
+
+// ProviderSet finds the provider of a platform key ("local.default").
+type ProviderSet interface {
+	Provider(platform string) (providers.Provider, error)
+}
+
+// Refresh reads every unfinished trial of st through its platform's
+// provider (in parallel, bounded) and lists the trials each platform holds
+// for each experiment. It does not change st. A platform that cannot be
+// reached becomes a warning and its trials keep their recorded status.
+func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments []string) (*Observations, error) {
+	obs := &Observations{
+		Trials: map[string]map[string]providers.Observation{},
+		Listed: map[string][]providers.Observation{},
+	}
+	type job struct {
+		exp   string
+		trial *state.Trial
+		prov  providers.Provider
+	}
+	var jobs []job
+	names := map[string]bool{}
+	for _, n := range experiments {
+		names[n] = true
+	}
+	var expNames []string
+	for n := range st.Experiments {
+		names[n] = true
+	}
+	for n := range names {
+		expNames = append(expNames, n)
+	}
+	sort.Strings(expNames)
+	for _, name := range expNames {
+		platform := ""
+		e := st.Experiments[name]
+		if e != nil {
+			platform = e.Platform
+		}
+		if platform == "" {
+			continue
+		}
+		prov, err := ps.Provider(platform)
+		if err != nil {
+			obs.Warnings = append(obs.Warnings, fmt.Sprintf("experiment %s: platform %s: %v", name, platform, err))
+			continue
+		}
+		if e != nil {
+			for _, t := range e.SortedTrials() {
+				if state.Terminal(t.Status) {
+					continue
+				}
+				jobs = append(jobs, job{name, t, prov})
+			}
+		}
+		if l, ok := prov.(providers.Lister); ok {
+			list, err := l.List(ctx, name)
+			if err != nil {
+				obs.Warnings = append(obs.Warnings, fmt.Sprintf("experiment %s: list trials on %s: %v", name, platform, err))
+			} else {
+				obs.Listed[name] = list
+			}
+		}
+	}
+
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	var firstErr error
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(j job) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			o, err := j.prov.Read(ctx, providers.ReadRequest{
+				Experiment:    j.exp,
+				TrialID:       j.trial.ID,
+				Handle:        providers.Handle(j.trial.Handle),
+				MetricsOffset: j.trial.MetricsOffset,
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if ctx.Err() != nil && firstErr == nil {
+					firstErr = ctx.Err()
+				}
+				obs.Warnings = append(obs.Warnings, fmt.Sprintf("read trial %s/%s: %v", j.exp, j.trial.ID, err))
+				return
+			}
+			if obs.Trials[j.exp] == nil {
+				obs.Trials[j.exp] = map[string]providers.Observation{}
+			}
+			obs.Trials[j.exp][j.trial.ID] = o
+		}(j)
+	}
+	wg.Wait()
+	sort.Strings(obs.Warnings)
+	return obs, firstErr
+}
+
+// MetricBatch is a set of metric points to append to one trial's series.
+type MetricBatch struct {
+	Experiment string
+	TrialID    string
+	Points     []state.MetricPoint
+}
+
+// Observe folds observations into st (which the caller owns: pass a
+// clone to keep the original) and returns what changed and the metric
+// points to append. It is pure apart from reading obs.
+func Observe(st *state.State, obs *Observations, now time.Time) ([]Observed, []MetricBatch) {
+	var changes []Observed
+	var batches []MetricBatch
+	var names []string
+	for n := range st.Experiments {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		e := st.Experiments[name]
+		seen := obs.Trials[name]
+		for _, t := range e.SortedTrials() {
+			o, ok := seen[t.ID]
+			if !ok {
+				continue
+			}
+			before := t.Status
+			pts := observeTrial(e, t, o, now)
+			if len(pts) > 0 {
+				batches = append(batches, MetricBatch{Experiment: name, TrialID: t.ID, Points: pts})
+			}
+			if t.Status != before {
+				changes = append(changes, Observed{Experiment: name, TrialID: t.ID, Before: before, After: t.Status, Reason: t.Reason, Value: t.Value})
+			}
+		}
+	}
+	return changes, batches
+}
+
+func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, now time.Time) []state.MetricPoint {
+	if !o.Exists {
+		switch t.Status {
+		case state.Running:
+			t.Status = state.Lost
+			t.Reason = "gone from the platform while running"
+		}
+		return nil
+	}
+	if len(o.Handle) > 0 {
+		t.Handle = map[string]string(o.Handle)
+	}
+	if o.MetricsOffset != nil {
+		t.MetricsOffset = o.MetricsOffset
+	}
+	if o.StartedAt != nil && t.StartedAt == nil {
+		s := *o.StartedAt
+		t.StartedAt = &s
+	}
+	var pts []state.MetricPoint
+	var garbage []string
+	for _, m := range o.Metrics {
+		if m.Garbage != "" {
+			garbage = append(garbage, m.Garbage)
+			continue
+		}
+		pts = append(pts, state.MetricPoint{Type: m.Type, Sequence: m.Sequence, Value: json.RawMessage(m.Value), Time: now.UTC()})
+		switch m.Type {
+		case "FINAL":
+			v, all, ok, err := trialproto.Objective(m.Value, e.Metric)
+			if err != nil {
+				garbage = append(garbage, err.Error())
+				continue
+			}
+			if len(all) > 0 {
+				t.Final = all
+			}
+			if ok {
+				vv := v
+				t.Value = &vv
+			}
+		default:
+			t.Intermediate++
+		}
+	}
+	switch o.Phase {
+	case providers.PhasePending, providers.PhaseRunning:
+		if t.Status == state.Waiting || t.Status == state.Lost {
+			t.Status = state.Running
+			t.Reason = ""
+		}
+	case providers.PhaseLost:
+		if t.Status != state.Lost {
+			t.Status = state.Lost
+			t.Reason = nonEmpty(o.Reason, "the trial process vanished while running")
+		}
+	case providers.PhaseSucceeded, providers.PhaseFailed, providers.PhaseKilled:
+		end := now.UTC()
+		if o.EndedAt != nil {
+			end = o.EndedAt.UTC()
+		}
+		t.EndedAt = &end
+		if o.ExitCode != nil {
+			c := *o.ExitCode
+			t.ExitCode = &c
+		}
+		switch o.Phase {
+		case providers.PhaseSucceeded:
+			if t.Value != nil {
+				t.Status = state.Succeeded
+				t.Reason = ""
+			} else {
+				t.Status = state.Failed
+				t.Reason = "metrics unavailable: exited 0 without reporting " + quoteMetric(e.Metric)
+				if len(garbage) > 0 {
+					t.Reason += "; unreadable metrics: " + strings.Join(limit(garbage, 3), "; ")
+				}
+			}
+		case providers.PhaseFailed:
+			t.Status = state.Failed
+			t.Reason = nonEmpty(o.Reason, "failed")
+		case providers.PhaseKilled:
+			t.Status = state.Failed
+			t.Reason = nonEmpty(o.Reason, "killed")
+		}
+	}
+	if len(garbage) > 0 && !state.Terminal(t.Status) {
+		t.Reason = "unreadable metrics: " + strings.Join(limit(garbage, 3), "; ")
+	}
+	return pts
+}
+
+func quoteMetric(m string) string {
+	if m == "" || m == "default" {
+		return "a final result"
+	}
+	return fmt.Sprintf("the objective metric %q", m)
+}
+
+func nonEmpty(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
+}
+
+func limit(ss []string, n int) []string {
+	if len(ss) > n {
+		return append(ss[:n:n], fmt.Sprintf("(%d more)", len(ss)-n))
+	}
+	return ss
+}
