@@ -1,0 +1,92 @@
+// Command genstate writes a configuration and a state with N finished
+// trials into a directory, so `make bench` can time `trialform plan` on a
+// long history. It is a benchmark fixture, not part of trialform.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/trialform/trialform/state"
+)
+
+const config = `search_space "s" {
+  param "lr"     { loguniform = [0.0001, 1] }
+  param "units"  { quniform = [16, 512, 16] }
+  param "layers" { randint = [1, 8] }
+  param "opt"    { choice = ["sgd", "adam", "rmsprop"] }
+  param "drop"   { uniform = [0, 0.5] }
+}
+
+experiment "big" {
+  search_space = search_space.s
+  tuner "%s" {
+    seed = 1
+  }
+  max_trials  = %d
+  concurrency = 8
+  trial {
+    command = "true"
+  }
+}
+`
+
+func main() {
+	n := flag.Int("n", 10000, "finished trials in the state")
+	dir := flag.String("dir", "", "directory to write")
+	tunerName := flag.String("tuner", "random", "tuner of the experiment")
+	flag.Parse()
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "genstate: -dir is required")
+		os.Exit(2)
+	}
+	if err := run(*dir, *n, *tunerName); err != nil {
+		fmt.Fprintln(os.Stderr, "genstate:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dir string, n int, tunerName string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// One more trial than the history, so plan has one trial to propose.
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(fmt.Sprintf(config, tunerName, n+1)), 0o644); err != nil {
+		return err
+	}
+	m := state.NewManager(filepath.Join(dir, ".trialform"))
+	st, err := m.Load()
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := &state.Experiment{
+		Name: "big", ID: "benchexp", Platform: "local.default", Generation: 1,
+		MaxTrials: n + 1, Concurrency: 8, Goal: "maximize", Metric: "default",
+		CreatedAt: now, NextSeq: n, Trials: map[string]*state.Trial{},
+	}
+	opts := []string{"sgd", "adam", "rmsprop"}
+	for i := 0; i < n; i++ {
+		v := rng.Float64()
+		start := now.Add(time.Duration(i) * time.Second)
+		end := start.Add(time.Second)
+		code := 0
+		id := fmt.Sprintf("t%04d", i)
+		e.Trials[id] = &state.Trial{
+			ID: id, Seq: i, ParameterID: i, Generation: 1, Status: state.Succeeded,
+			Params: map[string]any{
+				"lr": 0.0001 + rng.Float64()*0.9, "units": float64(16 * (1 + rng.IntN(32))),
+				"layers": float64(1 + rng.IntN(7)), "opt": opts[rng.IntN(3)], "drop": rng.Float64() / 2,
+			},
+			Attempts: 1, CreatedAt: start, StartedAt: &start, EndedAt: &end, ExitCode: &code,
+			Value: &v, Final: map[string]float64{"default": v},
+		}
+	}
+	st.Experiments["big"] = e
+	return m.Save(st)
+}

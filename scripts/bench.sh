@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# make bench: trialform's overhead next to xargs, and plan time on a long
+# history. Prints numbers; asserts nothing (targets are in README.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN="$PWD/bin/trialform"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+N=${BENCH_TRIALS:-300}
+P=${BENCH_CONCURRENCY:-16}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+
+echo "== machine: $(nproc) cores, $(uname -sr), $(go version | cut -d' ' -f3)"
+
+# 1. N trivial trials at concurrency P, next to xargs -P running the same commands.
+mkdir -p "$work/launch"
+cat > "$work/launch/main.hcl" <<HCL
+search_space "s" {
+  param "x" { randint = [0, 1000000000] }
+}
+experiment "bench" {
+  search_space = search_space.s
+  tuner "random" {
+    seed = 1
+  }
+  max_trials  = $N
+  concurrency = $P
+  trial {
+    command = "echo 'trialform: {\"default\": '\${param.x}'}'"
+  }
+}
+HCL
+t0=$(now)
+seq "$N" | xargs -P "$P" -I{} sh -c "echo 'trialform: {\"default\": {}}' > /dev/null"
+t1=$(now)
+xargs_s=$(elapsed "$t0" "$t1")
+
+t0=$(now)
+"$BIN" -chdir="$work/launch" apply -auto-approve -wait -parallelism "$P" > "$work/launch.log"
+t1=$(now)
+tf_s=$(elapsed "$t0" "$t1")
+done_n=$("$BIN" -chdir="$work/launch" trials bench -json | grep -c '"status": "SUCCEEDED"' || true)
+echo "launch: $N trials of a trivial command, concurrency $P"
+echo "  xargs -P $P:          ${xargs_s} s"
+echo "  trialform apply -wait: ${tf_s} s  ($done_n SUCCEEDED)"
+awk -v a="$tf_s" -v b="$xargs_s" 'BEGIN { printf "  overhead ratio:        %.2fx (target <= 3x)\n", a / b }'
+
+# 2. plan with 10,000 trials in state.
+go run ./bench/genstate -n 10000 -dir "$work/big" >/dev/null
+for tuner in random tpe; do
+  go run ./bench/genstate -n 10000 -tuner "$tuner" -dir "$work/big-$tuner" >/dev/null
+  best=""
+  for i in 1 2 3 4 5; do
+    t0=$(now)
+    "$BIN" -chdir="$work/big-$tuner" plan > /dev/null
+    t1=$(now)
+    s=$(elapsed "$t0" "$t1")
+    if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$s; fi
+  done
+  echo "plan with 10,000 trials in state (tuner $tuner): best of 5 = ${best} s (target < 0.5 s)"
+done
+
+# 3. Go micro-benchmarks.
+go test -run '^$' -bench . -benchtime 20x ./plan/... ./state/... ./tuner/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS)' || true
