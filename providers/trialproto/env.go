@@ -1,0 +1,90 @@
+package trialproto
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/trialform/trialform/providers"
+)
+
+// Names of the protocol environment variables.
+const (
+	EnvPlatform   = "NNI_PLATFORM"
+	EnvSysDir     = "NNI_SYS_DIR"
+	EnvOutputDir  = "NNI_OUTPUT_DIR"
+	EnvTrialJobID = "NNI_TRIAL_JOB_ID"
+	EnvExpID      = "NNI_EXP_ID"
+	EnvTrialSeqID = "NNI_TRIAL_SEQ_ID"
+	// EnvCommandChannel is never set: without it NNI (v2 and v3) falls back
+	// to the file protocol this package implements.
+	EnvCommandChannel = "NNI_TRIAL_COMMAND_CHANNEL"
+
+	EnvExperiment = "TRIALFORM_EXPERIMENT"
+	EnvTrialID    = "TRIALFORM_TRIAL_ID"
+	EnvParams     = "TRIALFORM_PARAMS"
+	EnvOutput     = "TRIALFORM_OUTPUT_DIR"
+)
+
+var protocolNames = map[string]bool{
+	EnvPlatform: true, EnvSysDir: true, EnvOutputDir: true, EnvTrialJobID: true,
+	EnvExpID: true, EnvTrialSeqID: true, EnvCommandChannel: true,
+	EnvExperiment: true, EnvTrialID: true, EnvParams: true, EnvOutput: true,
+}
+
+// IsProtocolEnv reports whether name is one of the variables the protocol
+// owns; a user's trial.env cannot override these.
+func IsProtocolEnv(name string) bool { return protocolNames[name] }
+
+// Env is the environment of one trial: the user's req.Env plus the protocol
+// variables (NNI_PLATFORM=local, NNI_SYS_DIR, NNI_OUTPUT_DIR,
+// NNI_TRIAL_JOB_ID, NNI_EXP_ID, NNI_TRIAL_SEQ_ID, TRIALFORM_EXPERIMENT,
+// TRIALFORM_TRIAL_ID, TRIALFORM_PARAMS, TRIALFORM_OUTPUT_DIR). The protocol
+// wins over the user for those names; NNI_TRIAL_COMMAND_CHANNEL is never
+// present.
+func Env(req providers.StartRequest, sysDir, outputDir, paramsFile string) map[string]string {
+	env := make(map[string]string, len(req.Env)+10)
+	for k, v := range req.Env {
+		if !IsProtocolEnv(k) {
+			env[k] = v
+		}
+	}
+	env[EnvPlatform] = "local"
+	env[EnvSysDir] = sysDir
+	env[EnvOutputDir] = outputDir
+	env[EnvTrialJobID] = req.TrialID
+	env[EnvExpID] = req.ExperimentID
+	env[EnvTrialSeqID] = strconv.Itoa(req.Seq)
+	env[EnvExperiment] = req.Experiment
+	env[EnvTrialID] = req.TrialID
+	env[EnvParams] = paramsFile
+	env[EnvOutput] = outputDir
+	return env
+}
+
+// Environ merges env into base (an os.Environ-style list) for exec: entries
+// of base whose name is in env, or that start with NNI_ or TRIALFORM_ (left
+// over from whatever ran trialform), are dropped; env follows, sorted by
+// name.
+func Environ(base []string, env map[string]string) []string {
+	out := make([]string, 0, len(base)+len(env))
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := env[name]; ok {
+			continue
+		}
+		if strings.HasPrefix(name, "NNI_") || strings.HasPrefix(name, "TRIALFORM_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}

@@ -1,0 +1,54 @@
+package trialproto
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Objective extracts the objective from a FINAL value (providers.Metric.Value,
+// or any JSON text with NaN/Infinity allowed). metric is the objective key;
+// "" means "default".
+//
+// A plain number counts as key "default". For an object, all holds every
+// numeric member (null members, NNI's NaN, are left out). ok is false when
+// the key is missing or its value is null; err is set only when value is not
+// JSON or is neither a number, an object nor null.
+func Objective(value string, metric string) (v float64, all map[string]float64, ok bool, err error) {
+	if metric == "" {
+		metric = "default"
+	}
+	norm, err := NormalizeValue(value)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("final result %q is not JSON: %w", clip(value), err)
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(norm)))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return 0, nil, false, fmt.Errorf("final result %q: %w", clip(value), err)
+	}
+	switch t := x.(type) {
+	case nil:
+		return 0, nil, false, nil
+	case json.Number:
+		f, err := t.Float64()
+		if err != nil {
+			return 0, nil, false, fmt.Errorf("final result %q: %w", clip(value), err)
+		}
+		all = map[string]float64{"default": f}
+	case map[string]any:
+		all = map[string]float64{}
+		for k, e := range t {
+			if n, isNum := e.(json.Number); isNum {
+				if f, err := n.Float64(); err == nil {
+					all[k] = f
+				}
+			}
+		}
+	default:
+		return 0, nil, false, fmt.Errorf("final result %s is neither a number nor an object with %q", clip(norm), metric)
+	}
+	v, ok = all[metric]
+	return v, all, ok, nil
+}

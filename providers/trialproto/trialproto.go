@@ -1,0 +1,136 @@
+// Package trialproto speaks NNI's trial protocol for every trialform
+// platform: the parameter.cfg a trial reads, the environment it runs with,
+// the "ME" metric records NNI's local mode appends to $NNI_SYS_DIR/.nni/metrics,
+// the metric lines a trial may print on stdout, and the extraction of the
+// objective from a final result.
+//
+// It is pure: it encodes and decodes bytes it is handed. It must not start
+// processes, read the environment or know where a platform keeps its files
+// (WriteFileAtomic is the one helper that touches the file system).
+package trialproto
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// ParameterCfg renders the parameter.cfg an NNI trial reads in local mode:
+//
+//	{"parameter_id":N,"parameter_source":"algorithm","parameters":{...},"parameter_index":0}
+//
+// Parameter names are sorted (encoding/json map order). Values that JSON
+// cannot hold (NaN, ±Inf) are written as null.
+func ParameterCfg(parameterID int, params map[string]any) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"parameter_id":%d,"parameter_source":"algorithm","parameters":`, parameterID)
+	b.Write(ParamsJSON(params))
+	b.WriteString(`,"parameter_index":0}`)
+	return b.Bytes()
+}
+
+// ParamsJSON renders the parameters object alone (the file TRIALFORM_PARAMS
+// points to). A nil map is written as {}.
+func ParamsJSON(params map[string]any) []byte {
+	if params == nil {
+		return []byte("{}")
+	}
+	out, err := marshal(params)
+	if err != nil {
+		out, err = marshal(sanitize(params))
+		if err != nil {
+			// Only unsupported Go types (channels, funcs) get here; the
+			// planner never produces them.
+			return []byte("{}")
+		}
+	}
+	return out
+}
+
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// sanitize replaces floats JSON cannot represent with nil, recursively.
+func sanitize(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil
+		}
+		return x
+	case float32:
+		return sanitize(float64(x))
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = sanitize(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = sanitize(e)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+// WriteFileAtomic replaces path with data so that readers see either the old
+// or the new content, never a torn file, and the new content survives a
+// crash: it writes a temporary file in the same directory, syncs it, renames
+// it over path and syncs the directory.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Chmod(perm); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: sync: %w", path, err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write %s: open dir: %w", path, err)
+	}
+	defer d.Close()
+	if err = d.Sync(); err != nil {
+		return fmt.Errorf("write %s: sync dir: %w", path, err)
+	}
+	return nil
+}
