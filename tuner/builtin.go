@@ -1,0 +1,8 @@
+package tuner
+
+// The built-in tuners, registered in one place.
+func init() {
+	Register(randomInfo())
+	Register(gridInfo())
+	Register(tpeInfo())
+}

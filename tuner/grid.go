@@ -1,0 +1,311 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+var gridSettings = map[string]string{
+	"grid_points": "int >= 1, values tried for each continuous or unbounded parameter (evenly spaced; log-spaced for log kinds)",
+	"seed":        "int, accepted for symmetry with the other tuners; grid search uses no randomness",
+}
+
+func gridInfo() Info {
+	return Info{Name: "grid", Settings: gridSettings, New: newGrid}
+}
+
+// gridTuner enumerates the cartesian product of every parameter's values in
+// declaration order, the first parameter varying slowest. Trials get the
+// points in order, skipping every point an earlier trial (completed, failed
+// or pending) already has, so a re-plan never repeats one.
+//
+// The values of each kind:
+//   - choice: its options in order; a nested option contributes one point
+//     per point of its own sub-space grid.
+//   - randint: every integer of [ceil(low), ceil(high)).
+//   - quniform, qloguniform: every value NNI's rounding can produce,
+//     clip(k*q, low, high) for k = round(low/q) .. round(high/q).
+//   - uniform, loguniform: grid_points values from low to high inclusive,
+//     evenly spaced (log-spaced for loguniform); one point is the
+//     (geometric) middle.
+//   - normal, lognormal: grid_points values evenly spaced over mu ± 2 sigma
+//     (in log space for lognormal); one point is mu (exp(mu)).
+//   - qnormal, qlognormal: those values after NNI's rounding, duplicates
+//     dropped.
+type gridTuner struct {
+	points int // grid_points; 0 when unset
+	sp     *space.Space
+}
+
+func newGrid(in map[string]any, sp *space.Space) (Tuner, error) {
+	points, err := gridPoints(in)
+	if err != nil {
+		return nil, err
+	}
+	if sp != nil {
+		if _, err := buildGrid(sp, points, ""); err != nil {
+			return nil, err
+		}
+	}
+	return &gridTuner{points: points, sp: sp}, nil
+}
+
+func gridPoints(in map[string]any) (int, error) {
+	s, err := newSettings("grid", in, gridSettings)
+	if err != nil {
+		return 0, err
+	}
+	if _, _, err := s.int("seed", 0, -1<<53); err != nil {
+		return 0, err
+	}
+	n, _, err := s.int("grid_points", 0, 1)
+	if err != nil {
+		return 0, err
+	}
+	if n > 1<<20 {
+		return 0, fmt.Errorf("tuner %q: setting %q is too large (%d; at most %d)", "grid", "grid_points", n, 1<<20)
+	}
+	return int(n), nil
+}
+
+// GridSize is the number of points the grid tuner with these settings
+// enumerates for sp, so that a planner can check max_trials against it. It
+// fails like the grid tuner's factory: on invalid settings, or when a
+// continuous parameter has no grid_points.
+func GridSize(sp *space.Space, settings map[string]any) (int, error) {
+	points, err := gridPoints(settings)
+	if err != nil {
+		return 0, err
+	}
+	g, err := buildGrid(sp, points, "")
+	if err != nil {
+		return 0, err
+	}
+	return g.size, nil
+}
+
+func (t *gridTuner) Suggest(req Request) ([]space.Params, error) {
+	sp, err := spaceOf(req, t.sp)
+	if err != nil {
+		return nil, err
+	}
+	g, err := buildGrid(sp, t.points, "")
+	if err != nil {
+		return nil, err
+	}
+	hist := history(req)
+	used := make(map[string]bool, len(hist))
+	for _, o := range hist {
+		used[pointKey(o.Params)] = true
+	}
+	out := make([]space.Params, len(req.Seqs))
+	next := 0
+	for _, i := range ascending(req.Seqs) {
+		var p space.Params
+		for ; next < g.size; next++ {
+			p = g.at(next)
+			if k := pointKey(p); !used[k] {
+				used[k] = true
+				break
+			}
+		}
+		if next >= g.size {
+			return nil, fmt.Errorf("grid has only %d points and all are taken by earlier trials; lower max_trials to %d or widen the grid (more options or values, a smaller q, a larger grid_points)", g.size, g.size)
+		}
+		next++
+		out[i] = p
+	}
+	return out, nil
+}
+
+// maxGrid bounds a grid's size so that index arithmetic cannot overflow.
+const maxGrid = 1 << 53
+
+// gridSpace is a lazily indexed cartesian product.
+type gridSpace struct {
+	params []gridParam
+	size   int
+}
+
+// gridParam is one parameter's list of values: either numbers (at), or a
+// choice's options, each covering size consecutive indexes.
+type gridParam struct {
+	name string
+	size int
+	at   func(i int) float64
+	opts []gridOption
+}
+
+type gridOption struct {
+	size  int
+	value any        // a plain option's value
+	name  string     // a nested option's _name
+	sub   *gridSpace // a nested option's sub-grid (nil for an empty one)
+	isSub bool       // nested option
+}
+
+func (g *gridSpace) at(i int) space.Params {
+	ps := make(space.Params, len(g.params))
+	for j := len(g.params) - 1; j >= 0; j-- {
+		gp := &g.params[j]
+		ps[gp.name] = gp.value(i % gp.size)
+		i /= gp.size
+	}
+	return ps
+}
+
+func (gp *gridParam) value(i int) any {
+	if gp.opts == nil {
+		return gp.at(i)
+	}
+	for _, o := range gp.opts {
+		if i >= o.size {
+			i -= o.size
+			continue
+		}
+		if !o.isSub {
+			return o.value
+		}
+		m := map[string]any{"_name": o.name}
+		if o.sub != nil {
+			for k, v := range o.sub.at(i) {
+				m[k] = v
+			}
+		}
+		return m
+	}
+	return nil
+}
+
+func buildGrid(sp *space.Space, points int, prefix string) (*gridSpace, error) {
+	g := &gridSpace{size: 1}
+	if sp == nil {
+		return g, nil
+	}
+	for _, p := range sp.Params {
+		gp, err := gridParamOf(p, points, prefix)
+		if err != nil {
+			return nil, err
+		}
+		if gp.size == 0 {
+			return nil, fmt.Errorf("grid: parameter %q has no values", prefix+p.Name)
+		}
+		if g.size > maxGrid/gp.size {
+			return nil, fmt.Errorf("grid: the search space has more than %d points; use fewer values or another tuner", maxGrid)
+		}
+		g.size *= gp.size
+		g.params = append(g.params, gp)
+	}
+	return g, nil
+}
+
+func gridParamOf(p space.Param, points int, prefix string) (gridParam, error) {
+	name := prefix + p.Name
+	gp := gridParam{name: p.Name}
+	switch p.Kind {
+	case space.Choice:
+		gp.opts = []gridOption{}
+		for _, o := range p.Options {
+			if !space.IsNested(o) {
+				gp.opts = append(gp.opts, gridOption{size: 1, value: o.Value})
+				gp.size++
+				continue
+			}
+			sub, err := buildGrid(o.Nested, points, name+"."+o.Name+".")
+			if err != nil {
+				return gp, err
+			}
+			if gp.size > maxGrid-sub.size {
+				return gp, fmt.Errorf("grid: the search space has more than %d points; use fewer values or another tuner", maxGrid)
+			}
+			gp.opts = append(gp.opts, gridOption{size: sub.size, name: o.Name, sub: sub, isSub: true})
+			gp.size += sub.size
+		}
+		return gp, nil
+	case space.Randint:
+		lo, hi, ok := space.IntRange(p)
+		if !ok {
+			return gp, fmt.Errorf("grid: parameter %q: randint %v has no integers", name, p.Args)
+		}
+		if hi-lo > maxGrid {
+			return gp, fmt.Errorf("grid: parameter %q has more than %d values", name, maxGrid)
+		}
+		gp.size = int(hi - lo)
+		gp.at = func(i int) float64 { return float64(lo + int64(i)) }
+		return gp, nil
+	case space.Quniform, space.Qloguniform:
+		if len(p.Args) < 3 || !(p.Args[2] > 0) || !(p.Args[0] <= p.Args[1]) {
+			return gp, fmt.Errorf("grid: parameter %q: %s needs [low, high, q] with low <= high and q > 0", name, p.Kind)
+		}
+		low, high, q := p.Args[0], p.Args[1], p.Args[2]
+		k0, k1 := math.RoundToEven(low/q), math.RoundToEven(high/q)
+		if k1-k0+1 > maxGrid {
+			return gp, fmt.Errorf("grid: parameter %q has more than %d values", name, maxGrid)
+		}
+		if low == high {
+			gp.size = 1
+			gp.at = func(int) float64 { return low }
+			return gp, nil
+		}
+		gp.size = int(k1 - k0 + 1)
+		gp.at = func(i int) float64 { return space.Quantize(p, (k0+float64(i))*q) }
+		return gp, nil
+	}
+	// Continuous or unbounded: grid_points values.
+	if points == 0 {
+		what := "continuous"
+		if p.Kind == space.Qnormal || p.Kind == space.Qlognormal {
+			what = "unbounded"
+		}
+		return gp, fmt.Errorf("grid: parameter %q is %s (%s); set grid_points = N in the tuner block to try N evenly spaced values of it", name, what, p.Kind)
+	}
+	if len(p.Args) < 2 {
+		return gp, fmt.Errorf("grid: parameter %q: %s needs two arguments", name, p.Kind)
+	}
+	a, b := p.Args[0], p.Args[1]
+	log := false
+	switch p.Kind {
+	case space.Uniform:
+	case space.Loguniform:
+		if !(a > 0) {
+			return gp, fmt.Errorf("grid: parameter %q: loguniform needs low > 0", name)
+		}
+		a, b, log = math.Log(a), math.Log(b), true
+	case space.Normal, space.Qnormal, space.Lognormal, space.Qlognormal:
+		a, b = a-2*b, a+2*b
+		log = p.Kind == space.Lognormal || p.Kind == space.Qlognormal
+	default:
+		return gp, fmt.Errorf("grid: parameter %q has unknown kind %q", name, p.Kind)
+	}
+	vals := make([]float64, 0, points)
+	for i := 0; i < points; i++ {
+		x := (a + b) / 2
+		if points > 1 {
+			x = a + float64(i)*(b-a)/float64(points-1)
+			if i == points-1 {
+				x = b
+			}
+		}
+		if log {
+			x = math.Exp(x)
+		}
+		switch p.Kind {
+		case space.Uniform, space.Loguniform:
+			if points > 1 && i == 0 {
+				x = p.Args[0]
+			} else if points > 1 && i == points-1 {
+				x = p.Args[1]
+			}
+		}
+		x = space.Quantize(p, x)
+		if n := len(vals); n > 0 && vals[n-1] == x {
+			continue
+		}
+		vals = append(vals, x)
+	}
+	gp.size = len(vals)
+	gp.at = func(i int) float64 { return vals[i] }
+	return gp, nil
+}

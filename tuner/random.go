@@ -1,0 +1,118 @@
+package tuner
+
+import (
+	"encoding/json"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+var randomSettings = map[string]string{
+	"seed": "int, random seed (default: the experiment's seed)",
+}
+
+func randomInfo() Info {
+	return Info{Name: "random", Settings: randomSettings, New: newRandom}
+}
+
+// randomTuner draws every trial independently with NNI's semantics. When
+// the space is entirely discrete it redraws (up to maxRedraws times, from
+// the same stream) a point that an earlier trial already has, as NNI's
+// deduplicator does; an exhausted space then repeats points.
+type randomTuner struct {
+	seeder
+	sp *space.Space
+}
+
+const maxRedraws = 100
+
+func newRandom(in map[string]any, sp *space.Space) (Tuner, error) {
+	s, err := newSettings("random", in, randomSettings)
+	if err != nil {
+		return nil, err
+	}
+	seed, has, err := s.int("seed", 0, -1<<53)
+	if err != nil {
+		return nil, err
+	}
+	return &randomTuner{seeder: seeder{seed, has}, sp: sp}, nil
+}
+
+func (t *randomTuner) Suggest(req Request) ([]space.Params, error) {
+	sp, err := spaceOf(req, t.sp)
+	if err != nil {
+		return nil, err
+	}
+	hist := history(req)
+	var seen map[string]bool
+	if discrete(sp) {
+		seen = make(map[string]bool, len(hist)+len(req.Seqs))
+		for _, o := range hist {
+			seen[pointKey(o.Params)] = true
+		}
+	}
+	out := make([]space.Params, len(req.Seqs))
+	for _, i := range ascending(req.Seqs) {
+		rng := t.rng(req, req.Seqs[i])
+		p := space.SampleSpace(sp, rng)
+		if seen != nil {
+			k := pointKey(p)
+			for n := 0; seen[k] && n < maxRedraws; n++ {
+				p = space.SampleSpace(sp, rng)
+				k = pointKey(p)
+			}
+			seen[k] = true
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+// discrete reports whether every value of sp comes from a finite set, so
+// that two trials can get the same point.
+func discrete(sp *space.Space) bool {
+	if sp == nil {
+		return true
+	}
+	for _, p := range sp.Params {
+		switch p.Kind {
+		case space.Choice:
+			for _, o := range p.Options {
+				if o.Nested != nil && !discrete(o.Nested) {
+					return false
+				}
+			}
+		case space.Randint, space.Quniform, space.Qloguniform:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// pointKey is a canonical text of a parameter assignment: JSON with sorted
+// keys, so the same values compare equal whatever their map order or
+// numeric Go type.
+func pointKey(p space.Params) string {
+	b, err := json.Marshal(normalize(map[string]any(p)))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = normalize(e)
+		}
+		return m
+	case space.Params:
+		return normalize(map[string]any(x))
+	}
+	if f, ok := space.ToFloat(v); ok {
+		return f
+	}
+	return v
+}

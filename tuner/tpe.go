@@ -1,0 +1,326 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+var tpeSettings = map[string]string{
+	"seed":           "int, random seed (default: the experiment's seed)",
+	"startup_trials": "int >= 0, completed trials sampled at random before the model is used (default 10)",
+	"candidates":     "int >= 1, candidates drawn from the good-trial model for each parameter (default 24)",
+	"prior_weight":   "number > 0, weight of the prior kernel in every estimator (default 1.0)",
+}
+
+func tpeInfo() Info {
+	return Info{Name: "tpe", Settings: tpeSettings, New: newTPE}
+}
+
+// tpeTuner is a univariate Tree-structured Parzen Estimator in the style of
+// Optuna's TPESampler (version 3.1 on):
+//
+//   - Until startup_trials trials have completed, trials are sampled at
+//     random with NNI's semantics (the random tuner's stream).
+//   - Then, for each parameter on its own, the trials that have it (and a
+//     value the current space can produce) are split: the best
+//     gamma(n) = min(ceil(0.1 n), 25) completed ones are "good", the rest
+//     "bad". Failed trials are left out; pending trials count as bad with the
+//     worst value (constant liar), so suggestions made while others run
+//     spread out. n counts completed and pending trials.
+//   - Each group gets a Parzen estimator (parzen.go): truncated normal
+//     kernels on the observations, in log space for log kinds, plus a prior
+//     kernel at the middle of the range; weights ramp down for old trials
+//     once a group has more than 25. q-kinds and randint use discretized
+//     kernels (the mass of the cell that rounds to a value). Choices use a
+//     smoothed categorical with a uniform prior.
+//   - candidates points are drawn from the good estimator; the one with the
+//     largest log l(x) - log g(x) wins.
+//   - A nested choice's sub-parameters are modelled from the trials that
+//     took the same option; with fewer than min(startup_trials, 4) completed
+//     such trials they are sampled at random.
+//
+// Several trials asked for at once are suggested one after another in
+// sequence order, each added as pending before the next, so the answer
+// equals asking for them one at a time.
+type tpeTuner struct {
+	seeder
+	sp          *space.Space
+	startup     int
+	candidates  int
+	priorWeight float64
+}
+
+func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
+	s, err := newSettings("tpe", in, tpeSettings)
+	if err != nil {
+		return nil, err
+	}
+	seed, has, err := s.int("seed", 0, -1<<53)
+	if err != nil {
+		return nil, err
+	}
+	startup, _, err := s.int("startup_trials", 10, 0)
+	if err != nil {
+		return nil, err
+	}
+	cands, _, err := s.int("candidates", 24, 1)
+	if err != nil {
+		return nil, err
+	}
+	if cands > 10000 {
+		return nil, fmt.Errorf("tuner %q: setting %q must be at most 10000, not %d", "tpe", "candidates", cands)
+	}
+	if startup > 1<<30 {
+		return nil, fmt.Errorf("tuner %q: setting %q must be at most %d, not %d", "tpe", "startup_trials", 1<<30, startup)
+	}
+	pw, err := s.float("prior_weight", 1, 1e-12, 1e12)
+	if err != nil {
+		return nil, err
+	}
+	return &tpeTuner{seeder: seeder{seed, has}, sp: sp, startup: int(startup), candidates: int(cands), priorWeight: pw}, nil
+}
+
+// tpeObs is a trial as one level of the (possibly nested) space sees it.
+type tpeObs struct {
+	vals map[string]any
+	loss float64 // smaller is better; +Inf for pending
+}
+
+func (t *tpeTuner) Suggest(req Request) ([]space.Params, error) {
+	sp, err := spaceOf(req, t.sp)
+	if err != nil {
+		return nil, err
+	}
+	sign := 0.0
+	switch req.Goal {
+	case Maximize, "":
+		sign = -1
+	case Minimize:
+		sign = 1
+	default:
+		return nil, fmt.Errorf("unknown goal %q (want %q or %q)", req.Goal, Maximize, Minimize)
+	}
+	hist := history(req)
+	obs := make([]tpeObs, 0, len(hist)+len(req.Seqs))
+	completed := 0
+	for _, o := range hist {
+		switch {
+		case o.State == Completed && !math.IsNaN(o.Value) && !math.IsInf(o.Value, 0):
+			obs = append(obs, tpeObs{vals: o.Params, loss: sign * o.Value})
+			completed++
+		case o.State == Pending:
+			obs = append(obs, tpeObs{vals: o.Params, loss: math.Inf(1)})
+		}
+	}
+	out := make([]space.Params, len(req.Seqs))
+	for _, i := range ascending(req.Seqs) {
+		rng := t.rng(req, req.Seqs[i])
+		var p space.Params
+		if completed < max(t.startup, 1) {
+			p = space.SampleSpace(sp, rng)
+		} else {
+			p = t.sampleLevel(sp, obs, rng)
+		}
+		out[i] = p
+		obs = append(obs, tpeObs{vals: p, loss: math.Inf(1)})
+	}
+	return out, nil
+}
+
+// minModelled is how many completed trials a parameter needs before it is
+// modelled rather than sampled at random.
+func (t *tpeTuner) minModelled() int { return max(1, min(t.startup, 4)) }
+
+func (t *tpeTuner) sampleLevel(sp *space.Space, obs []tpeObs, rng *rand.Rand) space.Params {
+	ps := space.Params{}
+	if sp == nil {
+		return ps
+	}
+	for _, p := range sp.Params {
+		if p.Kind == space.Choice {
+			ps[p.Name] = t.sampleChoice(p, obs, rng)
+		} else {
+			ps[p.Name] = t.sampleNumber(p, obs, rng)
+		}
+	}
+	return ps
+}
+
+func (t *tpeTuner) sampleNumber(p space.Param, obs []tpeObs, rng *rand.Rand) any {
+	d, ok := newNumDim(p)
+	if !ok {
+		return space.Sample(p, rng)
+	}
+	xs := make([]float64, 0, len(obs))
+	losses := make([]float64, 0, len(obs))
+	for _, o := range obs {
+		v, has := o.vals[p.Name]
+		if !has {
+			continue
+		}
+		if x, ok := d.modelledVal(v); ok {
+			xs = append(xs, x)
+			losses = append(losses, o.loss)
+		}
+	}
+	below, nComp := splitGood(losses)
+	if nComp < t.minModelled() {
+		return space.Sample(p, rng)
+	}
+	bx, ax := partition(xs, below)
+	l := newMixture(d, bx, rampWeights(len(bx)), t.priorWeight)
+	g := newMixture(d, ax, rampWeights(len(ax)), t.priorWeight)
+	best, bestScore := 0.0, math.Inf(-1)
+	for c := 0; c < t.candidates; c++ {
+		u := l.sample(rng)
+		v, a, b := d.finish(u)
+		var score float64
+		if d.discrete {
+			score = l.logMass(a, b) - g.logMass(a, b)
+		} else {
+			score = l.logDensity(u) - g.logDensity(u)
+		}
+		if c == 0 || score > bestScore {
+			best, bestScore = v, score
+		}
+	}
+	return best
+}
+
+func (t *tpeTuner) sampleChoice(p space.Param, obs []tpeObs, rng *rand.Rand) any {
+	if len(p.Options) == 0 {
+		return nil
+	}
+	idx := make([]int, 0, len(obs))
+	sub := make([]tpeObs, 0, len(obs))
+	losses := make([]float64, 0, len(obs))
+	for _, o := range obs {
+		v, has := o.vals[p.Name]
+		if !has {
+			continue
+		}
+		if i := optionIndex(p, v); i >= 0 {
+			idx = append(idx, i)
+			losses = append(losses, o.loss)
+			sub = append(sub, o)
+		}
+	}
+	below, nComp := splitGood(losses)
+	var chosen int
+	if nComp < t.minModelled() {
+		chosen = rng.IntN(len(p.Options))
+	} else {
+		bi, ai := partition(idx, below)
+		l := newCatModel(len(p.Options), bi, rampWeights(len(bi)), t.priorWeight)
+		g := newCatModel(len(p.Options), ai, rampWeights(len(ai)), t.priorWeight)
+		bestScore := math.Inf(-1)
+		for c := 0; c < t.candidates; c++ {
+			i := l.sample(rng)
+			if s := l.logP[i] - g.logP[i]; c == 0 || s > bestScore {
+				chosen, bestScore = i, s
+			}
+		}
+	}
+	o := p.Options[chosen]
+	if !space.IsNested(o) {
+		return o.Value
+	}
+	// The sub-space is modelled from the trials that took this option.
+	var subObs []tpeObs
+	for j, s := range sub {
+		if idx[j] == chosen {
+			m, _ := s.vals[p.Name].(map[string]any)
+			if pm, ok := s.vals[p.Name].(space.Params); ok {
+				m = pm
+			}
+			subObs = append(subObs, tpeObs{vals: m, loss: s.loss})
+		}
+	}
+	m := map[string]any{"_name": o.Name}
+	for k, v := range t.sampleLevel(o.Nested, subObs, rng) {
+		m[k] = v
+	}
+	return m
+}
+
+// optionIndex finds the option of choice p that value v is, or -1.
+func optionIndex(p space.Param, v any) int {
+	var name string
+	var isMap bool
+	switch m := v.(type) {
+	case map[string]any:
+		name, _ = m["_name"].(string)
+		isMap = true
+	case space.Params:
+		name, _ = m["_name"].(string)
+		isMap = true
+	}
+	for i, o := range p.Options {
+		if space.IsNested(o) {
+			if isMap && o.Name == name {
+				return i
+			}
+		} else if !isMap && space.EqualValues(o.Value, v) {
+			return i
+		}
+	}
+	return -1
+}
+
+// splitGood marks the gamma(n) = min(ceil(0.1 n), 25) smallest finite
+// losses (ties: the earlier trial) as good, in time linear in n, and
+// returns the mask and the number of finite losses. Infinite losses
+// (pending trials) are never good.
+func splitGood(losses []float64) ([]bool, int) {
+	nComp := 0
+	for _, l := range losses {
+		if !math.IsInf(l, 1) {
+			nComp++
+		}
+	}
+	n := len(losses)
+	k := min((n+9)/10, 25, nComp)
+	good := make([]bool, n)
+	if k == 0 {
+		return good, nComp
+	}
+	// buf holds the indexes of the best k so far, sorted by (loss, index).
+	buf := make([]int, 0, k)
+	for i, l := range losses {
+		if math.IsInf(l, 1) {
+			continue
+		}
+		if len(buf) == k && l >= losses[buf[k-1]] {
+			continue
+		}
+		j := len(buf)
+		if j < k {
+			buf = append(buf, i)
+		} else {
+			j = k - 1
+		}
+		for ; j > 0 && losses[buf[j-1]] > l; j-- {
+			buf[j] = buf[j-1]
+		}
+		buf[j] = i
+	}
+	for _, i := range buf {
+		good[i] = true
+	}
+	return good, nComp
+}
+
+// partition splits xs by the mask, keeping chronological order.
+func partition[T any](xs []T, good []bool) (g, b []T) {
+	for i, x := range xs {
+		if good[i] {
+			g = append(g, x)
+		} else {
+			b = append(b, x)
+		}
+	}
+	return g, b
+}
