@@ -39,6 +39,9 @@ func newNumDim(p space.Param) (*numDim, bool) {
 		d := &numDim{lo: lo - 0.5, hi: hi + 0.5, discrete: true, toModel: ident}
 		d.finish = func(u float64) (float64, float64, float64) {
 			k := clampF(math.RoundToEven(u), lo, hi)
+			if k == 0 {
+				k = 0 // never -0
+			}
 			return k, k - 0.5, k + 0.5
 		}
 		return d.withPrior(p, (d.lo+d.hi)/2, d.hi-d.lo)
@@ -51,7 +54,7 @@ func newNumDim(p space.Param) (*numDim, bool) {
 	if len(p.Args) >= 3 {
 		q = p.Args[2]
 	}
-	quant := func(x float64) float64 { return math.RoundToEven(x/q) * q }
+	quant := func(x float64) float64 { return space.RoundQ(x, q) }
 	d := &numDim{toModel: ident}
 	switch p.Kind {
 	case space.Uniform:

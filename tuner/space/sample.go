@@ -111,14 +111,24 @@ func Quantize(p Param, x float64) float64 {
 		}
 	case Quniform, Qloguniform:
 		if len(p.Args) >= 3 && p.Args[2] > 0 {
-			return clamp(math.RoundToEven(x/p.Args[2])*p.Args[2], p.Args[0], p.Args[1])
+			return clamp(RoundQ(x, p.Args[2]), p.Args[0], p.Args[1])
 		}
 	case Qnormal, Qlognormal:
 		if len(p.Args) >= 3 && p.Args[2] > 0 {
-			return math.RoundToEven(x/p.Args[2]) * p.Args[2]
+			return RoundQ(x, p.Args[2])
 		}
 	}
 	return x
+}
+
+// RoundQ is NNI's round(x/q)*q: Python's round of a float rounds halves to
+// even and returns an int, so the result is never -0.
+func RoundQ(x, q float64) float64 {
+	k := math.RoundToEven(x / q)
+	if k == 0 {
+		return 0
+	}
+	return k * q
 }
 
 // IntRange returns the integers a randint can produce, as the half-open

@@ -113,6 +113,9 @@ func TestQuantizeRoundsHalfToEven(t *testing.T) {
 		{Param{Kind: Uniform, Args: []float64{0, 1}}, 1.5, 1},
 		{Param{Kind: Normal, Args: []float64{0, 1}}, 1.5, 1.5},
 	}
+	if z := Quantize(Param{Kind: Qnormal, Args: []float64{0, 1, 2}}, -0.5); z != 0 || math.Signbit(z) {
+		t.Errorf("Quantize(-0.5) = %v (signbit %v), want +0 as Python's int round gives", z, math.Signbit(z))
+	}
 	for _, tc := range tests {
 		if got := Quantize(tc.p, tc.x); got != tc.want {
 			t.Errorf("Quantize(%s %v, %v) = %v, want %v", tc.p.Kind, tc.p.Args, tc.x, got, tc.want)

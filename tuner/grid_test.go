@@ -1,0 +1,178 @@
+package tuner
+
+import (
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+func gridSuggest(t *testing.T, sp *space.Space, settings map[string]any, hist []Observation, n int) ([]space.Params, error) {
+	t.Helper()
+	tn, err := New("grid", settings, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := make([]int, n)
+	for i := range seqs {
+		seqs[i] = len(hist) + i + 1
+	}
+	return tn.Suggest(Request{Space: sp, History: hist, Seqs: seqs})
+}
+
+func TestGridEnumeratesProduct(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "a", Kind: space.Choice, Options: []space.Option{{Value: "x"}, {Value: 2.0}}},
+		{Name: "b", Kind: space.Randint, Args: []float64{0, 3}},
+		{Name: "c", Kind: space.Quniform, Args: []float64{1, 10, 3}},
+	}}
+	var want []space.Params
+	for _, a := range []any{"x", 2.0} {
+		for _, b := range []float64{0, 1, 2} {
+			for _, c := range []float64{1, 3, 6, 9} {
+				want = append(want, space.Params{"a": a, "b": b, "c": c})
+			}
+		}
+	}
+	n, err := GridSize(sp, nil)
+	if err != nil || n != len(want) {
+		t.Fatalf("GridSize = %d, %v; want %d", n, err, len(want))
+	}
+	got, err := gridSuggest(t, sp, nil, nil, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("grid order:\n got %v\nwant %v", got, want)
+	}
+	for _, p := range got {
+		if !sp.Contains(p) {
+			t.Fatalf("%v not in space", p)
+		}
+	}
+	_, err = gridSuggest(t, sp, nil, nil, n+1)
+	if err == nil || !strings.Contains(err.Error(), "grid has only 24 points") || !strings.Contains(err.Error(), "max_trials") {
+		t.Fatalf("asking for %d points: err = %v", n+1, err)
+	}
+}
+
+func TestGridNestedAndContinuous(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "model", Kind: space.Choice, Options: []space.Option{
+			{Name: "cnn", Nested: &space.Space{Params: []space.Param{
+				{Name: "layers", Kind: space.Randint, Args: []float64{1, 3}},
+				{Name: "dropout", Kind: space.Uniform, Args: []float64{0, 0.5}},
+			}}},
+			{Name: "linear"},
+		}},
+		{Name: "lr", Kind: space.Loguniform, Args: []float64{1e-4, 1}},
+	}}
+	_, err := GridSize(sp, nil)
+	if err == nil || !strings.Contains(err.Error(), `"model.cnn.dropout"`) || !strings.Contains(err.Error(), "grid_points") {
+		t.Fatalf("no grid_points: err = %v", err)
+	}
+	if _, err := New("grid", nil, sp); err == nil {
+		t.Fatal("factory accepted a continuous parameter without grid_points")
+	}
+	settings := map[string]any{"grid_points": 5.0}
+	n, err := GridSize(sp, settings)
+	// model: cnn 2 layers x 5 dropouts + linear = 11; lr: 5.
+	if err != nil || n != 55 {
+		t.Fatalf("GridSize = %d, %v; want 55", n, err)
+	}
+	got, err := gridSuggest(t, sp, settings, nil, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	lrs := map[float64]bool{}
+	drops := map[float64]bool{}
+	for _, p := range got {
+		if !sp.Contains(p) || seen[key(p)] {
+			t.Fatalf("%v: not in space or repeated", p)
+		}
+		seen[key(p)] = true
+		lrs[p["lr"].(float64)] = true
+		if m := p["model"].(map[string]any); m["_name"] == "cnn" {
+			drops[m["dropout"].(float64)] = true
+		}
+	}
+	for _, want := range []float64{1e-4, 1e-3, 1e-2, 1e-1, 1} {
+		found := false
+		for lr := range lrs {
+			found = found || math.Abs(lr-want) <= 1e-12*want
+		}
+		if !found {
+			t.Errorf("lr grid %v lacks log-spaced %g", lrs, want)
+		}
+	}
+	if !reflect.DeepEqual(drops, map[float64]bool{0: true, 0.125: true, 0.25: true, 0.375: true, 0.5: true}) {
+		t.Errorf("dropout grid %v", drops)
+	}
+	if got[0]["model"].(map[string]any)["_name"] != "cnn" || got[len(got)-1]["model"].(map[string]any)["_name"] != "linear" {
+		t.Errorf("first parameter should vary slowest: %v ... %v", got[0], got[len(got)-1])
+	}
+}
+
+func TestGridUnboundedKinds(t *testing.T) {
+	tests := []struct {
+		p    space.Param
+		n    int
+		want []float64
+	}{
+		{space.Param{Name: "x", Kind: space.Normal, Args: []float64{1, 2}}, 3, []float64{-3, 1, 5}},
+		{space.Param{Name: "x", Kind: space.Qnormal, Args: []float64{0, 1, 1}}, 5, []float64{-2, -1, 0, 1, 2}},
+		{space.Param{Name: "x", Kind: space.Qnormal, Args: []float64{0, 1, 2}}, 5, []float64{-2, 0, 2}}, // duplicates dropped
+		{space.Param{Name: "x", Kind: space.Lognormal, Args: []float64{0, 1}}, 1, []float64{1}},
+		{space.Param{Name: "x", Kind: space.Uniform, Args: []float64{2, 4}}, 1, []float64{3}},
+	}
+	for _, tc := range tests {
+		sp := &space.Space{Params: []space.Param{tc.p}}
+		got, err := gridSuggest(t, sp, map[string]any{"grid_points": float64(tc.n)}, nil, len(tc.want))
+		if err != nil {
+			t.Errorf("%s %v: %v", tc.p.Kind, tc.p.Args, err)
+			continue
+		}
+		var xs []float64
+		for _, p := range got {
+			xs = append(xs, p["x"].(float64))
+		}
+		if !reflect.DeepEqual(xs, tc.want) {
+			t.Errorf("%s %v with %d points: %v, want %v", tc.p.Kind, tc.p.Args, tc.n, xs, tc.want)
+		}
+		if n, _ := GridSize(sp, map[string]any{"grid_points": float64(tc.n)}); n != len(tc.want) {
+			t.Errorf("%s: GridSize %d, want %d", tc.p.Kind, n, len(tc.want))
+		}
+	}
+	if _, err := GridSize(&space.Space{Params: []space.Param{{Name: "q", Kind: space.Qnormal, Args: []float64{0, 1, 1}}}}, nil); err == nil || !strings.Contains(err.Error(), "unbounded") {
+		t.Errorf("qnormal without grid_points: %v", err)
+	}
+	if _, err := GridSize(&space.Space{Params: []space.Param{{Name: "c", Kind: space.Choice}}}, nil); err == nil || !strings.Contains(err.Error(), `"c" has no values`) {
+		t.Errorf("empty choice: %v", err)
+	}
+}
+
+// TestGridSkipsHistory: points earlier trials have (in any state) are not
+// proposed again, and a gap left by a lost trial is filled first.
+func TestGridSkipsHistory(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{{Name: "b", Kind: space.Randint, Args: []float64{0, 6}}}}
+	pt := func(b float64) space.Params { return space.Params{"b": b} }
+	hist := []Observation{
+		{Seq: 1, Params: pt(0), State: Completed, Value: 1},
+		{Seq: 2, Params: pt(3), State: Failed},
+		{Seq: 3, Params: pt(2), State: Pending},
+		{Seq: 4, Params: space.Params{"b": 99.0}, State: Completed}, // not a grid point
+	}
+	got, err := gridSuggest(t, sp, nil, hist, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []space.Params{pt(1), pt(4), pt(5)}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	if _, err := gridSuggest(t, sp, nil, hist, 4); err == nil || !strings.Contains(err.Error(), "grid has only 6 points") {
+		t.Fatalf("overflow: %v", err)
+	}
+}

@@ -1,0 +1,239 @@
+package tuner
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+func TestRegistry(t *testing.T) {
+	if got, want := Names(), []string{"grid", "random", "tpe"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	for _, n := range Names() {
+		info, ok := Lookup(n)
+		if !ok || info.Name != n || info.New == nil || info.Settings["seed"] == "" {
+			t.Errorf("Lookup(%q) = %+v, %v", n, info, ok)
+		}
+	}
+	if _, err := New("anneal", nil, mixedSpace()); err == nil || !strings.Contains(err.Error(), `"anneal"`) {
+		t.Fatalf("New(anneal) error = %v", err)
+	}
+}
+
+func TestSettingsValidation(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}}}}
+	tests := []struct {
+		tuner    string
+		settings map[string]any
+		wantErr  []string // substrings; none = no error
+	}{
+		{"random", map[string]any{"seed": 3.0}, nil},
+		{"random", map[string]any{"seed": int64(-3)}, nil},
+		{"random", map[string]any{"sed": 3.0}, []string{`unknown setting "sed"`, "valid: seed"}},
+		{"random", map[string]any{"seed": "abc"}, []string{`"seed"`, "whole number"}},
+		{"random", map[string]any{"seed": 1.5}, []string{`"seed"`, "whole number"}},
+		{"tpe", map[string]any{"startup_trials": 5.0, "candidates": 48, "prior_weight": 0.5, "seed": 1}, nil},
+		{"tpe", map[string]any{"candidate": 5.0, "gamma": 1.0}, []string{`unknown settings "candidate", "gamma"`, "valid: candidates, prior_weight, seed, startup_trials"}},
+		{"tpe", map[string]any{"candidates": 0.0}, []string{`"candidates"`, "at least 1"}},
+		{"tpe", map[string]any{"startup_trials": -1.0}, []string{`"startup_trials"`, "at least 0"}},
+		{"tpe", map[string]any{"prior_weight": "big"}, []string{`"prior_weight"`, "number"}},
+		{"tpe", map[string]any{"prior_weight": 0.0}, []string{`"prior_weight"`, "between"}},
+		{"grid", map[string]any{"grid_points": 5.0}, nil},
+		{"grid", map[string]any{"grid_points": 0.0}, []string{`"grid_points"`, "at least 1"}},
+		{"grid", map[string]any{"grid_points": true}, []string{`"grid_points"`, "whole number"}},
+		{"grid", map[string]any{"points": 5.0}, []string{`unknown setting "points"`, "valid: grid_points, seed"}},
+		{"grid", nil, []string{`parameter "x" is continuous (uniform)`, "grid_points"}},
+	}
+	for _, tc := range tests {
+		_, err := New(tc.tuner, tc.settings, sp)
+		if len(tc.wantErr) == 0 {
+			if err != nil {
+				t.Errorf("%s %v: %v", tc.tuner, tc.settings, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s %v: no error, want %q", tc.tuner, tc.settings, tc.wantErr)
+			continue
+		}
+		for _, w := range tc.wantErr {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s %v: error %q lacks %q", tc.tuner, tc.settings, err, w)
+			}
+		}
+	}
+}
+
+// mixedSpace has every kind, and a nested choice.
+func mixedSpace() *space.Space {
+	return &space.Space{Params: []space.Param{
+		{Name: "u", Kind: space.Uniform, Args: []float64{-1, 1}},
+		{Name: "qu", Kind: space.Quniform, Args: []float64{1, 10, 3}},
+		{Name: "lu", Kind: space.Loguniform, Args: []float64{1e-4, 1}},
+		{Name: "qlu", Kind: space.Qloguniform, Args: []float64{1, 1000, 10}},
+		{Name: "ri", Kind: space.Randint, Args: []float64{0, 5}},
+		{Name: "n", Kind: space.Normal, Args: []float64{0, 1}},
+		{Name: "qn", Kind: space.Qnormal, Args: []float64{0, 3, 1}},
+		{Name: "ln", Kind: space.Lognormal, Args: []float64{0, 1}},
+		{Name: "qln", Kind: space.Qlognormal, Args: []float64{0, 1, 0.5}},
+		{Name: "act", Kind: space.Choice, Options: []space.Option{{Value: "relu"}, {Value: "tanh"}, {Value: 1.0}}},
+		{Name: "model", Kind: space.Choice, Options: []space.Option{
+			{Name: "cnn", Nested: &space.Space{Params: []space.Param{
+				{Name: "layers", Kind: space.Randint, Args: []float64{1, 4}},
+				{Name: "dropout", Kind: space.Uniform, Args: []float64{0, 0.5}},
+			}}},
+			{Name: "linear"},
+		}},
+	}}
+}
+
+// objective is a smooth function of mixedSpace's numbers plus a bonus for
+// the cnn model, to give the tuners something to chase.
+func objective(p space.Params) float64 {
+	f := func(k string) float64 { x, _ := space.ToFloat(p[k]); return x }
+	v := -(f("u")-0.3)*(f("u")-0.3) - (f("ri")-2)*(f("ri")-2)*0.1
+	if m, ok := p["model"].(map[string]any); ok && m["_name"] == "cnn" {
+		d, _ := space.ToFloat(m["dropout"])
+		v += 0.5 - d
+	}
+	return v
+}
+
+// loop runs n trials one at a time, as apply would, and returns the history.
+func loop(t testing.TB, tn Tuner, sp *space.Space, goal Goal, seed int64, n int, f func(space.Params) float64) []Observation {
+	var hist []Observation
+	for seq := 1; seq <= n; seq++ {
+		out, err := tn.Suggest(Request{Space: sp, Goal: goal, Seed: seed, History: hist, Seqs: []int{seq}})
+		if err != nil {
+			t.Fatalf("trial %d: %v", seq, err)
+		}
+		if len(out) != 1 {
+			t.Fatalf("trial %d: %d suggestions", seq, len(out))
+		}
+		hist = append(hist, Observation{Seq: seq, Params: out[0], State: Completed, Value: f(out[0])})
+	}
+	return hist
+}
+
+func mustNew(t testing.TB, name string, settings map[string]any, sp *space.Space) Tuner {
+	t.Helper()
+	tn, err := New(name, settings, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tn
+}
+
+func key(p space.Params) string {
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// TestDeterminism covers every tuner: the same request gives the same
+// answer, another seed another one (random, tpe), and asking for several
+// trials at once equals asking one at a time.
+func TestDeterminism(t *testing.T) {
+	sp := mixedSpace()
+	gridSp := &space.Space{Params: sp.Params[1:5]}
+	for _, name := range []string{"random", "tpe", "grid"} {
+		t.Run(name, func(t *testing.T) {
+			s, settings := sp, map[string]any{"startup_trials": 5.0}
+			switch name {
+			case "grid":
+				s, settings = gridSp, map[string]any{"grid_points": 3.0}
+			case "random":
+				settings = nil
+			}
+			tn := mustNew(t, name, settings, s)
+			hist := loop(t, tn, s, Maximize, 9, 12, objective)
+			hist[3].State = Failed
+			hist[7].State = Pending
+			req := Request{Space: s, Goal: Maximize, Seed: 9, History: hist, Seqs: []int{13, 14, 15, 16}}
+			a, err := tn.Suggest(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := tn.Suggest(req)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("same request, different answers:\n%v\n%v", a, b)
+			}
+			for _, p := range a {
+				if !s.Contains(p) {
+					t.Fatalf("suggestion %v is not in the space", p)
+				}
+			}
+			// One at a time, each earlier one pending.
+			h := append([]Observation(nil), hist...)
+			for i, seq := range req.Seqs {
+				one, err := tn.Suggest(Request{Space: s, Goal: Maximize, Seed: 9, History: h, Seqs: []int{seq}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(one[0], a[i]) {
+					t.Fatalf("seq %d alone = %v, in a batch = %v", seq, one[0], a[i])
+				}
+				h = append(h, Observation{Seq: seq, Params: one[0], State: Pending})
+			}
+			// Seqs in another order: the same trial gets the same point.
+			rev, _ := tn.Suggest(Request{Space: s, Goal: Maximize, Seed: 9, History: hist, Seqs: []int{16, 15, 14, 13}})
+			for i := range rev {
+				if !reflect.DeepEqual(rev[i], a[3-i]) {
+					t.Fatalf("reversed seqs: %v != %v", rev[i], a[3-i])
+				}
+			}
+			if name == "grid" {
+				return
+			}
+			req.Seed = 10
+			c, _ := tn.Suggest(req)
+			if reflect.DeepEqual(a, c) {
+				t.Fatalf("seeds 9 and 10 gave the same %v", a)
+			}
+		})
+	}
+}
+
+func TestSeedSetting(t *testing.T) {
+	sp := mixedSpace()
+	for _, name := range []string{"random", "tpe"} {
+		a := mustNew(t, name, map[string]any{"seed": 10.0}, sp)
+		b := mustNew(t, name, nil, sp)
+		pa, _ := a.Suggest(Request{Space: sp, Seed: 1, Seqs: []int{1}})
+		pb, _ := b.Suggest(Request{Space: sp, Seed: 10, Seqs: []int{1}})
+		if !reflect.DeepEqual(pa, pb) {
+			t.Errorf("%s: seed setting 10 gave %v, request seed 10 gave %v", name, pa, pb)
+		}
+	}
+}
+
+func TestRandomDedupsDiscreteSpace(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "a", Kind: space.Choice, Options: []space.Option{{Value: "x"}, {Value: "y"}, {Value: "z"}}},
+		{Name: "b", Kind: space.Randint, Args: []float64{0, 4}},
+	}}
+	tn := mustNew(t, "random", nil, sp)
+	out, err := tn.Suggest(Request{Space: sp, Seed: 1, Seqs: []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, p := range out {
+		if seen[key(p)] {
+			t.Fatalf("duplicate %v in %v", p, out)
+		}
+		seen[key(p)] = true
+	}
+	// The space is exhausted: more trials repeat points instead of failing.
+	var hist []Observation
+	for i, p := range out {
+		hist = append(hist, Observation{Seq: i + 1, Params: p, State: Completed})
+	}
+	more, err := tn.Suggest(Request{Space: sp, Seed: 1, History: hist, Seqs: []int{13}})
+	if err != nil || len(more) != 1 || !sp.Contains(more[0]) {
+		t.Fatalf("13th trial: %v, %v", more, err)
+	}
+}
