@@ -1,0 +1,136 @@
+package schema
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hcled"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// WriteDiagnostics writes diags as text with source snippets (HCL's
+// diagnostic text writer). files maps the file names used in ranges to
+// their parsed files (see Config.HCLFiles); width 0 means no wrapping.
+func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, width uint, color bool) error {
+	return hcl.NewDiagnosticTextWriter(w, files, width, color).WriteDiagnostics(diags)
+}
+
+// JSONDiagnostics is the machine-readable form of a validation result, in
+// the shape of `terraform validate -json`.
+type JSONDiagnostics struct {
+	FormatVersion string           `json:"format_version"`
+	Valid         bool             `json:"valid"`
+	ErrorCount    int              `json:"error_count"`
+	WarningCount  int              `json:"warning_count"`
+	Diagnostics   []JSONDiagnostic `json:"diagnostics"`
+}
+
+// JSONDiagnostic is one diagnostic.
+type JSONDiagnostic struct {
+	Severity string       `json:"severity"` // "error" | "warning"
+	Summary  string       `json:"summary"`
+	Detail   string       `json:"detail"`
+	Range    *JSONRange   `json:"range,omitempty"`
+	Snippet  *JSONSnippet `json:"snippet,omitempty"`
+}
+
+// JSONRange is a source range; lines and columns start at 1, bytes at 0.
+type JSONRange struct {
+	Filename string  `json:"filename"`
+	Start    JSONPos `json:"start"`
+	End      JSONPos `json:"end"`
+}
+
+// JSONPos is a position in a source file.
+type JSONPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+// JSONSnippet is the source around a diagnostic: Code holds whole lines
+// starting at StartLine; the highlight offsets are byte offsets into Code.
+type JSONSnippet struct {
+	Context              *string `json:"context"` // the enclosing block, e.g. `experiment "svm"`, or null
+	Code                 string  `json:"code"`
+	StartLine            int     `json:"start_line"`
+	HighlightStartOffset int     `json:"highlight_start_offset"`
+	HighlightEndOffset   int     `json:"highlight_end_offset"`
+	Values               []any   `json:"values"` // always empty; kept for Terraform's shape
+}
+
+// DiagnosticsJSON converts diags, with snippets from files where the file
+// is known.
+func DiagnosticsJSON(files map[string]*hcl.File, diags hcl.Diagnostics) JSONDiagnostics {
+	out := JSONDiagnostics{FormatVersion: "1.0", Diagnostics: []JSONDiagnostic{}}
+	for _, d := range diags {
+		jd := JSONDiagnostic{Summary: d.Summary, Detail: d.Detail}
+		switch d.Severity {
+		case hcl.DiagWarning:
+			jd.Severity = "warning"
+			out.WarningCount++
+		default:
+			jd.Severity = "error"
+			out.ErrorCount++
+		}
+		if d.Subject != nil {
+			r := *d.Subject
+			jd.Range = &JSONRange{
+				Filename: r.Filename,
+				Start:    JSONPos{r.Start.Line, r.Start.Column, r.Start.Byte},
+				End:      JSONPos{r.End.Line, r.End.Column, r.End.Byte},
+			}
+			if f := files[r.Filename]; f != nil && f.Bytes != nil {
+				jd.Snippet = snippet(f, r, d.Context)
+			}
+		}
+		out.Diagnostics = append(out.Diagnostics, jd)
+	}
+	out.Valid = out.ErrorCount == 0
+	return out
+}
+
+func snippet(f *hcl.File, highlight hcl.Range, context *hcl.Range) *JSONSnippet {
+	src := f.Bytes
+	if highlight.Start.Byte > len(src) || highlight.End.Byte > len(src) || highlight.Start.Byte > highlight.End.Byte {
+		return nil
+	}
+	if highlight.Empty() && highlight.End.Byte < len(src) {
+		highlight.End.Byte++
+		highlight.End.Column++
+	}
+	span := highlight
+	if context != nil && context.Filename == highlight.Filename && context.End.Byte <= len(src) {
+		span = hcl.RangeOver(span, *context)
+	}
+	start := bytes.LastIndexByte(src[:span.Start.Byte], '\n') + 1
+	end := len(src)
+	endFrom := span.End.Byte
+	if endFrom > span.Start.Byte && endFrom > 0 && src[endFrom-1] == '\n' {
+		endFrom-- // a range ending just after a newline ends on the line before
+	}
+	if i := bytes.IndexByte(src[endFrom:], '\n'); i >= 0 {
+		end = endFrom + i
+	}
+	startLine := 1 + bytes.Count(src[:start], []byte{'\n'})
+	s := &JSONSnippet{
+		Code:                 string(src[start:end]),
+		StartLine:            startLine,
+		HighlightStartOffset: highlight.Start.Byte - start,
+		HighlightEndOffset:   min(highlight.End.Byte, end) - start,
+		Values:               []any{},
+	}
+	nav := f
+	if nav.Nav == nil {
+		// Sources from Config.HCLFiles carry bytes only; parse them for
+		// the block context.
+		if pf, diags := hclsyntax.ParseConfig(src, highlight.Filename, hcl.InitialPos); pf != nil && !diags.HasErrors() {
+			nav = pf
+		}
+	}
+	if c := hcled.ContextString(nav, highlight.Start.Byte-1); c != "" {
+		s.Context = &c
+	}
+	return s
+}

@@ -1,0 +1,503 @@
+package schema
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/trialform/trialform/tuner"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+var experimentSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "platform"},
+		{Name: "search_space", Required: true},
+		{Name: "max_trials", Required: true},
+		{Name: "concurrency"},
+		{Name: "max_failed_trials"},
+		{Name: "max_duration"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "objective"},
+		{Type: "tuner", LabelNames: []string{"name"}},
+		{Type: "assessor", LabelNames: []string{"name"}},
+		{Type: "trial"},
+	},
+}
+
+var objectiveSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "metric"}, {Name: "goal"}},
+}
+
+var trialSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "code_dir"}, {Name: "command"}, {Name: "args"}, {Name: "env"},
+		{Name: "max_duration"}, {Name: "gpus"}, {Name: "metric_regex"},
+	},
+}
+
+// DefaultTuner is the tuner of an experiment without a tuner block.
+const DefaultTuner = "tpe"
+
+// evalExperiment decodes an experiment block.
+func (l *loader) evalExperiment(b *hcl.Block) {
+	name := b.Labels[0]
+	before := l.errorCount()
+	content, diags := b.Body.Content(experimentSchema)
+	l.diags = append(l.diags, diags...)
+	e := &Experiment{
+		Name: name, DeclRange: b.DefRange,
+		Objective:   Objective{Metric: "default", Goal: "maximize"},
+		Tuner:       TunerSpec{Name: DefaultTuner, Settings: map[string]any{}, Range: b.DefRange},
+		Concurrency: 1,
+	}
+	// One block of each type at most; trial exactly once.
+	single := map[string]*hcl.Block{}
+	for _, blk := range content.Blocks {
+		if prev, dup := single[blk.Type]; dup {
+			l.errorf(blk.DefRange.Ptr(), fmt.Sprintf("Duplicate %s block", blk.Type),
+				"An experiment has at most one %s block; the first is at %s.", blk.Type, posString(prev.DefRange))
+			continue
+		}
+		single[blk.Type] = blk
+	}
+
+	// platform (default local.default)
+	platVal := l.platVals["local.default"]
+	if a, ok := content.Attributes["platform"]; ok {
+		if v, ok := l.value(a.Expr); ok {
+			kind, k1 := objString(v, "kind")
+			pname, k2 := objString(v, "name")
+			p := l.cfg.Platforms[kind+"."+pname]
+			if !k1 || !k2 || p == nil {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid platform reference",
+					"platform must be a reference to a platform block, like platform.local.default.")
+			} else {
+				e.Platform, platVal = p, v
+			}
+		}
+	} else {
+		e.Platform = l.cfg.Platforms["local.default"]
+	}
+
+	// search_space (required)
+	spaceVal := cty.DynamicVal
+	if a, ok := content.Attributes["search_space"]; ok {
+		if v, ok := l.value(a.Expr); ok {
+			sname, k1 := objString(v, "name")
+			_, isPlatform := objString(v, "kind")
+			hasParams := v.Type().IsObjectType() && v.Type().HasAttribute("params")
+			ss := l.cfg.Spaces[sname]
+			if !k1 || isPlatform || !hasParams || ss == nil {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid search space reference",
+					"search_space must be a reference to a search_space block, like search_space.%s.", firstOr(l.spaceNames, "NAME"))
+			} else {
+				e.SearchSpace, spaceVal = ss, v
+			}
+		}
+	}
+
+	ints := []struct {
+		attr string
+		min  int64
+		dst  *int
+	}{{"max_trials", 1, &e.MaxTrials}, {"concurrency", 1, &e.Concurrency}, {"max_failed_trials", 0, &e.MaxFailedTrials}}
+	for _, it := range ints {
+		if a, ok := content.Attributes[it.attr]; ok {
+			if i, ok := l.integer(a, it.min); ok {
+				*it.dst = int(i)
+			}
+		}
+	}
+	if a, ok := content.Attributes["max_duration"]; ok {
+		e.MaxDuration, _ = l.duration(a)
+	}
+
+	if blk := single["objective"]; blk != nil {
+		l.decodeObjective(blk, &e.Objective)
+	}
+	if blk := single["tuner"]; blk != nil {
+		e.Tuner = TunerSpec{Name: blk.Labels[0], Range: blk.DefRange}
+		e.Tuner.Settings, e.Tuner.Seed = l.decodeSettings(blk, true)
+	}
+	if blk := single["assessor"]; blk != nil {
+		as := &AssessorSpec{Name: blk.Labels[0], Range: blk.DefRange}
+		as.Settings, _ = l.decodeSettings(blk, false)
+		e.Assessor = as
+	}
+	if blk := single["trial"]; blk != nil {
+		l.decodeTrial(blk, e)
+	} else {
+		l.errorf(b.DefRange.Ptr(), "Missing trial block",
+			"experiment %q needs a trial block saying how to run a trial, e.g. trial { command = \"python3 main.py --lr ${param.lr}\" }.", name)
+	}
+
+	// The tuner must exist and accept its settings and the space.
+	if _, ok := tuner.Lookup(e.Tuner.Name); !ok {
+		names := tuner.Names()
+		l.errorf(e.Tuner.Range.Ptr(), "Unknown tuner", "Unknown tuner %q; known: %s.%s",
+			e.Tuner.Name, joinNames(names), didYouMean(e.Tuner.Name, names, "%q"))
+	} else if l.errorCount() == before && e.SearchSpace != nil {
+		if _, err := tuner.New(e.Tuner.Name, e.Tuner.Settings, e.SearchSpace.Space); err != nil {
+			l.errorf(e.Tuner.Range.Ptr(), "Invalid tuner settings", "tuner %q: %s.", e.Tuner.Name, err)
+		}
+	}
+
+	if l.errorCount() > before || e.Platform == nil || e.SearchSpace == nil {
+		return
+	}
+	l.cfg.Experiments[name] = e
+	l.expVals[name] = experimentValue(e, platVal, spaceVal)
+}
+
+func firstOr(names []string, def string) string {
+	if len(names) > 0 {
+		return names[0]
+	}
+	return def
+}
+
+// objString reads a known string attribute of an object value.
+func objString(v cty.Value, attr string) (string, bool) {
+	if v.IsNull() || !v.Type().IsObjectType() || !v.Type().HasAttribute(attr) {
+		return "", false
+	}
+	a := v.GetAttr(attr)
+	if a.IsNull() || !a.IsKnown() || a.Type() != cty.String {
+		return "", false
+	}
+	return a.AsString(), true
+}
+
+// duration evaluates a duration string: Go syntax ("90m", "2h30m") or days
+// ("1d", "2d12h").
+func (l *loader) duration(a *hcl.Attribute) (time.Duration, bool) {
+	s, ok := l.str(a)
+	if !ok {
+		return 0, false
+	}
+	d, err := ParseDuration(s)
+	if err != nil {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid duration",
+			"%s %q: %s. Use a Go duration like \"90m\" or \"2h30m\", or days like \"1d\".", a.Name, s, err)
+		return 0, false
+	}
+	return d, true
+}
+
+// ParseDuration parses a Go duration, also accepting a leading number of
+// days ("1d", "1.5d", "2d12h"). Negative durations are an error.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, fmt.Errorf("empty duration")
+	}
+	var d time.Duration
+	rest := s
+	if i := strings.IndexByte(s, 'd'); i >= 0 {
+		days, err := strconv.ParseFloat(s[:i], 64)
+		if err != nil || days < 0 {
+			return 0, fmt.Errorf("invalid number of days %q", s[:i])
+		}
+		d = time.Duration(days * float64(24*time.Hour))
+		rest = s[i+1:]
+	}
+	if rest != "" {
+		r, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, fmt.Errorf("not a duration")
+		}
+		d += r
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("negative duration")
+	}
+	return d, nil
+}
+
+func (l *loader) decodeObjective(blk *hcl.Block, o *Objective) {
+	content, diags := blk.Body.Content(objectiveSchema)
+	l.diags = append(l.diags, diags...)
+	if a, ok := content.Attributes["metric"]; ok {
+		if s, ok := l.str(a); ok {
+			if s == "" {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid metric", "metric must not be empty; use \"default\" for a final result that is a plain number.")
+			} else {
+				o.Metric = s
+			}
+		}
+	}
+	if a, ok := content.Attributes["goal"]; ok {
+		if s, ok := l.str(a); ok {
+			if s != "maximize" && s != "minimize" {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid goal", "goal must be \"maximize\" or \"minimize\", got %q.", s)
+			} else {
+				o.Goal = s
+			}
+		}
+	}
+}
+
+// decodeSettings turns a tuner or assessor block's attributes into
+// JSON-compatible values (numbers as float64). For a tuner, seed must be a
+// whole number and is also returned.
+func (l *loader) decodeSettings(blk *hcl.Block, isTuner bool) (map[string]any, int64) {
+	out := map[string]any{}
+	var seed int64
+	attrs, diags := blk.Body.JustAttributes()
+	l.diags = append(l.diags, diags...)
+	for _, a := range sortedAttrs(attrs) {
+		v, ok := l.value(a.Expr)
+		if !ok {
+			continue
+		}
+		if isTuner && a.Name == "seed" {
+			i, whole := wholeNumber(v)
+			if !whole {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid seed", "seed must be a whole number.")
+				continue
+			}
+			seed = i
+		}
+		g, err := toGo(v)
+		if err != nil {
+			l.errorf(a.Expr.Range().Ptr(), "Invalid setting", "%s: %s.", a.Name, err)
+			continue
+		}
+		out[a.Name] = g
+	}
+	return out, seed
+}
+
+func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
+	t := &e.Trial
+	t.Range = blk.DefRange
+	content, diags := blk.Body.Content(trialSchema)
+	l.diags = append(l.diags, diags...)
+
+	t.CodeDir = l.cfg.Dir
+	if a, ok := content.Attributes["code_dir"]; ok {
+		if s, ok := l.str(a); ok {
+			dir := s
+			if !filepath.IsAbs(dir) {
+				dir = filepath.Join(l.cfg.Dir, dir)
+			}
+			dir = filepath.Clean(dir)
+			fi, err := os.Stat(dir)
+			switch {
+			case err != nil:
+				l.errorf(a.Expr.Range().Ptr(), "Missing code directory",
+					"code_dir %q does not exist (looked for %s). Create it or fix the path; a relative code_dir is relative to the configuration directory.", s, dir)
+			case !fi.IsDir():
+				l.errorf(a.Expr.Range().Ptr(), "Invalid code directory", "code_dir %q (%s) is not a directory.", s, dir)
+			default:
+				t.CodeDir = dir
+			}
+		}
+	}
+
+	cmd, hasCmd := content.Attributes["command"]
+	args, hasArgs := content.Attributes["args"]
+	switch {
+	case hasCmd && hasArgs:
+		l.errorf(args.Range.Ptr(), "Conflicting trial command",
+			"A trial has either command (run by /bin/sh) or args (run without a shell), not both.")
+	case !hasCmd && !hasArgs:
+		l.errorf(blk.DefRange.Ptr(), "Missing trial command",
+			"The trial block needs command = \"...\" (a shell command line) or args = [...] (an argv run without a shell).")
+	case hasCmd:
+		if tpl, ok := l.template(cmd.Expr.(hclsyntax.Expression), e.SearchSpace); ok {
+			if strings.TrimSpace(tpl.String()) == "" {
+				l.errorf(cmd.Expr.Range().Ptr(), "Empty command", "The trial command is empty.")
+			} else {
+				t.Command = tpl
+			}
+		}
+	default:
+		t.Args = l.argsTemplates(args, e.SearchSpace)
+	}
+
+	if a, ok := content.Attributes["env"]; ok {
+		if v, ok := l.typed(a, cty.Map(cty.String), "a map of strings"); ok {
+			t.Env = map[string]string{}
+			for k, ev := range v.AsValueMap() {
+				if k == "" || strings.ContainsAny(k, "=\x00") {
+					l.errorf(a.Expr.Range().Ptr(), "Invalid environment variable name", "%q cannot be an environment variable name.", k)
+					continue
+				}
+				if ev.IsNull() {
+					l.errorf(a.Expr.Range().Ptr(), "Invalid environment value", "env %q is null; give a string.", k)
+					continue
+				}
+				t.Env[k] = ev.AsString()
+			}
+		}
+	}
+	if a, ok := content.Attributes["max_duration"]; ok {
+		t.MaxDuration, _ = l.duration(a)
+	}
+	if a, ok := content.Attributes["gpus"]; ok {
+		if i, ok := l.integer(a, 0); ok {
+			t.GPUs = int(i)
+		}
+	}
+	if a, ok := content.Attributes["metric_regex"]; ok {
+		if s, ok := l.str(a); ok {
+			re, err := regexp.Compile(s)
+			if err != nil {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid metric_regex", "metric_regex does not compile: %s.", err)
+			} else if re.SubexpIndex("name") < 0 || re.SubexpIndex("value") < 0 {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid metric_regex",
+					"metric_regex needs the named groups (?P<name>...) and (?P<value>...), e.g. \"(?P<name>\\\\w+)=(?P<value>[-+]?[0-9.]+)\".")
+			} else {
+				t.MetricRegex = s
+			}
+		}
+	}
+}
+
+// argsTemplates decodes trial.args: a list whose items are templates, or
+// any expression giving a list of strings (then without params).
+func (l *loader) argsTemplates(a *hcl.Attribute, ss *SearchSpace) []*Template {
+	if tup, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok {
+		if len(tup.Exprs) == 0 {
+			l.errorf(a.Expr.Range().Ptr(), "Empty args", "args must hold at least the program to run.")
+			return nil
+		}
+		var out []*Template
+		ok := true
+		for _, item := range tup.Exprs {
+			tpl, good := l.template(item, ss)
+			ok = ok && good
+			out = append(out, tpl)
+		}
+		if !ok {
+			return nil
+		}
+		return out
+	}
+	v, ok := l.typed(a, cty.List(cty.String), "a list of strings")
+	if !ok {
+		return nil
+	}
+	if v.LengthInt() == 0 {
+		l.errorf(a.Expr.Range().Ptr(), "Empty args", "args must hold at least the program to run.")
+		return nil
+	}
+	var out []*Template
+	for _, ev := range v.AsValueSlice() {
+		if ev.IsNull() {
+			l.errorf(a.Expr.Range().Ptr(), "Invalid args", "args must not hold null.")
+			return nil
+		}
+		out = append(out, &Template{Segments: []Segment{{Literal: ev.AsString()}}, Range: a.Expr.Range()})
+	}
+	return out
+}
+
+// template builds a Template from a string template expression: parts that
+// are exactly param.NAME become param segments, everything else is
+// evaluated to text.
+func (l *loader) template(expr hclsyntax.Expression, ss *SearchSpace) (*Template, bool) {
+	t := &Template{Range: expr.Range()}
+	ok := true
+	for _, part := range templateParts(expr) {
+		if name, rng, isParam := paramPart(part); isParam {
+			if ss != nil && !spaceHas(ss, name) {
+				var names []string
+				for _, p := range ss.Space.Params {
+					names = append(names, p.Name)
+				}
+				l.errorf(&rng, "Undefined param",
+					"undefined param %q; the search space %q has: %s.%s", name, ss.Name, joinNames(names), didYouMean(name, names, "param.%s"))
+				ok = false
+				continue
+			}
+			t.Segments = append(t.Segments, Segment{Param: name})
+			continue
+		}
+		v, good := l.value(part)
+		if !good {
+			ok = false
+			continue
+		}
+		if v.IsNull() {
+			l.errorf(part.Range().Ptr(), "Invalid template value", "This part of the template is null; it must give a string.")
+			ok = false
+			continue
+		}
+		sv, err := convert.Convert(v, cty.String)
+		if err != nil {
+			l.errorf(part.Range().Ptr(), "Invalid template value",
+				"This part of the template is %s; it must give a string, number or bool.", v.Type().FriendlyName())
+			ok = false
+			continue
+		}
+		s := sv.AsString()
+		if n := len(t.Segments); n > 0 && t.Segments[n-1].Param == "" {
+			t.Segments[n-1].Literal += s
+		} else if s != "" {
+			t.Segments = append(t.Segments, Segment{Literal: s})
+		}
+	}
+	if len(t.Segments) == 0 {
+		t.Segments = []Segment{{Literal: ""}}
+	}
+	return t, ok
+}
+
+func spaceHas(ss *SearchSpace, name string) bool {
+	for _, p := range ss.Space.Params {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// experimentValue is what experiment.NAME evaluates to.
+func experimentValue(e *Experiment, platVal, spaceVal cty.Value) cty.Value {
+	durVal := func(d time.Duration) cty.Value {
+		if d == 0 {
+			return cty.NullVal(cty.String)
+		}
+		return cty.StringVal(d.String())
+	}
+	env := map[string]cty.Value{}
+	for k, v := range e.Trial.Env {
+		env[k] = cty.StringVal(v)
+	}
+	envVal := cty.MapValEmpty(cty.String)
+	if len(env) > 0 {
+		envVal = cty.MapVal(env)
+	}
+	tunerAttrs := map[string]cty.Value{"name": cty.StringVal(e.Tuner.Name), "seed": cty.NumberIntVal(e.Tuner.Seed)}
+	return cty.ObjectVal(map[string]cty.Value{
+		"name":              cty.StringVal(e.Name),
+		"platform":          platVal,
+		"search_space":      spaceVal,
+		"max_trials":        cty.NumberIntVal(int64(e.MaxTrials)),
+		"concurrency":       cty.NumberIntVal(int64(e.Concurrency)),
+		"max_failed_trials": cty.NumberIntVal(int64(e.MaxFailedTrials)),
+		"max_duration":      durVal(e.MaxDuration),
+		"objective": cty.ObjectVal(map[string]cty.Value{
+			"metric": cty.StringVal(e.Objective.Metric), "goal": cty.StringVal(e.Objective.Goal),
+		}),
+		"tuner": cty.ObjectVal(tunerAttrs),
+		"trial": cty.ObjectVal(map[string]cty.Value{
+			"code_dir":     cty.StringVal(e.Trial.CodeDir),
+			"env":          envVal,
+			"max_duration": durVal(e.Trial.MaxDuration),
+			"gpus":         cty.NumberIntVal(int64(e.Trial.GPUs)),
+			"metric_regex": cty.StringVal(e.Trial.MetricRegex),
+		}),
+	})
+}

@@ -1,0 +1,436 @@
+package schema
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// LoadOptions are the variable values given from outside the files.
+type LoadOptions struct {
+	Vars     []string // "-var name=value" in command-line order
+	VarFiles []string // "-var-file" paths in order (HCL syntax, like terraform.tfvars)
+	Environ  []string // os.Environ(); TRIALFORM_VAR_name=value are read from it
+}
+
+// EnvPrefix starts the environment variables that set input variables.
+const EnvPrefix = "TRIALFORM_VAR_"
+
+// Load reads every *.hcl file (sorted by name, not recursive) of dir into
+// one Config, evaluating variables, locals, functions and references, and
+// validating everything that can be checked without a platform.
+//
+// Load always returns a non-nil Config. When diags.HasErrors() only Dir and
+// Files are set (every file that was read, -var-files included, so
+// WriteDiagnostics can show snippets: use cfg.HCLFiles()); Platforms,
+// Spaces and Experiments are nil and must not be used.
+//
+// File names in Files and in diagnostics are filepath.Join(dir, name) with
+// dir as given ("main.hcl" for dir ".").
+func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
+	l := newLoader(dir)
+	l.load(opts)
+	if l.diags.HasErrors() {
+		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
+	}
+	return l.cfg, l.diags
+}
+
+// HCLFiles returns c.Files as WriteDiagnostics and DiagnosticsJSON take
+// them. It is safe on a nil Config.
+func (c *Config) HCLFiles() map[string]*hcl.File {
+	out := map[string]*hcl.File{}
+	if c == nil {
+		return out
+	}
+	for name, src := range c.Files {
+		f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		if f == nil {
+			f = &hcl.File{}
+		}
+		f.Bytes = src
+		out[name] = f
+	}
+	return out
+}
+
+// loader holds the state of one Load.
+type loader struct {
+	dir    string // as given, for display names
+	cfg    *Config
+	diags  hcl.Diagnostics
+	files  []string // config file display names in order
+	bodies []*hclsyntax.Body
+
+	vars     map[string]*variable
+	varNames []string
+
+	localAttrs map[string]*hcl.Attribute
+	localNames []string
+	platDecls  map[string]*hcl.Block // "KIND.NAME"
+	platNames  []string
+	spaceDecls map[string]*hcl.Block
+	spaceNames []string
+	expDecls   map[string]*hcl.Block
+	expNames   []string
+
+	varVals   map[string]cty.Value
+	localVals map[string]cty.Value
+	platVals  map[string]cty.Value // "KIND.NAME"
+	spaceVals map[string]cty.Value
+	expVals   map[string]cty.Value
+	ctxCache  *hcl.EvalContext
+
+	nodes     map[string]*node
+	nodeOrder []*node
+	badRefs   []hcl.Range
+	okParams  map[rangeKey]bool // param.NAME traversals allowed as template parts
+}
+
+func newLoader(dir string) *loader {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	return &loader{
+		dir: dir,
+		cfg: &Config{Dir: abs, Files: map[string][]byte{}, Platforms: map[string]*Platform{},
+			Spaces: map[string]*SearchSpace{}, Experiments: map[string]*Experiment{}},
+		vars:       map[string]*variable{},
+		localAttrs: map[string]*hcl.Attribute{},
+		platDecls:  map[string]*hcl.Block{},
+		spaceDecls: map[string]*hcl.Block{},
+		expDecls:   map[string]*hcl.Block{},
+		varVals:    map[string]cty.Value{},
+		localVals:  map[string]cty.Value{},
+		platVals:   map[string]cty.Value{},
+		spaceVals:  map[string]cty.Value{},
+		expVals:    map[string]cty.Value{},
+		nodes:      map[string]*node{},
+		okParams:   map[rangeKey]bool{},
+	}
+}
+
+func (l *loader) errorf(rng *hcl.Range, summary, format string, args ...any) {
+	l.diags = append(l.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  summary,
+		Detail:   fmt.Sprintf(format, args...),
+		Subject:  rng,
+	})
+}
+
+func (l *loader) errorCount() int {
+	n := 0
+	for _, d := range l.diags {
+		if d.Severity == hcl.DiagError {
+			n++
+		}
+	}
+	return n
+}
+
+var rootSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "variable", LabelNames: []string{"name"}},
+		{Type: "locals"},
+		{Type: "platform", LabelNames: []string{"kind", "name"}},
+		{Type: "search_space", LabelNames: []string{"name"}},
+		{Type: "experiment", LabelNames: []string{"name"}},
+	},
+}
+
+// PlatformKinds are the known platform kinds.
+var PlatformKinds = []string{"local", "remote", "kubernetes", "kubeflow", "adaptdl", "frameworkcontroller", "openpai", "dlc", "aml"}
+
+func knownPlatformKind(k string) bool {
+	for _, x := range PlatformKinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) load(opts LoadOptions) {
+	if !l.parseDir() {
+		return
+	}
+	var blocks []*hcl.Block
+	for _, b := range l.bodies {
+		content, diags := b.Content(rootSchema)
+		l.diags = append(l.diags, diags...)
+		blocks = append(blocks, content.Blocks...)
+	}
+	for _, b := range blocks {
+		l.declare(b)
+	}
+	l.decodeVariables(opts)
+	if _, ok := l.platDecls["local.default"]; !ok {
+		first := hcl.Range{Filename: l.files[0], Start: hcl.InitialPos, End: hcl.InitialPos}
+		p := &Platform{Kind: "local", Name: "default", MaxTrialsPerGPU: 1, Attrs: map[string]any{}, DeclRange: first}
+		l.cfg.Platforms[p.Key()] = p
+		l.platVals[p.Key()] = platformValue(p, nil)
+	}
+	l.buildGraph()
+	l.evaluate()
+}
+
+// parseDir reads and parses the *.hcl files; false when nothing more can
+// be done (no files, or syntax errors).
+func (l *loader) parseDir() bool {
+	entries, err := os.ReadDir(l.cfg.Dir)
+	if err != nil {
+		l.errorf(nil, "Cannot read configuration directory", "Reading %s: %s.", l.dir, err)
+		return false
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".hcl") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		l.errorf(nil, "No configuration files", "The directory %s has no *.hcl files. Write the experiments in a file such as main.hcl.", l.dir)
+		return false
+	}
+	ok := true
+	for _, n := range names {
+		display := filepath.Join(l.dir, n)
+		src, err := os.ReadFile(filepath.Join(l.cfg.Dir, n))
+		if err != nil {
+			l.errorf(nil, "Cannot read configuration file", "Reading %s: %s.", display, err)
+			ok = false
+			continue
+		}
+		l.cfg.Files[display] = src
+		f, diags := hclsyntax.ParseConfig(src, display, hcl.InitialPos)
+		l.diags = append(l.diags, diags...)
+		if diags.HasErrors() {
+			ok = false
+			continue
+		}
+		l.files = append(l.files, display)
+		l.bodies = append(l.bodies, f.Body.(*hclsyntax.Body))
+	}
+	return ok
+}
+
+// declare records one top-level block, rejecting duplicates and unknown
+// platform kinds.
+func (l *loader) declare(b *hcl.Block) {
+	dup := func(kind, name string, first *hcl.Block) {
+		l.errorf(&b.DefRange, fmt.Sprintf("Duplicate %s", kind),
+			"%s %q is declared twice; first at %s. Names must be unique in the configuration; rename or remove one.",
+			kind, name, posString(first.DefRange))
+	}
+	switch b.Type {
+	case "variable":
+		name := b.Labels[0]
+		if prev, ok := l.vars[name]; ok {
+			dup("variable", name, prev.block)
+			return
+		}
+		if !hclsyntax.ValidIdentifier(name) {
+			l.errorf(&b.LabelRanges[0], "Invalid variable name", "%q is not a valid name: use letters, digits, underscores and dashes, starting with a letter.", name)
+			return
+		}
+		l.vars[name] = &variable{name: name, block: b}
+		l.varNames = append(l.varNames, name)
+	case "locals":
+		attrs, diags := b.Body.JustAttributes()
+		l.diags = append(l.diags, diags...)
+		for _, a := range sortedAttrs(attrs) {
+			if prev, ok := l.localAttrs[a.Name]; ok {
+				l.errorf(&a.NameRange, "Duplicate local value",
+					"local value %q is declared twice; first at %s. Rename or remove one.", a.Name, posString(prev.Range))
+				continue
+			}
+			l.localAttrs[a.Name] = a
+			l.localNames = append(l.localNames, a.Name)
+		}
+	case "platform":
+		kind, name := b.Labels[0], b.Labels[1]
+		if !knownPlatformKind(kind) {
+			l.errorf(&b.LabelRanges[0], "Unknown platform kind",
+				"Unknown platform kind %q; known kinds: %s.%s", kind, strings.Join(PlatformKinds, ", "),
+				didYouMean(kind, PlatformKinds, "%q"))
+			return
+		}
+		key := kind + "." + name
+		if prev, ok := l.platDecls[key]; ok {
+			l.errorf(&b.DefRange, "Duplicate platform",
+				"platform %q %q is declared twice; first at %s. Names must be unique in the configuration; rename or remove one.",
+				kind, name, posString(prev.DefRange))
+			return
+		}
+		l.platDecls[key] = b
+		l.platNames = append(l.platNames, key)
+	case "search_space":
+		name := b.Labels[0]
+		if prev, ok := l.spaceDecls[name]; ok {
+			dup("search_space", name, prev)
+			return
+		}
+		l.spaceDecls[name] = b
+		l.spaceNames = append(l.spaceNames, name)
+	case "experiment":
+		name := b.Labels[0]
+		if prev, ok := l.expDecls[name]; ok {
+			dup("experiment", name, prev)
+			return
+		}
+		l.expDecls[name] = b
+		l.expNames = append(l.expNames, name)
+	}
+}
+
+// sortedAttrs orders attributes as they appear in the source.
+func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {
+	out := make([]*hcl.Attribute, 0, len(attrs))
+	for _, a := range attrs {
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Range, out[j].Range
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
+		}
+		return a.Start.Byte < b.Start.Byte
+	})
+	return out
+}
+
+// ctx is the evaluation context with every value known so far; what is
+// declared but not (successfully) evaluated is unknown, so expressions that
+// use it become unknown instead of producing follow-on errors.
+func (l *loader) ctx() *hcl.EvalContext {
+	if l.ctxCache != nil {
+		return l.ctxCache
+	}
+	obj := func(vals map[string]cty.Value, names []string) cty.Value {
+		m := map[string]cty.Value{}
+		for _, n := range names {
+			if v, ok := vals[n]; ok {
+				m[n] = v
+			} else {
+				m[n] = cty.DynamicVal
+			}
+		}
+		return cty.ObjectVal(m)
+	}
+	kinds := map[string]map[string]cty.Value{}
+	for key, v := range l.platVals {
+		k, n, _ := strings.Cut(key, ".")
+		if kinds[k] == nil {
+			kinds[k] = map[string]cty.Value{}
+		}
+		kinds[k][n] = v
+	}
+	for _, key := range l.platNames {
+		k, n, _ := strings.Cut(key, ".")
+		if kinds[k] == nil {
+			kinds[k] = map[string]cty.Value{}
+		}
+		if _, ok := kinds[k][n]; !ok {
+			kinds[k][n] = cty.DynamicVal
+		}
+	}
+	plat := map[string]cty.Value{}
+	for k, m := range kinds {
+		plat[k] = cty.ObjectVal(m)
+	}
+	l.ctxCache = &hcl.EvalContext{
+		Variables: map[string]cty.Value{
+			"var":          obj(l.varVals, l.varNames),
+			"local":        obj(l.localVals, l.localNames),
+			"platform":     cty.ObjectVal(plat),
+			"search_space": obj(l.spaceVals, l.spaceNames),
+			"experiment":   obj(l.expVals, l.expNames),
+			"param":        cty.DynamicVal, // only valid as ${param.NAME}; misuse is reported by the reference check
+		},
+		Functions: functions,
+	}
+	return l.ctxCache
+}
+
+func (l *loader) invalidate() { l.ctxCache = nil }
+
+// value evaluates expr. ok is false when it failed (the error is already
+// reported) or is not wholly known (something it depends on failed).
+func (l *loader) value(expr hcl.Expression) (cty.Value, bool) {
+	v, diags := expr.Value(l.ctx())
+	l.addEvalDiags(diags)
+	if diags.HasErrors() || !v.IsWhollyKnown() {
+		return cty.DynamicVal, false
+	}
+	return v, true
+}
+
+// addEvalDiags adds evaluation diagnostics, dropping those inside a
+// reference already reported as undeclared or misused.
+func (l *loader) addEvalDiags(diags hcl.Diagnostics) {
+outer:
+	for _, d := range diags {
+		if d.Subject != nil {
+			for _, br := range l.badRefs {
+				if br.Filename == d.Subject.Filename && d.Subject.Start.Byte >= br.Start.Byte && d.Subject.End.Byte <= br.End.Byte {
+					continue outer
+				}
+			}
+		}
+		l.diags = append(l.diags, d)
+	}
+}
+
+// typed evaluates an attribute and converts it to ty; null is an error.
+func (l *loader) typed(a *hcl.Attribute, ty cty.Type, what string) (cty.Value, bool) {
+	v, ok := l.value(a.Expr)
+	if !ok {
+		return v, false
+	}
+	if v.IsNull() {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must not be null; it must be %s.", a.Name, what)
+		return cty.DynamicVal, false
+	}
+	cv, err := convert.Convert(v, ty)
+	if err != nil {
+		l.errorf(a.Expr.Range().Ptr(), "Incorrect attribute value type", "Inappropriate value for attribute %q: %s is required.", a.Name, what)
+		return cty.DynamicVal, false
+	}
+	return cv, true
+}
+
+func (l *loader) str(a *hcl.Attribute) (string, bool) {
+	v, ok := l.typed(a, cty.String, "a string")
+	if !ok {
+		return "", false
+	}
+	return v.AsString(), true
+}
+
+// integer evaluates a whole number >= min.
+func (l *loader) integer(a *hcl.Attribute, min int64) (int64, bool) {
+	v, ok := l.typed(a, cty.Number, "a number")
+	if !ok {
+		return 0, false
+	}
+	i, whole := wholeNumber(v)
+	if !whole {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be a whole number, got %s.", a.Name, v.AsBigFloat().Text('g', -1))
+		return 0, false
+	}
+	if i < min {
+		l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be at least %d, got %d.", a.Name, min, i)
+		return 0, false
+	}
+	return i, true
+}

@@ -1,0 +1,84 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+// Render substitutes params into the template. Each value is formatted
+// with space.FormatValue; with shell set every substituted value is
+// shell-quoted (see ShellQuote) while the literal text is kept as written,
+// so the result is a safe /bin/sh command line. A param without a value is
+// an error. A nil Template renders as "".
+func (t *Template) Render(params map[string]any, shell bool) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	var b strings.Builder
+	for _, s := range t.Segments {
+		if s.Param == "" {
+			b.WriteString(s.Literal)
+			continue
+		}
+		v, ok := params[s.Param]
+		if !ok {
+			return "", fmt.Errorf("no value for param %q", s.Param)
+		}
+		txt := space.FormatValue(v)
+		if shell {
+			txt = ShellQuote(txt)
+		}
+		b.WriteString(txt)
+	}
+	return b.String(), nil
+}
+
+// ShellQuote quotes s for /bin/sh: always in single quotes, each single
+// quote written as '\” so nothing inside is expanded ("" gives ”).
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Params lists the param names the template references, in order of first
+// use, each once.
+func (t *Template) Params() []string {
+	if t == nil {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range t.Segments {
+		if s.Param != "" && !seen[s.Param] {
+			seen[s.Param] = true
+			out = append(out, s.Param)
+		}
+	}
+	return out
+}
+
+// String gives the template in source form, literal text with
+// ${param.NAME} placeholders ("python3 main.py --C ${param.C}"), for
+// display and hashing. Literal "${" and "%{" are escaped as HCL does.
+func (t *Template) String() string {
+	if t == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, s := range t.Segments {
+		if s.Param != "" {
+			b.WriteString("${param." + s.Param + "}")
+			continue
+		}
+		lit := strings.ReplaceAll(s.Literal, "${", "$${")
+		lit = strings.ReplaceAll(lit, "%{", "%%{")
+		b.WriteString(lit)
+	}
+	return b.String()
+}
+
+// IsLiteral reports whether the template has no param placeholders.
+func (t *Template) IsLiteral() bool {
+	return t != nil && len(t.Params()) == 0
+}

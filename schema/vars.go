@@ -1,0 +1,207 @@
+package schema
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// variable is one variable block and the value it ends up with.
+type variable struct {
+	name    string
+	block   *hcl.Block
+	typ     cty.Type // cty.DynamicPseudoType when no type is declared
+	typed   bool
+	hasDef  bool
+	bad     bool // the declaration itself is broken
+	value   cty.Value
+	hasVal  bool
+	valFrom string // where the value came from, for messages
+}
+
+var variableSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "default"}, {Name: "type"}, {Name: "description"}},
+}
+
+// decodeVariables decodes the variable blocks and applies values in
+// precedence order: default < TRIALFORM_VAR_name < -var-file (in order) <
+// -var (in order).
+func (l *loader) decodeVariables(opts LoadOptions) {
+	for _, name := range l.varNames {
+		v := l.vars[name]
+		v.typ = cty.DynamicPseudoType
+		content, diags := v.block.Body.Content(variableSchema)
+		l.diags = append(l.diags, diags...)
+		if diags.HasErrors() {
+			v.bad = true
+			continue
+		}
+		if a, ok := content.Attributes["type"]; ok {
+			ty, diags := typeexpr.TypeConstraint(a.Expr)
+			l.diags = append(l.diags, diags...)
+			if diags.HasErrors() {
+				v.bad = true
+				continue
+			}
+			v.typ, v.typed = ty, true
+		}
+		if a, ok := content.Attributes["description"]; ok {
+			dv, diags := a.Expr.Value(nil)
+			l.diags = append(l.diags, diags...)
+			if !diags.HasErrors() && (dv.IsNull() || dv.Type() != cty.String) {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid description", "The description of variable %q must be a string.", name)
+			}
+		}
+		if a, ok := content.Attributes["default"]; ok {
+			dv, diags := a.Expr.Value(nil)
+			l.diags = append(l.diags, diags...)
+			if diags.HasErrors() {
+				v.bad = true
+				continue
+			}
+			cv, err := convertVar(dv, v.typ)
+			if err != nil {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid default value for variable",
+					"The default of variable %q does not fit its type %s: %s.", name, typeexpr.TypeString(v.typ), err)
+				v.bad = true
+				continue
+			}
+			v.value, v.hasVal, v.hasDef, v.valFrom = cv, true, true, "its default"
+		}
+	}
+
+	// TRIALFORM_VAR_name: undeclared names are ignored (they may be meant
+	// for another configuration).
+	for _, kv := range opts.Environ {
+		if !strings.HasPrefix(kv, EnvPrefix) {
+			continue
+		}
+		name, raw, _ := strings.Cut(strings.TrimPrefix(kv, EnvPrefix), "=")
+		v, ok := l.vars[name]
+		if !ok || v.bad {
+			continue
+		}
+		l.setRaw(v, raw, "environment variable "+EnvPrefix+name)
+	}
+
+	for _, path := range opts.VarFiles {
+		l.readVarFile(path)
+	}
+
+	for _, arg := range opts.Vars {
+		name, raw, ok := strings.Cut(arg, "=")
+		if !ok || name == "" {
+			l.errorf(nil, "Invalid -var option",
+				"The given -var option %q is not correctly specified. It must be a variable name and value separated by an equals sign, like -var 'max_trials=20'.", arg)
+			continue
+		}
+		v, declared := l.vars[name]
+		if !declared {
+			l.errorf(nil, "Value for undeclared variable",
+				"A variable named %q was given with -var, but the configuration does not declare it.%s Declare it with a variable %q {} block, or remove the option.",
+				name, didYouMean(name, l.varNames, "%q"), name)
+			continue
+		}
+		if v.bad {
+			continue
+		}
+		l.setRaw(v, raw, "-var "+name)
+	}
+
+	for _, name := range l.varNames {
+		v := l.vars[name]
+		switch {
+		case v.bad:
+			// already reported; dependents see an unknown value
+		case !v.hasVal:
+			l.errorf(v.block.DefRange.Ptr(), "No value for required variable",
+				"The variable %q has no default, so it needs a value: use -var '%s=...', a -var-file that sets %s, or the environment variable %s%s.",
+				name, name, name, EnvPrefix, name)
+		default:
+			l.varVals[name] = v.value
+		}
+	}
+	l.invalidate()
+}
+
+// convertVar converts a given value to the declared type (any: as is).
+func convertVar(val cty.Value, ty cty.Type) (cty.Value, error) {
+	if ty == cty.DynamicPseudoType {
+		return val, nil
+	}
+	cv, err := convert.Convert(val, ty)
+	if err != nil {
+		return cty.NilVal, fmt.Errorf("%s is required", typeexpr.TypeString(ty))
+	}
+	return cv, nil
+}
+
+// setRaw applies a -var or environment value: parsed as an HCL expression
+// unless the variable's type is string (or it does not parse or evaluate
+// without references), else taken as a raw string; then converted to the
+// declared type.
+func (l *loader) setRaw(v *variable, raw, from string) {
+	val := cty.StringVal(raw)
+	if !v.typ.Equals(cty.String) {
+		expr, diags := hclsyntax.ParseExpression([]byte(raw), from, hcl.InitialPos)
+		if !diags.HasErrors() {
+			if pv, diags := expr.Value(nil); !diags.HasErrors() && pv.IsWhollyKnown() {
+				val = pv
+			}
+		}
+	}
+	cv, err := convertVar(val, v.typ)
+	if err != nil {
+		l.errorf(nil, "Invalid value for variable",
+			"The value %q given for variable %q by %s is not suitable: %s.", raw, v.name, from, err)
+		v.hasVal = true // do not also report it as missing
+		v.bad = true
+		return
+	}
+	v.value, v.hasVal, v.valFrom = cv, true, from
+}
+
+// readVarFile applies one -var-file (HCL attributes name = value).
+func (l *loader) readVarFile(path string) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		l.errorf(nil, "Cannot read variables file", "Reading -var-file %s: %s.", path, err)
+		return
+	}
+	l.cfg.Files[path] = src
+	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	l.diags = append(l.diags, diags...)
+	if diags.HasErrors() {
+		return
+	}
+	attrs, diags := f.Body.JustAttributes()
+	l.diags = append(l.diags, diags...)
+	for _, a := range sortedAttrs(attrs) {
+		v, declared := l.vars[a.Name]
+		if !declared {
+			l.errorf(a.NameRange.Ptr(), "Value for undeclared variable",
+				"The variable file sets %q, but the configuration does not declare a variable of that name.%s",
+				a.Name, didYouMean(a.Name, l.varNames, "%q"))
+			continue
+		}
+		val, diags := a.Expr.Value(nil)
+		l.diags = append(l.diags, diags...)
+		if diags.HasErrors() || v.bad {
+			continue
+		}
+		cv, err := convertVar(val, v.typ)
+		if err != nil {
+			l.errorf(a.Expr.Range().Ptr(), "Invalid value for variable",
+				"The value given for variable %q is not suitable: %s.", a.Name, err)
+			v.hasVal, v.bad = true, true
+			continue
+		}
+		v.value, v.hasVal, v.valFrom = cv, true, path
+	}
+}
