@@ -1,0 +1,419 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// The state file is json.MarshalIndent(state, "", "  "): struct fields in
+// declaration order, map keys sorted, so equal states give identical bytes.
+// Re-marshalling a state of 10,000 trials costs tens of milliseconds, and
+// apply saves after every trial transition, so the encoder below produces
+// the very same bytes incrementally: it marshals the state and experiment
+// "headers" (cheap) and splices in each trial's encoding, re-marshalling a
+// trial only when it differs from the snapshot taken when it was last
+// encoded. TestEncodeMatchesMarshalIndent holds the two ways equal.
+
+const (
+	indentUnit  = "  "
+	expPrefix   = "    "     // experiments' fields are at depth 2
+	trialPrefix = "        " // trials' fields are at depth 4
+)
+
+var (
+	serialMarker      = []byte("\n  \"serial\": 0,")
+	experimentsMarker = []byte(`"experiments": {}`)
+	trialsMarker      = []byte(`"trials": {}`)
+	errIrregular      = errors.New("irregular state layout")
+)
+
+// encoded is a state's file content with its serial set to 0, and where
+// that 0 is, so the content can be compared ignoring the serial and written
+// with the real one.
+type encoded struct {
+	body     []byte
+	serialAt int // index of the serial's "0" in body
+}
+
+// withSerial returns the file content carrying serial.
+func (e encoded) withSerial(serial uint64) []byte {
+	n := strconv.FormatUint(serial, 10)
+	out := make([]byte, 0, len(e.body)+len(n))
+	out = append(out, e.body[:e.serialAt]...)
+	out = append(out, n...)
+	return append(out, e.body[e.serialAt+1:]...)
+}
+
+type trialKey struct{ experiment, trial string }
+
+type trialEncoding struct {
+	snap *Trial // deep copy of the trial as encoded
+	enc  []byte // MarshalIndent(snap, trialPrefix, indentUnit)
+}
+
+// encoder memoizes trial encodings between calls. It is not safe for
+// concurrent use.
+type encoder struct {
+	trials map[trialKey]trialEncoding
+}
+
+// encode returns s's file content with serial 0 and the current format
+// version.
+func (c *encoder) encode(s *State) (encoded, error) {
+	if s.Experiments == nil {
+		return encodeWhole(s)
+	}
+	head := *s
+	head.Serial = 0
+	head.Version = FormatVersion
+	head.Experiments = map[string]*Experiment{}
+	hb, err := json.MarshalIndent(&head, "", indentUnit)
+	if err != nil {
+		return encoded{}, fmt.Errorf("encode state: %w", err)
+	}
+	at, err := serialIndex(hb)
+	if err != nil || bytes.Count(hb, experimentsMarker) != 1 {
+		return encodeWhole(s)
+	}
+	mi := bytes.Index(hb, experimentsMarker)
+
+	next := make(map[trialKey]trialEncoding, len(c.trials))
+	var out bytes.Buffer
+	out.Grow(c.sizeHint(len(hb)))
+	out.Write(hb[:mi])
+	if len(s.Experiments) == 0 {
+		out.WriteString(`"experiments": {}`)
+	} else {
+		out.WriteString(`"experiments": {`)
+		names := sortedKeys(s.Experiments)
+		for i, name := range names {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			out.WriteString("\n" + expPrefix)
+			writeKey(&out, name)
+			if err := c.encodeExperiment(&out, name, s.Experiments[name], next); err != nil {
+				if errors.Is(err, errIrregular) {
+					return encodeWhole(s)
+				}
+				return encoded{}, err
+			}
+		}
+		out.WriteString("\n  }")
+	}
+	out.Write(hb[mi+len(experimentsMarker):])
+	c.trials = next
+	return encoded{body: out.Bytes(), serialAt: at}, nil
+}
+
+func (c *encoder) sizeHint(head int) int {
+	n := head
+	for _, t := range c.trials {
+		n += len(t.enc) + 32
+	}
+	return n
+}
+
+func (c *encoder) encodeExperiment(out *bytes.Buffer, name string, e *Experiment, next map[trialKey]trialEncoding) error {
+	if e == nil || e.Trials == nil {
+		return errIrregular
+	}
+	eh := *e
+	eh.Trials = map[string]*Trial{}
+	eb, err := json.MarshalIndent(&eh, expPrefix, indentUnit)
+	if err != nil {
+		return fmt.Errorf("encode experiment %q: %w", name, err)
+	}
+	if bytes.Count(eb, trialsMarker) != 1 {
+		return errIrregular
+	}
+	ti := bytes.Index(eb, trialsMarker)
+	out.Write(eb[:ti])
+	if len(e.Trials) == 0 {
+		out.Write(trialsMarker)
+	} else {
+		out.WriteString(`"trials": {`)
+		for i, id := range sortedKeys(e.Trials) {
+			t := e.Trials[id]
+			if t == nil {
+				return errIrregular
+			}
+			k := trialKey{name, id}
+			te, ok := c.trials[k]
+			if !ok || !trialEqual(te.snap, t) {
+				enc, err := json.MarshalIndent(t, trialPrefix, indentUnit)
+				if err != nil {
+					return fmt.Errorf("encode trial %s of experiment %q: %w", id, name, err)
+				}
+				te = trialEncoding{snap: t.Clone(), enc: enc}
+			}
+			next[k] = te
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			out.WriteString("\n" + trialPrefix)
+			writeKey(out, id)
+			out.Write(te.enc)
+		}
+		out.WriteString("\n" + expPrefix + indentUnit + "}")
+	}
+	out.Write(eb[ti+len(trialsMarker):])
+	return nil
+}
+
+// encodeWhole is the plain way, used for layouts the splicing does not
+// handle (nil maps, a future field named like a marker): marshal the whole
+// state at once.
+func encodeWhole(s *State) (encoded, error) {
+	h := *s
+	h.Serial = 0
+	h.Version = FormatVersion
+	b, err := json.MarshalIndent(&h, "", indentUnit)
+	if err != nil {
+		return encoded{}, fmt.Errorf("encode state: %w", err)
+	}
+	at, err := serialIndex(b)
+	if err != nil {
+		return encoded{}, err
+	}
+	return encoded{body: b, serialAt: at}, nil
+}
+
+func serialIndex(b []byte) (int, error) {
+	i := bytes.Index(b, serialMarker)
+	if i < 0 {
+		return 0, fmt.Errorf("encode state: serial field not found")
+	}
+	return i + len(serialMarker) - 2, nil
+}
+
+// writeKey writes a JSON object key as encoding/json writes map keys.
+func writeKey(out *bytes.Buffer, k string) {
+	b, _ := json.Marshal(k) // marshalling a string cannot fail
+	out.Write(b)
+	out.WriteString(": ")
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// trialEqual reports whether a and b encode identically. It may report
+// false for trials that would encode the same (costing a re-encode), never
+// true for trials that would not. TestTrialEqualSeesEveryField fails when a
+// field is added to Trial and not compared here.
+func trialEqual(a, b *Trial) bool {
+	return a.ID == b.ID &&
+		a.Seq == b.Seq &&
+		a.ParameterID == b.ParameterID &&
+		a.Generation == b.Generation &&
+		a.SpecHash == b.SpecHash &&
+		paramsEqual(a.Params, b.Params) &&
+		a.Status == b.Status &&
+		a.Reason == b.Reason &&
+		nilEqual(a.Handle == nil, b.Handle == nil) && maps.Equal(a.Handle, b.Handle) &&
+		a.Attempts == b.Attempts &&
+		a.CreatedAt == b.CreatedAt &&
+		timePtrEqual(a.StartedAt, b.StartedAt) &&
+		timePtrEqual(a.EndedAt, b.EndedAt) &&
+		ptrEqual(a.ExitCode, b.ExitCode) &&
+		floatPtrEqual(a.Value, b.Value) &&
+		nilEqual(a.Final == nil, b.Final == nil) && maps.EqualFunc(a.Final, b.Final, floatEqual) &&
+		a.Intermediate == b.Intermediate &&
+		nilEqual(a.MetricsOffset == nil, b.MetricsOffset == nil) && maps.Equal(a.MetricsOffset, b.MetricsOffset)
+}
+
+func nilEqual(a, b bool) bool { return a == b }
+
+func floatEqual(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+func ptrEqual[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func floatPtrEqual(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return floatEqual(*a, *b)
+}
+
+// timePtrEqual compares with == (not Equal): the same instant in another
+// location encodes differently.
+func timePtrEqual(a, b *time.Time) bool { return ptrEqual(a, b) }
+
+func paramsEqual(a, b map[string]any) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || !valueEqual(va, vb) {
+			return false
+		}
+	}
+	return true
+}
+
+func valueEqual(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case float64:
+		y, ok := b.(float64)
+		return ok && floatEqual(x, y)
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		return ok && paramsEqual(x, y)
+	case []any:
+		y, ok := b.([]any)
+		if !ok || (x == nil) != (y == nil) || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !valueEqual(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	// Other types (ints, named map types): equal when they encode equally.
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// trialJSON is Trial without its JSON methods.
+type trialJSON Trial
+
+// MarshalJSON encodes the trial as its fields, except that JSON has no
+// NaN or infinities: a non-finite objective value or final metric (a
+// diverged loss) is written as the string "NaN", "Infinity" or "-Infinity"
+// instead of failing the whole state file.
+func (t *Trial) MarshalJSON() ([]byte, error) {
+	if t.Value == nil || finite(*t.Value) {
+		ok := true
+		for _, v := range t.Final {
+			if !finite(v) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return json.Marshal((*trialJSON)(t))
+		}
+	}
+	aux := struct {
+		*trialJSON
+		Value any            `json:"value,omitempty"`
+		Final map[string]any `json:"final,omitempty"`
+	}{trialJSON: (*trialJSON)(t)}
+	if t.Value != nil {
+		aux.Value = floatJSON(*t.Value)
+	}
+	if t.Final != nil {
+		aux.Final = make(map[string]any, len(t.Final))
+		for k, v := range t.Final {
+			aux.Final[k] = floatJSON(v)
+		}
+	}
+	return json.Marshal(aux)
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (t *Trial) UnmarshalJSON(b []byte) error {
+	var plain trialJSON
+	err := json.Unmarshal(b, &plain)
+	if err == nil {
+		*t = Trial(plain)
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	var aux struct {
+		*trialJSON
+		Value json.RawMessage            `json:"value"`
+		Final map[string]json.RawMessage `json:"final"`
+	}
+	aux.trialJSON = new(trialJSON)
+	if err2 := json.Unmarshal(b, &aux); err2 != nil {
+		return err2
+	}
+	out := Trial(*aux.trialJSON)
+	if len(aux.Value) > 0 && string(aux.Value) != "null" {
+		v, ok := parseFloatJSON(aux.Value)
+		if !ok {
+			return err
+		}
+		out.Value = &v
+	}
+	if aux.Final != nil {
+		out.Final = make(map[string]float64, len(aux.Final))
+		for k, raw := range aux.Final {
+			v, ok := parseFloatJSON(raw)
+			if !ok {
+				return err
+			}
+			out.Final[k] = v
+		}
+	}
+	*t = out
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+func floatJSON(f float64) any {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	return f
+}
+
+func parseFloatJSON(raw json.RawMessage) (float64, bool) {
+	var f float64
+	if json.Unmarshal(raw, &f) == nil {
+		return f, true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return 0, false
+	}
+	switch s {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity", "+Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	return 0, false
+}

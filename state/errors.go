@@ -1,0 +1,84 @@
+package state
+
+import (
+	"fmt"
+	"time"
+)
+
+// CorruptError reports a state file that cannot be read: empty, truncated,
+// not JSON, or JSON of the wrong shape. Neither Load nor Save ever modifies
+// such a file.
+type CorruptError struct {
+	Path    string // the state file
+	Problem string // what is wrong, e.g. "is truncated"
+	Err     error  // the underlying decoding error, if any
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("state file %s %s; it was not modified. The previous version, if any, is in %s: copy it over %s to go back to it, or fix the file by hand",
+		e.Path, e.Problem, e.Path+backupSuffix, e.Path)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// NewerFormatError reports a state file written in a format newer than this
+// build understands. The file is never modified.
+type NewerFormatError struct {
+	Path      string
+	Version   int // the file's format version
+	Supported int // FormatVersion of this build
+}
+
+func (e *NewerFormatError) Error() string {
+	return fmt.Sprintf("state file %s has format version %d, written by a newer trialform; this trialform reads versions up to %d. Upgrade trialform; the file was not modified",
+		e.Path, e.Version, e.Supported)
+}
+
+// ConflictError reports a Save refused because the state file on disk is
+// not the one the state being saved was loaded from: it belongs to another
+// lineage, or someone else wrote it since.
+type ConflictError struct {
+	Path string
+	// Lineage conflict: the file's and the saved state's lineages.
+	FileLineage, StateLineage string
+	// Serial conflict: the file's serial and the serial the saved state was
+	// loaded at.
+	FileSerial, StateSerial uint64
+}
+
+func (e *ConflictError) Error() string {
+	if e.FileLineage != e.StateLineage {
+		return fmt.Sprintf("state file %s belongs to a different state (lineage %s; the state being saved has lineage %s); not saving over it",
+			e.Path, e.FileLineage, e.StateLineage)
+	}
+	return fmt.Sprintf("state file %s was changed by someone else since it was loaded (serial %d on disk, %d when loaded); not saving over it: run the command again",
+		e.Path, e.FileSerial, e.StateSerial)
+}
+
+// LockInfo describes the holder of the state lock. It is the content of the
+// lock file.
+type LockInfo struct {
+	ID        string    `json:"id"`        // UUID
+	Operation string    `json:"operation"` // "apply", "plan", "destroy", ...
+	Who       string    `json:"who"`       // user@hostname
+	PID       int       `json:"pid"`
+	Version   string    `json:"version"` // trialform version of the holder
+	Created   time.Time `json:"created"`
+	Path      string    `json:"path"` // the state file the lock protects
+}
+
+// LockedError reports that another holder has the state lock.
+type LockedError struct{ Info LockInfo }
+
+func (e *LockedError) Error() string {
+	i := e.Info
+	if i.ID == "" {
+		return "state is locked by another process (its lock information could not be read); wait for it or use -lock-timeout=30s"
+	}
+	op := i.Operation
+	if op == "" {
+		op = "another command"
+	}
+	return fmt.Sprintf("state is locked by %s (pid %d, %s, since %s, lock ID %s); wait for it, use -lock-timeout=30s, or `trialform force-unlock %s` if the holder is gone",
+		op, i.PID, i.Who, i.Created.Format(time.RFC3339), i.ID, i.ID)
+}

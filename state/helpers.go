@@ -1,0 +1,155 @@
+package state
+
+import (
+	"crypto/rand"
+	"maps"
+	"sort"
+
+	"github.com/google/uuid"
+)
+
+// New returns an empty state of the current format with a fresh lineage.
+// It is not written anywhere until it is saved.
+func New() *State {
+	return &State{
+		Version:     FormatVersion,
+		Lineage:     uuid.NewString(),
+		Experiments: map[string]*Experiment{},
+	}
+}
+
+// Experiment returns the experiment called name, or nil if the state has
+// none by that name.
+func (s *State) Experiment(name string) *Experiment {
+	if s == nil {
+		return nil
+	}
+	return s.Experiments[name]
+}
+
+// SortedTrials returns the experiment's trials ordered by sequence number
+// (then id, so the order is total even for hand-edited states).
+func (e *Experiment) SortedTrials() []*Trial {
+	if e == nil {
+		return nil
+	}
+	ts := make([]*Trial, 0, len(e.Trials))
+	for _, t := range e.Trials {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool {
+		if ts[i].Seq != ts[j].Seq {
+			return ts[i].Seq < ts[j].Seq
+		}
+		return ts[i].ID < ts[j].ID
+	})
+	return ts
+}
+
+const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// NewExperimentID returns a fresh experiment instance id: 8 random
+// lowercase alphanumerics, the shape NNI uses for NNI_EXP_ID.
+func NewExperimentID() string {
+	const n = 8
+	out := make([]byte, 0, n)
+	var buf [16]byte
+	for len(out) < n {
+		rand.Read(buf[:]) // never fails (crypto/rand panics instead)
+		for _, b := range buf {
+			// 252 = 7*36: reject the top values so every letter is equally likely.
+			if b < 252 && len(out) < n {
+				out = append(out, idAlphabet[int(b)%len(idAlphabet)])
+			}
+		}
+	}
+	return string(out)
+}
+
+// Clone returns a deep copy of the state: no map, slice or pointer of the
+// copy is shared with s.
+func (s *State) Clone() *State {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	if s.Experiments != nil {
+		c.Experiments = make(map[string]*Experiment, len(s.Experiments))
+		for k, e := range s.Experiments {
+			c.Experiments[k] = e.Clone()
+		}
+	}
+	return &c
+}
+
+// Clone returns a deep copy of the experiment and its trials.
+func (e *Experiment) Clone() *Experiment {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	c.PartHashes = maps.Clone(e.PartHashes)
+	c.DoneAt = clonePtr(e.DoneAt)
+	if e.Trials != nil {
+		c.Trials = make(map[string]*Trial, len(e.Trials))
+		for k, t := range e.Trials {
+			c.Trials[k] = t.Clone()
+		}
+	}
+	return &c
+}
+
+// Clone returns a deep copy of the trial, parameter values included.
+func (t *Trial) Clone() *Trial {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	if t.Params != nil {
+		c.Params = make(map[string]any, len(t.Params))
+		for k, v := range t.Params {
+			c.Params[k] = cloneValue(v)
+		}
+	}
+	c.Handle = maps.Clone(t.Handle)
+	c.StartedAt = clonePtr(t.StartedAt)
+	c.EndedAt = clonePtr(t.EndedAt)
+	c.ExitCode = clonePtr(t.ExitCode)
+	c.Value = clonePtr(t.Value)
+	c.Final = maps.Clone(t.Final)
+	c.MetricsOffset = maps.Clone(t.MetricsOffset)
+	return &c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// cloneValue deep-copies a JSON-compatible value (nested choices are maps).
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = cloneValue(e)
+		}
+		return m
+	case []any:
+		if x == nil {
+			return x
+		}
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = cloneValue(e)
+		}
+		return s
+	}
+	return v
+}

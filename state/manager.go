@@ -1,0 +1,394 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+const (
+	stateFile    = "state.json"
+	backupSuffix = ".backup"
+	lockFile     = "state.lock"
+	metricsDir   = "metrics"
+	tempPrefix   = ".state.json.tmp-"
+)
+
+// Manager manages the state of one working directory. Its directory (the
+// ".trialform" directory) holds:
+//
+//	state.json          the state
+//	state.json.backup   the version before the last write
+//	state.lock          the lock (flock) and its holder's LockInfo
+//	metrics/EXP/ID.jsonl one metric series per trial
+//
+// The directory is created on the first Save or Lock. A Manager is safe for
+// concurrent use.
+type Manager struct {
+	dir string
+
+	mu   sync.Mutex
+	enc  encoder
+	disk *diskState // what state.json held when last read or written; nil if unknown
+
+	metricsMu sync.Mutex
+}
+
+// diskState is what the Manager knows of state.json.
+type diskState struct {
+	id      fileID
+	version int
+	serial  uint64
+	lineage string
+	body    encoded // the content as a current-format state, serial 0
+}
+
+// fileID identifies one version of a file: state.json is only ever
+// replaced by rename, so a new inode means a new version; size and mtime
+// catch in-place edits.
+type fileID struct {
+	dev, ino uint64
+	size     int64
+	mtime    time.Time
+}
+
+func idOf(fi fs.FileInfo) fileID {
+	id := fileID{size: fi.Size(), mtime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.dev, id.ino = uint64(st.Dev), uint64(st.Ino)
+	}
+	return id
+}
+
+// NewManager returns the manager of the state kept in dir.
+func NewManager(dir string) *Manager { return &Manager{dir: dir} }
+
+// Dir returns the directory the manager keeps the state in.
+func (m *Manager) Dir() string { return m.dir }
+
+func (m *Manager) statePath() string { return filepath.Join(m.dir, stateFile) }
+
+// Load reads the state. Without a state file it returns New(), which is
+// not written until saved. A file of an older format is upgraded in
+// memory (and written in the current format by the next Save that changes
+// something); a newer format gives *NewerFormatError, an unreadable file
+// *CorruptError.
+func (m *Manager) Load() (*State, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, d, err := m.read()
+	if err != nil {
+		return nil, err
+	}
+	m.disk = d
+	if s == nil {
+		return New(), nil
+	}
+	return s, nil
+}
+
+// read reads and decodes state.json; (nil, nil, nil) if there is none.
+func (m *Manager) read() (*State, *diskState, error) {
+	path := m.statePath()
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read state: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read state: %w", err)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + 512)
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, nil, fmt.Errorf("read state %s: %w", path, err)
+	}
+	s, version, err := decode(path, buf.Bytes())
+	if err != nil {
+		return nil, nil, err
+	}
+	body, err := m.enc.encode(s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read state %s: %w", path, err)
+	}
+	return s, &diskState{id: idOf(fi), version: version, serial: s.Serial, lineage: s.Lineage, body: body}, nil
+}
+
+// decode parses a state file's content, upgrading older formats. It
+// returns the file's own format version too.
+func decode(path string, data []byte) (*State, int, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, 0, &CorruptError{Path: path, Problem: "is empty"}
+	}
+	var head struct {
+		Version *int `json:"version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, 0, syntaxProblem(path, data, err)
+	}
+	if head.Version == nil {
+		return nil, 0, &CorruptError{Path: path, Problem: `has no "version" field (is it a trialform state file?)`}
+	}
+	version := *head.Version
+	switch {
+	case version > FormatVersion:
+		return nil, 0, &NewerFormatError{Path: path, Version: version, Supported: FormatVersion}
+	case version < 0:
+		return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has an invalid format version %d", version)}
+	case version < FormatVersion:
+		up, err := upgrade(data, version)
+		if err != nil {
+			return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("cannot be upgraded from format version %d: %v", version, err), Err: err}
+		}
+		data = up
+	}
+	var s State
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, 0, syntaxProblem(path, data, err)
+	}
+	if s.Version != FormatVersion {
+		return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has format version %d after upgrading, want %d", s.Version, FormatVersion)}
+	}
+	if s.Lineage == "" {
+		return nil, 0, &CorruptError{Path: path, Problem: `has no "lineage"`}
+	}
+	if s.Experiments == nil {
+		s.Experiments = map[string]*Experiment{}
+	}
+	for name, e := range s.Experiments {
+		if e == nil {
+			return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has experiment %q set to null", name)}
+		}
+		if e.Trials == nil {
+			e.Trials = map[string]*Trial{}
+		}
+		for id, t := range e.Trials {
+			if t == nil {
+				return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has trial %q of experiment %q set to null", id, name)}
+			}
+		}
+	}
+	return &s, version, nil
+}
+
+func syntaxProblem(path string, data []byte, err error) error {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se) && se.Offset >= int64(len(bytes.TrimRight(data, " \t\r\n"))):
+		return &CorruptError{Path: path, Problem: "is truncated (it ends in the middle of the JSON document)", Err: err}
+	case errors.As(err, &se):
+		line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+		return &CorruptError{Path: path, Problem: fmt.Sprintf("is not valid JSON (line %d: %v)", line, err), Err: err}
+	case errors.As(err, &te):
+		return &CorruptError{Path: path, Problem: fmt.Sprintf("does not have the shape of a state (%v)", err), Err: err}
+	}
+	return &CorruptError{Path: path, Problem: fmt.Sprintf("cannot be decoded (%v)", err), Err: err}
+}
+
+// Save writes s if it differs from what the state file holds (ignoring the
+// serial): it bumps s.Serial, keeps the current file as state.json.backup
+// and replaces state.json atomically (temporary file, fsync, rename, fsync
+// of the directory). An unchanged state is not written and keeps its
+// serial.
+//
+// Save refuses, with *ConflictError, to write over a file of another
+// lineage or one written since s was loaded (its serial is not s.Serial),
+// and, with the error Load gives, over a corrupt or newer-format file.
+//
+// Save does not lock: callers hold the state lock (Lock) and serialize
+// their Saves.
+func (m *Manager) Save(s *State) error {
+	if s == nil {
+		return errors.New("save state: no state")
+	}
+	if s.Lineage == "" {
+		return errors.New("save state: the state has no lineage (make states with New or Load)")
+	}
+	if s.Version > FormatVersion {
+		return fmt.Errorf("save state: the state has format version %d, this trialform writes %d", s.Version, FormatVersion)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+
+	path := m.statePath()
+	disk, err := m.current()
+	if err != nil {
+		return err
+	}
+	if disk != nil {
+		if disk.lineage != s.Lineage || disk.serial != s.Serial {
+			return &ConflictError{Path: path, FileLineage: disk.lineage, StateLineage: s.Lineage, FileSerial: disk.serial, StateSerial: s.Serial}
+		}
+	}
+	body, err := m.enc.encode(s)
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if disk != nil && bytes.Equal(body.body, disk.body.body) {
+		return nil
+	}
+	serial := s.Serial + 1
+	id, err := m.write(body.withSerial(serial), disk != nil)
+	if err != nil {
+		return fmt.Errorf("save state %s: %w", path, err)
+	}
+	s.Serial = serial
+	s.Version = FormatVersion
+	m.disk = &diskState{id: id, version: FormatVersion, serial: serial, lineage: s.Lineage, body: body}
+	return nil
+}
+
+// current returns what state.json holds now (nil if there is none),
+// re-reading it only if it changed since the Manager last saw it.
+func (m *Manager) current() (*diskState, error) {
+	fi, err := os.Stat(m.statePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		m.disk = nil
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("save state: %w", err)
+	}
+	if m.disk != nil && m.disk.id == idOf(fi) {
+		return m.disk, nil
+	}
+	_, d, err := m.read()
+	if err != nil {
+		return nil, err
+	}
+	m.disk = d
+	return d, nil
+}
+
+// write replaces state.json with content, first keeping the current file
+// as the backup, and returns the new file's identity.
+func (m *Manager) write(content []byte, hasCurrent bool) (fileID, error) {
+	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+		return fileID{}, err
+	}
+	path := m.statePath()
+	if hasCurrent {
+		if err := m.backup(path); err != nil {
+			return fileID{}, fmt.Errorf("keep backup: %w", err)
+		}
+	}
+	f, err := os.CreateTemp(m.dir, tempPrefix+"*")
+	if err != nil {
+		return fileID{}, err
+	}
+	tmp := f.Name()
+	fail := func(err error) (fileID, error) {
+		f.Close()
+		os.Remove(tmp)
+		return fileID{}, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		return fail(err)
+	}
+	if _, err := f.Write(content); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fileID{}, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fileID{}, err
+	}
+	if err := syncDir(m.dir); err != nil {
+		return fileID{}, err
+	}
+	return idOf(fi), nil
+}
+
+// backup makes the current state.json the backup, atomically: a hard link
+// renamed over the old backup (state.json is never written in place, so
+// the link keeps the old content after the rename that replaces
+// state.json), or a copy where the file system has no hard links.
+func (m *Manager) backup(path string) error {
+	dst := path + backupSuffix
+	tmp := filepath.Join(m.dir, tempPrefix+"backup-"+NewExperimentID())
+	if err := os.Link(path, tmp); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // gone meanwhile: nothing to keep
+		}
+		return copyFile(path, tmp)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func copyFile(src, tmp string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, src+backupSuffix)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
+}
+
+// removeTemps deletes temporary files a crashed Save left behind. Only the
+// lock holder calls it, so no Save is under way.
+func (m *Manager) removeTemps() {
+	ents, err := os.ReadDir(m.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			os.Remove(filepath.Join(m.dir, e.Name()))
+		}
+	}
+}

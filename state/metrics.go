@@ -1,0 +1,163 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// metricsPath returns the series file of one trial.
+func (m *Manager) metricsPath(experiment, trial string) (string, error) {
+	if err := checkName("experiment", experiment); err != nil {
+		return "", err
+	}
+	if err := checkName("trial", trial); err != nil {
+		return "", err
+	}
+	return filepath.Join(m.dir, metricsDir, experiment, trial+".jsonl"), nil
+}
+
+// checkName refuses names that would escape the metrics directory.
+func checkName(kind, name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {
+		return fmt.Errorf("invalid %s name %q for a metrics file", kind, name)
+	}
+	return nil
+}
+
+// AppendMetrics appends points to a trial's metric series, one JSON line
+// each, and fsyncs. A line torn by a crash during an earlier append is
+// cut off first so it cannot swallow the new points.
+func (m *Manager) AppendMetrics(experiment, trial string, pts []MetricPoint) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	path, err := m.metricsPath(experiment, trial)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	for _, p := range pts {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("record metrics of %s/%s: %w", experiment, trial, err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+
+	m.metricsMu.Lock()
+	defer m.metricsMu.Unlock()
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("record metrics: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("record metrics: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("record metrics: %w", err)
+	}
+	if fi.Size() > 0 {
+		if err := cutTornLine(f, fi.Size()); err != nil {
+			return fmt.Errorf("record metrics: repair %s: %w", path, err)
+		}
+	}
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("record metrics: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("record metrics: %w", err)
+	}
+	if fi.Size() == 0 {
+		// A new file: make its directory entry durable too.
+		if err := syncDir(dir); err != nil {
+			return fmt.Errorf("record metrics: %w", err)
+		}
+	}
+	return nil
+}
+
+// cutTornLine truncates a file that does not end in a newline back to its
+// last newline.
+func cutTornLine(f *os.File, size int64) error {
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil {
+		return err
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	const chunk = 4096
+	buf := make([]byte, chunk)
+	end := size
+	for end > 0 {
+		start := max(0, end-chunk)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && n < int(end-start) {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return f.Truncate(start + int64(i) + 1)
+		}
+		end = start
+	}
+	return f.Truncate(0)
+}
+
+// ReadMetrics returns a trial's metric series in the order it was
+// appended; nil if there is none. A torn last line (a crash during an
+// append) is ignored; a bad line elsewhere is an error.
+func (m *Manager) ReadMetrics(experiment, trial string) ([]MetricPoint, error) {
+	path, err := m.metricsPath(experiment, trial)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read metrics: %w", err)
+	}
+	var pts []MetricPoint
+	line := 0
+	for len(data) > 0 {
+		line++
+		l, rest, complete := bytes.Cut(data, []byte{'\n'})
+		data = rest
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var p MetricPoint
+		if err := json.Unmarshal(l, &p); err != nil {
+			if !complete {
+				break // torn by a crash mid-append
+			}
+			return pts, fmt.Errorf("read metrics %s: line %d: %w", path, line, err)
+		}
+		pts = append(pts, p)
+	}
+	return pts, nil
+}
+
+// RemoveMetrics removes the metric series of every trial of an experiment.
+func (m *Manager) RemoveMetrics(experiment string) error {
+	if err := checkName("experiment", experiment); err != nil {
+		return err
+	}
+	m.metricsMu.Lock()
+	defer m.metricsMu.Unlock()
+	if err := os.RemoveAll(filepath.Join(m.dir, metricsDir, experiment)); err != nil {
+		return fmt.Errorf("remove metrics of %s: %w", experiment, err)
+	}
+	return nil
+}
