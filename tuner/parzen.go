@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -167,19 +168,7 @@ func newMixture(d *numDim, mus, ws []float64, priorWeight float64) *mixture {
 		ks[i] = kernel{mus[i], ws[i]}
 	}
 	ks[n] = kernel{d.priorMu, -1} // w < 0 marks the prior
-	slices.SortFunc(ks, func(a, b kernel) int {
-		switch {
-		case a.mu < b.mu:
-			return -1
-		case a.mu > b.mu:
-			return 1
-		case a.w < b.w:
-			return -1
-		case a.w > b.w:
-			return 1
-		}
-		return 0
-	})
+	sortKernels(ks)
 	W := d.priorSigma
 	minS, maxS := W/math.Min(100, float64(n+2)), W
 	m := &mixture{lo: d.lo, hi: d.hi, discrete: d.discrete}
@@ -238,6 +227,55 @@ func newMixture(d *numDim, mus, ws []float64, priorWeight float64) *mixture {
 }
 
 const sqrt2Pi = 2.5066282746310002
+
+// sortKernels sorts kernels by centre, stably. Large inputs use an LSD
+// radix sort on the float bits (linear time, skipping byte positions all
+// keys share), small ones an insertion-based stable sort.
+func sortKernels(ks []kernel) {
+	if len(ks) < 256 {
+		slices.SortStableFunc(ks, func(a, b kernel) int { return cmp.Compare(a.mu, b.mu) })
+		return
+	}
+	orig := ks
+	keys := make([]uint64, len(ks))
+	for i, k := range ks {
+		b := math.Float64bits(k.mu)
+		if b>>63 == 1 {
+			b = ^b
+		} else {
+			b |= 1 << 63
+		}
+		keys[i] = b
+	}
+	keys2 := make([]uint64, len(ks))
+	ks2 := make([]kernel, len(ks))
+	var count [256]int
+	for shift := uint(0); shift < 64; shift += 8 {
+		count = [256]int{}
+		for _, k := range keys {
+			count[(k>>shift)&0xff]++
+		}
+		if count[(keys[0]>>shift)&0xff] == len(keys) {
+			continue // every key has this byte
+		}
+		pos := 0
+		for i, c := range count {
+			count[i] = pos
+			pos += c
+		}
+		for i, k := range keys {
+			d := (k >> shift) & 0xff
+			keys2[count[d]] = k
+			ks2[count[d]] = ks[i]
+			count[d]++
+		}
+		keys, keys2 = keys2, keys
+		ks, ks2 = ks2, ks
+	}
+	if &ks[0] != &orig[0] {
+		copy(orig, ks)
+	}
+}
 
 // sample draws a point in model space: a kernel by weight, then a value of
 // its truncated normal.
