@@ -1,0 +1,313 @@
+package plan
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner/space"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func testConfig(mutate ...func(e *schema.Experiment)) *schema.Config {
+	pl := &schema.Platform{Kind: "local", Name: "default"}
+	sp := &schema.SearchSpace{Name: "s", Space: &space.Space{Params: []space.Param{
+		{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}},
+		{Name: "k", Kind: space.Choice, Options: []space.Option{{Value: "a"}, {Value: "b"}}},
+	}}}
+	e := &schema.Experiment{
+		Name: "exp", Platform: pl, SearchSpace: sp,
+		Objective: schema.Objective{Metric: "default", Goal: "maximize"},
+		Tuner:     schema.TunerSpec{Name: "random", Seed: 1, Settings: map[string]any{"seed": float64(1)}},
+		MaxTrials: 5, Concurrency: 2,
+		Trial: schema.TrialSpec{CodeDir: "/code", Command: &schema.Template{Segments: []schema.Segment{
+			{Literal: "python3 main.py --x "}, {Param: "x"}, {Literal: " --k "}, {Param: "k"},
+		}}},
+	}
+	for _, m := range mutate {
+		m(e)
+	}
+	return &schema.Config{
+		Platforms:   map[string]*schema.Platform{"local.default": pl},
+		Spaces:      map[string]*schema.SearchSpace{"s": sp},
+		Experiments: map[string]*schema.Experiment{"exp": e},
+	}
+}
+
+// applied returns a state as apply would leave it after creating exp from
+// cfg, with the given trials.
+func applied(cfg *schema.Config, trials ...*state.Trial) *state.State {
+	e := cfg.Experiments["exp"]
+	se := &state.Experiment{
+		Name: "exp", ID: "abcdefgh", Platform: "local.default", Generation: 1,
+		SpecHash: SpecHash(e), PartHashes: PartHashes(e),
+		MaxTrials: e.MaxTrials, Concurrency: e.Concurrency, Goal: "maximize", Metric: "default",
+		CreatedAt: t0, Trials: map[string]*state.Trial{},
+	}
+	for _, t := range trials {
+		if t.Generation == 0 {
+			t.Generation = 1
+		}
+		se.Trials[t.ID] = t
+		if t.Seq+1 > se.NextSeq {
+			se.NextSeq = t.Seq + 1
+		}
+	}
+	return &state.State{Version: state.FormatVersion, Lineage: "L", Serial: 3, Experiments: map[string]*state.Experiment{"exp": se}}
+}
+
+func trial(seq int, status string, value ...float64) *state.Trial {
+	t := &state.Trial{ID: TrialID(seq), Seq: seq, ParameterID: seq, Status: status,
+		Params: map[string]any{"x": float64(seq) / 10, "k": "a"}, CreatedAt: t0}
+	if len(value) > 0 {
+		v := value[0]
+		t.Value = &v
+	}
+	if status == state.Running {
+		s := t0
+		t.StartedAt = &s
+	}
+	return t
+}
+
+func compute(t *testing.T, cfg *schema.Config, st *state.State, now time.Time, opts Options, listed ...providers.Observation) *Plan {
+	t.Helper()
+	in := Input{Config: cfg, State: st, Now: now, Options: opts}
+	if len(listed) > 0 {
+		in.Listed = map[string][]providers.Observation{"exp": listed}
+	}
+	p, err := Compute(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func actions(p *Plan) string {
+	var out []string
+	for _, ep := range p.Experiments {
+		for _, a := range ep.Trials {
+			out = append(out, a.Action.Symbol()+a.TrialID)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestCreateNewExperiment(t *testing.T) {
+	cfg := testConfig()
+	st := &state.State{Version: state.FormatVersion, Lineage: "L", Experiments: map[string]*state.Experiment{}}
+	p := compute(t, cfg, st, t0, Options{})
+	if got := actions(p); got != "+t0000 +t0001" {
+		t.Fatalf("actions = %q", got)
+	}
+	ep := p.Experiments[0]
+	if ep.Action != Create || ep.ID == "" || ep.Generation != 1 {
+		t.Fatalf("experiment plan = %+v", ep)
+	}
+	for _, a := range ep.Trials {
+		x, ok := a.Params["x"].(float64)
+		if !ok || x < 0 || x > 1 {
+			t.Fatalf("param x = %v", a.Params["x"])
+		}
+		if !strings.HasPrefix(a.Command, "python3 main.py --x ") || !strings.Contains(a.Command, "--k '") {
+			t.Fatalf("command = %q", a.Command)
+		}
+	}
+	if p.Summary != (Summary{Create: 2, Update: 1}) || !p.HasChanges() {
+		t.Fatalf("summary = %+v", p.Summary)
+	}
+	// Same inputs, same plan.
+	p2 := compute(t, cfg, st, t0, Options{})
+	if !reflect.DeepEqual(p, p2) {
+		t.Fatal("two computations of the same input differ")
+	}
+}
+
+func TestBudgetAndConcurrency(t *testing.T) {
+	cfg := testConfig()
+	cases := []struct {
+		name   string
+		trials []*state.Trial
+		want   string
+		done   bool
+	}{
+		{"one running, one slot", []*state.Trial{trial(0, state.Running)}, "+t0001", false},
+		{"full", []*state.Trial{trial(0, state.Running), trial(1, state.Running)}, "", false},
+		{"budget nearly used", []*state.Trial{trial(0, state.Succeeded, 1), trial(1, state.Succeeded, 1), trial(2, state.Failed), trial(3, state.Succeeded, 1)}, "+t0004", false},
+		{"budget used", []*state.Trial{trial(0, state.Succeeded, 1), trial(1, state.Succeeded, 1), trial(2, state.Failed), trial(3, state.Succeeded, 1), trial(4, state.Succeeded, 2)}, "", true},
+		{"canceled trials do not count", []*state.Trial{trial(0, state.Canceled), trial(1, state.Canceled), trial(2, state.Canceled), trial(3, state.Canceled), trial(4, state.Succeeded, 2)}, "+t0005 +t0006", false},
+		{"lost resumes first", []*state.Trial{trial(0, state.Lost), trial(1, state.Running)}, "~t0000", false},
+		{"recorded intent starts", []*state.Trial{trial(0, state.Waiting)}, "+t0000 +t0001", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := compute(t, cfg, applied(cfg, c.trials...), t0.Add(time.Minute), Options{})
+			if got := actions(p); got != c.want {
+				t.Fatalf("actions = %q, want %q", got, c.want)
+			}
+			if p.Experiments[0].Done != c.done {
+				t.Fatalf("done = %v (%s)", p.Experiments[0].Done, p.Experiments[0].DoneReason)
+			}
+		})
+	}
+}
+
+func TestRecordedCreateKeepsParams(t *testing.T) {
+	cfg := testConfig()
+	w := trial(0, state.Waiting)
+	p := compute(t, cfg, applied(cfg, w), t0, Options{})
+	a := p.Experiments[0].Trials[0]
+	if !a.Recorded || !reflect.DeepEqual(a.Params, w.Params) {
+		t.Fatalf("recorded create = %+v", a)
+	}
+}
+
+func TestConcurrencyLoweredDrains(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) { e.Concurrency = 1 })
+	st := applied(testConfig(), trial(0, state.Running), trial(1, state.Running))
+	p := compute(t, cfg, st, t0, Options{})
+	ep := p.Experiments[0]
+	if got := actions(p); got != "" {
+		t.Fatalf("lowering concurrency must not tear down: %q", got)
+	}
+	if ep.Action != Update || len(ep.Changes) != 1 || ep.Changes[0].Path != "concurrency" || !ep.Changes[0].InPlace {
+		t.Fatalf("changes = %+v", ep.Changes)
+	}
+	if len(ep.Notes) == 0 || !strings.Contains(ep.Notes[0], "drain") {
+		t.Fatalf("notes = %v", ep.Notes)
+	}
+}
+
+func TestNewGeneration(t *testing.T) {
+	old := testConfig()
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.Tuner = schema.TunerSpec{Name: "random", Seed: 2, Settings: map[string]any{"seed": float64(2)}}
+	})
+	st := applied(old, trial(0, state.Running), trial(1, state.Succeeded, 0.5))
+	p := compute(t, cfg, st, t0, Options{})
+	ep := p.Experiments[0]
+	if !ep.NewGeneration || ep.Generation != 2 || !reflect.DeepEqual(ep.GenerationReason, []string{"tuner"}) {
+		t.Fatalf("generation: %+v", ep)
+	}
+	if got := actions(p); got != "-t0000 +t0002 +t0003" {
+		t.Fatalf("actions = %q", got)
+	}
+	for _, a := range ep.Trials {
+		if a.Action == Create && a.Generation != 2 {
+			t.Fatalf("new trial in generation %d", a.Generation)
+		}
+	}
+}
+
+func TestRemovedExperimentAndDestroy(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Succeeded, 1))
+	empty := &schema.Config{Experiments: map[string]*schema.Experiment{}}
+	p := compute(t, empty, st, t0, Options{})
+	if got := actions(p); got != "-t0000" || p.Experiments[0].Action != Delete {
+		t.Fatalf("removed: %q %v", got, p.Experiments[0].Action)
+	}
+	p = compute(t, cfg, st, t0, Options{Destroy: true})
+	if got := actions(p); got != "-t0000" || !p.Experiments[0].Trials[0].Purge {
+		t.Fatalf("destroy: %q", got)
+	}
+}
+
+func TestOrphansAndForeign(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running))
+	p := compute(t, cfg, st, t0, Options{},
+		providers.Observation{TrialID: "t0009", Exists: true, Phase: providers.PhaseRunning, Lineage: "L"},
+		providers.Observation{TrialID: "t0010", Exists: true, Phase: providers.PhaseRunning, Lineage: "OTHER"},
+		providers.Observation{TrialID: "t0011", Exists: true, Phase: providers.PhaseSucceeded, Lineage: "L"},
+	)
+	if got := actions(p); got != "-t0009" {
+		t.Fatalf("actions = %q", got)
+	}
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "t0010") {
+		t.Fatalf("warnings = %v", p.Warnings)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	t.Run("max_failed_trials", func(t *testing.T) {
+		cfg := testConfig(func(e *schema.Experiment) { e.MaxFailedTrials = 2 })
+		p := compute(t, cfg, applied(cfg, trial(0, state.Failed), trial(1, state.Failed)), t0, Options{})
+		if !p.Experiments[0].Done || actions(p) != "" || !strings.Contains(p.Experiments[0].DoneReason, "max_failed_trials") {
+			t.Fatalf("%+v", p.Experiments[0])
+		}
+	})
+	t.Run("experiment max_duration", func(t *testing.T) {
+		cfg := testConfig(func(e *schema.Experiment) { e.MaxDuration = time.Hour })
+		p := compute(t, cfg, applied(cfg, trial(0, state.Running)), t0.Add(2*time.Hour), Options{})
+		if !p.Experiments[0].Done || actions(p) != "-t0000" {
+			t.Fatalf("%q %+v", actions(p), p.Experiments[0])
+		}
+	})
+	t.Run("trial max_duration", func(t *testing.T) {
+		cfg := testConfig(func(e *schema.Experiment) { e.Trial.MaxDuration = time.Minute })
+		p := compute(t, cfg, applied(cfg, trial(0, state.Running)), t0.Add(time.Hour), Options{})
+		if got := actions(p); got != "-t0000 +t0001 +t0002" {
+			t.Fatalf("actions = %q", got)
+		}
+	})
+	t.Run("raising max_trials reopens", func(t *testing.T) {
+		old := testConfig(func(e *schema.Experiment) { e.MaxTrials = 1 })
+		cfg := testConfig(func(e *schema.Experiment) { e.MaxTrials = 2 })
+		p := compute(t, cfg, applied(old, trial(0, state.Succeeded, 1)), t0, Options{})
+		if got := actions(p); got != "+t0001" || p.Experiments[0].Changes[0].Path != "max_trials" {
+			t.Fatalf("actions = %q changes %+v", got, p.Experiments[0].Changes)
+		}
+	})
+}
+
+func TestTargets(t *testing.T) {
+	cfg := testConfig()
+	st := &state.State{Version: state.FormatVersion, Lineage: "L", Experiments: map[string]*state.Experiment{}}
+	if _, err := Compute(Input{Config: cfg, State: st, Now: t0, Options: Options{Targets: []string{"experiment.nope"}}}); err == nil {
+		t.Fatal("unknown target accepted")
+	}
+	p := compute(t, cfg, st, t0, Options{Targets: []string{"experiment.exp"}})
+	if len(p.Experiments) != 1 {
+		t.Fatal("target filtered everything")
+	}
+}
+
+func TestObserve(t *testing.T) {
+	cfg := testConfig()
+	zero, three := 0, 3
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running), trial(2, state.Running), trial(3, state.Running), trial(4, state.Waiting))
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, Metrics: []providers.Metric{
+			{Type: "PERIODICAL", Value: "0.1"}, {Type: "FINAL", Value: `{"default": 0.75, "loss": 0.2}`}}},
+		"t0001": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero},
+		"t0002": {Exists: false},
+		"t0003": {Exists: true, Phase: providers.PhaseFailed, ExitCode: &three, Reason: "exit status 3"},
+		"t0004": {Exists: true, Phase: providers.PhaseRunning, Handle: providers.Handle{"pid": "1"}},
+	}}}
+	changes, batches := Observe(st, obs, t0)
+	tr := st.Experiments["exp"].Trials
+	if tr["t0000"].Status != state.Succeeded || *tr["t0000"].Value != 0.75 || tr["t0000"].Final["loss"] != 0.2 || tr["t0000"].Intermediate != 1 {
+		t.Fatalf("t0000 = %+v", tr["t0000"])
+	}
+	if tr["t0001"].Status != state.Failed || !strings.Contains(tr["t0001"].Reason, "metrics unavailable") {
+		t.Fatalf("t0001 = %+v", tr["t0001"])
+	}
+	if tr["t0002"].Status != state.Lost {
+		t.Fatalf("t0002 = %+v", tr["t0002"])
+	}
+	if tr["t0003"].Status != state.Failed || *tr["t0003"].ExitCode != 3 {
+		t.Fatalf("t0003 = %+v", tr["t0003"])
+	}
+	if tr["t0004"].Status != state.Running || tr["t0004"].Handle["pid"] != "1" {
+		t.Fatalf("t0004 = %+v", tr["t0004"])
+	}
+	if len(changes) != 5 || len(batches) != 1 || len(batches[0].Points) != 2 {
+		t.Fatalf("changes %d batches %+v", len(changes), batches)
+	}
+}
