@@ -221,11 +221,20 @@ func PartHashes(e *schema.Experiment) map[string]string {
 	return out
 }
 
+// durString renders a duration the way users write it: "10m", "2h30m",
+// "1h0m5s" stays as is.
 func durString(d time.Duration) string {
 	if d == 0 {
 		return ""
 	}
-	return d.String()
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // SettingsOf returns the settings an experiment block asks for.

@@ -311,6 +311,9 @@ func (h *printHooks) Observed(o plan.Observed) {
 	if o.Reason != "" {
 		line += " (" + o.Reason + ")"
 	}
+	if o.After == state.Failed {
+		line += fmt.Sprintf("; see `trialform logs %s %s`", o.Experiment, o.TrialID)
+	}
 	fmt.Fprintln(h.w, line)
 }
 
