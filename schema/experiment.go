@@ -50,7 +50,7 @@ const DefaultTuner = "tpe"
 // evalExperiment decodes an experiment block.
 func (l *loader) evalExperiment(b *hcl.Block) {
 	name := b.Labels[0]
-	before := l.errorCount()
+	before := l.failures()
 	content, diags := b.Body.Content(experimentSchema)
 	l.diags = append(l.diags, diags...)
 	e := &Experiment{
@@ -145,13 +145,13 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		names := tuner.Names()
 		l.errorf(e.Tuner.Range.Ptr(), "Unknown tuner", "Unknown tuner %q; known: %s.%s",
 			e.Tuner.Name, joinNames(names), didYouMean(e.Tuner.Name, names, "%q"))
-	} else if l.errorCount() == before && e.SearchSpace != nil {
+	} else if l.failures() == before && e.SearchSpace != nil {
 		if _, err := tuner.New(e.Tuner.Name, e.Tuner.Settings, e.SearchSpace.Space); err != nil {
-			l.errorf(e.Tuner.Range.Ptr(), "Invalid tuner settings", "tuner %q: %s.", e.Tuner.Name, err)
+			l.errorf(e.Tuner.Range.Ptr(), "Invalid tuner settings", "%s.", err)
 		}
 	}
 
-	if l.errorCount() > before || e.Platform == nil || e.SearchSpace == nil {
+	if l.failures() > before || e.Platform == nil || e.SearchSpace == nil {
 		return
 	}
 	l.cfg.Experiments[name] = e

@@ -92,6 +92,9 @@ type loader struct {
 	nodeOrder []*node
 	badRefs   []hcl.Range
 	okParams  map[rangeKey]bool // param.NAME traversals allowed as template parts
+	// incomplete counts values that could not be computed because
+	// something they depend on failed (no diagnostic of their own).
+	incomplete int
 }
 
 func newLoader(dir string) *loader {
@@ -370,10 +373,15 @@ func (l *loader) value(expr hcl.Expression) (cty.Value, bool) {
 	v, diags := expr.Value(l.ctx())
 	l.addEvalDiags(diags)
 	if diags.HasErrors() || !v.IsWhollyKnown() {
+		l.incomplete++
 		return cty.DynamicVal, false
 	}
 	return v, true
 }
+
+// failures counts errors and values left unknown; a node whose count grew
+// while it was decoded is not registered and evaluates to unknown.
+func (l *loader) failures() int { return l.errorCount() + l.incomplete }
 
 // addEvalDiags adds evaluation diagnostics, dropping those inside a
 // reference already reported as undeclared or misused.

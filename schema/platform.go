@@ -18,7 +18,7 @@ var localPlatformSchema = &hcl.BodySchema{
 // for their provider to decode.
 func (l *loader) evalPlatform(b *hcl.Block) {
 	p := &Platform{Kind: b.Labels[0], Name: b.Labels[1], Attrs: map[string]any{}, DeclRange: b.DefRange}
-	before := l.errorCount()
+	before := l.failures()
 	ctyAttrs := map[string]cty.Value{}
 	if p.Kind == "local" {
 		p.MaxTrialsPerGPU = 1
@@ -54,7 +54,7 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 	} else {
 		ctyAttrs, _ = l.permissive(b.Body.(*hclsyntax.Body))
 	}
-	if l.errorCount() > before {
+	if l.failures() > before {
 		return
 	}
 	for k, v := range ctyAttrs {

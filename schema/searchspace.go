@@ -39,7 +39,7 @@ func kindNames() string {
 // evalSpace decodes a search_space block, from param blocks or nni_file.
 func (l *loader) evalSpace(b *hcl.Block) {
 	name := b.Labels[0]
-	before := l.errorCount()
+	before := l.failures()
 	content, diags := b.Body.Content(spaceSchema)
 	l.diags = append(l.diags, diags...)
 	ss := &SearchSpace{Name: name, DeclRange: b.DefRange}
@@ -77,7 +77,7 @@ func (l *loader) evalSpace(b *hcl.Block) {
 	default:
 		ss.Space = l.decodeParams(content.Blocks)
 	}
-	if l.errorCount() > before {
+	if l.failures() > before {
 		return
 	}
 	l.cfg.Spaces[name] = ss
@@ -164,9 +164,9 @@ func (l *loader) decodeParam(pb *hcl.Block) (space.Param, bool) {
 				ok = false
 				continue
 			}
-			before := l.errorCount()
+			before := l.failures()
 			sub := l.decodeParams(oc.Blocks)
-			if l.errorCount() > before {
+			if l.failures() > before {
 				ok = false
 				continue
 			}

@@ -1,0 +1,577 @@
+package schema
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/trialform/trialform/tuner/space"
+)
+
+// writeConfig writes files into a new temporary directory.
+func writeConfig(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, src := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func mustLoad(t *testing.T, dir string, opts LoadOptions) *Config {
+	t.Helper()
+	cfg, diags := Load(dir, opts)
+	if diags.HasErrors() {
+		var b strings.Builder
+		_ = WriteDiagnostics(&b, cfg.HCLFiles(), diags, 0, false)
+		t.Fatalf("Load(%s) failed:\n%s", dir, b.String())
+	}
+	return cfg
+}
+
+func TestLoadOK(t *testing.T) {
+	cfg := mustLoad(t, "testdata/ok", LoadOptions{})
+	abs, _ := filepath.Abs("testdata/ok")
+	if cfg.Dir != abs {
+		t.Errorf("Dir = %q, want %q", cfg.Dir, abs)
+	}
+	if _, ok := cfg.Files["testdata/ok/main.hcl"]; !ok || len(cfg.Files) != 2 {
+		t.Errorf("Files has %v", keys(cfg.Files))
+	}
+
+	plat := cfg.Platforms["local.default"]
+	if plat == nil || len(cfg.Platforms) != 1 {
+		t.Fatalf("Platforms = %v", cfg.Platforms)
+	}
+	if !reflect.DeepEqual(plat.GPUIndices, []int{0, 1}) || plat.MaxTrialsPerGPU != 1 {
+		t.Errorf("local platform = %+v", plat)
+	}
+	if want := map[string]any{"gpu_indices": []any{0.0, 1.0}, "max_trials_per_gpu": 1.0}; !reflect.DeepEqual(plat.Attrs, want) {
+		t.Errorf("Attrs = %#v, want %#v", plat.Attrs, want)
+	}
+	if plat.DeclRange.Start.Line != 20 {
+		t.Errorf("platform DeclRange = %v", plat.DeclRange)
+	}
+
+	svm := cfg.Spaces["svm"]
+	wantSVM := &space.Space{Params: []space.Param{
+		{Name: "C", Kind: space.Uniform, Args: []float64{0.1, 1}},
+		{Name: "kernel", Kind: space.Choice, Options: []space.Option{{Value: "linear"}, {Value: "rbf"}, {Value: "poly"}, {Value: "sigmoid"}}},
+		{Name: "lr", Kind: space.Loguniform, Args: []float64{1e-4, 1e-1}},
+		{Name: "units", Kind: space.Quniform, Args: []float64{32, 256, 32}},
+		{Name: "layers", Kind: space.Randint, Args: []float64{1, 5}},
+		{Name: "layer", Kind: space.Choice, Options: []space.Option{
+			{Name: "conv", Nested: &space.Space{Params: []space.Param{
+				{Name: "kernel", Kind: space.Choice, Options: []space.Option{{Value: 3.0}, {Value: 5.0}}}}}},
+			{Name: "pool", Nested: &space.Space{}},
+		}},
+	}}
+	if svm == nil || !reflect.DeepEqual(svm.Space, wantSVM) {
+		t.Fatalf("search space svm =\n%#v\nwant\n%#v", svm, wantSVM)
+	}
+	if svm.NNIFile != "" || svm.DeclRange.Start.Line != 25 {
+		t.Errorf("svm NNIFile %q, DeclRange %v", svm.NNIFile, svm.DeclRange)
+	}
+	nni := cfg.Spaces["from_nni"]
+	if nni == nil || nni.NNIFile != filepath.Join(abs, "search_space.json") {
+		t.Fatalf("from_nni = %+v", nni)
+	}
+	if got := nni.Space.Params; len(got) != 2 || got[0].Name != "lr" || got[1].Options[0].Name != "conv" ||
+		got[1].Options[0].Nested.Params[0].Name != "kernel" {
+		t.Errorf("from_nni params = %#v", got)
+	}
+
+	e := cfg.Experiments["svm"]
+	if e == nil {
+		t.Fatal("no experiment svm")
+	}
+	if e.Platform != plat || e.SearchSpace != svm {
+		t.Errorf("experiment refs: platform %p (want %p), space %p (want %p)", e.Platform, plat, e.SearchSpace, svm)
+	}
+	if e.Objective != (Objective{Metric: "default", Goal: "maximize"}) {
+		t.Errorf("Objective = %+v", e.Objective)
+	}
+	if e.Tuner.Name != "tpe" || e.Tuner.Seed != 1 || !reflect.DeepEqual(e.Tuner.Settings, map[string]any{"seed": 1.0}) || e.Tuner.Range.Start.Line != 50 {
+		t.Errorf("Tuner = %+v", e.Tuner)
+	}
+	if e.Assessor == nil || e.Assessor.Name != "medianstop" || !reflect.DeepEqual(e.Assessor.Settings, map[string]any{"start_step": 5.0}) {
+		t.Errorf("Assessor = %+v", e.Assessor)
+	}
+	if e.MaxTrials != 20 || e.Concurrency != 2 || e.MaxFailedTrials != 5 || e.MaxDuration != 2*time.Hour {
+		t.Errorf("limits = %d %d %d %v", e.MaxTrials, e.Concurrency, e.MaxFailedTrials, e.MaxDuration)
+	}
+	tr := e.Trial
+	if tr.CodeDir != filepath.Join(abs, "src") || tr.Args != nil || tr.MaxDuration != 10*time.Minute || tr.GPUs != 0 {
+		t.Errorf("Trial = %+v", tr)
+	}
+	wantSegs := []Segment{{Literal: "python3 main.py --C "}, {Param: "C"}, {Literal: " --kernel "}, {Param: "kernel"}}
+	if tr.Command == nil || !reflect.DeepEqual(tr.Command.Segments, wantSegs) {
+		t.Fatalf("Command = %#v", tr.Command)
+	}
+	if got := tr.Command.String(); got != "python3 main.py --C ${param.C} --kernel ${param.kernel}" {
+		t.Errorf("Command.String() = %q", got)
+	}
+	if tr.Command.Range.Start.Line != 62 {
+		t.Errorf("Command.Range = %v", tr.Command.Range)
+	}
+	if !reflect.DeepEqual(tr.Env, map[string]string{"PYTHONHASHSEED": "0"}) {
+		t.Errorf("Env = %v", tr.Env)
+	}
+	if tr.MetricRegex != `(?P<name>\w+)=(?P<value>[-+]?[0-9.]+(?:[eE][-+]?\d+)?)` {
+		t.Errorf("MetricRegex = %q", tr.MetricRegex)
+	}
+
+	// The second experiment (another file) copies values from the first.
+	n := cfg.Experiments["nni"]
+	if n == nil {
+		t.Fatal("no experiment nni")
+	}
+	if n.Platform != plat || n.SearchSpace != nni || n.Assessor != nil {
+		t.Errorf("nni refs = %+v", n)
+	}
+	if n.Tuner.Name != "random" || n.Tuner.Seed != 2 || n.MaxTrials != 40 || n.Concurrency != 1 || n.MaxDuration != 24*time.Hour {
+		t.Errorf("nni = tuner %+v, max_trials %d, concurrency %d, max_duration %v", n.Tuner, n.MaxTrials, n.Concurrency, n.MaxDuration)
+	}
+	if n.Objective != (Objective{Metric: "default", Goal: "maximize"}) || n.Trial.CodeDir != abs || n.Trial.Command != nil {
+		t.Errorf("nni defaults: %+v %+v", n.Objective, n.Trial)
+	}
+	var args []string
+	for _, a := range n.Trial.Args {
+		args = append(args, a.String())
+	}
+	if want := []string{"python3", "train.py", "--lr=${param.lr}", "${param.layer}", "X"}; !reflect.DeepEqual(args, want) {
+		t.Errorf("Args = %q, want %q", args, want)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+const minimalExperiment = `
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 1
+  tuner "random" {}
+  trial {
+    command = "echo ${param.x}"
+    env     = local.env
+  }
+}
+`
+
+func TestImplicitDefaultPlatform(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"b.hcl": minimalExperiment,
+		"a.hcl": `locals { env = {} }`,
+	})
+	cfg := mustLoad(t, dir, LoadOptions{})
+	p := cfg.Platforms["local.default"]
+	if p == nil || p.Kind != "local" || p.Name != "default" || p.MaxTrialsPerGPU != 1 || p.GPUIndices != nil {
+		t.Fatalf("implicit platform = %+v", p)
+	}
+	if p.DeclRange.Filename != filepath.Join(dir, "a.hcl") || p.DeclRange.Start.Line != 1 {
+		t.Errorf("implicit DeclRange = %v, want the first file", p.DeclRange)
+	}
+	if cfg.Experiments["e"].Platform != p {
+		t.Errorf("experiment platform is not the implicit one")
+	}
+	// A plain command has one literal and one param segment.
+	if got := cfg.Experiments["e"].Trial.Command.Segments; !reflect.DeepEqual(got, []Segment{{Literal: "echo "}, {Param: "x"}}) {
+		t.Errorf("segments = %#v", got)
+	}
+}
+
+func TestOtherPlatformKindsArePermissive(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"main.hcl": `
+locals { env = { HOST = platform.remote.lab.machine[1].host } }
+platform "remote" "lab" {
+  reuse = true
+  machine {
+    host = "10.0.0.1"
+    port = 22
+  }
+  machine {
+    host = "10.0.0.2"
+    gpus = [0, 1]
+  }
+  storage "nfs" { server = "nas" }
+}
+` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.remote.lab", 1),
+	})
+	cfg := mustLoad(t, dir, LoadOptions{})
+	p := cfg.Platforms["remote.lab"]
+	want := map[string]any{
+		"reuse": true,
+		"machine": []any{
+			map[string]any{"host": "10.0.0.1", "port": 22.0},
+			map[string]any{"host": "10.0.0.2", "gpus": []any{0.0, 1.0}},
+		},
+		"storage": []any{map[string]any{"server": "nas", "_labels": []any{"nfs"}}},
+	}
+	if p == nil || !reflect.DeepEqual(p.Attrs, want) {
+		t.Fatalf("remote Attrs = %#v\nwant %#v", p, want)
+	}
+	e := cfg.Experiments["e"]
+	if e.Platform != p || e.Trial.Env["HOST"] != "10.0.0.2" {
+		t.Errorf("experiment platform %v, env %v", e.Platform, e.Trial.Env)
+	}
+	if len(cfg.Platforms) != 2 {
+		t.Errorf("want remote.lab and the implicit local.default, got %v", keys(cfg.Platforms))
+	}
+}
+
+func TestVariablePrecedence(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"main.hcl": `
+variable "a" { default = "default" }
+variable "b" { default = "default" }
+variable "c" { default = "default" }
+variable "d" { default = "default" }
+variable "e" {
+  type    = string
+  default = "default"
+}
+variable "n" { type = number }
+variable "l" {}
+variable "p" {}
+variable "s" { type = string }
+locals {
+  env = {
+    A = var.a, B = var.b, C = var.c, D = var.d, E = var.e
+    N = var.n + 1
+    L = join(",", var.l)
+    P = var.p
+    S = var.s
+  }
+}
+` + minimalExperiment,
+		"one.tfvars": "c = \"file1\"\nd = \"file1\"\ne = \"file1\"\n",
+		"two.tfvars": "d = \"file2\"\ne = \"file2\"\n",
+	})
+	opts := LoadOptions{
+		Environ: []string{
+			"HOME=/x", "TRIALFORM_VAR_b=env", "TRIALFORM_VAR_c=env", "TRIALFORM_VAR_d=env", "TRIALFORM_VAR_e=env",
+			"TRIALFORM_VAR_undeclared=ignored", "TRIALFORM_VAR_n=41",
+		},
+		VarFiles: []string{filepath.Join(dir, "one.tfvars"), filepath.Join(dir, "two.tfvars")},
+		Vars:     []string{"e=first", "e=cli", `l=["x","y"]`, "p=/usr/bin/python3", "s=[1]"},
+	}
+	cfg := mustLoad(t, dir, opts)
+	want := map[string]string{
+		"A": "default", "B": "env", "C": "file1", "D": "file2", "E": "cli",
+		"N": "42", "L": "x,y", "P": "/usr/bin/python3", "S": "[1]",
+	}
+	if got := cfg.Experiments["e"].Trial.Env; !reflect.DeepEqual(got, want) {
+		t.Errorf("env = %v\nwant  %v", got, want)
+	}
+	if _, ok := cfg.Files[filepath.Join(dir, "two.tfvars")]; !ok {
+		t.Errorf("var files are not in Files: %v", keys(cfg.Files))
+	}
+}
+
+func TestVariableErrors(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"main.hcl": `
+variable "n" { type = number }
+variable "d" {
+  type    = number
+  default = "many"
+}
+locals { env = {} }
+` + minimalExperiment,
+		"bad.tfvars": "n = 3\nnope = 1\n",
+	})
+	tests := []struct {
+		name string
+		opts LoadOptions
+		want []string // summary: detail fragment
+	}{
+		{"unknown -var", LoadOptions{Vars: []string{"n=1", "m=2"}},
+			[]string{`Value for undeclared variable: A variable named "m" was given with -var`}},
+		{"-var without =", LoadOptions{Vars: []string{"n"}},
+			[]string{`Invalid -var option: The given -var option "n" is not correctly specified`,
+				`No value for required variable: The variable "n" has no default`}},
+		{"wrong type", LoadOptions{Vars: []string{"n=abc"}},
+			[]string{`Invalid value for variable: The value "abc" given for variable "n" by -var n is not suitable: number is required`}},
+		{"wrong type from env", LoadOptions{Environ: []string{"TRIALFORM_VAR_n=x"}},
+			[]string{`Invalid value for variable: The value "x" given for variable "n" by environment variable TRIALFORM_VAR_n is not suitable`}},
+		{"unknown in var file", LoadOptions{VarFiles: []string{filepath.Join(dir, "bad.tfvars")}},
+			[]string{`Value for undeclared variable: The variable file sets "nope"`}},
+		{"missing var file", LoadOptions{Vars: []string{"n=1"}, VarFiles: []string{filepath.Join(dir, "none.tfvars")}},
+			[]string{`Cannot read variables file: Reading -var-file`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags := Load(dir, tt.opts)
+			var got []string
+			for _, d := range diags {
+				if strings.Contains(d.Summary, "default value") {
+					continue // the broken default, reported in every case
+				}
+				got = append(got, d.Summary+": "+d.Detail)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %d diagnostics, want %d:\n%s", len(got), len(tt.want), strings.Join(got, "\n"))
+			}
+			for i := range got {
+				if !strings.HasPrefix(got[i], tt.want[i]) {
+					t.Errorf("diag %d = %q\nwant prefix %q", i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+	// The broken default itself.
+	_, diags := Load(dir, LoadOptions{Vars: []string{"n=1"}})
+	if len(diags) != 1 || diags[0].Summary != "Invalid default value for variable" || diags[0].Subject.Start.Line != 5 {
+		t.Errorf("default diagnostics = %v", diags)
+	}
+}
+
+func TestLocalsAndFunctions(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"a.hcl": `
+variable "base" { default = 10 }
+locals {
+  doubled = local.base2 * 2
+  words   = split(",", "a,b,c")
+}
+`,
+		"b.hcl": `
+locals {
+  base2 = var.base + 1
+  env = {
+    DOUBLED = local.doubled
+    UPPER   = upper(join("-", local.words))
+    FMT     = format("%03d", max(3, 7, 5))
+    LEN     = length(concat(local.words, ["d"]))
+    JSON    = jsonencode({ k = range(3) })
+    COAL    = coalesce(null, "fallback")
+    TRY     = try(local.words[9], "none")
+    FLOOR   = floor(7.9)
+    REPL    = replace("a.b.c", ".", "/")
+  }
+}
+` + minimalExperiment,
+	})
+	cfg := mustLoad(t, dir, LoadOptions{})
+	want := map[string]string{
+		"DOUBLED": "22", "UPPER": "A-B-C", "FMT": "007", "LEN": "4", "JSON": `{"k":[0,1,2]}`,
+		"COAL": "fallback", "TRY": "none", "FLOOR": "7", "REPL": "a/b/c",
+	}
+	if got := cfg.Experiments["e"].Trial.Env; !reflect.DeepEqual(got, want) {
+		t.Errorf("env = %v\nwant  %v", got, want)
+	}
+}
+
+func TestTemplateParts(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"main.hcl": `
+locals {
+  py  = "python3"
+  env = {}
+}
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+  param "k" { choice = ["a", "b"] }
+}
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 1
+  tuner "random" {}
+  trial {
+    command = "${local.py} -c 'print(1)' --x=${param.x}${param.k} $${HOME} ${1 + 2}"
+  }
+}
+experiment "f" {
+  search_space = search_space.s
+  max_trials   = 1
+  tuner "random" {}
+  trial {
+    args = local.argv
+  }
+}
+locals { argv = ["a", "b c"] }
+`,
+	})
+	cfg := mustLoad(t, dir, LoadOptions{})
+	cmd := cfg.Experiments["e"].Trial.Command
+	want := []Segment{{Literal: "python3 -c 'print(1)' --x="}, {Param: "x"}, {Param: "k"}, {Literal: " ${HOME} 3"}}
+	if !reflect.DeepEqual(cmd.Segments, want) {
+		t.Errorf("segments = %#v\nwant %#v", cmd.Segments, want)
+	}
+	if got := cmd.String(); got != "python3 -c 'print(1)' --x=${param.x}${param.k} $${HOME} 3" {
+		t.Errorf("String() = %q", got)
+	}
+	if got := cmd.Params(); !reflect.DeepEqual(got, []string{"x", "k"}) {
+		t.Errorf("Params() = %v", got)
+	}
+	args := cfg.Experiments["f"].Trial.Args
+	if len(args) != 2 || args[1].String() != "b c" || !args[1].IsLiteral() {
+		t.Errorf("args from a local = %#v", args)
+	}
+}
+
+// wantDiag is one expected error: summary, a fragment of the detail and
+// "file:line" of the subject.
+type wantDiag struct{ summary, detail, pos string }
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		dir  string
+		want []wantDiag
+	}{
+		{"malformed", []wantDiag{{"Invalid expression", "Expected the start of an expression", "main.hcl:7"}}},
+		{"unknown_platform_kind", []wantDiag{{"Unknown platform kind",
+			`Unknown platform kind "slurm"; known kinds: local, remote, kubernetes, kubeflow, adaptdl, frameworkcontroller, openpai, dlc, aml.`, "main.hcl:1"}}},
+		{"unknown_tuner", []wantDiag{{"Unknown tuner", `Unknown tuner "tpee"; known: grid, random, tpe. Did you mean "tpe"?`, "main.hcl:7"}}},
+		{"tuner_settings", []wantDiag{{"Invalid tuner settings", `unknown setting "colour"`, "main.hcl:7"}}},
+		{"undefined_refs", []wantDiag{
+			{"Reference to undeclared platform", `No platform "local" "defualt" is declared. Did you mean platform.local.default?`, "main.hcl:9"},
+			{"Reference to undeclared search space", `No search space named "svn" is declared. Did you mean search_space.svm?`, "main.hcl:10"},
+			{"Reference to undeclared input variable", `No input variable named "m" is declared. Did you mean var.n?`, "main.hcl:11"},
+			{"Reference to undeclared local value", `No local value named "cmdd" is declared. Did you mean local.cmd?`, "main.hcl:12"},
+		}},
+		{"low_high", []wantDiag{{"Invalid param", `param "C": uniform needs low < high, got low 1 and high 0.1; swap them or widen the range`, "main.hcl:3"}}},
+		{"loguniform_low", []wantDiag{{"Invalid param", `param "lr": loguniform needs low > 0`, "main.hcl:3"}}},
+		{"q_zero", []wantDiag{{"Invalid param", `param "units": quniform needs q > 0`, "main.hcl:2"}}},
+		{"empty_choice", []wantDiag{{"Invalid param", `param "kernel": choice needs at least one option`, "main.hcl:2"}}},
+		{"missing_distribution", []wantDiag{
+			{"Missing distribution", `param "x" needs exactly one of choice, randint, uniform`, "main.hcl:2"},
+			{"Conflicting distributions", `param "y" sets both uniform and normal`, "main.hcl:5"},
+		}},
+		{"undefined_param", []wantDiag{{"Undefined param", `undefined param "gamma"; the search space "svm" has: C, kernel.`, "main.hcl:10"}}},
+		{"param_misuse", []wantDiag{
+			{"Invalid use of param", "param values can only be used as ${param.NAME} in trial.command or trial.args", "main.hcl:9"},
+			{"Invalid use of param", "param values can only be used as ${param.NAME} in trial.command or trial.args", "main.hcl:10"},
+		}},
+		{"missing_code_dir", []wantDiag{{"Missing code directory", `code_dir "./nope" does not exist`, "main.hcl:9"}}},
+		{"cycle_locals", []wantDiag{{"Reference cycle", "local.a -> local.b -> local.c -> local.a", "main.hcl:4"}}},
+		{"cycle_experiments", []wantDiag{{"Reference cycle", "experiment.a -> experiment.b -> experiment.a", "main.hcl:13"}}},
+		{"duplicate_block", []wantDiag{{"Duplicate experiment",
+			`experiment "svm" is declared twice; first at testdata/errors/duplicate_block/a.hcl:5.`, "b.hcl:1"}}},
+		{"missing_variable", []wantDiag{{"No value for required variable",
+			`The variable "max_trials" has no default, so it needs a value: use -var 'max_trials=...', a -var-file that sets max_trials, or the environment variable TRIALFORM_VAR_max_trials.`, "main.hcl:1"}}},
+		{"bad_nni_file", []wantDiag{{"Invalid NNI search space file", `space.json: param "lr": loguniform needs low > 0`, "main.hcl:2"}}},
+		{"bad_values", []wantDiag{
+			{"Invalid value", "max_trials must be at least 1, got 0.", "main.hcl:7"},
+			{"Invalid value", "concurrency must be a whole number, got 1.5.", "main.hcl:8"},
+			{"Invalid duration", `max_duration "2 hours"`, "main.hcl:9"},
+			{"Invalid goal", `goal must be "maximize" or "minimize", got "max".`, "main.hcl:11"},
+			{"Invalid metric_regex", "metric_regex needs the named groups", "main.hcl:15"},
+		}},
+		{"local_platform_attr", []wantDiag{{"Unsupported argument", `Did you mean "gpu_indices"?`, "main.hcl:2"}}},
+		{"command_and_args", []wantDiag{{"Conflicting trial command", "either command", "main.hcl:10"}}},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		seen[tt.dir] = true
+		t.Run(tt.dir, func(t *testing.T) {
+			dir := filepath.Join("testdata/errors", tt.dir)
+			cfg, diags := Load(dir, LoadOptions{})
+			if !diags.HasErrors() {
+				t.Fatal("Load succeeded")
+			}
+			if cfg == nil || len(cfg.Files) == 0 || cfg.Experiments != nil || cfg.Spaces != nil || cfg.Platforms != nil {
+				t.Errorf("on error Load must return a Config with only Dir and Files, got %+v", cfg)
+			}
+			var got []string
+			for _, d := range diags {
+				got = append(got, describe(d))
+			}
+			if len(diags) != len(tt.want) {
+				t.Fatalf("got %d diagnostics, want %d:\n%s", len(diags), len(tt.want), strings.Join(got, "\n"))
+			}
+			for i, w := range tt.want {
+				d := diags[i]
+				pos := ""
+				if d.Subject != nil {
+					pos = fmt.Sprintf("%s:%d", filepath.Base(d.Subject.Filename), d.Subject.Start.Line)
+				}
+				if d.Severity != hcl.DiagError || d.Summary != w.summary || !strings.Contains(d.Detail, w.detail) || pos != w.pos {
+					t.Errorf("diagnostic %d = %s\nwant %s at %s: ...%s...", i, got[i], w.summary, w.pos, w.detail)
+				}
+			}
+		})
+	}
+	// Every testdata/errors dir has a case.
+	ents, err := os.ReadDir("testdata/errors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !seen[e.Name()] {
+			t.Errorf("testdata/errors/%s has no test case", e.Name())
+		}
+	}
+}
+
+func describe(d *hcl.Diagnostic) string {
+	pos := "-"
+	if d.Subject != nil {
+		pos = d.Subject.String()
+	}
+	return fmt.Sprintf("%s: %s: %s", pos, d.Summary, d.Detail)
+}
+
+func TestLoadDirErrors(t *testing.T) {
+	empty := t.TempDir()
+	tests := []struct {
+		dir, summary string
+	}{
+		{filepath.Join(empty, "missing"), "Cannot read configuration directory"},
+		{empty, "No configuration files"},
+	}
+	for _, tt := range tests {
+		cfg, diags := Load(tt.dir, LoadOptions{})
+		if len(diags) != 1 || diags[0].Summary != tt.summary || cfg == nil {
+			t.Errorf("Load(%s) = %v", tt.dir, diags)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"2h", 2 * time.Hour, true},
+		{"90m", 90 * time.Minute, true},
+		{"1d", 24 * time.Hour, true},
+		{"2d", 48 * time.Hour, true},
+		{"1d12h", 36 * time.Hour, true},
+		{"1.5d", 36 * time.Hour, true},
+		{"0s", 0, true},
+		{"", 0, false},
+		{"2 hours", 0, false},
+		{"-1h", 0, false},
+		{"xd", 0, false},
+		{"1dd", 0, false},
+	}
+	for _, tt := range tests {
+		got, err := ParseDuration(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
+		}
+	}
+}

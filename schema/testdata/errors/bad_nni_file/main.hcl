@@ -1,0 +1,3 @@
+search_space "s" {
+  nni_file = "space.json"
+}

@@ -1,0 +1,5 @@
+locals {
+  a = "${local.b}-a"
+  b = "${local.c}-b"
+  c = local.a
+}

@@ -1,0 +1,3 @@
+search_space "s" {
+  param "kernel" { choice = [] }
+}

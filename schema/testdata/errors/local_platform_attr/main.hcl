@@ -1,0 +1,3 @@
+platform "local" "default" {
+  gpu_indexes = [0]
+}

@@ -1,0 +1,8 @@
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+
+experiment "e" {
+  search_space = search_space.s
+  max_trials = = 3
+}

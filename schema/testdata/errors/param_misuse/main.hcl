@@ -1,0 +1,12 @@
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 3
+  trial {
+    command = "echo ${upper(param.x)}"
+    env     = { X = "${param.x}" }
+  }
+}

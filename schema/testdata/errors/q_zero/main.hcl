@@ -1,0 +1,3 @@
+search_space "s" {
+  param "units" { quniform = [32, 256, 0] }
+}

@@ -1,0 +1,3 @@
+platform "slurm" "hpc" {
+  partition = "gpu"
+}

@@ -1,0 +1,10 @@
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+
+experiment "e" {
+  search_space = search_space.s
+  tuner "tpee" {}
+  max_trials = 3
+  trial { command = "echo ${param.x}" }
+}
