@@ -3,6 +3,7 @@ package state
 import (
 	"crypto/rand"
 	"maps"
+	"reflect"
 	"sort"
 
 	"github.com/google/uuid"
@@ -132,6 +133,8 @@ func clonePtr[T any](p *T) *T {
 // cloneValue deep-copies a JSON-compatible value (nested choices are maps).
 func cloneValue(v any) any {
 	switch x := v.(type) {
+	case nil, float64, string, bool:
+		return v
 	case map[string]any:
 		if x == nil {
 			return x
@@ -150,6 +153,40 @@ func cloneValue(v any) any {
 			s[i] = cloneValue(e)
 		}
 		return s
+	}
+	return cloneReflect(reflect.ValueOf(v)).Interface()
+}
+
+// cloneReflect deep-copies maps and slices of other types (a named map
+// type for a nested choice, a typed slice).
+func cloneReflect(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Interface:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Type()).Elem()
+		c.Set(cloneReflect(v.Elem()))
+		return c
+	case reflect.Map:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeMapWithSize(v.Type(), v.Len())
+		it := v.MapRange()
+		for it.Next() {
+			c.SetMapIndex(it.Key(), cloneReflect(it.Value()))
+		}
+		return c
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			c.Index(i).Set(cloneReflect(v.Index(i)))
+		}
+		return c
 	}
 	return v
 }
