@@ -1,0 +1,96 @@
+package schema
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+func TestDiagnosticsJSON(t *testing.T) {
+	cfg, diags := Load("testdata/errors/undefined_param", LoadOptions{})
+	if len(diags) != 1 {
+		t.Fatalf("diags = %v", diags)
+	}
+	diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "No range", Detail: "d"})
+	got := DiagnosticsJSON(cfg.HCLFiles(), diags)
+	if got.Valid || got.ErrorCount != 1 || got.WarningCount != 1 || got.FormatVersion != "1.0" || len(got.Diagnostics) != 2 {
+		t.Fatalf("DiagnosticsJSON = %+v", got)
+	}
+	d := got.Diagnostics[0]
+	if d.Severity != "error" || d.Summary != "Undefined param" || d.Range == nil || d.Snippet == nil {
+		t.Fatalf("diagnostic = %+v", d)
+	}
+	wantRange := JSONRange{Filename: "testdata/errors/undefined_param/main.hcl",
+		Start: JSONPos{Line: 10, Column: 57, Byte: d.Range.Start.Byte}, End: JSONPos{Line: 10, Column: 68, Byte: d.Range.Start.Byte + 11}}
+	if *d.Range != wantRange {
+		t.Errorf("range = %+v, want %+v", *d.Range, wantRange)
+	}
+	s := d.Snippet
+	if s.StartLine != 10 || s.Code != `    command = "python3 main.py --C ${param.C} --gamma ${param.gamma}"` {
+		t.Errorf("snippet = %+v", s)
+	}
+	if hl := s.Code[s.HighlightStartOffset:s.HighlightEndOffset]; hl != "param.gamma" {
+		t.Errorf("highlight = %q", hl)
+	}
+	if s.Context == nil || *s.Context != `experiment "svm"` {
+		t.Errorf("context = %v", s.Context)
+	}
+	if w := got.Diagnostics[1]; w.Severity != "warning" || w.Range != nil || w.Snippet != nil {
+		t.Errorf("warning = %+v", w)
+	}
+
+	b, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"format_version":"1.0"`, `"valid":false`, `"error_count":1`, `"warning_count":1`,
+		`"range":{"filename":`, `"start":{"line":10,"column":57,`, `"snippet":{"context":"experiment \"svm\"","code":`,
+		`"start_line":10`, `"highlight_start_offset":`, `"values":[]`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("JSON lacks %s:\n%s", key, b)
+		}
+	}
+
+	valid := DiagnosticsJSON(nil, nil)
+	if b, _ := json.Marshal(valid); string(b) != `{"format_version":"1.0","valid":true,"error_count":0,"warning_count":0,"diagnostics":[]}` {
+		t.Errorf("valid JSON = %s", b)
+	}
+}
+
+func TestSnippetMultiLine(t *testing.T) {
+	src := []byte("a {\n  b = [\n    1,\n  ]\n}\n")
+	f := map[string]*hcl.File{"x.hcl": {Bytes: src}}
+	// Subject spanning "[\n    1,\n  ]" (lines 2-4).
+	start := strings.Index(string(src), "[")
+	end := strings.Index(string(src), "]") + 1
+	r := hcl.Range{Filename: "x.hcl", Start: hcl.Pos{Line: 2, Column: 7, Byte: start}, End: hcl.Pos{Line: 4, Column: 4, Byte: end}}
+	got := DiagnosticsJSON(f, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "s", Subject: &r}})
+	s := got.Diagnostics[0].Snippet
+	if s == nil || s.StartLine != 2 || s.Code != "  b = [\n    1,\n  ]" || s.Code[s.HighlightStartOffset:s.HighlightEndOffset] != "[\n    1,\n  ]" {
+		t.Errorf("snippet = %+v", s)
+	}
+	if s.Context == nil || *s.Context != "a" {
+		t.Errorf("context = %v", s.Context)
+	}
+}
+
+func TestWriteDiagnostics(t *testing.T) {
+	cfg, diags := Load("testdata/errors/duplicate_block", LoadOptions{})
+	var b strings.Builder
+	if err := WriteDiagnostics(&b, cfg.HCLFiles(), diags, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Error: Duplicate experiment",
+		"on testdata/errors/duplicate_block/b.hcl line 1",
+		`1: experiment "svm" {`,
+		"first at testdata/errors/duplicate_block/a.hcl:5",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

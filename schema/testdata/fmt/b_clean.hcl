@@ -1,0 +1,3 @@
+locals {
+  python = "python3"
+}
