@@ -1,0 +1,503 @@
+package conformance
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+)
+
+func testReadUnknown(e *env) {
+	o, err := e.p.Read(e.ctx(), providers.ReadRequest{Experiment: e.exp, TrialID: "nope"})
+	if err != nil {
+		e.t.Fatalf("Read unknown: %v", err)
+	}
+	if o.Exists {
+		e.t.Errorf("Read unknown: Exists = true: %s", show(o))
+	}
+	// Stop of a trial that never existed is fine too.
+	e.stop("nope", false)
+	e.stop("nope", true)
+}
+
+// nniScript is a trial that speaks NNI's local file protocol by hand (no
+// nni package), checks its environment and waits for a go file.
+const nniScript = `
+import json, os, sys, time
+env = {k: os.environ.get(k) for k in ["NNI_PLATFORM", "NNI_TRIAL_JOB_ID", "NNI_EXP_ID", "NNI_TRIAL_SEQ_ID",
+    "NNI_OUTPUT_DIR", "NNI_TRIAL_COMMAND_CHANNEL", "TRIALFORM_EXPERIMENT", "TRIALFORM_TRIAL_ID",
+    "TRIALFORM_OUTPUT_DIR", "FOO"]}
+env["cwd"] = os.getcwd()
+cfg = json.load(open(os.path.join(os.environ["NNI_SYS_DIR"], "parameter.cfg")))
+alone = json.load(open(os.environ["TRIALFORM_PARAMS"]))
+env["cfg"] = cfg
+env["params_match"] = alone == cfg["parameters"]
+env["output_dir_exists"] = os.path.isdir(os.environ["NNI_OUTPUT_DIR"])
+with open(sys.argv[1] + ".env", "w") as f:
+    json.dump(env, f)
+d = os.path.join(os.environ["NNI_SYS_DIR"], ".nni")
+os.makedirs(d, exist_ok=True)
+mf = open(os.path.join(d, "metrics"), "ab")
+def send(t, seq, v):
+    s = json.dumps({"parameter_id": cfg["parameter_id"], "trial_job_id": os.environ["NNI_TRIAL_JOB_ID"],
+                    "type": t, "sequence": seq, "value": json.dumps(v)})
+    data = (s + "\n").encode("utf8")
+    mf.write(b"ME%06d%b" % (len(data), data))
+    mf.flush()
+send("PERIODICAL", 0, 0.5)
+while not os.path.exists(sys.argv[1] + ".go"):
+    time.sleep(0.02)
+send("PERIODICAL", 1, {"default": float("nan"), "loss": 0.25})
+send("FINAL", 0, {"default": cfg["parameters"]["lr"] * 10, "loss": 0.125})
+`
+
+func testNNIFileProtocol(e *env) {
+	py := e.python()
+	e.script("nni_trial.py", nniScript)
+	mark := filepath.Join(e.code, "mark")
+	req := e.req("t1", shq(py)+" nni_trial.py "+shq(mark))
+	req.Env = map[string]string{"FOO": "bar", "NNI_PLATFORM": "evil", "NNI_TRIAL_COMMAND_CHANNEL": "ws://evil"}
+	e.start(req)
+	c := e.collect("t1")
+	o := c.phase(providers.PhaseRunning)
+	if !o.Exists || o.Lineage != req.Lineage {
+		e.t.Errorf("running trial: exists %v lineage %q, want %q", o.Exists, o.Lineage, req.Lineage)
+	}
+	e.waitFile(mark + ".env")
+	c.until("the first intermediate result", func(providers.Observation) bool { return len(c.metrics) >= 1 })
+	e.touch(mark + ".go")
+	o = c.phase(providers.PhaseSucceeded)
+	if o.ExitCode == nil || *o.ExitCode != 0 {
+		e.t.Errorf("exit code %v, want 0", o.ExitCode)
+	}
+	if o.StartedAt == nil || o.EndedAt == nil || o.EndedAt.Before(*o.StartedAt) {
+		e.t.Errorf("started %v ended %v", o.StartedAt, o.EndedAt)
+	}
+	c.read()
+	checkMetrics(e.t, c.metrics,
+		providers.Metric{Type: "PERIODICAL", Sequence: 0, ParameterID: 7, Value: "0.5"},
+		providers.Metric{Type: "PERIODICAL", Sequence: 1, ParameterID: 7, Value: `{"default":null,"loss":0.25}`},
+		providers.Metric{Type: "FINAL", ParameterID: 7, Value: `{"default":0.1,"loss":0.125}`},
+	)
+
+	var env map[string]any
+	b, err := os.ReadFile(mark + ".env")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &env); err != nil {
+		e.t.Fatal(err)
+	}
+	want := map[string]any{
+		"NNI_PLATFORM": "local", "NNI_TRIAL_JOB_ID": "t1", "NNI_EXP_ID": req.ExperimentID,
+		"NNI_TRIAL_SEQ_ID": "4", "NNI_TRIAL_COMMAND_CHANNEL": nil, "TRIALFORM_EXPERIMENT": e.exp,
+		"TRIALFORM_TRIAL_ID": "t1", "FOO": "bar", "params_match": true, "output_dir_exists": true,
+	}
+	for k, w := range want {
+		if env[k] != w {
+			e.t.Errorf("trial saw %s = %v, want %v", k, env[k], w)
+		}
+	}
+	if env["NNI_OUTPUT_DIR"] != env["TRIALFORM_OUTPUT_DIR"] || env["NNI_OUTPUT_DIR"] == nil {
+		e.t.Errorf("output dirs differ: %v vs %v", env["NNI_OUTPUT_DIR"], env["TRIALFORM_OUTPUT_DIR"])
+	}
+	if cwd, _ := filepath.EvalSymlinks(e.code); env["cwd"] != cwd && env["cwd"] != e.code {
+		e.t.Errorf("cwd %v, want the code dir %s", env["cwd"], e.code)
+	}
+	cfg, _ := json.Marshal(env["cfg"])
+	mustJSONEq(e.t, "parameter.cfg", string(cfg), `{"parameter_id":7,"parameter_source":"algorithm","parameters":{"lr":0.01,"opt":"adam"},"parameter_index":0}`)
+}
+
+func testStdoutProtocol(e *env) {
+	e.script("out.sh", `
+echo "epoch 1"
+echo 'trialform: intermediate {"loss": 0.5}'
+echo 'trialform: intermediate 0.75'
+echo "NNISDK_MEb'{\"parameter_id\": 7, \"trial_job_id\": \"t1\", \"type\": \"PERIODICAL\", \"sequence\": 9, \"value\": \"0.8\"}'"
+printf 'trialform: {"default": 0.25, "acc": NaN}'
+`)
+	e.start(e.req("t1", "sh out.sh"))
+	c := e.collect("t1")
+	c.phase(providers.PhaseSucceeded)
+	c.read()
+	checkMetrics(e.t, c.metrics,
+		providers.Metric{Type: "PERIODICAL", Sequence: 0, ParameterID: 7, Value: `{"loss":0.5}`},
+		providers.Metric{Type: "PERIODICAL", Sequence: 1, ParameterID: 7, Value: `0.75`},
+		providers.Metric{Type: "PERIODICAL", Sequence: 9, ParameterID: 7, Value: `0.8`},
+		providers.Metric{Type: "FINAL", ParameterID: 7, Value: `{"default":0.25,"acc":null}`},
+	)
+}
+
+func testMetricRegex(e *env) {
+	e.script("katib.sh", `
+echo "epoch=1 loss=0.9 accuracy=0.1"
+echo "loss=0.3 accuracy=-1.5e-3"
+echo "note: nothing here"
+`)
+	req := e.req("t1", "sh katib.sh")
+	req.MetricRegex = `(?P<name>[a-z]+)=(?P<value>[-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?)`
+	e.start(req)
+	c := e.collect("t1")
+	c.phase(providers.PhaseSucceeded)
+	c.read()
+	checkMetrics(e.t, c.metrics,
+		providers.Metric{Type: "PERIODICAL", Sequence: 0, ParameterID: 7, Value: `{"epoch":1,"loss":0.9,"accuracy":0.1}`},
+		providers.Metric{Type: "PERIODICAL", Sequence: 1, ParameterID: 7, Value: `{"loss":0.3,"accuracy":-0.0015}`},
+		providers.Metric{Type: "FINAL", ParameterID: 7, Value: `{"epoch":1,"loss":0.3,"accuracy":-0.0015}`},
+	)
+
+	// A failing trial gets no synthetic final result.
+	req2 := e.req("t2", "echo loss=0.5; exit 1")
+	req2.MetricRegex = req.MetricRegex
+	e.start(req2)
+	c2 := e.collect("t2")
+	c2.phase(providers.PhaseFailed)
+	c2.read()
+	checkMetrics(e.t, c2.metrics, providers.Metric{Type: "PERIODICAL", Sequence: 0, ParameterID: 7, Value: `{"loss":0.5}`})
+}
+
+// runCounter is a trial that counts its runs in a file and waits for a go
+// file.
+func (e *env) runCounter(id string) (providers.StartRequest, string) {
+	mark := filepath.Join(e.code, id)
+	return e.req(id, "echo run >> "+shq(mark+".runs")+"; while [ ! -e "+shq(mark+".go")+" ]; do sleep 0.02; done; echo 'trialform: 1'"), mark
+}
+
+func runs(e *env, mark string) int {
+	b, _ := os.ReadFile(mark + ".runs")
+	return strings.Count(string(b), "run")
+}
+
+func testConcurrentStart(e *env) {
+	req, mark := e.runCounter("t1")
+	const n = 4
+	var wg sync.WaitGroup
+	handles := make([]providers.Handle, n)
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			handles[i], errs[i] = e.p.Start(e.ctx(), req)
+		}(i)
+	}
+	wg.Wait()
+	for i := range errs {
+		if errs[i] != nil {
+			e.t.Fatalf("Start %d: %v", i, errs[i])
+		}
+	}
+	e.waitFile(mark + ".runs")
+	c := e.collect("t1")
+	c.phase(providers.PhaseRunning)
+	// A later Start adopts as well.
+	h := e.start(req)
+	for i := range handles {
+		if handles[i]["pid"] != h["pid"] {
+			e.t.Errorf("handle %d = %v, adopting Start returned %v", i, handles[i], h)
+		}
+	}
+	e.touch(mark + ".go")
+	c.phase(providers.PhaseSucceeded)
+	if r := runs(e, mark); r != 1 {
+		e.t.Errorf("the trial ran %d times, want 1", r)
+	}
+}
+
+func testStartEnded(e *env) {
+	req, mark := e.runCounter("t1")
+	e.touch(mark + ".go")
+	e.start(req)
+	c := e.collect("t1")
+	c.phase(providers.PhaseSucceeded)
+	h := e.start(req)
+	if len(h) == 0 {
+		e.t.Error("Start of an ended trial returned no handle")
+	}
+	o := c.read()
+	if o.Phase != providers.PhaseSucceeded {
+		e.t.Errorf("after Start of an ended trial: %s", show(o))
+	}
+	time.Sleep(200 * time.Millisecond)
+	if r := runs(e, mark); r != 1 {
+		e.t.Errorf("the trial ran %d times, want 1", r)
+	}
+}
+
+func testFailing(e *env) {
+	e.start(e.req("t1", "echo doomed >&2; exit 3"))
+	c := e.collect("t1")
+	o := c.phase(providers.PhaseFailed)
+	if o.ExitCode == nil || *o.ExitCode != 3 {
+		e.t.Errorf("exit code %v, want 3", o.ExitCode)
+	}
+	if !strings.Contains(o.Reason, "3") {
+		e.t.Errorf("reason %q does not mention the exit status", o.Reason)
+	}
+	// A program that does not exist fails too (Args, no shell).
+	req := e.req("t2", "")
+	req.Args = []string{filepath.Join(e.code, "no-such-program")}
+	if _, err := e.p.Start(e.ctx(), req); err == nil {
+		e.collect("t2").phase(providers.PhaseFailed)
+	}
+}
+
+func testStopGroup(e *env) {
+	mark := filepath.Join(e.code, "child")
+	e.start(e.req("t1", "sleep 1000 & echo $! > "+shq(mark+".tmp")+"; mv "+shq(mark+".tmp")+" "+shq(mark)+"; wait"))
+	c := e.collect("t1")
+	o := c.phase(providers.PhaseRunning)
+	e.waitFile(mark)
+	b, _ := os.ReadFile(mark)
+	child, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		e.t.Fatalf("child pid %q: %v", b, err)
+	}
+	e.stop("t1", false)
+	o = c.read()
+	if o.Phase != providers.PhaseKilled {
+		e.t.Errorf("after Stop: %s, want killed", show(o))
+	}
+	if !e.pidGone(child) {
+		e.t.Errorf("the trial's child %d survived Stop", child)
+	}
+	if pid, err := strconv.Atoi(c.last.Handle["pid"]); err == nil && !e.pidGone(pid) {
+		e.t.Errorf("the trial %d survived Stop", pid)
+	}
+	// Stopping again, and purging, are fine.
+	e.stop("t1", false)
+	e.stop("t1", true)
+	if o := c.read(); o.Exists {
+		e.t.Errorf("after Stop with Purge: %s", show(o))
+	}
+}
+
+func testStopEscalates(e *env) {
+	mark := filepath.Join(e.code, "stubborn")
+	e.start(e.req("t1", "trap '' TERM; touch "+shq(mark)+"; while :; do sleep 0.05; done"))
+	c := e.collect("t1")
+	c.phase(providers.PhaseRunning)
+	e.waitFile(mark)
+	begin := time.Now()
+	e.stop("t1", false)
+	if o := c.read(); o.Phase != providers.PhaseKilled {
+		e.t.Errorf("after Stop: %s, want killed", show(o))
+	}
+	if d := time.Since(begin); d < e.s.opts.StopGrace/2 {
+		e.t.Errorf("Stop returned after %s, before the grace period %s", d, e.s.opts.StopGrace)
+	}
+}
+
+// resumeScript checkpoints into the output dir on its first attempt and
+// then hangs; a later attempt finds the checkpoint and reports it.
+const resumeScript = `
+if [ -f "$TRIALFORM_OUTPUT_DIR/ckpt" ]; then
+  echo "trialform: $(cat "$TRIALFORM_OUTPUT_DIR/ckpt")"
+  exit 0
+fi
+echo 2 > "$NNI_OUTPUT_DIR/ckpt.tmp" && mv "$NNI_OUTPUT_DIR/ckpt.tmp" "$NNI_OUTPUT_DIR/ckpt"
+echo 'trialform: intermediate 1'
+sleep 1000
+`
+
+func testResumeAfterLoss(e *env) {
+	if e.s.opts.Lose == nil {
+		e.t.Skip("the provider gave no way to lose a trial")
+	}
+	req := e.req("t1", resumeScript)
+	e.start(req)
+	c := e.collect("t1")
+	o := c.until("the first attempt to checkpoint", func(o providers.Observation) bool {
+		return o.Phase == providers.PhaseRunning && len(c.metrics) == 1
+	})
+	e.s.opts.Lose(e.t, o.Handle)
+	c.phase(providers.PhaseLost)
+	// Without Resume, Start of a lost trial is allowed to relaunch too; the
+	// planner always resumes, as here.
+	req.Resume = true
+	e.start(req)
+	c.phase(providers.PhaseSucceeded)
+	c.read()
+	checkMetrics(e.t, c.metrics,
+		providers.Metric{Type: "PERIODICAL", Sequence: 0, ParameterID: 7, Value: "1"},
+		providers.Metric{Type: "FINAL", ParameterID: 7, Value: "2"},
+	)
+}
+
+func testMaxDuration(e *env) {
+	req := e.req("t1", "sleep 1000")
+	req.MaxDuration = 500 * time.Millisecond
+	e.start(req)
+	c := e.collect("t1")
+	o := c.phase(providers.PhaseKilled)
+	if !strings.Contains(o.Reason, "max_duration") {
+		e.t.Errorf("reason %q does not mention max_duration", o.Reason)
+	}
+	if o.StartedAt != nil && o.EndedAt != nil && o.EndedAt.Sub(*o.StartedAt) < req.MaxDuration {
+		e.t.Errorf("stopped after %s, before max_duration %s", o.EndedAt.Sub(*o.StartedAt), req.MaxDuration)
+	}
+}
+
+func testOffsets(e *env) {
+	mark := filepath.Join(e.code, "offsets")
+	e.start(e.req("t1", `
+for i in 0 1 2; do echo "trialform: intermediate $i"; done
+while [ ! -e `+shq(mark+".go")+` ]; do sleep 0.02; done
+for i in 3 4; do echo "trialform: intermediate $i"; done
+echo "trialform: 5"
+`))
+	c := e.collect("t1")
+	c.until("three intermediate results", func(providers.Observation) bool { return len(c.metrics) >= 3 })
+	for i := 0; i < 5; i++ {
+		if o := c.read(); len(o.Metrics) != 0 {
+			e.t.Errorf("read %d returned %d old metrics again", i, len(o.Metrics))
+		}
+	}
+	e.touch(mark + ".go")
+	c.phase(providers.PhaseSucceeded)
+	c.read()
+	c.read()
+	want := []providers.Metric{}
+	for i := 0; i < 5; i++ {
+		want = append(want, providers.Metric{Type: "PERIODICAL", Sequence: i, ParameterID: 7, Value: strconv.Itoa(i)})
+	}
+	want = append(want, providers.Metric{Type: "FINAL", ParameterID: 7, Value: "5"})
+	checkMetrics(e.t, c.metrics, want...)
+	// A fresh reader (no offsets) sees everything once.
+	fresh := e.collect("t1")
+	fresh.read()
+	checkMetrics(e.t, fresh.metrics, want...)
+}
+
+func testNoInjection(e *env) {
+	pwned := filepath.Join(e.code, "pwned")
+	values := []string{
+		`"; touch ` + pwned + `"`,
+		`'; touch ` + pwned + `; '`,
+		`$(touch ` + pwned + `)`,
+		"`touch " + pwned + "`",
+	}
+	for i, v := range values {
+		id := "shell" + strconv.Itoa(i)
+		out := filepath.Join(e.code, id+".out")
+		req := e.req(id, "printf '%s' "+shq(v)+" > "+shq(out))
+		req.Params = map[string]any{"x": v}
+		e.start(req)
+		e.collect(id).phase(providers.PhaseSucceeded)
+		if b, _ := os.ReadFile(out); string(b) != v {
+			e.t.Errorf("shell trial %d printed %q, want %q", i, b, v)
+		}
+
+		id = "args" + strconv.Itoa(i)
+		out = filepath.Join(e.code, id+".out")
+		req = e.req(id, "")
+		req.Args = []string{"/bin/sh", "-c", `printf '%s' "$1" > "$2"`, "sh", v, out}
+		req.Params = map[string]any{"x": v}
+		e.start(req)
+		e.collect(id).phase(providers.PhaseSucceeded)
+		if b, _ := os.ReadFile(out); string(b) != v {
+			e.t.Errorf("args trial %d printed %q, want %q", i, b, v)
+		}
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		e.t.Errorf("a parameter value ran as a command: %s exists", pwned)
+	}
+}
+
+func testLogs(e *env) {
+	ls, ok := e.p.(providers.LogStreamer)
+	if !ok {
+		e.t.Skip("not a LogStreamer")
+	}
+	e.start(e.req("t1", "echo hello out; echo hello err >&2"))
+	c := e.collect("t1")
+	c.phase(providers.PhaseSucceeded)
+	var b strings.Builder
+	if err := ls.Logs(e.ctx(), providers.LogsRequest{Experiment: e.exp, TrialID: "t1", Out: &b}); err != nil {
+		e.t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "hello out") || !strings.Contains(b.String(), "hello err") {
+		e.t.Errorf("Logs = %q", b.String())
+	}
+	// Follow returns once the trial ended, with everything it wrote.
+	mark := filepath.Join(e.code, "follow")
+	e.start(e.req("t2", "echo first; while [ ! -e "+shq(mark)+" ]; do sleep 0.02; done; echo last"))
+	e.collect("t2").phase(providers.PhaseRunning)
+	done := make(chan error, 1)
+	var fb syncBuilder
+	go func() {
+		done <- ls.Logs(e.ctx(), providers.LogsRequest{Experiment: e.exp, TrialID: "t2", Follow: true, Out: &fb})
+	}()
+	select {
+	case err := <-done:
+		e.t.Fatalf("Logs Follow returned while the trial runs: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	e.touch(mark)
+	if err := <-done; err != nil {
+		e.t.Fatal(err)
+	}
+	if s := fb.String(); !strings.Contains(s, "first") || !strings.Contains(s, "last") {
+		e.t.Errorf("Logs Follow = %q", s)
+	}
+	if err := ls.Logs(e.ctx(), providers.LogsRequest{Experiment: e.exp, TrialID: "nope", Out: &b}); err == nil {
+		e.t.Error("Logs of an unknown trial: want an error")
+	}
+}
+
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testList(e *env) {
+	l, ok := e.p.(providers.Lister)
+	if !ok {
+		e.t.Skip("not a Lister")
+	}
+	if obs, err := l.List(e.ctx(), e.exp); err != nil || len(obs) != 0 {
+		e.t.Fatalf("List of an empty experiment = %v, %v", obs, err)
+	}
+	e.start(e.req("a", "exit 0"))
+	e.start(e.req("b", "sleep 1000"))
+	e.collect("a").phase(providers.PhaseSucceeded)
+	obs, err := l.List(e.ctx(), e.exp)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(obs) != 2 {
+		e.t.Fatalf("List = %d trials, want 2", len(obs))
+	}
+	got := map[string]providers.Observation{}
+	for _, o := range obs {
+		got[o.TrialID] = o
+		if !o.Exists || o.Lineage != "lineage-"+e.exp || o.Experiment != e.exp {
+			e.t.Errorf("listed %s", show(o))
+		}
+	}
+	if got["a"].Phase != providers.PhaseSucceeded || got["b"].Phase != providers.PhaseRunning {
+		e.t.Errorf("listed phases a=%s b=%s", got["a"].Phase, got["b"].Phase)
+	}
+	e.stop("b", true)
+	if obs, _ := l.List(e.ctx(), e.exp); len(obs) != 1 {
+		e.t.Errorf("after purging b, List = %d trials", len(obs))
+	}
+}
+

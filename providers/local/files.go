@@ -1,0 +1,261 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trialform/trialform/providers/trialproto"
+)
+
+// File names inside a trial directory.
+const (
+	specFile       = "spec.json"
+	statusFile     = "status.json"
+	stopFile       = "stop.json"
+	paramCfgFile   = "parameter.cfg"
+	paramsFile     = "params.json"
+	stdoutFile     = "stdout"
+	stderrFile     = "stderr"
+	nniDir         = ".nni"
+	nniMetricsFile = ".nni/metrics"
+	stdoutMetrics  = "metrics.stdout"
+	supervisorLog  = "supervisor.log"
+	outputDir      = "output"
+	lockFileName   = ".lock"
+	gpuLockName    = ".gpu.lock"
+)
+
+// spec is what the supervisor runs; written by Start before each launch.
+type spec struct {
+	Version      int               `json:"version"`
+	Experiment   string            `json:"experiment"`
+	ExperimentID string            `json:"experiment_id"`
+	TrialID      string            `json:"trial_id"`
+	Seq          int               `json:"seq"`
+	ParameterID  int               `json:"parameter_id"`
+	Params       map[string]any    `json:"params"`
+	Shell        string            `json:"shell,omitempty"`
+	Args         []string          `json:"args,omitempty"`
+	Env          map[string]string `json:"env,omitempty"`
+	CodeDir      string            `json:"code_dir"`
+	MaxDuration  time.Duration     `json:"max_duration_ns,omitempty"`
+	GPUs         int               `json:"gpus,omitempty"`
+	MetricRegex  string            `json:"metric_regex,omitempty"`
+	Lineage      string            `json:"lineage,omitempty"`
+	Attempt      int               `json:"attempt"`
+	// GPUScheduling says the platform schedules GPUs; AssignedGPUs are
+	// then the indices this attempt got (CUDA_VISIBLE_DEVICES).
+	GPUScheduling bool          `json:"gpu_scheduling,omitempty"`
+	AssignedGPUs  []int         `json:"assigned_gpus,omitempty"`
+	LibDir        string        `json:"lib_dir"`
+	StopGrace     time.Duration `json:"stop_grace_ns"`
+	CreatedAt     time.Time     `json:"created_at"`
+}
+
+// Supervisor states recorded in status.json.
+const (
+	stateStarting = "starting" // supervisor up, trial not started yet
+	stateRunning  = "running"
+	stateEnded    = "ended"
+)
+
+// Outcomes of an ended attempt.
+const (
+	outcomeExited      = "exited"       // exit code recorded
+	outcomeSignaled    = "signaled"     // killed by a signal trialform did not send
+	outcomeStopped     = "stopped"      // Stop
+	outcomeMaxDuration = "max_duration" // ran past max_duration
+	outcomeStartFailed = "start_failed" // the process could not be started
+)
+
+// status is the supervisor's record of the current attempt.
+type status struct {
+	Attempt         int        `json:"attempt"`
+	State           string     `json:"state"`
+	SupervisorPID   int        `json:"supervisor_pid"`
+	SupervisorStart uint64     `json:"supervisor_start_time"`
+	PID             int        `json:"pid,omitempty"`
+	PGID            int        `json:"pgid,omitempty"`
+	StartTime       uint64     `json:"start_time,omitempty"` // /proc/PID/stat field 22
+	GPUs            []int      `json:"gpus,omitempty"`
+	StartedAt       *time.Time `json:"started_at,omitempty"`
+	EndedAt         *time.Time `json:"ended_at,omitempty"`
+	ExitCode        *int       `json:"exit_code,omitempty"`
+	Signal          string     `json:"signal,omitempty"`
+	Outcome         string     `json:"outcome,omitempty"`
+	Reason          string     `json:"reason,omitempty"`
+}
+
+// stopRequest is what Stop leaves for the supervisor before SIGTERM.
+type stopRequest struct {
+	Reason string        `json:"reason"`
+	Grace  time.Duration `json:"grace_ns"`
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return trialproto.WriteFileAtomic(path, append(b, '\n'), 0o644)
+}
+
+// readSpec returns nil, nil when there is no spec.
+func readSpec(dir string) (*spec, error) {
+	var s spec
+	if err := readJSON(filepath.Join(dir, specFile), &s); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &s, nil
+}
+
+// readStatus returns nil, nil when there is no status.
+func readStatus(dir string) (*status, error) {
+	var s status
+	if err := readJSON(filepath.Join(dir, statusFile), &s); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &s, nil
+}
+
+// procInfo reads a process's state letter and start time (clock ticks since
+// boot) from /proc/PID/stat.
+func procInfo(pid int) (state byte, start uint64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	// The command name may hold spaces and parentheses: fields start
+	// after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); starttime is field 22.
+	if len(f) < 20 {
+		return 0, 0, fmt.Errorf("malformed /proc/%d/stat", pid)
+	}
+	start, err = strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("malformed /proc/%d/stat: %w", pid, err)
+	}
+	return f[0][0], start, nil
+}
+
+// procStartTime returns the start time of pid, 0 if unknown.
+func procStartTime(pid int) uint64 {
+	_, st, err := procInfo(pid)
+	if err != nil {
+		return 0
+	}
+	return st
+}
+
+// alive reports whether pid is a live (not zombie) process started at start
+// (guarding against pid reuse; start 0 skips that check).
+func alive(pid int, start uint64) bool {
+	if pid <= 0 {
+		return false
+	}
+	state, st, err := procInfo(pid)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+		// No usable /proc: fall back to signal 0.
+		return syscall.Kill(pid, 0) == nil
+	}
+	if state == 'Z' || state == 'X' {
+		return false
+	}
+	return start == 0 || st == start
+}
+
+// groupAlive reports whether any process of process group pgid exists.
+func groupAlive(pgid int) bool {
+	if pgid <= 1 {
+		return false
+	}
+	err := syscall.Kill(-pgid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// lockFile takes a flock (syscall.LOCK_EX or LOCK_SH) on path, creating it,
+// polling until ctx is done. The returned func releases it.
+func lockFile(ctx context.Context, path string, how int) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	wait := time.Millisecond
+	for {
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return func() {
+				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				f.Close()
+			}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+		case <-time.After(wait):
+		}
+		if wait < 50*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// tail returns the last n bytes of a file, for error messages.
+func tail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := fi.Size() - n
+	if off < 0 {
+		off = 0
+	}
+	b := make([]byte, fi.Size()-off)
+	k, _ := f.ReadAt(b, off)
+	return strings.TrimSpace(string(b[:k]))
+}

@@ -1,0 +1,209 @@
+// Package local runs trials as processes on this machine. Each trial gets a
+// detached supervisor process (the hidden `trialform __supervise DIR`
+// command, SupervisorMain) that starts the trial in its own process group,
+// tees its stdout for metric lines, enforces max_duration, forwards Stop and
+// records the outcome in the trial directory, so trials outlive the CLI and
+// a later CLI finds them again from the files alone.
+//
+// Trial directory ROOT/EXPERIMENT/TRIAL/:
+//
+//	spec.json        what to run (the request, lineage, attempt); written
+//	                 atomically before launching: the ownership marker
+//	parameter.cfg    NNI's parameter file; params.json = TRIALFORM_PARAMS
+//	stdout, stderr   the trial's output, appended across attempts
+//	.nni/metrics     NNI's metric file (archived as .nni/metrics.N when
+//	                 attempt N+1 starts, since NNI may truncate it)
+//	metrics.stdout   metric records the supervisor parsed from stdout
+//	status.json      the supervisor's record: pids, start times, outcome
+//	stop.json        Stop's reason and grace, read by the supervisor
+//	supervisor.log   the supervisor's own output
+//	output/          NNI_OUTPUT_DIR, kept across attempts
+//
+// The package must not import plan or apply, and must not print: the
+// supervisor writes only to its own supervisor.log.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+)
+
+// Config configures a local platform.
+type Config struct {
+	// Root is the absolute directory of trial directories:
+	// ROOT/EXPERIMENT/TRIAL/ (the CLI passes <workdir>/.trialform/trials).
+	Root string
+	// LibDir is the absolute directory the embedded Python helpers are
+	// written to and that trials get in front of PYTHONPATH (the CLI passes
+	// <workdir>/.trialform/lib).
+	LibDir string
+	// GPUIndices are the GPUs trials may be given; nil turns GPU scheduling
+	// off (trials then see the machine's CUDA_VISIBLE_DEVICES unchanged).
+	GPUIndices []int
+	// MaxTrialsPerGPU is how many trials may share one GPU (default 1).
+	MaxTrialsPerGPU int
+	// Supervisor is the argv prefix that runs the supervisor; the trial
+	// directory is appended. Default {os.Executable(), "__supervise"}.
+	Supervisor []string
+	// SupervisorEnv is added to the supervisor's environment (tests use it
+	// to make the test binary act as the supervisor). The trial does not
+	// see names starting with TRIALFORM_ or NNI_ from it.
+	SupervisorEnv []string
+	// StopGrace is the time between SIGTERM and SIGKILL when a trial is
+	// stopped or runs past its max_duration (default 10s).
+	StopGrace time.Duration
+}
+
+// Local is the local platform. It is safe for concurrent use, and several
+// processes may use the same Root at once (file locks serialize them).
+type Local struct {
+	cfg     Config
+	changed chan struct{}
+
+	mu     sync.Mutex
+	closed bool
+}
+
+var (
+	_ providers.Provider    = (*Local)(nil)
+	_ providers.Lister      = (*Local)(nil)
+	_ providers.LogStreamer = (*Local)(nil)
+)
+
+// New checks cfg, fills defaults, creates Root and writes the Python
+// helpers into LibDir (only files whose content differs).
+func New(cfg Config) (*Local, error) {
+	if !filepath.IsAbs(cfg.Root) {
+		return nil, providers.Permanent(fmt.Errorf("local platform: trial root %q is not an absolute path", cfg.Root))
+	}
+	if !filepath.IsAbs(cfg.LibDir) {
+		return nil, providers.Permanent(fmt.Errorf("local platform: lib dir %q is not an absolute path", cfg.LibDir))
+	}
+	cfg.Root = filepath.Clean(cfg.Root)
+	cfg.LibDir = filepath.Clean(cfg.LibDir)
+	if cfg.MaxTrialsPerGPU <= 0 {
+		cfg.MaxTrialsPerGPU = 1
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 10 * time.Second
+	}
+	seen := map[int]bool{}
+	for _, g := range cfg.GPUIndices {
+		if g < 0 || seen[g] {
+			return nil, providers.Permanent(fmt.Errorf("local platform: gpu_indices %v: indices must be distinct and not negative", cfg.GPUIndices))
+		}
+		seen[g] = true
+	}
+	if len(cfg.Supervisor) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("local platform: find the trialform executable for the supervisor: %w", err)
+		}
+		cfg.Supervisor = []string{exe, "__supervise"}
+	}
+	cfg.GPUIndices = append([]int(nil), cfg.GPUIndices...)
+	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
+		return nil, fmt.Errorf("local platform: create trial root: %w", err)
+	}
+	if err := InstallPython(cfg.LibDir); err != nil {
+		return nil, fmt.Errorf("local platform: %w", err)
+	}
+	return &Local{cfg: cfg, changed: make(chan struct{}, 1)}, nil
+}
+
+// Kind returns "local".
+func (l *Local) Kind() string { return "local" }
+
+// Validate checks that the trial root is writable and the supervisor and
+// /bin/sh exist.
+func (l *Local) Validate(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(l.cfg.Root, ".validate-*")
+	if err != nil {
+		return fmt.Errorf("local platform: trial root %s is not writable: %w", l.cfg.Root, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	if _, err := os.Stat(l.cfg.Supervisor[0]); err != nil {
+		return fmt.Errorf("local platform: supervisor %s: %w", l.cfg.Supervisor[0], err)
+	}
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		return fmt.Errorf("local platform: /bin/sh: %w", err)
+	}
+	return nil
+}
+
+// Close releases nothing: trials keep running without the provider.
+func (l *Local) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	return nil
+}
+
+// Changed receives a value when a supervisor this Local launched exits,
+// i.e. a trial it started ended (apply's Notifier capability).
+func (l *Local) Changed() <-chan struct{} { return l.changed }
+
+func (l *Local) notify() {
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+}
+
+// trialDir returns ROOT/EXP/TRIAL after checking both are safe path names.
+func (l *Local) trialDir(exp, trial string) (string, error) {
+	if err := checkName("experiment", exp); err != nil {
+		return "", err
+	}
+	if err := checkName("trial id", trial); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.cfg.Root, exp, trial), nil
+}
+
+func checkName(what, s string) error {
+	if s == "" || s == "." || s == ".." || strings.HasPrefix(s, ".") || strings.ContainsAny(s, "/\\\x00") || len(s) > 200 {
+		return providers.Permanent(fmt.Errorf("%s %q cannot name a directory", what, s))
+	}
+	return nil
+}
+
+func validateStart(req providers.StartRequest) error {
+	switch {
+	case req.Shell == "" && len(req.Args) == 0:
+		return providers.Permanent(errors.New("trial has neither a command nor args"))
+	case req.Shell != "" && len(req.Args) > 0:
+		return providers.Permanent(errors.New("trial has both a command and args"))
+	case len(req.Args) > 0 && req.Args[0] == "":
+		return providers.Permanent(errors.New("trial args start with an empty program name"))
+	case req.CodeDir == "" || !filepath.IsAbs(req.CodeDir):
+		return providers.Permanent(fmt.Errorf("code dir %q is not an absolute path", req.CodeDir))
+	case req.GPUs < 0:
+		return providers.Permanent(fmt.Errorf("gpus = %d is negative", req.GPUs))
+	case req.MaxDuration < 0:
+		return providers.Permanent(fmt.Errorf("max_duration %s is negative", req.MaxDuration))
+	}
+	if req.MetricRegex != "" {
+		re, err := regexp.Compile(req.MetricRegex)
+		if err != nil {
+			return providers.Permanent(fmt.Errorf("metric regex: %w", err))
+		}
+		if re.SubexpIndex("value") < 0 {
+			return providers.Permanent(fmt.Errorf("metric regex %q has no (?P<value>...) group", req.MetricRegex))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+)
+
+// Logs copies the trial's stdout, then its stderr, to req.Out. With Follow
+// it copies both as they grow (interleaved by poll, every 200ms) until the
+// attempt ended, then copies what is left.
+func (l *Local) Logs(ctx context.Context, req providers.LogsRequest) error {
+	dir, err := l.trialDir(req.Experiment, req.TrialID)
+	if err != nil {
+		return err
+	}
+	sp, err := readSpec(dir)
+	if err != nil {
+		return err
+	}
+	if sp == nil {
+		return fmt.Errorf("logs of trial %s: %w", req.TrialID, providers.ErrNotFound)
+	}
+	files := []string{filepath.Join(dir, stdoutFile), filepath.Join(dir, stderrFile)}
+	offs := make([]int64, len(files))
+	copyNew := func() error {
+		for i, f := range files {
+			n, err := copyFrom(req.Out, f, offs[i])
+			offs[i] += n
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !req.Follow {
+		return copyNew()
+	}
+	for {
+		st, _ := readStatus(dir)
+		done := st == nil || st.Attempt != sp.Attempt || st.State == stateEnded ||
+			observe(dir, sp, st).Phase == providers.PhaseLost
+		if err := copyNew(); err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if s, _ := readSpec(dir); s != nil && s.Attempt != sp.Attempt {
+			sp = s // resumed: follow the new attempt
+		}
+	}
+}
+
+// copyFrom copies path from off to w and returns how many bytes it copied.
+func copyFrom(w io.Writer, path string, off int64) (int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(w, f)
+	if err != nil {
+		return n, fmt.Errorf("copy %s: %w", filepath.Base(path), err)
+	}
+	return n, nil
+}

@@ -1,0 +1,230 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
+)
+
+// Offset keys of Observation.MetricsOffset.
+const (
+	offAttempt = "attempt" // attempt whose .nni/metrics "nni" points into
+	offNNI     = "nni"     // byte offset in .nni/metrics of that attempt
+	offStdout  = "stdout"  // byte offset in metrics.stdout (all attempts)
+)
+
+// maxMetricRead bounds one Read's metric parse per file.
+const maxMetricRead = 64 << 20
+
+// Read observes one trial: unknown -> Exists false; a live supervisor ->
+// pending/running; a recorded end -> succeeded (exit 0), failed (non-zero
+// exit, a signal, or could not start) or killed (Stop, max_duration); no
+// end recorded and no process left -> lost. Metrics are those past
+// req.MetricsOffset: NNI's file (all attempts) first, then the records
+// parsed from stdout; the order between those two sources is not kept.
+func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
+	dir, err := l.trialDir(req.Experiment, req.TrialID)
+	if err != nil {
+		return providers.Observation{}, err
+	}
+	absent := providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}
+	if _, err := os.Stat(filepath.Join(dir, specFile)); errors.Is(err, fs.ErrNotExist) {
+		return absent, nil
+	}
+	unlock, err := lockFile(ctx, filepath.Join(dir, lockFileName), syscall.LOCK_SH)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) { // purged meanwhile
+			return absent, nil
+		}
+		return providers.Observation{}, err
+	}
+	defer unlock()
+	sp, err := readSpec(dir)
+	if err != nil {
+		return providers.Observation{}, err
+	}
+	if sp == nil {
+		return absent, nil
+	}
+	st, err := readStatus(dir)
+	if err != nil {
+		return providers.Observation{}, err
+	}
+	o := observe(dir, sp, st)
+	o.Metrics, o.MetricsOffset, err = readMetrics(dir, sp.Attempt, req.MetricsOffset)
+	if err != nil {
+		return providers.Observation{}, err
+	}
+	return o, nil
+}
+
+// observe classifies an attempt from its files and the process table.
+func observe(dir string, sp *spec, st *status) providers.Observation {
+	o := providers.Observation{
+		TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage,
+	}
+	if st == nil || st.Attempt != sp.Attempt {
+		// Launched (spec written) but the supervisor never recorded
+		// this attempt; Start holds the trial lock while it waits, so
+		// nobody is about to.
+		o.Phase = providers.PhaseLost
+		o.Reason = "the supervisor never started the trial"
+		o.Handle = handle(dir, nil)
+		return o
+	}
+	o.Handle = handle(dir, st)
+	o.StartedAt = st.StartedAt
+	o.EndedAt = st.EndedAt
+	if st.ExitCode != nil {
+		c := *st.ExitCode
+		o.ExitCode = &c
+	}
+	switch st.State {
+	case stateEnded:
+		o.Reason = st.Reason
+		switch st.Outcome {
+		case outcomeStopped, outcomeMaxDuration:
+			o.Phase = providers.PhaseKilled
+		case outcomeExited:
+			if st.ExitCode != nil && *st.ExitCode == 0 {
+				o.Phase = providers.PhaseSucceeded
+			} else {
+				o.Phase = providers.PhaseFailed
+			}
+		default: // signaled, start_failed
+			o.Phase = providers.PhaseFailed
+		}
+	case stateStarting:
+		if alive(st.SupervisorPID, st.SupervisorStart) {
+			o.Phase = providers.PhasePending
+		} else {
+			o.Phase = providers.PhaseLost
+			o.Reason = "the supervisor vanished before starting the trial"
+		}
+	default:
+		switch {
+		case alive(st.SupervisorPID, st.SupervisorStart):
+			o.Phase = providers.PhaseRunning
+		case alive(st.PID, st.StartTime):
+			o.Phase = providers.PhaseRunning
+			o.Reason = "running without its supervisor (its exit status will not be known)"
+		default:
+			o.Phase = providers.PhaseLost
+			o.Reason = "the trial and its supervisor vanished without recording an exit (machine restart or kill -9)"
+		}
+	}
+	return o
+}
+
+// readMetrics returns the records past off and the new offsets.
+func readMetrics(dir string, attempt int, off map[string]int64) ([]providers.Metric, map[string]int64, error) {
+	fromAttempt := int(off[offAttempt])
+	if fromAttempt < 1 {
+		fromAttempt = 1
+	}
+	nniOff := off[offNNI]
+	if fromAttempt > attempt { // offsets from a purged and recreated trial
+		fromAttempt, nniOff = attempt, 0
+	}
+	var out []providers.Metric
+	for a := fromAttempt; a < attempt; a++ {
+		start := int64(0)
+		if a == fromAttempt {
+			start = nniOff
+		}
+		recs, _, err := readRecords(filepath.Join(dir, nniMetricsFile+"."+strconv.Itoa(a)), start)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, recs...)
+	}
+	if fromAttempt < attempt {
+		nniOff = 0
+	}
+	recs, newNNI, err := readRecords(filepath.Join(dir, nniMetricsFile), nniOff)
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, recs...)
+	recs, newStdout, err := readRecords(filepath.Join(dir, stdoutMetrics), off[offStdout])
+	if err != nil {
+		return nil, nil, err
+	}
+	out = append(out, recs...)
+	return out, map[string]int64{offAttempt: int64(attempt), offNNI: newNNI, offStdout: newStdout}, nil
+}
+
+// readRecords parses the complete records of a metric file from off. A
+// file shorter than off was truncated (or replaced): it is read from 0.
+func readRecords(path string, off int64) ([]providers.Metric, int64, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, off, fmt.Errorf("read metrics: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, off, fmt.Errorf("read metrics: %w", err)
+	}
+	if fi.Size() < off {
+		off = 0
+	}
+	n := fi.Size() - off
+	if n > maxMetricRead {
+		n = maxMetricRead
+	}
+	buf := make([]byte, n)
+	k, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, off, fmt.Errorf("read metrics: %w", err)
+	}
+	recs, consumed, _ := trialproto.ParseMetricRecords(buf[:k])
+	return recs, off + int64(consumed), nil
+}
+
+// List returns every trial directory of experiment under Root with its
+// observation (no metrics), sorted by trial id; trials the state lost are
+// found this way.
+func (l *Local) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
+	if err := checkName("experiment", experiment); err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(filepath.Join(l.cfg.Root, experiment))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list trials of %s: %w", experiment, err)
+	}
+	var out []providers.Observation
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if !e.IsDir() || checkName("trial id", e.Name()) != nil {
+			continue
+		}
+		dir := filepath.Join(l.cfg.Root, experiment, e.Name())
+		sp, err := readSpec(dir)
+		if err != nil || sp == nil {
+			continue
+		}
+		st, _ := readStatus(dir)
+		out = append(out, observe(dir, sp, st))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
+	return out, nil
+}

@@ -1,0 +1,268 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
+)
+
+// startTimeout bounds the wait for a launched supervisor to start the trial.
+const startTimeout = 60 * time.Second
+
+// Start creates or adopts the trial (see the providers contract). A trial
+// whose supervisor is alive is adopted; an ended one is returned as is
+// unless req.Resume; otherwise a new attempt is launched: a detached
+// supervisor (its own session, stdin /dev/null, output to supervisor.log)
+// that outlives the CLI. Start returns once the trial process runs (or the
+// supervisor recorded that it could not start it).
+//
+// With GPU scheduling on, a trial needing GPUs gets the least loaded ones
+// with a free slot; none free -> an error wrapping providers.ErrNoCapacity.
+func (l *Local) Start(ctx context.Context, req providers.StartRequest) (providers.Handle, error) {
+	if err := validateStart(req); err != nil {
+		return nil, err
+	}
+	dir, err := l.trialDir(req.Experiment, req.TrialID)
+	if err != nil {
+		return nil, err
+	}
+	if len(l.cfg.GPUIndices) > 0 && req.GPUs > len(l.cfg.GPUIndices) {
+		return nil, providers.Permanent(fmt.Errorf("trial needs %d GPUs but the platform has %d (gpu_indices %v)", req.GPUs, len(l.cfg.GPUIndices), l.cfg.GPUIndices))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create trial dir: %w", err)
+	}
+	unlock, err := lockFile(ctx, filepath.Join(dir, lockFileName), syscall.LOCK_EX)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	sp, err := readSpec(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := readStatus(dir)
+	if err != nil {
+		return nil, err
+	}
+	if sp != nil && st != nil && st.Attempt == sp.Attempt {
+		o := observe(dir, sp, st)
+		switch {
+		case o.Phase == providers.PhaseRunning || o.Phase == providers.PhasePending:
+			return o.Handle, nil
+		case o.Phase.Ended() && !req.Resume:
+			return o.Handle, nil
+		}
+	}
+
+	attempt := 1
+	if sp != nil {
+		attempt = sp.Attempt + 1
+	}
+	if st != nil && st.Attempt >= attempt {
+		attempt = st.Attempt + 1
+	}
+
+	var gpus []int
+	sched := len(l.cfg.GPUIndices) > 0
+	if sched && req.GPUs > 0 {
+		gunlock, err := lockFile(ctx, filepath.Join(l.cfg.Root, gpuLockName), syscall.LOCK_EX)
+		if err != nil {
+			return nil, err
+		}
+		defer gunlock() // held until the supervisor records its GPUs
+		gpus, err = l.pickGPUs(req.GPUs)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if err := l.prepare(dir, req, attempt); err != nil {
+		return nil, err
+	}
+	ns := &spec{
+		Version: 1, Experiment: req.Experiment, ExperimentID: req.ExperimentID, TrialID: req.TrialID,
+		Seq: req.Seq, ParameterID: req.ParameterID, Params: req.Params, Shell: req.Shell, Args: req.Args,
+		Env: req.Env, CodeDir: req.CodeDir, MaxDuration: req.MaxDuration, GPUs: req.GPUs,
+		MetricRegex: req.MetricRegex, Lineage: req.Lineage, Attempt: attempt,
+		GPUScheduling: sched, AssignedGPUs: gpus, LibDir: l.cfg.LibDir, StopGrace: l.cfg.StopGrace,
+		CreatedAt: time.Now().UTC(),
+	}
+	if err := writeJSON(filepath.Join(dir, specFile), ns); err != nil {
+		return nil, err
+	}
+	st, err = l.launch(ctx, dir, attempt)
+	if err != nil {
+		return nil, err
+	}
+	return handle(dir, st), nil
+}
+
+// prepare writes the attempt's protocol files and archives the previous
+// attempt's NNI metric file.
+func (l *Local) prepare(dir string, req providers.StartRequest, attempt int) error {
+	for _, d := range []string{nniDir, outputDir} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return fmt.Errorf("create trial dir: %w", err)
+		}
+	}
+	if attempt > 1 {
+		old := filepath.Join(dir, nniMetricsFile)
+		if err := os.Rename(old, old+"."+strconv.Itoa(attempt-1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("archive metrics of attempt %d: %w", attempt-1, err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, stopFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := trialproto.WriteFileAtomic(filepath.Join(dir, paramCfgFile), trialproto.ParameterCfg(req.ParameterID, req.Params), 0o644); err != nil {
+		return err
+	}
+	return trialproto.WriteFileAtomic(filepath.Join(dir, paramsFile), trialproto.ParamsJSON(req.Params), 0o644)
+}
+
+// launch starts the supervisor for dir and waits until it has started the
+// trial (or recorded why it could not).
+func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, error) {
+	logPath := filepath.Join(dir, supervisorLog)
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open supervisor log: %w", err)
+	}
+	argv := append(append([]string(nil), l.cfg.Supervisor...), dir)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), l.cfg.SupervisorEnv...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	err = cmd.Start()
+	logf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor %s: %w", argv[0], err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		// Reap it (a zombie would look alive) and wake apply's loop.
+		_ = cmd.Wait()
+		close(exited)
+		l.notify()
+	}()
+
+	deadline := time.NewTimer(startTimeout)
+	defer deadline.Stop()
+	wait := time.Millisecond
+	for {
+		st, err := readStatus(dir)
+		if err == nil && st != nil && st.Attempt == attempt && st.State != stateStarting {
+			return st, nil
+		}
+		select {
+		case <-exited:
+			// It may have written its final status just before exiting.
+			if st, err := readStatus(dir); err == nil && st != nil && st.Attempt == attempt && st.State != stateStarting {
+				return st, nil
+			}
+			return nil, fmt.Errorf("the supervisor exited before starting the trial: %s", lastLines(tail(logPath, 2000)))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the supervisor to start the trial: %w", ctx.Err())
+		case <-deadline.C:
+			return nil, fmt.Errorf("the supervisor did not start the trial within %s: %s", startTimeout, lastLines(tail(logPath, 2000)))
+		case <-time.After(wait):
+		}
+		if wait < 20*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+func lastLines(s string) string {
+	if s == "" {
+		return "(supervisor.log is empty)"
+	}
+	return s
+}
+
+// handle is the provider handle of an attempt.
+func handle(dir string, st *status) providers.Handle {
+	h := providers.Handle{"dir": dir}
+	if st == nil {
+		return h
+	}
+	h["attempt"] = strconv.Itoa(st.Attempt)
+	h["supervisor_pid"] = strconv.Itoa(st.SupervisorPID)
+	if st.PID > 0 {
+		h["pid"] = strconv.Itoa(st.PID)
+		h["pgid"] = strconv.Itoa(st.PGID)
+		h["start_time"] = strconv.FormatUint(st.StartTime, 10)
+	}
+	return h
+}
+
+// pickGPUs chooses n GPUs with a free slot, least loaded first. The caller
+// holds the root GPU lock.
+func (l *Local) pickGPUs(n int) ([]int, error) {
+	load := l.gpuLoad()
+	type cand struct{ idx, load int }
+	var free []cand
+	full := 0
+	for _, g := range l.cfg.GPUIndices {
+		if load[g] < l.cfg.MaxTrialsPerGPU {
+			free = append(free, cand{g, load[g]})
+		} else {
+			full++
+		}
+	}
+	if len(free) < n {
+		if n == 1 {
+			return nil, fmt.Errorf("no free GPU: %d/%d busy (max %d trials per GPU): %w", full, len(l.cfg.GPUIndices), l.cfg.MaxTrialsPerGPU, providers.ErrNoCapacity)
+		}
+		return nil, fmt.Errorf("no %d free GPUs: %d/%d busy (max %d trials per GPU): %w", n, full, len(l.cfg.GPUIndices), l.cfg.MaxTrialsPerGPU, providers.ErrNoCapacity)
+	}
+	sort.SliceStable(free, func(i, j int) bool { return free[i].load < free[j].load })
+	out := make([]int, n)
+	for i := range out {
+		out[i] = free[i].idx
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// gpuLoad counts, per GPU, the live attempts under Root that hold it.
+func (l *Local) gpuLoad() map[int]int {
+	load := map[int]int{}
+	exps, _ := os.ReadDir(l.cfg.Root)
+	for _, e := range exps {
+		if !e.IsDir() {
+			continue
+		}
+		trials, _ := os.ReadDir(filepath.Join(l.cfg.Root, e.Name()))
+		for _, t := range trials {
+			if !t.IsDir() {
+				continue
+			}
+			st, err := readStatus(filepath.Join(l.cfg.Root, e.Name(), t.Name()))
+			if err != nil || st == nil || len(st.GPUs) == 0 || st.State == stateEnded {
+				continue
+			}
+			if alive(st.SupervisorPID, st.SupervisorStart) || alive(st.PID, st.StartTime) {
+				for _, g := range st.GPUs {
+					load[g]++
+				}
+			}
+		}
+	}
+	return load
+}

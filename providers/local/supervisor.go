@@ -1,0 +1,460 @@
+package local
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
+)
+
+// Tail poll interval of the supervisor reading the trial's stdout file.
+const tailInterval = 100 * time.Millisecond
+
+// maxLine is the longest stdout line scanned for metrics (NNI's own limit on
+// a metric record is one million bytes); longer lines are only logged.
+const maxLine = 1 << 20
+
+// SupervisorMain is the entry point of the hidden `trialform __supervise
+// DIR` command: args are the arguments after "__supervise" (a leading
+// "__supervise" is skipped too), i.e. the trial directory. It runs one
+// attempt of the trial described by DIR/spec.json and returns the exit
+// status for os.Exit (0 when it recorded an outcome, whatever the trial's).
+//
+// The trial runs in its own process group with cwd = the code dir, stdin
+// /dev/null, stdout and stderr appended to DIR/stdout and DIR/stderr (the
+// trial writes them directly, so it keeps running, and its output is kept,
+// even if the supervisor dies), and the protocol environment (see
+// trialproto.Env) plus PYTHONPATH prefixed with the lib dir. With GPU
+// scheduling on, CUDA_VISIBLE_DEVICES lists the GPUs the attempt got, and is
+// empty for a trial that asked for none, so it cannot grab a GPU.
+//
+// The supervisor tails DIR/stdout for metric lines (trialproto.ParseStdoutLine)
+// and appends them as records to DIR/metrics.stdout. When the trial was
+// given a metric regex, the last value of each name matched becomes a
+// synthetic FINAL record when the trial exits 0 without having reported a
+// final result (on stdout or in .nni/metrics).
+//
+// SIGTERM or SIGINT (Stop) and max_duration send SIGTERM to the trial's
+// group and SIGKILL after the grace period. When the trial's main process
+// exits, whatever it left in its group is killed. SIGHUP is ignored.
+func SupervisorMain(args []string) int {
+	if len(args) > 0 && args[0] == "__supervise" {
+		args = args[1:]
+	}
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: trialform __supervise TRIAL_DIR")
+		return 2
+	}
+	if err := supervise(args[0]); err != nil {
+		fmt.Fprintf(os.Stderr, "trialform supervisor: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type supervisor struct {
+	dir string
+	sp  *spec
+	st  status
+}
+
+func (s *supervisor) path(name string) string { return filepath.Join(s.dir, name) }
+
+func (s *supervisor) writeStatus() error { return writeJSON(s.path(statusFile), &s.st) }
+
+// end records the outcome.
+func (s *supervisor) end(outcome, reason string, code *int, sig string) error {
+	now := time.Now().UTC()
+	s.st.State, s.st.Outcome, s.st.Reason, s.st.ExitCode, s.st.Signal, s.st.EndedAt = stateEnded, outcome, reason, code, sig, &now
+	return s.writeStatus()
+}
+
+func supervise(dir string) error {
+	signal.Ignore(syscall.SIGHUP)
+	sigc := make(chan os.Signal, 4)
+	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT)
+
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	sp, err := readSpec(dir)
+	if err != nil {
+		return err
+	}
+	if sp == nil {
+		return fmt.Errorf("%s has no %s", dir, specFile)
+	}
+	s := &supervisor{dir: dir, sp: sp}
+	s.st = status{
+		Attempt: sp.Attempt, State: stateStarting, SupervisorPID: os.Getpid(),
+		SupervisorStart: procStartTime(os.Getpid()), GPUs: sp.AssignedGPUs,
+	}
+	if err := s.writeStatus(); err != nil {
+		return err
+	}
+	select {
+	case <-sigc:
+		reason, _ := s.stopRequest()
+		return s.end(outcomeStopped, reason, nil, "")
+	default:
+	}
+
+	cmd, tl, err := s.prepare()
+	if err != nil {
+		return s.end(outcomeStartFailed, "could not start the trial: "+err.Error(), nil, "")
+	}
+	defer tl.close()
+	if err := cmd.Start(); err != nil {
+		closeFiles(cmd)
+		return s.end(outcomeStartFailed, "could not start the trial: "+err.Error(), nil, "")
+	}
+	closeFiles(cmd)
+	pid := cmd.Process.Pid
+	now := time.Now().UTC()
+	s.st.State, s.st.PID, s.st.PGID, s.st.StartTime, s.st.StartedAt = stateRunning, pid, pid, procStartTime(pid), &now
+	if err := s.writeStatus(); err != nil {
+		// Without a status nobody can find the trial: do not let it run.
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return err
+	}
+
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+	tailStop := make(chan struct{})
+	tailDone := make(chan struct{})
+	go func() {
+		defer close(tailDone)
+		tl.follow(tailStop)
+	}()
+
+	var maxC, killC <-chan time.Time
+	if sp.MaxDuration > 0 {
+		t := time.NewTimer(sp.MaxDuration)
+		defer t.Stop()
+		maxC = t.C
+	}
+	outcome, reason := "", ""
+	terminate := func(grace time.Duration) {
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		killC = time.After(grace)
+	}
+wait:
+	for {
+		select {
+		case <-sigc:
+			if outcome == "" {
+				var grace time.Duration
+				reason, grace = s.stopRequest()
+				outcome = outcomeStopped
+				terminate(grace)
+			} else {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		case <-maxC:
+			if outcome == "" {
+				outcome, reason = outcomeMaxDuration, fmt.Sprintf("max_duration exceeded (%s)", sp.MaxDuration)
+				terminate(sp.StopGrace)
+			}
+		case <-killC:
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		case <-waitc:
+			break wait
+		}
+	}
+	// Nothing of the trial outlives it.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	close(tailStop)
+	<-tailDone
+
+	var code *int
+	sig := ""
+	ps := cmd.ProcessState
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		sig = ws.Signal().String()
+	} else {
+		c := ps.ExitCode()
+		code = &c
+	}
+	if outcome == "" {
+		switch {
+		case sig != "":
+			outcome, reason = outcomeSignaled, "signal: "+sig
+		case *code != 0:
+			outcome, reason = outcomeExited, "exit status "+strconv.Itoa(*code)
+		default:
+			outcome = outcomeExited
+			if err := tl.finish(s.path(nniMetricsFile)); err != nil {
+				fmt.Fprintf(os.Stderr, "trialform supervisor: synthetic final result: %v\n", err)
+			}
+		}
+	}
+	return s.end(outcome, reason, code, sig)
+}
+
+// stopRequest returns the reason and grace Stop left, or the defaults.
+func (s *supervisor) stopRequest() (string, time.Duration) {
+	var r stopRequest
+	_ = readJSON(s.path(stopFile), &r)
+	if r.Reason == "" {
+		r.Reason = "stopped by trialform"
+	}
+	if r.Grace <= 0 {
+		r.Grace = s.sp.StopGrace
+	}
+	if r.Grace <= 0 {
+		r.Grace = 10 * time.Second
+	}
+	return r.Reason, r.Grace
+}
+
+// prepare builds the trial command and the stdout tailer.
+func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
+	sp := s.sp
+	var re *regexp.Regexp
+	if sp.MetricRegex != "" {
+		var err error
+		if re, err = regexp.Compile(sp.MetricRegex); err != nil {
+			return nil, nil, fmt.Errorf("metric regex: %w", err)
+		}
+	}
+	if err := os.MkdirAll(s.path(outputDir), 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(s.path(nniDir), 0o755); err != nil {
+		return nil, nil, err
+	}
+	req := providers.StartRequest{
+		Experiment: sp.Experiment, ExperimentID: sp.ExperimentID, TrialID: sp.TrialID, Seq: sp.Seq, Env: sp.Env,
+	}
+	env := trialproto.Env(req, s.dir, s.path(outputDir), s.path(paramsFile))
+	py, ok := sp.Env["PYTHONPATH"]
+	if !ok {
+		py = os.Getenv("PYTHONPATH")
+	}
+	if sp.LibDir != "" {
+		if py != "" {
+			py = sp.LibDir + string(os.PathListSeparator) + py
+		} else {
+			py = sp.LibDir
+		}
+	}
+	if py != "" {
+		env["PYTHONPATH"] = py
+	}
+	if sp.GPUScheduling {
+		ids := make([]string, len(sp.AssignedGPUs))
+		for i, g := range sp.AssignedGPUs {
+			ids[i] = strconv.Itoa(g)
+		}
+		env["CUDA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
+	}
+
+	var cmd *exec.Cmd
+	if sp.Shell != "" {
+		cmd = exec.Command("/bin/sh", "-c", sp.Shell)
+	} else {
+		cmd = exec.Command(sp.Args[0], sp.Args[1:]...)
+		if cmd.Err != nil {
+			return nil, nil, cmd.Err
+		}
+	}
+	if fi, err := os.Stat(sp.CodeDir); err != nil || !fi.IsDir() {
+		return nil, nil, fmt.Errorf("code dir %s is not a directory", sp.CodeDir)
+	}
+	cmd.Dir = sp.CodeDir
+	cmd.Env = trialproto.Environ(os.Environ(), env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	out, err := os.OpenFile(s.path(stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	errf, err := os.OpenFile(s.path(stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		out.Close()
+		return nil, nil, err
+	}
+	cmd.Stdout, cmd.Stderr = out, errf
+	tl, err := newTailer(s.path(stdoutFile), s.path(stdoutMetrics), re, sp)
+	if err != nil {
+		out.Close()
+		errf.Close()
+		return nil, nil, err
+	}
+	return cmd, tl, nil
+}
+
+func closeFiles(cmd *exec.Cmd) {
+	for _, w := range []io.Writer{cmd.Stdout, cmd.Stderr} {
+		if f, ok := w.(*os.File); ok {
+			f.Close()
+		}
+	}
+}
+
+// tailer follows the trial's stdout file from where this attempt starts and
+// appends the metric records it finds to metrics.stdout.
+type tailer struct {
+	in       *os.File
+	out      *os.File
+	off      int64
+	buf      []byte
+	skipping bool // inside an over-long line
+	re       *regexp.Regexp
+	sp       *spec
+	seq      int
+	final    bool // a FINAL was reported on stdout
+	last     trialproto.LastValues
+	err      error
+}
+
+func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*tailer, error) {
+	in, err := os.Open(stdoutPath)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := in.Stat()
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	out, err := os.OpenFile(metricsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		in.Close()
+		return nil, err
+	}
+	return &tailer{in: in, out: out, off: fi.Size(), re: re, sp: sp}, nil
+}
+
+func (t *tailer) close() {
+	t.in.Close()
+	t.out.Close()
+}
+
+// follow reads until stop is closed, then drains what is left.
+func (t *tailer) follow(stop <-chan struct{}) {
+	for {
+		n := t.poll()
+		if n > 0 {
+			continue
+		}
+		select {
+		case <-stop:
+			for t.poll() > 0 {
+			}
+			if len(t.buf) > 0 && !t.skipping {
+				t.line(t.buf)
+			}
+			t.buf = nil
+			return
+		case <-time.After(tailInterval):
+		}
+	}
+}
+
+// poll reads what was appended and handles the complete lines.
+func (t *tailer) poll() int {
+	chunk := make([]byte, 64<<10)
+	n, err := t.in.ReadAt(chunk, t.off)
+	if n == 0 {
+		if err != nil && !errors.Is(err, io.EOF) && t.err == nil {
+			t.err = err
+			fmt.Fprintf(os.Stderr, "trialform supervisor: read stdout: %v\n", err)
+		}
+		return 0
+	}
+	t.off += int64(n)
+	data := chunk[:n]
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if !t.skipping {
+				t.buf = append(t.buf, data...)
+				if len(t.buf) > maxLine {
+					t.buf, t.skipping = nil, true
+				}
+			}
+			break
+		}
+		if !t.skipping {
+			t.buf = append(t.buf, data[:i]...)
+			if len(t.buf) <= maxLine {
+				t.line(t.buf)
+			}
+		}
+		t.buf, t.skipping = t.buf[:0], false
+		data = data[i+1:]
+	}
+	return n
+}
+
+func (t *tailer) line(b []byte) {
+	line := string(b)
+	fromRegex := false
+	m, ok := trialproto.ParseStdoutLine(line, nil)
+	if !ok && t.re != nil {
+		m, ok = trialproto.ParseStdoutLine(line, t.re)
+		fromRegex = ok
+	}
+	if !ok {
+		return
+	}
+	if m.ParameterID < 0 {
+		m.ParameterID = t.sp.ParameterID
+	}
+	if m.Sequence < 0 {
+		m.Sequence = 0
+		if m.Type == trialproto.TypePeriodical {
+			m.Sequence = t.seq
+			t.seq++
+		}
+	}
+	if m.Type == trialproto.TypeFinal && m.Garbage == "" {
+		t.final = true
+	}
+	if fromRegex {
+		t.last.Add(m)
+	}
+	t.write(m)
+}
+
+func (t *tailer) write(m providers.Metric) {
+	if _, err := t.out.Write(trialproto.EncodeMetricRecord(m, t.sp.TrialID)); err != nil && t.err == nil {
+		t.err = err
+		fmt.Fprintf(os.Stderr, "trialform supervisor: write metrics: %v\n", err)
+	}
+}
+
+// finish writes the synthetic FINAL of regexp metrics when the trial did
+// not report a final result itself.
+func (t *tailer) finish(nniMetrics string) error {
+	m, ok := t.last.FinalFromLast()
+	if !ok || t.final {
+		return nil
+	}
+	if data, err := os.ReadFile(nniMetrics); err == nil {
+		recs, _, _ := trialproto.ParseMetricRecords(data)
+		for _, r := range recs {
+			if r.Type == trialproto.TypeFinal && r.Garbage == "" {
+				return nil
+			}
+		}
+	}
+	m.ParameterID = t.sp.ParameterID
+	t.write(m)
+	return t.err
+}
