@@ -311,4 +311,3 @@ func checkMetrics(t *testing.T, got []providers.Metric, want ...providers.Metric
 		mustJSONEq(t, fmt.Sprintf("metric %d value", i), got[i].Value, want[i].Value)
 	}
 }
-

@@ -500,4 +500,3 @@ func testList(e *env) {
 		e.t.Errorf("after purging b, List = %d trials", len(obs))
 	}
 }
-

@@ -491,7 +491,7 @@ func TestNNIShim(t *testing.T) {
 	shim := map[string]string{"TRIALFORM_NNI_SHIM": "1"}
 	tests := []struct {
 		name, script, want string
-		env            map[string]string
+		env                map[string]string
 	}{
 		{"float", `
 import nni
