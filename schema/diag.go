@@ -2,6 +2,7 @@ package schema
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 
 	"github.com/hashicorp/hcl/v2"
@@ -10,10 +11,28 @@ import (
 )
 
 // WriteDiagnostics writes diags as text with source snippets (HCL's
-// diagnostic text writer). files maps the file names used in ranges to
-// their parsed files (see Config.HCLFiles); width 0 means no wrapping.
+// diagnostic text writer), except that the location line reads
+// "on main.hcl:12, in experiment "svm":" rather than "on main.hcl line 12"
+// so terminals and editors can jump to it. files maps the file names used
+// in ranges to their parsed files (see Config.HCLFiles); width 0 means no
+// wrapping.
 func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, width uint, color bool) error {
-	return hcl.NewDiagnosticTextWriter(w, files, width, color).WriteDiagnostics(diags)
+	for _, d := range diags {
+		var buf bytes.Buffer
+		if err := hcl.NewDiagnosticTextWriter(&buf, files, width, color).WriteDiagnostic(d); err != nil {
+			return err
+		}
+		out := buf.Bytes()
+		if d.Subject != nil {
+			from := fmt.Sprintf("\n  on %s line %d", d.Subject.Filename, d.Subject.Start.Line)
+			to := fmt.Sprintf("\n  on %s:%d", d.Subject.Filename, d.Subject.Start.Line)
+			out = bytes.Replace(out, []byte(from), []byte(to), 1)
+		}
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // JSONDiagnostics is the machine-readable form of a validation result, in

@@ -21,7 +21,8 @@ func FormatSource(src []byte) []byte {
 
 // FormatResult is one file of FormatDir.
 type FormatResult struct {
-	Name    string // filepath.Join(dir, file name): the path to write New to
+	Name    string // the file name within dir ("main.hcl"), as diagnostics name it
+	Path    string // filepath.Join(dir, Name): where to write New
 	Old     []byte
 	New     []byte
 	Changed bool
@@ -53,12 +54,12 @@ func FormatDir(dir string) ([]FormatResult, hcl.Diagnostics) {
 				Detail: fmt.Sprintf("Reading %s: %s.", path, err)})
 			continue
 		}
-		if _, d := hclsyntax.ParseConfig(src, path, hcl.InitialPos); d.HasErrors() {
+		if _, d := hclsyntax.ParseConfig(src, n, hcl.InitialPos); d.HasErrors() {
 			diags = append(diags, d...)
 			continue
 		}
 		formatted := FormatSource(src)
-		out = append(out, FormatResult{Name: path, Old: src, New: formatted, Changed: !bytes.Equal(src, formatted)})
+		out = append(out, FormatResult{Name: n, Path: path, Old: src, New: formatted, Changed: !bytes.Equal(src, formatted)})
 	}
 	return out, diags
 }

@@ -32,8 +32,8 @@ const EnvPrefix = "TRIALFORM_VAR_"
 // WriteDiagnostics can show snippets: use cfg.HCLFiles()); Platforms,
 // Spaces and Experiments are nil and must not be used.
 //
-// File names in Files and in diagnostics are filepath.Join(dir, name) with
-// dir as given ("main.hcl" for dir ".").
+// Configuration files are named in Files and in diagnostics by their name
+// within dir ("main.hcl"), as Terraform does; -var-files by the path given.
 func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	l := newLoader(dir)
 	l.load(opts)
@@ -63,7 +63,7 @@ func (c *Config) HCLFiles() map[string]*hcl.File {
 
 // loader holds the state of one Load.
 type loader struct {
-	dir    string // as given, for display names
+	dir    string // as given, for messages
 	cfg    *Config
 	diags  hcl.Diagnostics
 	files  []string // config file display names in order
@@ -207,7 +207,7 @@ func (l *loader) parseDir() bool {
 	}
 	ok := true
 	for _, n := range names {
-		display := filepath.Join(l.dir, n)
+		display := n
 		src, err := os.ReadFile(filepath.Join(l.cfg.Dir, n))
 		if err != nil {
 			l.errorf(nil, "Cannot read configuration file", "Reading %s: %s.", display, err)

@@ -46,7 +46,7 @@ func TestLoadOK(t *testing.T) {
 	if cfg.Dir != abs {
 		t.Errorf("Dir = %q, want %q", cfg.Dir, abs)
 	}
-	if _, ok := cfg.Files["testdata/ok/main.hcl"]; !ok || len(cfg.Files) != 2 {
+	if _, ok := cfg.Files["main.hcl"]; !ok || len(cfg.Files) != 2 {
 		t.Errorf("Files has %v", keys(cfg.Files))
 	}
 
@@ -188,7 +188,7 @@ func TestImplicitDefaultPlatform(t *testing.T) {
 	if p == nil || p.Kind != "local" || p.Name != "default" || p.MaxTrialsPerGPU != 1 || p.GPUIndices != nil {
 		t.Fatalf("implicit platform = %+v", p)
 	}
-	if p.DeclRange.Filename != filepath.Join(dir, "a.hcl") || p.DeclRange.Start.Line != 1 {
+	if p.DeclRange.Filename != "a.hcl" || p.DeclRange.Start.Line != 1 {
 		t.Errorf("implicit DeclRange = %v, want the first file", p.DeclRange)
 	}
 	if cfg.Experiments["e"].Platform != p {
@@ -468,7 +468,7 @@ func TestLoadErrors(t *testing.T) {
 		{"cycle_locals", []wantDiag{{"Reference cycle", "local.a -> local.b -> local.c -> local.a", "main.hcl:4"}}},
 		{"cycle_experiments", []wantDiag{{"Reference cycle", "experiment.a -> experiment.b -> experiment.a", "main.hcl:13"}}},
 		{"duplicate_block", []wantDiag{{"Duplicate experiment",
-			`experiment "svm" is declared twice; first at testdata/errors/duplicate_block/a.hcl:5.`, "b.hcl:1"}}},
+			`experiment "svm" is declared twice; first at a.hcl:5.`, "b.hcl:1"}}},
 		{"missing_variable", []wantDiag{{"No value for required variable",
 			`The variable "max_trials" has no default, so it needs a value: use -var 'max_trials=...', a -var-file that sets max_trials, or the environment variable TRIALFORM_VAR_max_trials.`, "main.hcl:1"}}},
 		{"bad_nni_file", []wantDiag{{"Invalid NNI search space file", `space.json: param "lr": loguniform needs low > 0`, "main.hcl:2"}}},
@@ -573,5 +573,61 @@ func TestParseDuration(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("ParseDuration(%q) = %v, %v; want %v, ok=%v", tt.in, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+func TestExperimentReferencesThroughAnother(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"main.hcl": `
+platform "local" "gpu" {
+  gpu_indices = [3]
+}
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+  param "n" { randint = [1, 4] }
+}
+experiment "base" {
+  platform     = platform.local.gpu
+  search_space = search_space.s
+  max_trials   = 7
+  concurrency  = length(search_space.s.params)
+  tuner "grid" { grid_points = 3 }
+  objective { goal = "minimize" }
+  trial {
+    command = <<-EOT
+      python3 train.py \
+        --x ${param.x} %{ for f in ["a", "b"] }--flag-${f} %{ endfor }--n=${param.n}
+    EOT
+    env = { GPUS = join(",", platform.local.gpu.gpu_indices) }
+  }
+}
+experiment "copy" {
+  platform     = experiment.base.platform
+  search_space = experiment.base.search_space
+  max_trials   = experiment.base.max_trials + experiment.base.concurrency
+  tuner "random" {}
+  objective { goal = experiment.base.objective.goal }
+  trial {
+    args = ["echo", "${param.n}"]
+    env  = experiment.base.trial.env
+  }
+}
+`,
+	})
+	cfg := mustLoad(t, dir, LoadOptions{})
+	base, cp := cfg.Experiments["base"], cfg.Experiments["copy"]
+	gpu := cfg.Platforms["local.gpu"]
+	if base.Platform != gpu || cp.Platform != gpu || cp.SearchSpace != base.SearchSpace {
+		t.Errorf("references: base %v/%v copy %v/%v", base.Platform, base.SearchSpace, cp.Platform, cp.SearchSpace)
+	}
+	if base.Concurrency != 2 || cp.MaxTrials != 9 || cp.Objective.Goal != "minimize" || cp.Trial.Env["GPUS"] != "3" {
+		t.Errorf("copy = %+v", cp)
+	}
+	if got, want := base.Trial.Command.String(), "python3 train.py \\\n  --x ${param.x} --flag-a --flag-b --n=${param.n}\n"; got != want {
+		t.Errorf("heredoc command = %q, want %q", got, want)
+	}
+	// Both platforms exist: the declared one and the implicit default.
+	if len(cfg.Platforms) != 2 || cfg.Platforms["local.default"] == nil {
+		t.Errorf("platforms = %v", keys(cfg.Platforms))
 	}
 }
