@@ -480,6 +480,12 @@ func TestLoadErrors(t *testing.T) {
 			{"Invalid metric_regex", "metric_regex needs the named groups", "main.hcl:15"},
 		}},
 		{"local_platform_attr", []wantDiag{{"Unsupported argument", `Did you mean "gpu_indices"?`, "main.hcl:2"}}},
+		{"wrong_arg_count", []wantDiag{
+			{"Invalid param", `param "a": uniform needs 2 values [low, high], got 1`, "main.hcl:2"},
+			{"Invalid param", `param "b": randint bounds must be integers`, "main.hcl:3"},
+			{"Invalid param", `param "c": normal needs sigma > 0`, "main.hcl:4"},
+			{"Invalid param value", `uniform of param "d" must be a list of numbers, like [0, 1]; item 1 is not a number.`, "main.hcl:5"},
+		}},
 		{"command_and_args", []wantDiag{{"Conflicting trial command", "either command", "main.hcl:10"}}},
 	}
 	seen := map[string]bool{}
