@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -42,26 +44,36 @@ type encoded struct {
 	serialAt int // index of the serial's "0" in body
 }
 
-// withSerial returns the file content carrying serial.
-func (e encoded) withSerial(serial uint64) []byte {
-	n := strconv.FormatUint(serial, 10)
-	out := make([]byte, 0, len(e.body)+len(n))
-	out = append(out, e.body[:e.serialAt]...)
-	out = append(out, n...)
-	return append(out, e.body[e.serialAt+1:]...)
+// parts returns the file content carrying serial, in three pieces.
+func (e encoded) parts(serial uint64) [3][]byte {
+	return [3][]byte{e.body[:e.serialAt], strconv.AppendUint(nil, serial, 10), e.body[e.serialAt+1:]}
 }
 
-type trialKey struct{ experiment, trial string }
+// withSerial returns the file content carrying serial.
+func (e encoded) withSerial(serial uint64) []byte {
+	p := e.parts(serial)
+	return bytes.Join(p[:], nil)
+}
 
 type trialEncoding struct {
 	snap *Trial // deep copy of the trial as encoded
 	enc  []byte // MarshalIndent(snap, trialPrefix, indentUnit)
+	gen  uint64 // the encode call that last used it
 }
 
 // encoder memoizes trial encodings between calls. It is not safe for
 // concurrent use.
 type encoder struct {
-	trials map[trialKey]trialEncoding
+	trials map[string]map[string]*trialEncoding // experiment name -> trial id
+	gen    uint64
+	spare  []byte // a buffer to reuse for the next body
+}
+
+// recycle hands back a body no longer needed.
+func (c *encoder) recycle(b []byte) {
+	if cap(b) > cap(c.spare) {
+		c.spare = b[:0]
+	}
 }
 
 // encode returns s's file content with serial 0 and the current format
@@ -84,22 +96,24 @@ func (c *encoder) encode(s *State) (encoded, error) {
 	}
 	mi := bytes.Index(hb, experimentsMarker)
 
-	next := make(map[trialKey]trialEncoding, len(c.trials))
-	var out bytes.Buffer
-	out.Grow(c.sizeHint(len(hb)))
+	if c.trials == nil {
+		c.trials = map[string]map[string]*trialEncoding{}
+	}
+	c.gen++
+	out := bytes.NewBuffer(c.spare[:0])
+	c.spare = nil
 	out.Write(hb[:mi])
 	if len(s.Experiments) == 0 {
 		out.WriteString(`"experiments": {}`)
 	} else {
 		out.WriteString(`"experiments": {`)
-		names := sortedKeys(s.Experiments)
-		for i, name := range names {
+		for i, name := range sortedKeys(s.Experiments) {
 			if i > 0 {
 				out.WriteByte(',')
 			}
 			out.WriteString("\n" + expPrefix)
-			writeKey(&out, name)
-			if err := c.encodeExperiment(&out, name, s.Experiments[name], next); err != nil {
+			writeKey(out, name)
+			if err := c.encodeExperiment(out, name, s.Experiments[name]); err != nil {
 				if errors.Is(err, errIrregular) {
 					return encodeWhole(s)
 				}
@@ -109,19 +123,25 @@ func (c *encoder) encode(s *State) (encoded, error) {
 		out.WriteString("\n  }")
 	}
 	out.Write(hb[mi+len(experimentsMarker):])
-	c.trials = next
+	c.sweep()
 	return encoded{body: out.Bytes(), serialAt: at}, nil
 }
 
-func (c *encoder) sizeHint(head int) int {
-	n := head
-	for _, t := range c.trials {
-		n += len(t.enc) + 32
+// sweep forgets trials the last encode did not see.
+func (c *encoder) sweep() {
+	for name, ts := range c.trials {
+		for id, te := range ts {
+			if te.gen != c.gen {
+				delete(ts, id)
+			}
+		}
+		if len(ts) == 0 {
+			delete(c.trials, name)
+		}
 	}
-	return n
 }
 
-func (c *encoder) encodeExperiment(out *bytes.Buffer, name string, e *Experiment, next map[trialKey]trialEncoding) error {
+func (c *encoder) encodeExperiment(out *bytes.Buffer, name string, e *Experiment) error {
 	if e == nil || e.Trials == nil {
 		return errIrregular
 	}
@@ -135,37 +155,105 @@ func (c *encoder) encodeExperiment(out *bytes.Buffer, name string, e *Experiment
 		return errIrregular
 	}
 	ti := bytes.Index(eb, trialsMarker)
+
+	ids := sortedKeys(e.Trials)
+	cache := c.trials[name]
+	if cache == nil {
+		cache = make(map[string]*trialEncoding, len(ids))
+		c.trials[name] = cache
+	}
+	encs := make([]*trialEncoding, len(ids))
+	var misses []int
+	for i, id := range ids {
+		t := e.Trials[id]
+		if t == nil {
+			return errIrregular
+		}
+		if te := cache[id]; te != nil && trialEqual(te.snap, t) {
+			te.gen = c.gen
+			encs[i] = te
+		} else {
+			misses = append(misses, i)
+		}
+	}
+	if err := encodeTrials(misses, func(i int) error {
+		t := e.Trials[ids[i]]
+		enc, err := encodeTrial(t)
+		if err != nil {
+			return fmt.Errorf("encode trial %s of experiment %q: %w", ids[i], name, err)
+		}
+		encs[i] = &trialEncoding{snap: t.Clone(), enc: enc, gen: c.gen}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, i := range misses {
+		cache[ids[i]] = encs[i]
+	}
+
 	out.Write(eb[:ti])
-	if len(e.Trials) == 0 {
+	if len(ids) == 0 {
 		out.Write(trialsMarker)
 	} else {
 		out.WriteString(`"trials": {`)
-		for i, id := range sortedKeys(e.Trials) {
-			t := e.Trials[id]
-			if t == nil {
-				return errIrregular
-			}
-			k := trialKey{name, id}
-			te, ok := c.trials[k]
-			if !ok || !trialEqual(te.snap, t) {
-				enc, err := json.MarshalIndent(t, trialPrefix, indentUnit)
-				if err != nil {
-					return fmt.Errorf("encode trial %s of experiment %q: %w", id, name, err)
-				}
-				te = trialEncoding{snap: t.Clone(), enc: enc}
-			}
-			next[k] = te
+		for i, id := range ids {
 			if i > 0 {
 				out.WriteByte(',')
 			}
 			out.WriteString("\n" + trialPrefix)
 			writeKey(out, id)
-			out.Write(te.enc)
+			out.Write(encs[i].enc)
 		}
 		out.WriteString("\n" + expPrefix + indentUnit + "}")
 	}
 	out.Write(eb[ti+len(trialsMarker):])
 	return nil
+}
+
+// encodeTrials runs encode for every index, on all CPUs when there are
+// many (the first Save after Load encodes every trial), and returns the
+// first error.
+func encodeTrials(idx []int, encode func(i int) error) error {
+	workers := min(runtime.GOMAXPROCS(0), len(idx)/256)
+	if workers < 2 {
+		for _, i := range idx {
+			if err := encode(i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < len(idx); j += workers {
+				if err := encode(idx[j]); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// encodeTrial is json.MarshalIndent(t, trialPrefix, indentUnit) without
+// encoding/json's re-validation of MarshalJSON's output.
+func encodeTrial(t *Trial) ([]byte, error) {
+	compact, err := t.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(compact) * 3 / 2)
+	if err := json.Indent(&b, compact, trialPrefix, indentUnit); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // encodeWhole is the plain way, used for layouts the splicing does not
@@ -196,8 +284,21 @@ func serialIndex(b []byte) (int, error) {
 
 // writeKey writes a JSON object key as encoding/json writes map keys.
 func writeKey(out *bytes.Buffer, k string) {
-	b, _ := json.Marshal(k) // marshalling a string cannot fail
-	out.Write(b)
+	plain := true
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		out.WriteByte('"')
+		out.WriteString(k)
+		out.WriteByte('"')
+	} else {
+		b, _ := json.Marshal(k) // marshalling a string cannot fail
+		out.Write(b)
+	}
 	out.WriteString(": ")
 }
 

@@ -48,7 +48,30 @@ type diskState struct {
 	version int
 	serial  uint64
 	lineage string
-	body    encoded // the content as a current-format state, serial 0
+	// The content: body as this build encodes it (serial 0) once known
+	// (after a Save), else raw, the bytes as read. Encoding a state read
+	// only to be looked at would be wasted: the first Save compares with
+	// raw (so a hand-reformatted file counts as changed and is rewritten).
+	body encoded
+	raw  []byte
+}
+
+// same reports whether the file holds b, ignoring the serial.
+func (d *diskState) same(b encoded) bool {
+	if d.body.body != nil {
+		return bytes.Equal(b.body, d.body.body)
+	}
+	// raw written by this format's encoder differs from b only in the
+	// serial's digits.
+	if d.version != FormatVersion || len(d.raw) < b.serialAt || !bytes.Equal(d.raw[:b.serialAt], b.body[:b.serialAt]) {
+		return false
+	}
+	rest := d.raw[b.serialAt:]
+	n := 0
+	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+		n++
+	}
+	return n > 0 && bytes.Equal(rest[n:], b.body[b.serialAt+1:])
 }
 
 // fileID identifies one version of a file: state.json is only ever
@@ -119,11 +142,15 @@ func (m *Manager) read() (*State, *diskState, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	body, err := m.enc.encode(s)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read state %s: %w", path, err)
+	d := &diskState{id: idOf(fi), version: version, serial: s.Serial, lineage: s.Lineage, raw: buf.Bytes()}
+	if version != FormatVersion {
+		// Upgraded: raw is no guide to what an unchanged state encodes to.
+		if d.body, err = m.enc.encode(s); err != nil {
+			return nil, nil, fmt.Errorf("read state %s: %w", path, err)
+		}
+		d.raw = nil
 	}
-	return s, &diskState{id: idOf(fi), version: version, serial: s.Serial, lineage: s.Lineage, body: body}, nil
+	return s, d, nil
 }
 
 // decode parses a state file's content, upgrading older formats. It
@@ -237,16 +264,21 @@ func (m *Manager) Save(s *State) error {
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
-	if disk != nil && bytes.Equal(body.body, disk.body.body) {
+	if disk != nil && disk.same(body) {
+		m.enc.recycle(body.body)
 		return nil
 	}
 	serial := s.Serial + 1
-	id, err := m.write(body.withSerial(serial), disk != nil)
+	id, err := m.write(body.parts(serial), disk != nil)
 	if err != nil {
+		m.enc.recycle(body.body)
 		return fmt.Errorf("save state %s: %w", path, err)
 	}
 	s.Serial = serial
 	s.Version = FormatVersion
+	if disk != nil && disk.body.body != nil {
+		m.enc.recycle(disk.body.body)
+	}
 	m.disk = &diskState{id: id, version: FormatVersion, serial: serial, lineage: s.Lineage, body: body}
 	return nil
 }
@@ -275,7 +307,7 @@ func (m *Manager) current() (*diskState, error) {
 
 // write replaces state.json with content, first keeping the current file
 // as the backup, and returns the new file's identity.
-func (m *Manager) write(content []byte, hasCurrent bool) (fileID, error) {
+func (m *Manager) write(content [3][]byte, hasCurrent bool) (fileID, error) {
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		return fileID{}, err
 	}
@@ -298,8 +330,10 @@ func (m *Manager) write(content []byte, hasCurrent bool) (fileID, error) {
 	if err := f.Chmod(0o644); err != nil {
 		return fail(err)
 	}
-	if _, err := f.Write(content); err != nil {
-		return fail(err)
+	for _, p := range content {
+		if _, err := f.Write(p); err != nil {
+			return fail(err)
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)

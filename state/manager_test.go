@@ -218,6 +218,44 @@ func TestSaveManyTimesLeavesNoTempFiles(t *testing.T) {
 	if b := readFile(t, filepath.Join(m.Dir(), "state.json.backup")); serialOf(t, b) != 199 {
 		t.Errorf("backup serial = %d, want 199", serialOf(t, b))
 	}
+	// A fresh manager (a new command) finds the unchanged state unchanged
+	// without encoding at Load.
+	path := filepath.Join(m.Dir(), "state.json")
+	fi, _ := os.Stat(path)
+	m2 := NewManager(m.Dir())
+	s2, err := m2.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Save(s2); err != nil || s2.Serial != 200 {
+		t.Errorf("unchanged save by a fresh manager: %v, serial %d", err, s2.Serial)
+	}
+	if fi2, _ := os.Stat(path); !os.SameFile(fi, fi2) {
+		t.Error("unchanged save by a fresh manager rewrote the file")
+	}
+}
+
+func TestHandReformattedFileIsRewritten(t *testing.T) {
+	m := newManager(t)
+	s := sampleState(3)
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(m.Dir(), "state.json")
+	var compact bytes.Buffer
+	json.Compact(&compact, readFile(t, path))
+	os.WriteFile(path, compact.Bytes(), 0o644)
+	m2 := NewManager(m.Dir())
+	s2, err := m2.Load()
+	if err != nil || !reflect.DeepEqual(s2, s) {
+		t.Fatalf("Load of a compacted file: %v", err)
+	}
+	if err := m2.Save(s2); err != nil || s2.Serial != 2 {
+		t.Fatalf("Save: %v, serial %d", err, s2.Serial)
+	}
+	if b := readFile(t, path); !bytes.Contains(b, []byte("\n  \"serial\": 2,\n")) {
+		t.Errorf("file not rewritten in the canonical layout:\n%.200s", b)
+	}
 }
 
 func TestLeftoverTempFileIgnoredAndCleaned(t *testing.T) {

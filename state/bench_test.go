@@ -1,0 +1,56 @@
+package state
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkSave10000Trials saves a state of 10,000 trials after changing
+// one of them, as apply does after each trial transition.
+func BenchmarkSave10000Trials(b *testing.B) {
+	m := NewManager(filepath.Join(b.TempDir(), ".trialform"))
+	s := sampleState(10000)
+	if err := m.Save(s); err != nil {
+		b.Fatal(err)
+	}
+	trials := s.Experiments["mnist"].Trials
+	i := 0
+	for b.Loop() {
+		trials[fmt.Sprintf("t%05d", i%10000)].Attempts++
+		i++
+		if err := m.Save(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if s.Serial != uint64(i+1) {
+		b.Fatalf("serial %d after %d changed saves", s.Serial, i+1)
+	}
+}
+
+// BenchmarkSave10000TrialsUnchanged is the cost of a Save that finds
+// nothing to write.
+func BenchmarkSave10000TrialsUnchanged(b *testing.B) {
+	m := NewManager(filepath.Join(b.TempDir(), ".trialform"))
+	s := sampleState(10000)
+	if err := m.Save(s); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := m.Save(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkLoad10000Trials(b *testing.B) {
+	m := NewManager(filepath.Join(b.TempDir(), ".trialform"))
+	if err := m.Save(sampleState(10000)); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := NewManager(m.Dir()).Load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
