@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,7 +92,13 @@ func Run(t *testing.T, newProvider func(t *testing.T) providers.Provider, opts O
 				t.Parallel()
 			}
 			e := &env{t: t, s: s, p: newProvider(t), code: opts.CodeDir(t), exp: "conf-" + strings.ToLower(tt.name)}
-			t.Cleanup(func() { e.p.Close() })
+			t.Cleanup(func() {
+				// Stop what the test left running before its code dir goes.
+				for _, id := range e.started {
+					_ = e.p.Stop(context.Background(), providers.StopRequest{Experiment: e.exp, TrialID: id, Grace: time.Second})
+				}
+				e.p.Close()
+			})
 			tt.fn(e)
 		})
 	}
@@ -104,6 +111,9 @@ type env struct {
 	p    providers.Provider
 	code string
 	exp  string
+
+	mu      sync.Mutex
+	started []string
 }
 
 func (e *env) ctx() context.Context {
@@ -140,6 +150,7 @@ func (e *env) req(id, shell string) providers.StartRequest {
 
 func (e *env) start(req providers.StartRequest) providers.Handle {
 	e.t.Helper()
+	e.track(req.TrialID)
 	h, err := e.p.Start(e.ctx(), req)
 	if err != nil {
 		e.t.Fatalf("Start %s: %v", req.TrialID, err)
@@ -148,6 +159,17 @@ func (e *env) start(req providers.StartRequest) providers.Handle {
 		e.t.Fatalf("Start %s returned an empty handle", req.TrialID)
 	}
 	return h
+}
+
+func (e *env) track(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range e.started {
+		if s == id {
+			return
+		}
+	}
+	e.started = append(e.started, id)
 }
 
 func (e *env) stop(id string, purge bool) {

@@ -183,6 +183,7 @@ func testConcurrentStart(e *env) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			e.track(req.TrialID)
 			handles[i], errs[i] = e.p.Start(e.ctx(), req)
 		}(i)
 	}
@@ -242,6 +243,7 @@ func testFailing(e *env) {
 	// A program that does not exist fails too (Args, no shell).
 	req := e.req("t2", "")
 	req.Args = []string{filepath.Join(e.code, "no-such-program")}
+	e.track(req.TrialID)
 	if _, err := e.p.Start(e.ctx(), req); err == nil {
 		e.collect("t2").phase(providers.PhaseFailed)
 	}

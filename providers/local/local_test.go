@@ -538,10 +538,13 @@ import sys, os
 # A fake "installed" nni after the stand-in on sys.path.
 fake = os.path.join(os.getcwd(), "site")
 os.makedirs(os.path.join(fake, "nni"), exist_ok=True)
-open(os.path.join(fake, "nni", "__init__.py"), "w").write("REAL = True\n")
+open(os.path.join(fake, "nni", "__init__.py"), "w").write("from .trial import VALUE\nimport nni.trial as t\nREAL = t.VALUE\n")
+open(os.path.join(fake, "nni", "trial.py"), "w").write("VALUE = True\n")
 sys.path.append(fake)
 import nni
 assert getattr(nni, "REAL", False), nni.__file__
+import nni.trial
+assert nni.trial.VALUE
 import trialform
 trialform.report(1)
 `, "FINAL/0/3=1", nil},
