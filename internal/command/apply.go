@@ -90,7 +90,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		return 1
 	}
 	defer lk.Unlock()
-	st := g.loadState(m)
+	st := g.initState(m)
 	if st == nil {
 		return 1
 	}

@@ -264,4 +264,21 @@ func (g *Globals) loadState(m *state.Manager) *state.State {
 	return st
 }
 
+// initState loads the state and, when there is none yet, writes an empty
+// one: the lineage is made before the first plan, so a saved plan and the
+// apply that follows agree on it.
+func (g *Globals) initState(m *state.Manager) *state.State {
+	st := g.loadState(m)
+	if st == nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(m.Dir(), "state.json")); os.IsNotExist(err) {
+		if err := m.Save(st); err != nil {
+			g.errorf("create the state: %v", err)
+			return nil
+		}
+	}
+	return st
+}
+
 var _ = plan.FormatVersion

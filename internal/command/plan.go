@@ -71,7 +71,7 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 		return nil, g.errorf("%v", err)
 	}
 	m := state.NewManager(sd)
-	st := g.loadState(m)
+	st := g.initState(m)
 	if st == nil {
 		return nil, 1
 	}
