@@ -25,10 +25,10 @@ const (
 // Manager manages the state of one working directory. Its directory (the
 // ".trialform" directory) holds:
 //
-//	state.json          the state
-//	state.json.backup   the version before the last write
-//	state.lock          the lock (flock) and its holder's LockInfo
-//	metrics/EXP/ID.jsonl one metric series per trial
+//	state.json            the state
+//	state.json.backup     the version before the last write
+//	state.lock            the lock (flock) and its holder's LockInfo
+//	metrics/EXP/ID.jsonl  one metric series per trial
 //
 // The directory is created on the first Save or Lock. A Manager is safe for
 // concurrent use.
