@@ -59,13 +59,15 @@ func (s *Session) Run(ctx context.Context, opts RunOptions) (*plan.Plan, error) 
 		p, err := s.Plan(ctx, opts.Plan)
 		if err == nil {
 			last = p
-			if Finished(p) {
+			// Apply even a plan without trial actions: it records the
+			// experiments' settings and done reasons.
+			err = s.Apply(ctx, p)
+			if err == nil && Finished(p) {
 				if opts.OnPass != nil {
 					opts.OnPass(p, nil)
 				}
 				return p, nil
 			}
-			err = s.Apply(ctx, p)
 		}
 		if opts.OnPass != nil {
 			opts.OnPass(p, err)
