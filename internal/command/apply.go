@@ -137,11 +137,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			}
 		}
 	}
-	code := 0
-	if p.HasChanges() {
-		err := s.Apply(ctx, p)
-		code = g.reportApply(err, hooks)
-	}
+	code := g.reportApply(s.Apply(ctx, p), hooks)
 	if ctx.Err() != nil {
 		fmt.Fprintln(g.IO.Err, "\nInterrupted: running trials keep running; run `trialform apply` again to pick them up.")
 		return 1

@@ -120,7 +120,7 @@ func observe(dir string, sp *spec, st *status) providers.Observation {
 			o.Reason = "running without its supervisor (its exit status will not be known)"
 		default:
 			o.Phase = providers.PhaseLost
-			o.Reason = "the trial and its supervisor vanished without recording an exit (machine restart or kill -9)"
+			o.Reason = "the trial and its supervisor vanished without recording an exit"
 		}
 	}
 	return o
