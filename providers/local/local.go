@@ -31,7 +31,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/trialform/trialform/providers"
@@ -68,9 +67,6 @@ type Config struct {
 type Local struct {
 	cfg     Config
 	changed chan struct{}
-
-	mu     sync.Mutex
-	closed bool
 }
 
 var (
@@ -145,12 +141,7 @@ func (l *Local) Validate(ctx context.Context) error {
 }
 
 // Close releases nothing: trials keep running without the provider.
-func (l *Local) Close() error {
-	l.mu.Lock()
-	l.closed = true
-	l.mu.Unlock()
-	return nil
-}
+func (l *Local) Close() error { return nil }
 
 // Changed receives a value when a supervisor this Local launched exits,
 // i.e. a trial it started ended (apply's Notifier capability).
