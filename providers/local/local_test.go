@@ -627,3 +627,47 @@ func BenchmarkStartToExit(b *testing.B) {
 		}
 	}
 }
+
+func TestChangedAfterTrialEnds(t *testing.T) {
+	l := newLocal(t, nil)
+	select {
+	case <-l.Changed():
+		t.Fatal("Changed fired before any trial")
+	default:
+	}
+	if _, err := l.Start(context.Background(), req(l, "exp", "t1", "true")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Changed():
+	case <-time.After(60 * time.Second):
+		t.Fatal("Changed did not fire after the trial ended")
+	}
+	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded {
+		t.Errorf("%+v", o)
+	}
+}
+
+// A spec without a status (the CLI died between writing the spec and the
+// supervisor starting) reads as lost, and Start launches it.
+func TestSpecWithoutStatusIsLost(t *testing.T) {
+	l := newLocal(t, nil)
+	r := req(l, "exp", "t1", "true")
+	dir := filepath.Join(l.cfg.Root, "exp", "t1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(filepath.Join(dir, specFile), &spec{Experiment: "exp", TrialID: "t1", Attempt: 1, Lineage: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
+	if err != nil || !o.Exists || o.Phase != providers.PhaseLost || o.Lineage != "x" {
+		t.Fatalf("Read = %+v, %v", o, err)
+	}
+	if _, err := l.Start(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded || o.Handle["attempt"] != "2" {
+		t.Errorf("%+v", o)
+	}
+}
