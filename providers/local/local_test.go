@@ -671,3 +671,48 @@ func TestSpecWithoutStatusIsLost(t *testing.T) {
 		t.Errorf("%+v", o)
 	}
 }
+
+// cudaCount is a trial that prints how many CUDA devices the driver API
+// shows it (CUDA_VISIBLE_DEVICES applies there).
+const cudaCount = `
+import ctypes
+cuda = ctypes.CDLL("libcuda.so.1")
+assert cuda.cuInit(0) in (0, 100), "cuInit failed"  # 100: no device visible
+n = ctypes.c_int(0)
+cuda.cuDeviceGetCount(ctypes.byref(n))
+print("trialform: %d" % n.value)
+`
+
+// On a machine with an NVIDIA GPU: a trial given GPU 0 sees one device, a
+// trial given none sees none.
+func TestRealGPUVisibility(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	if exec.Command(py, "-c", `import ctypes; ctypes.CDLL("libcuda.so.1")`).Run() != nil {
+		t.Skip("no CUDA driver")
+	}
+	l := newLocal(t, func(c *Config) { c.GPUIndices = []int{0} })
+	code := t.TempDir()
+	if err := os.WriteFile(filepath.Join(code, "count.py"), []byte(cudaCount), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		gpus int
+		want string
+	}{{1, "1"}, {0, "0"}} {
+		id := "gpu" + strconv.Itoa(tt.gpus)
+		r := req(l, "exp", id, py+" count.py")
+		r.CodeDir, r.GPUs = code, tt.gpus
+		if _, err := l.Start(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		waitEnded(t, l, "exp", id)
+		o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: id})
+		if err != nil || o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Value != tt.want {
+			b, _ := os.ReadFile(filepath.Join(l.cfg.Root, "exp", id, "stderr"))
+			t.Errorf("trial with %d GPUs: %+v, %v\n%s", tt.gpus, o, err, b)
+		}
+	}
+}
