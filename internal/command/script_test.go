@@ -63,6 +63,7 @@ func TestScripts(t *testing.T) {
 			"sleep":      cmdSleep,
 			"killtrial":  cmdKillTrial,
 			"jsonfield":  cmdJSONField,
+			"waitfile":   cmdWaitFile,
 		},
 	})
 }
@@ -192,7 +193,9 @@ func cmdKillTrial(ts *testscript.TestScript, neg bool, args []string) {
 	if !ok {
 		ts.Fatalf("killtrial: no trial %s/%s", args[0], args[1])
 	}
-	for _, key := range []string{"pgid", "pid"} {
+	// The supervisor first (else it records the trial's death as a
+	// failure), then the trial's process group.
+	for _, key := range []string{"supervisor_pid", "pid", "pgid"} {
 		id, err := strconv.Atoi(t.Handle[key])
 		if err != nil || id <= 0 {
 			continue
@@ -233,5 +236,23 @@ func cmdJSONField(ts *testscript.TestScript, neg bool, args []string) {
 	got := fmt.Sprint(v)
 	if (got == args[2]) == neg {
 		ts.Fatalf("jsonfield %s: got %q, want %q", args[1], got, args[2])
+	}
+}
+
+// waitfile PATH [TIMEOUT]: wait until PATH exists.
+func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
+	timeout := 30 * time.Second
+	if len(args) > 1 {
+		timeout, _ = time.ParseDuration(args[1])
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfile: %s does not exist after %s", args[0], timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
