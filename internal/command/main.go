@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -37,10 +38,19 @@ func Main() int {
 	if len(os.Args) > 1 && os.Args[1] == "__supervise" {
 		return local.SupervisorMain(os.Args[2:])
 	}
+	if path := os.Getenv("TRIALFORM_CPUPROFILE"); path != "" {
+		// For benchmarks: a CPU profile of this invocation.
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	io := IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTTY: isTerminal(os.Stdout), Environ: os.Environ()}
-	return Run(ctx, os.Args[1:], io)
+	code := Run(ctx, os.Args[1:], io)
+	pprof.StopCPUProfile()
+	return code
 }
 
 type command struct {
