@@ -64,6 +64,7 @@ func TestScripts(t *testing.T) {
 			"killtrial":  cmdKillTrial,
 			"jsonfield":  cmdJSONField,
 			"waitfile":   cmdWaitFile,
+			"cpexample":  cmdCopyExample,
 		},
 	})
 }
@@ -254,5 +255,27 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("waitfile: %s does not exist after %s", args[0], timeout)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cpexample NAME DIR: copy examples/NAME (files only) into DIR.
+func cmdCopyExample(ts *testscript.TestScript, neg bool, args []string) {
+	_, file, _, _ := runtime.Caller(0)
+	src := filepath.Join(filepath.Dir(file), "..", "..", "examples", args[0])
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		ts.Fatalf("cpexample: %v", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			ts.Fatalf("cpexample: %v", err)
+		}
+		if err := os.WriteFile(ts.MkAbs(filepath.Join(args[1], e.Name())), b, 0o644); err != nil {
+			ts.Fatalf("cpexample: %v", err)
+		}
 	}
 }
