@@ -17,6 +17,11 @@ if ! command -v python3 >/dev/null 2>&1; then
   apt_install python3
 fi
 
+if ! command -v pgrep >/dev/null 2>&1; then
+  echo "deps: installing procps (pgrep, used by the end-to-end tests)"
+  apt_install procps
+fi
+
 if ! /usr/bin/python3 -c 'import sklearn' >/dev/null 2>&1; then
   echo "deps: installing python3-sklearn (for examples/sklearn-digits)"
   apt_install python3-sklearn || echo "deps: could not install python3-sklearn; its test will say so"
