@@ -113,12 +113,30 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
+// writeJSON replaces path atomically and durably (trialproto.WriteFileAtomic).
 func writeJSON(path string, v any) error {
+	b, err := encodeJSON(path, v)
+	if err != nil {
+		return err
+	}
+	return trialproto.WriteFileAtomic(path, b, 0o644)
+}
+
+// replaceJSON is writeJSON without the directory sync (the caller syncs).
+func replaceJSON(path string, v any) error {
+	b, err := encodeJSON(path, v)
+	if err != nil {
+		return err
+	}
+	return trialproto.ReplaceFile(path, b, 0o644)
+}
+
+func encodeJSON(path string, v any) ([]byte, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+		return nil, fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	return trialproto.WriteFileAtomic(path, append(b, '\n'), 0o644)
+	return append(b, '\n'), nil
 }
 
 // readSpec returns nil, nil when there is no spec.

@@ -40,7 +40,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if len(l.cfg.GPUIndices) > 0 && req.GPUs > len(l.cfg.GPUIndices) {
 		return nil, providers.Permanent(fmt.Errorf("trial needs %d GPUs but the platform has %d (gpu_indices %v)", req.GPUs, len(l.cfg.GPUIndices), l.cfg.GPUIndices))
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirs(dir); err != nil {
 		return nil, fmt.Errorf("create trial dir: %w", err)
 	}
 	unlock, err := lockFile(ctx, filepath.Join(dir, lockFileName), syscall.LOCK_EX)
@@ -100,8 +100,12 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		GPUScheduling: sched, AssignedGPUs: gpus, LibDir: l.cfg.LibDir, StopGrace: l.cfg.StopGrace,
 		CreatedAt: time.Now().UTC(),
 	}
-	if err := writeJSON(filepath.Join(dir, specFile), ns); err != nil {
+	if err := replaceJSON(filepath.Join(dir, specFile), ns); err != nil {
 		return nil, err
+	}
+	// One directory sync makes the protocol files and the spec durable.
+	if err := trialproto.SyncDir(dir); err != nil {
+		return nil, fmt.Errorf("write %s: %w", specFile, err)
 	}
 	st, err = l.launch(ctx, dir, attempt)
 	if err != nil {
@@ -110,11 +114,28 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	return handle(dir, st), nil
 }
 
+// mkdirs creates dir, and its parents only when they are missing (the
+// common case, a new trial of a known experiment, costs one mkdir).
+func mkdirs(dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return os.MkdirAll(dir, 0o755)
+	case errors.Is(err, fs.ErrExist):
+		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
+			return nil
+		}
+	}
+	return err
+}
+
 // prepare writes the attempt's protocol files and archives the previous
-// attempt's NNI metric file.
+// attempt's NNI metric file. The caller syncs dir afterwards.
 func (l *Local) prepare(dir string, req providers.StartRequest, attempt int) error {
 	for _, d := range []string{nniDir, outputDir} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+		if err := mkdirs(filepath.Join(dir, d)); err != nil {
 			return fmt.Errorf("create trial dir: %w", err)
 		}
 	}
@@ -127,11 +148,17 @@ func (l *Local) prepare(dir string, req providers.StartRequest, attempt int) err
 	if err := os.Remove(filepath.Join(dir, stopFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := trialproto.WriteFileAtomic(filepath.Join(dir, paramCfgFile), trialproto.ParameterCfg(req.ParameterID, req.Params), 0o644); err != nil {
+	if err := trialproto.ReplaceFile(filepath.Join(dir, paramCfgFile), trialproto.ParameterCfg(req.ParameterID, req.Params), 0o644); err != nil {
 		return err
 	}
-	return trialproto.WriteFileAtomic(filepath.Join(dir, paramsFile), trialproto.ParamsJSON(req.Params), 0o644)
+	return trialproto.ReplaceFile(filepath.Join(dir, paramsFile), trialproto.ParamsJSON(req.Params), 0o644)
 }
+
+// readyFDEnv names the supervisor's environment variable holding the file
+// descriptor of the readiness pipe: the supervisor writes a byte to it (and
+// closes it) once the attempt's status says the trial runs or ended, so
+// Start need not poll status.json while the supervisor starts.
+const readyFDEnv = "TRIALFORM_SUPERVISOR_READY_FD"
 
 // launch starts the supervisor for dir and waits until it has started the
 // trial (or recorded why it could not).
@@ -141,16 +168,24 @@ func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, e
 	if err != nil {
 		return nil, fmt.Errorf("open supervisor log: %w", err)
 	}
+	rp, wp, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
 	argv := append(append([]string(nil), l.cfg.Supervisor...), dir)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), l.cfg.SupervisorEnv...)
+	cmd.Env = append(append(os.Environ(), l.cfg.SupervisorEnv...), readyFDEnv+"=3")
 	cmd.Stdout = logf
 	cmd.Stderr = logf
+	cmd.ExtraFiles = []*os.File{wp} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	logf.Close()
+	wp.Close()
 	if err != nil {
+		rp.Close()
 		return nil, fmt.Errorf("start supervisor %s: %w", argv[0], err)
 	}
 	exited := make(chan struct{})
@@ -160,16 +195,38 @@ func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, e
 		close(exited)
 		l.notify()
 	}()
+	ready := make(chan struct{})
+	go func() {
+		// A byte, or EOF when the supervisor exits (or closes it).
+		var b [1]byte
+		_, _ = rp.Read(b[:])
+		rp.Close()
+		close(ready)
+	}()
 
 	deadline := time.NewTimer(startTimeout)
 	defer deadline.Stop()
+	// Wait for the readiness signal, then read the status; poll only if
+	// it does not show the attempt started (a supervisor that closed the
+	// pipe without recording anything, which then exits).
+	readyC := (<-chan struct{})(ready)
 	wait := time.Millisecond
 	for {
-		st, err := readStatus(dir)
-		if err == nil && st != nil && st.Attempt == attempt && st.State != stateStarting {
-			return st, nil
+		var tick <-chan time.Time
+		if readyC == nil {
+			st, err := readStatus(dir)
+			if err == nil && st != nil && st.Attempt == attempt && st.State != stateStarting {
+				return st, nil
+			}
+			tick = time.After(wait)
+			if wait < 20*time.Millisecond {
+				wait *= 2
+			}
 		}
 		select {
+		case <-readyC:
+			readyC = nil
+		case <-tick:
 		case <-exited:
 			// It may have written its final status just before exiting.
 			if st, err := readStatus(dir); err == nil && st != nil && st.Attempt == attempt && st.State != stateStarting {
@@ -180,10 +237,6 @@ func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, e
 			return nil, fmt.Errorf("waiting for the supervisor to start the trial: %w", ctx.Err())
 		case <-deadline.C:
 			return nil, fmt.Errorf("the supervisor did not start the trial within %s: %s", startTimeout, lastLines(tail(logPath, 2000)))
-		case <-time.After(wait):
-		}
-		if wait < 20*time.Millisecond {
-			wait *= 2
 		}
 	}
 }

@@ -65,9 +65,38 @@ func SupervisorMain(args []string) int {
 }
 
 type supervisor struct {
-	dir string
-	sp  *spec
-	st  status
+	dir   string
+	sp    *spec
+	st    status
+	ready *os.File // Start's readiness pipe, nil once signalled
+}
+
+// readyPipe returns the readiness pipe Start passed (see readyFDEnv), or
+// nil. The descriptor is kept from the trial (close-on-exec) and the
+// variable from the trial's environment.
+func readyPipe() *os.File {
+	v, ok := os.LookupEnv(readyFDEnv)
+	if !ok {
+		return nil
+	}
+	_ = os.Unsetenv(readyFDEnv)
+	fd, err := strconv.Atoi(v)
+	if err != nil || fd < 3 {
+		return nil
+	}
+	syscall.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "ready")
+}
+
+// signalReady tells Start that status.json shows the attempt running or
+// ended.
+func (s *supervisor) signalReady() {
+	if s.ready == nil {
+		return
+	}
+	_, _ = s.ready.Write([]byte{1})
+	s.ready.Close()
+	s.ready = nil
 }
 
 func (s *supervisor) path(name string) string { return filepath.Join(s.dir, name) }
@@ -78,10 +107,18 @@ func (s *supervisor) writeStatus() error { return writeJSON(s.path(statusFile), 
 func (s *supervisor) end(outcome, reason string, code *int, sig string) error {
 	now := time.Now().UTC()
 	s.st.State, s.st.Outcome, s.st.Reason, s.st.ExitCode, s.st.Signal, s.st.EndedAt = stateEnded, outcome, reason, code, sig, &now
-	return s.writeStatus()
+	err := s.writeStatus()
+	if err == nil {
+		s.signalReady()
+	}
+	return err
 }
 
 func supervise(dir string) error {
+	ready := readyPipe()
+	if ready != nil {
+		defer ready.Close()
+	}
 	signal.Ignore(syscall.SIGHUP)
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT)
@@ -97,7 +134,7 @@ func supervise(dir string) error {
 	if sp == nil {
 		return fmt.Errorf("%s has no %s", dir, specFile)
 	}
-	s := &supervisor{dir: dir, sp: sp}
+	s := &supervisor{dir: dir, sp: sp, ready: ready}
 	s.st = status{
 		Attempt: sp.Attempt, State: stateStarting, SupervisorPID: os.Getpid(),
 		SupervisorStart: procStartTime(os.Getpid()), GPUs: sp.AssignedGPUs,
@@ -131,6 +168,7 @@ func supervise(dir string) error {
 		_ = cmd.Wait()
 		return err
 	}
+	s.signalReady()
 
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()

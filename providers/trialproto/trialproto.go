@@ -6,7 +6,8 @@
 //
 // It is pure: it encodes and decodes bytes it is handed. It must not start
 // processes, read the environment or know where a platform keeps its files
-// (WriteFileAtomic is the one helper that touches the file system).
+// (WriteFileAtomic, ReplaceFile and SyncDir are the only helpers that touch
+// the file system).
 package trialproto
 
 import (
@@ -91,7 +92,22 @@ func sanitize(v any) any {
 // or the new content, never a torn file, and the new content survives a
 // crash: it writes a temporary file in the same directory, syncs it, renames
 // it over path and syncs the directory.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	if err := ReplaceFile(path, data, perm); err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := SyncDir(dir); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReplaceFile is WriteFileAtomic without the directory sync: readers never
+// see a torn file and the content is on disk, but the new name survives a
+// crash only once the caller syncs the directory (SyncDir), which lets
+// several files of one directory share a single directory sync.
+func ReplaceFile(path string, data []byte, perm os.FileMode) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -124,13 +140,19 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	if err = os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	return nil
+}
+
+// SyncDir flushes a directory's entries (names created, renamed or removed
+// in it) to disk.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("write %s: open dir: %w", path, err)
+		return fmt.Errorf("open dir: %w", err)
 	}
 	defer d.Close()
-	if err = d.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync dir: %w", path, err)
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
 }
