@@ -128,7 +128,7 @@ func replaceJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return trialproto.ReplaceFile(path, b, 0o644)
+	return trialproto.ReplaceFile(path, b, 0o644, true)
 }
 
 func encodeJSON(path string, v any) ([]byte, error) {

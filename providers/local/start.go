@@ -148,10 +148,10 @@ func (l *Local) prepare(dir string, req providers.StartRequest, attempt int) err
 	if err := os.Remove(filepath.Join(dir, stopFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := trialproto.ReplaceFile(filepath.Join(dir, paramCfgFile), trialproto.ParameterCfg(req.ParameterID, req.Params), 0o644); err != nil {
+	if err := trialproto.ReplaceFile(filepath.Join(dir, paramCfgFile), trialproto.ParameterCfg(req.ParameterID, req.Params), 0o644, false); err != nil {
 		return err
 	}
-	return trialproto.ReplaceFile(filepath.Join(dir, paramsFile), trialproto.ParamsJSON(req.Params), 0o644)
+	return trialproto.ReplaceFile(filepath.Join(dir, paramsFile), trialproto.ParamsJSON(req.Params), 0o644, false)
 }
 
 // readyFDEnv names the supervisor's environment variable holding the file

@@ -101,7 +101,15 @@ func (s *supervisor) signalReady() {
 
 func (s *supervisor) path(name string) string { return filepath.Join(s.dir, name) }
 
-func (s *supervisor) writeStatus() error { return writeJSON(s.path(statusFile), &s.st) }
+// writeStatus replaces status.json. Only the end is made durable (the
+// directory synced): after a machine crash an attempt is over whichever of
+// its starting or running records the disk kept.
+func (s *supervisor) writeStatus() error {
+	if s.st.State == stateEnded {
+		return writeJSON(s.path(statusFile), &s.st)
+	}
+	return replaceJSON(s.path(statusFile), &s.st)
+}
 
 // end records the outcome.
 func (s *supervisor) end(outcome, reason string, code *int, sig string) error {

@@ -93,7 +93,7 @@ func sanitize(v any) any {
 // crash: it writes a temporary file in the same directory, syncs it, renames
 // it over path and syncs the directory.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	if err := ReplaceFile(path, data, perm); err != nil {
+	if err := ReplaceFile(path, data, perm, true); err != nil {
 		return err
 	}
 	dir := filepath.Dir(path)
@@ -103,11 +103,13 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	return nil
 }
 
-// ReplaceFile is WriteFileAtomic without the directory sync: readers never
-// see a torn file and the content is on disk, but the new name survives a
-// crash only once the caller syncs the directory (SyncDir), which lets
-// several files of one directory share a single directory sync.
-func ReplaceFile(path string, data []byte, perm os.FileMode) (err error) {
+// ReplaceFile is WriteFileAtomic without the directory sync, and without
+// flushing the content when sync is false: readers never see a torn file,
+// but the new name survives a crash only once the caller syncs the
+// directory (SyncDir), which lets several files of one directory share a
+// single directory sync. With sync false the content may be lost (even
+// read back empty) after a crash: only for files rewritten before use.
+func ReplaceFile(path string, data []byte, perm os.FileMode, sync bool) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -130,9 +132,11 @@ func ReplaceFile(path string, data []byte, perm os.FileMode) (err error) {
 		f.Close()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: sync: %w", path, err)
+	if sync {
+		if err = f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: sync: %w", path, err)
+		}
 	}
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
