@@ -77,6 +77,29 @@ func (s *Session) State() *state.State {
 	return s.st.Clone()
 }
 
+// trialView returns, under the lock, deep copies of experiment exp without
+// its trials map (nil when absent) and of its trial id (nil when absent),
+// and the state's lineage: what a trial action needs, without cloning the
+// whole state once per action.
+func (s *Session) trialView(exp, id string) (e *state.Experiment, t *state.Trial, lineage string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lineage = s.st.Lineage
+	src := s.st.Experiment(exp)
+	if src == nil {
+		return nil, nil, lineage
+	}
+	hdr := *src
+	hdr.Trials = nil
+	e = hdr.Clone()
+	e.Trials = map[string]*state.Trial{}
+	if tr := src.Trials[id]; tr != nil {
+		t = tr.Clone()
+		e.Trials[id] = t
+	}
+	return e, t, lineage
+}
+
 // change mutates the state under the lock and saves it. Concurrent changes
 // are group-committed: one Save covers every change made before it began.
 func (s *Session) change(fn func(st *state.State)) error {
@@ -342,14 +365,13 @@ func IsSkipped(err error) bool {
 }
 
 func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
-	st := s.State()
-	e := st.Experiment(a.Experiment)
+	e, t, _ := s.trialView(a.Experiment, a.TrialID)
 	if e == nil {
 		return nil
 	}
 	platform := e.Platform
 	var handle providers.Handle
-	if t := e.Trials[a.TrialID]; t != nil {
+	if t != nil {
 		if state.Terminal(t.Status) {
 			return nil
 		}
@@ -383,12 +405,10 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 }
 
 func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
-	st := s.State()
-	e := st.Experiment(a.Experiment)
+	e, t, lineage := s.trialView(a.Experiment, a.TrialID)
 	if e == nil {
 		return skipped{"experiment not in state"}
 	}
-	t := e.Trials[a.TrialID]
 	if t == nil {
 		return skipped{"trial not recorded"}
 	}
@@ -406,7 +426,7 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 	if err != nil {
 		return err
 	}
-	req.Lineage = st.Lineage
+	req.Lineage = lineage
 	prov, err := s.Providers.Provider(e.Platform)
 	if err != nil {
 		return err
