@@ -67,6 +67,7 @@ type Config struct {
 type Local struct {
 	cfg     Config
 	changed chan struct{}
+	list    listCache
 }
 
 var (

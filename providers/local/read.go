@@ -210,6 +210,7 @@ func (l *Local) List(ctx context.Context, experiment string) ([]providers.Observ
 		return nil, fmt.Errorf("list trials of %s: %w", experiment, err)
 	}
 	var out []providers.Observation
+	seen := map[string]*listEntry{}
 	for _, e := range ents {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -218,13 +219,13 @@ func (l *Local) List(ctx context.Context, experiment string) ([]providers.Observ
 			continue
 		}
 		dir := filepath.Join(l.cfg.Root, experiment, e.Name())
-		sp, err := readSpec(dir)
-		if err != nil || sp == nil {
+		sp, st := l.list.lookup(seen, experiment, e.Name(), dir)
+		if sp == nil {
 			continue
 		}
-		st, _ := readStatus(dir)
 		out = append(out, observe(dir, sp, st))
 	}
+	l.list.store(experiment, seen)
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
 	return out, nil
 }

@@ -26,6 +26,9 @@ const tailInterval = 100 * time.Millisecond
 // a metric record is one million bytes); longer lines are only logged.
 const maxLine = 1 << 20
 
+// maxChunk bounds one read of the trial's stdout.
+const maxChunk = 64 << 10
+
 // SupervisorMain is the entry point of the hidden `trialform __supervise
 // DIR` command: args are the arguments after "__supervise" (a leading
 // "__supervise" is skipped too), i.e. the trial directory. It runs one
@@ -359,7 +362,8 @@ type tailer struct {
 	out      *os.File
 	off      int64
 	buf      []byte
-	skipping bool // inside an over-long line
+	chunk    []byte // read buffer, grown up to maxChunk while reads fill it
+	skipping bool   // inside an over-long line
 	re       *regexp.Regexp
 	sp       *spec
 	seq      int
@@ -414,8 +418,14 @@ func (t *tailer) follow(stop <-chan struct{}) {
 
 // poll reads what was appended and handles the complete lines.
 func (t *tailer) poll() int {
-	chunk := make([]byte, 64<<10)
+	if t.chunk == nil {
+		t.chunk = make([]byte, 4<<10)
+	}
+	chunk := t.chunk
 	n, err := t.in.ReadAt(chunk, t.off)
+	if n == len(chunk) && len(chunk) < maxChunk {
+		t.chunk = make([]byte, 2*len(chunk))
+	}
 	if n == 0 {
 		if err != nil && !errors.Is(err, io.EOF) && t.err == nil {
 			t.err = err

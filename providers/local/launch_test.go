@@ -1,0 +1,94 @@
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+)
+
+// The readiness pipe and its variable stay between Start and the
+// supervisor: the trial sees neither.
+func TestTrialDoesNotInheritReadyPipe(t *testing.T) {
+	l := newLocal(t, nil)
+	shell := `if [ -e /dev/fd/3 ]; then echo fd3-open; fi; env | grep -c READY_FD || true`
+	h, err := l.Start(context.Background(), req(l, "exp", "t1", shell))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h["pid"] == "" {
+		t.Errorf("Start returned before the trial started: %v", h)
+	}
+	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded {
+		t.Fatalf("%+v", o)
+	}
+	out, err := os.ReadFile(filepath.Join(l.cfg.Root, "exp", "t1", stdoutFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "0" {
+		t.Errorf("trial output %q, want 0 (no fd 3, no %s)", got, readyFDEnv)
+	}
+}
+
+// List decodes a trial's files once but still sees every replacement.
+func TestListSeesReplacedFiles(t *testing.T) {
+	l := newLocal(t, nil)
+	dir := filepath.Join(l.cfg.Root, "exp", "t1")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	code := 0
+	steps := []struct {
+		name   string
+		sp     *spec
+		st     *status
+		phase  providers.Phase
+		reason string
+	}{
+		{"spec only", &spec{Experiment: "exp", TrialID: "t1", Attempt: 1, Lineage: "a"}, nil, providers.PhaseLost, "the supervisor never started the trial"},
+		{"unchanged", nil, nil, providers.PhaseLost, "the supervisor never started the trial"},
+		{"ended", nil, &status{Attempt: 1, State: stateEnded, Outcome: outcomeExited, ExitCode: &code, EndedAt: &now}, providers.PhaseSucceeded, ""},
+		{"unchanged again", nil, nil, providers.PhaseSucceeded, ""},
+		{"new attempt", &spec{Experiment: "exp", TrialID: "t1", Attempt: 2, Lineage: "a"}, nil, providers.PhaseLost, "the supervisor never started the trial"},
+		{"stopped", nil, &status{Attempt: 2, State: stateEnded, Outcome: outcomeStopped, Reason: "bye", EndedAt: &now}, providers.PhaseKilled, "bye"},
+	}
+	for _, s := range steps {
+		if s.sp != nil {
+			if err := writeJSON(filepath.Join(dir, specFile), s.sp); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.st != nil {
+			if err := writeJSON(filepath.Join(dir, statusFile), s.st); err != nil {
+				t.Fatal(err)
+			}
+		}
+		obs, err := l.List(context.Background(), "exp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(obs) != 1 || obs[0].Phase != s.phase || obs[0].Reason != s.reason || obs[0].Lineage != "a" {
+			t.Fatalf("%s: List = %+v, want phase %s, reason %q", s.name, obs, s.phase, s.reason)
+		}
+		// Observations never share the cached status.
+		if obs[0].EndedAt != nil {
+			*obs[0].EndedAt = time.Time{}
+		}
+	}
+	obs, err := l.List(context.Background(), "exp")
+	if err != nil || len(obs) != 1 || obs[0].EndedAt == nil || !obs[0].EndedAt.Equal(now) {
+		t.Fatalf("List after a caller changed an observation = %+v, %v", obs, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if obs, err := l.List(context.Background(), "exp"); err != nil || len(obs) != 0 {
+		t.Fatalf("List after purge = %+v, %v", obs, err)
+	}
+}
