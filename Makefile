@@ -37,6 +37,7 @@ demo-clean:
 	rm -rf examples/quickstart/.trialform examples/sklearn-digits/.trialform
 
 bench: build
+	go build -o bin/genstate ./bench/genstate
 	bash scripts/bench.sh
 
 clean:

@@ -12,7 +12,9 @@ P=${BENCH_CONCURRENCY:-16}
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
-echo "== machine: $(nproc) cores, $(uname -sr), $(go version | cut -d' ' -f3)"
+echo "== machine: $(nproc) cores, $(uname -sr), $(command -v go >/dev/null && go version | cut -d' ' -f3)"
+GENSTATE="$PWD/bin/genstate"
+[ -x "$GENSTATE" ] || go build -o "$GENSTATE" ./bench/genstate
 
 # 1. N trivial trials at concurrency P, next to xargs -P running the same commands.
 mkdir -p "$work/launch"
@@ -48,9 +50,8 @@ echo "  trialform apply -wait: ${tf_s} s  ($done_n SUCCEEDED)"
 awk -v a="$tf_s" -v b="$xargs_s" 'BEGIN { printf "  overhead ratio:        %.2fx (target <= 3x)\n", a / b }'
 
 # 2. plan with 10,000 trials in state.
-go run ./bench/genstate -n 10000 -dir "$work/big" >/dev/null
 for tuner in random tpe; do
-  go run ./bench/genstate -n 10000 -tuner "$tuner" -dir "$work/big-$tuner" >/dev/null
+  "$GENSTATE" -n 10000 -tuner "$tuner" -dir "$work/big-$tuner" >/dev/null
   best=""
   for i in 1 2 3 4 5; do
     t0=$(now)
@@ -63,4 +64,4 @@ for tuner in random tpe; do
 done
 
 # 3. Go micro-benchmarks.
-go test -run '^$' -bench . -benchtime 20x ./plan/... ./state/... ./tuner/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS)' || true
+command -v go >/dev/null && go test -run '^$' -bench . -benchtime 20x ./plan/... ./state/... ./tuner/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS)' || true

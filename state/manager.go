@@ -159,6 +159,10 @@ func decode(path string, data []byte) (*State, int, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, 0, &CorruptError{Path: path, Problem: "is empty"}
 	}
+	// Fast path: a current-format file decodes in one pass.
+	if s, err := decodeWire(data); err == nil && s.Version == FormatVersion {
+		return checkDecoded(path, s, FormatVersion)
+	}
 	var head struct {
 		Version *int `json:"version"`
 	}
@@ -181,10 +185,15 @@ func decode(path string, data []byte) (*State, int, error) {
 		}
 		data = up
 	}
-	var s State
-	if err := json.Unmarshal(data, &s); err != nil {
+	s, err := decodeWire(data)
+	if err != nil {
 		return nil, 0, syntaxProblem(path, data, err)
 	}
+	return checkDecoded(path, s, version)
+}
+
+// checkDecoded checks what decode parsed from a file of format version.
+func checkDecoded(path string, s *State, version int) (*State, int, error) {
 	if s.Version != FormatVersion {
 		return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has format version %d after upgrading, want %d", s.Version, FormatVersion)}
 	}
@@ -207,7 +216,7 @@ func decode(path string, data []byte) (*State, int, error) {
 			}
 		}
 	}
-	return &s, version, nil
+	return s, version, nil
 }
 
 func syntaxProblem(path string, data []byte, err error) error {

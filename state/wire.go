@@ -1,0 +1,91 @@
+package state
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Wire types for decoding a whole state in one pass. Trial has its own
+// UnmarshalJSON (non-finite values are written as strings), which makes
+// encoding/json scan every trial three times; decoding into these mirrors
+// instead touches only the two float fields with a custom decoder, which
+// roughly halves the time to load a long history.
+
+type (
+	stateJSON      State
+	experimentJSON Experiment
+)
+
+type stateWire struct {
+	*stateJSON
+	Experiments map[string]*experimentWire `json:"experiments"`
+}
+
+type experimentWire struct {
+	experimentJSON
+	Trials map[string]*trialWire `json:"trials"`
+}
+
+type trialWire struct {
+	trialJSON
+	Value *jsonFloat           `json:"value,omitempty"`
+	Final map[string]jsonFloat `json:"final,omitempty"`
+}
+
+// jsonFloat is a number or one of the strings MarshalJSON writes for
+// non-finite values.
+type jsonFloat float64
+
+func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	v, ok := parseFloatJSON(b)
+	if !ok {
+		return fmt.Errorf("state: %s is not a number", b)
+	}
+	*f = jsonFloat(v)
+	return nil
+}
+
+// decodeWire decodes data into a State; nil entries stay nil (decode
+// reports them).
+func decodeWire(data []byte) (*State, error) {
+	w := stateWire{stateJSON: new(stateJSON)}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, err
+	}
+	s := (*State)(w.stateJSON)
+	s.Experiments = nil
+	if w.Experiments != nil {
+		s.Experiments = make(map[string]*Experiment, len(w.Experiments))
+	}
+	for name, ew := range w.Experiments {
+		if ew == nil {
+			s.Experiments[name] = nil
+			continue
+		}
+		e := new(Experiment)
+		*e = Experiment(ew.experimentJSON)
+		e.Trials = nil
+		if ew.Trials != nil {
+			e.Trials = make(map[string]*Trial, len(ew.Trials))
+		}
+		for id, tw := range ew.Trials {
+			if tw == nil {
+				e.Trials[id] = nil
+				continue
+			}
+			t := new(Trial)
+			*t = Trial(tw.trialJSON)
+			t.Value = (*float64)(tw.Value)
+			t.Final = nil
+			if tw.Final != nil {
+				t.Final = make(map[string]float64, len(tw.Final))
+				for k, v := range tw.Final {
+					t.Final[k] = float64(v)
+				}
+			}
+			e.Trials[id] = t
+		}
+		s.Experiments[name] = e
+	}
+	return s, nil
+}
