@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	"github.com/trialform/trialform/tuner/space"
 )
@@ -173,21 +176,63 @@ func (t *tpeTuner) sampleNumber(p space.Param, obs []tpeObs, rng *rand.Rand) any
 	bx, ax := partition(xs, below)
 	l := newMixture(d, bx, rampWeights(len(bx)), t.priorWeight)
 	g := newMixture(d, ax, rampWeights(len(ax)), t.priorWeight)
-	best, bestScore := 0.0, math.Inf(-1)
-	for c := 0; c < t.candidates; c++ {
+	// Candidates are drawn in order from the seeded stream; their scores
+	// are pure, so with a long history (g holds a kernel per trial) they
+	// are computed in parallel without changing the result.
+	type cand struct{ u, v, a, b, score float64 }
+	cs := make([]cand, t.candidates)
+	for c := range cs {
 		u := l.sample(rng)
 		v, a, b := d.finish(u)
-		var score float64
+		cs[c] = cand{u: u, v: v, a: a, b: b}
+	}
+	score := func(c *cand) {
 		if d.discrete {
-			score = l.logMass(a, b) - g.logMass(a, b)
+			c.score = l.logMass(c.a, c.b) - g.logMass(c.a, c.b)
 		} else {
-			score = l.logDensity(u) - g.logDensity(u)
+			c.score = l.logDensity(c.u) - g.logDensity(c.u)
 		}
-		if c == 0 || score > bestScore {
-			best, bestScore = v, score
+	}
+	parallelFor(len(cs), len(cs)*(len(bx)+len(ax)), func(i int) { score(&cs[i]) })
+	best, bestScore := 0.0, math.Inf(-1)
+	for c := range cs {
+		if c == 0 || cs[c].score > bestScore {
+			best, bestScore = cs[c].v, cs[c].score
 		}
 	}
 	return best
+}
+
+// parallelMinWork is the number of kernel evaluations below which
+// parallelFor stays on one goroutine (starting goroutines costs more).
+const parallelMinWork = 32 << 10
+
+// parallelFor calls f(0..n-1), spread over GOMAXPROCS goroutines when work
+// (a rough count of the operations in all calls) is large enough.
+func parallelFor(n, work int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if work < parallelMinWork || workers < 2 {
+		for i := 0; i < n; i++ {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func (t *tpeTuner) sampleChoice(p space.Param, obs []tpeObs, rng *rand.Rand) any {
