@@ -210,9 +210,37 @@ func cmdKillTrial(ts *testscript.TestScript, neg bool, args []string) {
 	// command line names the trial dir.
 	dir := filepath.Join(".trialform", "trials", args[0], args[1])
 	out, _ := exec.Command("pgrep", "-f", dir).Output()
-	for _, f := range strings.Fields(string(out)) {
+	pids := strings.Fields(string(out))
+	for _, f := range pids {
 		exec.Command("kill", "-9", f).Run()
 	}
+	// kill returns before the processes are gone: wait until each is dead
+	// (gone, or a zombie) so that the next plan cannot still see it.
+	for _, key := range []string{"supervisor_pid", "pid"} {
+		pids = append(pids, t.Handle[key])
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, p := range pids {
+		for alive(p) {
+			if time.Now().After(deadline) {
+				ts.Fatalf("killtrial: process %s still alive after kill -9", p)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid string) bool {
+	if pid == "" {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // jsonfield FILE PATH WANT: a dotted path into a JSON document.
