@@ -52,3 +52,13 @@ func InstallPython(libDir string) error {
 		return nil
 	})
 }
+
+// PythonFS returns the embedded Python helpers (trialform.py and nni/) as
+// a file system, for platforms that copy them to other machines.
+func PythonFS() fs.FS {
+	sub, err := fs.Sub(python, "python")
+	if err != nil {
+		panic(err) // the embedded tree always has it
+	}
+	return sub
+}

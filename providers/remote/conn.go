@@ -1,0 +1,377 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/trialform/trialform/providers"
+)
+
+// maxExec bounds the concurrent exec sessions on one connection (OpenSSH's
+// MaxSessions defaults to 10; the SFTP session takes one).
+const maxExec = 6
+
+// machine is one configured host with its pooled connection.
+type machine struct {
+	cfg  Machine
+	r    *Remote
+	key  string // "host:port", the handle's "machine"
+	sem  chan struct{}
+	mu   sync.Mutex
+	conn *ssh.Client
+	sftp *sftp.Client
+	home string // the login's home directory
+	work string // absolute work dir on the machine
+	ncpu int
+
+	// scheduling (guarded by r.schedMu)
+	busy     map[string][]int // "EXP/TRIAL" -> GPUs held, of live trials
+	scanned  time.Time
+	uploaded map[string]bool // code/lib hashes present on the machine
+}
+
+// connected returns the pooled connection, dialling it (again) when there
+// is none or the last one dropped.
+func (m *machine) connected(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conn != nil {
+		return m.conn, m.sftp, nil
+	}
+	if d, ok := m.r.downSince(m); ok && time.Since(d.lastTry) < time.Second {
+		return nil, nil, fmt.Errorf("machine %s unreachable: %s", m.key, d.Err)
+	}
+	c, s, err := m.dial(ctx)
+	if err != nil {
+		if !providers.IsPermanent(err) {
+			m.r.markDown(m, err)
+		}
+		return nil, nil, err
+	}
+	m.conn, m.sftp = c, s
+	m.r.markUp(m)
+	return c, s, nil
+}
+
+// drop forgets a connection that failed, so the next call re-dials.
+func (m *machine) drop(c *ssh.Client) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conn == c && c != nil {
+		m.sftp.Close()
+		m.conn.Close()
+		m.conn, m.sftp = nil, nil
+	}
+}
+
+func (m *machine) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conn != nil {
+		m.sftp.Close()
+		m.conn.Close()
+		m.conn, m.sftp = nil, nil
+	}
+}
+
+func (m *machine) dial(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
+	cfg, err := m.clientConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	cfg.Timeout = timeout
+	d := net.Dialer{Timeout: timeout, KeepAlive: 15 * time.Second}
+	tcp, err := d.DialContext(ctx, "tcp", m.key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("machine %s unreachable: %w", m.key, err)
+	}
+	_ = tcp.SetDeadline(time.Now().Add(timeout))
+	sc, chans, reqs, err := ssh.NewClientConn(tcp, m.key, cfg)
+	if err != nil {
+		tcp.Close()
+		return nil, nil, m.explain(err)
+	}
+	_ = tcp.SetDeadline(time.Time{})
+	c := ssh.NewClient(sc, chans, reqs)
+	go keepalive(c)
+	s, err := sftp.NewClient(c, sftp.UseConcurrentReads(true), sftp.UseConcurrentWrites(true))
+	if err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("machine %s: start SFTP (the server needs an sftp subsystem): %w", m.key, err)
+	}
+	if m.home == "" {
+		home, err := s.Getwd()
+		if err != nil {
+			c.Close()
+			return nil, nil, fmt.Errorf("machine %s: find the home directory: %w", m.key, err)
+		}
+		m.home = home
+		m.work = expandHome(m.r.cfg.WorkDir, home)
+	}
+	return c, s, nil
+}
+
+// keepalive closes the connection when the server stops answering, so a
+// dead host is noticed and the connection re-dialled.
+func keepalive(c *ssh.Client) {
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for range t.C {
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := c.SendRequest("keepalive@openssh.com", true, nil)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				c.Close()
+				return
+			}
+		case <-time.After(15 * time.Second):
+			c.Close()
+			return
+		}
+	}
+}
+
+// expandHome makes a work dir absolute: "~" and "~/x" are under home, a
+// relative path is relative to home.
+func expandHome(p, home string) string {
+	switch {
+	case p == "~":
+		return home
+	case strings.HasPrefix(p, "~/"):
+		return path.Join(home, p[2:])
+	case path.IsAbs(p):
+		return path.Clean(p)
+	default:
+		return path.Join(home, p)
+	}
+}
+
+// clientConfig builds the SSH client configuration: host keys verified
+// against known_hosts (no silent trust) and the configured authentication.
+func (m *machine) clientConfig() (*ssh.ClientConfig, error) {
+	kh := m.r.cfg.KnownHosts
+	if _, err := os.Stat(kh); err != nil {
+		return nil, providers.Permanent(fmt.Errorf("known_hosts file %s: %w; create it with: ssh-keyscan -p %d %s >> %s (after checking the key's fingerprint)", kh, err, m.cfg.Port, m.cfg.Host, kh))
+	}
+	cb, err := knownhosts.New(kh)
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("read known_hosts %s: %w", kh, err))
+	}
+	var auth []ssh.AuthMethod
+	if m.cfg.KeyFile != "" {
+		b, err := os.ReadFile(m.cfg.KeyFile)
+		if err != nil {
+			return nil, providers.Permanent(fmt.Errorf("machine %s: ssh_key_file: %w", m.key, err))
+		}
+		signer, err := ssh.ParsePrivateKey(b)
+		var pp *ssh.PassphraseMissingError
+		if errors.As(err, &pp) {
+			return nil, providers.Permanent(fmt.Errorf("machine %s: ssh_key_file %s has a passphrase; load it into the SSH agent (ssh-add %s) and leave ssh_key_file out", m.key, m.cfg.KeyFile, m.cfg.KeyFile))
+		}
+		if err != nil {
+			return nil, providers.Permanent(fmt.Errorf("machine %s: ssh_key_file %s: %w", m.key, m.cfg.KeyFile, err))
+		}
+		auth = append(auth, ssh.PublicKeys(signer))
+	}
+	if m.cfg.Password != "" {
+		pw := m.cfg.Password
+		auth = append(auth, ssh.Password(pw), ssh.KeyboardInteractive(func(_, _ string, qs []string, _ []bool) ([]string, error) {
+			out := make([]string, len(qs))
+			for i := range out {
+				out[i] = pw
+			}
+			return out, nil
+		}))
+	}
+	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" && m.cfg.KeyFile == "" && m.cfg.Password == "" {
+		if ac, err := net.Dial("unix", sock); err == nil {
+			auth = append(auth, ssh.PublicKeysCallback(agent.NewClient(ac).Signers))
+		}
+	}
+	if len(auth) == 0 {
+		return nil, providers.Permanent(fmt.Errorf("machine %s: no way to log in: set ssh_key_file or password, or run an SSH agent (SSH_AUTH_SOCK)", m.key))
+	}
+	return &ssh.ClientConfig{
+		User:              m.cfg.User,
+		Auth:              auth,
+		HostKeyCallback:   cb,
+		HostKeyAlgorithms: hostKeyAlgorithms(cb, m.key),
+	}, nil
+}
+
+// hostKeyAlgorithms asks the server for the key types known_hosts holds
+// for addr, so a host with several keys offers one we can check.
+func hostKeyAlgorithms(cb ssh.HostKeyCallback, addr string) []string {
+	tcp, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return nil
+	}
+	var ke *knownhosts.KeyError
+	if err := cb(addr, tcp, probeKey{}); !errors.As(err, &ke) {
+		return nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range ke.Want {
+		t := k.Key.Type()
+		algs := []string{t}
+		if t == ssh.KeyAlgoRSA {
+			algs = []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
+		}
+		for _, a := range algs {
+			if !seen[a] {
+				seen[a] = true
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// probeKey is a key no host has, to make knownhosts list the known ones.
+type probeKey struct{}
+
+func (probeKey) Type() string                              { return "trialform-probe" }
+func (probeKey) Marshal() []byte                           { return []byte("trialform-probe") }
+func (probeKey) Verify([]byte, *ssh.Signature) error       { return errors.New("probe") }
+var _ ssh.PublicKey = probeKey{}
+
+// explain turns handshake errors into what the user should do.
+func (m *machine) explain(err error) error {
+	var ke *knownhosts.KeyError
+	if errors.As(err, &ke) {
+		kh := m.r.cfg.KnownHosts
+		if len(ke.Want) == 0 {
+			return providers.Permanent(fmt.Errorf("machine %s: host key is unknown (not in %s); trialform does not trust hosts silently. Check the key's fingerprint with the machine's owner, then add it with:\n    ssh-keyscan -p %d %s >> %s", m.key, kh, m.cfg.Port, m.cfg.Host, kh))
+		}
+		w := ke.Want[0]
+		return providers.Permanent(fmt.Errorf("machine %s: HOST KEY MISMATCH: the server's key differs from the one in %s:%d; someone may be intercepting the connection, or the host was reinstalled. If the change is expected, remove the old line (ssh-keygen -R '[%s]:%d' -f %s) and add the new key", m.key, w.Filename, w.Line, m.cfg.Host, m.cfg.Port, kh))
+	}
+	if strings.Contains(err.Error(), "unable to authenticate") {
+		return providers.Permanent(fmt.Errorf("machine %s: login as %q refused: %w; check user, ssh_key_file or password (and that the key is in the user's authorized_keys)", m.key, m.cfg.User, err))
+	}
+	return fmt.Errorf("machine %s unreachable: %w", m.key, err)
+}
+
+// run executes a command line on the machine and returns its stdout. A
+// non-zero exit is an error holding stderr. stdin may be nil.
+func (m *machine) run(ctx context.Context, cmd string, stdin io.Reader) ([]byte, error) {
+	c, _, err := m.connected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-m.sem }()
+	sess, err := c.NewSession()
+	if err != nil {
+		m.drop(c)
+		m.r.markDown(m, err)
+		return nil, fmt.Errorf("machine %s: open a session: %w", m.key, err)
+	}
+	defer sess.Close()
+	var out, errb bytes.Buffer
+	sess.Stdout, sess.Stderr = &out, &errb
+	if stdin != nil {
+		sess.Stdin = stdin
+	}
+	done := make(chan error, 1)
+	go func() { done <- sess.Run(cmd) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = sess.Signal(ssh.SIGKILL)
+		sess.Close()
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		var ee *ssh.ExitError
+		if errors.As(err, &ee) {
+			return out.Bytes(), fmt.Errorf("machine %s: %s", m.key, firstLines(errb.String(), ee))
+		}
+		// The connection broke (no exit status).
+		m.drop(c)
+		m.r.markDown(m, err)
+		return nil, fmt.Errorf("machine %s: connection lost: %w", m.key, err)
+	}
+	return out.Bytes(), nil
+}
+
+func firstLines(stderr string, ee *ssh.ExitError) string {
+	s := strings.TrimSpace(stderr)
+	if len(s) > 2000 {
+		s = s[len(s)-2000:]
+	}
+	if s == "" {
+		return "remote command exited with status " + strconv.Itoa(ee.ExitStatus())
+	}
+	return s + " (exit status " + strconv.Itoa(ee.ExitStatus()) + ")"
+}
+
+// fs returns the SFTP client, dialling when needed.
+func (m *machine) fs(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
+	return m.connected(ctx)
+}
+
+// sftpErr classifies an SFTP error: a broken connection is dropped (and
+// the machine marked down) so the next call re-dials.
+func (m *machine) sftpErr(c *ssh.Client, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sftp.StatusError
+	if errors.As(err, &se) || errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sftp.ErrSSHFxConnectionLost) || strings.Contains(err.Error(), "connection lost") || errors.Is(err, net.ErrClosed) {
+		m.drop(c)
+		m.r.markDown(m, err)
+		return fmt.Errorf("machine %s: connection lost: %w", m.key, err)
+	}
+	return err
+}
+
+// shq quotes s for a POSIX shell: one word, nothing expanded.
+func shq(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shline joins words into a command line, each quoted.
+func shline(words ...string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = shq(w)
+	}
+	return strings.Join(q, " ")
+}

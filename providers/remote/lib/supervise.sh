@@ -1,0 +1,69 @@
+#!/bin/sh
+# trialform's remote supervisor (POSIX sh, started detached by launch.sh):
+#   sh supervise.sh DIR ATTEMPT MAX_DURATION_S GRACE_S GPUS
+# Runs DIR/run.sh in its own session (process group = its pid), records
+# the attempt in DIR/status (key=value lines, replaced atomically) and, when
+# it exits, its exit code and why. A watchdog enforces max_duration.
+d=$1 a=$2 maxdur=$3 grace=$4 gpus=$5
+cd "$d" || exit 1
+
+now() { date +%s.%N; }
+# pstart PID: the process start time (field 22 of /proc/PID/stat), which
+# tells a live process from a later one reusing the pid.
+pstart() {
+	line=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	rest=${line##*) }
+	set -- $rest
+	echo "${20}"
+}
+status() {
+	{
+		echo "state=$1"
+		echo "attempt=$a"
+		echo "sup_pid=$$"
+		echo "sup_start=$sup_start"
+		echo "pid=$pid"
+		echo "pid_start=$pid_start"
+		echo "gpus=$gpus"
+		echo "started=$started"
+		echo "stdout_off=$stdout_off"
+		if [ "$1" = ended ]; then
+			echo "ended=$ended"
+			echo "exit=$code"
+			echo "outcome=$outcome"
+			echo "reason=$reason"
+		fi
+	} >status.tmp && mv -f status.tmp status
+}
+
+sup_start=$(pstart $$)
+pid= pid_start= code= outcome= reason= ended=
+stdout_off=$(wc -c <stdout 2>/dev/null || echo 0)
+stdout_off=$((stdout_off + 0))
+started=$(now)
+setsid sh ./run.sh >>stdout 2>>stderr </dev/null &
+pid=$!
+pid_start=$(pstart $pid)
+status running
+
+wd=
+if [ "$maxdur" != 0 ]; then
+	setsid sh -c 'sleep "$1"; [ -e stop ] || echo "max_duration $1s exceeded" >timeout
+kill -TERM -- "-$2" 2>/dev/null; sleep "$3"; kill -KILL -- "-$2" 2>/dev/null' watchdog "$maxdur" "$pid" "$grace" </dev/null >/dev/null 2>&1 &
+	wd=$!
+fi
+
+wait "$pid"
+code=$?
+ended=$(now)
+[ -n "$wd" ] && kill -KILL -- "-$wd" 2>/dev/null
+if [ -e stop ]; then
+	outcome=stopped reason=$(head -c 300 stop | tr '\n' ' ')
+elif [ -e timeout ]; then
+	outcome=max_duration reason=$(head -c 300 timeout | tr '\n' ' ')
+elif [ "$code" -gt 128 ]; then
+	outcome=signaled reason="killed by signal $((code - 128))"
+else
+	outcome=exited reason="exit status $code"
+fi
+status ended

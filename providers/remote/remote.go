@@ -1,0 +1,303 @@
+// Package remote runs trials on other machines over SSH, as NNI's remote
+// mode does. Each machine is reached through one pooled SSH connection
+// (golang.org/x/crypto/ssh, host keys checked against known_hosts; the
+// connection is re-dialled after a drop) carrying an SFTP session for
+// reading files back and short exec sessions for launching and stopping.
+//
+// Nothing of trialform is installed on a machine but a few POSIX sh
+// scripts and the stdlib-only Python helpers (lib/, uploaded once per
+// content hash): a detached sh supervisor (setsid + nohup) starts the trial
+// in its own process group and records pids, start time and exit code in
+// the trial directory, so trials survive the SSH connection and the CLI.
+// The user's machine parses metrics itself from the files it reads over
+// SFTP (NNI's .nni/metrics records and the stdout metric lines), so trials
+// never connect back.
+//
+// On each machine, under work_dir (default ~/trialform):
+//
+//	lib/HASH/            supervise.sh, launch.sh, stop.sh, scan.sh, python/
+//	code/HASH/           the experiment's code dir, uploaded once (content hash)
+//	trials/EXP/TRIAL/    spec.json, run.sh, parameter.cfg, params.json,
+//	                     status, stdout, stderr, .nni/metrics, output/,
+//	                     code/ (the trial's own copy of the code dir)
+//
+// Every value put into a remote command line is shell-quoted. The package
+// must not import plan or apply, and must not print.
+package remote
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/local"
+)
+
+// Config configures a remote platform (one platform "remote" block).
+type Config struct {
+	Name       string // the platform's name, for messages ("lab")
+	Machines   []Machine
+	KnownHosts string        // known_hosts file (absolute; default ~/.ssh/known_hosts)
+	WorkDir    string        // on each machine; "~/x", relative (to home) or absolute; default ~/trialform
+	LostGrace  time.Duration // how long a machine may be unreachable before its trials are LOST (default 2m)
+	StopGrace  time.Duration // SIGTERM to SIGKILL (default 10s)
+	// StateDir is a local directory where the provider remembers since when
+	// a machine is unreachable, across CLI runs ("" keeps it in memory).
+	StateDir string
+}
+
+// Machine is one machine block.
+type Machine struct {
+	Host            string
+	Port            int    // default 22
+	User            string // default: the local user
+	KeyFile         string // private key (absolute); or Password, or the SSH agent
+	Password        string
+	GPUIndices      []int
+	MaxTrialsPerGPU int    // default 1
+	MaxTrials       int    // trials at once on the machine; default: its CPU count
+	PythonPath      string // prepended to PATH on the machine
+}
+
+// Remote is the remote platform. It is safe for concurrent use.
+type Remote struct {
+	cfg      Config
+	machines []*machine
+	lib      *bundle
+
+	schedMu sync.Mutex // machine.busy, scanned, uploaded
+
+	locksMu sync.Mutex
+	locks   map[string]*sync.Mutex
+	code    map[string]*bundle
+
+	downMu sync.Mutex
+	down   map[string]downInfo // by machine key
+}
+
+type downInfo struct {
+	Since   time.Time `json:"since"`
+	Err     string    `json:"error"`
+	lastTry time.Time
+}
+
+var (
+	_ providers.Provider    = (*Remote)(nil)
+	_ providers.Lister      = (*Remote)(nil)
+	_ providers.LogStreamer = (*Remote)(nil)
+)
+
+// New checks cfg and fills defaults. It does not connect.
+func New(cfg Config) (*Remote, error) {
+	if len(cfg.Machines) == 0 {
+		return nil, providers.Permanent(errors.New("remote platform: no machine blocks; add at least one machine { host = ... }"))
+	}
+	home, _ := os.UserHomeDir()
+	if cfg.KnownHosts == "" {
+		cfg.KnownHosts = filepath.Join(home, ".ssh", "known_hosts")
+	}
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = "~/trialform"
+	}
+	if cfg.LostGrace <= 0 {
+		cfg.LostGrace = 2 * time.Minute
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 10 * time.Second
+	}
+	lib, err := libBundle()
+	if err != nil {
+		return nil, err
+	}
+	r := &Remote{cfg: cfg, lib: lib, locks: map[string]*sync.Mutex{}, code: map[string]*bundle{}, down: map[string]downInfo{}}
+	seen := map[string]bool{}
+	for i, mc := range cfg.Machines {
+		if mc.Host == "" {
+			return nil, providers.Permanent(fmt.Errorf("remote platform: machine %d has no host", i+1))
+		}
+		if mc.Port == 0 {
+			mc.Port = 22
+		}
+		if mc.User == "" {
+			mc.User = os.Getenv("USER")
+			if mc.User == "" {
+				mc.User = "root"
+			}
+		}
+		if mc.MaxTrialsPerGPU <= 0 {
+			mc.MaxTrialsPerGPU = 1
+		}
+		if mc.KeyFile == "" && mc.Password == "" && os.Getenv("SSH_AUTH_SOCK") == "" {
+			for _, n := range []string{"id_ed25519", "id_ecdsa", "id_rsa"} {
+				if p := filepath.Join(home, ".ssh", n); fileExists(p) {
+					mc.KeyFile = p
+					break
+				}
+			}
+		}
+		key := net.JoinHostPort(mc.Host, strconv.Itoa(mc.Port))
+		if seen[key] {
+			return nil, providers.Permanent(fmt.Errorf("remote platform: machine %s is listed twice", key))
+		}
+		seen[key] = true
+		r.machines = append(r.machines, &machine{cfg: mc, r: r, key: key, sem: make(chan struct{}, maxExec),
+			uploaded: map[string]bool{}})
+	}
+	r.loadDown()
+	return r, nil
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// libBundle is the helpers every machine gets: the sh scripts and the
+// Python modules.
+func libBundle() (*bundle, error) {
+	sh, err := fs.Sub(scripts, "lib")
+	if err != nil {
+		return nil, err
+	}
+	return fsBundle(fsPart{"", sh}, fsPart{"python", local.PythonFS()})
+}
+
+// scripts are the POSIX sh helpers run on the machines.
+//
+//go:embed lib/*.sh
+var scripts embed.FS
+
+// Kind returns "remote".
+func (r *Remote) Kind() string { return "remote" }
+
+// Validate connects to every machine (host key and login checked). A
+// machine that cannot be reached is an error only when none can: trials
+// then run on the others.
+func (r *Remote) Validate(ctx context.Context) error {
+	errs := make([]error, len(r.machines))
+	var wg sync.WaitGroup
+	for i, m := range r.machines {
+		wg.Add(1)
+		go func(i int, m *machine) {
+			defer wg.Done()
+			_, _, errs[i] = m.connected(ctx)
+		}(i, m)
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		} else if providers.IsPermanent(err) {
+			return err
+		}
+	}
+	if ok == 0 {
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// Close closes the connections; trials keep running.
+func (r *Remote) Close() error {
+	for _, m := range r.machines {
+		m.close()
+	}
+	return nil
+}
+
+// machineByKey finds a configured machine.
+func (r *Remote) machineByKey(key string) *machine {
+	for _, m := range r.machines {
+		if m.key == key {
+			return m
+		}
+	}
+	return nil
+}
+
+// markDown records that m failed (the first failure starts the grace).
+func (r *Remote) markDown(m *machine, err error) {
+	r.downMu.Lock()
+	defer r.downMu.Unlock()
+	d, ok := r.down[m.key]
+	if !ok {
+		d.Since = time.Now().UTC()
+	}
+	d.Err = err.Error()
+	d.lastTry = time.Now()
+	r.down[m.key] = d
+	if !ok {
+		r.saveDown()
+	}
+}
+
+func (r *Remote) markUp(m *machine) {
+	r.downMu.Lock()
+	defer r.downMu.Unlock()
+	if _, ok := r.down[m.key]; ok {
+		delete(r.down, m.key)
+		r.saveDown()
+	}
+}
+
+// downSince says since when m is unreachable (zero when it is not known
+// to be).
+func (r *Remote) downSince(m *machine) (downInfo, bool) {
+	r.downMu.Lock()
+	defer r.downMu.Unlock()
+	d, ok := r.down[m.key]
+	return d, ok
+}
+
+func (r *Remote) downFile() string {
+	if r.cfg.StateDir == "" {
+		return ""
+	}
+	return filepath.Join(r.cfg.StateDir, "unreachable.json")
+}
+
+func (r *Remote) loadDown() {
+	f := r.downFile()
+	if f == "" {
+		return
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return
+	}
+	var m map[string]downInfo
+	if json.Unmarshal(b, &m) == nil {
+		for k, v := range m {
+			if r.machineByKey(k) != nil {
+				r.down[k] = v
+			}
+		}
+	}
+}
+
+// saveDown writes the unreachable machines (caller holds downMu).
+func (r *Remote) saveDown() {
+	f := r.downFile()
+	if f == "" {
+		return
+	}
+	if len(r.down) == 0 {
+		_ = os.Remove(f)
+		return
+	}
+	b, _ := json.Marshal(r.down)
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err == nil {
+		tmp := f + ".tmp"
+		if os.WriteFile(tmp, b, 0o644) == nil {
+			_ = os.Rename(tmp, f)
+		}
+	}
+}
