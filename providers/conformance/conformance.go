@@ -40,6 +40,9 @@ type Options struct {
 	StopGrace time.Duration
 	// Parallel runs the tests in parallel.
 	Parallel bool
+	// CodeCopied says trials run in a copy of CodeDir (remote machines),
+	// not in CodeDir itself: the working-dir check then wants the copy.
+	CodeCopied bool
 }
 
 type suite struct {

@@ -106,7 +106,12 @@ func testNNIFileProtocol(e *env) {
 	if env["NNI_OUTPUT_DIR"] != env["TRIALFORM_OUTPUT_DIR"] || env["NNI_OUTPUT_DIR"] == nil {
 		e.t.Errorf("output dirs differ: %v vs %v", env["NNI_OUTPUT_DIR"], env["TRIALFORM_OUTPUT_DIR"])
 	}
-	if cwd, _ := filepath.EvalSymlinks(e.code); env["cwd"] != cwd && env["cwd"] != e.code {
+	if e.s.opts.CodeCopied {
+		cwd, _ := env["cwd"].(string)
+		if _, err := os.Stat(filepath.Join(cwd, "nni_trial.py")); cwd == "" || cwd == e.code || err != nil {
+			e.t.Errorf("cwd %v, want a copy of the code dir %s", env["cwd"], e.code)
+		}
+	} else if cwd, _ := filepath.EvalSymlinks(e.code); env["cwd"] != cwd && env["cwd"] != e.code {
 		e.t.Errorf("cwd %v, want the code dir %s", env["cwd"], e.code)
 	}
 	cfg, _ := json.Marshal(env["cfg"])

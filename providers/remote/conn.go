@@ -40,7 +40,7 @@ type machine struct {
 	ncpu int
 
 	// scheduling (guarded by r.schedMu)
-	busy     map[string][]int // "EXP/TRIAL" -> GPUs held, of live trials
+	busy     map[string]slot // "EXP/TRIAL" -> live or reserved trial
 	scanned  time.Time
 	uploaded map[string]bool // code/lib hashes present on the machine
 }
@@ -125,7 +125,11 @@ func (m *machine) dial(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
 			return nil, nil, fmt.Errorf("machine %s: find the home directory: %w", m.key, err)
 		}
 		m.home = home
-		m.work = expandHome(m.r.cfg.WorkDir, home)
+		wd := m.cfg.WorkDir
+		if wd == "" {
+			wd = m.r.cfg.WorkDir
+		}
+		m.work = expandHome(wd, home)
 	}
 	return c, s, nil
 }
@@ -360,7 +364,7 @@ func (m *machine) sftpErr(c *ssh.Client, err error) error {
 // shq quotes s for a POSIX shell: one word, nothing expanded.
 func shq(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@%", r))
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:,@%", r))
 	}) < 0 {
 		return s
 	}

@@ -67,6 +67,7 @@ type Machine struct {
 	MaxTrialsPerGPU int    // default 1
 	MaxTrials       int    // trials at once on the machine; default: its CPU count
 	PythonPath      string // prepended to PATH on the machine
+	WorkDir         string // overrides Config.WorkDir for this machine
 }
 
 // Remote is the remote platform. It is safe for concurrent use.

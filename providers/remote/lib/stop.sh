@@ -7,18 +7,18 @@ d=$1 n=$2 purge=$3 reason=$4
 [ -d "$d" ] || exit 0
 cd "$d" || exit 1
 get() { sed -n "s/^$1=//p" status 2>/dev/null | head -n 1; }
-alive() { [ -n "$1" ] && kill -0 -- "-$1" 2>/dev/null; }
+alive() { [ -n "$1" ] && kill -0 "-$1" 2>/dev/null; }
 state=$(get state)
 if [ "$state" = running ]; then
 	pgid=$(get pid)
 	sup=$(get sup_pid)
 	printf '%s\n' "$reason" >stop
-	kill -TERM -- "-$pgid" 2>/dev/null
+	kill -TERM "-$pgid" 2>/dev/null
 	# wait up to GRACE_STEPS x 20ms for the group to go
 	i=0
 	while alive "$pgid" && [ $i -lt "$n" ]; do sleep 0.02; i=$((i + 1)); done
 	if alive "$pgid"; then
-		kill -KILL -- "-$pgid" 2>/dev/null
+		kill -KILL "-$pgid" 2>/dev/null
 		i=0
 		while alive "$pgid" && [ $i -lt 250 ]; do sleep 0.02; i=$((i + 1)); done
 	fi

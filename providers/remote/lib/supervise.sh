@@ -49,14 +49,14 @@ status running
 wd=
 if [ "$maxdur" != 0 ]; then
 	setsid sh -c 'sleep "$1"; [ -e stop ] || echo "max_duration $1s exceeded" >timeout
-kill -TERM -- "-$2" 2>/dev/null; sleep "$3"; kill -KILL -- "-$2" 2>/dev/null' watchdog "$maxdur" "$pid" "$grace" </dev/null >/dev/null 2>&1 &
+kill -TERM "-$2" 2>/dev/null; sleep "$3"; kill -KILL "-$2" 2>/dev/null' watchdog "$maxdur" "$pid" "$grace" </dev/null >/dev/null 2>&1 &
 	wd=$!
 fi
 
 wait "$pid"
 code=$?
 ended=$(now)
-[ -n "$wd" ] && kill -KILL -- "-$wd" 2>/dev/null
+[ -n "$wd" ] && kill -KILL "-$wd" 2>/dev/null
 if [ -e stop ]; then
 	outcome=stopped reason=$(head -c 300 stop | tr '\n' ' ')
 elif [ -e timeout ]; then

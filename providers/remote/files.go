@@ -1,0 +1,539 @@
+package remote
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
+)
+
+// Names in a trial directory.
+const (
+	specFile   = "spec.json"
+	statusFile = "status"
+	stdoutFile = "stdout"
+	stderrFile = "stderr"
+	nniMetrics = ".nni/metrics"
+)
+
+// spec is the trial's record on the machine, written before each launch:
+// the ownership marker.
+type spec struct {
+	Version     int       `json:"version"`
+	Experiment  string    `json:"experiment"`
+	TrialID     string    `json:"trial_id"`
+	Lineage     string    `json:"lineage"`
+	Attempt     int       `json:"attempt"`
+	ParameterID int       `json:"parameter_id"`
+	MetricRegex string    `json:"metric_regex,omitempty"`
+	Machine     string    `json:"machine"`
+	GPUs        []int     `json:"gpus,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// status is what the sh supervisor records (key=value lines).
+type status struct {
+	State     string // running, ended
+	Attempt   int
+	SupPID    int
+	SupStart  string
+	PID       int
+	PIDStart  string
+	GPUs      string
+	Started   *time.Time
+	Ended     *time.Time
+	StdoutOff int64
+	Exit      *int
+	Outcome   string // exited, signaled, stopped, max_duration
+	Reason    string
+}
+
+func parseStatus(b []byte) *status {
+	st := &status{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "state":
+			st.State = v
+		case "attempt":
+			st.Attempt, _ = strconv.Atoi(v)
+		case "sup_pid":
+			st.SupPID, _ = strconv.Atoi(v)
+		case "sup_start":
+			st.SupStart = v
+		case "pid":
+			st.PID, _ = strconv.Atoi(v)
+		case "pid_start":
+			st.PIDStart = v
+		case "gpus":
+			st.GPUs = v
+		case "started":
+			st.Started = parseEpoch(v)
+		case "ended":
+			st.Ended = parseEpoch(v)
+		case "stdout_off":
+			st.StdoutOff, _ = strconv.ParseInt(v, 10, 64)
+		case "exit":
+			if c, err := strconv.Atoi(v); err == nil {
+				st.Exit = &c
+			}
+		case "outcome":
+			st.Outcome = v
+		case "reason":
+			st.Reason = strings.TrimSpace(v)
+		}
+	}
+	if st.State == "" || st.Attempt == 0 {
+		return nil
+	}
+	return st
+}
+
+// parseEpoch reads `date +%s.%N` ("1700000000.123456789"; a date without
+// %N leaves "1700000000.N").
+func parseEpoch(s string) *time.Time {
+	sec, frac, _ := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return nil
+	}
+	var ns int64
+	if len(frac) == 9 {
+		ns, _ = strconv.ParseInt(frac, 10, 64)
+	}
+	t := time.Unix(n, ns).UTC()
+	return &t
+}
+
+// readSmall reads a whole small file over SFTP; a missing file is nil, nil.
+func readSmall(s *sftp.Client, p string) ([]byte, error) {
+	f, err := s.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var buf bytes.Buffer
+	b := make([]byte, 32<<10)
+	for {
+		n, err := f.Read(b)
+		buf.Write(b[:n])
+		if errors.Is(err, io.EOF) {
+			return buf.Bytes(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if buf.Len() > 4<<20 {
+			return nil, fmt.Errorf("%s is larger than 4 MB", p)
+		}
+	}
+}
+
+// readFrom reads p from off (at most max bytes). A file shorter than off
+// was replaced: it is read from 0. It returns the data and where it
+// starts.
+func readFrom(s *sftp.Client, p string, off, max int64) ([]byte, int64, error) {
+	f, err := s.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, nil
+		}
+		return nil, off, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, off, err
+	}
+	if fi.Size() < off {
+		off = 0
+	}
+	n := fi.Size() - off
+	if n > max {
+		n = max
+	}
+	if n <= 0 {
+		return nil, off, nil
+	}
+	buf := make([]byte, n)
+	k, err := f.ReadAt(buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, off, err
+	}
+	return buf[:k], off, nil
+}
+
+// trialFiles are what a trial's directory says about its current attempt.
+type trialFiles struct {
+	m   *machine
+	c   *ssh.Client
+	s   *sftp.Client
+	dir string
+	sp  *spec
+	st  *status
+}
+
+// load reads spec.json and status of dir; sp is nil when the trial does
+// not exist there.
+func (m *machine) load(ctx context.Context, dir string) (*trialFiles, error) {
+	c, s, err := m.fs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tf := &trialFiles{m: m, c: c, s: s, dir: dir}
+	b, err := readSmall(s, path.Join(dir, specFile))
+	if err != nil {
+		return nil, m.sftpErr(c, err)
+	}
+	if b == nil {
+		return tf, nil
+	}
+	var sp spec
+	if err := json.Unmarshal(b, &sp); err != nil {
+		return nil, fmt.Errorf("machine %s: %s/%s is not valid: %w", m.key, dir, specFile, err)
+	}
+	tf.sp = &sp
+	b, err = readSmall(s, path.Join(dir, statusFile))
+	if err != nil {
+		return nil, m.sftpErr(c, err)
+	}
+	tf.st = parseStatus(b)
+	return tf, nil
+}
+
+// procStart reads the start time of pid on the machine ("" if no such
+// process), from /proc over SFTP.
+func procStart(s *sftp.Client, pid int) string {
+	if pid <= 0 {
+		return ""
+	}
+	b, err := readSmall(s, "/proc/"+strconv.Itoa(pid)+"/stat")
+	if err != nil || b == nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return ""
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return ""
+	}
+	return f[19]
+}
+
+// observe classifies the current attempt.
+func (tf *trialFiles) observe() providers.Observation {
+	sp, st := tf.sp, tf.st
+	o := providers.Observation{TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage}
+	o.Handle = tf.handle()
+	if st == nil || st.Attempt != sp.Attempt {
+		o.Phase = providers.PhaseLost
+		o.Reason = "the supervisor never started the trial on " + tf.m.key
+		return o
+	}
+	o.StartedAt, o.EndedAt = st.Started, st.Ended
+	if st.Exit != nil {
+		c := *st.Exit
+		o.ExitCode = &c
+	}
+	if st.State == "ended" {
+		o.Reason = st.Reason
+		switch st.Outcome {
+		case "stopped", "max_duration":
+			o.Phase = providers.PhaseKilled
+		case "exited":
+			if st.Exit != nil && *st.Exit == 0 {
+				o.Phase = providers.PhaseSucceeded
+			} else {
+				o.Phase = providers.PhaseFailed
+			}
+		default:
+			o.Phase = providers.PhaseFailed
+		}
+		return o
+	}
+	switch {
+	case st.SupStart != "" && procStart(tf.s, st.SupPID) == st.SupStart:
+		o.Phase = providers.PhaseRunning
+	case st.PIDStart != "" && procStart(tf.s, st.PID) == st.PIDStart:
+		o.Phase = providers.PhaseRunning
+		o.Reason = "running without its supervisor (its exit status will not be known)"
+	default:
+		o.Phase = providers.PhaseLost
+		o.Reason = "the trial and its supervisor vanished on " + tf.m.key + " without recording an exit (machine rebooted?)"
+	}
+	return o
+}
+
+// handle is the provider handle of the trial's current attempt.
+func (tf *trialFiles) handle() providers.Handle {
+	h := providers.Handle{"machine": tf.m.key, "host": tf.m.cfg.Host, "dir": tf.dir}
+	if tf.sp != nil {
+		h["attempt"] = strconv.Itoa(tf.sp.Attempt)
+		if len(tf.sp.GPUs) > 0 {
+			h["gpus"] = joinInts(tf.sp.GPUs)
+		}
+	}
+	if st := tf.st; st != nil && tf.sp != nil && st.Attempt == tf.sp.Attempt {
+		h["supervisor_pid"] = strconv.Itoa(st.SupPID)
+		if st.PID > 0 {
+			h["pid"] = strconv.Itoa(st.PID)
+			h["pgid"] = strconv.Itoa(st.PID)
+		}
+	}
+	return h
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// Offset keys of Observation.MetricsOffset.
+const (
+	offAttempt    = "attempt"     // attempt whose .nni/metrics "nni" points into
+	offNNI        = "nni"         // byte offset in that .nni/metrics
+	offStdout     = "stdout"      // byte offset in stdout (all attempts)
+	offSeq        = "seq"         // next sequence of stdout intermediate results
+	offSeqAttempt = "seq_attempt" // attempt "seq" counts for
+	offFinal      = "final"       // attempt whose regex final result was settled
+)
+
+const maxMetricRead = 64 << 20
+
+// metrics returns the metrics past off and the new offsets: NNI's file
+// (archived attempts first), then the lines parsed from stdout.
+func (tf *trialFiles) metrics(off map[string]int64, ended, succeeded bool) ([]providers.Metric, map[string]int64, error) {
+	sp, st := tf.sp, tf.st
+	attempt := sp.Attempt
+	next := map[string]int64{}
+	for k, v := range off {
+		next[k] = v
+	}
+	from := int(off[offAttempt])
+	if from < 1 {
+		from = 1
+	}
+	nniOff := off[offNNI]
+	if from > attempt {
+		from, nniOff = attempt, 0
+	}
+	var out []providers.Metric
+	for a := from; a <= attempt; a++ {
+		p := path.Join(tf.dir, nniMetrics)
+		if a < attempt {
+			p += "." + strconv.Itoa(a)
+		}
+		start := int64(0)
+		if a == from {
+			start = nniOff
+		}
+		data, at, err := readFrom(tf.s, p, start, maxMetricRead)
+		if err != nil {
+			return nil, nil, tf.m.sftpErr(tf.c, err)
+		}
+		recs, consumed, _ := trialproto.ParseMetricRecords(data)
+		out = append(out, recs...)
+		nniOff = at + int64(consumed)
+	}
+	next[offAttempt], next[offNNI] = int64(attempt), nniOff
+
+	var re *regexp.Regexp
+	if sp.MetricRegex != "" {
+		re, _ = regexp.Compile(sp.MetricRegex)
+	}
+	curStart := int64(-1)
+	if st != nil && st.Attempt == attempt {
+		curStart = st.StdoutOff
+	}
+	data, at, err := readFrom(tf.s, path.Join(tf.dir, stdoutFile), off[offStdout], maxMetricRead)
+	if err != nil {
+		return nil, nil, tf.m.sftpErr(tf.c, err)
+	}
+	if at < off[offStdout] { // replaced: count afresh
+		next[offSeq], next[offSeqAttempt] = 0, 0
+	}
+	pos := at
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		var line []byte
+		if i < 0 {
+			if !ended && len(data) < 1<<20 {
+				break // an unfinished line
+			}
+			line, data = data, nil
+		} else {
+			line, data = data[:i], data[i+1:]
+		}
+		lineAt := pos
+		pos += int64(len(line))
+		if i >= 0 {
+			pos++
+		}
+		if curStart >= 0 && lineAt >= curStart && next[offSeqAttempt] != int64(attempt) {
+			next[offSeq], next[offSeqAttempt] = 0, int64(attempt)
+		}
+		m, ok := trialproto.ParseStdoutLine(string(line), nil)
+		if !ok && re != nil {
+			m, ok = trialproto.ParseStdoutLine(string(line), re)
+		}
+		if !ok {
+			continue
+		}
+		if m.ParameterID < 0 {
+			m.ParameterID = sp.ParameterID
+		}
+		if m.Sequence < 0 {
+			m.Sequence = 0
+			if m.Type == trialproto.TypePeriodical {
+				m.Sequence = int(next[offSeq])
+				next[offSeq]++
+			}
+		}
+		out = append(out, m)
+	}
+	next[offStdout] = pos
+
+	if ended && re != nil && next[offFinal] != int64(attempt) && pos >= at && len(data) == 0 {
+		next[offFinal] = int64(attempt)
+		if succeeded && curStart >= 0 {
+			if m, ok, err := tf.regexFinal(re, curStart); err != nil {
+				return nil, nil, err
+			} else if ok {
+				out = append(out, m)
+			}
+		}
+	}
+	return out, next, nil
+}
+
+// regexFinal is the synthetic FINAL of a trial that reported its metrics
+// only through metric_regex lines: the last value of each name, unless the
+// attempt reported a final result itself.
+func (tf *trialFiles) regexFinal(re *regexp.Regexp, from int64) (providers.Metric, bool, error) {
+	data, _, err := readFrom(tf.s, path.Join(tf.dir, stdoutFile), from, maxMetricRead)
+	if err != nil {
+		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
+	}
+	var last trialproto.LastValues
+	for _, line := range strings.Split(string(data), "\n") {
+		if m, ok := trialproto.ParseStdoutLine(line, nil); ok {
+			if m.Type == trialproto.TypeFinal && m.Garbage == "" {
+				return providers.Metric{}, false, nil
+			}
+			continue
+		}
+		if m, ok := trialproto.ParseStdoutLine(line, re); ok {
+			last.Add(m)
+		}
+	}
+	nni, _, err := readFrom(tf.s, path.Join(tf.dir, nniMetrics), 0, maxMetricRead)
+	if err != nil {
+		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
+	}
+	recs, _, _ := trialproto.ParseMetricRecords(nni)
+	for _, r := range recs {
+		if r.Type == trialproto.TypeFinal && r.Garbage == "" {
+			return providers.Metric{}, false, nil
+		}
+	}
+	m, ok := last.FinalFromLast()
+	m.ParameterID = tf.sp.ParameterID
+	return m, ok, nil
+}
+
+// runScript is the trial's run.sh: the environment, the working dir (the
+// trial's copy of the code dir) and the command, every value quoted.
+func runScript(req providers.StartRequest, m *machine, dir, lib string, gpus []int) (string, error) {
+	env := trialproto.Env(req, dir, path.Join(dir, "output"), path.Join(dir, "params.json"))
+	names := make([]string, 0, len(env))
+	for k := range env {
+		if !validEnvName(k) {
+			return "", providers.Permanent(fmt.Errorf("trial env name %q is not a valid environment variable name (letters, digits, _)", k))
+		}
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n# written by trialform for attempt of trial " + shq(req.TrialID) + "\n")
+	for _, k := range names {
+		if k == "PATH" || k == "PYTHONPATH" {
+			continue
+		}
+		fmt.Fprintf(&b, "%s=%s; export %s\n", k, shq(env[k]), k)
+	}
+	pyLib := path.Join(lib, "python")
+	if v, ok := req.Env["PYTHONPATH"]; ok {
+		fmt.Fprintf(&b, "PYTHONPATH=%s; export PYTHONPATH\n", shq(pyLib+":"+v))
+	} else {
+		fmt.Fprintf(&b, "PYTHONPATH=%s${PYTHONPATH:+:$PYTHONPATH}; export PYTHONPATH\n", shq(pyLib))
+	}
+	pathVal := `"$PATH"`
+	if v, ok := req.Env["PATH"]; ok {
+		pathVal = shq(v)
+	}
+	if m.cfg.PythonPath != "" {
+		pathVal = shq(m.cfg.PythonPath) + ":" + pathVal
+	}
+	fmt.Fprintf(&b, "PATH=%s; export PATH\n", pathVal)
+	if len(m.cfg.GPUIndices) > 0 {
+		fmt.Fprintf(&b, "CUDA_VISIBLE_DEVICES=%s; export CUDA_VISIBLE_DEVICES\n", shq(joinInts(gpus)))
+	}
+	fmt.Fprintf(&b, "cd %s || exit 127\n", shq(path.Join(dir, "code")))
+	if req.Shell != "" {
+		fmt.Fprintf(&b, "exec /bin/sh -c %s\n", shq(req.Shell))
+	} else {
+		fmt.Fprintf(&b, "exec %s\n", shline(req.Args...))
+	}
+	return b.String(), nil
+}
+
+func validEnvName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// seconds renders a duration for sleep(1).
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+}
+
+var _ = os.ErrNotExist

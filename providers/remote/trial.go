@@ -1,0 +1,612 @@
+package remote
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
+)
+
+func checkName(what, s string) error {
+	if s == "" || s == "." || s == ".." || strings.HasPrefix(s, ".") || strings.ContainsAny(s, "/\\\x00\n") || len(s) > 200 {
+		return providers.Permanent(fmt.Errorf("%s %q cannot name a directory", what, s))
+	}
+	return nil
+}
+
+func (m *machine) trialDir(exp, id string) string { return path.Join(m.work, "trials", exp, id) }
+func (r *Remote) libDir(m *machine) string      { return path.Join(m.work, "lib", r.lib.hash) }
+
+// downError is a machine that cannot be reached right now.
+type downError struct {
+	m   *machine
+	err error
+}
+
+func (e *downError) Error() string { return e.err.Error() }
+func (e *downError) Unwrap() error { return e.err }
+
+// locate finds the trial: on the handle's machine, or else on any
+// machine. tf.sp is nil when it exists nowhere reachable.
+func (r *Remote) locate(ctx context.Context, exp, id string, h providers.Handle) (*trialFiles, error) {
+	if err := checkName("experiment", exp); err != nil {
+		return nil, err
+	}
+	if err := checkName("trial id", id); err != nil {
+		return nil, err
+	}
+	if m := r.machineByKey(h["machine"]); m != nil {
+		if _, _, err := m.connected(ctx); err != nil {
+			if providers.IsPermanent(err) {
+				return nil, err
+			}
+			return nil, &downError{m, err}
+		}
+		tf, err := m.load(ctx, m.trialDir(exp, id))
+		if err != nil && !providers.IsPermanent(err) {
+			if _, down := r.downSince(m); down {
+				return nil, &downError{m, err}
+			}
+		}
+		return tf, err
+	}
+	res := make([]*trialFiles, len(r.machines))
+	errs := make([]error, len(r.machines))
+	var wg sync.WaitGroup
+	for i, m := range r.machines {
+		wg.Add(1)
+		go func(i int, m *machine) {
+			defer wg.Done()
+			if _, _, err := m.connected(ctx); err != nil {
+				errs[i] = err
+				return
+			}
+			res[i], errs[i] = m.load(ctx, m.trialDir(exp, id))
+		}(i, m)
+	}
+	wg.Wait()
+	var first *trialFiles
+	for i, tf := range res {
+		if tf != nil && tf.sp != nil {
+			return tf, nil
+		}
+		if tf != nil && first == nil {
+			first = tf
+		}
+		if errs[i] != nil && providers.IsPermanent(errs[i]) {
+			return nil, errs[i]
+		}
+	}
+	if first == nil {
+		return nil, errors.Join(errs...)
+	}
+	return first, nil
+}
+
+// Read observes one trial. A trial on a machine that cannot be reached is
+// an error until the machine has been unreachable for lost_grace, then
+// LOST (the planner resumes it when the machine is back).
+func (r *Remote) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
+	absent := providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}
+	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
+	var de *downError
+	if errors.As(err, &de) {
+		return r.unreachable(de, req.TrialID, req.Experiment, req.Handle)
+	}
+	if err != nil {
+		return providers.Observation{}, err
+	}
+	if tf.sp == nil {
+		return absent, nil
+	}
+	o := tf.observe()
+	r.settle(tf.m, o)
+	o.Metrics, o.MetricsOffset, err = tf.metrics(req.MetricsOffset, o.Phase.Ended() || o.Phase == providers.PhaseLost, o.Phase == providers.PhaseSucceeded)
+	if err != nil {
+		return providers.Observation{}, err
+	}
+	return o, nil
+}
+
+func (r *Remote) unreachable(de *downError, id, exp string, h providers.Handle) (providers.Observation, error) {
+	d, ok := r.downSince(de.m)
+	if !ok {
+		return providers.Observation{}, de
+	}
+	for_ := time.Since(d.Since).Round(time.Second)
+	if time.Since(d.Since) < r.cfg.LostGrace {
+		return providers.Observation{}, fmt.Errorf("machine %s unreachable for %s; its trials become LOST after lost_grace %s: %s", de.m.key, for_, r.cfg.LostGrace, d.Err)
+	}
+	return providers.Observation{
+		TrialID: id, Experiment: exp, Exists: true, Phase: providers.PhaseLost, Handle: h,
+		Reason: fmt.Sprintf("machine %s unreachable for %s (lost_grace %s): %s", de.m.key, for_, r.cfg.LostGrace, d.Err),
+	}, nil
+}
+
+// settle frees the trial's slot once it is no longer running.
+func (r *Remote) settle(m *machine, o providers.Observation) {
+	if o.Phase == providers.PhaseRunning || o.Phase == providers.PhasePending {
+		return
+	}
+	r.schedMu.Lock()
+	delete(m.busy, o.Experiment+"/"+o.TrialID)
+	r.schedMu.Unlock()
+}
+
+// Start creates or adopts the trial (see the providers contract): a trial
+// that runs is adopted, an ended one returned as is unless req.Resume;
+// otherwise a new attempt starts, on the trial's machine when it has one
+// (its output dir is there), else on the machine with the most free
+// slots. No free slot anywhere is an error wrapping providers.ErrNoCapacity
+// that says why.
+func (r *Remote) Start(ctx context.Context, req providers.StartRequest) (providers.Handle, error) {
+	if err := validateStart(req); err != nil {
+		return nil, err
+	}
+	mu := r.uploadLock("trial\x00" + req.Experiment + "/" + req.TrialID)
+	mu.Lock()
+	defer mu.Unlock()
+	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
+	if err != nil {
+		return nil, err
+	}
+	attempt := 1
+	var only *machine
+	if tf.sp != nil {
+		if tf.sp.Lineage != "" && req.Lineage != "" && tf.sp.Lineage != req.Lineage {
+			return nil, providers.Permanent(fmt.Errorf("%s:%s belongs to another trialform state (lineage %s); use another work_dir or experiment name", tf.m.key, tf.dir, tf.sp.Lineage))
+		}
+		o := tf.observe()
+		switch {
+		case o.Phase == providers.PhaseRunning || o.Phase == providers.PhasePending:
+			return o.Handle, nil
+		case o.Phase.Ended() && !req.Resume:
+			return o.Handle, nil
+		}
+		attempt = tf.sp.Attempt + 1
+		if tf.st != nil && tf.st.Attempt >= attempt {
+			attempt = tf.st.Attempt + 1
+		}
+		only = tf.m
+		r.settle(tf.m, o)
+	}
+	code, err := r.codeFor(req.Experiment, req.CodeDir)
+	if err != nil {
+		return nil, err
+	}
+	m, gpus, err := r.reserve(ctx, req, only)
+	if err != nil {
+		return nil, err
+	}
+	key := req.Experiment + "/" + req.TrialID
+	h, err := r.launch(ctx, m, req, code, gpus, attempt)
+	if err != nil {
+		r.schedMu.Lock()
+		delete(m.busy, key)
+		r.schedMu.Unlock()
+		return nil, fmt.Errorf("start on %s: %w", m.key, err)
+	}
+	return h, nil
+}
+
+func (r *Remote) launch(ctx context.Context, m *machine, req providers.StartRequest, code *bundle, gpus []int, attempt int) (providers.Handle, error) {
+	lib := r.libDir(m)
+	if err := r.upload(ctx, m, r.lib, lib); err != nil {
+		return nil, err
+	}
+	codeDir := path.Join(m.work, "code", code.hash)
+	if err := r.upload(ctx, m, code, codeDir); err != nil {
+		return nil, err
+	}
+	dir := m.trialDir(req.Experiment, req.TrialID)
+	run, err := runScript(req, m, dir, lib, gpus)
+	if err != nil {
+		return nil, err
+	}
+	sp := &spec{Version: 1, Experiment: req.Experiment, TrialID: req.TrialID, Lineage: req.Lineage, Attempt: attempt,
+		ParameterID: req.ParameterID, MetricRegex: req.MetricRegex, Machine: m.key, GPUs: gpus, CreatedAt: time.Now().UTC()}
+	spb, _ := json.Marshal(sp)
+	// The attempt's files travel in one tar with the launch command: a
+	// single round trip.
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{"parameter.cfg", trialproto.ParameterCfg(req.ParameterID, req.Params)},
+		{"params.json", trialproto.ParamsJSON(req.Params)},
+		{"run.sh", []byte(run)},
+		{specFile, spb},
+	} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	maxdur := "0"
+	if req.MaxDuration > 0 {
+		maxdur = seconds(req.MaxDuration)
+	}
+	cmd := "mkdir -p " + shq(dir) + " && tar -xf - -C " + shq(dir) + " && exec sh " +
+		shline(path.Join(lib, "launch.sh"), dir, strconv.Itoa(attempt), codeDir, maxdur, seconds(r.cfg.StopGrace), joinInts(gpus))
+	out, err := m.run(ctx, cmd, &buf)
+	if err != nil {
+		return nil, err
+	}
+	st := parseStatus(out)
+	if st == nil {
+		return nil, fmt.Errorf("launch printed no status: %q", out)
+	}
+	tf := &trialFiles{m: m, dir: dir, sp: sp, st: st}
+	return tf.handle(), nil
+}
+
+func validateStart(req providers.StartRequest) error {
+	switch {
+	case req.Shell == "" && len(req.Args) == 0:
+		return providers.Permanent(errors.New("trial has neither a command nor args"))
+	case req.Shell != "" && len(req.Args) > 0:
+		return providers.Permanent(errors.New("trial has both a command and args"))
+	case len(req.Args) > 0 && req.Args[0] == "":
+		return providers.Permanent(errors.New("trial args start with an empty program name"))
+	case req.CodeDir == "" || !filepath.IsAbs(req.CodeDir):
+		return providers.Permanent(fmt.Errorf("code dir %q is not an absolute path", req.CodeDir))
+	case req.GPUs < 0:
+		return providers.Permanent(fmt.Errorf("gpus = %d is negative", req.GPUs))
+	case req.MaxDuration < 0:
+		return providers.Permanent(fmt.Errorf("max_duration %s is negative", req.MaxDuration))
+	}
+	if req.MetricRegex != "" {
+		re, err := regexp.Compile(req.MetricRegex)
+		if err != nil {
+			return providers.Permanent(fmt.Errorf("metric regex: %w", err))
+		}
+		if re.SubexpIndex("value") < 0 {
+			return providers.Permanent(fmt.Errorf("metric regex %q has no (?P<value>...) group", req.MetricRegex))
+		}
+	}
+	return nil
+}
+
+// Stop stops the trial's process group on its machine (SIGTERM, SIGKILL
+// after the grace period) and, with Purge, removes its directory there. A
+// trial that is gone or ended is not an error; an unreachable machine is.
+func (r *Remote) Stop(ctx context.Context, req providers.StopRequest) error {
+	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
+	if err != nil {
+		return err
+	}
+	if tf.sp == nil {
+		return nil
+	}
+	grace := req.Grace
+	if grace <= 0 {
+		grace = r.cfg.StopGrace
+	}
+	reason := req.Reason
+	if reason == "" {
+		reason = "stopped by trialform"
+	}
+	purge := "0"
+	if req.Purge {
+		purge = "1"
+	}
+	if err := r.upload(ctx, tf.m, r.lib, r.libDir(tf.m)); err != nil {
+		return err
+	}
+	steps := strconv.Itoa(int(grace / (20 * time.Millisecond)))
+	if _, err := tf.m.run(ctx, "sh "+shline(path.Join(r.libDir(tf.m), "stop.sh"), tf.dir, steps, purge, reason), nil); err != nil {
+		return fmt.Errorf("stop trial %s on %s: %w", req.TrialID, tf.m.key, err)
+	}
+	r.schedMu.Lock()
+	delete(tf.m.busy, req.Experiment+"/"+req.TrialID)
+	r.schedMu.Unlock()
+	return nil
+}
+
+// List returns the trials of experiment on every reachable machine
+// (without metrics), sorted by trial id.
+func (r *Remote) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
+	if err := checkName("experiment", experiment); err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var out []providers.Observation
+	var errs []error
+	var wg sync.WaitGroup
+	for _, m := range r.machines {
+		wg.Add(1)
+		go func(m *machine) {
+			defer wg.Done()
+			c, s, err := m.connected(ctx)
+			if err != nil {
+				if providers.IsPermanent(err) {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+				return // its trials are read (and go LOST) one by one
+			}
+			base := path.Join(m.work, "trials", experiment)
+			ents, err := s.ReadDir(base)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return
+				}
+				mu.Lock()
+				errs = append(errs, m.sftpErr(c, err))
+				mu.Unlock()
+				return
+			}
+			var iw sync.WaitGroup
+			for _, e := range ents {
+				if !e.IsDir() || checkName("trial id", e.Name()) != nil {
+					continue
+				}
+				iw.Add(1)
+				go func(name string) {
+					defer iw.Done()
+					tf, err := m.load(ctx, path.Join(base, name))
+					if err != nil || tf.sp == nil {
+						return
+					}
+					o := tf.observe()
+					r.settle(m, o)
+					mu.Lock()
+					out = append(out, o)
+					mu.Unlock()
+				}(e.Name())
+			}
+			iw.Wait()
+		}(m)
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
+	return out, nil
+}
+
+// Logs copies the trial's stdout, then its stderr, to req.Out. With
+// Follow it keeps copying (every 200ms) until the attempt ended.
+func (r *Remote) Logs(ctx context.Context, req providers.LogsRequest) error {
+	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
+	if err != nil {
+		return err
+	}
+	if tf.sp == nil {
+		return fmt.Errorf("logs of trial %s: %w", req.TrialID, providers.ErrNotFound)
+	}
+	files := []string{path.Join(tf.dir, stdoutFile), path.Join(tf.dir, stderrFile)}
+	offs := make([]int64, len(files))
+	copyNew := func() error {
+		for i, f := range files {
+			for {
+				data, at, err := readFrom(tf.s, f, offs[i], 4<<20)
+				if err != nil {
+					return tf.m.sftpErr(tf.c, err)
+				}
+				if len(data) == 0 {
+					break
+				}
+				if _, err := req.Out.Write(data); err != nil {
+					return err
+				}
+				offs[i] = at + int64(len(data))
+			}
+		}
+		return nil
+	}
+	for {
+		o := tf.observe()
+		done := o.Phase.Ended() || o.Phase == providers.PhaseLost
+		if err := copyNew(); err != nil {
+			return err
+		}
+		if !req.Follow || done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		next, err := tf.m.load(ctx, tf.dir)
+		if err != nil {
+			return err
+		}
+		if next.sp == nil {
+			return nil
+		}
+		tf = next
+	}
+}
+
+// reserve picks a machine (only, when set) with a free slot and holds the
+// slot for the trial.
+func (r *Remote) reserve(ctx context.Context, req providers.StartRequest, only *machine) (*machine, []int, error) {
+	cands := r.machines
+	if only != nil {
+		cands = []*machine{only}
+	}
+	enough := false
+	for _, m := range cands {
+		if req.GPUs == 0 || len(m.cfg.GPUIndices) >= req.GPUs {
+			enough = true
+		}
+	}
+	if !enough {
+		return nil, nil, providers.Permanent(fmt.Errorf("trial needs %d GPUs but no machine of %s has that many in gpu_indices", req.GPUs, r.cfg.Name))
+	}
+	key := req.Experiment + "/" + req.TrialID
+	for round := 0; ; round++ {
+		down := map[*machine]error{}
+		for _, m := range cands {
+			r.schedMu.Lock()
+			stale := m.scanned.IsZero() || (round > 0 && time.Since(m.scanned) > 300*time.Millisecond)
+			r.schedMu.Unlock()
+			if !stale {
+				if _, _, err := m.connected(ctx); err != nil {
+					down[m] = err
+				}
+				continue
+			}
+			if err := r.scan(ctx, m); err != nil {
+				if providers.IsPermanent(err) {
+					return nil, nil, err
+				}
+				down[m] = err
+			}
+		}
+		r.schedMu.Lock()
+		best, gpus, why := r.choose(cands, down, req)
+		if best != nil {
+			best.busy[key] = slot{gpus: gpus, at: time.Now()}
+			r.schedMu.Unlock()
+			return best, gpus, nil
+		}
+		r.schedMu.Unlock()
+		if round > 0 {
+			return nil, nil, fmt.Errorf("%s: %w", why, providers.ErrNoCapacity)
+		}
+	}
+}
+
+// slot is a live (or just reserved) trial on a machine.
+type slot struct {
+	gpus []int
+	at   time.Time
+}
+
+// choose picks the machine with the most free slots (caller holds
+// schedMu) or says why there is none.
+func (r *Remote) choose(cands []*machine, down map[*machine]error, req providers.StartRequest) (*machine, []int, string) {
+	var best *machine
+	var bestGPUs []int
+	bestFree := 0
+	var why []string
+	gpuShort := false
+	for _, m := range cands {
+		if _, ok := down[m]; ok {
+			why = append(why, m.key+" unreachable")
+			continue
+		}
+		limit := m.cfg.MaxTrials
+		if limit <= 0 {
+			limit = m.ncpu
+		}
+		if limit <= 0 {
+			limit = 1
+		}
+		free := limit - len(m.busy)
+		if free <= 0 {
+			why = append(why, fmt.Sprintf("%s %d/%d busy", m.key, len(m.busy), limit))
+			continue
+		}
+		var gpus []int
+		if req.GPUs > 0 {
+			load := map[int]int{}
+			for _, s := range m.busy {
+				for _, g := range s.gpus {
+					load[g]++
+				}
+			}
+			var freeG []int
+			full := 0
+			for _, g := range m.cfg.GPUIndices {
+				if load[g] < m.cfg.MaxTrialsPerGPU {
+					freeG = append(freeG, g)
+				} else {
+					full++
+				}
+			}
+			if len(freeG) < req.GPUs {
+				gpuShort = true
+				why = append(why, fmt.Sprintf("%s %d/%d GPUs busy (max %d trials per GPU)", m.key, full, len(m.cfg.GPUIndices), m.cfg.MaxTrialsPerGPU))
+				continue
+			}
+			sort.SliceStable(freeG, func(i, j int) bool { return load[freeG[i]] < load[freeG[j]] })
+			gpus = append([]int(nil), freeG[:req.GPUs]...)
+			sort.Ints(gpus)
+		}
+		if best == nil || free > bestFree {
+			best, bestGPUs, bestFree = m, gpus, free
+		}
+	}
+	if best != nil {
+		return best, bestGPUs, ""
+	}
+	what := "slot"
+	if gpuShort {
+		what = "GPU"
+	}
+	return nil, nil, fmt.Sprintf("no free %s on %s: %s", what, r.cfg.Name, strings.Join(why, ", "))
+}
+
+// scan counts the live trials on m (one remote command) and its CPUs.
+func (r *Remote) scan(ctx context.Context, m *machine) error {
+	if _, _, err := m.connected(ctx); err != nil {
+		return err
+	}
+	if err := r.upload(ctx, m, r.lib, r.libDir(m)); err != nil {
+		return err
+	}
+	start := time.Now()
+	out, err := m.run(ctx, "sh "+shline(path.Join(r.libDir(m), "scan.sh"), path.Join(m.work, "trials")), nil)
+	if err != nil {
+		return err
+	}
+	busy := map[string]slot{}
+	ncpu := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 2 && f[0] == "ncpu":
+			ncpu, _ = strconv.Atoi(f[1])
+		case len(f) >= 1:
+			var gpus []int
+			if len(f) == 2 {
+				for _, g := range strings.Split(f[1], ",") {
+					if i, err := strconv.Atoi(g); err == nil {
+						gpus = append(gpus, i)
+					}
+				}
+			}
+			busy[f[0]] = slot{gpus: gpus, at: start}
+		}
+	}
+	r.schedMu.Lock()
+	defer r.schedMu.Unlock()
+	// Keep what this process reserved while the scan ran.
+	for k, s := range m.busy {
+		if _, ok := busy[k]; !ok && s.at.After(start.Add(-2*time.Second)) {
+			busy[k] = s
+		}
+	}
+	m.busy, m.ncpu, m.scanned = busy, ncpu, time.Now()
+	return nil
+}
+
+var _ = io.EOF
