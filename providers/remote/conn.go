@@ -258,9 +258,10 @@ func hostKeyAlgorithms(cb ssh.HostKeyCallback, addr string) []string {
 // probeKey is a key no host has, to make knownhosts list the known ones.
 type probeKey struct{}
 
-func (probeKey) Type() string                              { return "trialform-probe" }
-func (probeKey) Marshal() []byte                           { return []byte("trialform-probe") }
-func (probeKey) Verify([]byte, *ssh.Signature) error       { return errors.New("probe") }
+func (probeKey) Type() string                        { return "trialform-probe" }
+func (probeKey) Marshal() []byte                     { return []byte("trialform-probe") }
+func (probeKey) Verify([]byte, *ssh.Signature) error { return errors.New("probe") }
+
 var _ ssh.PublicKey = probeKey{}
 
 // explain turns handshake errors into what the user should do.

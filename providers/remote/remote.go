@@ -28,10 +28,10 @@ package remote
 import (
 	"context"
 	"embed"
-	"io/fs"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"

@@ -30,7 +30,7 @@ func checkName(what, s string) error {
 }
 
 func (m *machine) trialDir(exp, id string) string { return path.Join(m.work, "trials", exp, id) }
-func (r *Remote) libDir(m *machine) string      { return path.Join(m.work, "lib", r.lib.hash) }
+func (r *Remote) libDir(m *machine) string        { return path.Join(m.work, "lib", r.lib.hash) }
 
 // downError is a machine that cannot be reached right now.
 type downError struct {
