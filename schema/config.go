@@ -30,6 +30,8 @@ type Platform struct {
 	// Local platform settings (kind "local").
 	GPUIndices      []int // nil = no GPU scheduling
 	MaxTrialsPerGPU int   // default 1
+	// Remote holds the checked settings of a "remote" platform.
+	Remote *RemotePlatform
 	// Attrs holds every attribute of the block, evaluated, by name
 	// (including the local ones above), for other kinds' providers.
 	Attrs     map[string]any

@@ -203,8 +203,8 @@ func TestImplicitDefaultPlatform(t *testing.T) {
 func TestOtherPlatformKindsArePermissive(t *testing.T) {
 	dir := writeConfig(t, map[string]string{
 		"main.hcl": `
-locals { env = { HOST = platform.remote.lab.machine[1].host } }
-platform "remote" "lab" {
+locals { env = { HOST = platform.kubernetes.lab.machine[1].host } }
+platform "kubernetes" "lab" {
   reuse = true
   machine {
     host = "10.0.0.1"
@@ -216,10 +216,10 @@ platform "remote" "lab" {
   }
   storage "nfs" { server = "nas" }
 }
-` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.remote.lab", 1),
+` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.kubernetes.lab", 1),
 	})
 	cfg := mustLoad(t, dir, LoadOptions{})
-	p := cfg.Platforms["remote.lab"]
+	p := cfg.Platforms["kubernetes.lab"]
 	want := map[string]any{
 		"reuse": true,
 		"machine": []any{
@@ -229,14 +229,59 @@ platform "remote" "lab" {
 		"storage": []any{map[string]any{"server": "nas", "_labels": []any{"nfs"}}},
 	}
 	if p == nil || !reflect.DeepEqual(p.Attrs, want) {
-		t.Fatalf("remote Attrs = %#v\nwant %#v", p, want)
+		t.Fatalf("kubernetes Attrs = %#v\nwant %#v", p, want)
 	}
 	e := cfg.Experiments["e"]
 	if e.Platform != p || e.Trial.Env["HOST"] != "10.0.0.2" {
 		t.Errorf("experiment platform %v, env %v", e.Platform, e.Trial.Env)
 	}
 	if len(cfg.Platforms) != 2 {
-		t.Errorf("want remote.lab and the implicit local.default, got %v", keys(cfg.Platforms))
+		t.Errorf("want kubernetes.lab and the implicit local.default, got %v", keys(cfg.Platforms))
+	}
+}
+
+func TestRemotePlatform(t *testing.T) {
+	dir := writeConfig(t, map[string]string{
+		"main.hcl": `
+locals { env = {} }
+platform "remote" "lab" {
+  known_hosts = "keys/known_hosts"
+  work_dir    = "~/tf"
+  lost_grace  = "30s"
+  machine {
+    host               = "10.0.0.5"
+    user               = "alice"
+    ssh_key_file       = "~/.ssh/id_ed25519"
+    gpu_indices        = [0, 1]
+    max_trials_per_gpu = 2
+    python_path        = "/opt/conda/bin"
+  }
+  machine {
+    host       = "10.0.0.6"
+    port       = 2222
+    password   = "s3cret"
+    max_trials = 3
+  }
+}
+` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.remote.lab", 1),
+	})
+	cfg := mustLoad(t, dir, LoadOptions{})
+	p := cfg.Platforms["remote.lab"]
+	if p == nil || p.Remote == nil {
+		t.Fatalf("remote.lab = %+v", p)
+	}
+	home, _ := os.UserHomeDir()
+	r := p.Remote
+	if r.KnownHosts != filepath.Join(dir, "keys/known_hosts") || r.WorkDir != "~/tf" || r.LostGrace != 30*time.Second || len(r.Machines) != 2 {
+		t.Errorf("remote = %+v", r)
+	}
+	m0, m1 := r.Machines[0], r.Machines[1]
+	if m0.Host != "10.0.0.5" || m0.Port != 22 || m0.User != "alice" || m0.SSHKeyFile != filepath.Join(home, ".ssh/id_ed25519") ||
+		!reflect.DeepEqual(m0.GPUIndices, []int{0, 1}) || m0.MaxTrialsPerGPU != 2 || m0.PythonPath != "/opt/conda/bin" || m0.DeclRange.Start.Line != 7 {
+		t.Errorf("machine 0 = %+v", m0)
+	}
+	if m1.Host != "10.0.0.6" || m1.Port != 2222 || m1.Password != "s3cret" || m1.MaxTrials != 3 || m1.MaxTrialsPerGPU != 1 || m1.GPUIndices != nil {
+		t.Errorf("machine 1 = %+v", m1)
 	}
 }
 
@@ -487,6 +532,13 @@ func TestLoadErrors(t *testing.T) {
 			{"Invalid param value", `uniform of param "d" must be a list of numbers, like [0, 1]; item 1 is not a number.`, "main.hcl:5"},
 		}},
 		{"command_and_args", []wantDiag{{"Conflicting trial command", "either command", "main.hcl:10"}}},
+		{"remote_platform", []wantDiag{
+			{"Invalid duration", `lost_grace "soon"`, "main.hcl:3"},
+			{"Unsupported argument", `Did you mean "port"?`, "main.hcl:6"},
+			{"Invalid value", "max_trials must be at least 1, got 0.", "main.hcl:11"},
+			{"Duplicate machine", `machine 10.0.0.5:22 is listed twice in platform "remote" "lab"; first at`, "main.hcl:8"},
+			{"Missing machine block", `platform "remote" "empty" needs at least one machine block`, "main.hcl:14"},
+		}},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
