@@ -102,7 +102,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	s := apply.NewSession(cfg, st, m, ps)
 	s.Parallelism = o.parallelism
 	out := &lineWriter{w: g.IO.Out}
-	hooks := &printHooks{w: out, c: c}
+	hooks := &printHooks{w: out, c: c, where: machineOf(cfg, s)}
 	s.Hooks = hooks
 
 	var p *plan.Plan
@@ -261,6 +261,33 @@ type printHooks struct {
 	c      views.Colors
 	mu     sync.Mutex
 	counts map[plan.Action]int
+	// where names the machine a started trial went to ("" when the
+	// platform has one machine); nil for configurations without one.
+	where func(exp, id string) string
+}
+
+// machineOf returns printHooks.where for configurations with remote
+// platforms (their trials' handles name the machine), else nil.
+func machineOf(cfg *schema.Config, s *apply.Session) func(exp, id string) string {
+	remote := false
+	for _, p := range cfg.Platforms {
+		remote = remote || p.Kind == "remote"
+	}
+	if !remote {
+		return nil
+	}
+	return func(exp, id string) string {
+		if e := cfg.Experiments[exp]; e == nil || e.Platform == nil || e.Platform.Kind != "remote" {
+			return ""
+		}
+		st := s.State()
+		if e := st.Experiments[exp]; e != nil {
+			if t := e.Trials[id]; t != nil {
+				return t.Handle["machine"]
+			}
+		}
+		return ""
+	}
 }
 
 func (h *printHooks) count(a plan.Action) int {
@@ -272,6 +299,12 @@ func (h *printHooks) count(a plan.Action) int {
 func (h *printHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
 	if !done {
 		return
+	}
+	on := ""
+	if h.where != nil && err == nil && (a.Action == plan.Create || a.Action == plan.Resume) {
+		if m := h.where(a.Experiment, a.TrialID); m != "" {
+			on = " on " + m
+		}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -288,9 +321,9 @@ func (h *printHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
 		h.counts[a.Action]++
 		switch a.Action {
 		case plan.Create:
-			fmt.Fprintf(h.w, "  %s %s started  %s\n", h.c.Green("+"), name, views.FormatParams(a.Params))
+			fmt.Fprintf(h.w, "  %s %s started%s  %s\n", h.c.Green("+"), name, on, views.FormatParams(a.Params))
 		case plan.Resume:
-			fmt.Fprintf(h.w, "  %s %s resumed\n", h.c.Yellow("~"), name)
+			fmt.Fprintf(h.w, "  %s %s resumed%s\n", h.c.Yellow("~"), name, on)
 		case plan.Teardown:
 			fmt.Fprintf(h.w, "  %s %s torn down (%s)\n", h.c.Red("-"), name, a.Reason)
 		}

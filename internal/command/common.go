@@ -19,6 +19,7 @@ import (
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/local"
+	"github.com/trialform/trialform/providers/remote"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 )
@@ -145,8 +146,16 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 	if pl == nil && key != "local.default" {
 		return nil, fmt.Errorf("platform %s is not in the configuration any more; add its block back to tear its trials down", key)
 	}
+	if kind == "remote" && pl != nil && pl.Remote != nil {
+		p, err := newRemote(pl, filepath.Join(ps.stateDir, "remote", pl.Name))
+		if err != nil {
+			return nil, err
+		}
+		ps.built[key] = p
+		return p, nil
+	}
 	if kind != "local" {
-		return nil, fmt.Errorf("platform kind %q is not implemented yet (see the status table in README.md); use platform \"local\"", kind)
+		return nil, fmt.Errorf("platform kind %q is not implemented yet (see the status table in README.md); use platform \"local\" or \"remote\"", kind)
 	}
 	lc := local.Config{
 		Root:   filepath.Join(ps.stateDir, "trials"),
@@ -282,3 +291,19 @@ func (g *Globals) initState(m *state.Manager) *state.State {
 }
 
 var _ = plan.FormatVersion
+
+// newRemote builds the provider of a platform "remote" block.
+func newRemote(pl *schema.Platform, stateDir string) (*remote.Remote, error) {
+	rc := remote.Config{
+		Name: pl.Name, KnownHosts: pl.Remote.KnownHosts, WorkDir: pl.Remote.WorkDir,
+		LostGrace: pl.Remote.LostGrace, StateDir: stateDir,
+	}
+	for _, m := range pl.Remote.Machines {
+		rc.Machines = append(rc.Machines, remote.Machine{
+			Host: m.Host, Port: m.Port, User: m.User, KeyFile: m.SSHKeyFile, Password: m.Password,
+			GPUIndices: m.GPUIndices, MaxTrialsPerGPU: m.MaxTrialsPerGPU, MaxTrials: m.MaxTrials,
+			PythonPath: m.PythonPath, WorkDir: m.WorkDir,
+		})
+	}
+	return remote.New(rc)
+}

@@ -51,6 +51,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/scripts",
 		UpdateScripts: update,
+		Condition:     scriptCondition,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("NO_COLOR", "1")
@@ -65,6 +66,8 @@ func TestScripts(t *testing.T) {
 			"jsonfield":  cmdJSONField,
 			"waitfile":   cmdWaitFile,
 			"cpexample":  cmdCopyExample,
+			"sshlab":     cmdSSHLab,
+			"sshd":       cmdSSHD,
 		},
 	})
 }

@@ -219,9 +219,15 @@ func (m *machine) clientConfig() (*ssh.ClientConfig, error) {
 		return nil, providers.Permanent(fmt.Errorf("machine %s: no way to log in: set ssh_key_file or password, or run an SSH agent (SSH_AUTH_SOCK)", m.key))
 	}
 	return &ssh.ClientConfig{
-		User:              m.cfg.User,
-		Auth:              auth,
-		HostKeyCallback:   cb,
+		User: m.cfg.User,
+		Auth: auth,
+		HostKeyCallback: func(host string, remote net.Addr, key ssh.PublicKey) error {
+			err := cb(host, remote, key)
+			if err != nil {
+				return &hostKeyError{err: err, fingerprint: ssh.FingerprintSHA256(key)}
+			}
+			return nil
+		},
 		HostKeyAlgorithms: hostKeyAlgorithms(cb, m.key),
 	}, nil
 }
@@ -264,16 +270,30 @@ func (probeKey) Verify([]byte, *ssh.Signature) error { return errors.New("probe"
 
 var _ ssh.PublicKey = probeKey{}
 
+// hostKeyError carries the fingerprint of the key a server presented.
+type hostKeyError struct {
+	err         error
+	fingerprint string
+}
+
+func (e *hostKeyError) Error() string { return e.err.Error() }
+func (e *hostKeyError) Unwrap() error { return e.err }
+
 // explain turns handshake errors into what the user should do.
 func (m *machine) explain(err error) error {
 	var ke *knownhosts.KeyError
 	if errors.As(err, &ke) {
 		kh := m.r.cfg.KnownHosts
+		fp := "?"
+		var he *hostKeyError
+		if errors.As(err, &he) {
+			fp = he.fingerprint
+		}
 		if len(ke.Want) == 0 {
-			return providers.Permanent(fmt.Errorf("machine %s: host key is unknown (not in %s); trialform does not trust hosts silently. Check the key's fingerprint with the machine's owner, then add it with:\n    ssh-keyscan -p %d %s >> %s", m.key, kh, m.cfg.Port, m.cfg.Host, kh))
+			return providers.Permanent(fmt.Errorf("machine %s: host key is unknown (not in %s; it presented %s). trialform does not trust hosts silently: check that fingerprint with the machine's owner, then add the key with: ssh-keyscan -p %d %s >> %s", m.key, kh, fp, m.cfg.Port, m.cfg.Host, kh))
 		}
 		w := ke.Want[0]
-		return providers.Permanent(fmt.Errorf("machine %s: HOST KEY MISMATCH: the server's key differs from the one in %s:%d; someone may be intercepting the connection, or the host was reinstalled. If the change is expected, remove the old line (ssh-keygen -R '[%s]:%d' -f %s) and add the new key", m.key, w.Filename, w.Line, m.cfg.Host, m.cfg.Port, kh))
+		return providers.Permanent(fmt.Errorf("machine %s: HOST KEY MISMATCH: it presented %s, which differs from the key in %s:%d; someone may be intercepting the connection, or the host was reinstalled. If the change is expected, remove the old line (ssh-keygen -R '[%s]:%d' -f %s) and add the new key", m.key, fp, w.Filename, w.Line, m.cfg.Host, m.cfg.Port, kh))
 	}
 	if strings.Contains(err.Error(), "unable to authenticate") {
 		return providers.Permanent(fmt.Errorf("machine %s: login as %q refused: %w; check user, ssh_key_file or password (and that the key is in the user's authorized_keys)", m.key, m.cfg.User, err))
