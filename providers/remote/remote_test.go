@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -123,4 +124,274 @@ func TestUnknownHostKeyRefused(t *testing.T) {
 	if err := r2.Validate(context.Background()); err == nil || !strings.Contains(err.Error(), "HOST KEY MISMATCH") {
 		t.Errorf("mismatching host key: %v", err)
 	}
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func trialReq(exp, id, shell, code string) providers.StartRequest {
+	return providers.StartRequest{Experiment: exp, ExperimentID: "eid", TrialID: id, ParameterID: 1,
+		Params: map[string]any{"x": 1}, Shell: shell, CodeDir: code, Lineage: "lin"}
+}
+
+// waitPhase reads until the trial reaches phase p.
+func waitPhase(t *testing.T, r *Remote, exp, id string, p providers.Phase) providers.Observation {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		o, err := r.Read(ctx(t), providers.ReadRequest{Experiment: exp, TrialID: id})
+		if err == nil && o.Phase == p {
+			return o
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trial %s/%s: want %s, last %+v err %v", exp, id, p, o, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func logs(t *testing.T, r *Remote, exp, id string) string {
+	t.Helper()
+	var b strings.Builder
+	if err := r.Logs(ctx(t), providers.LogsRequest{Experiment: exp, TrialID: id, Out: &b}); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestCodeUploadIgnoresAndCopies(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	r := newRemote(t, cfg)
+	code := t.TempDir()
+	files := map[string]string{
+		"train.py":          "print('hi')\n",
+		"pkg/util.py":       "x = 1\n",
+		"data/big.bin":      "data",
+		"model.ckpt":        "weights",
+		"secret.txt":        "s3cret",
+		".trialformignore":  "# what trials do not need\ndata/\n*.ckpt\n",
+		".nniignore":        "secret.txt\n",
+		".trialform/x.json": "{}",
+	}
+	for name, body := range files {
+		p := filepath.Join(code, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first trial changes its copy; the second must not see that.
+	if _, err := r.Start(ctx(t), trialReq("up", "t1", "find . -type f | sort; echo changed > train.py", code)); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, r, "up", "t1", providers.PhaseSucceeded)
+	if _, err := r.Start(ctx(t), trialReq("up", "t2", "cat train.py", code)); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, r, "up", "t2", providers.PhaseSucceeded)
+	got := logs(t, r, "up", "t1")
+	for _, want := range []string{"./train.py", "./pkg/util.py", "./.trialformignore"} {
+		if !strings.Contains(got, want+"\n") {
+			t.Errorf("uploaded files %q lack %s", got, want)
+		}
+	}
+	for _, not := range []string{"big.bin", "model.ckpt", "secret.txt", "x.json"} {
+		if strings.Contains(got, not) {
+			t.Errorf("uploaded files %q include ignored %s", got, not)
+		}
+	}
+	if got := logs(t, r, "up", "t2"); got != "print('hi')\n" {
+		t.Errorf("second trial's copy: %q", got)
+	}
+	// One upload serves both trials.
+	ents, err := os.ReadDir(filepath.Join(cfg.Machines[0].WorkDir, "code"))
+	if err != nil || len(ents) != 1 {
+		t.Errorf("code uploads: %v %v", ents, err)
+	}
+}
+
+func TestCodeLimits(t *testing.T) {
+	many := t.TempDir()
+	for i := 0; i <= maxCodeFiles; i++ {
+		if err := os.WriteFile(filepath.Join(many, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := codeBundle(many)
+	if err == nil || !providers.IsPermanent(err) || !strings.Contains(err.Error(), filepath.Join(many, ".trialformignore")) || !strings.Contains(err.Error(), "2000 files") {
+		t.Errorf("2001 files: %v", err)
+	}
+	// Ignoring them fixes it.
+	if err := os.WriteFile(filepath.Join(many, ".nniignore"), []byte("f1*\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := codeBundle(many); err != nil {
+		t.Errorf("with .nniignore: %v", err)
+	}
+
+	big := t.TempDir()
+	f, err := os.Create(filepath.Join(big, "huge.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(maxCodeBytes + 1) // sparse
+	f.Close()
+	if _, err := codeBundle(big); err == nil || !strings.Contains(err.Error(), "300 MB") || !strings.Contains(err.Error(), ".trialformignore") {
+		t.Errorf("301 MB: %v", err)
+	}
+}
+
+func TestNoFreeSlotSaysWhy(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	for i := range cfg.Machines {
+		cfg.Machines[i].MaxTrials = 1
+	}
+	r := newRemote(t, cfg)
+	code := t.TempDir()
+	machines := map[string]bool{}
+	for _, id := range []string{"t1", "t2"} {
+		h, err := r.Start(ctx(t), trialReq("full", id, "sleep 300", code))
+		if err != nil {
+			t.Fatal(err)
+		}
+		machines[h["machine"]] = true
+		t.Cleanup(func() { r.Stop(context.Background(), providers.StopRequest{Experiment: "full", TrialID: id, Grace: time.Second}) })
+	}
+	if len(machines) != 2 {
+		t.Errorf("two trials with one slot per machine went to %v", machines)
+	}
+	_, err := r.Start(ctx(t), trialReq("full", "t3", "true", code))
+	want := "no free slot on lab: " + l.Servers[0].Addr() + " 1/1 busy, " + l.Servers[1].Addr() + " 1/1 busy"
+	if !errors.Is(err, providers.ErrNoCapacity) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("third trial: %v, want %q", err, want)
+	}
+	// A slot frees when a trial ends.
+	if err := r.Stop(ctx(t), providers.StopRequest{Experiment: "full", TrialID: "t1", Grace: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Start(ctx(t), trialReq("full", "t3", "true", code)); err != nil {
+		t.Errorf("after a stop: %v", err)
+	}
+}
+
+func TestGPUSlotsAndPythonPath(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	cfg.Machines[0].GPUIndices = []int{0, 1}
+	cfg.Machines[0].PythonPath = "/opt/my env/bin"
+	r := newRemote(t, cfg)
+	code := t.TempDir()
+	seen := map[string]bool{}
+	for _, id := range []string{"g1", "g2"} {
+		req := trialReq("gpu", id, `echo "cuda=$CUDA_VISIBLE_DEVICES path=$PATH"; sleep 300`, code)
+		req.GPUs = 1
+		if _, err := r.Start(ctx(t), req); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Stop(context.Background(), providers.StopRequest{Experiment: "gpu", TrialID: id, Grace: time.Second}) })
+		deadline := time.Now().Add(10 * time.Second)
+		out := ""
+		for !strings.Contains(out, "\n") && time.Now().Before(deadline) {
+			out = logs(t, r, "gpu", id)
+			time.Sleep(20 * time.Millisecond)
+		}
+		cuda, _, _ := strings.Cut(strings.TrimPrefix(out, "cuda="), " ")
+		seen[cuda] = true
+		if !strings.Contains(out, "path=/opt/my env/bin:") {
+			t.Errorf("python_path not first in PATH: %q", out)
+		}
+	}
+	if !seen["0"] || !seen["1"] {
+		t.Errorf("two 1-GPU trials got CUDA_VISIBLE_DEVICES %v, want 0 and 1", seen)
+	}
+	req := trialReq("gpu", "g3", "true", code)
+	req.GPUs = 1
+	_, err := r.Start(ctx(t), req)
+	if !errors.Is(err, providers.ErrNoCapacity) || !strings.Contains(err.Error(), "no free GPU on lab: "+l.Servers[0].Addr()+" 2/2 GPUs busy") {
+		t.Errorf("third GPU trial: %v", err)
+	}
+	req.GPUs = 3
+	if _, err := r.Start(ctx(t), req); err == nil || !providers.IsPermanent(err) {
+		t.Errorf("3 GPUs on a 2-GPU machine: %v", err)
+	}
+}
+
+func TestUnreachableMachineLostAfterGrace(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	srv := l.Servers[1]
+	cfg.Machines = cfg.Machines[1:]
+	cfg.LostGrace = time.Second
+	cfg.StateDir = t.TempDir()
+	r := newRemote(t, cfg)
+	code := t.TempDir()
+	h, err := r.Start(ctx(t), trialReq("net", "t1", "sleep 300", code))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop(context.Background(), providers.StopRequest{Experiment: "net", TrialID: "t1", Grace: time.Second})
+	srv.Stop()
+	defer srv.Start()
+	rr := providers.ReadRequest{Experiment: "net", TrialID: "t1", Handle: h}
+	_, err = r.Read(ctx(t), rr)
+	if err == nil || !strings.Contains(err.Error(), "its trials become LOST after lost_grace 1s") {
+		t.Fatalf("Read right after the machine went away: %v", err)
+	}
+	// A later CLI run remembers since when (StateDir).
+	r2 := newRemote(t, cfg)
+	time.Sleep(1100 * time.Millisecond)
+	o, err := r2.Read(ctx(t), rr)
+	if err != nil || o.Phase != providers.PhaseLost || !strings.Contains(o.Reason, "unreachable for") {
+		t.Fatalf("after lost_grace: %+v %v", o, err)
+	}
+	// Back (the process survived: a network outage, not a reboot): the
+	// pooled connection is dialled again and the trial runs.
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the re-dial back-off
+	o, err = r2.Read(ctx(t), rr)
+	if err != nil || o.Phase != providers.PhaseRunning {
+		t.Fatalf("after the machine came back: %+v %v", o, err)
+	}
+	// Resume of a running trial adopts it.
+	req := trialReq("net", "t1", "sleep 300", code)
+	req.Resume, req.Handle = true, h
+	h2, err := r2.Start(ctx(t), req)
+	if err != nil || h2["pid"] != h["pid"] {
+		t.Errorf("resume of a running trial: %v %v, want pid %s", h2, err, h["pid"])
+	}
+	if _, err := os.Stat(filepath.Join(cfg.StateDir, "unreachable.json")); err == nil {
+		t.Error("unreachable.json left after the machine came back")
+	}
+}
+
+// BenchmarkLaunch measures Start over SSH once the code and helpers are
+// uploaded: one round trip (files + launch) and the supervisor start.
+func BenchmarkLaunch(b *testing.B) {
+	l := testLab(b)
+	cfg := labConfig(b, l)
+	cfg.Machines = cfg.Machines[:1]
+	cfg.Machines[0].MaxTrials = 1 << 20
+	r := newRemote(b, cfg)
+	code := b.TempDir()
+	os.WriteFile(filepath.Join(code, "train.py"), []byte("print(1)\n"), 0o644)
+	if _, err := r.Start(context.Background(), trialReq("bench", "warm", "true", code)); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := r.Start(context.Background(), trialReq("bench", "t"+strconv.Itoa(i), "true", code)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/launch")
 }
