@@ -32,6 +32,8 @@ type machine struct {
 	r    *Remote
 	key  string // "host:port", the handle's "machine"
 	sem  chan struct{}
+	// shells are idle persistent shells (see shell).
+	shells chan *shell
 	mu   sync.Mutex
 	conn *ssh.Client
 	sftp *sftp.Client
@@ -73,15 +75,29 @@ func (m *machine) drop(c *ssh.Client) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.conn == c && c != nil {
+		m.closeShells()
 		m.sftp.Close()
 		m.conn.Close()
 		m.conn, m.sftp = nil, nil
 	}
 }
 
+// closeShells ends the idle persistent shells.
+func (m *machine) closeShells() {
+	for {
+		select {
+		case s := <-m.shells:
+			s.close()
+		default:
+			return
+		}
+	}
+}
+
 func (m *machine) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.closeShells()
 	if m.conn != nil {
 		m.sftp.Close()
 		m.conn.Close()

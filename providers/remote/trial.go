@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -221,10 +220,14 @@ func (r *Remote) launch(ctx context.Context, m *machine, req providers.StartRequ
 	sp := &spec{Version: 1, Experiment: req.Experiment, TrialID: req.TrialID, Lineage: req.Lineage, Attempt: attempt,
 		ParameterID: req.ParameterID, MetricRegex: req.MetricRegex, Machine: m.key, GPUs: gpus, CreatedAt: time.Now().UTC()}
 	spb, _ := json.Marshal(sp)
-	// The attempt's files travel in one tar with the launch command: a
-	// single round trip.
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	// The attempt's files travel in the launch command itself: a single
+	// round trip through a persistent shell.
+	maxdur := "0"
+	if req.MaxDuration > 0 {
+		maxdur = seconds(req.MaxDuration)
+	}
+	var cmd strings.Builder
+	cmd.WriteString("umask 022 && mkdir -p " + shq(dir))
 	for _, f := range []struct {
 		name string
 		data []byte
@@ -234,23 +237,13 @@ func (r *Remote) launch(ctx context.Context, m *machine, req providers.StartRequ
 		{"run.sh", []byte(run)},
 		{specFile, spb},
 	} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg}); err != nil {
-			return nil, err
+		if bytes.IndexByte(f.data, 0) >= 0 {
+			return nil, providers.Permanent(fmt.Errorf("%s of trial %s holds a NUL byte", f.name, req.TrialID))
 		}
-		if _, err := tw.Write(f.data); err != nil {
-			return nil, err
-		}
+		cmd.WriteString(" && printf '%s' " + shq(string(f.data)) + " >" + shq(path.Join(dir, f.name)))
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	maxdur := "0"
-	if req.MaxDuration > 0 {
-		maxdur = seconds(req.MaxDuration)
-	}
-	cmd := "mkdir -p " + shq(dir) + " && tar -xf - -C " + shq(dir) + " && exec sh " +
-		shline(path.Join(lib, "launch.sh"), dir, strconv.Itoa(attempt), codeDir, maxdur, seconds(r.cfg.StopGrace), joinInts(gpus))
-	out, err := m.run(ctx, cmd, &buf)
+	cmd.WriteString(" && sh " + shline(path.Join(lib, "launch.sh"), dir, strconv.Itoa(attempt), codeDir, maxdur, seconds(r.cfg.StopGrace), joinInts(gpus)))
+	out, err := m.sh(ctx, cmd.String())
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +309,7 @@ func (r *Remote) Stop(ctx context.Context, req providers.StopRequest) error {
 		return err
 	}
 	steps := strconv.Itoa(int(grace / (20 * time.Millisecond)))
-	if _, err := tf.m.run(ctx, "sh "+shline(path.Join(r.libDir(tf.m), "stop.sh"), tf.dir, steps, purge, reason), nil); err != nil {
+	if _, err := tf.m.sh(ctx, "sh "+shline(path.Join(r.libDir(tf.m), "stop.sh"), tf.dir, steps, purge, reason)); err != nil {
 		return fmt.Errorf("stop trial %s on %s: %w", req.TrialID, tf.m.key, err)
 	}
 	r.schedMu.Lock()
@@ -574,7 +567,7 @@ func (r *Remote) scan(ctx context.Context, m *machine) error {
 		return err
 	}
 	start := time.Now()
-	out, err := m.run(ctx, "sh "+shline(path.Join(r.libDir(m), "scan.sh"), path.Join(m.work, "trials")), nil)
+	out, err := m.sh(ctx, "sh "+shline(path.Join(r.libDir(m), "scan.sh"), path.Join(m.work, "trials")))
 	if err != nil {
 		return err
 	}

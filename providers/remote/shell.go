@@ -1,0 +1,161 @@
+package remote
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// maxShells bounds the persistent shells kept per machine.
+const maxShells = 4
+
+// shell is a long-lived /bin/sh on the machine that runs one command at a
+// time from its stdin. Every exec session goes through the user's login
+// shell, which may source a heavy ~/.bashrc (conda, pyenv: 100 ms and
+// more); a persistent shell pays that once per connection, so launching a
+// trial costs one round trip and the supervisor's start.
+type shell struct {
+	conn   *ssh.Client
+	sess   *ssh.Session
+	in     io.WriteCloser
+	out    *bufio.Reader
+	marker string
+}
+
+func newShell(c *ssh.Client) (*shell, error) {
+	sess, err := c.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	in, err := sess.StdinPipe()
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	pr, err := sess.StdoutPipe()
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	sess.Stderr = io.Discard
+	if err := sess.Start("exec /bin/sh"); err != nil {
+		sess.Close()
+		return nil, err
+	}
+	var rb [12]byte
+	_, _ = rand.Read(rb[:])
+	sh := &shell{conn: c, sess: sess, in: in, out: bufio.NewReaderSize(pr, 64<<10), marker: "\x1etrialform-" + hex.EncodeToString(rb[:])}
+	// Skip whatever the login shell printed before sh took over.
+	if _, _, err := sh.do("true", 30*time.Second); err != nil {
+		sh.close()
+		return nil, err
+	}
+	return sh, nil
+}
+
+func (s *shell) close() { s.sess.Close() }
+
+// do runs cmd (stdin /dev/null, stderr merged into stdout) and returns its
+// output and exit status.
+func (s *shell) do(cmd string, timeout time.Duration) ([]byte, int, error) {
+	script := "(\n" + cmd + "\n) </dev/null 2>&1; printf '\\n%s %d\\n' " + shq(s.marker) + " $?\n"
+	type result struct {
+		out  []byte
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		if _, err := io.WriteString(s.in, script); err != nil {
+			done <- result{err: err}
+			return
+		}
+		var buf bytes.Buffer
+		for {
+			line, err := s.out.ReadBytes('\n')
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			if rest, ok := bytes.CutPrefix(line, []byte(s.marker+" ")); ok {
+				code, _ := strconv.Atoi(strings.TrimSpace(string(rest)))
+				out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+				done <- result{out: out, code: code}
+				return
+			}
+			buf.Write(line)
+		}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.code, r.err
+	case <-time.After(timeout):
+		s.close()
+		return nil, -1, fmt.Errorf("no answer within %s", timeout)
+	}
+}
+
+// sh runs a command line through one of m's persistent shells and returns
+// its output; a non-zero exit is an error holding the output.
+func (m *machine) sh(ctx context.Context, cmd string) ([]byte, error) {
+	c, _, err := m.connected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var s *shell
+	select {
+	case s = <-m.shells:
+	default:
+	}
+	if s != nil && s.conn != c {
+		s.close()
+		s = nil
+	}
+	if s == nil {
+		if s, err = newShell(c); err != nil {
+			m.drop(c)
+			m.r.markDown(m, err)
+			return nil, fmt.Errorf("machine %s: start a shell: %w", m.key, err)
+		}
+	}
+	timeout := 2 * time.Minute
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = time.Until(dl)
+	}
+	out, code, err := s.do(cmd, timeout)
+	if err != nil {
+		s.close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if errors.Is(err, io.EOF) {
+			m.drop(c)
+			m.r.markDown(m, err)
+			return nil, fmt.Errorf("machine %s: connection lost: %w", m.key, err)
+		}
+		return nil, fmt.Errorf("machine %s: %w", m.key, err)
+	}
+	select {
+	case m.shells <- s:
+	default:
+		s.close()
+	}
+	if code != 0 {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 2000 {
+			msg = msg[len(msg)-2000:]
+		}
+		return out, fmt.Errorf("machine %s: %s (exit status %d)", m.key, msg, code)
+	}
+	return out, nil
+}
