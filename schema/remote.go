@@ -157,5 +157,3 @@ func (l *loader) localPath(s string) string {
 	}
 	return filepath.Join(l.cfg.Dir, s)
 }
-
-

@@ -28,18 +28,18 @@ const maxExec = 6
 
 // machine is one configured host with its pooled connection.
 type machine struct {
-	cfg  Machine
-	r    *Remote
-	key  string // "host:port", the handle's "machine"
-	sem  chan struct{}
+	cfg Machine
+	r   *Remote
+	key string // "host:port", the handle's "machine"
+	sem chan struct{}
 	// shells are idle persistent shells (see shell).
 	shells chan *shell
-	mu   sync.Mutex
-	conn *ssh.Client
-	sftp *sftp.Client
-	home string // the login's home directory
-	work string // absolute work dir on the machine
-	ncpu int
+	mu     sync.Mutex
+	conn   *ssh.Client
+	sftp   *sftp.Client
+	home   string // the login's home directory
+	work   string // absolute work dir on the machine
+	ncpu   int
 
 	// scheduling (guarded by r.schedMu)
 	busy     map[string]slot // "EXP/TRIAL" -> live or reserved trial

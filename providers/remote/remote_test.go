@@ -261,7 +261,9 @@ func TestNoFreeSlotSaysWhy(t *testing.T) {
 			t.Fatal(err)
 		}
 		machines[h["machine"]] = true
-		t.Cleanup(func() { r.Stop(context.Background(), providers.StopRequest{Experiment: "full", TrialID: id, Grace: time.Second}) })
+		t.Cleanup(func() {
+			r.Stop(context.Background(), providers.StopRequest{Experiment: "full", TrialID: id, Grace: time.Second})
+		})
 	}
 	if len(machines) != 2 {
 		t.Errorf("two trials with one slot per machine went to %v", machines)
@@ -295,7 +297,9 @@ func TestGPUSlotsAndPythonPath(t *testing.T) {
 		if _, err := r.Start(ctx(t), req); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { r.Stop(context.Background(), providers.StopRequest{Experiment: "gpu", TrialID: id, Grace: time.Second}) })
+		t.Cleanup(func() {
+			r.Stop(context.Background(), providers.StopRequest{Experiment: "gpu", TrialID: id, Grace: time.Second})
+		})
 		deadline := time.Now().Add(10 * time.Second)
 		out := ""
 		for !strings.Contains(out, "\n") && time.Now().Before(deadline) {
