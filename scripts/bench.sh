@@ -65,3 +65,12 @@ done
 
 # 3. Go micro-benchmarks.
 command -v go >/dev/null && go test -run '^$' -bench . -benchtime 20x ./plan/... ./state/... ./tuner/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS)' || true
+
+# 4. Trial launch latency over SSH: Start on the remote platform against
+# real sshd on 127.0.0.1, code and helpers already uploaded.
+if [ -x /usr/sbin/sshd ]; then
+  echo "remote launch over SSH (sshd on 127.0.0.1; target < 100 ms per trial):"
+  go test -run '^$' -bench 'Launch' -benchtime 100x ./providers/remote/ 2>/dev/null | grep -E '^Benchmark' || true
+else
+  echo "remote launch over SSH: skipped (no /usr/sbin/sshd; make deps installs openssh-server)"
+fi

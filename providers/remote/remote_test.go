@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -398,4 +399,36 @@ func BenchmarkLaunch(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/launch")
+}
+
+// BenchmarkLaunchParallel is BenchmarkLaunch with 16 Starts at once over
+// both machines (apply's default parallelism): wall time per trial.
+func BenchmarkLaunchParallel(b *testing.B) {
+	l := testLab(b)
+	cfg := labConfig(b, l)
+	for i := range cfg.Machines {
+		cfg.Machines[i].MaxTrials = 1 << 20
+	}
+	r := newRemote(b, cfg)
+	code := b.TempDir()
+	os.WriteFile(filepath.Join(code, "train.py"), []byte("print(1)\n"), 0o644)
+	for i := range cfg.Machines {
+		if _, err := r.Start(context.Background(), trialReq("benchp", "warm"+strconv.Itoa(i), "true", code)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n atomic.Int64
+	b.SetParallelism(8) // x GOMAXPROCS goroutines
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := "t" + strconv.FormatInt(n.Add(1), 10)
+			if _, err := r.Start(context.Background(), trialReq("benchp", id, "true", code)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/launch")
 }
