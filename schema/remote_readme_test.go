@@ -1,0 +1,38 @@
+package schema
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReadmeRemoteExample loads the HCL block of README.md's remote
+// section, so that documentation cannot drift from the parser either.
+func TestReadmeRemoteExample(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "## Remote machines over SSH")
+	if i < 0 {
+		t.Fatal("README has no remote section")
+	}
+	rest := readme[i:]
+	start := strings.Index(rest, "```hcl\n")
+	end := strings.Index(rest[start+7:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("no hcl block in the remote section")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(rest[start+7:start+7+end]), 0o644)
+	cfg, diags := Load(dir, LoadOptions{})
+	if diags.HasErrors() {
+		t.Fatalf("README remote example does not load: %s", diags.Error())
+	}
+	p := cfg.Platforms["remote.lab"]
+	if p == nil || p.Remote == nil || len(p.Remote.Machines) != 2 || p.Remote.Machines[0].MaxTrials != 4 {
+		t.Fatalf("README remote example loaded wrong: %+v", p)
+	}
+}
