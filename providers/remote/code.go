@@ -13,7 +13,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -367,5 +366,3 @@ func (r *Remote) codeFor(exp, dir string) (*bundle, error) {
 	r.locksMu.Unlock()
 	return b, nil
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"regexp"
 	"sort"
@@ -535,5 +534,3 @@ func validEnvName(s string) bool {
 func seconds(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
 }
-
-var _ = os.ErrNotExist

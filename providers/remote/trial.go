@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
@@ -127,13 +126,13 @@ func (r *Remote) unreachable(de *downError, id, exp string, h providers.Handle) 
 	if !ok {
 		return providers.Observation{}, de
 	}
-	for_ := time.Since(d.Since).Round(time.Second)
+	dur := time.Since(d.Since).Round(time.Second)
 	if time.Since(d.Since) < r.cfg.LostGrace {
-		return providers.Observation{}, fmt.Errorf("machine %s unreachable for %s; its trials become LOST after lost_grace %s: %s", de.m.key, for_, r.cfg.LostGrace, d.Err)
+		return providers.Observation{}, fmt.Errorf("machine %s unreachable for %s; its trials become LOST after lost_grace %s: %s", de.m.key, dur, r.cfg.LostGrace, d.Err)
 	}
 	return providers.Observation{
 		TrialID: id, Experiment: exp, Exists: true, Phase: providers.PhaseLost, Handle: h,
-		Reason: fmt.Sprintf("machine %s unreachable for %s (lost_grace %s): %s", de.m.key, for_, r.cfg.LostGrace, d.Err),
+		Reason: fmt.Sprintf("machine %s unreachable for %s (lost_grace %s): %s", de.m.key, dur, r.cfg.LostGrace, d.Err),
 	}, nil
 }
 
@@ -601,5 +600,3 @@ func (r *Remote) scan(ctx context.Context, m *machine) error {
 	m.busy, m.ncpu, m.scanned = busy, ncpu, time.Now()
 	return nil
 }
-
-var _ = io.EOF
