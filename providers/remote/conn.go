@@ -343,7 +343,8 @@ func (m *machine) run(ctx context.Context, cmd string, stdin io.Reader) ([]byte,
 		sess.Stdin = stdin
 	}
 	done := make(chan error, 1)
-	go func() { done <- sess.Run(cmd) }()
+	// The login shell may not be POSIX (fish, csh): hand the line to sh.
+	go func() { done <- sess.Run("exec /bin/sh -c " + shq(cmd)) }()
 	select {
 	case err = <-done:
 	case <-ctx.Done():

@@ -178,9 +178,9 @@ var scripts embed.FS
 // Kind returns "remote".
 func (r *Remote) Kind() string { return "remote" }
 
-// Validate connects to every machine (host key and login checked). A
-// machine that cannot be reached is an error only when none can: trials
-// then run on the others.
+// Validate connects to every machine: a refused host key or login is an
+// error. A machine that cannot be reached is not: its trials turn LOST
+// after lost_grace, and new trials go to the others (or wait, saying so).
 func (r *Remote) Validate(ctx context.Context) error {
 	errs := make([]error, len(r.machines))
 	var wg sync.WaitGroup
@@ -192,16 +192,10 @@ func (r *Remote) Validate(ctx context.Context) error {
 		}(i, m)
 	}
 	wg.Wait()
-	ok := 0
 	for _, err := range errs {
-		if err == nil {
-			ok++
-		} else if providers.IsPermanent(err) {
+		if providers.IsPermanent(err) {
 			return err
 		}
-	}
-	if ok == 0 {
-		return errors.Join(errs...)
 	}
 	return nil
 }
