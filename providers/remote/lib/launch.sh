@@ -6,29 +6,42 @@
 # metric file, starts the supervisor detached (setsid + nohup: it outlives
 # this SSH session) and prints DIR/status once the attempt runs or ended.
 d=$1 a=$2 src=$3 maxdur=$4 grace=$5 gpus=$6
-lib=$(cd "$(dirname "$0")" && pwd) || exit 1
+# (Builtins where they do: every fork is latency on a busy machine.)
+lib=${0%/*}
 cd "$d" || exit 1
-mkdir -p output .nni || exit 1
+[ -d output ] && [ -d .nni ] || mkdir -p output .nni || exit 1
 if [ ! -d code ]; then
-	rm -rf code.tmp && cp -R "$src" code.tmp && mv code.tmp code || { echo "copy $src failed" >&2; exit 1; }
+	[ ! -e code.tmp ] || rm -rf code.tmp
+	cp -R "$src" code.tmp && mv code.tmp code || { echo "copy $src failed" >&2; exit 1; }
 fi
 if [ "$a" -gt 1 ] && [ -f .nni/metrics ]; then
 	mv -f .nni/metrics ".nni/metrics.$((a - 1))" || exit 1
 fi
-rm -f stop timeout
+if [ -e stop ] || [ -e timeout ]; then rm -f stop timeout; fi
 : >>stdout && : >>stderr || exit 1
 setsid nohup sh "$lib/supervise.sh" "$d" "$a" "$maxdur" "$grace" "$gpus" </dev/null >>supervisor.log 2>&1 &
+# started: the status records this attempt (builtins only: no fork).
+started() {
+	[ -f status ] || return 1
+	out= ok=
+	while IFS= read -r l; do
+		out="$out$l
+"
+		[ "$l" = "attempt=$a" ] && ok=1
+	done <status
+	[ -n "$ok" ]
+}
 i=0
 while :; do
-	if [ -f status ] && grep -qx "attempt=$a" status && ! grep -qx "state=starting" status; then
-		cat status
+	if started; then
+		printf '%s' "$out"
 		exit 0
 	fi
 	i=$((i + 1))
-	if [ $i -gt 6000 ]; then
+	if [ $i -gt 12000 ]; then
 		echo "the supervisor did not start the trial within 60s:" >&2
 		tail -c 2000 supervisor.log >&2
 		exit 1
 	fi
-	sleep 0.01
+	sleep 0.005
 done

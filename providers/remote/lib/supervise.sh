@@ -8,13 +8,15 @@ d=$1 a=$2 maxdur=$3 grace=$4 gpus=$5
 cd "$d" || exit 1
 
 now() { date +%s.%N; }
-# pstart PID: the process start time (field 22 of /proc/PID/stat), which
-# tells a live process from a later one reusing the pid.
+# pstart PID: sets ps_start to the process start time (field 22 of
+# /proc/PID/stat), which tells a live process from a later one reusing the
+# pid. Builtins only: no fork.
 pstart() {
-	line=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	ps_start=
+	IFS= read -r line <"/proc/$1/stat" 2>/dev/null || return 0
 	rest=${line##*) }
 	set -- $rest
-	echo "${20}"
+	ps_start=${20}
 }
 status() {
 	{
@@ -36,14 +38,16 @@ status() {
 	} >status.tmp && mv -f status.tmp status
 }
 
-sup_start=$(pstart $$)
+pstart $$
+sup_start=$ps_start
 pid= pid_start= code= outcome= reason= ended=
 stdout_off=$(wc -c <stdout 2>/dev/null || echo 0)
 stdout_off=$((stdout_off + 0))
 started=$(now)
 setsid sh ./run.sh >>stdout 2>>stderr </dev/null &
 pid=$!
-pid_start=$(pstart $pid)
+pstart $pid
+pid_start=$ps_start
 status running
 
 wd=
