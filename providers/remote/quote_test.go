@@ -1,0 +1,50 @@
+package remote
+
+import (
+	"os/exec"
+	"testing"
+)
+
+// TestShellQuoting runs every quoted word through a real /bin/sh.
+func TestShellQuoting(t *testing.T) {
+	words := []string{"", "plain", "a b", "it's", `"; rm -rf ~; "`, "$(id)", "`id`", "x=1", "-n", "~", "*", "a\nb", "\\", "'", "''", "%s"}
+	for _, w := range words {
+		out, err := exec.Command("/bin/sh", "-c", "printf '%s' "+shq(w)).Output()
+		if err != nil || string(out) != w {
+			t.Errorf("shq(%q) -> %s printed %q (%v)", w, shq(w), out, err)
+		}
+	}
+	// An assignment-looking first word stays a command name.
+	if got := shline("x=1", "y"); got != "'x=1' y" {
+		t.Errorf("shline = %s", got)
+	}
+}
+
+func TestIgnoreRules(t *testing.T) {
+	rules := []ignoreRule{
+		{pat: "data", dirOnly: true},
+		{pat: "*.ckpt"},
+		{pat: "keep.ckpt", neg: true},
+		{pat: "logs/*.txt", anchored: true},
+	}
+	cases := map[string]bool{
+		"data":            true, // as a dir
+		"sub/data":        true,
+		"model.ckpt":      true,
+		"sub/model.ckpt":  true,
+		"keep.ckpt":       false,
+		"logs/a.txt":      true,
+		"sub/logs/a.txt":  false,
+		"train.py":        false,
+		".git":            true,
+		"pkg/__pycache__": true,
+	}
+	for p, want := range cases {
+		if got := ignored(rules, p, p == "data" || p == "sub/data" || p == ".git" || p == "pkg/__pycache__"); got != want {
+			t.Errorf("ignored(%s) = %v, want %v", p, got, want)
+		}
+	}
+	if ignored(rules, "data", false) {
+		t.Error("a file named data matched the dir-only rule data/")
+	}
+}
