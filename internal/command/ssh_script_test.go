@@ -33,6 +33,8 @@ func cmdSSHLab(ts *testscript.TestScript, neg bool, args []string) {
 	labs[ts] = lab
 	labsMu.Unlock()
 	ts.Defer(func() {
+		// Trials a failed script left running on the machines.
+		sshtest.KillUnder(ts.Getenv("WORK"))
 		lab.Close()
 		labsMu.Lock()
 		delete(labs, ts)

@@ -57,6 +57,12 @@ func TestMain(m *testing.M) {
 func labConfig(t testing.TB, l *sshtest.Lab) Config {
 	// The machines share this file system: each gets its own work dir.
 	dir := t.TempDir()
+	// Before the dir goes: let the supervisors of ended trials finish
+	// writing into it.
+	t.Cleanup(func() {
+		waitSupervisorsGone(dir)
+		sshtest.KillUnder(dir) // what a failed test left running
+	})
 	cfg := Config{Name: "lab", KnownHosts: l.KnownHosts, StopGrace: 2 * time.Second}
 	for _, s := range l.Servers {
 		cfg.Machines = append(cfg.Machines, Machine{Host: s.Host, Port: s.Port, User: l.User, KeyFile: l.KeyFile, MaxTrials: 8,
@@ -431,4 +437,24 @@ func BenchmarkLaunchParallel(b *testing.B) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/launch")
+}
+
+// waitSupervisorsGone waits (up to 10s) until no process names dir on its
+// command line.
+func waitSupervisorsGone(dir string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		busy := false
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), dir) {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

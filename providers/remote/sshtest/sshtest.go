@@ -307,3 +307,21 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// KillUnder kills every process whose working directory or command line is
+// under dir: the trials (and supervisors) a test left on its "machines".
+func KillUnder(dir string) {
+	ents, _ := os.ReadDir("/proc")
+	self := strconv.Itoa(os.Getpid())
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || e.Name() == self {
+			continue
+		}
+		cwd, _ := os.Readlink("/proc/" + e.Name() + "/cwd")
+		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if strings.HasPrefix(cwd, dir+"/") || cwd == dir || strings.Contains(string(cmd), dir+"/") {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
