@@ -352,13 +352,16 @@ func (r *Remote) List(ctx context.Context, experiment string) ([]providers.Obser
 				return
 			}
 			var iw sync.WaitGroup
+			sem := make(chan struct{}, 32) // SFTP requests in flight
 			for _, e := range ents {
 				if !e.IsDir() || checkName("trial id", e.Name()) != nil {
 					continue
 				}
 				iw.Add(1)
+				sem <- struct{}{}
 				go func(name string) {
 					defer iw.Done()
+					defer func() { <-sem }()
 					tf, err := m.load(ctx, path.Join(base, name))
 					if err != nil || tf.sp == nil {
 						return
