@@ -138,7 +138,7 @@ func addOrphans(ep *ExperimentPlan, cur *state.Experiment, listed []providers.Ob
 		}
 		ep.Trials = append(ep.Trials, &TrialAction{
 			Action: Teardown, Experiment: cur.Name, TrialID: o.TrialID, Status: string(o.Phase),
-			Reason: "orphan: running on " + cur.Platform + " but not in the state",
+			Reason: "orphan: running on " + cur.Platform + " but not in the state", Cause: CauseOrphan,
 		})
 		if ep.Action == NoOp {
 			ep.Action = Update
@@ -152,9 +152,9 @@ func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {
 		Generation: cur.Generation, SpecHash: cur.SpecHash,
 		Settings: settingsOfState(cur), Progress: progress(cur),
 	}
-	reason := "experiment removed from the configuration"
+	reason, cause := "experiment removed from the configuration", CauseRemoved
 	if destroy {
-		reason = "destroy"
+		reason, cause = "destroy", CauseDestroy
 	}
 	for _, t := range cur.SortedTrials() {
 		if state.Terminal(t.Status) {
@@ -162,7 +162,7 @@ func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {
 		}
 		ep.Trials = append(ep.Trials, &TrialAction{
 			Action: Teardown, Experiment: cur.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
-			Generation: t.Generation, Params: t.Params, Status: t.Status, Reason: reason, Purge: destroy,
+			Generation: t.Generation, Params: t.Params, Status: t.Status, Reason: reason, Cause: cause, Purge: destroy,
 		})
 	}
 	return ep
@@ -358,6 +358,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
 			Generation: t.Generation, Params: t.Params, Status: t.Status,
 			Reason: fmt.Sprintf("generation %d replaces generation %d (%s changed)", ep.Generation, t.Generation, strings.Join(ep.GenerationReason, ", ")),
+			Cause:  CauseGeneration,
 		})
 	}
 
@@ -371,6 +372,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 					Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
 					Generation: t.Generation, Params: t.Params, Status: t.Status,
 					Reason: "experiment " + ep.DoneReason,
+					Cause:  CauseMaxDuration,
 				})
 			}
 		}
@@ -393,6 +395,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 				Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
 				Generation: t.Generation, Params: t.Params, Status: t.Status,
 				Reason: fmt.Sprintf("trial max_duration (%s) exceeded", cfg.Trial.MaxDuration),
+				Cause:  CauseTrialMaxDuration,
 			})
 			continue
 		}

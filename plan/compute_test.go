@@ -311,3 +311,38 @@ func TestObserve(t *testing.T) {
 		t.Fatalf("changes %d batches %+v", len(changes), batches)
 	}
 }
+
+func TestDestructive(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Succeeded, 1))
+	empty := &schema.Config{Experiments: map[string]*schema.Experiment{}}
+	retuned := testConfig(func(e *schema.Experiment) {
+		e.Tuner = schema.TunerSpec{Name: "random", Seed: 2, Settings: map[string]any{"seed": float64(2)}}
+	})
+	timed := testConfig(func(e *schema.Experiment) { e.Trial.MaxDuration = time.Minute })
+	for _, tc := range []struct {
+		name string
+		p    *Plan
+		want int // lines
+	}{
+		{"removed experiment", compute(t, empty, st, t0, Options{}), 2},
+		{"destroy", compute(t, cfg, st, t0, Options{Destroy: true}), 2},
+		{"new generation", compute(t, retuned, st, t0, Options{}), 1},
+		{"orphan", compute(t, cfg, st, t0, Options{},
+			providers.Observation{TrialID: "t0009", Exists: true, Phase: providers.PhaseRunning, Lineage: "L"}), 1},
+		{"trial max_duration", compute(t, timed, applied(timed, trial(0, state.Running)), t0.Add(time.Hour), Options{}), 0},
+		{"growth", compute(t, cfg, st, t0, Options{}), 0},
+	} {
+		got := tc.p.Destructive()
+		if len(got) != tc.want {
+			t.Errorf("%s: Destructive() = %q, want %d line(s)", tc.name, got, tc.want)
+		}
+		for _, ep := range tc.p.Experiments {
+			for _, a := range ep.Trials {
+				if a.Action == Teardown && a.Cause == "" {
+					t.Errorf("%s: teardown of %s has no cause", tc.name, a.TrialID)
+				}
+			}
+		}
+	}
+}
