@@ -433,14 +433,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 }
 
 func (w *watcher) printApplyErr(err error) {
-	errs := []error{err}
-	if m, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = m.Unwrap()
-	}
-	for _, e := range errs {
-		if apply.IsSkipped(e) || errors.Is(e, context.Canceled) {
-			continue
-		}
+	for _, e := range applyErrors(err) {
 		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), e)
 	}
 }
