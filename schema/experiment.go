@@ -151,6 +151,16 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		}
 	}
 
+	if e.Assessor != nil {
+		if _, ok := tuner.LookupAssessor(e.Assessor.Name); !ok {
+			names := tuner.AssessorNames()
+			l.errorf(e.Assessor.Range.Ptr(), "Unknown assessor", "Unknown assessor %q; known: %s.%s",
+				e.Assessor.Name, joinNames(names), didYouMean(e.Assessor.Name, names, "%q"))
+		} else if _, err := tuner.NewAssessor(e.Assessor.Name, e.Assessor.Settings); err != nil {
+			l.errorf(e.Assessor.Range.Ptr(), "Invalid assessor settings", "%s.", err)
+		}
+	}
+
 	if l.failures() > before || e.Platform == nil || e.SearchSpace == nil {
 		return
 	}
