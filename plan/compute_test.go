@@ -346,3 +346,71 @@ func TestDestructive(t *testing.T) {
 		}
 	}
 }
+
+func TestAssessorEarlyStop(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.MaxTrials = 6
+		e.Concurrency = 2
+		e.Assessor = &schema.AssessorSpec{Name: "medianstop", Settings: map[string]any{"start_step": 2.0}}
+	})
+	st := applied(cfg,
+		trial(0, state.Succeeded, 0.9), trial(1, state.Succeeded, 0.8),
+		trial(2, state.Running), trial(3, state.Running))
+	curves := map[string][]float64{
+		"t0000": {0.5, 0.7, 0.9}, "t0001": {0.4, 0.6, 0.8}, // running averages at step 2: 0.6, 0.5
+		"t0002": {0.1, 0.2}, // best 0.2 < median 0.55: stopped
+		"t0003": {0.5, 0.6}, // best 0.6: kept
+	}
+	in := Input{Config: cfg, State: st, Now: t0, Curves: map[string]map[string][]float64{"exp": curves}}
+	p, err := Compute(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p); got != "-t0002" {
+		t.Fatalf("actions = %q, want the early stop of t0002 only (its slot frees on the next pass)", got)
+	}
+	a := p.Experiments[0].Trials[0]
+	if a.Cause != CauseEarlyStop || !strings.Contains(a.Reason, "medianstop") {
+		t.Fatalf("teardown %+v", a)
+	}
+	if d := p.Destructive(); len(d) != 0 {
+		t.Fatalf("an early stop is not destructive: %q", d)
+	}
+
+	// Once stopped, it counts toward the budget, frees its slot, and the
+	// tuner is told its best intermediate value.
+	st.Experiments["exp"].Trials["t0002"].Status = state.EarlyStopped
+	p, err = Compute(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p); got != "+t0004" {
+		t.Fatalf("after the stop: actions = %q", got)
+	}
+	if bs := p.Experiments[0].Progress.ByStatus; bs[state.EarlyStopped] != 1 {
+		t.Fatalf("progress %v", bs)
+	}
+
+	// Without curves (no intermediate results) nothing is stopped.
+	st.Experiments["exp"].Trials["t0002"].Status = state.Running
+	in.Curves = nil
+	p, _ = Compute(in)
+	if got := actions(p); got != "" {
+		t.Fatalf("without curves: actions = %q", got)
+	}
+}
+
+func TestCurveOf(t *testing.T) {
+	pts := []state.MetricPoint{
+		{Type: "PERIODICAL", Value: []byte(`0.5`)},
+		{Type: "PERIODICAL", Value: []byte(`{"default": 0.6, "loss": 1}`)},
+		{Type: "PERIODICAL", Value: []byte(`{"loss": 2}`)}, // no objective: skipped
+		{Type: "FINAL", Value: []byte(`0.9`)},
+	}
+	if got := CurveOf(pts, "default"); !reflect.DeepEqual(got, []float64{0.5, 0.6}) {
+		t.Fatalf("CurveOf = %v", got)
+	}
+	if got := CurveOf(pts, "loss"); !reflect.DeepEqual(got, []float64{1, 2}) {
+		t.Fatalf("CurveOf loss = %v", got)
+	}
+}

@@ -179,6 +179,7 @@ const (
 	CauseGeneration       = "generation"         // a definition change started a new generation
 	CauseMaxDuration      = "max_duration"       // the experiment reached its max_duration
 	CauseTrialMaxDuration = "trial_max_duration" // the trial ran past its own max_duration
+	CauseEarlyStop        = "early_stop"         // the assessor judged it from its intermediate results
 )
 
 // Destructive lists, one line each, what in p deletes an experiment or

@@ -349,7 +349,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 			fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
 			return
 		}
-		s := apply.NewSession(w.cfg, st, memStore{}, w.ps)
+		s := apply.NewSession(w.cfg, st, newMemStore(w.m), w.ps)
 		p, err := s.Plan(ctx, opts)
 		if err != nil {
 			fmt.Fprintf(w.out, "%s plan: %v\n", w.c.Red("Error:"), err)
