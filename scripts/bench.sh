@@ -68,5 +68,8 @@ done
 # 3. watch: latency from a file save to the new plan printed.
 "$WATCHLAT" -bin "$BIN" -n "${BENCH_WATCH_SAVES:-20}"
 
-# 4. Go micro-benchmarks.
+# 4. Early stopping: assessors on crossing learning curves (pure simulation).
+if command -v go >/dev/null; then go run ./bench/earlystop; fi
+
+# 5. Go micro-benchmarks.
 command -v go >/dev/null && go test -run '^$' -bench . -benchtime 20x ./plan/... ./state/... ./tuner/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS)' || true
