@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -472,6 +473,12 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			seqs[i] = cur.NextSeq + i
 		}
 		params, err := suggest(cfg, cur, ep.Generation, seqs, curves)
+		var wait *tuner.WaitError
+		if errors.As(err, &wait) {
+			// The tuner can only propose the first wait.Ready now.
+			ep.Notes = append(ep.Notes, fmt.Sprintf("%d trial slot(s) wait: %s", len(seqs)-wait.Ready, wait.Why))
+			seqs, err = seqs[:wait.Ready], nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -546,6 +553,17 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int,
 		Space: cfg.SearchSpace.Space, Goal: tuner.Goal(cfg.Objective.Goal), Seed: cfg.Tuner.Seed,
 		History: hist, Seqs: seqs, Settings: cfg.Tuner.Settings,
 	})
+	var wait *tuner.WaitError
+	if errors.As(err, &wait) {
+		if wait.Ready > len(out) || wait.Ready > len(seqs) {
+			return nil, fmt.Errorf("tuner %s: %d suggestions ready of %d returned", cfg.Tuner.Name, wait.Ready, len(out))
+		}
+		res := make([]map[string]any, wait.Ready)
+		for i := range res {
+			res[i] = map[string]any(out[i])
+		}
+		return res, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tuner %s: %w", cfg.Tuner.Name, err)
 	}

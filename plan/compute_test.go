@@ -414,3 +414,40 @@ func TestCurveOf(t *testing.T) {
 		t.Fatalf("CurveOf loss = %v", got)
 	}
 }
+
+func TestTunerWaits(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.MaxTrials, e.Concurrency = 20, 4
+		e.Tuner = schema.TunerSpec{Name: "hyperband", Settings: map[string]any{"max_budget": 9.0}}
+	})
+	var trials []*state.Trial
+	for i := 0; i < 9; i++ {
+		tr := trial(i, state.Succeeded, float64(i))
+		tr.Params["TRIAL_BUDGET"] = int64(1)
+		trials = append(trials, tr)
+	}
+	trials[8].Status, trials[8].Value = state.Running, nil
+	p := compute(t, cfg, applied(cfg, trials...), t0, Options{})
+	ep := p.Experiments[0]
+	if got := actions(p); got != "" {
+		t.Fatalf("actions = %q, want none while rung 0 runs", got)
+	}
+	if len(ep.Notes) != 1 || !strings.Contains(ep.Notes[0], "3 trial slot(s) wait: hyperband waits for rung 0 of bracket 2") {
+		t.Fatalf("notes = %q", ep.Notes)
+	}
+	if ep.Done {
+		t.Fatal("a waiting experiment is not done")
+	}
+	// Rung 0 finished: the best three configurations get budget 3.
+	trials[8].Status = state.Succeeded
+	v := 8.0
+	trials[8].Value = &v
+	p = compute(t, cfg, applied(cfg, trials...), t0, Options{})
+	if got := actions(p); got != "+t0009 +t0010 +t0011" {
+		t.Fatalf("actions = %q", got)
+	}
+	a := p.Experiments[0].Trials[0]
+	if a.Params["TRIAL_BUDGET"] != int64(3) || a.Params["x"] != 0.8 {
+		t.Fatalf("promoted trial params %v, want trial 8's x with budget 3", a.Params)
+	}
+}

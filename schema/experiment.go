@@ -134,7 +134,10 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		e.Assessor = as
 	}
 	if blk := single["trial"]; blk != nil {
+		// Hyperband and bohb hand each trial its budget as a param.
+		l.budgetParam = e.Tuner.Name == "hyperband" || e.Tuner.Name == "bohb"
 		l.decodeTrial(blk, e)
+		l.budgetParam = false
 	} else {
 		l.errorf(b.DefRange.Ptr(), "Missing trial block",
 			"experiment %q needs a trial block saying how to run a trial, e.g. trial { command = \"python3 main.py --lr ${param.lr}\" }.", name)
@@ -421,7 +424,7 @@ func (l *loader) template(expr hclsyntax.Expression, ss *SearchSpace) (*Template
 	ok := true
 	for _, part := range templateParts(expr) {
 		if name, rng, isParam := paramPart(part); isParam {
-			if ss != nil && !spaceHas(ss, name) {
+			if ss != nil && !spaceHas(ss, name) && !(l.budgetParam && name == tuner.BudgetParam) {
 				var names []string
 				for _, p := range ss.Space.Params {
 					names = append(names, p.Name)

@@ -5,4 +5,6 @@ func init() {
 	Register(randomInfo())
 	Register(gridInfo())
 	Register(tpeInfo())
+	Register(hyperbandInfo())
+	Register(bohbInfo())
 }
