@@ -63,12 +63,12 @@ func (c *Config) HCLFiles() map[string]*hcl.File {
 
 // loader holds the state of one Load.
 type loader struct {
-	budgetParam bool // templates may use ${param.TRIAL_BUDGET} (hyperband, bohb)
-	dir    string // as given, for messages
-	cfg    *Config
-	diags  hcl.Diagnostics
-	files  []string // config file display names in order
-	bodies []*hclsyntax.Body
+	budgetParam bool   // templates may use ${param.TRIAL_BUDGET} (hyperband, bohb)
+	dir         string // as given, for messages
+	cfg         *Config
+	diags       hcl.Diagnostics
+	files       []string // config file display names in order
+	bodies      []*hclsyntax.Body
 
 	vars     map[string]*variable
 	varNames []string

@@ -154,4 +154,3 @@ func TestHyperbandSettings(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
