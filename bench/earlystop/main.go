@@ -87,6 +87,34 @@ func run(seed int64, budget, steps int, as tuner.Assessor) float64 {
 	return best
 }
 
+// runHyperband runs hyperband's schedule one trial at a time (each rung
+// is complete before the next starts) until the step budget is spent; a
+// trial runs TRIAL_BUDGET steps. It returns the best value among trials
+// that ran the full number of steps.
+func runHyperband(seed int64, budget, steps int) float64 {
+	tn, err := tuner.New("hyperband", map[string]any{"max_budget": float64(steps), "eta": 3.0}, problem)
+	check(err)
+	var hist []tuner.Observation
+	best := math.Inf(-1)
+	spent := 0
+	for seq := 0; spent < budget; seq++ {
+		out, err := tn.Suggest(tuner.Request{Space: problem, Goal: tuner.Maximize, Seed: seed, History: hist, Seqs: []int{seq}})
+		check(err)
+		p := out[0]
+		b := int(p[tuner.BudgetParam].(int64))
+		if spent+b > budget {
+			break
+		}
+		spent += b
+		v := curve(p, b)
+		hist = append(hist, tuner.Observation{Seq: seq, Params: p, State: tuner.Completed, Value: v})
+		if b == steps {
+			best = math.Max(best, v)
+		}
+	}
+	return best
+}
+
 func main() {
 	trials := flag.Int("trials", 40, "full trials per seed (the full-run budget)")
 	steps := flag.Int("steps", 50, "steps of a full trial")
@@ -111,6 +139,16 @@ func main() {
 	fmt.Printf("  %-34s median regret %.4f  IQR [%.4f, %.4f]\n", "full runs (no assessor)", q(base, .5), q(base, .25), q(base, .75))
 	half := regrets(nil, full/2)
 	fmt.Printf("  %-34s median regret %.4f  IQR [%.4f, %.4f]\n", "half the steps, no assessor", q(half, .5), q(half, .25), q(half, .75))
+	var hb []float64
+	for s := 0; s < *seeds; s++ {
+		hb = append(hb, opt-runHyperband(int64(s+1), full/2, *steps))
+	}
+	verdict := "MISS"
+	if q(hb, .5) <= q(base, .5) {
+		verdict = "PASS"
+	}
+	fmt.Printf("  %-34s median regret %.4f  IQR [%.4f, %.4f]  full-run quality with half the steps: %s\n",
+		"hyperband (eta 3), half the steps", q(hb, .5), q(hb, .25), q(hb, .75), verdict)
 	for _, c := range []struct {
 		name     string
 		settings map[string]any
