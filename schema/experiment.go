@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -134,10 +135,11 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		e.Assessor = as
 	}
 	if blk := single["trial"]; blk != nil {
-		// Hyperband and bohb hand each trial its budget as a param.
-		l.budgetParam = e.Tuner.Name == "hyperband" || e.Tuner.Name == "bohb"
+		// Some tuners add params (hyperband's TRIAL_BUDGET, pbt's
+		// checkpoint dirs) that templates may use.
+		l.tunerParams = tuner.ExtraParams(e.Tuner.Name)
 		l.decodeTrial(blk, e)
-		l.budgetParam = false
+		l.tunerParams = nil
 	} else {
 		l.errorf(b.DefRange.Ptr(), "Missing trial block",
 			"experiment %q needs a trial block saying how to run a trial, e.g. trial { command = \"python3 main.py --lr ${param.lr}\" }.", name)
@@ -424,7 +426,7 @@ func (l *loader) template(expr hclsyntax.Expression, ss *SearchSpace) (*Template
 	ok := true
 	for _, part := range templateParts(expr) {
 		if name, rng, isParam := paramPart(part); isParam {
-			if ss != nil && !spaceHas(ss, name) && !(l.budgetParam && name == tuner.BudgetParam) {
+			if ss != nil && !spaceHas(ss, name) && !slices.Contains(l.tunerParams, name) {
 				var names []string
 				for _, p := range ss.Space.Params {
 					names = append(names, p.Name)

@@ -63,8 +63,8 @@ func (c *Config) HCLFiles() map[string]*hcl.File {
 
 // loader holds the state of one Load.
 type loader struct {
-	budgetParam bool   // templates may use ${param.TRIAL_BUDGET} (hyperband, bohb)
-	dir         string // as given, for messages
+	tunerParams []string // params the experiment's tuner adds, usable in templates
+	dir         string   // as given, for messages
 	cfg         *Config
 	diags       hcl.Diagnostics
 	files       []string // config file display names in order

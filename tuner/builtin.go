@@ -7,4 +7,5 @@ func init() {
 	Register(tpeInfo())
 	Register(hyperbandInfo())
 	Register(bohbInfo())
+	Register(pbtInfo())
 }

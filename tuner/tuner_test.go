@@ -10,7 +10,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	if got, want := Names(), []string{"bohb", "grid", "hyperband", "random", "tpe"}; !reflect.DeepEqual(got, want) {
+	if got, want := Names(), []string{"bohb", "grid", "hyperband", "pbt", "random", "tpe"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
 	for _, n := range Names() {
