@@ -153,6 +153,12 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	} else if l.failures() == before && e.SearchSpace != nil {
 		if _, err := tuner.New(e.Tuner.Name, e.Tuner.Settings, e.SearchSpace.Space); err != nil {
 			l.errorf(e.Tuner.Range.Ptr(), "Invalid tuner settings", "%s.", err)
+		} else if e.Tuner.Name == "grid" && !tuner.GridRepeats(e.Tuner.Settings) {
+			if n, err := tuner.GridSize(e.SearchSpace.Space, e.Tuner.Settings); err == nil && e.MaxTrials > n {
+				l.errorf(e.Tuner.Range.Ptr(), "Grid smaller than max_trials",
+					"The grid of search_space %q has %d points but max_trials is %d; lower max_trials to %d, widen the grid (more options or values, a smaller q, a larger grid_points), or set repeat = true to sweep it again.",
+					e.SearchSpace.Name, n, e.MaxTrials, n)
+			}
 		}
 	}
 

@@ -45,7 +45,7 @@ func TestSettingsValidation(t *testing.T) {
 		{"grid", map[string]any{"grid_points": 5.0}, nil},
 		{"grid", map[string]any{"grid_points": 0.0}, []string{`"grid_points"`, "at least 1"}},
 		{"grid", map[string]any{"grid_points": true}, []string{`"grid_points"`, "whole number"}},
-		{"grid", map[string]any{"points": 5.0}, []string{`unknown setting "points"`, "valid: grid_points, seed"}},
+		{"grid", map[string]any{"points": 5.0}, []string{`unknown setting "points"`, "valid: grid_points, repeat, seed"}},
 		{"grid", nil, []string{`parameter "x" is continuous (uniform)`, "grid_points"}},
 	}
 	for _, tc := range tests {
