@@ -5,4 +5,5 @@ func init() {
 	Register(randomInfo())
 	Register(gridInfo())
 	Register(tpeInfo())
+	Register(cmaesInfo())
 }
