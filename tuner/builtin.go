@@ -6,4 +6,5 @@ func init() {
 	Register(gridInfo())
 	Register(tpeInfo())
 	Register(cmaesInfo())
+	Register(autoInfo())
 }

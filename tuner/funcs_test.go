@@ -129,3 +129,54 @@ func mixedFunc() testFunc {
 		return l*l + 0.3*q*q + 0.05*n*n + 0.2*w*w + 0.5*(3-s)
 	}, 0}
 }
+
+func hartmann3Func() testFunc {
+	alpha := []float64{1, 1.2, 3, 3.2}
+	A := [][]float64{{3, 10, 30}, {0.1, 10, 35}, {3, 10, 30}, {0.1, 10, 35}}
+	P := [][]float64{{3689, 1170, 2673}, {4699, 4387, 7470}, {1091, 8732, 5547}, {381, 5743, 8828}}
+	return testFunc{"hartmann3", boxSpace(3, 0, 1), func(p space.Params) float64 {
+		x := vec(p, 3)
+		s := 0.0
+		for i := 0; i < 4; i++ {
+			e := 0.0
+			for j := 0; j < 3; j++ {
+				d := x[j] - P[i][j]*1e-4
+				e += A[i][j] * d * d
+			}
+			s += alpha[i] * math.Exp(-e)
+		}
+		return -s
+	}, -3.86278214782076}
+}
+
+func levyFunc(d int) testFunc {
+	return testFunc{"levy", boxSpace(d, -10, 10), func(p space.Params) float64 {
+		x := vec(p, d)
+		w := make([]float64, d)
+		for i, v := range x {
+			w[i] = 1 + (v-1)/4
+		}
+		s := math.Pow(math.Sin(math.Pi*w[0]), 2)
+		for i := 0; i+1 < d; i++ {
+			s += (w[i] - 1) * (w[i] - 1) * (1 + 10*math.Pow(math.Sin(math.Pi*w[i]+1), 2))
+		}
+		wd := w[d-1]
+		return s + (wd-1)*(wd-1)*(1+math.Pow(math.Sin(2*math.Pi*wd), 2))
+	}, 0}
+}
+
+func camelFunc() testFunc {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "x0", Kind: space.Uniform, Args: []float64{-3, 3}},
+		{Name: "x1", Kind: space.Uniform, Args: []float64{-2, 2}},
+	}}
+	return testFunc{"camel", sp, func(p space.Params) float64 {
+		x := vec(p, 2)
+		a, b := x[0], x[1]
+		return (4-2.1*a*a+a*a*a*a/3)*a*a + a*b + (-4+4*b*b)*b*b
+	}, -1.031628453489877}
+}
+
+func allFuncs() []testFunc {
+	return []testFunc{braninFunc(), hartmann3Func(), hartmann6Func(), rosenbrockFunc(5), ackleyFunc(5), levyFunc(5), styblinskiFunc(5), camelFunc(), mixedFunc()}
+}
