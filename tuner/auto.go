@@ -14,6 +14,10 @@ var autoSettings = map[string]string{
 	"popsize":    "int >= 2, CMA-ES population of the first run (default 4 + floor(3 ln d)); doubles at every restart",
 }
 
+// autoSigmaMin and autoSigmaMax bound the first CMA-ES run's step size
+// (variables so that the local comparison can try others).
+var autoSigmaMin, autoSigmaMax = 0.1, 0.3
+
 func autoInfo() Info {
 	return Info{Name: "auto", Settings: autoSettings, New: newAuto}
 }
@@ -26,7 +30,7 @@ func autoInfo() Info {
 //   - Later trials are CMA-ES's (with IPOP restarts, see cmaes.go) over the
 //     numeric parameters in unit coordinates. The first run starts at the
 //     best trial so far, with a step size from the spread of the best
-//     quarter of the trials (between 0.05 and 0.3 of the range).
+//     quarter of the trials (between 0.1 and 0.3 of the range).
 //   - Choices and nested choices of CMA-ES trials are proposed by TPE's
 //     model of each choice, conditioned on the whole history (pending
 //     trials as constant liars), so a choice that moves the optimum is
@@ -135,7 +139,7 @@ func (t *autoTuner) replay(c *unitCodec, seed int64, hist []scored) *cmaRun {
 
 // startFrom picks CMA-ES's first mean, the best completed trial, and step
 // size, the root mean square distance of the best quarter (at least 3) of
-// the completed trials to it, per coordinate, clipped into [0.05, 0.3].
+// the completed trials to it, per coordinate, clipped into [0.1, 0.3].
 func startFrom(c *unitCodec, before []scored) ([]float64, float64) {
 	type pt struct {
 		x    []float64
@@ -167,5 +171,5 @@ func startFrom(c *unitCodec, before []scored) ([]float64, float64) {
 		}
 	}
 	sigma := math.Sqrt(ss / float64((k-1)*len(best)))
-	return best, clampF(sigma, 0.05, 0.3)
+	return best, clampF(sigma, autoSigmaMin, autoSigmaMax)
 }

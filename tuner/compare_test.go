@@ -19,6 +19,12 @@ func TestCompareTuners(t *testing.T) {
 	if os.Getenv("TUNER_COMPARE") == "" {
 		t.Skip("set TUNER_COMPARE=1 to run")
 	}
+	if v := os.Getenv("AUTO_SMIN"); v != "" {
+		autoSigmaMin, _ = strconv.ParseFloat(v, 64)
+	}
+	if v := os.Getenv("AUTO_SMAX"); v != "" {
+		autoSigmaMax, _ = strconv.ParseFloat(v, 64)
+	}
 	names := strings.Split(envOr("TUNER_COMPARE_TUNERS", "auto,tpe,cmaes,random"), ",")
 	trials, _ := strconv.Atoi(envOr("TUNER_COMPARE_TRIALS", "200"))
 	seeds, _ := strconv.Atoi(envOr("TUNER_COMPARE_SEEDS", "10"))
