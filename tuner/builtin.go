@@ -7,4 +7,7 @@ func init() {
 	Register(tpeInfo())
 	Register(cmaesInfo())
 	Register(autoInfo())
+	Register(annealInfo())
+	Register(evolutionInfo())
+	Register(batchInfo())
 }
