@@ -443,7 +443,7 @@ func TestLoadErrors(t *testing.T) {
 		{"malformed", []wantDiag{{"Invalid expression", "Expected the start of an expression", "main.hcl:7"}}},
 		{"unknown_platform_kind", []wantDiag{{"Unknown platform kind",
 			`Unknown platform kind "slurm"; known kinds: local, remote, kubernetes, kubeflow, adaptdl, frameworkcontroller, openpai, dlc, aml.`, "main.hcl:1"}}},
-		{"unknown_tuner", []wantDiag{{"Unknown tuner", `Unknown tuner "tpee"; known: grid, random, tpe. Did you mean "tpe"?`, "main.hcl:7"}}},
+		{"unknown_tuner", []wantDiag{{"Unknown tuner", `Unknown tuner "tpee"; known: anneal, auto, batch, cmaes, evolution, grid, random, tpe. Did you mean "tpe"?`, "main.hcl:7"}}},
 		{"tuner_settings", []wantDiag{{"Invalid tuner settings", `unknown setting "colour"`, "main.hcl:7"}}},
 		{"undefined_refs", []wantDiag{
 			{"Reference to undeclared platform", `No platform "local" "defualt" is declared. Did you mean platform.local.default?`, "main.hcl:9"},
