@@ -68,3 +68,8 @@ func benchLoop(b *testing.B, name string, n int) {
 func BenchmarkCMAESSuggest1000(b *testing.B)    { benchHistory(b, "cmaes", 1000) }
 func BenchmarkCMAESSuggest1000Own(b *testing.B) { benchLoop(b, "cmaes", 1000) }
 func BenchmarkCMAESSuggest10000(b *testing.B)   { benchHistory(b, "cmaes", 10000) }
+
+func BenchmarkAutoSuggest1000(b *testing.B)      { benchHistory(b, "auto", 1000) }
+func BenchmarkAutoSuggest1000Own(b *testing.B)   { benchLoop(b, "auto", 1000) }
+func BenchmarkAnnealSuggest1000(b *testing.B)    { benchHistory(b, "anneal", 1000) }
+func BenchmarkEvolutionSuggest1000(b *testing.B) { benchHistory(b, "evolution", 1000) }
