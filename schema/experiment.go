@@ -46,7 +46,7 @@ var trialSchema = &hcl.BodySchema{
 }
 
 // DefaultTuner is the tuner of an experiment without a tuner block.
-const DefaultTuner = "tpe"
+const DefaultTuner = "auto"
 
 // evalExperiment decodes an experiment block.
 func (l *loader) evalExperiment(b *hcl.Block) {

@@ -8,4 +8,9 @@ func init() {
 	Register(hyperbandInfo())
 	Register(bohbInfo())
 	Register(pbtInfo())
+	Register(cmaesInfo())
+	Register(autoInfo())
+	Register(annealInfo())
+	Register(evolutionInfo())
+	Register(batchInfo())
 }
