@@ -38,6 +38,7 @@ demo-clean:
 
 bench: build
 	go build -o bin/genstate ./bench/genstate
+	go build -o bin/watchlat ./bench/watchlat
 	bash scripts/bench.sh
 
 clean:

@@ -63,6 +63,9 @@ type Session struct {
 	version uint64
 	saveMu  sync.Mutex
 	saved   uint64
+
+	curveMu    sync.Mutex
+	curveCache map[string]curveEntry
 }
 
 // NewSession starts a session on st (as loaded from the store).
@@ -162,10 +165,73 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 	if err != nil {
 		return nil, err
 	}
+	st := s.State()
+	curves, err := s.curves(st)
+	if err != nil {
+		return nil, err
+	}
 	return plan.Compute(plan.Input{
-		Config: s.Config, State: s.State(), Observed: changes, Listed: obs.Listed,
-		Warnings: obs.Warnings, Now: s.Now(), Options: opts,
+		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed,
+		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves,
 	})
+}
+
+// MetricsReader is the optional part of a StateStore that reads a trial's
+// metric series back; assessors need the intermediate results.
+type MetricsReader interface {
+	ReadMetrics(experiment, trial string) ([]state.MetricPoint, error)
+}
+
+type curveEntry struct {
+	n    int // the trial's Intermediate count when read
+	vals []float64
+}
+
+// curves reads the intermediate objective values of the trials of
+// experiments that have an assessor. A trial's series is read again only
+// when it reported more since.
+func (s *Session) curves(st *state.State) (map[string]map[string][]float64, error) {
+	r, ok := s.Store.(MetricsReader)
+	if !ok {
+		return nil, nil
+	}
+	s.curveMu.Lock()
+	defer s.curveMu.Unlock()
+	if s.curveCache == nil {
+		s.curveCache = map[string]curveEntry{}
+	}
+	out := map[string]map[string][]float64{}
+	for name, cfg := range s.Config.Experiments {
+		e := st.Experiments[name]
+		if cfg.Assessor == nil || e == nil {
+			continue
+		}
+		m := map[string][]float64{}
+		for id, t := range e.Trials {
+			if t.Intermediate == 0 {
+				continue
+			}
+			switch t.Status {
+			case state.Running, state.Succeeded, state.EarlyStopped:
+			default:
+				continue
+			}
+			key := name + "\x00" + id
+			if c, ok := s.curveCache[key]; ok && c.n == t.Intermediate {
+				m[id] = c.vals
+				continue
+			}
+			pts, err := r.ReadMetrics(name, id)
+			if err != nil {
+				return nil, err
+			}
+			vals := plan.CurveOf(pts, cfg.Objective.Metric)
+			s.curveCache[key] = curveEntry{n: t.Intermediate, vals: vals}
+			m[id] = vals
+		}
+		out[name] = m
+	}
+	return out, nil
 }
 
 // ErrStalePlan is returned when a saved plan no longer matches the state.
@@ -398,6 +464,9 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 		}
 		if t := e.Trials[a.TrialID]; t != nil && !state.Terminal(t.Status) {
 			t.Status = state.Canceled
+			if a.Cause == plan.CauseEarlyStop {
+				t.Status = state.EarlyStopped
+			}
 			t.Reason = a.Reason
 			t.EndedAt = &end
 		}

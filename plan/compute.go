@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/tuner"
@@ -32,6 +34,10 @@ type Input struct {
 	Warnings []string
 	Now      time.Time
 	Options  Options
+	// Curves holds, for experiments with an assessor, each trial's
+	// intermediate objective values in report order (see CurveOf):
+	// experiment -> trial id -> values.
+	Curves map[string]map[string][]float64
 }
 
 // Compute builds the plan. It is pure: the same input gives the same plan.
@@ -93,7 +99,7 @@ func Compute(in Input) (*Plan, error) {
 			}
 			ep = planDelete(cur, in.Options.Destroy)
 		default:
-			ep, err = planExperiment(cfg, cur, st, in.Now)
+			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name])
 			if err != nil {
 				return nil, fmt.Errorf("experiment %q: %w", name, err)
 			}
@@ -138,7 +144,7 @@ func addOrphans(ep *ExperimentPlan, cur *state.Experiment, listed []providers.Ob
 		}
 		ep.Trials = append(ep.Trials, &TrialAction{
 			Action: Teardown, Experiment: cur.Name, TrialID: o.TrialID, Status: string(o.Phase),
-			Reason: "orphan: running on " + cur.Platform + " but not in the state",
+			Reason: "orphan: running on " + cur.Platform + " but not in the state", Cause: CauseOrphan,
 		})
 		if ep.Action == NoOp {
 			ep.Action = Update
@@ -152,9 +158,9 @@ func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {
 		Generation: cur.Generation, SpecHash: cur.SpecHash,
 		Settings: settingsOfState(cur), Progress: progress(cur),
 	}
-	reason := "experiment removed from the configuration"
+	reason, cause := "experiment removed from the configuration", CauseRemoved
 	if destroy {
-		reason = "destroy"
+		reason, cause = "destroy", CauseDestroy
 	}
 	for _, t := range cur.SortedTrials() {
 		if state.Terminal(t.Status) {
@@ -162,7 +168,7 @@ func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {
 		}
 		ep.Trials = append(ep.Trials, &TrialAction{
 			Action: Teardown, Experiment: cur.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
-			Generation: t.Generation, Params: t.Params, Status: t.Status, Reason: reason, Purge: destroy,
+			Generation: t.Generation, Params: t.Params, Status: t.Status, Reason: reason, Cause: cause, Purge: destroy,
 		})
 	}
 	return ep
@@ -294,7 +300,7 @@ func better(goal string, a, b float64) bool {
 	return a > b
 }
 
-func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time) (*ExperimentPlan, error) {
+func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64) (*ExperimentPlan, error) {
 	hash := SpecHash(cfg)
 	ep := &ExperimentPlan{
 		Name: cfg.Name, Platform: cfg.Platform.Key(), Action: NoOp,
@@ -358,6 +364,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
 			Generation: t.Generation, Params: t.Params, Status: t.Status,
 			Reason: fmt.Sprintf("generation %d replaces generation %d (%s changed)", ep.Generation, t.Generation, strings.Join(ep.GenerationReason, ", ")),
+			Cause:  CauseGeneration,
 		})
 	}
 
@@ -371,6 +378,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 					Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
 					Generation: t.Generation, Params: t.Params, Status: t.Status,
 					Reason: "experiment " + ep.DoneReason,
+					Cause:  CauseMaxDuration,
 				})
 			}
 		}
@@ -393,10 +401,30 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 				Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
 				Generation: t.Generation, Params: t.Params, Status: t.Status,
 				Reason: fmt.Sprintf("trial max_duration (%s) exceeded", cfg.Trial.MaxDuration),
+				Cause:  CauseTrialMaxDuration,
 			})
 			continue
 		}
 		running++
+	}
+	// The assessor stops running trials whose intermediate results say
+	// they will not be good. Their slots free up on the next pass.
+	if cfg.Assessor != nil {
+		stops, err := assess(cfg, cur, ep.Generation, curves)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range active {
+			why, ok := stops[t.ID]
+			if !ok || tornDown(ep, t.ID) {
+				continue
+			}
+			ep.Trials = append(ep.Trials, &TrialAction{
+				Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+				Generation: t.Generation, Params: t.Params, Status: t.Status,
+				Reason: "early stop: " + why, Cause: CauseEarlyStop,
+			})
+		}
 	}
 	slots := cfg.Concurrency - running
 	if slots < 0 {
@@ -444,7 +472,13 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		for i := range seqs {
 			seqs[i] = cur.NextSeq + i
 		}
-		params, err := suggest(cfg, cur, ep.Generation, seqs)
+		params, err := suggest(cfg, cur, ep.Generation, seqs, curves)
+		var wait *tuner.WaitError
+		if errors.As(err, &wait) {
+			// The tuner can only propose the first wait.Ready now.
+			ep.Notes = append(ep.Notes, fmt.Sprintf("%d trial slot(s) wait: %s", len(seqs)-wait.Ready, wait.Why))
+			seqs, err = seqs[:wait.Ready], nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -489,7 +523,7 @@ func renderCommand(cfg *schema.Experiment, params map[string]any) string {
 
 // suggest asks the experiment's tuner for the parameters of seqs, with the
 // history of every trial whose parameters still fit the space.
-func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int) ([]map[string]any, error) {
+func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int, curves map[string][]float64) ([]map[string]any, error) {
 	tn, err := tuner.New(cfg.Tuner.Name, cfg.Tuner.Settings, cfg.SearchSpace.Space)
 	if err != nil {
 		return nil, err
@@ -504,6 +538,10 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int)
 		switch {
 		case t.Status == state.Succeeded && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
 			o.State, o.Value = tuner.Completed, *t.Value
+		case t.Status == state.EarlyStopped && len(curves[t.ID]) > 0:
+			// Told as its best intermediate value: an under-estimate of
+			// what it would have reached, as befits a trial judged poor.
+			o.State, o.Value = tuner.Completed, bestOf(curves[t.ID], cfg.Objective.Goal)
 		case state.Terminal(t.Status):
 			o.State = tuner.Failed
 		default:
@@ -515,6 +553,17 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int)
 		Space: cfg.SearchSpace.Space, Goal: tuner.Goal(cfg.Objective.Goal), Seed: cfg.Tuner.Seed,
 		History: hist, Seqs: seqs, Settings: cfg.Tuner.Settings,
 	})
+	var wait *tuner.WaitError
+	if errors.As(err, &wait) {
+		if wait.Ready > len(out) || wait.Ready > len(seqs) {
+			return nil, fmt.Errorf("tuner %s: %d suggestions ready of %d returned", cfg.Tuner.Name, wait.Ready, len(out))
+		}
+		res := make([]map[string]any, wait.Ready)
+		for i := range res {
+			res[i] = map[string]any(out[i])
+		}
+		return res, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tuner %s: %w", cfg.Tuner.Name, err)
 	}
@@ -555,4 +604,65 @@ func generationReasons(cur *state.Experiment, cfg *schema.Experiment) []string {
 		rs = append(rs, k)
 	}
 	return rs
+}
+
+// tornDown reports whether ep already tears trial id down.
+func tornDown(ep *ExperimentPlan, id string) bool {
+	for _, a := range ep.Trials {
+		if a.Action == Teardown && a.TrialID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// assess runs the experiment's assessor over the current generation's
+// curves.
+func assess(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[string][]float64) (map[string]string, error) {
+	as, err := tuner.NewAssessor(cfg.Assessor.Name, cfg.Assessor.Settings)
+	if err != nil {
+		return nil, err
+	}
+	var cs []tuner.Curve
+	for _, t := range cur.SortedTrials() {
+		if t.Generation != gen {
+			continue
+		}
+		c := tuner.Curve{TrialID: t.ID, Seq: t.Seq, Values: curves[t.ID]}
+		switch {
+		case t.Status == state.Running:
+			c.Running = true
+		case t.Status == state.Succeeded && t.Value != nil:
+			c.Completed, c.Final = true, *t.Value
+		default:
+			continue
+		}
+		cs = append(cs, c)
+	}
+	return as.Assess(tuner.AssessRequest{Goal: tuner.Goal(cfg.Objective.Goal), Curves: cs}), nil
+}
+
+// CurveOf extracts the objective's intermediate values from a trial's
+// metric series (PERIODICAL reports whose value holds the objective).
+func CurveOf(pts []state.MetricPoint, metric string) []float64 {
+	var out []float64
+	for _, p := range pts {
+		if p.Type == "FINAL" {
+			continue
+		}
+		if v, _, ok, err := trialproto.Objective(string(p.Value), metric); err == nil && ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func bestOf(vals []float64, goal string) float64 {
+	b := vals[0]
+	for _, v := range vals[1:] {
+		if (goal == "minimize" && v < b) || (goal != "minimize" && v > b) {
+			b = v
+		}
+	}
+	return b
 }

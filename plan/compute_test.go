@@ -311,3 +311,143 @@ func TestObserve(t *testing.T) {
 		t.Fatalf("changes %d batches %+v", len(changes), batches)
 	}
 }
+
+func TestDestructive(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Succeeded, 1))
+	empty := &schema.Config{Experiments: map[string]*schema.Experiment{}}
+	retuned := testConfig(func(e *schema.Experiment) {
+		e.Tuner = schema.TunerSpec{Name: "random", Seed: 2, Settings: map[string]any{"seed": float64(2)}}
+	})
+	timed := testConfig(func(e *schema.Experiment) { e.Trial.MaxDuration = time.Minute })
+	for _, tc := range []struct {
+		name string
+		p    *Plan
+		want int // lines
+	}{
+		{"removed experiment", compute(t, empty, st, t0, Options{}), 2},
+		{"destroy", compute(t, cfg, st, t0, Options{Destroy: true}), 2},
+		{"new generation", compute(t, retuned, st, t0, Options{}), 1},
+		{"orphan", compute(t, cfg, st, t0, Options{},
+			providers.Observation{TrialID: "t0009", Exists: true, Phase: providers.PhaseRunning, Lineage: "L"}), 1},
+		{"trial max_duration", compute(t, timed, applied(timed, trial(0, state.Running)), t0.Add(time.Hour), Options{}), 0},
+		{"growth", compute(t, cfg, st, t0, Options{}), 0},
+	} {
+		got := tc.p.Destructive()
+		if len(got) != tc.want {
+			t.Errorf("%s: Destructive() = %q, want %d line(s)", tc.name, got, tc.want)
+		}
+		for _, ep := range tc.p.Experiments {
+			for _, a := range ep.Trials {
+				if a.Action == Teardown && a.Cause == "" {
+					t.Errorf("%s: teardown of %s has no cause", tc.name, a.TrialID)
+				}
+			}
+		}
+	}
+}
+
+func TestAssessorEarlyStop(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.MaxTrials = 6
+		e.Concurrency = 2
+		e.Assessor = &schema.AssessorSpec{Name: "medianstop", Settings: map[string]any{"start_step": 2.0}}
+	})
+	st := applied(cfg,
+		trial(0, state.Succeeded, 0.9), trial(1, state.Succeeded, 0.8),
+		trial(2, state.Running), trial(3, state.Running))
+	curves := map[string][]float64{
+		"t0000": {0.5, 0.7, 0.9}, "t0001": {0.4, 0.6, 0.8}, // running averages at step 2: 0.6, 0.5
+		"t0002": {0.1, 0.2}, // best 0.2 < median 0.55: stopped
+		"t0003": {0.5, 0.6}, // best 0.6: kept
+	}
+	in := Input{Config: cfg, State: st, Now: t0, Curves: map[string]map[string][]float64{"exp": curves}}
+	p, err := Compute(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p); got != "-t0002" {
+		t.Fatalf("actions = %q, want the early stop of t0002 only (its slot frees on the next pass)", got)
+	}
+	a := p.Experiments[0].Trials[0]
+	if a.Cause != CauseEarlyStop || !strings.Contains(a.Reason, "medianstop") {
+		t.Fatalf("teardown %+v", a)
+	}
+	if d := p.Destructive(); len(d) != 0 {
+		t.Fatalf("an early stop is not destructive: %q", d)
+	}
+
+	// Once stopped, it counts toward the budget, frees its slot, and the
+	// tuner is told its best intermediate value.
+	st.Experiments["exp"].Trials["t0002"].Status = state.EarlyStopped
+	p, err = Compute(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p); got != "+t0004" {
+		t.Fatalf("after the stop: actions = %q", got)
+	}
+	if bs := p.Experiments[0].Progress.ByStatus; bs[state.EarlyStopped] != 1 {
+		t.Fatalf("progress %v", bs)
+	}
+
+	// Without curves (no intermediate results) nothing is stopped.
+	st.Experiments["exp"].Trials["t0002"].Status = state.Running
+	in.Curves = nil
+	p, _ = Compute(in)
+	if got := actions(p); got != "" {
+		t.Fatalf("without curves: actions = %q", got)
+	}
+}
+
+func TestCurveOf(t *testing.T) {
+	pts := []state.MetricPoint{
+		{Type: "PERIODICAL", Value: []byte(`0.5`)},
+		{Type: "PERIODICAL", Value: []byte(`{"default": 0.6, "loss": 1}`)},
+		{Type: "PERIODICAL", Value: []byte(`{"loss": 2}`)}, // no objective: skipped
+		{Type: "FINAL", Value: []byte(`0.9`)},
+	}
+	if got := CurveOf(pts, "default"); !reflect.DeepEqual(got, []float64{0.5, 0.6}) {
+		t.Fatalf("CurveOf = %v", got)
+	}
+	if got := CurveOf(pts, "loss"); !reflect.DeepEqual(got, []float64{1, 2}) {
+		t.Fatalf("CurveOf loss = %v", got)
+	}
+}
+
+func TestTunerWaits(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.MaxTrials, e.Concurrency = 20, 4
+		e.Tuner = schema.TunerSpec{Name: "hyperband", Settings: map[string]any{"max_budget": 9.0}}
+	})
+	var trials []*state.Trial
+	for i := 0; i < 9; i++ {
+		tr := trial(i, state.Succeeded, float64(i))
+		tr.Params["TRIAL_BUDGET"] = int64(1)
+		trials = append(trials, tr)
+	}
+	trials[8].Status, trials[8].Value = state.Running, nil
+	p := compute(t, cfg, applied(cfg, trials...), t0, Options{})
+	ep := p.Experiments[0]
+	if got := actions(p); got != "" {
+		t.Fatalf("actions = %q, want none while rung 0 runs", got)
+	}
+	if len(ep.Notes) != 1 || !strings.Contains(ep.Notes[0], "3 trial slot(s) wait: hyperband waits for rung 0 of bracket 2") {
+		t.Fatalf("notes = %q", ep.Notes)
+	}
+	if ep.Done {
+		t.Fatal("a waiting experiment is not done")
+	}
+	// Rung 0 finished: the best three configurations get budget 3.
+	trials[8].Status = state.Succeeded
+	v := 8.0
+	trials[8].Value = &v
+	p = compute(t, cfg, applied(cfg, trials...), t0, Options{})
+	if got := actions(p); got != "+t0009 +t0010 +t0011" {
+		t.Fatalf("actions = %q", got)
+	}
+	a := p.Experiments[0].Trials[0]
+	if a.Params["TRIAL_BUDGET"] != int64(3) || a.Params["x"] != 0.8 {
+		t.Fatalf("promoted trial params %v, want trial 8's x with budget 3", a.Params)
+	}
+}

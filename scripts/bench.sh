@@ -15,6 +15,8 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 echo "== machine: $(nproc) cores, $(uname -sr), $(command -v go >/dev/null && go version | cut -d' ' -f3)"
 GENSTATE="$PWD/bin/genstate"
 [ -x "$GENSTATE" ] || go build -o "$GENSTATE" ./bench/genstate
+WATCHLAT="$PWD/bin/watchlat"
+[ -x "$WATCHLAT" ] || go build -o "$WATCHLAT" ./bench/watchlat
 
 # 1. N trivial trials at concurrency P, next to xargs -P running the same commands.
 mkdir -p "$work/launch"
@@ -63,7 +65,13 @@ for tuner in random tpe; do
   echo "plan with 10,000 trials in state (tuner $tuner): best of 5 = ${best} s (target < 0.5 s)"
 done
 
-# 3. Go micro-benchmarks.
+# 3. watch: latency from a file save to the new plan printed.
+"$WATCHLAT" -bin "$BIN" -n "${BENCH_WATCH_SAVES:-20}"
+
+# 4. Early stopping: assessors on crossing learning curves (pure simulation).
+if command -v go >/dev/null; then go run ./bench/earlystop; fi
+
+# 5. Go micro-benchmarks.
 command -v go >/dev/null && go test -run '^$' -bench . -benchtime 20x ./plan/... ./state/... ./tuner/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS)' || true
 
 # 4. Trial launch latency over SSH: Start on the remote platform against

@@ -5,4 +5,12 @@ func init() {
 	Register(randomInfo())
 	Register(gridInfo())
 	Register(tpeInfo())
+	Register(hyperbandInfo())
+	Register(bohbInfo())
+	Register(pbtInfo())
+	Register(cmaesInfo())
+	Register(autoInfo())
+	Register(annealInfo())
+	Register(evolutionInfo())
+	Register(batchInfo())
 }

@@ -10,6 +10,7 @@ import (
 var gridSettings = map[string]string{
 	"grid_points": "int >= 1, values tried for each continuous or unbounded parameter (evenly spaced; log-spaced for log kinds)",
 	"seed":        "int, accepted for symmetry with the other tuners; grid search uses no randomness",
+	"repeat":      "bool, when every point has been tried start over (default false: max_trials may not exceed the grid)",
 }
 
 func gridInfo() Info {
@@ -36,6 +37,7 @@ func gridInfo() Info {
 //     dropped.
 type gridTuner struct {
 	points int // grid_points; 0 when unset
+	repeat bool
 	sp     *space.Space
 }
 
@@ -49,7 +51,31 @@ func newGrid(in map[string]any, sp *space.Space) (Tuner, error) {
 			return nil, err
 		}
 	}
-	return &gridTuner{points: points, sp: sp}, nil
+	repeat, err := gridRepeat(in)
+	if err != nil {
+		return nil, err
+	}
+	return &gridTuner{points: points, repeat: repeat, sp: sp}, nil
+}
+
+// gridRepeat reads the repeat setting.
+func gridRepeat(in map[string]any) (bool, error) {
+	v, ok := in["repeat"]
+	if !ok || v == nil {
+		return false, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, fmt.Errorf("tuner %q: setting %q must be true or false, not %v", "grid", "repeat", v)
+	}
+	return b, nil
+}
+
+// GridRepeats reports whether grid settings ask to start over when the
+// grid is used up.
+func GridRepeats(settings map[string]any) bool {
+	b, _ := gridRepeat(settings)
+	return b
 }
 
 func gridPoints(in map[string]any) (int, error) {
@@ -96,6 +122,9 @@ func (t *gridTuner) Suggest(req Request) ([]space.Params, error) {
 		return nil, err
 	}
 	hist := history(req)
+	if t.repeat {
+		return t.suggestRepeating(g, hist, req.Seqs), nil
+	}
 	used := make(map[string]bool, len(hist))
 	for _, o := range hist {
 		used[pointKey(o.Params)] = true
@@ -118,6 +147,32 @@ func (t *gridTuner) Suggest(req Request) ([]space.Params, error) {
 		out[i] = p
 	}
 	return out, nil
+}
+
+// suggestRepeating gives each trial the first point (in grid order) that
+// has been tried the fewest times, so the grid is swept again and again.
+func (t *gridTuner) suggestRepeating(g *gridSpace, hist []Observation, seqs []int) []space.Params {
+	uses := make(map[string]int, len(hist))
+	for _, o := range hist {
+		uses[pointKey(o.Params)]++
+	}
+	out := make([]space.Params, len(seqs))
+	for _, i := range ascending(seqs) {
+		best, bestN := 0, -1
+		for j := 0; j < g.size; j++ {
+			n := uses[pointKey(g.at(j))]
+			if bestN < 0 || n < bestN {
+				best, bestN = j, n
+				if n == 0 {
+					break
+				}
+			}
+		}
+		p := g.at(best)
+		uses[pointKey(p)]++
+		out[i] = p
+	}
+	return out
 }
 
 // maxGrid bounds a grid's size so that index arithmetic cannot overflow.

@@ -176,3 +176,32 @@ func TestGridSkipsHistory(t *testing.T) {
 		t.Fatalf("overflow: %v", err)
 	}
 }
+
+func TestGridRepeat(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{{Name: "k", Kind: space.Choice, Options: []space.Option{{Value: "a"}, {Value: "b"}, {Value: "c"}}}}}
+	tn, err := New("grid", map[string]any{"repeat": true}, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hist []Observation
+	var got []any
+	for seq := 0; seq < 7; seq++ {
+		out, err := tn.Suggest(Request{Space: sp, History: hist, Seqs: []int{seq}})
+		if err != nil {
+			t.Fatalf("seq %d: %v", seq, err)
+		}
+		got = append(got, out[0]["k"])
+		hist = append(hist, Observation{Seq: seq, Params: out[0], State: Completed})
+	}
+	if want := []any{"a", "b", "c", "a", "b", "c", "a"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("repeating grid = %v, want %v", got, want)
+	}
+	// Without repeat the fourth trial is an error.
+	plain, _ := New("grid", nil, sp)
+	if _, err := plain.Suggest(Request{Space: sp, History: hist[:3], Seqs: []int{3}}); err == nil {
+		t.Fatal("an exhausted grid without repeat proposed a point")
+	}
+	if _, err := New("grid", map[string]any{"repeat": "yes"}, sp); err == nil || !strings.Contains(err.Error(), `"repeat" must be true or false`) {
+		t.Fatalf("repeat = \"yes\": %v", err)
+	}
+}

@@ -10,7 +10,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	if got, want := Names(), []string{"grid", "random", "tpe"}; !reflect.DeepEqual(got, want) {
+	if got, want := Names(), []string{"anneal", "auto", "batch", "bohb", "cmaes", "evolution", "grid", "hyperband", "pbt", "random", "tpe"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
 	for _, n := range Names() {
@@ -19,8 +19,8 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("Lookup(%q) = %+v, %v", n, info, ok)
 		}
 	}
-	if _, err := New("anneal", nil, mixedSpace()); err == nil || !strings.Contains(err.Error(), `"anneal"`) {
-		t.Fatalf("New(anneal) error = %v", err)
+	if _, err := New("annealing", nil, mixedSpace()); err == nil || !strings.Contains(err.Error(), `"annealing"`) {
+		t.Fatalf("New(annealing) error = %v", err)
 	}
 }
 
@@ -45,7 +45,7 @@ func TestSettingsValidation(t *testing.T) {
 		{"grid", map[string]any{"grid_points": 5.0}, nil},
 		{"grid", map[string]any{"grid_points": 0.0}, []string{`"grid_points"`, "at least 1"}},
 		{"grid", map[string]any{"grid_points": true}, []string{`"grid_points"`, "whole number"}},
-		{"grid", map[string]any{"points": 5.0}, []string{`unknown setting "points"`, "valid: grid_points, seed"}},
+		{"grid", map[string]any{"points": 5.0}, []string{`unknown setting "points"`, "valid: grid_points, repeat, seed"}},
 		{"grid", nil, []string{`parameter "x" is continuous (uniform)`, "grid_points"}},
 	}
 	for _, tc := range tests {
@@ -139,14 +139,18 @@ func key(p space.Params) string {
 func TestDeterminism(t *testing.T) {
 	sp := mixedSpace()
 	gridSp := &space.Space{Params: sp.Params[1:5]}
-	for _, name := range []string{"random", "tpe", "grid"} {
+	for _, name := range []string{"random", "tpe", "grid", "cmaes", "auto", "anneal", "evolution"} {
 		t.Run(name, func(t *testing.T) {
 			s, settings := sp, map[string]any{"startup_trials": 5.0}
 			switch name {
 			case "grid":
 				s, settings = gridSp, map[string]any{"grid_points": 3.0}
-			case "random":
+			case "random", "cmaes", "anneal":
 				settings = nil
+			case "auto":
+				settings = map[string]any{"tpe_trials": 6.0, "popsize": 3.0}
+			case "evolution":
+				settings = map[string]any{"population_size": 4.0}
 			}
 			tn := mustNew(t, name, settings, s)
 			hist := loop(t, tn, s, Maximize, 9, 12, objective)
@@ -199,7 +203,7 @@ func TestDeterminism(t *testing.T) {
 
 func TestSeedSetting(t *testing.T) {
 	sp := mixedSpace()
-	for _, name := range []string{"random", "tpe"} {
+	for _, name := range []string{"random", "tpe", "cmaes", "auto", "anneal", "evolution"} {
 		a := mustNew(t, name, map[string]any{"seed": 10.0}, sp)
 		b := mustNew(t, name, nil, sp)
 		pa, _ := a.Suggest(Request{Space: sp, Seed: 1, Seqs: []int{1}})

@@ -220,24 +220,34 @@ func (g *Globals) reportApply(err error, h *printHooks) int {
 		g.errorf("%v", err)
 		return 1
 	}
-	var errs []error
+	errs := applyErrors(err)
+	for _, e := range errs {
+		fmt.Fprintf(g.IO.Err, "Error: %v\n", e)
+	}
+	if len(errs) > 0 {
+		return 1
+	}
+	return 0
+}
+
+// applyErrors splits what Apply returned into the errors worth reporting:
+// not skipped actions (waiting for capacity) and not cancellation.
+func applyErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	errs := []error{err}
 	if m, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = m.Unwrap()
-	} else {
-		errs = []error{err}
 	}
-	failed := false
+	var out []error
 	for _, e := range errs {
 		if apply.IsSkipped(e) || errors.Is(e, context.Canceled) {
 			continue
 		}
-		failed = true
-		fmt.Fprintf(g.IO.Err, "Error: %v\n", e)
+		out = append(out, e)
 	}
-	if failed {
-		return 1
-	}
-	return 0
+	return out
 }
 
 // checkPlanConfig refuses a saved plan made from another configuration.

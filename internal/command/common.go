@@ -229,12 +229,39 @@ func (g *Globals) checkPlatforms(ctx context.Context, cfg *schema.Config, ps *pr
 }
 
 // memStore is a StateStore that keeps changes in memory: plan refreshes
-// through it so planning never writes the state.
-type memStore struct{}
+// through it so planning never writes the state. Metric series read back
+// from the state directory, plus what this refresh collected.
+type memStore struct {
+	m   *state.Manager
+	mu  sync.Mutex
+	pts map[string][]state.MetricPoint
+}
 
-func (memStore) Save(*state.State) error                                 { return nil }
-func (memStore) AppendMetrics(string, string, []state.MetricPoint) error { return nil }
-func (memStore) RemoveMetrics(string) error                              { return nil }
+func newMemStore(m *state.Manager) *memStore { return &memStore{m: m} }
+
+func (*memStore) Save(*state.State) error    { return nil }
+func (*memStore) RemoveMetrics(string) error { return nil }
+
+func (s *memStore) AppendMetrics(exp, trial string, pts []state.MetricPoint) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pts == nil {
+		s.pts = map[string][]state.MetricPoint{}
+	}
+	k := exp + "\x00" + trial
+	s.pts[k] = append(s.pts[k], pts...)
+	return nil
+}
+
+func (s *memStore) ReadMetrics(exp, trial string) ([]state.MetricPoint, error) {
+	pts, err := s.m.ReadMetrics(exp, trial)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append(pts, s.pts[exp+"\x00"+trial]...), nil
+}
 
 // lockFlags are -lock-timeout and -lock.
 type lockFlags struct {

@@ -66,6 +66,7 @@ func commands() []command {
 		{name: "fmt", summary: "Rewrite *.hcl files in canonical format", run: runFmt},
 		{name: "plan", summary: "Show what apply would do", run: runPlan},
 		{name: "apply", summary: "Create, resume and tear down trials (-wait: until every experiment is done)", run: runApply},
+		{name: "watch", summary: "Re-plan on every file change and keep reconciling (-auto-approve: apply too)", run: runWatch},
 		{name: "destroy", summary: "Tear down every trial and remove the experiments from the state", run: runDestroy},
 		{name: "show", summary: "Show the state or a saved plan", run: runShow},
 		{name: "trials", summary: "Results table of an experiment's trials", run: runTrials},

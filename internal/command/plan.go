@@ -80,7 +80,7 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 	if !opts.Destroy && !g.checkPlatforms(ctx, cfg, ps) {
 		return nil, 1
 	}
-	s := apply.NewSession(cfg, st, memStore{}, ps)
+	s := apply.NewSession(cfg, st, newMemStore(m), ps)
 	p, err := s.Plan(ctx, opts)
 	if err != nil {
 		return nil, g.errorf("plan: %v", err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -66,6 +67,8 @@ func TestScripts(t *testing.T) {
 			"jsonfield":  cmdJSONField,
 			"waitfile":   cmdWaitFile,
 			"cpexample":  cmdCopyExample,
+			"waitlog":    cmdWaitLog,
+			"replace":    cmdReplace,
 			"sshlab":     cmdSSHLab,
 			"sshd":       cmdSSHD,
 		},
@@ -308,5 +311,68 @@ func cmdCopyExample(ts *testscript.TestScript, neg bool, args []string) {
 		if err := os.WriteFile(ts.MkAbs(filepath.Join(args[1], e.Name())), b, 0o644); err != nil {
 			ts.Fatalf("cpexample: %v", err)
 		}
+	}
+}
+
+// waitlog FILE REGEXP [TIMEOUT]: wait until FILE (a background command's
+// log) matches REGEXP ((?m) is on). With !, FILE must not match during
+// the whole TIMEOUT.
+func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: waitlog FILE REGEXP [TIMEOUT]")
+	}
+	re, err := regexp.Compile("(?m)" + args[1])
+	if err != nil {
+		ts.Fatalf("waitlog: %v", err)
+	}
+	timeout := 30 * time.Second
+	if len(args) > 2 {
+		if timeout, err = time.ParseDuration(args[2]); err != nil {
+			ts.Fatalf("waitlog: %v", err)
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(ts.MkAbs(args[0]))
+		if re.Match(b) {
+			if neg {
+				ts.Fatalf("waitlog: %s matches %q:\n%s", args[0], args[1], b)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			if neg {
+				return
+			}
+			ts.Fatalf("waitlog: %s does not match %q after %s:\n%s", args[0], args[1], timeout, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// replace FILE OLD NEW: replace every OLD in FILE with NEW, writing FILE
+// in place (as an editor that does not save by rename).
+func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: replace FILE OLD NEW")
+	}
+	path := ts.MkAbs(args[0])
+	b, err := os.ReadFile(path)
+	if err != nil {
+		ts.Fatalf("replace: %v", err)
+	}
+	if !strings.Contains(string(b), args[1]) {
+		ts.Fatalf("replace: %s does not contain %q", args[0], args[1])
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		ts.Fatalf("replace: %v", err)
+	}
+	_, err = f.WriteString(strings.ReplaceAll(string(b), args[1], args[2]))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		ts.Fatalf("replace: %v", err)
 	}
 }

@@ -716,3 +716,40 @@ func TestRealGPUVisibility(t *testing.T) {
 		}
 	}
 }
+
+// A CLI that dies while its supervisor is still starting (here: a
+// supervisor slowed down by a shell) must not make the attempt look lost:
+// Read and Start wait for the supervisor's first status, and the trial
+// runs once.
+func TestSlowSupervisorStartIsNotLost(t *testing.T) {
+	l := newLocal(t, func(c *Config) {
+		c.Supervisor = []string{"sh", "-c", `sleep 0.7; exec "$0" "$@"`, os.Args[0]}
+	})
+	runs := filepath.Join(filepath.Dir(l.cfg.Root), "runs.txt")
+	r := req(l, "slow", "t0000", "echo run >> "+runs+"; echo 'trialform: 1'")
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	_, err := l.Start(ctx, r)
+	cancel()
+	if err == nil {
+		t.Fatal("Start returned before the slow supervisor started the trial")
+	}
+	// The "CLI" gave up (as if killed); the supervisor is still starting.
+	o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "slow", TrialID: "t0000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Phase == providers.PhaseLost {
+		t.Fatalf("a trial whose supervisor is still starting was reported lost: %+v", o)
+	}
+	// A re-run's Start adopts it instead of launching a second attempt.
+	if _, err := l.Start(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if o := waitEnded(t, l, "slow", "t0000"); o.Phase != providers.PhaseSucceeded {
+		t.Fatalf("ended %+v", o)
+	}
+	b, _ := os.ReadFile(runs)
+	if n := strings.Count(string(b), "run"); n != 1 {
+		t.Fatalf("the trial ran %d times, want 1", n)
+	}
+}

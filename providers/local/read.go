@@ -60,6 +60,16 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 	if err != nil {
 		return providers.Observation{}, err
 	}
+	if st == nil || st.Attempt != sp.Attempt {
+		// Its supervisor may still be starting (launched by a CLI that
+		// died): wait for it rather than call the attempt lost.
+		if err := waitLaunch(ctx, dir); err != nil {
+			return providers.Observation{}, err
+		}
+		if st, err = readStatus(dir); err != nil {
+			return providers.Observation{}, err
+		}
+	}
 	o := observe(dir, sp, st)
 	o.Metrics, o.MetricsOffset, err = readMetrics(dir, sp.Attempt, req.MetricsOffset)
 	if err != nil {

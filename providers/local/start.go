@@ -57,6 +57,15 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if err != nil {
 		return nil, err
 	}
+	if sp != nil && (st == nil || st.Attempt != sp.Attempt) {
+		// A supervisor launched by a CLI that died may still be starting.
+		if err := waitLaunch(ctx, dir); err != nil {
+			return nil, err
+		}
+		if st, err = readStatus(dir); err != nil {
+			return nil, err
+		}
+	}
 	if sp != nil && st != nil && st.Attempt == sp.Attempt {
 		o := observe(dir, sp, st)
 		switch {
@@ -160,6 +169,32 @@ func (l *Local) prepare(dir string, req providers.StartRequest, attempt int) err
 // Start need not poll status.json while the supervisor starts.
 const readyFDEnv = "TRIALFORM_SUPERVISOR_READY_FD"
 
+// launchFDEnv names the descriptor of the launch lock a supervisor inherits:
+// Start holds an exclusive flock on DIR/.launch.lock from before the
+// supervisor exists until it has recorded its first status (the
+// supervisor closes its copy then). A reader that finds a spec without a
+// status for its attempt waits on that lock (waitLaunch) instead of
+// calling the attempt lost while its supervisor is still starting, which
+// would start the trial twice.
+const launchFDEnv = "TRIALFORM_SUPERVISOR_LAUNCH_FD"
+
+// launchLockName is the launch lock's file in the trial dir.
+const launchLockName = ".launch.lock"
+
+// waitLaunch waits until no supervisor holds dir's launch lock, i.e. any
+// supervisor launched for the current attempt has recorded its status or
+// is gone.
+func waitLaunch(ctx context.Context, dir string) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	unlock, err := lockFile(ctx, filepath.Join(dir, launchLockName), syscall.LOCK_SH)
+	if err != nil {
+		return err
+	}
+	unlock()
+	return nil
+}
+
 // launch starts the supervisor for dir and waits until it has started the
 // trial (or recorded why it could not).
 func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, error) {
@@ -167,6 +202,16 @@ func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, e
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open supervisor log: %w", err)
+	}
+	launchLock, err := os.OpenFile(filepath.Join(dir, launchLockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start supervisor: %w", err)
+	}
+	defer launchLock.Close() // the supervisor keeps its inherited copy
+	if err := syscall.Flock(int(launchLock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start supervisor: another supervisor of this trial is starting: %w", err)
 	}
 	rp, wp, err := os.Pipe()
 	if err != nil {
@@ -176,10 +221,10 @@ func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, e
 	argv := append(append([]string(nil), l.cfg.Supervisor...), dir)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), l.cfg.SupervisorEnv...), readyFDEnv+"=3")
+	cmd.Env = append(append(os.Environ(), l.cfg.SupervisorEnv...), readyFDEnv+"=3", launchFDEnv+"=4")
 	cmd.Stdout = logf
 	cmd.Stderr = logf
-	cmd.ExtraFiles = []*os.File{wp} // fd 3
+	cmd.ExtraFiles = []*os.File{wp, launchLock} // fds 3 and 4
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
 	logf.Close()

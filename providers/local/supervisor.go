@@ -77,18 +77,22 @@ type supervisor struct {
 // readyPipe returns the readiness pipe Start passed (see readyFDEnv), or
 // nil. The descriptor is kept from the trial (close-on-exec) and the
 // variable from the trial's environment.
-func readyPipe() *os.File {
-	v, ok := os.LookupEnv(readyFDEnv)
+func readyPipe() *os.File { return inheritedFile(readyFDEnv, "ready") }
+
+// inheritedFile returns the descriptor named by env (kept from the trial:
+// close-on-exec, and the variable removed), or nil.
+func inheritedFile(env, name string) *os.File {
+	v, ok := os.LookupEnv(env)
 	if !ok {
 		return nil
 	}
-	_ = os.Unsetenv(readyFDEnv)
+	_ = os.Unsetenv(env)
 	fd, err := strconv.Atoi(v)
 	if err != nil || fd < 3 {
 		return nil
 	}
 	syscall.CloseOnExec(fd)
-	return os.NewFile(uintptr(fd), "ready")
+	return os.NewFile(uintptr(fd), name)
 }
 
 // signalReady tells Start that status.json shows the attempt running or
@@ -130,6 +134,10 @@ func supervise(dir string) error {
 	if ready != nil {
 		defer ready.Close()
 	}
+	launch := inheritedFile(launchFDEnv, "launch-lock")
+	if launch != nil {
+		defer launch.Close() // also on the error paths before the first status
+	}
 	signal.Ignore(syscall.SIGHUP)
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT)
@@ -152,6 +160,11 @@ func supervise(dir string) error {
 	}
 	if err := s.writeStatus(); err != nil {
 		return err
+	}
+	if launch != nil {
+		// The status shows this attempt (and this live supervisor): readers
+		// need not wait any more.
+		launch.Close()
 	}
 	select {
 	case <-sigc:

@@ -1,0 +1,516 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trialform/trialform/apply"
+	"github.com/trialform/trialform/apply/watch"
+	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+)
+
+type watchOptions struct {
+	vars         varFlags
+	lock         lockFlags
+	autoApprove  bool
+	allowDestroy bool
+	interval     time.Duration
+	poll         bool
+	pollInterval time.Duration
+	targets      multiFlag
+	noColor      bool
+	parallelism  int
+}
+
+func runWatch(ctx context.Context, g *Globals, args []string) int {
+	var o watchOptions
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	o.vars.register(fs)
+	o.lock.register(fs)
+	fs.BoolVar(&o.autoApprove, "auto-approve", false, "apply every plan (without it, watch only plans)")
+	fs.BoolVar(&o.allowDestroy, "allow-destroy", false, "with -auto-approve: also apply plans that remove experiments or tear down trials because definitions changed")
+	fs.DurationVar(&o.interval, "interval", 10*time.Second, "time between reconcile passes when no file changed")
+	fs.BoolVar(&o.poll, "poll", false, "poll the files instead of using filesystem events (NFS and other mounts without inotify)")
+	fs.DurationVar(&o.pollInterval, "poll-interval", time.Second, "with -poll: time between polls")
+	fs.Var(&o.targets, "target", "limit to experiment.NAME (repeatable)")
+	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
+	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
+	pos, ok := parseFlags(fs, args, g.IO.Err)
+	if !ok {
+		return 1
+	}
+	if len(pos) > 0 {
+		return g.errorf("watch takes no arguments (got %q)", pos)
+	}
+	if o.interval <= 0 {
+		return g.errorf("-interval must be positive (got %s)", o.interval)
+	}
+	wd, err := g.workDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	w := &watcher{
+		g: g, o: o, dir: wd, m: state.NewManager(sd), stateDir: sd,
+		c:      g.colors(o.noColor),
+		notify: make(chan struct{}, 1),
+		subbed: map[providers.Provider]bool{},
+		stop:   make(chan struct{}),
+	}
+	w.out = &statusWriter{w: g.IO.Out, tty: g.IO.IsTTY}
+	w.hooks = &printHooks{w: w.out, c: w.c}
+	defer close(w.stop)
+	defer func() {
+		if w.ps != nil {
+			w.ps.Close()
+		}
+	}()
+
+	poll := time.Duration(0)
+	if o.poll {
+		poll = max(o.pollInterval, 10*time.Millisecond)
+	}
+	fw, err := watch.New(watch.Options{Dir: wd, Extra: w.absVarFiles(), Poll: poll})
+	if err != nil {
+		return g.errorf("watch %s: %v (try -poll)", wd, err)
+	}
+	defer fw.Close()
+	w.extraSetter = fw.SetExtra
+
+	mode := "plan only; add -auto-approve to apply"
+	if o.autoApprove {
+		mode = "applying every plan"
+		if !o.allowDestroy {
+			mode += "; plans that remove experiments or tear down trials are held without -allow-destroy"
+		}
+	}
+	fmt.Fprintf(w.out, "Watching %s (%s). Ctrl-C stops watching; trials keep running.\n", wd, mode)
+	w.reload(ctx, nil)
+
+	tick := time.NewTimer(o.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.out.clearStatus()
+			fmt.Fprintln(g.IO.Out, "\nStopped watching. Running trials keep running; `trialform watch` or `trialform apply -wait` picks them up.")
+			return 0
+		case b, ok := <-fw.C:
+			if !ok {
+				return g.errorf("file watcher stopped")
+			}
+			if b.Err != nil {
+				fmt.Fprintf(w.out, "%s watching files: %v\n", w.c.Yellow("Warning:"), b.Err)
+				continue
+			}
+			w.reload(ctx, &b)
+		case <-w.notify:
+			w.reconcile(ctx, false)
+		case <-tick.C:
+			w.reconcile(ctx, false)
+		}
+		if ctx.Err() == nil {
+			tick.Reset(o.interval)
+		}
+	}
+}
+
+// watcher is the state of one watch session.
+type watcher struct {
+	g        *Globals
+	o        watchOptions
+	dir      string
+	stateDir string
+	m        *state.Manager
+	c        views.Colors
+	out      *statusWriter
+	hooks    *printHooks
+
+	cfg      *schema.Config // last configuration that loaded
+	units    map[string]schema.Unit
+	extra    map[string][]byte // nni_file contents of cfg
+	ps       *providerSet
+	psKey    string
+	notify   chan struct{}
+	subbed   map[providers.Provider]bool
+	stop     chan struct{}
+	lastPlan string // rendering of the last printed plan (plan-only mode)
+	held     string // what the last held plan would destroy
+	locked   string // holder of the lock the last pass could not get
+	done     bool   // "all done" was announced
+	changed  time.Time
+	what     string     // files of the last change
+	last     *plan.Plan // the last plan computed
+
+	extraSetter func(paths []string) // the file watcher's SetExtra
+}
+
+func (w *watcher) absVarFiles() []string {
+	var out []string
+	for _, f := range w.o.vars.varFiles {
+		if abs, err := filepath.Abs(f); err == nil {
+			out = append(out, abs)
+		}
+	}
+	return out
+}
+
+// reload re-reads the configuration after a change (b nil: at start),
+// prints what changed in the definitions, and plans (and applies).
+func (w *watcher) reload(ctx context.Context, b *watch.Batch) {
+	now := time.Now()
+	if b != nil {
+		var names []string
+		for _, p := range b.Paths {
+			if rel, err := filepath.Rel(w.dir, p); err == nil && !strings.HasPrefix(rel, "..") {
+				p = rel
+			}
+			names = append(names, p)
+		}
+		what := strings.Join(names, ", ")
+		if b.Rescan {
+			what = "events were lost; rescanned"
+		}
+		w.changed, w.what = now, what
+		fmt.Fprintf(w.out, "\n%s %s changed at %s\n", w.c.Bold("──"), what, now.Format("15:04:05"))
+	}
+	cfg, diags := schema.Load(w.dir, schema.LoadOptions{Vars: w.o.vars.vars, VarFiles: w.o.vars.varFiles, Environ: w.g.IO.Environ})
+	if len(diags) > 0 {
+		w.out.clearStatus()
+		w.g.printDiags(cfg, diags, w.o.noColor)
+	}
+	if diags.HasErrors() {
+		if w.cfg != nil {
+			fmt.Fprintln(w.out, w.c.Yellow("The configuration has errors; keeping the last good plan. Fix the files and save again."))
+		} else {
+			fmt.Fprintln(w.out, w.c.Yellow("The configuration has errors; nothing is planned until it loads. Fix the files and save again."))
+		}
+		w.status()
+		return
+	}
+	extra := map[string][]byte{}
+	var extraPaths []string
+	for _, name := range sortedKeys(cfg.Spaces) {
+		if f := cfg.Spaces[name].NNIFile; f != "" {
+			extraPaths = append(extraPaths, f)
+			if src, err := os.ReadFile(f); err == nil {
+				extra[f] = src
+			}
+		}
+	}
+	extraPaths = append(extraPaths, w.absVarFiles()...)
+	units := schema.Units(cfg.Files)
+	if w.cfg != nil {
+		diff := schema.BlockDiff(w.units, units)
+		diff += w.fileDiffs(extra)
+		if diff == "" {
+			fmt.Fprintln(w.out, "No change in the definitions since the last good plan.")
+		} else {
+			fmt.Fprintln(w.out, "Changes in the definitions since the last good plan:")
+			w.printDiff(diff)
+		}
+	}
+	w.cfg, w.units, w.extra = cfg, units, extra
+	w.setExtra(extraPaths)
+	w.buildProviders()
+	w.lastPlan, w.held = "", ""
+	w.reconcile(ctx, true)
+}
+
+// setExtra is replaced in tests; it tells the file watcher about the files
+// the configuration points at.
+func (w *watcher) setExtra(paths []string) {
+	if w.extraSetter != nil {
+		w.extraSetter(paths)
+	}
+}
+
+// fileDiffs diffs the nni_file search spaces.
+func (w *watcher) fileDiffs(now map[string][]byte) string {
+	var sb strings.Builder
+	paths := map[string]bool{}
+	for p := range now {
+		paths[p] = true
+	}
+	for p := range w.extra {
+		paths[p] = true
+	}
+	for _, p := range sortedKeys(paths) {
+		if bytes.Equal(w.extra[p], now[p]) {
+			continue
+		}
+		name := p
+		if rel, err := filepath.Rel(w.dir, p); err == nil && !strings.HasPrefix(rel, "..") {
+			name = rel
+		}
+		fmt.Fprintf(&sb, "# %s changed\n", name)
+		sb.WriteString(schema.UnifiedDiff(name, w.extra[p], now[p]))
+	}
+	return sb.String()
+}
+
+func (w *watcher) printDiff(diff string) {
+	for _, line := range strings.SplitAfter(diff, "\n") {
+		switch {
+		case line == "":
+		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+			fmt.Fprint(w.out, w.c.Bold(strings.TrimSuffix(line, "\n"))+"\n")
+		case strings.HasPrefix(line, "+"):
+			fmt.Fprint(w.out, w.c.Green(strings.TrimSuffix(line, "\n"))+"\n")
+		case strings.HasPrefix(line, "-"):
+			fmt.Fprint(w.out, w.c.Red(strings.TrimSuffix(line, "\n"))+"\n")
+		case strings.HasPrefix(line, "#"), strings.HasPrefix(line, "@@"):
+			fmt.Fprint(w.out, w.c.Dim(strings.TrimSuffix(line, "\n"))+"\n")
+		default:
+			fmt.Fprint(w.out, line)
+		}
+	}
+}
+
+// buildProviders keeps the provider set while the platform blocks are
+// unchanged (providers hold caches and notifiers) and rebuilds it when
+// they change.
+func (w *watcher) buildProviders() {
+	var key strings.Builder
+	for _, k := range sortedKeys(w.cfg.Platforms) {
+		fmt.Fprintf(&key, "%s=%v;", k, w.cfg.Platforms[k].Attrs)
+	}
+	if w.ps != nil && key.String() == w.psKey {
+		w.ps.mu.Lock()
+		w.ps.cfg = w.cfg
+		w.ps.mu.Unlock()
+		return
+	}
+	if w.ps != nil {
+		w.ps.Close()
+	}
+	w.ps, w.psKey = newProviderSet(w.cfg, w.stateDir), key.String()
+}
+
+// subscribe forwards the notifiers of providers built since the last call
+// (a trial process exited: reconcile now rather than at the interval).
+func (w *watcher) subscribe() {
+	w.ps.mu.Lock()
+	defer w.ps.mu.Unlock()
+	for _, p := range w.ps.built {
+		n, ok := p.(apply.Notifier)
+		if !ok || w.subbed[p] {
+			continue
+		}
+		w.subbed[p] = true
+		go func(c <-chan struct{}) {
+			for {
+				select {
+				case <-w.stop:
+					return
+				case <-c:
+					select {
+					case w.notify <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}(n.Changed())
+	}
+}
+
+// reconcile plans against the last good configuration and, with
+// -auto-approve, applies. printPlan prints the plan even when it did not
+// change (after a file change).
+func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
+	defer w.status()
+	if w.cfg == nil || ctx.Err() != nil {
+		return
+	}
+	opts := plan.Options{Targets: w.o.targets}
+	if !w.g.checkPlatformsTo(ctx, w.cfg, w.ps, w.out) {
+		return
+	}
+	defer w.subscribe()
+	if !w.o.autoApprove {
+		st, err := w.m.Load()
+		if err != nil {
+			fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
+			return
+		}
+		s := apply.NewSession(w.cfg, st, newMemStore(w.m), w.ps)
+		p, err := s.Plan(ctx, opts)
+		if err != nil {
+			fmt.Fprintf(w.out, "%s plan: %v\n", w.c.Red("Error:"), err)
+			return
+		}
+		w.last = p
+		var buf bytes.Buffer
+		views.Plan(&buf, p, w.c)
+		if printPlan || buf.String() != w.lastPlan {
+			w.out.Write(buf.Bytes())
+			w.lastPlan = buf.String()
+		}
+		return
+	}
+
+	// Apply mode: hold the lock only for this pass, so trials, show and
+	// plan keep working between passes.
+	lk, err := w.m.Lock(ctx, "watch", Version, w.o.lock.timeout)
+	if err != nil {
+		var le *state.LockedError
+		if errors.As(err, &le) {
+			if msg := err.Error(); msg != w.locked {
+				w.locked = msg
+				fmt.Fprintf(w.out, "%s %v; watch tries again every %s.\n", w.c.Yellow("Waiting:"), err, w.o.interval)
+			}
+			return
+		}
+		fmt.Fprintf(w.out, "%s acquire the state lock: %v\n", w.c.Red("Error:"), err)
+		return
+	}
+	defer lk.Unlock()
+	w.locked = ""
+	st, err := w.m.Load()
+	if err != nil {
+		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
+		return
+	}
+	if _, err := os.Stat(filepath.Join(w.stateDir, "state.json")); os.IsNotExist(err) {
+		if err := w.m.Save(st); err != nil {
+			fmt.Fprintf(w.out, "%s create the state: %v\n", w.c.Red("Error:"), err)
+			return
+		}
+	}
+	s := apply.NewSession(w.cfg, st, w.m, w.ps)
+	s.Parallelism = w.o.parallelism
+	s.Hooks = w.hooks
+	p, err := s.Plan(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(w.out, "%s plan: %v\n", w.c.Red("Error:"), err)
+		return
+	}
+	w.last = p
+	if d := p.Destructive(); len(d) > 0 && !w.o.allowDestroy {
+		held := strings.Join(d, "\n")
+		if printPlan || held != w.held {
+			views.Plan(w.out, p, w.c)
+			fmt.Fprintln(w.out, w.c.Yellow("\nHeld: this plan is not applied because"))
+			for _, line := range d {
+				fmt.Fprintf(w.out, "  - %s\n", line)
+			}
+			fmt.Fprintln(w.out, "Restore the definitions, run `trialform apply` to apply it yourself, or restart watch with -allow-destroy.")
+			w.held = held
+		}
+		return
+	}
+	w.held = ""
+	if printPlan {
+		views.Plan(w.out, p, w.c)
+	}
+	if err := s.Apply(ctx, p); err != nil && ctx.Err() == nil {
+		w.printApplyErr(err)
+	}
+	if apply.Finished(p) {
+		if !w.done {
+			fmt.Fprintln(w.out, w.c.Bold("\nAll experiments are done. Watching for changes..."))
+			w.done = true
+		}
+	} else {
+		w.done = false
+	}
+}
+
+func (w *watcher) printApplyErr(err error) {
+	for _, e := range applyErrors(err) {
+		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), e)
+	}
+}
+
+// status redraws the status line (terminals only).
+func (w *watcher) status() {
+	if !w.out.tty {
+		return
+	}
+	var parts []string
+	if w.last != nil {
+		for _, ep := range w.last.Experiments {
+			parts = append(parts, views.StatusLine(ep))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no experiments")
+	}
+	line := strings.Join(parts, " · ")
+	if !w.changed.IsZero() {
+		line += fmt.Sprintf(" · last change %s (%s)", w.changed.Format("15:04:05"), w.what)
+	}
+	if w.held != "" {
+		line += " · plan held"
+	}
+	w.out.setStatus("watch · " + line)
+}
+
+// checkPlatformsTo is checkPlatforms writing its diagnostics through w.
+func (g *Globals) checkPlatformsTo(ctx context.Context, cfg *schema.Config, ps *providerSet, w *statusWriter) bool {
+	w.clearStatus()
+	return g.checkPlatforms(ctx, cfg, ps)
+}
+
+// statusWriter writes whole lines and, on a terminal, keeps a status line
+// at the bottom: cleared before each write and drawn again after.
+type statusWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	tty    bool
+	status string
+	shown  bool
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+	n, err := s.w.Write(p)
+	s.drawLocked()
+	return n, err
+}
+
+func (s *statusWriter) setStatus(line string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+	s.status = line
+	s.drawLocked()
+}
+
+func (s *statusWriter) clearStatus() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+}
+
+func (s *statusWriter) clearLocked() {
+	if s.shown {
+		io.WriteString(s.w, "\r\x1b[2K")
+		s.shown = false
+	}
+}
+
+func (s *statusWriter) drawLocked() {
+	if s.tty && s.status != "" {
+		io.WriteString(s.w, s.status)
+		s.shown = true
+	}
+}

@@ -1,0 +1,11 @@
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+
+experiment "e" {
+  search_space = search_space.s
+  tuner "tpe" {}
+  assessor "medianstp" {}
+  max_trials = 3
+  trial { command = "echo ${param.x}" }
+}

@@ -1,0 +1,386 @@
+package tuner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Assessors decide, from intermediate results, which running trials to
+// stop early. Like tuners they are pure: the same curves give the same
+// decisions, so a plan shows exactly what apply will stop.
+
+// Curve is the intermediate objective values one trial reported, in
+// report order (step i is Values[i-1]).
+type Curve struct {
+	TrialID string
+	Seq     int
+	Values  []float64
+	// Running is set for trials still running (the ones an assessor may
+	// stop); Completed for trials that ended with a final result.
+	Running   bool
+	Completed bool
+	// Final is the trial's final objective value when Completed.
+	Final float64
+}
+
+// AssessRequest asks an assessor about the running trials of Curves.
+type AssessRequest struct {
+	Goal   Goal
+	Curves []Curve
+}
+
+// Assessor decides which running trials to stop: trial id -> the reason,
+// in words a user reads in the plan.
+type Assessor interface {
+	Assess(req AssessRequest) map[string]string
+}
+
+// AssessorInfo describes a registered assessor.
+type AssessorInfo struct {
+	Name     string
+	Settings map[string]string // name -> short description
+	New      func(settings map[string]any) (Assessor, error)
+}
+
+var assessors = map[string]AssessorInfo{}
+
+func registerAssessor(info AssessorInfo) { assessors[info.Name] = info }
+
+func init() {
+	registerAssessor(AssessorInfo{
+		Name: "medianstop",
+		Settings: map[string]string{
+			"start_step": "int >= 1, the first step at which a trial can be stopped (default 1)",
+			"min_trials": "int >= 1, completed trials needed before any trial is stopped (default 1)",
+		},
+		New: newMedianStop,
+	})
+	registerAssessor(AssessorInfo{
+		Name: "curvefitting",
+		Settings: map[string]string{
+			"epoch_num":  "int >= 2, the step count of a full trial (required)",
+			"start_step": "int >= 2, steps a trial must report before it is judged (default 6)",
+			"threshold":  "number in (0, 1], stop when the predicted final result is worse than threshold x the best final so far (default 0.95)",
+			"gap":        "int >= 1, judge every gap steps (default 1)",
+			"min_trials": "int >= 1, completed trials needed before any trial is stopped (default 1)",
+		},
+		New: newCurveFitting,
+	})
+}
+
+// LookupAssessor finds an assessor by name.
+func LookupAssessor(name string) (AssessorInfo, bool) {
+	a, ok := assessors[name]
+	return a, ok
+}
+
+// AssessorNames lists the registered assessors, sorted.
+func AssessorNames() []string {
+	var ns []string
+	for n := range assessors {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// NewAssessor builds the named assessor from its block's settings.
+func NewAssessor(name string, settings map[string]any) (Assessor, error) {
+	info, ok := assessors[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown assessor %q (known: %s)", name, strings.Join(AssessorNames(), ", "))
+	}
+	return info.New(settings)
+}
+
+// assessorSettings validates an assessor block's attributes with the
+// tuners' settings reader, naming the assessor in errors.
+func assessorSettings(name string, in map[string]any, valid map[string]string) (settings, error) {
+	s, err := newSettings(name, in, valid)
+	if err != nil {
+		return s, relabel(err)
+	}
+	return s, nil
+}
+
+func relabel(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(strings.Replace(err.Error(), "tuner ", "assessor ", 1))
+}
+
+// better reports whether a is better than b for goal.
+func better(goal Goal, a, b float64) bool {
+	if goal == Minimize {
+		return a < b
+	}
+	return a > b
+}
+
+// medianStop is Vizier's median stopping rule, as NNI's Medianstop
+// assessor applies it: a running trial is stopped at step s (s >=
+// start_step) when its best value up to s is worse than the median of the
+// running averages, up to s, of the completed trials that reached s.
+type medianStop struct {
+	startStep, minTrials int
+}
+
+func newMedianStop(in map[string]any) (Assessor, error) {
+	s, err := assessorSettings("medianstop", in, assessors["medianstop"].Settings)
+	if err != nil {
+		return nil, err
+	}
+	start, _, err := s.int("start_step", 1, 1)
+	if err != nil {
+		return nil, relabel(err)
+	}
+	minT, _, err := s.int("min_trials", 1, 1)
+	if err != nil {
+		return nil, relabel(err)
+	}
+	return &medianStop{startStep: int(start), minTrials: int(minT)}, nil
+}
+
+func (m *medianStop) Assess(req AssessRequest) map[string]string {
+	out := map[string]string{}
+	for _, c := range req.Curves {
+		if !c.Running || len(c.Values) < m.startStep {
+			continue
+		}
+		step := len(c.Values)
+		var avgs []float64
+		for _, d := range req.Curves {
+			if !d.Completed || len(d.Values) < step {
+				continue
+			}
+			sum := 0.0
+			for _, v := range d.Values[:step] {
+				sum += v
+			}
+			avgs = append(avgs, sum/float64(step))
+		}
+		if len(avgs) < m.minTrials {
+			continue
+		}
+		med := medianOf(avgs)
+		best := c.Values[0]
+		for _, v := range c.Values[1:step] {
+			if better(req.Goal, v, best) {
+				best = v
+			}
+		}
+		if better(req.Goal, med, best) {
+			out[c.TrialID] = fmt.Sprintf("medianstop: best %s by step %d is worse than the median %s of %d completed trial(s) at that step",
+				fmtNum(best), step, fmtNum(med), len(avgs))
+		}
+	}
+	return out
+}
+
+func medianOf(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func fmtNum(v float64) string { return fmt.Sprintf("%.6g", v) }
+
+// curveFitting predicts a running trial's value at epoch_num by fitting
+// learning-curve models to what it reported so far and stops it when even
+// the prediction is worse than threshold x the best final result (for
+// minimize: better than best / threshold is required). The models are a
+// least-squares ensemble of three shapes NNI's curve-fitting assessor also
+// uses — pow3 (c - a·x^-α), log-linear (a·ln x + b) and exp3 (c - a·e^-bx)
+// — weighted by their fit; it does not run NNI's MCMC over twelve models.
+type curveFitting struct {
+	epochs, startStep, gap, minTrials int
+	threshold                         float64
+}
+
+func newCurveFitting(in map[string]any) (Assessor, error) {
+	s, err := assessorSettings("curvefitting", in, assessors["curvefitting"].Settings)
+	if err != nil {
+		return nil, err
+	}
+	epochs, set, err := s.int("epoch_num", 0, 2)
+	if err != nil {
+		return nil, relabel(err)
+	}
+	if !set {
+		return nil, errors.New(`assessor "curvefitting": setting "epoch_num" is required (the number of steps a full trial reports), e.g. epoch_num = 20`)
+	}
+	start, _, err := s.int("start_step", 6, 2)
+	if err != nil {
+		return nil, relabel(err)
+	}
+	gap, _, err := s.int("gap", 1, 1)
+	if err != nil {
+		return nil, relabel(err)
+	}
+	minT, _, err := s.int("min_trials", 1, 1)
+	if err != nil {
+		return nil, relabel(err)
+	}
+	th, err := s.float("threshold", 0.95, 1e-9, 1)
+	if err != nil {
+		return nil, relabel(err)
+	}
+	if start >= epochs {
+		return nil, fmt.Errorf(`assessor "curvefitting": start_step (%d) must be below epoch_num (%d)`, start, epochs)
+	}
+	return &curveFitting{epochs: int(epochs), startStep: int(start), gap: int(gap), minTrials: int(minT), threshold: th}, nil
+}
+
+func (cf *curveFitting) Assess(req AssessRequest) map[string]string {
+	out := map[string]string{}
+	best, n := 0.0, 0
+	for _, c := range req.Curves {
+		if !c.Completed {
+			continue
+		}
+		if n == 0 || better(req.Goal, c.Final, best) {
+			best = c.Final
+		}
+		n++
+	}
+	if n < cf.minTrials {
+		return out
+	}
+	for _, c := range req.Curves {
+		step := len(c.Values)
+		if !c.Running || step < cf.startStep || step >= cf.epochs || (step-cf.startStep)%cf.gap != 0 {
+			continue
+		}
+		pred, ok := predictCurve(c.Values, float64(cf.epochs))
+		if !ok {
+			continue
+		}
+		var bar float64
+		var worse bool
+		if req.Goal == Minimize {
+			bar = best / cf.threshold
+			if best < 0 {
+				bar = best * cf.threshold
+			}
+			worse = pred > bar
+		} else {
+			bar = best * cf.threshold
+			if best < 0 {
+				bar = best / cf.threshold
+			}
+			worse = pred < bar
+		}
+		if worse {
+			out[c.TrialID] = fmt.Sprintf("curvefitting: predicted %s at step %d, worse than %s (threshold %g of the best final %s)",
+				fmtNum(pred), cf.epochs, fmtNum(bar), cf.threshold, fmtNum(best))
+		}
+	}
+	return out
+}
+
+// predictCurve extrapolates ys (ys[i] at x = i+1) to x = at.
+func predictCurve(ys []float64, at float64) (float64, bool) {
+	for _, y := range ys {
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			return 0, false
+		}
+	}
+	type fit struct{ pred, sse float64 }
+	var fits []fit
+	// log-linear: y = a ln x + b (linear least squares in ln x).
+	if a, b, ok := linfit(len(ys), func(i int) float64 { return math.Log(float64(i + 1)) }, ys); ok {
+		fits = append(fits, fit{a*math.Log(at) + b, sse(ys, func(x float64) float64 { return a*math.Log(x) + b })})
+	}
+	// pow3: y = c - a x^-α and exp3: y = c - a e^-βx, each linear in (a, c)
+	// for a fixed shape parameter: grid over the shape, keep the best fit.
+	for _, shape := range []struct {
+		g    func(x, s float64) float64
+		grid []float64
+	}{
+		{func(x, s float64) float64 { return math.Pow(x, -s) }, shapeGrid(0.05, 4)},
+		{func(x, s float64) float64 { return math.Exp(-s * x) }, shapeGrid(0.01, 2)},
+	} {
+		bestFit := fit{sse: math.Inf(1)}
+		for _, s := range shape.grid {
+			s := s
+			a, c, ok := linfit(len(ys), func(i int) float64 { return shape.g(float64(i+1), s) }, ys)
+			if !ok {
+				continue
+			}
+			e := sse(ys, func(x float64) float64 { return a*shape.g(x, s) + c })
+			if e < bestFit.sse {
+				bestFit = fit{a*shape.g(at, s) + c, e}
+			}
+		}
+		if !math.IsInf(bestFit.sse, 1) {
+			fits = append(fits, bestFit)
+		}
+	}
+	if len(fits) == 0 {
+		return 0, false
+	}
+	// Weight each model by 1/(sse + ε): the better fit dominates.
+	num, den := 0.0, 0.0
+	for _, f := range fits {
+		if math.IsNaN(f.pred) || math.IsInf(f.pred, 0) {
+			continue
+		}
+		w := 1 / (f.sse + 1e-12)
+		num += w * f.pred
+		den += w
+	}
+	if den == 0 {
+		return 0, false
+	}
+	return num / den, true
+}
+
+// shapeGrid is 32 shape parameters spaced geometrically over [lo, hi].
+func shapeGrid(lo, hi float64) []float64 {
+	const n = 32
+	g := make([]float64, n)
+	for i := range g {
+		g[i] = lo * math.Pow(hi/lo, float64(i)/(n-1))
+	}
+	return g
+}
+
+// linfit fits y = a·f(i) + b by least squares.
+func linfit(n int, f func(i int) float64, ys []float64) (a, b float64, ok bool) {
+	if n < 2 {
+		return 0, 0, false
+	}
+	var sx, sy, sxx, sxy float64
+	for i := 0; i < n; i++ {
+		x := f(i)
+		sx += x
+		sy += ys[i]
+		sxx += x * x
+		sxy += x * ys[i]
+	}
+	fn := float64(n)
+	d := fn*sxx - sx*sx
+	if math.Abs(d) < 1e-12 {
+		return 0, 0, false
+	}
+	a = (fn*sxy - sx*sy) / d
+	b = (sy - a*sx) / fn
+	return a, b, true
+}
+
+func sse(ys []float64, model func(x float64) float64) float64 {
+	s := 0.0
+	for i, y := range ys {
+		d := model(float64(i+1)) - y
+		s += d * d
+	}
+	return s
+}

@@ -1,0 +1,111 @@
+package tuner
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestMedianStop(t *testing.T) {
+	a, err := NewAssessor("medianstop", map[string]any{"start_step": 2.0, "min_trials": 2.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := []Curve{
+		{TrialID: "c1", Values: []float64{0.5, 0.6, 0.7, 0.8}, Completed: true, Final: 0.8},
+		{TrialID: "c2", Values: []float64{0.4, 0.5, 0.6, 0.7}, Completed: true, Final: 0.7},
+		{TrialID: "c3", Values: []float64{0.1}, Completed: true, Final: 0.1}, // too short to count at step 2
+	}
+	// Running averages at step 2: c1 0.55, c2 0.45 -> median 0.5.
+	running := []Curve{
+		{TrialID: "bad", Values: []float64{0.3, 0.45}, Running: true},            // best 0.45 < 0.5: stop
+		{TrialID: "good", Values: []float64{0.3, 0.51}, Running: true},           // best 0.51: keep
+		{TrialID: "early", Values: []float64{0.01}, Running: true},               // before start_step
+		{TrialID: "over", Values: []float64{0.2, 0.2, 0.2, 0.2}, Running: false}, // not running
+	}
+	got := a.Assess(AssessRequest{Goal: Maximize, Curves: append(append([]Curve{}, done...), running...)})
+	if len(got) != 1 || got["bad"] == "" {
+		t.Fatalf("maximize: stopped %v, want only bad", got)
+	}
+	if !strings.Contains(got["bad"], "median 0.5 of 2 completed") {
+		t.Errorf("reason %q", got["bad"])
+	}
+	// Minimize flips it: now "good" (0.3 best, below median 0.5) stays and
+	// a trial whose best is above the median is stopped.
+	got = a.Assess(AssessRequest{Goal: Minimize, Curves: append(append([]Curve{}, done...),
+		Curve{TrialID: "high", Values: []float64{0.9, 0.6}, Running: true},
+		Curve{TrialID: "low", Values: []float64{0.9, 0.4}, Running: true})})
+	if len(got) != 1 || got["high"] == "" {
+		t.Fatalf("minimize: stopped %v, want only high", got)
+	}
+	// Fewer completed trials than min_trials: nothing stopped.
+	got = a.Assess(AssessRequest{Goal: Maximize, Curves: append([]Curve{done[0]}, running...)})
+	if len(got) != 0 {
+		t.Fatalf("with 1 completed trial (min_trials 2): %v", got)
+	}
+}
+
+func TestCurveFitting(t *testing.T) {
+	a, err := NewAssessor("curvefitting", map[string]any{"epoch_num": 20.0, "start_step": 4.0, "threshold": 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	curve := func(limit, rate float64, n int) []float64 {
+		var ys []float64
+		for x := 1; x <= n; x++ {
+			ys = append(ys, limit-(limit-0.1)*math.Exp(-rate*float64(x)))
+		}
+		return ys
+	}
+	// A finished trial reached 0.9. A running one heading to 0.5 is stopped;
+	// one heading to 0.95 that starts slower is kept.
+	cs := []Curve{
+		{TrialID: "done", Values: curve(0.9, 0.3, 20), Completed: true, Final: 0.9},
+		{TrialID: "poor", Values: curve(0.5, 0.3, 6), Running: true},
+		{TrialID: "slow-but-good", Values: curve(0.95, 0.15, 6), Running: true},
+		{TrialID: "too-early", Values: curve(0.2, 0.3, 3), Running: true},
+	}
+	got := a.Assess(AssessRequest{Goal: Maximize, Curves: cs})
+	if len(got) != 1 || got["poor"] == "" {
+		t.Fatalf("stopped %v, want only poor", got)
+	}
+	if p, ok := predictCurve(curve(0.5, 0.3, 8), 20); !ok || math.Abs(p-0.5) > 0.05 {
+		t.Errorf("prediction of a saturating curve: %v %v, want about 0.5", p, ok)
+	}
+	// Minimize: losses falling to 0.1 (best final) vs one stuck at 1.
+	loss := func(limit float64, n int) []float64 {
+		var ys []float64
+		for x := 1; x <= n; x++ {
+			ys = append(ys, limit+2*math.Exp(-0.4*float64(x)))
+		}
+		return ys
+	}
+	got = a.Assess(AssessRequest{Goal: Minimize, Curves: []Curve{
+		{TrialID: "done", Values: loss(0.1, 20), Completed: true, Final: 0.1},
+		{TrialID: "stuck", Values: loss(1, 8), Running: true},
+		{TrialID: "fine", Values: loss(0.1, 8), Running: true},
+	}})
+	if len(got) != 1 || got["stuck"] == "" {
+		t.Fatalf("minimize: stopped %v, want only stuck", got)
+	}
+}
+
+func TestAssessorSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   map[string]any
+		want string
+	}{
+		{"nope", nil, `unknown assessor "nope"`},
+		{"medianstop", map[string]any{"start": 1.0}, `assessor "medianstop": unknown setting "start"`},
+		{"medianstop", map[string]any{"start_step": 0.0}, `assessor "medianstop": setting "start_step" must be at least 1`},
+		{"curvefitting", map[string]any{}, `"epoch_num" is required`},
+		{"curvefitting", map[string]any{"epoch_num": 5.0, "start_step": 6.0}, "must be below epoch_num"},
+		{"curvefitting", map[string]any{"epoch_num": 20.0, "threshold": 2.0}, `"threshold"`},
+	} {
+		_, err := NewAssessor(tc.name, tc.in)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: err = %v, want %q", tc.name, tc.in, err, tc.want)
+		}
+	}
+}

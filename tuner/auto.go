@@ -1,0 +1,175 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+var autoSettings = map[string]string{
+	"seed":       "int, random seed (default: the experiment's seed)",
+	"tpe_trials": "int >= 0, trials proposed by TPE before CMA-ES takes over the numeric parameters (default 25)",
+	"popsize":    "int >= 2, CMA-ES population of the first run (default 4 + floor(3 ln d)); doubles at every restart",
+}
+
+// autoSigmaMin and autoSigmaMax bound the first CMA-ES run's step size
+// (variables so that the local comparison can try others).
+var autoSigmaMin, autoSigmaMax = 0.1, 0.3
+
+func autoInfo() Info {
+	return Info{Name: "auto", Settings: autoSettings, New: newAuto}
+}
+
+// autoTuner is the default strategy: TPE to explore, CMA-ES to converge.
+//
+//   - The first tpe_trials trials (by position in sequence order, counting
+//     every trial: completed, failed or pending) are TPE's, exactly as the
+//     tpe tuner would propose them (its first 10 at random).
+//   - Later trials are CMA-ES's (with IPOP restarts, see cmaes.go) over the
+//     numeric parameters in unit coordinates. The first run starts at the
+//     best trial so far, with a step size from the spread of the best
+//     quarter of the trials (between 0.1 and 0.3 of the range).
+//   - Choices and nested choices of CMA-ES trials are proposed by TPE's
+//     model of each choice, conditioned on the whole history (pending
+//     trials as constant liars), so a choice that moves the optimum is
+//     learnt while CMA-ES tunes the numbers.
+//   - A space without numeric parameters is TPE's throughout.
+type autoTuner struct {
+	seeder
+	sp        *space.Space
+	tpe       *tpeTuner
+	tpeTrials int
+	popsize   int
+}
+
+func newAuto(in map[string]any, sp *space.Space) (Tuner, error) {
+	s, err := newSettings("auto", in, autoSettings)
+	if err != nil {
+		return nil, err
+	}
+	seed, has, err := s.int("seed", 0, -1<<53)
+	if err != nil {
+		return nil, err
+	}
+	n0, _, err := s.int("tpe_trials", 25, 0)
+	if err != nil {
+		return nil, err
+	}
+	if n0 > 1<<30 {
+		return nil, fmt.Errorf("tuner %q: setting %q must be at most %d, not %d", "auto", "tpe_trials", 1<<30, n0)
+	}
+	pop, _, err := s.int("popsize", 0, 2)
+	if err != nil {
+		return nil, err
+	}
+	if pop > 4096 {
+		return nil, fmt.Errorf("tuner %q: setting %q must be at most 4096, not %d", "auto", "popsize", pop)
+	}
+	sd := seeder{seed, has}
+	tpe := &tpeTuner{seeder: sd, sp: sp, startup: 10, candidates: 24, priorWeight: 1}
+	return &autoTuner{seeder: sd, sp: sp, tpe: tpe, tpeTrials: int(n0), popsize: int(pop)}, nil
+}
+
+func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
+	sp, err := spaceOf(req, t.sp)
+	if err != nil {
+		return nil, err
+	}
+	sign, err := goalSign(req.Goal)
+	if err != nil {
+		return nil, err
+	}
+	seed := t.seedOf(req)
+	hist := scoredHistory(req, sign)
+	obs := make([]tpeObs, 0, len(hist)+len(req.Seqs))
+	completed := 0
+	for _, h := range hist {
+		switch {
+		case h.pending:
+			obs = append(obs, tpeObs{vals: h.params, loss: math.Inf(1)})
+		case !math.IsInf(h.loss, 1):
+			obs = append(obs, tpeObs{vals: h.params, loss: h.loss})
+			completed++
+		}
+	}
+	c := newUnitCodec(sp)
+	var run *cmaRun
+	out := make([]space.Params, len(req.Seqs))
+	for k, i := range ascending(req.Seqs) {
+		rng := newRNG(seed, req.Seqs[i])
+		pos := len(hist) + k
+		var p space.Params
+		switch {
+		case pos < t.tpeTrials || len(c.dims) == 0:
+			if completed < t.tpe.startup {
+				p = space.SampleSpace(sp, rng)
+			} else {
+				p = t.tpe.sampleLevel(sp, obs, rng)
+			}
+		default:
+			if run == nil {
+				run = t.replay(c, seed, hist)
+			}
+			x := run.es.draw(c, rng)
+			p = space.Params{}
+			c.decode(x, p)
+			for _, o := range c.other {
+				if o.Kind == space.Choice && completed > 0 {
+					p[o.Name] = t.tpe.sampleChoice(o, obs, rng)
+				} else {
+					p[o.Name] = space.Sample(o, rng)
+				}
+			}
+		}
+		out[i] = p
+		obs = append(obs, tpeObs{vals: p, loss: math.Inf(1)})
+	}
+	return out, nil
+}
+
+// replay rebuilds CMA-ES from the trials after the first tpe_trials.
+func (t *autoTuner) replay(c *unitCodec, seed int64, hist []scored) *cmaRun {
+	n0 := min(t.tpeTrials, len(hist))
+	mean, sigma := startFrom(c, hist[:n0])
+	cfg := cmaConfig{lambda: t.popsize, sigma0: 0.25, startMean: mean, startSigma: sigma}
+	return replayCMA(c, cfg, seed, hist[n0:])
+}
+
+// startFrom picks CMA-ES's first mean, the best completed trial, and step
+// size, the root mean square distance of the best quarter (at least 3) of
+// the completed trials to it, per coordinate, clipped into [0.1, 0.3].
+func startFrom(c *unitCodec, before []scored) ([]float64, float64) {
+	type pt struct {
+		x    []float64
+		loss float64
+	}
+	var pts []pt
+	for _, h := range before {
+		if h.pending || math.IsInf(h.loss, 1) {
+			continue
+		}
+		if x, ok := c.encode(h.params); ok {
+			pts = append(pts, pt{x, h.loss})
+		}
+	}
+	if len(pts) == 0 {
+		return nil, 0.25
+	}
+	sort.SliceStable(pts, func(a, b int) bool { return pts[a].loss < pts[b].loss })
+	best := pts[0].x
+	k := max(3, len(pts)/4)
+	if k > len(pts) {
+		return best, 0.25
+	}
+	ss := 0.0
+	for _, p := range pts[1:k] {
+		for i := range best {
+			d := p.x[i] - best[i]
+			ss += d * d
+		}
+	}
+	sigma := math.Sqrt(ss / float64((k-1)*len(best)))
+	return best, clampF(sigma, autoSigmaMin, autoSigmaMax)
+}

@@ -1,0 +1,140 @@
+package tuner
+
+import (
+	"fmt"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+var batchSettings = map[string]string{
+	"params": "list of objects, required: the parameter sets to run, in order (params = [{lr = 0.1, layers = 2}, ...])",
+	"seed":   "int, accepted for symmetry with the other tuners; batch uses no randomness",
+}
+
+func batchInfo() Info {
+	return Info{Name: "batch", Settings: batchSettings, New: newBatch}
+}
+
+// batchTuner runs an explicit list of parameter sets. Trials take the sets
+// in list order, skipping the sets earlier trials (completed, failed or
+// pending) already ran: a set listed twice runs twice. When every set is
+// taken, Suggest fails, which the planner reports at plan time.
+type batchTuner struct {
+	sets []space.Params
+	sp   *space.Space
+}
+
+func newBatch(in map[string]any, sp *space.Space) (Tuner, error) {
+	s, err := newSettings("batch", in, batchSettings)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := s.int("seed", 0, -1<<53); err != nil {
+		return nil, err
+	}
+	raw, ok := in["params"]
+	if !ok || raw == nil {
+		return nil, fmt.Errorf("tuner %q: setting %q is required: a list of parameter sets, e.g. params = [{lr = 0.1}, {lr = 0.01}]", "batch", "params")
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		return nil, fmt.Errorf("tuner %q: setting %q must be a list of objects, not %T", "batch", "params", raw)
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("tuner %q: setting %q is empty; list at least one parameter set", "batch", "params")
+	}
+	t := &batchTuner{sp: sp}
+	for i, e := range list {
+		var m map[string]any
+		switch x := e.(type) {
+		case map[string]any:
+			m = x
+		case space.Params:
+			m = x
+		default:
+			return nil, fmt.Errorf("tuner %q: setting %q: element %d must be an object of parameter values, not %T", "batch", "params", i, e)
+		}
+		t.sets = append(t.sets, space.Params(m))
+	}
+	if sp != nil {
+		if err := t.check(sp); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// check reports the first set that is not a point of sp, and why.
+func (t *batchTuner) check(sp *space.Space) error {
+	for i, ps := range t.sets {
+		if sp.Contains(ps) {
+			continue
+		}
+		why := "it is not a point of the search space"
+		for _, p := range sp.Params {
+			v, ok := ps[p.Name]
+			if !ok {
+				why = fmt.Sprintf("parameter %q is missing", p.Name)
+				break
+			}
+			if !space.Contains(p, v) {
+				why = fmt.Sprintf("parameter %q = %v is not a value of its %s", p.Name, v, p.Kind)
+				break
+			}
+		}
+		if why == "it is not a point of the search space" {
+			for k := range ps {
+				if !hasParam(sp, k) {
+					why = fmt.Sprintf("%q is not a parameter of the search space", k)
+					break
+				}
+			}
+		}
+		return fmt.Errorf("tuner %q: setting %q: set %d (%s): %s", "batch", "params", i, pointKey(ps), why)
+	}
+	return nil
+}
+
+func hasParam(sp *space.Space, name string) bool {
+	for _, p := range sp.Params {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *batchTuner) Suggest(req Request) ([]space.Params, error) {
+	sp, err := spaceOf(req, t.sp)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.check(sp); err != nil {
+		return nil, err
+	}
+	used := map[string]int{}
+	for _, o := range history(req) {
+		used[pointKey(o.Params)]++
+	}
+	out := make([]space.Params, len(req.Seqs))
+	next := 0
+	for _, i := range ascending(req.Seqs) {
+		for ; next < len(t.sets); next++ {
+			k := pointKey(t.sets[next])
+			if used[k] == 0 {
+				break
+			}
+			used[k]--
+		}
+		if next >= len(t.sets) {
+			return nil, fmt.Errorf("batch has only %d parameter sets and earlier trials took them all; lower max_trials to %d or add sets to params", len(t.sets), len(t.sets))
+		}
+		p := make(space.Params, len(t.sets[next]))
+		for k, v := range t.sets[next] {
+			p[k] = v
+		}
+		out[i] = p
+		next++
+	}
+	return out, nil
+}

@@ -1,0 +1,294 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+// BudgetParam is the parameter through which hyperband and bohb hand each
+// trial its budget (epochs, steps, ...), as NNI does: the trial reads
+// params["TRIAL_BUDGET"] (and a command template can use
+// ${param.TRIAL_BUDGET}).
+const BudgetParam = "TRIAL_BUDGET"
+
+// WaitError is returned by a tuner that cannot propose all the trials
+// asked for until running ones finish (a Hyperband rung waits for the one
+// below it). The first Ready suggestions it returned are valid.
+type WaitError struct {
+	Ready int
+	Why   string
+}
+
+func (e *WaitError) Error() string { return e.Why }
+
+var hyperbandSettings = map[string]string{
+	"max_budget": "number > 0, the budget of a trial that runs in full, e.g. 81 epochs (required)",
+	"min_budget": "number > 0, the smallest budget a trial gets (default 1)",
+	"eta":        "int >= 2, the halving rate: each rung keeps 1/eta of the trials with eta times the budget (default 3)",
+	"seed":       "int, random seed (default: the experiment's seed)",
+}
+
+var bohbSettings = map[string]string{
+	"max_budget":     hyperbandSettings["max_budget"],
+	"min_budget":     hyperbandSettings["min_budget"],
+	"eta":            hyperbandSettings["eta"],
+	"seed":           hyperbandSettings["seed"],
+	"startup_trials": "int >= 1, results needed at a budget before its model proposes new configurations (default 10)",
+}
+
+func hyperbandInfo() Info {
+	return Info{Name: "hyperband", Settings: hyperbandSettings, New: func(in map[string]any, sp *space.Space) (Tuner, error) {
+		return newHyperband("hyperband", in, sp, hyperbandSettings)
+	}}
+}
+
+func bohbInfo() Info {
+	return Info{Name: "bohb", Settings: bohbSettings, New: func(in map[string]any, sp *space.Space) (Tuner, error) {
+		return newHyperband("bohb", in, sp, bohbSettings)
+	}}
+}
+
+// hyperband is Li et al.'s Hyperband as a schedule of trial slots: brackets
+// s = s_max..0, each running successive halving from n_s configurations at
+// budget max_budget·eta^-s. Slot k of the schedule is the trial with
+// sequence number k (the schedule repeats when it ends), so the tuner
+// stays a pure function of the history. A slot in rung i > 0 re-runs,
+// with eta times the budget, one of the best configurations of rung i-1
+// of its bracket; it waits (WaitError) while that rung has trials running.
+// A promoted configuration is a new trial with the same parameters and a
+// larger TRIAL_BUDGET, as in NNI (a trial may load its own checkpoint from
+// a shared directory to continue instead of starting over).
+//
+// bohb (Falkner et al.) proposes rung-0 configurations from a TPE model
+// fitted on the results at the largest budget that has startup_trials of
+// them (random until then), instead of at random.
+type hyperband struct {
+	seeder
+	name     string
+	sp       *space.Space
+	maxB     float64
+	minB     float64
+	eta      int
+	startup  int
+	integral bool // budgets are whole numbers (both bounds are)
+	slots    []hbSlot
+}
+
+// hbSlot is one trial of the schedule.
+type hbSlot struct {
+	bracket, rung int
+	rungStart     int // index of the rung's first slot in the schedule
+	prevStart     int // index of the previous rung's first slot (rung > 0)
+	prevLen       int // size of the previous rung
+	pos           int // position within the rung
+	budget        float64
+}
+
+func newHyperband(name string, in map[string]any, sp *space.Space, valid map[string]string) (Tuner, error) {
+	s, err := newSettings(name, in, valid)
+	if err != nil {
+		return nil, err
+	}
+	seed, has, err := s.int("seed", 0, -1<<53)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := in["max_budget"]; !ok {
+		return nil, fmt.Errorf("tuner %q: setting \"max_budget\" is required: the budget (e.g. epochs) of a trial that runs in full, e.g. max_budget = 81", name)
+	}
+	maxB, err := s.float("max_budget", 0, 1e-9, 1e12)
+	if err != nil {
+		return nil, err
+	}
+	minB, err := s.float("min_budget", 1, 1e-9, 1e12)
+	if err != nil {
+		return nil, err
+	}
+	if minB > maxB {
+		return nil, fmt.Errorf("tuner %q: min_budget (%g) must not exceed max_budget (%g)", name, minB, maxB)
+	}
+	eta, _, err := s.int("eta", 3, 2)
+	if err != nil {
+		return nil, err
+	}
+	startup := int64(10)
+	if name == "bohb" {
+		if startup, _, err = s.int("startup_trials", 10, 1); err != nil {
+			return nil, err
+		}
+	}
+	if sp != nil {
+		for _, p := range sp.Params {
+			if p.Name == BudgetParam {
+				return nil, fmt.Errorf("tuner %q sets the param %q itself; remove it from the search space", name, BudgetParam)
+			}
+		}
+	}
+	h := &hyperband{
+		seeder: seeder{seed, has}, name: name, sp: sp, maxB: maxB, minB: minB, eta: int(eta), startup: int(startup),
+		integral: maxB == math.Trunc(maxB) && minB == math.Trunc(minB),
+	}
+	h.slots = h.schedule()
+	return h, nil
+}
+
+// schedule lays out one round of brackets.
+func (h *hyperband) schedule() []hbSlot {
+	eta := float64(h.eta)
+	sMax := int(math.Floor(math.Log(h.maxB/h.minB)/math.Log(eta) + 1e-9))
+	var slots []hbSlot
+	for s := sMax; s >= 0; s-- {
+		n := int(math.Ceil(float64(sMax+1) / float64(s+1) * math.Pow(eta, float64(s))))
+		r := h.maxB * math.Pow(eta, -float64(s))
+		prevStart, prevLen := -1, 0
+		for i := 0; i <= s; i++ {
+			ni := int(math.Floor(float64(n) * math.Pow(eta, -float64(i))))
+			if ni < 1 {
+				ni = 1
+			}
+			start := len(slots)
+			b := r * math.Pow(eta, float64(i))
+			if h.integral {
+				b = math.Max(1, math.Round(b))
+			}
+			for j := 0; j < ni; j++ {
+				slots = append(slots, hbSlot{bracket: s, rung: i, rungStart: start, prevStart: prevStart, prevLen: prevLen, pos: j, budget: b})
+			}
+			prevStart, prevLen = start, ni
+		}
+	}
+	return slots
+}
+
+func (h *hyperband) Suggest(req Request) ([]space.Params, error) {
+	sp, err := spaceOf(req, h.sp)
+	if err != nil {
+		return nil, err
+	}
+	hist := history(req)
+	bySeq := make(map[int]Observation, len(hist))
+	for _, o := range hist {
+		bySeq[o.Seq] = o
+	}
+	asked := map[int]bool{}
+	for _, s := range req.Seqs {
+		asked[s] = true
+	}
+	out := make([]space.Params, 0, len(req.Seqs))
+	for _, i := range ascending(req.Seqs) {
+		seq := req.Seqs[i]
+		if seq < 0 {
+			return nil, fmt.Errorf("negative sequence number %d", seq)
+		}
+		round, k := seq/len(h.slots), seq%len(h.slots)
+		base := round * len(h.slots)
+		sl := h.slots[k]
+		var p space.Params
+		if sl.rung == 0 {
+			p = h.fresh(req, sp, hist, seq)
+		} else {
+			// The previous rung, ranked; its unfinished trials make us wait.
+			type ranked struct {
+				o     Observation
+				value float64
+			}
+			var rs []ranked
+			for j := 0; j < sl.prevLen; j++ {
+				ps := base + sl.prevStart + j
+				o, ok := bySeq[ps]
+				switch {
+				case ok && o.State == Completed && !math.IsNaN(o.Value):
+					v := o.Value
+					if req.Goal == Minimize {
+						v = -v
+					}
+					rs = append(rs, ranked{o, v})
+				case ok && o.State == Failed:
+					rs = append(rs, ranked{o, math.Inf(-1)})
+				case !ok && ps < seq && !asked[ps]:
+					// Not in the history (left out by a search-space
+					// change): counts as failed.
+				default:
+					return out, &WaitError{Ready: len(out), Why: fmt.Sprintf(
+						"%s waits for rung %d of bracket %d (trials %d-%d) to finish before promoting the best 1/%d",
+						h.name, sl.rung-1, sl.bracket, base+sl.prevStart, base+sl.prevStart+sl.prevLen-1, h.eta)}
+				}
+			}
+			sort.SliceStable(rs, func(a, b int) bool { return rs[a].value > rs[b].value })
+			if sl.pos >= len(rs) || math.IsInf(rs[sl.pos].value, -1) {
+				p = h.fresh(req, sp, hist, seq) // too few usable results: a fresh configuration
+			} else {
+				p = space.Params{}
+				for k, v := range rs[sl.pos].o.Params {
+					if k != BudgetParam {
+						p[k] = v
+					}
+				}
+			}
+		}
+		p[BudgetParam] = h.budgetValue(sl.budget)
+		out = append(out, p)
+		hist = append(hist, Observation{Seq: seq, Params: p, State: Pending})
+		bySeq[seq] = hist[len(hist)-1]
+	}
+	// Results in the order of req.Seqs.
+	res := make([]space.Params, len(req.Seqs))
+	for n, i := range ascending(req.Seqs) {
+		res[i] = out[n]
+	}
+	return res, nil
+}
+
+func (h *hyperband) budgetValue(b float64) any {
+	if h.integral {
+		return int64(b)
+	}
+	return b
+}
+
+// fresh is a rung-0 configuration: random (hyperband), or from a TPE model
+// of the results at the largest budget that has enough of them (bohb).
+func (h *hyperband) fresh(req Request, sp *space.Space, hist []Observation, seq int) space.Params {
+	if h.name == "bohb" {
+		byBudget := map[string][]Observation{}
+		var budgets []float64
+		for _, o := range hist {
+			b, ok := space.ToFloat(o.Params[BudgetParam])
+			if !ok || o.State != Completed {
+				continue
+			}
+			key := fmt.Sprint(b)
+			if len(byBudget[key]) == 0 {
+				budgets = append(budgets, b)
+			}
+			byBudget[key] = append(byBudget[key], o)
+		}
+		sort.Float64s(budgets)
+		for i := len(budgets) - 1; i >= 0; i-- {
+			obs := byBudget[fmt.Sprint(budgets[i])]
+			if len(obs) < h.startup {
+				continue
+			}
+			model := &tpeTuner{seeder: h.seeder, sp: sp, startup: h.startup, candidates: 24, priorWeight: 1}
+			stripped := make([]Observation, len(obs))
+			for j, o := range obs {
+				q := space.Params{}
+				for k, v := range o.Params {
+					if k != BudgetParam {
+						q[k] = v
+					}
+				}
+				stripped[j] = Observation{Seq: o.Seq, Params: q, State: o.State, Value: o.Value}
+			}
+			got, err := model.Suggest(Request{Space: sp, Goal: req.Goal, Seed: req.Seed, History: stripped, Seqs: []int{seq}})
+			if err == nil && len(got) == 1 {
+				return got[0]
+			}
+			break
+		}
+	}
+	return space.SampleSpace(sp, h.rng(req, seq))
+}

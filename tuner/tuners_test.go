@@ -1,0 +1,368 @@
+package tuner
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+// The tests in this file cover the optimisers added beside TPE: cmaes,
+// auto, anneal and evolution, with settings small enough that their model
+// is in use after a few trials.
+var optimisers = []struct {
+	name     string
+	settings map[string]any
+}{
+	{"cmaes", map[string]any{"popsize": 4.0}},
+	{"auto", map[string]any{"tpe_trials": 12.0}},
+	{"anneal", nil},
+	{"evolution", map[string]any{"population_size": 8.0}},
+}
+
+// TestOptimisersStayInSpace: over a space with every kind and a nested
+// choice, every suggestion is a value of its parameter (in bounds, on the
+// q grid, integral for randint, log kinds positive).
+func TestOptimisersStayInSpace(t *testing.T) {
+	sp := mixedSpace()
+	for _, o := range optimisers {
+		t.Run(o.name, func(t *testing.T) {
+			tn := mustNew(t, o.name, o.settings, sp)
+			for _, goal := range []Goal{Maximize, Minimize} {
+				loop(t, tn, sp, goal, 4, 60, func(p space.Params) float64 {
+					if !sp.Contains(p) {
+						t.Fatalf("suggestion %v is not in the space", p)
+					}
+					if r := p["ri"].(float64); r != math.Trunc(r) {
+						t.Fatalf("randint %v", r)
+					}
+					if q := p["qu"].(float64); q != 1 && q != 3 && q != 6 && q != 9 && q != 10 {
+						t.Fatalf("quniform(1, 10, 3) gave %v", q)
+					}
+					return objective(p)
+				})
+			}
+		})
+	}
+}
+
+// TestOptimisersGoal: a linear objective pulls late suggestions up when
+// maximizing and down when minimizing.
+func TestOptimisersGoal(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}},
+		{Name: "y", Kind: space.Loguniform, Args: []float64{1e-3, 1}},
+	}}
+	f := func(p space.Params) float64 { return p["x"].(float64) + math.Log10(p["y"].(float64))/3 }
+	for _, o := range optimisers {
+		tn := mustNew(t, o.name, o.settings, sp)
+		for _, goal := range []Goal{Maximize, Minimize} {
+			hist := loop(t, tn, sp, goal, 3, 80, f)
+			var xs []float64
+			for _, h := range hist[60:] {
+				xs = append(xs, h.Params["x"].(float64))
+			}
+			// The median, not the mean: evolution redraws a mutated
+			// parameter at random, so some children are anywhere.
+			if m := median(xs); (goal == Maximize && m < 0.7) || (goal == Minimize && m > 0.3) {
+				t.Errorf("%s %s: median x of trials 61-80 = %.3f", o.name, goal, m)
+			}
+		}
+		if _, err := tn.Suggest(Request{Space: sp, Goal: "largest", Seqs: []int{1}}); err == nil {
+			t.Errorf("%s: unknown goal accepted", o.name)
+		}
+	}
+}
+
+// TestOptimisersParallelDistinct: several trials asked for at once, with
+// pending trials in the history, are distinct from each other and from
+// the history.
+func TestOptimisersParallelDistinct(t *testing.T) {
+	sp := quadSpace()
+	for _, o := range optimisers {
+		tn := mustNew(t, o.name, o.settings, sp)
+		hist := loop(t, tn, sp, Minimize, 5, 30, quad)
+		for i := 24; i < 30; i++ {
+			hist[i].State = Pending
+		}
+		out, err := tn.Suggest(Request{Space: sp, Goal: Minimize, Seed: 5, History: hist, Seqs: []int{31, 32, 33, 34, 35, 36, 37, 38}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, h := range hist {
+			seen[key(h.Params)] = true
+		}
+		for _, p := range out {
+			if seen[key(p)] || !sp.Contains(p) {
+				t.Fatalf("%s: repeated or invalid point %v", o.name, p)
+			}
+			seen[key(p)] = true
+		}
+	}
+}
+
+// TestOptimisersDiscreteDistinct: on a small all-discrete space, parallel
+// suggestions of the model-free tuners avoid points already taken.
+func TestOptimisersDiscreteDistinct(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "a", Kind: space.Randint, Args: []float64{0, 6}},
+		{Name: "b", Kind: space.Choice, Options: []space.Option{{Value: "x"}, {Value: "y"}}},
+	}}
+	for _, name := range []string{"anneal", "evolution"} {
+		tn := mustNew(t, name, map[string]any{"seed": 2.0}, sp)
+		hist := loop(t, tn, sp, Minimize, 2, 3, func(p space.Params) float64 { return p["a"].(float64) })
+		out, err := tn.Suggest(Request{Space: sp, Goal: Minimize, History: hist, Seqs: []int{4, 5, 6, 7, 8, 9}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, h := range hist {
+			seen[key(h.Params)] = true
+		}
+		for _, p := range out {
+			if seen[key(p)] {
+				t.Fatalf("%s: repeated point %v", name, p)
+			}
+			seen[key(p)] = true
+		}
+	}
+}
+
+// TestOptimisersFailedTrials: failed trials (with a meaningless huge value)
+// are tolerated and do not attract the search.
+func TestOptimisersFailedTrials(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}},
+		{Name: "y", Kind: space.Uniform, Args: []float64{0, 1}},
+	}}
+	f := func(p space.Params) float64 { return -math.Abs(p["x"].(float64) - 0.2) }
+	for _, o := range optimisers {
+		tn := mustNew(t, o.name, o.settings, sp)
+		var hist []Observation
+		for seq := 1; seq <= 60; seq++ {
+			out, err := tn.Suggest(Request{Space: sp, Goal: Maximize, Seed: 8, History: hist, Seqs: []int{seq}})
+			if err != nil {
+				t.Fatalf("%s: %v", o.name, err)
+			}
+			ob := Observation{Seq: seq, Params: out[0], State: Completed, Value: f(out[0])}
+			if seq%3 == 0 || out[0]["x"].(float64) > 0.8 {
+				ob.State, ob.Value = Failed, 1e9
+			}
+			hist = append(hist, ob)
+		}
+		var xs []float64
+		for _, h := range hist[40:] {
+			xs = append(xs, h.Params["x"].(float64))
+		}
+		if m := median(xs); m > 0.4 {
+			t.Errorf("%s: median x of trials 41-60 = %.3f; drawn to the failures", o.name, m)
+		}
+	}
+}
+
+// TestOptimisersBeatRandom: on a 5-d sphere with 120 trials, each
+// optimiser's median best over 9 seeds is well below random search's.
+func TestOptimisersBeatRandom(t *testing.T) {
+	fn := sphereFunc(5)
+	rnd := mustNew(t, "random", nil, fn.sp)
+	var br []float64
+	for seed := int64(1); seed <= 9; seed++ {
+		br = append(br, bestOf(loop(t, rnd, fn.sp, Minimize, seed, 120, fn.f), Minimize))
+	}
+	mr := median(br)
+	for _, name := range []string{"cmaes", "auto", "anneal", "evolution"} {
+		tn := mustNew(t, name, nil, fn.sp)
+		var bs []float64
+		for seed := int64(1); seed <= 9; seed++ {
+			bs = append(bs, bestOf(loop(t, tn, fn.sp, Minimize, seed, 120, fn.f), Minimize))
+		}
+		ms := median(bs)
+		t.Logf("median best: %s %.4g, random %.4g", name, ms, mr)
+		if !(ms < 0.5*mr) {
+			t.Errorf("%s: median best %.4g is not below half of random's %.4g", name, ms, mr)
+		}
+	}
+}
+
+// TestAutoLearnsChoice: on the mixed test function, whose 4-way choice
+// moves the optimum, auto's CMA-ES phase picks the best level most often.
+func TestAutoLearnsChoice(t *testing.T) {
+	fn := mixedFunc()
+	tn := mustNew(t, "auto", nil, fn.sp)
+	hist := loop(t, tn, fn.sp, Minimize, 6, 150, fn.f)
+	d := 0
+	for _, h := range hist[100:] {
+		if h.Params["c"] == "d" {
+			d++
+		}
+	}
+	if d < 25 {
+		t.Errorf("only %d of the last 50 trials chose the best level", d)
+	}
+}
+
+// TestAutoAllChoiceIsTPE: on a space without numbers, auto proposes what
+// TPE proposes.
+func TestAutoAllChoiceIsTPE(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "a", Kind: space.Choice, Options: []space.Option{{Value: "x"}, {Value: "y"}, {Value: "z"}}},
+		{Name: "b", Kind: space.Choice, Options: []space.Option{{Value: 1.0}, {Value: 2.0}, {Value: 3.0}, {Value: 4.0}}},
+	}}
+	f := func(p space.Params) float64 { return p["b"].(float64) }
+	a := loop(t, mustNew(t, "auto", nil, sp), sp, Maximize, 3, 40, f)
+	b := loop(t, mustNew(t, "tpe", nil, sp), sp, Maximize, 3, 40, f)
+	if !reflect.DeepEqual(a, b) {
+		t.Error("auto and tpe differ on an all-choice space")
+	}
+}
+
+func TestCMAESRefusesAllChoice(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{{Name: "a", Kind: space.Choice, Options: []space.Option{{Value: "x"}, {Value: "y"}}}}}
+	_, err := New("cmaes", nil, sp)
+	if err == nil || !strings.Contains(err.Error(), "no numeric parameter") || !strings.Contains(err.Error(), `"tpe"`) {
+		t.Fatalf("error = %v", err)
+	}
+}
+
+// TestCMAESReplayRecoversPoints: the replay re-draws the continuous points
+// of its own trials, so a generation's update sees unrounded points; on a
+// history from another tuner it still works (injected points).
+func TestCMAESReplayInjected(t *testing.T) {
+	fn := sphereFunc(3)
+	cm := mustNew(t, "cmaes", nil, fn.sp)
+	hist := loop(t, mustNew(t, "random", nil, fn.sp), fn.sp, Minimize, 1, 40, fn.f)
+	for seq := 41; seq <= 160; seq++ {
+		out, err := cm.Suggest(Request{Space: fn.sp, Goal: Minimize, Seed: 1, History: hist, Seqs: []int{seq}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist = append(hist, Observation{Seq: seq, Params: out[0], State: Completed, Value: fn.f(out[0])})
+	}
+	if b := bestOf(hist[40:], Minimize); b > 0.05 {
+		t.Errorf("best after 120 CMA-ES trials on a random history: %v", b)
+	}
+}
+
+func TestJacobiEigen(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	for _, d := range []int{1, 2, 5, 12} {
+		// a = m mᵀ is symmetric positive semi-definite.
+		m := make([]float64, d*d)
+		for i := range m {
+			m[i] = r.NormFloat64()
+		}
+		a := make([]float64, d*d)
+		for i := 0; i < d; i++ {
+			for j := 0; j < d; j++ {
+				for k := 0; k < d; k++ {
+					a[i*d+j] += m[i*d+k] * m[j*d+k]
+				}
+			}
+		}
+		vecs := make([]float64, d*d)
+		ev := jacobiEigen(a, vecs, d)
+		for i := 0; i < d; i++ {
+			for j := 0; j < d; j++ {
+				v := 0.0
+				for k := 0; k < d; k++ {
+					v += vecs[i*d+k] * ev[k] * vecs[j*d+k]
+				}
+				if math.Abs(v-a[i*d+j]) > 1e-9*(1+math.Abs(a[i*d+j])) {
+					t.Fatalf("d=%d: B D Bᵀ[%d][%d] = %v, want %v", d, i, j, v, a[i*d+j])
+				}
+			}
+		}
+	}
+}
+
+func TestBatch(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "lr", Kind: space.Loguniform, Args: []float64{1e-4, 1}},
+		{Name: "layers", Kind: space.Randint, Args: []float64{1, 5}},
+	}}
+	sets := []any{
+		map[string]any{"lr": 0.1, "layers": 2.0},
+		map[string]any{"lr": 0.01, "layers": 3.0},
+		map[string]any{"lr": 0.1, "layers": 2.0},
+	}
+	tn := mustNew(t, "batch", map[string]any{"params": sets}, sp)
+	out, err := tn.Suggest(Request{Space: sp, Seqs: []int{2, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[1]["lr"] != 0.1 || out[0]["lr"] != 0.01 {
+		t.Fatalf("seqs 2, 1 got %v", out)
+	}
+	hist := []Observation{{Seq: 1, Params: out[1], State: Failed}, {Seq: 2, Params: out[0], State: Pending}}
+	third, err := tn.Suggest(Request{Space: sp, History: hist, Seqs: []int{3}})
+	if err != nil || !reflect.DeepEqual(third[0], space.Params{"lr": 0.1, "layers": 2.0}) {
+		t.Fatalf("third = %v, %v", third, err)
+	}
+	hist = append(hist, Observation{Seq: 3, Params: third[0], State: Completed})
+	_, err = tn.Suggest(Request{Space: sp, History: hist, Seqs: []int{4}})
+	if err == nil || !strings.Contains(err.Error(), "only 3 parameter sets") || !strings.Contains(err.Error(), "max_trials to 3") {
+		t.Fatalf("fourth trial: %v", err)
+	}
+	// A re-plan of a pending trial gets its set again.
+	again, err := tn.Suggest(Request{Space: sp, History: hist, Seqs: []int{2}})
+	if err != nil || again[0]["lr"] != 0.01 {
+		t.Fatalf("re-plan of 2: %v, %v", again, err)
+	}
+}
+
+func TestNewTunersSettingsValidation(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}},
+		{Name: "n", Kind: space.Randint, Args: []float64{0, 3}},
+	}}
+	tests := []struct {
+		tuner    string
+		settings map[string]any
+		wantErr  []string
+	}{
+		{"cmaes", map[string]any{"popsize": 6.0, "sigma0": 0.3, "seed": 1.0}, nil},
+		{"cmaes", map[string]any{"popsize": 1.0}, []string{`"popsize"`, "at least 2"}},
+		{"cmaes", map[string]any{"sigma0": 2.0}, []string{`"sigma0"`, "between"}},
+		{"cmaes", map[string]any{"sigma": 2.0}, []string{`unknown setting "sigma"`, "valid: popsize, seed, sigma0"}},
+		{"auto", map[string]any{"tpe_trials": 0.0, "popsize": 10.0}, nil},
+		{"auto", map[string]any{"tpe_trials": -1.0}, []string{`"tpe_trials"`, "at least 0"}},
+		{"auto", map[string]any{"startup_trials": 5.0}, []string{`unknown setting "startup_trials"`, "valid: popsize, seed, tpe_trials"}},
+		{"anneal", map[string]any{"avg_best_idx": 3.0, "shrink_coef": 0.5}, nil},
+		{"anneal", map[string]any{"shrink_coef": 0.0}, []string{`"shrink_coef"`, "between"}},
+		{"anneal", map[string]any{"avg_best_idx": "best"}, []string{`"avg_best_idx"`, "number"}},
+		{"evolution", map[string]any{"population_size": 10.0, "sample_size": 10.0}, nil},
+		{"evolution", map[string]any{"population_size": 1.0}, []string{`"population_size"`, "at least 2"}},
+		{"evolution", map[string]any{"population_size": 10.0, "sample_size": 11.0}, []string{`"sample_size"`, "must not exceed population_size (10)"}},
+		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0}}}, nil},
+		{"batch", nil, []string{`"params" is required`}},
+		{"batch", map[string]any{"params": "x=1"}, []string{`"params" must be a list of objects`}},
+		{"batch", map[string]any{"params": []any{}}, []string{`"params" is empty`}},
+		{"batch", map[string]any{"params": []any{1.0}}, []string{"element 0 must be an object"}},
+		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0}, map[string]any{"x": 0.5}}}, []string{"set 1", `parameter "n" is missing`}},
+		{"batch", map[string]any{"params": []any{map[string]any{"x": 1.5, "n": 2.0}}}, []string{"set 0", `parameter "x" = 1.5 is not a value of its uniform`}},
+		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.5}}}, []string{`parameter "n" = 2.5`}},
+		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0, "y": 1.0}}}, []string{`"y" is not a parameter of the search space`}},
+	}
+	for _, tc := range tests {
+		_, err := New(tc.tuner, tc.settings, sp)
+		if len(tc.wantErr) == 0 {
+			if err != nil {
+				t.Errorf("%s %v: %v", tc.tuner, tc.settings, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s %v: no error, want %q", tc.tuner, tc.settings, tc.wantErr)
+			continue
+		}
+		for _, w := range tc.wantErr {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s %v: error %q lacks %q", tc.tuner, tc.settings, err, w)
+			}
+		}
+	}
+}
