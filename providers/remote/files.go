@@ -286,6 +286,14 @@ func (tf *trialFiles) observe() providers.Observation {
 		o.Phase = providers.PhaseRunning
 		o.Reason = "running without its supervisor (its exit status will not be known)"
 	default:
+		// The supervisor may have recorded the end and exited between
+		// our reading the status and looking for its process.
+		if b, err := readSmall(tf.s, path.Join(tf.dir, statusFile)); err == nil {
+			if st2 := parseStatus(b); st2 != nil && st2.State == "ended" && st2.Attempt == sp.Attempt {
+				tf.st = st2
+				return tf.observe()
+			}
+		}
 		o.Phase = providers.PhaseLost
 		o.Reason = "the trial and its supervisor vanished on " + tf.m.key + " without recording an exit (machine rebooted?)"
 	}
@@ -333,7 +341,11 @@ const maxMetricRead = 64 << 20
 
 // metrics returns the metrics past off and the new offsets: NNI's file
 // (archived attempts first), then the lines parsed from stdout.
-func (tf *trialFiles) metrics(off map[string]int64, ended, succeeded bool) ([]providers.Metric, map[string]int64, error) {
+//
+// ended says the attempt will write no more (it ended or was lost: a last
+// line without a newline counts); settled says it ended for good (not
+// lost), so the synthetic final result of metric_regex is decided now.
+func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bool) ([]providers.Metric, map[string]int64, error) {
 	sp, st := tf.sp, tf.st
 	attempt := sp.Attempt
 	next := map[string]int64{}
@@ -424,7 +436,7 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, succeeded bool) ([]pr
 	}
 	next[offStdout] = pos
 
-	if ended && re != nil && next[offFinal] != int64(attempt) && pos >= at && len(data) == 0 {
+	if ended && settled && re != nil && next[offFinal] != int64(attempt) && pos >= at && len(data) == 0 {
 		next[offFinal] = int64(attempt)
 		if succeeded && curStart >= 0 {
 			if m, ok, err := tf.regexFinal(re, curStart); err != nil {

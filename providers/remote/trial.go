@@ -114,7 +114,7 @@ func (r *Remote) Read(ctx context.Context, req providers.ReadRequest) (providers
 	}
 	o := tf.observe()
 	r.settle(tf.m, o)
-	o.Metrics, o.MetricsOffset, err = tf.metrics(req.MetricsOffset, o.Phase.Ended() || o.Phase == providers.PhaseLost, o.Phase == providers.PhaseSucceeded)
+	o.Metrics, o.MetricsOffset, err = tf.metrics(req.MetricsOffset, o.Phase.Ended() || o.Phase == providers.PhaseLost, o.Phase.Ended(), o.Phase == providers.PhaseSucceeded)
 	if err != nil {
 		return providers.Observation{}, err
 	}
