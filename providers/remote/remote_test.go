@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -456,5 +457,45 @@ func waitSupervisorsGone(dir string) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestAgentAuth(t *testing.T) {
+	l := testLab(t)
+	agentBin, err := exec.LookPath("ssh-agent")
+	if err != nil {
+		t.Skip("no ssh-agent")
+	}
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	agent := exec.Command(agentBin, "-D", "-a", sock)
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	add := exec.Command("ssh-add", l.KeyFile)
+	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v %s", err, out)
+	}
+	t.Setenv("SSH_AUTH_SOCK", sock)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	cfg.Machines[0].KeyFile = ""
+	r := newRemote(t, cfg)
+	if err := r.Validate(ctx(t)); err != nil {
+		t.Fatalf("login through the agent: %v", err)
+	}
+	// Without the agent and without a key, the error says what to set.
+	t.Setenv("SSH_AUTH_SOCK", "")
+	t.Setenv("HOME", t.TempDir())
+	r2 := newRemote(t, cfg)
+	if err := r2.Validate(ctx(t)); err == nil || !strings.Contains(err.Error(), "set ssh_key_file or password") {
+		t.Errorf("no credentials: %v", err)
 	}
 }
