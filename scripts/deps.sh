@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine: Go's module
-# downloads, python3 for real trial processes, and Debian's scikit-learn for
-# the sklearn example. Safe to run again.
+# downloads, python3 for real trial processes, Debian's scikit-learn for
+# the sklearn example, and Debian's Optuna for the tuner benchmark
+# (bench/tuners). Safe to run again.
 set -euo pipefail
 
 apt_install() {
@@ -25,6 +26,11 @@ fi
 if ! /usr/bin/python3 -c 'import sklearn' >/dev/null 2>&1; then
   echo "deps: installing python3-sklearn (for examples/sklearn-digits)"
   apt_install python3-sklearn || echo "deps: could not install python3-sklearn; its test will say so"
+fi
+
+if ! /usr/bin/python3 -c 'import optuna' >/dev/null 2>&1; then
+  echo "deps: installing python3-optuna (the peer of the tuner benchmark, bench/tuners)"
+  apt_install python3-optuna || echo "deps: could not install python3-optuna; the tuner benchmark's peer tests will skip"
 fi
 
 go mod download

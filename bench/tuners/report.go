@@ -217,7 +217,7 @@ func reps(n int) int {
 // trials in the history.
 func goLatency(name string, n int) (float64, error) {
 	sp := latencySpace()
-	tn, err := tuner.New(name, nil, sp)
+	tn, err := tuner.New(name, tunerSettings[name], sp)
 	if err != nil {
 		return 0, err
 	}

@@ -124,13 +124,20 @@ func (g *goAsker) tell(h int, v float64) error {
 	return nil
 }
 
+// tunerSettings are the settings a Go tuner is built with in the benchmark;
+// nil (the defaults, with the run's seed from the request) for those not
+// listed. Grid search needs a number of points for continuous parameters.
+var tunerSettings = map[string]map[string]any{
+	"grid": {"grid_points": int64(5)},
+}
+
 // Run does one run of s on pr.
 func (e *runEnv) Run(s Sampler, pr *Problem, seed int64, trials, par int) Outcome {
 	eval := func(p space.Params) (float64, error) { return e.evaluate(pr, p) }
 	var a asker
 	switch s.Side {
 	case "go":
-		tn, err := tuner.New(s.Name, nil, pr.Space)
+		tn, err := tuner.New(s.Name, tunerSettings[s.Name], pr.Space)
 		if err != nil {
 			return Outcome{Err: err}
 		}
