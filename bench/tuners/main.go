@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -127,6 +128,9 @@ func mainErr(args []string) error {
 		c.problems = all
 	}
 
+	if err := preflight(&c); err != nil {
+		return err
+	}
 	var rep bytes.Buffer
 	w := io.MultiWriter(os.Stdout, &rep)
 	header(w, &c, args)
@@ -140,6 +144,30 @@ func mainErr(args []string) error {
 	}
 	if c.out != "" {
 		return os.WriteFile(c.out, rep.Bytes(), 0o644)
+	}
+	return nil
+}
+
+// preflight fails early, with what to do, when a Python side cannot run:
+// otherwise every run of it would fail on its own.
+func preflight(c *config) error {
+	need := map[string]string{} // script -> module
+	if len(c.optuna) > 0 {
+		need[peerScript] = "optuna"
+	}
+	for _, pr := range c.problems {
+		if pr.Worker != "" {
+			need[pr.Worker] = "sklearn"
+		}
+	}
+	for script, mod := range need {
+		if _, err := os.Stat(filepath.Join(c.dir, script)); err != nil {
+			return fmt.Errorf("%v (run from the repository root, or pass -dir)", err)
+		}
+		if out, err := exec.Command(c.python, "-c", "import "+mod).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s cannot import %s (%v: %s); run scripts/deps.sh, or leave it out with -optuna '' or -problems",
+				c.python, mod, err, strings.TrimSpace(string(out)))
+		}
 	}
 	return nil
 }
@@ -170,13 +198,31 @@ func header(w io.Writer, c *config, args []string) {
 	fmt.Fprintf(w, "- date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(w, "- machine: %d cores, %s; %s/%s, %s\n", runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(w, "- peer: Optuna %s via %s\n", optunaVersion(c), c.python)
-	fmt.Fprintf(w, "- command: `go run ./bench/tuners %s`\n", strings.Join(args, " "))
+	fmt.Fprintf(w, "- command: `go run ./bench/tuners %s`\n", shellJoin(args))
 	fmt.Fprintf(w, "- %d trials x %d seeds per problem and sampler, %d runs at a time; Go tuners: %s",
 		c.trials, c.seeds, c.workers, strings.Join(c.goTuners, ", "))
 	if len(c.skipped) > 0 {
 		fmt.Fprintf(w, " (not registered, skipped: %s)", strings.Join(c.skipped, ", "))
 	}
 	fmt.Fprintf(w, "; Optuna samplers: %s\n\n", strings.Join(c.optuna, ", "))
+	row(w, "problem", "params", "optimum", "note")
+	row(w, "---", "---", "---", "---")
+	for _, pr := range c.problems {
+		row(w, pr.Name, fmt.Sprint(len(pr.Space.Params)), fmt.Sprintf("%.10g", pr.Optimum), pr.Note)
+	}
+	fmt.Fprintln(w)
+}
+
+// shellJoin quotes the arguments that a shell would split or drop.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$`\\|&;<>()*?[]#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
 }
 
 func (c *config) samplers() []Sampler {
