@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/trialform
 GOFLAGS ?=
 
-.PHONY: all build test unit e2e deps demo demo-clean bench vet fmt-check clean
+.PHONY: all build test unit e2e deps demo demo-clean bench bench-tuners bench-tuners-full vet fmt-check clean
 
 all: build
 
@@ -40,6 +40,19 @@ bench: build
 	go build -o bin/genstate ./bench/genstate
 	go build -o bin/watchlat ./bench/watchlat
 	bash scripts/bench.sh
+	$(MAKE) bench-tuners
+
+# Our tuners next to Optuna 3.1 (python3-optuna) on the same problems; see
+# README.md, "Tuner benchmark". TUNERS_OUT: where the markdown report goes.
+TUNERS_OUT ?= bin/tuners-results.md
+
+bench-tuners: deps
+	@mkdir -p bin
+	$(GO) run ./bench/tuners -trials 100 -seeds 10 -out $(TUNERS_OUT)
+
+bench-tuners-full: deps
+	@mkdir -p bin
+	$(GO) run ./bench/tuners -trials 200 -seeds 20 -parallel 1,8 -out $(TUNERS_OUT)
 
 clean:
 	rm -rf bin

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine: Go's module
 # downloads, python3 for real trial processes, Debian's scikit-learn for
-# the sklearn example and openssh-server (sshd on 127.0.0.1 stands in for
-# remote machines). Safe to run again.
+# the sklearn example, openssh-server (sshd on 127.0.0.1 stands in for
+# remote machines) and Debian's Optuna for the tuner benchmark
+# (bench/tuners). Safe to run again.
 set -euo pipefail
 
 apt_install() {
@@ -31,6 +32,11 @@ fi
 if [ ! -x /usr/sbin/sshd ]; then
   echo "deps: installing openssh-server (real sshd for the remote platform's tests)"
   apt_install openssh-server || echo "deps: could not install openssh-server; the remote SSH tests will be skipped"
+fi
+
+if ! /usr/bin/python3 -c 'import optuna' >/dev/null 2>&1; then
+  echo "deps: installing python3-optuna (the peer of the tuner benchmark, bench/tuners)"
+  apt_install python3-optuna || echo "deps: could not install python3-optuna; the tuner benchmark's peer tests will skip"
 fi
 
 go mod download

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/trialform/trialform/tuner"
+	"github.com/trialform/trialform/tuner/space"
+)
+
+// Sampler is one contestant: a registered Go tuner or an Optuna sampler.
+type Sampler struct {
+	Side string // "go" or "optuna"
+	Name string // tuner name, or "random"/"tpe" for Optuna
+}
+
+func (s Sampler) String() string {
+	if s.Side == "go" {
+		return "Go " + s.Name
+	}
+	return "Optuna " + s.Name
+}
+
+// Outcome is one run: a sampler on a problem with a seed.
+type Outcome struct {
+	Regret  float64
+	Suggest time.Duration // total time spent asking for parameters
+	Err     error
+}
+
+// runEnv is what one worker goroutine owns: its Python processes.
+type runEnv struct {
+	procs      procs
+	peerPerRun bool
+}
+
+// evaluate computes the objective of p, in Go or in the problem's worker.
+func (e *runEnv) evaluate(pr *Problem, p space.Params) (float64, error) {
+	if pr.Eval != nil {
+		return pr.Eval(p), nil
+	}
+	w, err := e.procs.get(pr.Worker)
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		Value float64 `json:"value"`
+	}
+	if err := w.call(p, &r); err != nil {
+		return 0, err
+	}
+	return r.Value, nil
+}
+
+// asker is one side's ask/tell interface over a run.
+type asker interface {
+	ask() (handle int, p space.Params, err error)
+	tell(handle int, value float64) error
+}
+
+// schedule runs trials with up to par trials in flight: it asks until par
+// are pending (each ask sees the earlier ones as pending), then completes
+// the oldest, and so on. With par = 1 that is the plain sequential loop; with
+// par = 8 the first 8 are asked before any is told. It returns the best value
+// and the time spent in ask.
+func schedule(a asker, trials, par int, eval func(space.Params) (float64, error)) (float64, time.Duration, error) {
+	type inflight struct {
+		h int
+		p space.Params
+	}
+	var queue []inflight
+	best, asked := math.Inf(1), 0
+	var spent time.Duration
+	for asked < trials || len(queue) > 0 {
+		for len(queue) < par && asked < trials {
+			t0 := time.Now()
+			h, p, err := a.ask()
+			spent += time.Since(t0)
+			if err != nil {
+				return 0, spent, fmt.Errorf("trial %d: %w", asked+1, err)
+			}
+			queue = append(queue, inflight{h, p})
+			asked++
+		}
+		tr := queue[0]
+		queue = queue[1:]
+		v, err := eval(tr.p)
+		if err != nil {
+			return 0, spent, err
+		}
+		if err := a.tell(tr.h, v); err != nil {
+			return 0, spent, err
+		}
+		best = math.Min(best, v)
+	}
+	return best, spent, nil
+}
+
+// goAsker drives a Go tuner: the history holds every trial, pending ones
+// with State Pending.
+type goAsker struct {
+	tn   tuner.Tuner
+	sp   *space.Space
+	seed int64
+	hist []tuner.Observation
+}
+
+func (g *goAsker) ask() (int, space.Params, error) {
+	seq := len(g.hist) + 1
+	out, err := g.tn.Suggest(tuner.Request{Space: g.sp, Goal: tuner.Minimize, Seed: g.seed, History: g.hist, Seqs: []int{seq}})
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(out) != 1 || !g.sp.Contains(out[0]) {
+		return 0, nil, fmt.Errorf("suggestion %v is not one point of the space", out)
+	}
+	g.hist = append(g.hist, tuner.Observation{Seq: seq, Params: out[0], State: tuner.Pending})
+	return seq - 1, out[0], nil
+}
+
+func (g *goAsker) tell(h int, v float64) error {
+	g.hist[h].State, g.hist[h].Value = tuner.Completed, v
+	return nil
+}
+
+// tunerSettings are the settings a Go tuner is built with in the benchmark;
+// nil (the defaults, with the run's seed from the request) for those not
+// listed. Grid search needs a number of points for continuous parameters.
+var tunerSettings = map[string]map[string]any{
+	"grid": {"grid_points": int64(5)},
+}
+
+// Run does one run of s on pr.
+func (e *runEnv) Run(s Sampler, pr *Problem, seed int64, trials, par int) Outcome {
+	eval := func(p space.Params) (float64, error) { return e.evaluate(pr, p) }
+	var a asker
+	switch s.Side {
+	case "go":
+		tn, err := tuner.New(s.Name, tunerSettings[s.Name], pr.Space)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		a = &goAsker{tn: tn, sp: pr.Space, seed: seed}
+	case "optuna":
+		peer, err := e.procs.get(peerScript)
+		if e.peerPerRun {
+			peer, err = startProc(e.procs.python, e.procs.dir+"/"+peerScript)
+			if err == nil {
+				defer peer.close()
+			}
+		}
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		st, err := newOptunaStudy(peer, s.Name, seed, par > 1 && s.Name == "tpe", pr.Space)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		defer st.close()
+		a = st
+	default:
+		return Outcome{Err: fmt.Errorf("unknown side %q", s.Side)}
+	}
+	best, spent, err := schedule(a, trials, par, eval)
+	return Outcome{Regret: best - pr.Optimum, Suggest: spent, Err: err}
+}
