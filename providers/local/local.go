@@ -25,11 +25,9 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -173,29 +171,4 @@ func checkName(what, s string) error {
 	return nil
 }
 
-func validateStart(req providers.StartRequest) error {
-	switch {
-	case req.Shell == "" && len(req.Args) == 0:
-		return providers.Permanent(errors.New("trial has neither a command nor args"))
-	case req.Shell != "" && len(req.Args) > 0:
-		return providers.Permanent(errors.New("trial has both a command and args"))
-	case len(req.Args) > 0 && req.Args[0] == "":
-		return providers.Permanent(errors.New("trial args start with an empty program name"))
-	case req.CodeDir == "" || !filepath.IsAbs(req.CodeDir):
-		return providers.Permanent(fmt.Errorf("code dir %q is not an absolute path", req.CodeDir))
-	case req.GPUs < 0:
-		return providers.Permanent(fmt.Errorf("gpus = %d is negative", req.GPUs))
-	case req.MaxDuration < 0:
-		return providers.Permanent(fmt.Errorf("max_duration %s is negative", req.MaxDuration))
-	}
-	if req.MetricRegex != "" {
-		re, err := regexp.Compile(req.MetricRegex)
-		if err != nil {
-			return providers.Permanent(fmt.Errorf("metric regex: %w", err))
-		}
-		if re.SubexpIndex("value") < 0 {
-			return providers.Permanent(fmt.Errorf("metric regex %q has no (?P<value>...) group", req.MetricRegex))
-		}
-	}
-	return nil
-}
+func validateStart(req providers.StartRequest) error { return req.Validate() }

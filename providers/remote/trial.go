@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -254,32 +252,7 @@ func (r *Remote) launch(ctx context.Context, m *machine, req providers.StartRequ
 	return tf.handle(), nil
 }
 
-func validateStart(req providers.StartRequest) error {
-	switch {
-	case req.Shell == "" && len(req.Args) == 0:
-		return providers.Permanent(errors.New("trial has neither a command nor args"))
-	case req.Shell != "" && len(req.Args) > 0:
-		return providers.Permanent(errors.New("trial has both a command and args"))
-	case len(req.Args) > 0 && req.Args[0] == "":
-		return providers.Permanent(errors.New("trial args start with an empty program name"))
-	case req.CodeDir == "" || !filepath.IsAbs(req.CodeDir):
-		return providers.Permanent(fmt.Errorf("code dir %q is not an absolute path", req.CodeDir))
-	case req.GPUs < 0:
-		return providers.Permanent(fmt.Errorf("gpus = %d is negative", req.GPUs))
-	case req.MaxDuration < 0:
-		return providers.Permanent(fmt.Errorf("max_duration %s is negative", req.MaxDuration))
-	}
-	if req.MetricRegex != "" {
-		re, err := regexp.Compile(req.MetricRegex)
-		if err != nil {
-			return providers.Permanent(fmt.Errorf("metric regex: %w", err))
-		}
-		if re.SubexpIndex("value") < 0 {
-			return providers.Permanent(fmt.Errorf("metric regex %q has no (?P<value>...) group", req.MetricRegex))
-		}
-	}
-	return nil
-}
+func validateStart(req providers.StartRequest) error { return req.Validate() }
 
 // Stop stops the trial's process group on its machine (SIGTERM, SIGKILL
 // after the grace period) and, with Purge, removes its directory there. A
