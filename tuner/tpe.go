@@ -190,7 +190,7 @@ func (t *tpeTuner) sampleNumber(p space.Param, obs []tpeObs, rng *rand.Rand) any
 		if d.discrete {
 			c.score = l.logMass(c.a, c.b) - g.logMass(c.a, c.b)
 		} else {
-			c.score = l.logDensity(c.u) - g.logDensity(c.u)
+			c.score = l.logScore(c.u) - g.logScore(c.u)
 		}
 	}
 	parallelFor(len(cs), len(cs)*(len(bx)+len(ax)), func(i int) { score(&cs[i]) })
