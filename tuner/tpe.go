@@ -190,7 +190,11 @@ func (t *tpeTuner) sampleNumber(p space.Param, obs []tpeObs, rng *rand.Rand) any
 		if d.discrete {
 			c.score = l.logMass(c.a, c.b) - g.logMass(c.a, c.b)
 		} else {
-			c.score = l.logScore(c.u) - g.logScore(c.u)
+			x := c.u
+			if d.scoreAtValue {
+				x = d.toModel(c.v)
+			}
+			c.score = l.logScore(x) - g.logScore(x)
 		}
 	}
 	parallelFor(len(cs), len(cs)*(len(bx)+len(ax)), func(i int) { score(&cs[i]) })
