@@ -36,11 +36,15 @@ func tpeInfo() Info {
 //   - Each group gets a Parzen estimator (parzen.go): truncated normal
 //     kernels on the observations, in log space for log kinds, plus a prior
 //     kernel at the middle of the range; weights ramp down for old trials
-//     once a group has more than 25. q-kinds and randint use discretized
-//     kernels (the mass of the cell that rounds to a value). Choices use a
-//     smoothed categorical with a uniform prior.
+//     once a group has more than 25. quniform, qnormal and randint use
+//     discretized kernels (the mass of the cell that rounds to a value);
+//     qloguniform is modelled continuously in log space and rounded, as
+//     Optuna models log ints. Choices use a smoothed categorical with a
+//     uniform prior.
 //   - candidates points are drawn from the good estimator; the one with the
-//     largest log l(x) - log g(x) wins.
+//     largest log l(x) - log g(x) wins, where for continuous kinds each
+//     kernel's density counts times its bandwidth, as in Optuna 3.1
+//     (mixture.logScore).
 //   - A nested choice's sub-parameters are modelled from the trials that
 //     took the same option; with fewer than min(startup_trials, 4) completed
 //     such trials they are sampled at random.
