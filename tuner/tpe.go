@@ -16,6 +16,7 @@ var tpeSettings = map[string]string{
 	"startup_trials": "int >= 0, completed trials sampled at random before the model is used (default 10)",
 	"candidates":     "int >= 1, candidates drawn from the good-trial model for each parameter (default 24)",
 	"prior_weight":   "number > 0, weight of the prior kernel in every estimator (default 1.0)",
+	"multivariate":   "bool, model the top-level numbers and flat choices jointly, as Optuna's multivariate TPE (default false)",
 }
 
 func tpeInfo() Info {
@@ -58,6 +59,7 @@ type tpeTuner struct {
 	startup     int
 	candidates  int
 	priorWeight float64
+	joint       bool // multivariate (tpe_joint.go)
 }
 
 func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
@@ -87,7 +89,11 @@ func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tpeTuner{seeder: seeder{seed, has}, sp: sp, startup: int(startup), candidates: int(cands), priorWeight: pw}, nil
+	joint, err := s.bool("multivariate", false)
+	if err != nil {
+		return nil, err
+	}
+	return &tpeTuner{seeder: seeder{seed, has}, sp: sp, startup: int(startup), candidates: int(cands), priorWeight: pw, joint: joint}, nil
 }
 
 // tpeObs is a trial as one level of the (possibly nested) space sees it.
@@ -126,9 +132,12 @@ func (t *tpeTuner) Suggest(req Request) ([]space.Params, error) {
 	for _, i := range ascending(req.Seqs) {
 		rng := t.rng(req, req.Seqs[i])
 		var p space.Params
-		if completed < max(t.startup, 1) {
+		switch {
+		case completed < max(t.startup, 1):
 			p = space.SampleSpace(sp, rng)
-		} else {
+		case t.joint:
+			p = t.sampleJoint(sp, obs, rng)
+		default:
 			p = t.sampleLevel(sp, obs, rng)
 		}
 		out[i] = p
