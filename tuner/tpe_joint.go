@@ -50,6 +50,11 @@ type jointModel struct {
 	// per kernel and numeric param: log of the scoring coefficient
 	// (1/(Z sqrt(2 pi)) continuous, 1/Z discrete)
 	logC [][]float64
+	// discrete params: the distinct centres of the observation kernels
+	// (few: the values the param took) and each kernel's index among them,
+	// so that a candidate's cell masses are computed once per centre.
+	centres [][]float64
+	centre  [][]int // [kernel][param]
 }
 
 const sigma0Magnitude = 0.2
@@ -80,6 +85,11 @@ func newJointModel(ps []jointParam, rows [][]float64, ws []float64, priorWeight 
 		m.opt[i] = make([]int, len(ps))
 		m.logC[i] = make([]float64, len(ps))
 	}
+	m.centres = make([][]float64, len(ps))
+	m.centre = make([][]int, k)
+	for i := range m.centre {
+		m.centre[i] = make([]int, len(ps))
+	}
 	m.sigma = make([]float64, len(ps))
 	m.logP = make([][]float64, len(ps))
 	m.nOpt = make([]int, len(ps))
@@ -106,10 +116,20 @@ func newJointModel(ps []jointParam, rows [][]float64, ws []float64, priorWeight 
 		m.lo[j], m.hi[j] = d.lo, d.hi
 		s := clampF(scott*W, W/math.Min(100, float64(n+2)), W)
 		m.sigma[j] = s
+		index := map[float64]int{}
 		for i := 0; i < k; i++ {
 			mu, sg := d.priorMu, W
 			if i < n {
 				mu, sg = rows[i][j], s
+				if d.discrete {
+					c, ok := index[mu]
+					if !ok {
+						c = len(m.centres[j])
+						index[mu] = c
+						m.centres[j] = append(m.centres[j], mu)
+					}
+					m.centre[i][j] = c
+				}
 			}
 			m.mu[i][j] = mu
 			z := normMass((d.lo-mu)/sg, (d.hi-mu)/sg)
@@ -177,30 +197,60 @@ func (m *jointModel) sample(rng *rand.Rand) *jointCand {
 
 // logScore is the log of the estimator at c (Optuna 3.1's log_pdf).
 func (m *jointModel) logScore(c *jointCand) float64 {
-	return logSumExp(len(m.mu), func(i int) float64 {
-		s := m.logW[i]
-		for j, jp := range m.ps {
-			if jp.d == nil {
-				switch k := m.opt[i][j]; {
-				case k < 0:
-					s -= math.Log(float64(m.nOpt[j]))
-				case k == int(c.x[j]):
-					s += m.logP[j][1]
-				default:
-					s += m.logP[j][0]
-				}
-				continue
-			}
-			sg := m.kernelSigma(i, j)
-			if jp.d.discrete {
-				s += m.logC[i][j] + logNormMass((c.a[j]-m.mu[i][j])/sg, (c.b[j]-m.mu[i][j])/sg)
-			} else {
-				z := (c.x[j] - m.mu[i][j]) / sg
-				s += m.logC[i][j] - 0.5*z*z
-			}
+	// Cell masses of the discrete params, once per distinct centre.
+	mass := make([][]float64, len(m.ps))
+	for j, jp := range m.ps {
+		if jp.d == nil || !jp.d.discrete {
+			continue
 		}
-		return s
-	})
+		sg := m.sigma[j]
+		mass[j] = make([]float64, len(m.centres[j]))
+		for k, mu := range m.centres[j] {
+			mass[j][k] = logNormMass((c.a[j]-mu)/sg, (c.b[j]-mu)/sg)
+		}
+	}
+	prior := len(m.mu) - 1
+	acc := make([]float64, len(m.mu))
+	copy(acc, m.logW)
+	for j, jp := range m.ps {
+		if jp.d == nil {
+			on, off, x := m.logP[j][1], m.logP[j][0], int(c.x[j])
+			for i := 0; i < prior; i++ {
+				if m.opt[i][j] == x {
+					acc[i] += on
+				} else {
+					acc[i] += off
+				}
+			}
+			acc[prior] -= math.Log(float64(m.nOpt[j]))
+			continue
+		}
+		if jp.d.discrete {
+			for i := 0; i < prior; i++ {
+				acc[i] += m.logC[i][j] + mass[j][m.centre[i][j]]
+			}
+			sg := m.kernelSigma(prior, j)
+			mu := m.mu[prior][j]
+			acc[prior] += m.logC[prior][j] + logNormMass((c.a[j]-mu)/sg, (c.b[j]-mu)/sg)
+			continue
+		}
+		for i := 0; i <= prior; i++ {
+			z := (c.x[j] - m.mu[i][j]) / m.kernelSigma(i, j)
+			acc[i] += m.logC[i][j] - 0.5*z*z
+		}
+	}
+	mx := math.Inf(-1)
+	for _, v := range acc {
+		mx = math.Max(mx, v)
+	}
+	if math.IsInf(mx, -1) {
+		return mx
+	}
+	sum := 0.0
+	for _, v := range acc {
+		sum += math.Exp(v - mx)
+	}
+	return mx + math.Log(sum)
 }
 
 // sampleJoint proposes one trial's parameters with the joint model.
@@ -258,11 +308,18 @@ func (t *tpeTuner) sampleJoint(sp *space.Space, obs []tpeObs, rng *rand.Rand) sp
 	br, ar := partition(rows, below)
 	l := newJointModel(ps, br, rampWeights(len(br)), t.priorWeight)
 	g := newJointModel(ps, ar, rampWeights(len(ar)), t.priorWeight)
-	var best *jointCand
-	for c := 0; c < t.candidates; c++ {
-		cd := l.sample(rng)
-		cd.score = l.logScore(cd) - g.logScore(cd)
-		if best == nil || cd.score > best.score {
+	// Candidates are drawn in order from the seeded stream; their scores
+	// are pure, so they are computed in parallel on long histories.
+	cs := make([]*jointCand, t.candidates)
+	for c := range cs {
+		cs[c] = l.sample(rng)
+	}
+	parallelFor(len(cs), len(cs)*len(ps)*(len(br)+len(ar)), func(c int) {
+		cs[c].score = l.logScore(cs[c]) - g.logScore(cs[c])
+	})
+	best := cs[0]
+	for _, cd := range cs[1:] {
+		if cd.score > best.score {
 			best = cd
 		}
 	}
