@@ -10,7 +10,7 @@ import (
 
 var autoSettings = map[string]string{
 	"seed":       "int, random seed (default: the experiment's seed)",
-	"tpe_trials": "int >= 0, trials proposed by TPE before CMA-ES takes over the numeric parameters (default 25)",
+	"tpe_trials": "int >= 0, trials proposed by TPE before CMA-ES takes over the numeric parameters (default 25, or 40 when the space has a choice)",
 	"popsize":    "int >= 2, CMA-ES population of the first run (default 4 + floor(3 ln d)); doubles at every restart",
 }
 
@@ -24,9 +24,10 @@ func autoInfo() Info {
 
 // autoTuner is the default strategy: TPE to explore, CMA-ES to converge.
 //
-//   - The first tpe_trials trials (by position in sequence order, counting
-//     every trial: completed, failed or pending) are TPE's, exactly as the
-//     tpe tuner would propose them (its first 10 at random).
+//   - The first tpe_trials trials (by default 25, or 40 in a space with a
+//     choice; by position in sequence order, counting every trial:
+//     completed, failed or pending) are TPE's, exactly as the tpe tuner
+//     would propose them (its first 10 at random).
 //   - Later trials are CMA-ES's (with IPOP restarts, see cmaes.go) over the
 //     numeric parameters in unit coordinates. The first run starts at the
 //     best trial so far, with a step size from the spread of the best
@@ -40,9 +41,16 @@ type autoTuner struct {
 	seeder
 	sp        *space.Space
 	tpe       *tpeTuner
-	tpeTrials int
+	tpeTrials int  // the tpe_trials setting
+	hasN0     bool // tpe_trials was set
 	popsize   int
 }
+
+// autoChoiceTPETrials is tpe_trials' default for a space with a choice:
+// CMA-ES cannot move a choice, and once its run has converged for one
+// option the others look worse there (the option that moves the optimum
+// is never switched to), so TPE gets longer to learn the choices first.
+const autoChoiceTPETrials = 40
 
 func newAuto(in map[string]any, sp *space.Space) (Tuner, error) {
 	s, err := newSettings("auto", in, autoSettings)
@@ -53,7 +61,7 @@ func newAuto(in map[string]any, sp *space.Space) (Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	n0, _, err := s.int("tpe_trials", 25, 0)
+	n0, hasN0, err := s.int("tpe_trials", 25, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +77,7 @@ func newAuto(in map[string]any, sp *space.Space) (Tuner, error) {
 	}
 	sd := seeder{seed, has}
 	tpe := &tpeTuner{seeder: sd, sp: sp, startup: 10, candidates: 24, priorWeight: 1}
-	return &autoTuner{seeder: sd, sp: sp, tpe: tpe, tpeTrials: int(n0), popsize: int(pop)}, nil
+	return &autoTuner{seeder: sd, sp: sp, tpe: tpe, tpeTrials: int(n0), hasN0: hasN0, popsize: int(pop)}, nil
 }
 
 func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
@@ -95,6 +103,14 @@ func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
 		}
 	}
 	c := newUnitCodec(sp)
+	n0 := t.tpeTrials
+	if !t.hasN0 {
+		for _, o := range c.other {
+			if o.Kind == space.Choice {
+				n0 = autoChoiceTPETrials
+			}
+		}
+	}
 	var run *cmaRun
 	out := make([]space.Params, len(req.Seqs))
 	for k, i := range ascending(req.Seqs) {
@@ -102,7 +118,7 @@ func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
 		pos := len(hist) + k
 		var p space.Params
 		switch {
-		case pos < t.tpeTrials || len(c.dims) == 0:
+		case pos < n0 || len(c.dims) == 0:
 			if completed < t.tpe.startup {
 				p = space.SampleSpace(sp, rng)
 			} else {
@@ -110,7 +126,7 @@ func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
 			}
 		default:
 			if run == nil {
-				run = t.replay(c, seed, hist)
+				run = t.replay(c, seed, hist, n0)
 			}
 			x := run.es.draw(c, rng)
 			p = space.Params{}
@@ -130,8 +146,8 @@ func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
 }
 
 // replay rebuilds CMA-ES from the trials after the first tpe_trials.
-func (t *autoTuner) replay(c *unitCodec, seed int64, hist []scored) *cmaRun {
-	n0 := min(t.tpeTrials, len(hist))
+func (t *autoTuner) replay(c *unitCodec, seed int64, hist []scored, n0 int) *cmaRun {
+	n0 = min(n0, len(hist))
 	mean, sigma := startFrom(c, hist[:n0])
 	cfg := cmaConfig{lambda: t.popsize, sigma0: 0.25, startMean: mean, startSigma: sigma}
 	return replayCMA(c, cfg, seed, hist[n0:])

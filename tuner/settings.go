@@ -69,6 +69,19 @@ func (s settings) int(name string, def, min int64) (int64, bool, error) {
 	return int64(f), true, nil
 }
 
+// bool returns the boolean setting name (def when absent).
+func (s settings) bool(name string, def bool) (bool, error) {
+	v, ok := s.in[name]
+	if !ok || v == nil {
+		return def, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, fmt.Errorf("tuner %q: setting %q must be true or false, not %T", s.tuner, name, v)
+	}
+	return b, nil
+}
+
 // float returns the number setting name (def when absent), which must lie
 // in [min, max].
 func (s settings) float(name string, def, min, max float64) (float64, error) {

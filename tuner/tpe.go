@@ -16,6 +16,7 @@ var tpeSettings = map[string]string{
 	"startup_trials": "int >= 0, completed trials sampled at random before the model is used (default 10)",
 	"candidates":     "int >= 1, candidates drawn from the good-trial model for each parameter (default 24)",
 	"prior_weight":   "number > 0, weight of the prior kernel in every estimator (default 1.0)",
+	"multivariate":   "bool, model the top-level numbers and flat choices jointly, as Optuna's multivariate TPE (default false)",
 }
 
 func tpeInfo() Info {
@@ -36,11 +37,15 @@ func tpeInfo() Info {
 //   - Each group gets a Parzen estimator (parzen.go): truncated normal
 //     kernels on the observations, in log space for log kinds, plus a prior
 //     kernel at the middle of the range; weights ramp down for old trials
-//     once a group has more than 25. q-kinds and randint use discretized
-//     kernels (the mass of the cell that rounds to a value). Choices use a
-//     smoothed categorical with a uniform prior.
+//     once a group has more than 25. quniform, qnormal and randint use
+//     discretized kernels (the mass of the cell that rounds to a value);
+//     qloguniform is modelled continuously in log space and rounded, as
+//     Optuna models log ints. Choices use a smoothed categorical with a
+//     uniform prior.
 //   - candidates points are drawn from the good estimator; the one with the
-//     largest log l(x) - log g(x) wins.
+//     largest log l(x) - log g(x) wins, where for continuous kinds each
+//     kernel's density counts times its bandwidth, as in Optuna 3.1
+//     (mixture.logScore).
 //   - A nested choice's sub-parameters are modelled from the trials that
 //     took the same option; with fewer than min(startup_trials, 4) completed
 //     such trials they are sampled at random.
@@ -54,6 +59,7 @@ type tpeTuner struct {
 	startup     int
 	candidates  int
 	priorWeight float64
+	joint       bool // multivariate (tpe_joint.go)
 }
 
 func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
@@ -83,7 +89,11 @@ func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tpeTuner{seeder: seeder{seed, has}, sp: sp, startup: int(startup), candidates: int(cands), priorWeight: pw}, nil
+	joint, err := s.bool("multivariate", false)
+	if err != nil {
+		return nil, err
+	}
+	return &tpeTuner{seeder: seeder{seed, has}, sp: sp, startup: int(startup), candidates: int(cands), priorWeight: pw, joint: joint}, nil
 }
 
 // tpeObs is a trial as one level of the (possibly nested) space sees it.
@@ -122,9 +132,12 @@ func (t *tpeTuner) Suggest(req Request) ([]space.Params, error) {
 	for _, i := range ascending(req.Seqs) {
 		rng := t.rng(req, req.Seqs[i])
 		var p space.Params
-		if completed < max(t.startup, 1) {
+		switch {
+		case completed < max(t.startup, 1):
 			p = space.SampleSpace(sp, rng)
-		} else {
+		case t.joint:
+			p = t.sampleJoint(sp, obs, rng)
+		default:
 			p = t.sampleLevel(sp, obs, rng)
 		}
 		out[i] = p
@@ -190,7 +203,11 @@ func (t *tpeTuner) sampleNumber(p space.Param, obs []tpeObs, rng *rand.Rand) any
 		if d.discrete {
 			c.score = l.logMass(c.a, c.b) - g.logMass(c.a, c.b)
 		} else {
-			c.score = l.logDensity(c.u) - g.logDensity(c.u)
+			x := c.u
+			if d.scoreAtValue {
+				x = d.toModel(c.v)
+			}
+			c.score = l.logScore(x) - g.logScore(x)
 		}
 	}
 	parallelFor(len(cs), len(cs)*(len(bx)+len(ax)), func(i int) { score(&cs[i]) })

@@ -37,7 +37,7 @@ func TestSettingsValidation(t *testing.T) {
 		{"random", map[string]any{"seed": "abc"}, []string{`"seed"`, "whole number"}},
 		{"random", map[string]any{"seed": 1.5}, []string{`"seed"`, "whole number"}},
 		{"tpe", map[string]any{"startup_trials": 5.0, "candidates": 48, "prior_weight": 0.5, "seed": 1}, nil},
-		{"tpe", map[string]any{"candidate": 5.0, "gamma": 1.0}, []string{`unknown settings "candidate", "gamma"`, "valid: candidates, prior_weight, seed, startup_trials"}},
+		{"tpe", map[string]any{"candidate": 5.0, "gamma": 1.0}, []string{`unknown settings "candidate", "gamma"`, "valid: candidates, multivariate, prior_weight, seed, startup_trials"}},
 		{"tpe", map[string]any{"candidates": 0.0}, []string{`"candidates"`, "at least 1"}},
 		{"tpe", map[string]any{"startup_trials": -1.0}, []string{`"startup_trials"`, "at least 0"}},
 		{"tpe", map[string]any{"prior_weight": "big"}, []string{`"prior_weight"`, "number"}},
@@ -139,10 +139,12 @@ func key(p space.Params) string {
 func TestDeterminism(t *testing.T) {
 	sp := mixedSpace()
 	gridSp := &space.Space{Params: sp.Params[1:5]}
-	for _, name := range []string{"random", "tpe", "grid", "cmaes", "auto", "anneal", "evolution"} {
+	for _, name := range []string{"random", "tpe", "tpe-mv", "grid", "cmaes", "auto", "anneal", "evolution"} {
 		t.Run(name, func(t *testing.T) {
 			s, settings := sp, map[string]any{"startup_trials": 5.0}
 			switch name {
+			case "tpe-mv":
+				name, settings = "tpe", map[string]any{"startup_trials": 5.0, "multivariate": true}
 			case "grid":
 				s, settings = gridSp, map[string]any{"grid_points": 3.0}
 			case "random", "cmaes", "anneal":

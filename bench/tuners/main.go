@@ -72,7 +72,7 @@ func mainErr(args []string) error {
 	fs.IntVar(&c.seeds, "seeds", 10, "seeds (runs) per problem and sampler")
 	fs.IntVar(&c.workers, "workers", runtime.NumCPU(), "runs at a time (each with its own Python processes)")
 	parFlag := fs.String("parallel", "1", "comma list of trials in flight per run, one report section each (e.g. 1,8)")
-	goFlag := fs.String("go", "random,tpe,auto", `Go tuners to run, comma list ("all": every registered one); unregistered names are skipped with a note`)
+	goFlag := fs.String("go", "random,tpe,auto", `Go tuners to run, comma list ("all": every registered one; "tpe-mv": tpe with multivariate = true); unregistered names are skipped with a note`)
 	optFlag := fs.String("optuna", "random,tpe", "Optuna samplers to run (random, tpe); empty for none")
 	probFlag := fs.String("problems", "", "comma list of problems (default all)")
 	latFlag := fs.String("latency", "100,1000,10000", "history sizes for the suggest-latency table; empty to skip")
@@ -98,7 +98,7 @@ func mainErr(args []string) error {
 		want = tuner.Names()
 	}
 	for _, n := range want {
-		if _, ok := tuner.Lookup(n); ok {
+		if _, ok := tuner.Lookup(registeredName(n)); ok {
 			c.goTuners = append(c.goTuners, n)
 		} else {
 			c.skipped = append(c.skipped, n)

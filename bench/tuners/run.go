@@ -128,7 +128,20 @@ func (g *goAsker) tell(h int, v float64) error {
 // nil (the defaults, with the run's seed from the request) for those not
 // listed. Grid search needs a number of points for continuous parameters.
 var tunerSettings = map[string]map[string]any{
-	"grid": {"grid_points": int64(5)},
+	"grid":   {"grid_points": int64(5)},
+	"tpe-mv": {"multivariate": true},
+}
+
+// variants are benchmark names for a registered tuner with other settings
+// (in tunerSettings); -go accepts them besides the registered names.
+var variants = map[string]string{"tpe-mv": "tpe"}
+
+// registeredName is the tuner that the benchmark name n runs.
+func registeredName(n string) string {
+	if r, ok := variants[n]; ok {
+		return r
+	}
+	return n
 }
 
 // Run does one run of s on pr.
@@ -137,7 +150,7 @@ func (e *runEnv) Run(s Sampler, pr *Problem, seed int64, trials, par int) Outcom
 	var a asker
 	switch s.Side {
 	case "go":
-		tn, err := tuner.New(s.Name, tunerSettings[s.Name], pr.Space)
+		tn, err := tuner.New(registeredName(s.Name), tunerSettings[s.Name], pr.Space)
 		if err != nil {
 			return Outcome{Err: err}
 		}
