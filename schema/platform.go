@@ -53,6 +53,9 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 		}
 	} else {
 		ctyAttrs, _ = l.permissive(b.Body.(*hclsyntax.Body))
+		if p.Kind == "kubernetes" {
+			l.checkKubernetesPlatform(b.Body.(*hclsyntax.Body), ctyAttrs)
+		}
 	}
 	if l.failures() > before {
 		return
