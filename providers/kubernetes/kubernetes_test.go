@@ -137,7 +137,7 @@ print("done")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	req := providers.StartRequest{Experiment: "cm", ExperimentID: "eid", TrialID: "t0", ParameterID: 3,
 		Params: map[string]any{"x": 1.5}, Args: []string{py, "train.py"}, CodeDir: code, Lineage: "L"}
@@ -149,6 +149,7 @@ print("done")
 	for {
 		o, err := p.Read(ctx, providers.ReadRequest{Experiment: "cm", TrialID: "t0", MetricsOffset: off})
 		if err != nil {
+			dump(t, ns)
 			t.Fatal(err)
 		}
 		metrics = append(metrics, o.Metrics...)
@@ -184,4 +185,23 @@ func filepathLookPython() (string, error) {
 		}
 	}
 	return "python3", nil
+}
+
+// dump logs the namespace's jobs and pods (for failures).
+func dump(t *testing.T, ns string) {
+	ctx := context.Background()
+	jobs, _ := cp.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	for _, j := range jobs.Items {
+		t.Logf("job %s: status %+v", j.Name, j.Status)
+	}
+	pods, _ := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	for _, p := range pods.Items {
+		t.Logf("pod %s node %q: status %+v", p.Name, p.Spec.NodeName, p.Status)
+	}
+	evs, _ := cp.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	for _, e := range evs.Items {
+		t.Logf("event %s %s: %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+	t.Logf("kube-controller-manager log:\n%s", cp.Log("kube-controller-manager"))
+	t.Logf("kube-scheduler log:\n%s", cp.Log("kube-scheduler"))
 }

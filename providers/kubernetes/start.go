@@ -37,7 +37,7 @@ const (
 	configMapCodeLimit = 900 << 10
 )
 
-// wrapper is the container's shell: it puts the protocol files in place,
+// wrapper is the container's shell (paths come from the environment): it puts the protocol files in place,
 // runs the trial ("$@") with its stdout copied to NNI_SYS_DIR/stdout,
 // forwards SIGTERM to the trial's process group (PID 1 gets it, the trial
 // must too), waits for the trial even when it ignores SIGTERM (so the grace
@@ -45,7 +45,7 @@ const (
 // message and exits with the trial's status.
 const wrapper = `set -u
 mkdir -p "$NNI_SYS_DIR" "$NNI_OUTPUT_DIR" || exit 125
-cp ` + specMount + `/parameter.cfg ` + specMount + `/params.json "$NNI_SYS_DIR/" || exit 125
+cp "$TRIALFORM_SPEC_DIR/parameter.cfg" "$TRIALFORM_SPEC_DIR/params.json" "$NNI_SYS_DIR/" || exit 125
 if [ -n "${TRIALFORM_CODE_FROM:-}" ]; then cp -R "$TRIALFORM_CODE_FROM/." . || exit 125; fi
 out="$NNI_SYS_DIR/stdout"; rcf="$NNI_SYS_DIR/.rc"; rm -f "$rcf"
 trap 'trap "" TERM INT; kill -TERM 0 2>/dev/null' TERM INT
@@ -238,6 +238,7 @@ func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, nam
 	}
 	env["PYTHONPATH"] = py
 	env["TRIALFORM_TERMINATION_LOG"] = corev1.TerminationMessagePathDefault
+	env["TRIALFORM_SPEC_DIR"] = specMount
 	if codeFrom != "" {
 		env["TRIALFORM_CODE_FROM"] = codeFrom
 	}

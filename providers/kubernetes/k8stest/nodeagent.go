@@ -137,6 +137,27 @@ func StartNodeAgent(ctx context.Context, cp *ControlPlane, name string, opts Age
 		a.srv.Close()
 		return nil, fmt.Errorf("node %s status: %w", name, err)
 	}
+	// The NodeRestriction/TaintNodesByCondition admission gives a new node
+	// the not-ready taint; the node lifecycle controller (not run here)
+	// would lift it once the node is Ready, so lift it as it would.
+	if err := retryConflict(ctx, func() error {
+		n, err := cp.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var keep []corev1.Taint
+		for _, t := range n.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady && t.Key != corev1.TaintNodeUnreachable {
+				keep = append(keep, t)
+			}
+		}
+		n.Spec.Taints = keep
+		_, err = cp.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		a.srv.Close()
+		return nil, fmt.Errorf("node %s: lift the not-ready taint: %w", name, err)
+	}
 	actx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
 	a.wg.Add(1)
@@ -597,5 +618,15 @@ func (a *NodeAgent) serveLogs(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+func retryConflict(ctx context.Context, fn func() error) error {
+	for i := 0; ; i++ {
+		err := fn()
+		if err == nil || !apierrors.IsConflict(err) || i > 20 {
+			return err
+		}
+		sleep(ctx, 50*time.Millisecond)
 	}
 }
