@@ -36,12 +36,12 @@ func TestKubernetesScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cp.Stop()
+	t.Cleanup(cp.Stop)
 	agent, err := k8stest.StartNodeAgent(ctx, cp, "agent-0", k8stest.AgentOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer agent.Stop()
+	t.Cleanup(agent.Stop)
 
 	nsOf := func(ts *testscript.TestScript) string { return ts.Getenv("TRIALFORM_VAR_namespace") }
 	selector := func(ts *testscript.TestScript, exp string) metav1.ListOptions {
@@ -86,6 +86,29 @@ func TestKubernetesScripts(t *testing.T) {
 				}
 				if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
 					ts.Fatalf("k8sjobs: %s has %d jobs, want %s", args[0], n, args[1])
+				}
+			},
+			// k8sactive EXP N: EXP has N Jobs that have not ended.
+			"k8sactive": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: k8sactive EXP N")
+				}
+				jobs, err := cp.Client.BatchV1().Jobs(nsOf(ts)).List(context.Background(), selector(ts, args[0]))
+				ts.Check(err)
+				n := 0
+			jobs:
+				for _, j := range jobs.Items {
+					for _, c := range j.Status.Conditions {
+						if (c.Type == "Complete" || c.Type == "Failed") && c.Status == "True" {
+							continue jobs
+						}
+					}
+					if j.DeletionTimestamp == nil {
+						n++
+					}
+				}
+				if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
+					ts.Fatalf("k8sactive: %s has %d unfinished jobs, want %s", args[0], n, args[1])
 				}
 			},
 			// k8sdeletejob EXP TRIAL: delete a trial's Job with the API

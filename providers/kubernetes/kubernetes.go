@@ -65,9 +65,10 @@ type Kubernetes struct {
 }
 
 var (
-	_ providers.Provider    = (*Kubernetes)(nil)
-	_ providers.Lister      = (*Kubernetes)(nil)
-	_ providers.LogStreamer = (*Kubernetes)(nil)
+	_ providers.Provider         = (*Kubernetes)(nil)
+	_ providers.Lister           = (*Kubernetes)(nil)
+	_ providers.LogStreamer      = (*Kubernetes)(nil)
+	_ providers.ExperimentPurger = (*Kubernetes)(nil)
 )
 
 // New builds the client (nothing is contacted yet).

@@ -129,3 +129,75 @@ func (k *Kubernetes) stopJob(ctx context.Context, job *batchv1.Job, req provider
 	}
 	return fmt.Errorf("stop job %s: it had not ended %s after its pods were deleted", job.Name, req.Grace+30*time.Second)
 }
+
+// PurgeExperiment deletes every Job (background propagation: pods and
+// ConfigMaps go with them), ConfigMap and checkpoint claim labelled with
+// the experiment whose lineage is the given one (or unset), and waits for
+// the Jobs to be gone.
+func (k *Kubernetes) PurgeExperiment(ctx context.Context, experiment, lineage string) error {
+	opts := metav1.ListOptions{LabelSelector: labels.Set{LabelExperiment: LabelValue(experiment)}.String()}
+	ours := func(m metav1.Object) bool {
+		a := m.GetAnnotations()
+		return (a[AnnLineage] == "" || a[AnnLineage] == lineage) && (a[AnnExperiment] == "" || a[AnnExperiment] == experiment)
+	}
+	bg := metav1.DeletePropagationBackground
+	del := func(kind, name string, f func() error) error {
+		if err := retry(ctx, f); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s %s: %w", kind, name, err)
+		}
+		return nil
+	}
+	var jobs *batchv1.JobList
+	if err := retry(ctx, func() (err error) {
+		jobs, err = k.client.BatchV1().Jobs(k.namespace).List(ctx, opts)
+		return err
+	}); err != nil {
+		return fmt.Errorf("list jobs: %w", err)
+	}
+	var deleted []string
+	for _, j := range jobs.Items {
+		if !ours(&j) {
+			continue
+		}
+		uid := j.UID
+		if err := del("job", j.Name, func() error {
+			return k.client.BatchV1().Jobs(k.namespace).Delete(ctx, j.Name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &uid}})
+		}); err != nil {
+			return err
+		}
+		deleted = append(deleted, j.Name)
+		k.markSeen(experiment, j.Annotations[AnnTrial], false)
+	}
+	cms, err := k.client.CoreV1().ConfigMaps(k.namespace).List(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("list configmaps: %w", err)
+	}
+	for _, c := range cms.Items {
+		if ours(&c) {
+			if err := del("configmap", c.Name, func() error {
+				return k.client.CoreV1().ConfigMaps(k.namespace).Delete(ctx, c.Name, metav1.DeleteOptions{})
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	pvcs, err := k.client.CoreV1().PersistentVolumeClaims(k.namespace).List(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("list claims: %w", err)
+	}
+	for _, c := range pvcs.Items {
+		if ours(&c) {
+			if err := del("claim", c.Name, func() error {
+				return k.client.CoreV1().PersistentVolumeClaims(k.namespace).Delete(ctx, c.Name, metav1.DeleteOptions{})
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range deleted {
+		if err := k.waitGone(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
