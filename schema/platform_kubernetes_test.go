@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,5 +71,27 @@ func TestKubernetesPlatformErrors(t *testing.T) {
 		if !found {
 			t.Errorf("%q: diagnostics %q, want one at %s with %q", tt.body, got, tt.pos, tt.want)
 		}
+	}
+}
+
+// TestReadmeKubernetesBlock loads the platform block of README.md's
+// kubernetes section.
+func TestReadmeKubernetesBlock(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "## The kubernetes platform")
+	if i < 0 {
+		t.Fatal("README has no kubernetes section")
+	}
+	rest := readme[i:]
+	start := strings.Index(rest, "```hcl\n")
+	end := strings.Index(rest[start+7:], "```")
+	dir := writeConfig(t, map[string]string{"main.hcl": rest[start+7 : start+7+end]})
+	cfg := mustLoad(t, dir, LoadOptions{})
+	if p := cfg.Platforms["kubernetes.gpu"]; p == nil || p.Attrs["namespace"] != "ml" {
+		t.Fatalf("README kubernetes block loaded wrong: %+v", p)
 	}
 }

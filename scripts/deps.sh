@@ -27,4 +27,10 @@ if ! /usr/bin/python3 -c 'import sklearn' >/dev/null 2>&1; then
   apt_install python3-sklearn || echo "deps: could not install python3-sklearn; its test will say so"
 fi
 
+if ! command -v openssl >/dev/null 2>&1; then
+  echo "deps: installing openssl (certificates of the test Kubernetes control plane)"
+  apt_install openssl
+fi
+
 go mod download
+(cd tools/k8s && go mod download)
