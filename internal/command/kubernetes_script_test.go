@@ -24,6 +24,16 @@ import (
 // Each script gets its own namespace as TRIALFORM_VAR_namespace and the
 // control plane's kubeconfig as KUBECONFIG.
 func TestKubernetesScripts(t *testing.T) {
+	runKubernetesScripts(t, "testdata/kubernetes")
+}
+
+// TestKubernetesAPIServerRestart runs the scripts that stop and start
+// the apiserver, on a control plane of their own.
+func TestKubernetesAPIServerRestart(t *testing.T) {
+	runKubernetesScripts(t, "testdata/kubernetes-restart")
+}
+
+func runKubernetesScripts(t *testing.T, dir string) {
 	if testing.Short() {
 		t.Skip("end-to-end scripts are not short")
 	}
@@ -51,7 +61,7 @@ func TestKubernetesScripts(t *testing.T) {
 		return metav1.ListOptions{LabelSelector: k8s.LabelExperiment + "=" + k8s.LabelValue(exp)}
 	}
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/kubernetes",
+		Dir: dir,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", binDir+":"+env.Getenv("PATH"))
 			env.Setenv("NO_COLOR", "1")
@@ -71,6 +81,25 @@ func TestKubernetesScripts(t *testing.T) {
 			"trialcount": cmdTrialCount,
 			"jsonfield":  cmdJSONField,
 			"cpexample":  cmdCopyExample,
+			"sleep":      cmdSleep,
+			// k8sapiserver stop|kill|start: stop kube-apiserver (SIGTERM,
+			// SIGKILL after 10s), kill it (SIGKILL) or start it again with
+			// the same flags, port and etcd.
+			"k8sapiserver": func(ts *testscript.TestScript, neg bool, args []string) {
+				switch {
+				case len(args) == 1 && args[0] == "stop":
+					cp.StopComponent("kube-apiserver")
+				case len(args) == 1 && args[0] == "kill":
+					cp.KillComponent("kube-apiserver")
+				case len(args) == 1 && args[0] == "start":
+					ts.Check(cp.RestartComponent("kube-apiserver"))
+					ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+					defer cancel()
+					ts.Check(cp.WaitReady(ctx))
+				default:
+					ts.Fatalf("usage: k8sapiserver stop|start")
+				}
+			},
 			// k8sjobs EXP N: EXP has N Jobs (not being deleted).
 			"k8sjobs": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 2 {
@@ -86,6 +115,40 @@ func TestKubernetesScripts(t *testing.T) {
 				}
 				if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
 					ts.Fatalf("k8sjobs: %s has %d jobs, want %s", args[0], n, args[1])
+				}
+			},
+			// k8swaitfor EXP STATUS N TIMEOUT: waitfor, dumping the
+			// namespace's Jobs and pods when it times out.
+			"k8swaitfor": func(ts *testscript.TestScript, neg bool, args []string) {
+				defer func() {
+					if r := recover(); r != nil {
+						ctx := context.Background()
+						jobs, _ := cp.Client.BatchV1().Jobs(nsOf(ts)).List(ctx, metav1.ListOptions{})
+						for _, j := range jobs.Items {
+							ts.Logf("job %s: %+v", j.Name, j.Status)
+						}
+						pods, _ := cp.Client.CoreV1().Pods(nsOf(ts)).List(ctx, metav1.ListOptions{})
+						for _, p := range pods.Items {
+							ts.Logf("pod %s (node %q, deleting %v): %s %+v", p.Name, p.Spec.NodeName, p.DeletionTimestamp, p.Status.Phase, p.Status.ContainerStatuses)
+						}
+						for _, n := range []string{"kube-controller-manager", "kube-scheduler", "kube-apiserver"} {
+							ts.Logf("%s alive %v; log tail:\n%s", n, cp.Alive(n), cp.Log(n))
+						}
+						ts.Logf("node agent log:\n%s", agent.Log())
+						panic(r)
+					}
+				}()
+				cmdWaitFor(ts, neg, args)
+			},
+			// k8spods EXP N: EXP has N pods.
+			"k8spods": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: k8spods EXP N")
+				}
+				pods, err := cp.Client.CoreV1().Pods(nsOf(ts)).List(context.Background(), selector(ts, args[0]))
+				ts.Check(err)
+				if want, _ := strconv.Atoi(args[1]); (len(pods.Items) == want) == neg {
+					ts.Fatalf("k8spods: %s has %d pods, want %s", args[0], len(pods.Items), args[1])
 				}
 			},
 			// k8sactive EXP N: EXP has N Jobs that have not ended.

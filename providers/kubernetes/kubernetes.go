@@ -30,7 +30,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/trialform/trialform/providers"
@@ -52,12 +51,16 @@ const (
 	AnnMaxDuration = "trialform.io/max-duration"
 
 	containerName = "trial"
+
+	requestTimeout = 30 * time.Second
+	retryBudget    = 45 * time.Second
 )
 
 // Kubernetes is the kubernetes platform. It is safe for concurrent use.
 type Kubernetes struct {
 	cfg       Config
-	client    kubernetes.Interface
+	client    kubernetes.Interface // every call but log streams: 30s per request
+	stream    kubernetes.Interface // log streams (no timeout)
 	namespace string
 
 	mu   sync.Mutex
@@ -91,11 +94,18 @@ func New(cfg Config) (*Kubernetes, error) {
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: namespace %q: %s", ns, strings.Join(errs, "; ")))
 	}
+	streams, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
+	}
+	// A request on a connection to an apiserver that went away can hang
+	// for long; bound every request so that retries take over.
+	rc.Timeout = requestTimeout
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
 	}
-	return &Kubernetes{cfg: cfg, client: cs, namespace: ns, seen: map[string]bool{}}, nil
+	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, seen: map[string]bool{}}, nil
 }
 
 // Kind returns "kubernetes".
@@ -216,29 +226,31 @@ func validateStart(req providers.StartRequest) error {
 	return nil
 }
 
-// retry runs fn with exponential backoff while the error is transient:
-// conflicts, throttling (429), unavailability (503), timeouts and
-// connection errors. Permanent errors and everything else return at once.
+// retry runs fn with exponential backoff (100 ms doubling to 5 s, for 45 s
+// at most) while the error is transient: conflicts, throttling (429),
+// unavailability (503), timeouts and connection errors. Permanent errors
+// and everything else return at once.
 func retry(ctx context.Context, fn func() error) error {
-	var last error
-	b := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.2, Steps: 8, Cap: 5 * time.Second}
+	begin := time.Now()
+	delay := 100 * time.Millisecond
 	for {
-		last = fn()
+		last := fn()
 		if last == nil || providers.IsPermanent(last) || !transient(last) {
 			return last
 		}
-		if b.Steps <= 1 {
-			return last
-		}
-		d := b.Step()
+		d := delay
 		if s, ok := apierrors.SuggestsClientDelay(last); ok && time.Duration(s)*time.Second > d {
 			d = time.Duration(s) * time.Second
+		}
+		if time.Since(begin)+d > retryBudget {
+			return fmt.Errorf("%w (retried for %s)", last, time.Since(begin).Round(time.Second))
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
 		case <-time.After(d):
 		}
+		delay = min(2*delay, 5*time.Second)
 	}
 }
 

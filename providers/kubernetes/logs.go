@@ -33,7 +33,7 @@ func (k *Kubernetes) Logs(ctx context.Context, req providers.LogsRequest) error 
 		if len(pods) > 0 {
 			pod := pods[len(pods)-1]
 			if pod.Status.Phase != corev1.PodPending || terminated(&pod) != nil {
-				rc, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: containerName, Follow: req.Follow}).Stream(ctx)
+				rc, err := k.stream.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: containerName, Follow: req.Follow}).Stream(ctx)
 				if err != nil {
 					return fmt.Errorf("logs of pod %s: %w", pod.Name, err)
 				}

@@ -372,6 +372,9 @@ func (cp *ControlPlane) Log(name string) string {
 	return string(b)
 }
 
+// WaitReady waits until the apiserver answers /readyz (90s at most).
+func (cp *ControlPlane) WaitReady(ctx context.Context) error { return cp.waitReady(ctx) }
+
 func (cp *ControlPlane) waitReady(ctx context.Context) error {
 	pool := x509.NewCertPool()
 	ca, err := os.ReadFile(cp.CACert)
@@ -420,6 +423,34 @@ func (cp *ControlPlane) waitServiceAccount(ctx context.Context, ns string) error
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("no default service account in %s after 60s:\n%s", ns, cp.Log("kube-controller-manager"))
+}
+
+// Alive reports whether a component's process is running.
+func (cp *ControlPlane) Alive(name string) bool {
+	cp.mu.Lock()
+	done := cp.done[name]
+	cp.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+// KillComponent kills one component at once (SIGKILL), as a crash does.
+func (cp *ControlPlane) KillComponent(name string) {
+	cp.mu.Lock()
+	cmd, done := cp.procs[name], cp.done[name]
+	delete(cp.procs, name)
+	cp.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Kill()
+		<-done
+	}
 }
 
 // StopComponent stops one component (SIGTERM, SIGKILL after 10s).

@@ -24,9 +24,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // NodeAgent is a minimal kubelet for tests: it registers a Node, runs the
@@ -56,6 +56,22 @@ type NodeAgent struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*agentPod
+	logf *os.File
+}
+
+// logf appends a line to DIR/agent.log.
+func (a *NodeAgent) log(format string, args ...any) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.logf != nil {
+		fmt.Fprintf(a.logf, time.Now().Format("15:04:05.000 ")+format+"\n", args...)
+	}
+}
+
+// Log returns the agent's own log.
+func (a *NodeAgent) Log() string {
+	b, _ := os.ReadFile(filepath.Join(a.Dir, "agent.log"))
+	return string(b)
 }
 
 type agentPod struct {
@@ -97,7 +113,16 @@ func StartNodeAgent(ctx context.Context, cp *ControlPlane, name string, opts Age
 	if err != nil {
 		return nil, err
 	}
-	a := &NodeAgent{Name: name, Dir: dir, Port: l.Addr().(*net.TCPAddr).Port, client: cp.Client, pods: map[types.UID]*agentPod{}}
+	// Bound every request: one on a connection to an apiserver that went
+	// away may hang otherwise (watches end server-side after 30s).
+	rc := rest.CopyConfig(cp.Config)
+	rc.Timeout = 60 * time.Second
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	a := &NodeAgent{Name: name, Dir: dir, Port: l.Addr().(*net.TCPAddr).Port, client: client, pods: map[types.UID]*agentPod{}}
+	a.logf, _ = os.OpenFile(filepath.Join(dir, "agent.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/containerLogs/", a.serveLogs)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
@@ -192,14 +217,22 @@ func (a *NodeAgent) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		list, err := a.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: sel})
 		if err != nil {
+			a.log("list pods: %v", err)
 			sleep(ctx, 200*time.Millisecond)
 			continue
 		}
 		for i := range list.Items {
 			a.sync(ctx, &list.Items[i])
 		}
-		w, err := a.client.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
+		// Each watch lasts 20s at most, then everything is listed again:
+		// a watch on a connection to an apiserver that crashed may
+		// otherwise hang without an error.
+		to := int64(15)
+		wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+		w, err := a.client.CoreV1().Pods("").Watch(wctx, metav1.ListOptions{FieldSelector: sel, ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true, TimeoutSeconds: &to})
 		if err != nil {
+			a.log("watch pods: %v", err)
+			wcancel()
 			sleep(ctx, 200*time.Millisecond)
 			continue
 		}
@@ -216,6 +249,7 @@ func (a *NodeAgent) loop(ctx context.Context) {
 			}
 		}
 		w.Stop()
+		wcancel()
 	}
 }
 
@@ -252,6 +286,7 @@ func (a *NodeAgent) sync(ctx context.Context, pod *corev1.Pod) {
 	if p != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return
 	}
+	a.log("pod %s/%s: start", pod.Namespace, pod.Name)
 	p = &agentPod{ns: pod.Namespace, name: pod.Name, uid: pod.UID, dir: filepath.Join(a.Dir, "pods", string(pod.UID)), exited: make(chan struct{})}
 	p.logPath = filepath.Join(p.dir, "log")
 	a.mu.Lock()
@@ -319,6 +354,7 @@ func (a *NodeAgent) run(ctx context.Context, pod *corev1.Pod, p *agentPod) {
 	}()
 	started := metav1.Now()
 	fail := func(reason, msg string) {
+		a.log("pod %s/%s: %s: %s", pod.Namespace, pod.Name, reason, msg)
 		a.report(ctx, pod, corev1.PodFailed, &corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode: 128, Reason: reason, Message: msg, StartedAt: started, FinishedAt: metav1.Now()}})
 	}
@@ -331,10 +367,26 @@ func (a *NodeAgent) run(ctx context.Context, pod *corev1.Pod, p *agentPod) {
 		fail("AgentError", err.Error())
 		return
 	}
-	rw, err := a.volumes(ctx, pod, p)
-	if err != nil {
-		fail("CreateContainerConfigError", err.Error())
-		return
+	// Like the kubelet, keep trying to set up the volumes (the ConfigMap
+	// may not be readable yet, the apiserver may be away) until the pod
+	// is deleted.
+	var rw [][2]string
+	for delay := 100 * time.Millisecond; ; delay = min(2*delay, 2*time.Second) {
+		vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		var err error
+		rw, err = a.volumes(vctx, pod, p)
+		cancel()
+		if err == nil {
+			break
+		}
+		a.log("pod %s/%s: volumes (retrying): %v", pod.Namespace, pod.Name, err)
+		p.mu.Lock()
+		killed := p.killed
+		p.mu.Unlock()
+		if killed || ctx.Err() != nil {
+			return
+		}
+		sleep(ctx, delay)
 	}
 	tmPath := c.TerminationMessagePath
 	if tmPath == "" {
@@ -516,12 +568,19 @@ func (a *NodeAgent) volumes(ctx context.Context, pod *corev1.Pod, p *agentPod) (
 
 // report writes the pod's phase and container state, retrying conflicts.
 func (a *NodeAgent) report(ctx context.Context, pod *corev1.Pod, phase corev1.PodPhase, state *corev1.ContainerState) {
-	_ = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 8, Cap: 2 * time.Second}, func(ctx context.Context) (bool, error) {
+	// Like the kubelet's status manager, keep trying until the apiserver
+	// takes it (it may be away for a while) or the pod is gone.
+	attempt := func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 		cur, err := a.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		if err != nil || cur.UID != pod.UID {
+			if err != nil {
+				a.log("pod %s/%s: status %s: %v", pod.Namespace, pod.Name, phase, err)
+			}
 			return err == nil, nil
 		}
 		now := metav1.Now()
@@ -548,10 +607,18 @@ func (a *NodeAgent) report(ctx context.Context, pod *corev1.Pod, phase corev1.Po
 			Ready: running, Started: &running, ContainerID: "trialform-agent://" + string(pod.UID)}}
 		_, err = a.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		if err != nil {
+			a.log("pod %s/%s: status %s: %v", pod.Namespace, pod.Name, phase, err)
 			return false, nil
 		}
+		a.log("pod %s/%s: status %s", pod.Namespace, pod.Name, phase)
 		return true, nil
-	})
+	}
+	for delay := 50 * time.Millisecond; ctx.Err() == nil; delay = min(2*delay, time.Second) {
+		if done, _ := attempt(ctx); done {
+			return
+		}
+		sleep(ctx, delay)
+	}
 }
 
 // serveLogs answers GET /containerLogs/NS/POD/CONTAINER[?follow=true].
