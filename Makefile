@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/trialform
 GOFLAGS ?=
 
-.PHONY: all build test unit e2e deps demo demo-clean bench bench-tuners bench-tuners-full vet fmt-check clean
+.PHONY: all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-full vet fmt-check clean
 
 all: build
 
@@ -13,14 +13,21 @@ build:
 deps:
 	bash scripts/deps.sh
 
+# The test control plane (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler) built from tools/k8s into ~/.cache/trialform/k8s/<version>/;
+# reused while tools/k8s is unchanged (the first build takes 10-20 minutes).
+k8s:
+	bash scripts/build-k8s.sh
+
 vet:
 	$(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# The whole suite: unit tests, conformance suite, testscript end-to-end tests.
-test: deps build fmt-check vet
+# The whole suite: unit tests, conformance suites (local, and kubernetes on
+# the control plane `make k8s` builds), testscript end-to-end tests.
+test: deps build k8s fmt-check vet
 	$(GO) test -count=1 -timeout 30m ./...
 
 unit:

@@ -319,6 +319,9 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 			continue
 		}
 		name := ep.Name
+		if p.Destroy && !s.purge(ctx, ep, &errs) {
+			continue // keep the record so the next destroy retries
+		}
 		if err := s.change(func(st *state.State) {
 			e := st.Experiments[name]
 			if e == nil {
@@ -561,4 +564,35 @@ func StartRequest(cfg *schema.Experiment, e *state.Experiment, t *state.Trial, r
 		}
 	}
 	return req, nil
+}
+
+// purge asks the experiment's platform to remove what it still holds for
+// it (providers.ExperimentPurger), once its trials are down. It reports
+// whether the experiment may leave the state.
+func (s *Session) purge(ctx context.Context, ep *plan.ExperimentPlan, errs *[]error) bool {
+	if ep.Platform == "" {
+		return true
+	}
+	prov, err := s.Providers.Provider(ep.Platform)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("destroy %s: %w", ep.Name, err))
+		return false
+	}
+	pg, ok := prov.(providers.ExperimentPurger)
+	if !ok {
+		return true
+	}
+	st := s.State()
+	if e := st.Experiment(ep.Name); e != nil {
+		for _, t := range e.Trials {
+			if !state.Terminal(t.Status) {
+				return false // a teardown failed; the next destroy retries
+			}
+		}
+	}
+	if err := pg.PurgeExperiment(ctx, ep.Name, st.Lineage); err != nil {
+		*errs = append(*errs, fmt.Errorf("destroy %s: remove its objects on %s: %w", ep.Name, ep.Platform, err))
+		return false
+	}
+	return true
 }

@@ -46,6 +46,15 @@ type Lister interface {
 	List(ctx context.Context, experiment string) ([]Observation, error)
 }
 
+// ExperimentPurger is implemented by providers whose trials leave objects
+// behind after they end (Kubernetes Jobs): destroy calls it once an
+// experiment's running trials are torn down, to remove everything the
+// platform holds for the experiment and the state of that lineage, ended
+// trials and orphans included (objects of other lineages stay).
+type ExperimentPurger interface {
+	PurgeExperiment(ctx context.Context, experiment, lineage string) error
+}
+
 // LogStreamer is implemented by providers that can show a trial's output.
 type LogStreamer interface {
 	// Logs copies the trial's stdout+stderr to w; with Follow it keeps

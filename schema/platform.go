@@ -56,6 +56,9 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 		if p.Kind == "remote" {
 			l.decodeRemote(b, p)
 		}
+		if p.Kind == "kubernetes" {
+			l.checkKubernetesPlatform(b.Body.(*hclsyntax.Body), ctyAttrs)
+		}
 	}
 	if l.failures() > before {
 		return

@@ -39,4 +39,10 @@ if ! /usr/bin/python3 -c 'import optuna' >/dev/null 2>&1; then
   apt_install python3-optuna || echo "deps: could not install python3-optuna; the tuner benchmark's peer tests will skip"
 fi
 
+if ! command -v openssl >/dev/null 2>&1; then
+  echo "deps: installing openssl (certificates of the test Kubernetes control plane)"
+  apt_install openssl
+fi
+
 go mod download
+(cd tools/k8s && go mod download)

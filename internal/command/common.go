@@ -18,6 +18,7 @@ import (
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/local"
 	"github.com/trialform/trialform/providers/remote"
 	"github.com/trialform/trialform/schema"
@@ -120,7 +121,8 @@ func parsedFiles(cfg *schema.Config) map[string]*hcl.File {
 }
 
 // providerSet builds each platform's provider on first use. Kinds other
-// than local are declared in the language but not implemented yet.
+// than local and kubernetes are declared in the language but not
+// implemented yet.
 type providerSet struct {
 	cfg      *schema.Config
 	stateDir string
@@ -154,8 +156,20 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 		ps.built[key] = p
 		return p, nil
 	}
+	if kind == "kubernetes" {
+		kc, err := kubernetes.ConfigFromAttrs(pl.Attrs, ps.cfg.Dir)
+		if err != nil {
+			return nil, err
+		}
+		p, err := kubernetes.New(kc)
+		if err != nil {
+			return nil, err
+		}
+		ps.built[key] = p
+		return p, nil
+	}
 	if kind != "local" {
-		return nil, fmt.Errorf("platform kind %q is not implemented yet (see the status table in README.md); use platform \"local\" or \"remote\"", kind)
+		return nil, fmt.Errorf("platform kind %q is not implemented yet (see the status table in README.md); use platform \"local\", \"remote\" or \"kubernetes\"", kind)
 	}
 	lc := local.Config{
 		Root:   filepath.Join(ps.stateDir, "trials"),

@@ -43,6 +43,11 @@ type Options struct {
 	// CodeCopied says trials run in a copy of CodeDir (remote machines),
 	// not in CodeDir itself: the working-dir check then wants the copy.
 	CodeCopied bool
+	// NNIPlatform is the NNI_PLATFORM trials see (default "local"). On
+	// other platforms NNI prints metrics on stdout (NNISDK_MEb'...')
+	// instead of writing $NNI_SYS_DIR/.nni/metrics, and so does the
+	// suite's hand-written NNI trial.
+	NNIPlatform string
 }
 
 type suite struct {
@@ -59,6 +64,9 @@ func Run(t *testing.T, newProvider func(t *testing.T) providers.Provider, opts O
 	}
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = 2 * time.Second
+	}
+	if opts.NNIPlatform == "" {
+		opts.NNIPlatform = "local"
 	}
 	if opts.CodeDir == nil {
 		opts.CodeDir = func(t *testing.T) string { return t.TempDir() }

@@ -25,8 +25,9 @@ func testReadUnknown(e *env) {
 	e.stop("nope", true)
 }
 
-// nniScript is a trial that speaks NNI's local file protocol by hand (no
-// nni package), checks its environment and waits for a go file.
+// nniScript is a trial that speaks NNI's protocol by hand (no nni
+// package): the local file protocol when NNI_PLATFORM is "local", else
+// NNI's stdout lines. It checks its environment and waits for a go file.
 const nniScript = `
 import json, os, sys, time
 env = {k: os.environ.get(k) for k in ["NNI_PLATFORM", "NNI_TRIAL_JOB_ID", "NNI_EXP_ID", "NNI_TRIAL_SEQ_ID",
@@ -47,6 +48,9 @@ def send(t, seq, v):
     s = json.dumps({"parameter_id": cfg["parameter_id"], "trial_job_id": os.environ["NNI_TRIAL_JOB_ID"],
                     "type": t, "sequence": seq, "value": json.dumps(v)})
     data = (s + "\n").encode("utf8")
+    if os.environ["NNI_PLATFORM"] != "local":
+        print("NNISDK_MEb'%s'" % s, flush=True)
+        return
     mf.write(b"ME%06d%b" % (len(data), data))
     mf.flush()
 send("PERIODICAL", 0, 0.5)
@@ -94,7 +98,7 @@ func testNNIFileProtocol(e *env) {
 		e.t.Fatal(err)
 	}
 	want := map[string]any{
-		"NNI_PLATFORM": "local", "NNI_TRIAL_JOB_ID": "t1", "NNI_EXP_ID": req.ExperimentID,
+		"NNI_PLATFORM": e.s.opts.NNIPlatform, "NNI_TRIAL_JOB_ID": "t1", "NNI_EXP_ID": req.ExperimentID,
 		"NNI_TRIAL_SEQ_ID": "4", "NNI_TRIAL_COMMAND_CHANNEL": nil, "TRIALFORM_EXPERIMENT": e.exp,
 		"TRIALFORM_TRIAL_ID": "t1", "FOO": "bar", "params_match": true, "output_dir_exists": true,
 	}

@@ -62,3 +62,25 @@ func PythonFS() fs.FS {
 	}
 	return sub
 }
+
+// PythonFiles returns the embedded Python helpers by slash-separated path
+// relative to the lib dir ("trialform.py", "nni/__init__.py", ...), for
+// platforms that ship them to trials another way (a ConfigMap).
+func PythonFiles() map[string][]byte {
+	out := map[string][]byte{}
+	_ = fs.WalkDir(python, "python", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			if d != nil && d.IsDir() && d.Name() == "__pycache__" {
+				return fs.SkipDir
+			}
+			return err
+		}
+		b, err := python.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		out[p[len("python/"):]] = b
+		return nil
+	})
+	return out
+}

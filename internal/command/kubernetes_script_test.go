@@ -1,0 +1,215 @@
+package command_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	k8s "github.com/trialform/trialform/providers/kubernetes"
+	"github.com/trialform/trialform/providers/kubernetes/k8stest"
+)
+
+// TestKubernetesScripts runs testdata/kubernetes/*.txtar against a real
+// control plane (scripts/build-k8s.sh builds it; the test skips when it is
+// not built) with the test node agent running the pods as local processes.
+// Each script gets its own namespace as TRIALFORM_VAR_namespace and the
+// control plane's kubeconfig as KUBECONFIG.
+func TestKubernetesScripts(t *testing.T) {
+	runKubernetesScripts(t, "testdata/kubernetes")
+}
+
+// TestKubernetesAPIServerRestart runs the scripts that stop and start
+// the apiserver, on a control plane of their own.
+func TestKubernetesAPIServerRestart(t *testing.T) {
+	runKubernetesScripts(t, "testdata/kubernetes-restart")
+}
+
+func runKubernetesScripts(t *testing.T, dir string) {
+	if testing.Short() {
+		t.Skip("end-to-end scripts are not short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp, err := k8stest.Start(ctx, k8stest.Options{})
+	if errors.Is(err, k8stest.ErrNotBuilt) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	agent, err := k8stest.StartNodeAgent(ctx, cp, "agent-0", k8stest.AgentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(agent.Stop)
+
+	nsOf := func(ts *testscript.TestScript) string { return ts.Getenv("TRIALFORM_VAR_namespace") }
+	selector := func(ts *testscript.TestScript, exp string) metav1.ListOptions {
+		if exp == "" {
+			return metav1.ListOptions{LabelSelector: k8s.LabelManagedBy + "=trialform"}
+		}
+		return metav1.ListOptions{LabelSelector: k8s.LabelExperiment + "=" + k8s.LabelValue(exp)}
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: dir,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", binDir+":"+env.Getenv("PATH"))
+			env.Setenv("NO_COLOR", "1")
+			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+			b := make([]byte, 4)
+			rand.Read(b)
+			ns := "e2e-" + hex.EncodeToString(b)
+			if _, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			env.Setenv("TRIALFORM_VAR_namespace", ns)
+			env.Setenv("KUBECONFIG", cp.Kubeconfig)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfor":    cmdWaitFor,
+			"trialcount": cmdTrialCount,
+			"jsonfield":  cmdJSONField,
+			"cpexample":  cmdCopyExample,
+			"sleep":      cmdSleep,
+			// k8sapiserver stop|kill|start: stop kube-apiserver (SIGTERM,
+			// SIGKILL after 10s), kill it (SIGKILL) or start it again with
+			// the same flags, port and etcd.
+			"k8sapiserver": func(ts *testscript.TestScript, neg bool, args []string) {
+				switch {
+				case len(args) == 1 && args[0] == "stop":
+					cp.StopComponent("kube-apiserver")
+				case len(args) == 1 && args[0] == "kill":
+					cp.KillComponent("kube-apiserver")
+				case len(args) == 1 && args[0] == "start":
+					ts.Check(cp.RestartComponent("kube-apiserver"))
+					ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+					defer cancel()
+					ts.Check(cp.WaitReady(ctx))
+				default:
+					ts.Fatalf("usage: k8sapiserver stop|start")
+				}
+			},
+			// k8sjobs EXP N: EXP has N Jobs (not being deleted).
+			"k8sjobs": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: k8sjobs EXP N")
+				}
+				jobs, err := cp.Client.BatchV1().Jobs(nsOf(ts)).List(context.Background(), selector(ts, args[0]))
+				ts.Check(err)
+				n := 0
+				for _, j := range jobs.Items {
+					if j.DeletionTimestamp == nil {
+						n++
+					}
+				}
+				if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
+					ts.Fatalf("k8sjobs: %s has %d jobs, want %s", args[0], n, args[1])
+				}
+			},
+			// k8swaitfor EXP STATUS N TIMEOUT: waitfor, dumping the
+			// namespace's Jobs and pods when it times out.
+			"k8swaitfor": func(ts *testscript.TestScript, neg bool, args []string) {
+				defer func() {
+					if r := recover(); r != nil {
+						ctx := context.Background()
+						jobs, _ := cp.Client.BatchV1().Jobs(nsOf(ts)).List(ctx, metav1.ListOptions{})
+						for _, j := range jobs.Items {
+							ts.Logf("job %s: %+v", j.Name, j.Status)
+						}
+						pods, _ := cp.Client.CoreV1().Pods(nsOf(ts)).List(ctx, metav1.ListOptions{})
+						for _, p := range pods.Items {
+							ts.Logf("pod %s (node %q, deleting %v): %s %+v", p.Name, p.Spec.NodeName, p.DeletionTimestamp, p.Status.Phase, p.Status.ContainerStatuses)
+						}
+						for _, n := range []string{"kube-controller-manager", "kube-scheduler", "kube-apiserver"} {
+							ts.Logf("%s alive %v; log tail:\n%s", n, cp.Alive(n), cp.Log(n))
+						}
+						ts.Logf("node agent log:\n%s", agent.Log())
+						panic(r)
+					}
+				}()
+				cmdWaitFor(ts, neg, args)
+			},
+			// k8spods EXP N: EXP has N pods.
+			"k8spods": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: k8spods EXP N")
+				}
+				pods, err := cp.Client.CoreV1().Pods(nsOf(ts)).List(context.Background(), selector(ts, args[0]))
+				ts.Check(err)
+				if want, _ := strconv.Atoi(args[1]); (len(pods.Items) == want) == neg {
+					ts.Fatalf("k8spods: %s has %d pods, want %s", args[0], len(pods.Items), args[1])
+				}
+			},
+			// k8sactive EXP N: EXP has N Jobs that have not ended.
+			"k8sactive": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: k8sactive EXP N")
+				}
+				jobs, err := cp.Client.BatchV1().Jobs(nsOf(ts)).List(context.Background(), selector(ts, args[0]))
+				ts.Check(err)
+				n := 0
+			jobs:
+				for _, j := range jobs.Items {
+					for _, c := range j.Status.Conditions {
+						if (c.Type == "Complete" || c.Type == "Failed") && c.Status == "True" {
+							continue jobs
+						}
+					}
+					if j.DeletionTimestamp == nil {
+						n++
+					}
+				}
+				if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
+					ts.Fatalf("k8sactive: %s has %d unfinished jobs, want %s", args[0], n, args[1])
+				}
+			},
+			// k8sdeletejob EXP TRIAL: delete a trial's Job with the API
+			// (background propagation), as someone outside trialform would.
+			"k8sdeletejob": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: k8sdeletejob EXP TRIAL")
+				}
+				bg := metav1.DeletePropagationBackground
+				ts.Check(cp.Client.BatchV1().Jobs(nsOf(ts)).Delete(context.Background(), k8s.JobName(args[0], args[1]), metav1.DeleteOptions{PropagationPolicy: &bg}))
+				for i := 0; i < 100; i++ {
+					if _, err := cp.Client.BatchV1().Jobs(nsOf(ts)).Get(context.Background(), k8s.JobName(args[0], args[1]), metav1.GetOptions{}); err != nil {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				ts.Fatalf("k8sdeletejob: job still there")
+			},
+			// k8sgone: wait (60s) until no Job, pod or ConfigMap with
+			// trialform's labels is left in the namespace.
+			"k8sgone": func(ts *testscript.TestScript, neg bool, args []string) {
+				c := cp.Client
+				ns := nsOf(ts)
+				var left string
+				for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+					jobs, err1 := c.BatchV1().Jobs(ns).List(context.Background(), selector(ts, ""))
+					pods, err2 := c.CoreV1().Pods(ns).List(context.Background(), selector(ts, ""))
+					cms, err3 := c.CoreV1().ConfigMaps(ns).List(context.Background(), selector(ts, ""))
+					if err1 != nil || err2 != nil || err3 != nil {
+						continue
+					}
+					if len(jobs.Items)+len(pods.Items)+len(cms.Items) == 0 {
+						return
+					}
+					left = strconv.Itoa(len(jobs.Items)) + " jobs, " + strconv.Itoa(len(pods.Items)) + " pods, " + strconv.Itoa(len(cms.Items)) + " configmaps"
+				}
+				ts.Fatalf("k8sgone: still %s", left)
+			},
+		},
+	})
+}

@@ -1,0 +1,268 @@
+// Package kubernetes runs trials as batch/v1 Jobs on a Kubernetes cluster
+// reached with client-go through a kubeconfig.
+//
+// One Job per trial, named deterministically from the experiment and trial
+// id (so Start is create-or-adopt), labelled trialform.io/experiment and
+// trialform.io/trial and annotated with the owning state's lineage. Next to
+// it a ConfigMap of the same name holds parameter.cfg, the Python helpers
+// and, for small code dirs, the code; it is owned by the Job, so deleting
+// the Job (background propagation) removes pods and ConfigMap. Trials
+// print metrics on stdout (NNI's NNISDK_MEb'...' lines, since
+// NNI_OUTPUT_DIR differs from NNI_SYS_DIR, and trialform's own lines),
+// read incrementally from the pod log; the final result also goes to the
+// container's termination message so it survives log rotation.
+//
+// The package must not import plan or apply, and must not print.
+package kubernetes
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/trialform/trialform/providers"
+)
+
+// Labels and annotations of trial objects.
+const (
+	LabelExperiment = "trialform.io/experiment"
+	LabelTrial      = "trialform.io/trial"
+	LabelManagedBy  = "app.kubernetes.io/managed-by"
+
+	AnnLineage     = "trialform.io/lineage"
+	AnnExperiment  = "trialform.io/experiment-name"
+	AnnTrial       = "trialform.io/trial-id"
+	AnnParameterID = "trialform.io/parameter-id"
+	AnnMetricRegex = "trialform.io/metric-regex"
+	AnnAttempt     = "trialform.io/attempt"
+	AnnStopReason  = "trialform.io/stop-reason"
+	AnnMaxDuration = "trialform.io/max-duration"
+
+	containerName = "trial"
+
+	requestTimeout = 30 * time.Second
+	retryBudget    = 45 * time.Second
+)
+
+// Kubernetes is the kubernetes platform. It is safe for concurrent use.
+type Kubernetes struct {
+	cfg       Config
+	client    kubernetes.Interface // every call but log streams: 30s per request
+	stream    kubernetes.Interface // log streams (no timeout)
+	namespace string
+
+	mu   sync.Mutex
+	seen map[string]bool // exp/trial this process saw existing (a later miss is a loss)
+}
+
+var (
+	_ providers.Provider         = (*Kubernetes)(nil)
+	_ providers.Lister           = (*Kubernetes)(nil)
+	_ providers.LogStreamer      = (*Kubernetes)(nil)
+	_ providers.ExperimentPurger = (*Kubernetes)(nil)
+)
+
+// New builds the client (nothing is contacted yet).
+func New(cfg Config) (*Kubernetes, error) {
+	rc, ns, err := cfg.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.QPS <= 0 {
+		cfg.QPS = 200
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 400
+	}
+	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
+	rc.UserAgent = "trialform"
+	if cfg.Image == "" {
+		cfg.Image = "python:3.11-slim"
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: namespace %q: %s", ns, strings.Join(errs, "; ")))
+	}
+	streams, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
+	}
+	// A request on a connection to an apiserver that went away can hang
+	// for long; bound every request so that retries take over.
+	rc.Timeout = requestTimeout
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
+	}
+	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, seen: map[string]bool{}}, nil
+}
+
+// Kind returns "kubernetes".
+func (k *Kubernetes) Kind() string { return "kubernetes" }
+
+// Namespace is where the trial objects go.
+func (k *Kubernetes) Namespace() string { return k.namespace }
+
+// Close releases nothing: trials keep running.
+func (k *Kubernetes) Close() error { return nil }
+
+// Validate checks the cluster answers and the namespace exists.
+func (k *Kubernetes) Validate(ctx context.Context) error {
+	return retry(ctx, func() error {
+		_, err := k.client.CoreV1().Namespaces().Get(ctx, k.namespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return providers.Permanent(fmt.Errorf("kubernetes platform: namespace %q does not exist", k.namespace))
+		}
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			// Listing namespaces may be forbidden to a namespaced user;
+			// reading its jobs is what matters.
+			_, err = k.client.BatchV1().Jobs(k.namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		}
+		if err != nil {
+			return fmt.Errorf("kubernetes platform: %w", err)
+		}
+		return nil
+	})
+}
+
+func (k *Kubernetes) markSeen(exp, trial string, seen bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if seen {
+		k.seen[exp+"/"+trial] = true
+	} else {
+		delete(k.seen, exp+"/"+trial)
+	}
+}
+
+func (k *Kubernetes) wasSeen(exp, trial string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.seen[exp+"/"+trial]
+}
+
+// JobName is the deterministic object name of a trial: a DNS-1123 label of
+// at most 63 characters (it is also the pods' job-name label value).
+func JobName(exp, trial string) string {
+	h := sha256.Sum256([]byte(exp + "\x00" + trial))
+	return "tf-" + slug(exp, 24) + "-" + slug(trial, 20) + "-" + hex.EncodeToString(h[:])[:8]
+}
+
+func slug(s string, max int) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+		if b.Len() >= max {
+			break
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if out == "" {
+		out = "x"
+	}
+	return out
+}
+
+// LabelValue is s when it is a valid label value, else a hash of it.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	h := sha256.Sum256([]byte(s))
+	return "h-" + hex.EncodeToString(h[:])[:40]
+}
+
+func checkName(what, s string) error {
+	if s == "" || len(s) > 200 || strings.ContainsAny(s, "/\x00") {
+		return providers.Permanent(fmt.Errorf("%s %q is not usable on kubernetes", what, s))
+	}
+	return nil
+}
+
+func validateStart(req providers.StartRequest) error {
+	if err := checkName("experiment", req.Experiment); err != nil {
+		return err
+	}
+	if err := checkName("trial id", req.TrialID); err != nil {
+		return err
+	}
+	switch {
+	case req.Shell == "" && len(req.Args) == 0:
+		return providers.Permanent(errors.New("trial has neither a command nor args"))
+	case req.Shell != "" && len(req.Args) > 0:
+		return providers.Permanent(errors.New("trial has both a command and args"))
+	case len(req.Args) > 0 && req.Args[0] == "":
+		return providers.Permanent(errors.New("trial args start with an empty program name"))
+	case req.GPUs < 0:
+		return providers.Permanent(fmt.Errorf("gpus = %d is negative", req.GPUs))
+	case req.MaxDuration < 0:
+		return providers.Permanent(fmt.Errorf("max_duration %s is negative", req.MaxDuration))
+	}
+	if req.MetricRegex != "" {
+		re, err := regexp.Compile(req.MetricRegex)
+		if err != nil {
+			return providers.Permanent(fmt.Errorf("metric regex: %w", err))
+		}
+		if re.SubexpIndex("value") < 0 {
+			return providers.Permanent(fmt.Errorf("metric regex %q has no (?P<value>...) group", req.MetricRegex))
+		}
+	}
+	return nil
+}
+
+// retry runs fn with exponential backoff (100 ms doubling to 5 s, for 45 s
+// at most) while the error is transient: conflicts, throttling (429),
+// unavailability (503), timeouts and connection errors. Permanent errors
+// and everything else return at once.
+func retry(ctx context.Context, fn func() error) error {
+	begin := time.Now()
+	delay := 100 * time.Millisecond
+	for {
+		last := fn()
+		if last == nil || providers.IsPermanent(last) || !transient(last) {
+			return last
+		}
+		d := delay
+		if s, ok := apierrors.SuggestsClientDelay(last); ok && time.Duration(s)*time.Second > d {
+			d = time.Duration(s) * time.Second
+		}
+		if time.Since(begin)+d > retryBudget {
+			return fmt.Errorf("%w (retried for %s)", last, time.Since(begin).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
+		case <-time.After(d):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+func transient(err error) bool {
+	if apierrors.IsConflict(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsInternalError(err) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "connection refused") || strings.Contains(s, "connection reset") || strings.Contains(s, "EOF")
+}

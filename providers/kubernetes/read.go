@@ -1,0 +1,366 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
+)
+
+// Offsets keys in Observation.MetricsOffset.
+const (
+	offSeq   = "seq"   // next sequence number for lines that carry none
+	offFinal = "final" // 1 once a FINAL result was returned
+	offLog   = "log/"  // + pod name: bytes of its log consumed
+)
+
+// Read observes one trial: its Job, the Job's pods, and the metrics in the
+// newest pod's log past req.MetricsOffset.
+func (k *Kubernetes) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
+	name := JobName(req.Experiment, req.TrialID)
+	var job *batchv1.Job
+	err := retry(ctx, func() error {
+		var err error
+		job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) || (err == nil && (job.Annotations[AnnExperiment] != req.Experiment || job.Annotations[AnnTrial] != req.TrialID)) {
+		return k.missing(req), nil
+	}
+	if err != nil {
+		return providers.Observation{}, fmt.Errorf("get job %s: %w", name, err)
+	}
+	pods, err := k.jobPods(ctx, job)
+	if err != nil {
+		return providers.Observation{}, err
+	}
+	o := observe(job, pods)
+	if o.Phase == providers.PhaseLost && job.DeletionTimestamp != nil {
+		o.Reason = "its job is being deleted outside trialform"
+	}
+	k.markSeen(req.Experiment, req.TrialID, true)
+	if err := k.readMetrics(ctx, job, pods, req.MetricsOffset, &o); err != nil {
+		return providers.Observation{}, err
+	}
+	return o, nil
+}
+
+// missing is the observation of a trial whose Job is not there: lost when
+// it was seen before (by this process, or the state holds its handle),
+// else unknown.
+func (k *Kubernetes) missing(req providers.ReadRequest) providers.Observation {
+	if req.Handle["uid"] != "" || k.wasSeen(req.Experiment, req.TrialID) {
+		return providers.Observation{
+			TrialID: req.TrialID, Experiment: req.Experiment, Exists: true, Phase: providers.PhaseLost,
+			Handle: req.Handle, Reason: "its job was deleted outside trialform", MetricsOffset: req.MetricsOffset,
+		}
+	}
+	return providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}
+}
+
+func (k *Kubernetes) jobPods(ctx context.Context, job *batchv1.Job) ([]corev1.Pod, error) {
+	var list *corev1.PodList
+	sel := labels.Set{"batch.kubernetes.io/controller-uid": string(job.UID)}.String()
+	err := retry(ctx, func() error {
+		var err error
+		list, err = k.client.CoreV1().Pods(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pods of job %s: %w", job.Name, err)
+	}
+	sortPods(list.Items)
+	return list.Items, nil
+}
+
+func sortPods(pods []corev1.Pod) {
+	sort.SliceStable(pods, func(i, j int) bool {
+		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp)
+	})
+}
+
+// List returns every trial of the experiment found by label selector: one
+// call for the Jobs and one for their pods, whatever the number of trials.
+func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
+	sel := labels.Set{LabelExperiment: LabelValue(experiment)}.String()
+	var jobs *batchv1.JobList
+	var pods *corev1.PodList
+	err := retry(ctx, func() error {
+		var err error
+		jobs, err = k.client.BatchV1().Jobs(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	if len(jobs.Items) == 0 {
+		return nil, nil
+	}
+	err = retry(ctx, func() error {
+		var err error
+		pods, err = k.client.CoreV1().Pods(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	byJob := map[string][]corev1.Pod{}
+	for _, p := range pods.Items {
+		uid := p.Labels["batch.kubernetes.io/controller-uid"]
+		byJob[uid] = append(byJob[uid], p)
+	}
+	var out []providers.Observation
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if j.Annotations[AnnExperiment] != experiment || j.DeletionTimestamp != nil {
+			continue
+		}
+		ps := byJob[string(j.UID)]
+		sortPods(ps)
+		out = append(out, observe(j, ps))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
+	return out, nil
+}
+
+// jobPhase maps a Job's conditions (and its newest pod) to a phase.
+func jobPhase(job *batchv1.Job, pod *corev1.Pod) (providers.Phase, string) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return providers.PhaseSucceeded, ""
+		case batchv1.JobFailed:
+			if r := job.Annotations[AnnStopReason]; r != "" {
+				return providers.PhaseKilled, r
+			}
+			if c.Reason == batchv1.JobReasonDeadlineExceeded {
+				return providers.PhaseKilled, "max_duration exceeded (" + job.Annotations[AnnMaxDuration] + ")"
+			}
+			if t := terminated(pod); t != nil {
+				return providers.PhaseFailed, exitReason(t)
+			}
+			// Failed without a container that exited: the pod was
+			// deleted or evicted, or its node went away.
+			return providers.PhaseLost, "its pod was lost: " + strings.TrimSpace(c.Reason+" "+c.Message)
+		}
+	}
+	if pod != nil {
+		if pod.Status.Phase == corev1.PodRunning {
+			return providers.PhaseRunning, ""
+		}
+		if t := terminated(pod); t != nil && pod.DeletionTimestamp == nil {
+			// Exited; the Job's condition follows shortly.
+			return providers.PhaseRunning, ""
+		}
+	} else if job.Status.Ready != nil && *job.Status.Ready > 0 {
+		return providers.PhaseRunning, ""
+	}
+	return providers.PhasePending, ""
+}
+
+func exitReason(t *corev1.ContainerStateTerminated) string {
+	r := "exit status " + strconv.Itoa(int(t.ExitCode))
+	if t.ExitCode > 128 && t.ExitCode < 160 {
+		r += fmt.Sprintf(" (signal %d)", t.ExitCode-128)
+	}
+	if t.Reason != "" && t.Reason != "Error" && t.Reason != "Completed" {
+		r += " (" + t.Reason + ")"
+	}
+	return r
+}
+
+func terminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
+	if pod == nil {
+		return nil
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == containerName && cs.State.Terminated != nil {
+			return cs.State.Terminated
+		}
+	}
+	return nil
+}
+
+func started(pod *corev1.Pod) *time.Time {
+	if pod == nil {
+		return nil
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != containerName {
+			continue
+		}
+		switch {
+		case cs.State.Running != nil:
+			t := cs.State.Running.StartedAt.Time
+			return &t
+		case cs.State.Terminated != nil:
+			t := cs.State.Terminated.StartedAt.Time
+			return &t
+		}
+	}
+	return nil
+}
+
+// observe builds the observation of a Job from its pods (oldest first).
+func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
+	var pod *corev1.Pod
+	if len(pods) > 0 {
+		pod = &pods[len(pods)-1]
+	}
+	ph, reason := jobPhase(job, pod)
+	o := providers.Observation{
+		TrialID: job.Annotations[AnnTrial], Experiment: job.Annotations[AnnExperiment], Exists: true,
+		Phase: ph, Reason: reason, Handle: handle(job), Lineage: job.Annotations[AnnLineage],
+	}
+	if t := started(pod); t != nil {
+		o.StartedAt = t
+	} else if job.Status.StartTime != nil {
+		t := job.Status.StartTime.Time
+		o.StartedAt = &t
+	}
+	if ph.Ended() || ph == providers.PhaseLost {
+		if t := terminated(pod); t != nil {
+			code := int(t.ExitCode)
+			o.ExitCode = &code
+			e := t.FinishedAt.Time
+			o.EndedAt = &e
+		}
+		if o.EndedAt == nil {
+			if job.Status.CompletionTime != nil {
+				e := job.Status.CompletionTime.Time
+				o.EndedAt = &e
+			}
+			for _, c := range job.Status.Conditions {
+				if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete) && c.Status == corev1.ConditionTrue {
+					e := c.LastTransitionTime.Time
+					o.EndedAt = &e
+				}
+			}
+		}
+		if o.StartedAt != nil && o.EndedAt != nil && o.EndedAt.Before(*o.StartedAt) {
+			e := *o.StartedAt
+			o.EndedAt = &e
+		}
+	}
+	return o
+}
+
+// readMetrics reads the newest pod's log past the offset and parses metric
+// lines; once the container terminated, the rest (even an unterminated last
+// line) is consumed, and a final result missing from the log is taken from
+// the termination message.
+func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []corev1.Pod, offsets map[string]int64, o *providers.Observation) error {
+	newOff := map[string]int64{}
+	for _, key := range []string{offSeq, offFinal} {
+		if v, ok := offsets[key]; ok {
+			newOff[key] = v
+		}
+	}
+	o.MetricsOffset = newOff
+	if len(pods) == 0 {
+		for key, v := range offsets {
+			newOff[key] = v
+		}
+		return nil
+	}
+	pod := &pods[len(pods)-1]
+	term := terminated(pod)
+	if pod.Status.Phase == corev1.PodPending && term == nil {
+		return nil
+	}
+	pid, _ := strconv.Atoi(job.Annotations[AnnParameterID])
+	var re *regexp.Regexp
+	if s := job.Annotations[AnnMetricRegex]; s != "" {
+		re, _ = regexp.Compile(s)
+	}
+	key := offLog + pod.Name
+	off := offsets[key]
+	raw, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: containerName}).DoRaw(ctx)
+	if err != nil {
+		raw = nil // no log (rotated, node gone): the termination message may still hold the final result
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	newOff[key] = off
+	var last trialproto.LastValues
+	add := func(m providers.Metric, fromRegex bool) {
+		if m.ParameterID < 0 {
+			m.ParameterID = pid
+		}
+		if m.Sequence < 0 {
+			m.Sequence = 0
+			if m.Type == trialproto.TypePeriodical {
+				m.Sequence = int(newOff[offSeq])
+				newOff[offSeq]++
+			}
+		}
+		if m.Type == trialproto.TypeFinal && m.Garbage == "" {
+			newOff[offFinal] = 1
+		}
+		o.Metrics = append(o.Metrics, m)
+	}
+	if raw != nil && int64(len(raw)) >= off {
+		data := raw[off:]
+		end := bytes.LastIndexByte(data, '\n') + 1
+		if term != nil {
+			end = len(data)
+		}
+		for _, line := range strings.SplitAfter(string(data[:end]), "\n") {
+			if line == "" {
+				continue
+			}
+			m, ok := trialproto.ParseStdoutLine(line, nil)
+			fromRegex := false
+			if !ok && re != nil {
+				m, ok = trialproto.ParseStdoutLine(line, re)
+				fromRegex = ok
+			}
+			if ok {
+				_ = fromRegex
+				add(m, fromRegex)
+			}
+		}
+		newOff[key] = off + int64(end)
+		// The synthetic final of regexp metrics needs every value: parse
+		// the whole log once the trial succeeded without a final result.
+		if term != nil && term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
+			for _, line := range strings.SplitAfter(string(raw), "\n") {
+				if _, ok := trialproto.ParseStdoutLine(line, nil); ok {
+					continue
+				}
+				if m, ok := trialproto.ParseStdoutLine(line, re); ok {
+					last.Add(m)
+				}
+			}
+			if m, ok := last.FinalFromLast(); ok {
+				add(m, false)
+			}
+		}
+	}
+	if term != nil && newOff[offFinal] == 0 && term.Message != "" {
+		for _, line := range strings.Split(term.Message, "\n") {
+			if m, ok := trialproto.ParseStdoutLine(line, nil); ok && m.Type == trialproto.TypeFinal {
+				add(m, false)
+				break
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package kubernetes
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestJobName(t *testing.T) {
+	for _, c := range [][2]string{{"quickstart", "t0000"}, {"A_very.long-Experiment_name_that_goes_on_and_on_and_on", "t12345678901234567890123"}, {"x", "-"}} {
+		n := JobName(c[0], c[1])
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			t.Errorf("JobName(%q, %q) = %q: %v", c[0], c[1], n, errs)
+		}
+		if JobName(c[0], c[1]) != n || JobName(c[0], c[1]+"x") == n {
+			t.Errorf("JobName(%q, %q) is not deterministic and distinct", c[0], c[1])
+		}
+	}
+	if LabelValue("t0001") != "t0001" || len(validation.IsValidLabelValue(LabelValue(strings.Repeat("x", 80)))) > 0 {
+		t.Error("LabelValue")
+	}
+}
+
+func TestScanCodeIgnore(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"train.py", "lib/util.py", "data/a.bin", "sub/data/b.bin", "logs/x.log", "keep.log", "__pycache__/c.pyc", ".git/HEAD", "deep/x/y.tmp"} {
+		p := filepath.Join(dir, f)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte(f), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, ".nniignore"), []byte("# comment\n/data/\n*.log\n!keep.log\n**/*.tmp\nsub/data\n"), 0o644)
+	files, err := scanCode(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.rel)
+	}
+	sort.Strings(got)
+	want := []string{".nniignore", "keep.log", "lib/util.py", "train.py"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("shipped %v, want %v", got, want)
+	}
+}
+
+func TestScanCodeTooMany(t *testing.T) {
+	dir := t.TempDir()
+	for i := 0; i <= maxCodeFiles; i++ {
+		os.WriteFile(filepath.Join(dir, "f"+strings.Repeat("0", 4)+string(rune('a'+i%26))+itoa(i)), nil, 0o644)
+	}
+	_, err := scanCode(dir)
+	if err == nil || !strings.Contains(err.Error(), ".trialformignore") || !strings.Contains(err.Error(), "2000 files") {
+		t.Fatalf("err = %v, want a refusal naming .trialformignore", err)
+	}
+}
+
+func itoa(i int) string {
+	s := ""
+	for {
+		s = string(rune('0'+i%10)) + s
+		i /= 10
+		if i == 0 {
+			return s
+		}
+	}
+}
+
+func TestConfigFromAttrs(t *testing.T) {
+	c, err := ConfigFromAttrs(map[string]any{
+		"namespace": "ml", "image": "python:3.11", "image_pull_secrets": []any{"regcred"},
+		"node_selector": map[string]any{"gpu": "a100"},
+		"tolerations":   []any{map[string]any{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}},
+		"resources":     []any{map[string]any{"cpu": 0.5, "memory": "8Gi", "gpu": 2.0}},
+		"nfs":           []any{map[string]any{"server": "10.0.0.5", "path": "/export", "mount_path": "/nfs"}},
+		"checkpoint":    []any{map[string]any{"storage_class": "dfs"}},
+	}, "/base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CPU != "500m" || c.Memory != "8Gi" || c.GPU != 2 || c.NFS.LocalPath != "/nfs" || c.Checkpoint.Size != "1Gi" ||
+		c.NodeSelector["gpu"] != "a100" || len(c.Tolerations) != 1 || c.Tolerations[0].Effect != "NoSchedule" {
+		t.Errorf("config %+v", c)
+	}
+	if _, err := ConfigFromAttrs(map[string]any{"resources": []any{map[string]any{"memory": "lots"}}}, "/"); err == nil {
+		t.Error("a bad quantity was accepted")
+	}
+}

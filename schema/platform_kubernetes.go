@@ -1,0 +1,139 @@
+package schema
+
+import (
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// kubernetesPlatform lists what a platform "kubernetes" block may hold:
+// attributes with the type each must convert to, and nested blocks (at
+// most one each) with theirs. Values stay in Platform.Attrs for
+// providers/kubernetes to decode; this only checks them, with the source
+// range of each mistake.
+var kubernetesPlatform = struct {
+	attrs  map[string]kubeType
+	blocks map[string]map[string]kubeType
+}{
+	attrs: map[string]kubeType{
+		"kubeconfig":         {cty.String, "a string (a kubeconfig path)"},
+		"context":            {cty.String, "a string (a kubeconfig context)"},
+		"namespace":          {cty.String, "a string"},
+		"image":              {cty.String, "a string (a container image)"},
+		"image_pull_secrets": {cty.List(cty.String), "a list of secret names"},
+		"service_account":    {cty.String, "a string"},
+		"node_selector":      {cty.Map(cty.String), "a map of label values"},
+		"tolerations":        {cty.DynamicPseudoType, "a list of objects {key, operator, value, effect, toleration_seconds}"},
+		"code_dir":           {cty.String, "a string (where the code is in the image)"},
+	},
+	blocks: map[string]map[string]kubeType{
+		"resources": {
+			"cpu":    {cty.DynamicPseudoType, `a number or a quantity string ("500m")`},
+			"memory": {cty.String, `a quantity string ("8Gi")`},
+			"gpu":    {cty.Number, "a whole number"},
+		},
+		"nfs": {
+			"server":     {cty.String, "a string"},
+			"path":       {cty.String, "a string"},
+			"mount_path": {cty.String, "a string"},
+			"local_path": {cty.String, "a string (where the share is mounted on this machine)"},
+		},
+		"checkpoint": {
+			"storage_class": {cty.String, "a string"},
+			"size":          {cty.String, `a quantity string ("1Gi")`},
+		},
+	},
+}
+
+type kubeType struct {
+	ty   cty.Type
+	what string
+}
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkKubernetesPlatform reports unknown settings, repeated blocks and
+// values of the wrong type in a platform "kubernetes" block.
+func (l *loader) checkKubernetesPlatform(body *hclsyntax.Body, vals map[string]cty.Value) {
+	l.checkKubeAttrs(body, vals, kubernetesPlatform.attrs, "platform \"kubernetes\"", keysOf(kubernetesPlatform.blocks))
+	seen := map[string]hcl.Range{}
+	for _, blk := range body.Blocks {
+		schema, ok := kubernetesPlatform.blocks[blk.Type]
+		r := blk.DefRange()
+		if !ok {
+			l.errorf(&r, "Unsupported block type", "Blocks of type %q are not expected in a kubernetes platform; it takes %s.%s",
+				blk.Type, joinQuoted(keysOf(kubernetesPlatform.blocks)), didYouMean(blk.Type, keysOf(kubernetesPlatform.blocks), "%q"))
+			continue
+		}
+		if len(blk.Labels) > 0 {
+			l.errorf(&r, "Extraneous label", "A %s block takes no labels.", blk.Type)
+		}
+		if first, dup := seen[blk.Type]; dup {
+			l.errorf(&r, "Duplicate block", "Only one %s block is allowed; the first is at %s.", blk.Type, first.String())
+			continue
+		}
+		seen[blk.Type] = r
+		sub := map[string]cty.Value{}
+		if t, ok := vals[blk.Type]; ok && t.Type().IsTupleType() && t.LengthInt() > 0 {
+			first := t.Index(cty.NumberIntVal(0))
+			if first.Type().IsObjectType() {
+				for k := range first.Type().AttributeTypes() {
+					sub[k] = first.GetAttr(k)
+				}
+			}
+		}
+		l.checkKubeAttrs(blk.Body, sub, schema, blk.Type, nil)
+		for _, inner := range blk.Body.Blocks {
+			ir := inner.DefRange()
+			l.errorf(&ir, "Unsupported block type", "A %s block has no nested blocks.", blk.Type)
+		}
+		if blk.Type == "nfs" {
+			for _, req := range []string{"server", "path", "mount_path"} {
+				if _, ok := blk.Body.Attributes[req]; !ok {
+					l.errorf(&r, "Missing required argument", "An nfs block needs %q (server, path and mount_path).", req)
+				}
+			}
+		}
+	}
+}
+
+func (l *loader) checkKubeAttrs(body *hclsyntax.Body, vals map[string]cty.Value, schema map[string]kubeType, where string, blocks []string) {
+	names := keysOf(schema)
+	for _, a := range body.Attributes {
+		r := a.NameRange
+		t, ok := schema[a.Name]
+		if !ok {
+			hint := didYouMean(a.Name, append(append([]string{}, names...), blocks...), "%q")
+			l.errorf(&r, "Unsupported argument", "An argument named %q is not expected in %s; it takes %s.%s", a.Name, where, joinQuoted(names), hint)
+			continue
+		}
+		v, ok := vals[a.Name]
+		if !ok || !v.IsKnown() || v.IsNull() || t.ty == cty.DynamicPseudoType {
+			continue
+		}
+		if _, err := convert.Convert(v, t.ty); err != nil {
+			l.errorf(a.Expr.Range().Ptr(), "Incorrect attribute value type", "Inappropriate value for %s: %s is required.", a.Name, t.what)
+		}
+	}
+}
+
+func joinQuoted(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += `"` + x + `"`
+	}
+	return out
+}
