@@ -203,8 +203,8 @@ func TestImplicitDefaultPlatform(t *testing.T) {
 func TestOtherPlatformKindsArePermissive(t *testing.T) {
 	dir := writeConfig(t, map[string]string{
 		"main.hcl": `
-locals { env = { HOST = platform.kubernetes.lab.machine[1].host } }
-platform "kubernetes" "lab" {
+locals { env = { HOST = platform.openpai.lab.machine[1].host } }
+platform "openpai" "lab" {
   reuse = true
   machine {
     host = "10.0.0.1"
@@ -216,10 +216,10 @@ platform "kubernetes" "lab" {
   }
   storage "nfs" { server = "nas" }
 }
-` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.kubernetes.lab", 1),
+` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.openpai.lab", 1),
 	})
 	cfg := mustLoad(t, dir, LoadOptions{})
-	p := cfg.Platforms["kubernetes.lab"]
+	p := cfg.Platforms["openpai.lab"]
 	want := map[string]any{
 		"reuse": true,
 		"machine": []any{
@@ -229,7 +229,7 @@ platform "kubernetes" "lab" {
 		"storage": []any{map[string]any{"server": "nas", "_labels": []any{"nfs"}}},
 	}
 	if p == nil || !reflect.DeepEqual(p.Attrs, want) {
-		t.Fatalf("kubernetes Attrs = %#v\nwant %#v", p, want)
+		t.Fatalf("openpai Attrs = %#v\nwant %#v", p, want)
 	}
 	e := cfg.Experiments["e"]
 	if e.Platform != p || e.Trial.Env["HOST"] != "10.0.0.2" {
