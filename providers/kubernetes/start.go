@@ -380,11 +380,36 @@ func (k *Kubernetes) ensureConfigMap(ctx context.Context, cm *corev1.ConfigMap) 
 			return nil
 		}
 		cur, err := k.client.CoreV1().ConfigMaps(k.namespace).Get(ctx, cm.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			// Deleted between the create and the get: create again.
+			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("deleted meanwhile"))
+		}
 		if err != nil {
 			return err
 		}
 		if cur.DeletionTimestamp != nil {
 			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("being deleted"))
+		}
+		// Left by a Job that is gone (a lost trial's, deleted with
+		// background propagation): the garbage collector will delete it
+		// any moment, so delete it now and make a fresh one.
+		for _, ref := range cur.OwnerReferences {
+			if ref.Kind != "Job" {
+				continue
+			}
+			j, err := k.client.BatchV1().Jobs(k.namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			if err == nil && j.UID == ref.UID && j.DeletionTimestamp == nil {
+				continue
+			}
+			uid := cur.UID
+			err = k.client.CoreV1().ConfigMaps(k.namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return err
+			}
+			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("its owner job is gone"))
 		}
 		cur.Data, cur.BinaryData = cm.Data, cm.BinaryData
 		_, err = k.client.CoreV1().ConfigMaps(k.namespace).Update(ctx, cur, metav1.UpdateOptions{})
