@@ -64,6 +64,7 @@ func (k *Kubernetes) Start(ctx context.Context, req providers.StartRequest) (pro
 		return nil, err
 	}
 	name := JobName(req.Experiment, req.TrialID)
+	defer k.invalidate(req.Experiment)
 	attempt := 1
 	for {
 		var job *batchv1.Job
