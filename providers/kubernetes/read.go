@@ -311,7 +311,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	}
 	newOff[key] = off
 	var last trialproto.LastValues
-	add := func(m providers.Metric, fromRegex bool) {
+	add := func(m providers.Metric) {
 		if m.ParameterID < 0 {
 			m.ParameterID = pid
 		}
@@ -338,14 +338,11 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 				continue
 			}
 			m, ok := trialproto.ParseStdoutLine(line, nil)
-			fromRegex := false
 			if !ok && re != nil {
 				m, ok = trialproto.ParseStdoutLine(line, re)
-				fromRegex = ok
 			}
 			if ok {
-				_ = fromRegex
-				add(m, fromRegex)
+				add(m)
 			}
 		}
 		newOff[key] = off + int64(end)
@@ -364,14 +361,14 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 				}
 			}
 			if m, ok := last.FinalFromLast(); ok {
-				add(m, false)
+				add(m)
 			}
 		}
 	}
 	if term != nil && newOff[offFinal] == 0 && term.Message != "" {
 		for _, line := range strings.Split(term.Message, "\n") {
 			if m, ok := trialproto.ParseStdoutLine(line, nil); ok && m.Type == trialproto.TypeFinal {
-				add(m, false)
+				add(m)
 				break
 			}
 		}

@@ -362,6 +362,16 @@ func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, nam
 	own := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":%q,"uid":%q}]}}`, created.Name, created.UID)
 	if err := retry(ctx, func() error {
 		_, err := k.client.CoreV1().ConfigMaps(k.namespace).Patch(ctx, name, "application/merge-patch+json", []byte(own), metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			// Gone meanwhile (collected with an earlier attempt's Job):
+			// create it again, owned from the start.
+			cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: created.Name, UID: created.UID}}
+			cm.ResourceVersion = ""
+			_, err = k.client.CoreV1().ConfigMaps(k.namespace).Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(corev1.Resource("configmaps"), name, fmt.Errorf("recreated meanwhile"))
+			}
+		}
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("configmap %s: set its owner: %w", name, err)
@@ -381,11 +391,32 @@ func (k *Kubernetes) ensureConfigMap(ctx context.Context, cm *corev1.ConfigMap) 
 			return nil
 		}
 		cur, err := k.client.CoreV1().ConfigMaps(k.namespace).Get(ctx, cm.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("deleted meanwhile"))
+		}
 		if err != nil {
 			return err
 		}
 		if cur.DeletionTimestamp != nil {
 			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("being deleted"))
+		}
+		for _, o := range cur.OwnerReferences {
+			// Owned by a Job: the current one (a concurrent Start made
+			// both: leave it, creating the Job will adopt), or an old
+			// one whose garbage collection is pending: delete it now.
+			j, err := k.client.BatchV1().Jobs(k.namespace).Get(ctx, o.Name, metav1.GetOptions{})
+			if err == nil && j.UID == o.UID && j.DeletionTimestamp == nil {
+				return nil
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			uid := cur.UID
+			err = k.client.CoreV1().ConfigMaps(k.namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return err
+			}
+			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("left by an earlier attempt"))
 		}
 		cur.Data, cur.BinaryData = cm.Data, cm.BinaryData
 		_, err = k.client.CoreV1().ConfigMaps(k.namespace).Update(ctx, cur, metav1.UpdateOptions{})
