@@ -20,6 +20,10 @@ import (
 // startTimeout bounds the wait for a launched supervisor to start the trial.
 const startTimeout = 60 * time.Second
 
+// launchGrace is how long a spec without a status may be a supervisor
+// still starting up (see Start).
+const launchGrace = 3 * time.Second
+
 // Start creates or adopts the trial (see the providers contract). A trial
 // whose supervisor is alive is adopted; an ended one is returned as is
 // unless req.Resume; otherwise a new attempt is launched: a detached
@@ -56,6 +60,19 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	st, err := readStatus(dir)
 	if err != nil {
 		return nil, err
+	}
+	// A CLI killed right after launching a supervisor leaves a spec whose
+	// attempt has no status yet while that supervisor starts up: give it
+	// launchGrace to record the attempt rather than launching a second.
+	for sp != nil && (st == nil || st.Attempt < sp.Attempt) && time.Since(sp.CreatedAt) < launchGrace {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if st, err = readStatus(dir); err != nil {
+			return nil, err
+		}
 	}
 	if sp != nil && st != nil && st.Attempt == sp.Attempt {
 		o := observe(dir, sp, st)
