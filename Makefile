@@ -47,6 +47,8 @@ bench: build
 	go build -o bin/genstate ./bench/genstate
 	go build -o bin/watchlat ./bench/watchlat
 	bash scripts/bench.sh
+	bash scripts/build-k8s.sh >/dev/null
+	TRIALFORM_K8S_BENCH=1 $(GO) test -count=1 -run TestBench1000 -v ./providers/kubernetes/ | grep -E '^(kubernetes bench|--- )'
 	$(MAKE) bench-tuners
 
 # Our tuners next to Optuna 3.1 (python3-optuna) on the same problems; see

@@ -45,8 +45,8 @@ type Config struct {
 
 	// Rest, when not nil, is used instead of loading a kubeconfig (tests).
 	Rest *rest.Config
-	// QPS and Burst of the client (defaults 200 and 400: client-go's 5/10
-	// make creating many trials crawl).
+	// QPS and Burst of the client (defaults 1000 and 2000: client-go's 5/10
+	// make creating and refreshing many trials crawl).
 	QPS   float32
 	Burst int
 }

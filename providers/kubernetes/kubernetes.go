@@ -27,6 +27,8 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -65,6 +67,40 @@ type Kubernetes struct {
 
 	mu   sync.Mutex
 	seen map[string]bool // exp/trial this process saw existing (a later miss is a loss)
+	// listed is the last List of each experiment: the Reads of a refresh,
+	// which follow its List at once, use it instead of two calls each.
+	listed map[string]*snapshot
+}
+
+// snapshot is one List's Jobs and pods, by trial id.
+type snapshot struct {
+	at   time.Time
+	jobs map[string]*batchv1.Job
+	pods map[string][]corev1.Pod // by job UID
+}
+
+// snapshotTTL is how long a List answers Reads.
+const snapshotTTL = 2 * time.Second
+
+func (k *Kubernetes) cached(exp, trial string) (*batchv1.Job, []corev1.Pod, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s := k.listed[exp]
+	if s == nil || time.Since(s.at) > snapshotTTL {
+		return nil, nil, false
+	}
+	j, ok := s.jobs[trial]
+	if !ok {
+		return nil, nil, false
+	}
+	return j, s.pods[string(j.UID)], true
+}
+
+// invalidate forgets the experiment's snapshot (after a change we made).
+func (k *Kubernetes) invalidate(exp string) {
+	k.mu.Lock()
+	delete(k.listed, exp)
+	k.mu.Unlock()
 }
 
 var (
@@ -81,10 +117,10 @@ func New(cfg Config) (*Kubernetes, error) {
 		return nil, err
 	}
 	if cfg.QPS <= 0 {
-		cfg.QPS = 200
+		cfg.QPS = 1000
 	}
 	if cfg.Burst <= 0 {
-		cfg.Burst = 400
+		cfg.Burst = 2000
 	}
 	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	rc.UserAgent = "trialform"
@@ -105,7 +141,7 @@ func New(cfg Config) (*Kubernetes, error) {
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
 	}
-	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, seen: map[string]bool{}}, nil
+	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, seen: map[string]bool{}, listed: map[string]*snapshot{}}, nil
 }
 
 // Kind returns "kubernetes".

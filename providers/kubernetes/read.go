@@ -25,27 +25,29 @@ const (
 	offSeq   = "seq"   // next sequence number for lines that carry none
 	offFinal = "final" // 1 once a FINAL result was returned
 	offLog   = "log/"  // + pod name: bytes of its log consumed
+	offDone  = "done/" // + pod name: 1 once its container ended and its log was read to the end
 )
 
 // Read observes one trial: its Job, the Job's pods, and the metrics in the
 // newest pod's log past req.MetricsOffset.
 func (k *Kubernetes) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
 	name := JobName(req.Experiment, req.TrialID)
-	var job *batchv1.Job
-	err := retry(ctx, func() error {
-		var err error
-		job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) || (err == nil && (job.Annotations[AnnExperiment] != req.Experiment || job.Annotations[AnnTrial] != req.TrialID)) {
-		return k.missing(req), nil
-	}
-	if err != nil {
-		return providers.Observation{}, fmt.Errorf("get job %s: %w", name, err)
-	}
-	pods, err := k.jobPods(ctx, job)
-	if err != nil {
-		return providers.Observation{}, err
+	job, pods, ok := k.cached(req.Experiment, req.TrialID)
+	if !ok {
+		err := retry(ctx, func() error {
+			var err error
+			job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
+			return err
+		})
+		if apierrors.IsNotFound(err) || (err == nil && (job.Annotations[AnnExperiment] != req.Experiment || job.Annotations[AnnTrial] != req.TrialID)) {
+			return k.missing(req), nil
+		}
+		if err != nil {
+			return providers.Observation{}, fmt.Errorf("get job %s: %w", name, err)
+		}
+		if pods, err = k.jobPods(ctx, job); err != nil {
+			return providers.Observation{}, err
+		}
 	}
 	o := observe(job, pods)
 	if o.Phase == providers.PhaseLost && job.DeletionTimestamp != nil {
@@ -123,6 +125,7 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 		byJob[uid] = append(byJob[uid], p)
 	}
 	var out []providers.Observation
+	snap := &snapshot{at: time.Now(), jobs: map[string]*batchv1.Job{}, pods: byJob}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if j.Annotations[AnnExperiment] != experiment || j.DeletionTimestamp != nil {
@@ -130,8 +133,12 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 		}
 		ps := byJob[string(j.UID)]
 		sortPods(ps)
+		snap.jobs[j.Annotations[AnnTrial]] = j
 		out = append(out, observe(j, ps))
 	}
+	k.mu.Lock()
+	k.listed[experiment] = snap
+	k.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
 	return out, nil
 }
@@ -291,6 +298,10 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	}
 	key := offLog + pod.Name
 	off := offsets[key]
+	if term != nil && offsets[offDone+pod.Name] == 1 {
+		newOff[key], newOff[offDone+pod.Name] = off, 1
+		return nil
+	}
 	raw, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: containerName}).DoRaw(ctx)
 	if err != nil {
 		raw = nil // no log (rotated, node gone): the termination message may still hold the final result
@@ -300,7 +311,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	}
 	newOff[key] = off
 	var last trialproto.LastValues
-	add := func(m providers.Metric, fromRegex bool) {
+	add := func(m providers.Metric) {
 		if m.ParameterID < 0 {
 			m.ParameterID = pid
 		}
@@ -327,17 +338,17 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 				continue
 			}
 			m, ok := trialproto.ParseStdoutLine(line, nil)
-			fromRegex := false
 			if !ok && re != nil {
 				m, ok = trialproto.ParseStdoutLine(line, re)
-				fromRegex = ok
 			}
 			if ok {
-				_ = fromRegex
-				add(m, fromRegex)
+				add(m)
 			}
 		}
 		newOff[key] = off + int64(end)
+		if term != nil {
+			newOff[offDone+pod.Name] = 1
+		}
 		// The synthetic final of regexp metrics needs every value: parse
 		// the whole log once the trial succeeded without a final result.
 		if term != nil && term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
@@ -350,14 +361,14 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 				}
 			}
 			if m, ok := last.FinalFromLast(); ok {
-				add(m, false)
+				add(m)
 			}
 		}
 	}
 	if term != nil && newOff[offFinal] == 0 && term.Message != "" {
 		for _, line := range strings.Split(term.Message, "\n") {
 			if m, ok := trialproto.ParseStdoutLine(line, nil); ok && m.Type == trialproto.TypeFinal {
-				add(m, false)
+				add(m)
 				break
 			}
 		}

@@ -64,6 +64,7 @@ func (k *Kubernetes) Start(ctx context.Context, req providers.StartRequest) (pro
 		return nil, err
 	}
 	name := JobName(req.Experiment, req.TrialID)
+	defer k.invalidate(req.Experiment)
 	attempt := 1
 	for {
 		var job *batchv1.Job
@@ -361,6 +362,16 @@ func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, nam
 	own := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":%q,"uid":%q}]}}`, created.Name, created.UID)
 	if err := retry(ctx, func() error {
 		_, err := k.client.CoreV1().ConfigMaps(k.namespace).Patch(ctx, name, "application/merge-patch+json", []byte(own), metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			// Gone meanwhile (collected with an earlier attempt's Job):
+			// create it again, owned from the start.
+			cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: created.Name, UID: created.UID}}
+			cm.ResourceVersion = ""
+			_, err = k.client.CoreV1().ConfigMaps(k.namespace).Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(corev1.Resource("configmaps"), name, fmt.Errorf("recreated meanwhile"))
+			}
+		}
 		return err
 	}); err != nil {
 		return nil, fmt.Errorf("configmap %s: set its owner: %w", name, err)
@@ -381,7 +392,6 @@ func (k *Kubernetes) ensureConfigMap(ctx context.Context, cm *corev1.ConfigMap) 
 		}
 		cur, err := k.client.CoreV1().ConfigMaps(k.namespace).Get(ctx, cm.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			// Deleted between the create and the get: create again.
 			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("deleted meanwhile"))
 		}
 		if err != nil {
@@ -390,26 +400,23 @@ func (k *Kubernetes) ensureConfigMap(ctx context.Context, cm *corev1.ConfigMap) 
 		if cur.DeletionTimestamp != nil {
 			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("being deleted"))
 		}
-		// Left by a Job that is gone (a lost trial's, deleted with
-		// background propagation): the garbage collector will delete it
-		// any moment, so delete it now and make a fresh one.
-		for _, ref := range cur.OwnerReferences {
-			if ref.Kind != "Job" {
-				continue
+		for _, o := range cur.OwnerReferences {
+			// Owned by a Job: the current one (a concurrent Start made
+			// both: leave it, creating the Job will adopt), or an old
+			// one whose garbage collection is pending: delete it now.
+			j, err := k.client.BatchV1().Jobs(k.namespace).Get(ctx, o.Name, metav1.GetOptions{})
+			if err == nil && j.UID == o.UID && j.DeletionTimestamp == nil {
+				return nil
 			}
-			j, err := k.client.BatchV1().Jobs(k.namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return err
-			}
-			if err == nil && j.UID == ref.UID && j.DeletionTimestamp == nil {
-				continue
 			}
 			uid := cur.UID
 			err = k.client.CoreV1().ConfigMaps(k.namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return err
 			}
-			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("its owner job is gone"))
+			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("left by an earlier attempt"))
 		}
 		cur.Data, cur.BinaryData = cm.Data, cm.BinaryData
 		_, err = k.client.CoreV1().ConfigMaps(k.namespace).Update(ctx, cur, metav1.UpdateOptions{})

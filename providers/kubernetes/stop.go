@@ -27,6 +27,7 @@ func (k *Kubernetes) Stop(ctx context.Context, req providers.StopRequest) error 
 		return err
 	}
 	name := JobName(req.Experiment, req.TrialID)
+	defer k.invalidate(req.Experiment)
 	var job *batchv1.Job
 	err := retry(ctx, func() error {
 		var err error
@@ -135,6 +136,7 @@ func (k *Kubernetes) stopJob(ctx context.Context, job *batchv1.Job, req provider
 // the experiment whose lineage is the given one (or unset), and waits for
 // the Jobs to be gone.
 func (k *Kubernetes) PurgeExperiment(ctx context.Context, experiment, lineage string) error {
+	defer k.invalidate(experiment)
 	opts := metav1.ListOptions{LabelSelector: labels.Set{LabelExperiment: LabelValue(experiment)}.String()}
 	ours := func(m metav1.Object) bool {
 		a := m.GetAnnotations()

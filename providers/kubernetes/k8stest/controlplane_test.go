@@ -38,7 +38,7 @@ func TestRestartAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("ready again after %s", time.Since(begin))
-	time.Sleep(15 * time.Second)
+	time.Sleep(5 * time.Second)
 	for _, n := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		if !cp.Alive(n) {
 			t.Errorf("%s died after the apiserver restart:\n%s", n, cp.Log(n))

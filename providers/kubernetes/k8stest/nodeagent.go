@@ -460,10 +460,6 @@ func (a *NodeAgent) run(ctx context.Context, pod *corev1.Pod, p *agentPod) {
 	werr := cmd.Wait()
 	logf.Close()
 	close(p.exited)
-	p.mu.Lock()
-	// A deleted pod needs no final status: terminate removes it.
-	deleted := p.killed
-	p.mu.Unlock()
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(werr, &ee) {
@@ -480,7 +476,6 @@ func (a *NodeAgent) run(ctx context.Context, pod *corev1.Pod, p *agentPod) {
 		msg = msg[len(msg)-4096:]
 	}
 	reason, phase := "Completed", corev1.PodSucceeded
-	_ = deleted
 	if code != 0 {
 		reason, phase = "Error", corev1.PodFailed
 	}
