@@ -9,6 +9,7 @@ all: build
 
 build:
 	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/trialform
+	$(GO) build $(GOFLAGS) -o $(dir $(BIN))trialform-supervisor ./cmd/trialform-supervisor
 
 deps:
 	bash scripts/deps.sh

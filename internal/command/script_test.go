@@ -30,12 +30,16 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "trialform"), "./cmd/trialform")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build trialform:", err)
-		os.Exit(1)
+	// The CLI and, next to it as make build installs them, the standalone
+	// supervisor that the local platform then uses for every trial.
+	for _, b := range [][2]string{{"trialform", "./cmd/trialform"}, {"trialform-supervisor", "./cmd/trialform-supervisor"}} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b[0]), b[1])
+		cmd.Dir = root
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build "+b[0]+":", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
