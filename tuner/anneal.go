@@ -42,11 +42,7 @@ type annealTuner struct {
 }
 
 func newAnneal(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, err := newSettings("anneal", in, annealSettings)
-	if err != nil {
-		return nil, err
-	}
-	seed, has, err := s.int("seed", 0, -1<<53)
+	s, sd, err := seededSettings("anneal", in, annealSettings)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +54,7 @@ func newAnneal(in map[string]any, sp *space.Space) (Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &annealTuner{seeder: seeder{seed, has}, sp: sp, avgBest: avg, shrink: shrink}, nil
+	return &annealTuner{seeder: sd, sp: sp, avgBest: avg, shrink: shrink}, nil
 }
 
 func (t *annealTuner) Suggest(req Request) ([]space.Params, error) {

@@ -53,11 +53,7 @@ type autoTuner struct {
 const autoChoiceTPETrials = 40
 
 func newAuto(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, err := newSettings("auto", in, autoSettings)
-	if err != nil {
-		return nil, err
-	}
-	seed, has, err := s.int("seed", 0, -1<<53)
+	s, sd, err := seededSettings("auto", in, autoSettings)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +71,6 @@ func newAuto(in map[string]any, sp *space.Space) (Tuner, error) {
 	if pop > 4096 {
 		return nil, fmt.Errorf("tuner %q: setting %q must be at most 4096, not %d", "auto", "popsize", pop)
 	}
-	sd := seeder{seed, has}
 	tpe := &tpeTuner{seeder: sd, sp: sp, startup: 10, candidates: 24, priorWeight: 1}
 	return &autoTuner{seeder: sd, sp: sp, tpe: tpe, tpeTrials: int(n0), hasN0: hasN0, popsize: int(pop)}, nil
 }

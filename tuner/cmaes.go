@@ -48,11 +48,7 @@ type cmaesTuner struct {
 }
 
 func newCMAES(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, err := newSettings("cmaes", in, cmaesSettings)
-	if err != nil {
-		return nil, err
-	}
-	seed, has, err := s.int("seed", 0, -1<<53)
+	s, sd, err := seededSettings("cmaes", in, cmaesSettings)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +68,7 @@ func newCMAES(in map[string]any, sp *space.Space) (Tuner, error) {
 			return nil, err
 		}
 	}
-	return &cmaesTuner{seeder: seeder{seed, has}, sp: sp, popsize: int(pop), sigma0: sigma0}, nil
+	return &cmaesTuner{seeder: sd, sp: sp, popsize: int(pop), sigma0: sigma0}, nil
 }
 
 func cmaesSpaceOK(sp *space.Space) error {

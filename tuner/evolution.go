@@ -37,11 +37,7 @@ type evolutionTuner struct {
 }
 
 func newEvolution(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, err := newSettings("evolution", in, evolutionSettings)
-	if err != nil {
-		return nil, err
-	}
-	seed, has, err := s.int("seed", 0, -1<<53)
+	s, sd, err := seededSettings("evolution", in, evolutionSettings)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +59,7 @@ func newEvolution(in map[string]any, sp *space.Space) (Tuner, error) {
 		}
 		return nil, fmt.Errorf("tuner %q: setting %q (%s) must not exceed population_size (%d)", "evolution", "sample_size", what, pop)
 	}
-	return &evolutionTuner{seeder: seeder{seed, has}, sp: sp, population: int(pop), sample: int(sample)}, nil
+	return &evolutionTuner{seeder: sd, sp: sp, population: int(pop), sample: int(sample)}, nil
 }
 
 func (t *evolutionTuner) Suggest(req Request) ([]space.Params, error) {

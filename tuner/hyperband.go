@@ -88,11 +88,7 @@ type hbSlot struct {
 }
 
 func newHyperband(name string, in map[string]any, sp *space.Space, valid map[string]string) (Tuner, error) {
-	s, err := newSettings(name, in, valid)
-	if err != nil {
-		return nil, err
-	}
-	seed, has, err := s.int("seed", 0, -1<<53)
+	s, sd, err := seededSettings(name, in, valid)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +124,7 @@ func newHyperband(name string, in map[string]any, sp *space.Space, valid map[str
 		}
 	}
 	h := &hyperband{
-		seeder: seeder{seed, has}, name: name, sp: sp, maxB: maxB, minB: minB, eta: int(eta), startup: int(startup),
+		seeder: sd, name: name, sp: sp, maxB: maxB, minB: minB, eta: int(eta), startup: int(startup),
 		integral: maxB == math.Trunc(maxB) && minB == math.Trunc(minB),
 	}
 	h.slots = h.schedule()

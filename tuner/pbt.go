@@ -49,11 +49,7 @@ type pbt struct {
 }
 
 func newPBT(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, err := newSettings("pbt", in, pbtSettings)
-	if err != nil {
-		return nil, err
-	}
-	seed, has, err := s.int("seed", 0, -1<<53)
+	s, sd, err := seededSettings("pbt", in, pbtSettings)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +84,7 @@ func newPBT(in map[string]any, sp *space.Space) (Tuner, error) {
 			}
 		}
 	}
-	return &pbt{seeder: seeder{seed, has}, sp: sp, pop: int(pop), factor: factor, resample: resample, perturb: perturb, checkpoint: dir}, nil
+	return &pbt{seeder: sd, sp: sp, pop: int(pop), factor: factor, resample: resample, perturb: perturb, checkpoint: dir}, nil
 }
 
 func (t *pbt) saveDir(seq int) string { return path.Join(t.checkpoint, fmt.Sprintf("ckpt-%04d", seq)) }

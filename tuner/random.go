@@ -26,15 +26,11 @@ type randomTuner struct {
 const maxRedraws = 100
 
 func newRandom(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, err := newSettings("random", in, randomSettings)
+	_, sd, err := seededSettings("random", in, randomSettings)
 	if err != nil {
 		return nil, err
 	}
-	seed, has, err := s.int("seed", 0, -1<<53)
-	if err != nil {
-		return nil, err
-	}
-	return &randomTuner{seeder: seeder{seed, has}, sp: sp}, nil
+	return &randomTuner{seeder: sd, sp: sp}, nil
 }
 
 func (t *randomTuner) Suggest(req Request) ([]space.Params, error) {

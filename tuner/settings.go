@@ -99,6 +99,20 @@ func (s settings) float(name string, def, min, max float64) (float64, error) {
 	return f, nil
 }
 
+// seededSettings checks a tuner block's attributes against valid and reads
+// its seed setting, which every tuner accepts.
+func seededSettings(tuner string, in map[string]any, valid map[string]string) (settings, seeder, error) {
+	s, err := newSettings(tuner, in, valid)
+	if err != nil {
+		return settings{}, seeder{}, err
+	}
+	seed, has, err := s.int("seed", 0, -1<<53)
+	if err != nil {
+		return settings{}, seeder{}, err
+	}
+	return s, seeder{seed, has}, nil
+}
+
 // seeder resolves the random seed: the tuner block's seed setting when it
 // has one, the request's Seed otherwise (schema fills both from the same
 // attribute, so they agree in practice).

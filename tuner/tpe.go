@@ -63,11 +63,7 @@ type tpeTuner struct {
 }
 
 func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, err := newSettings("tpe", in, tpeSettings)
-	if err != nil {
-		return nil, err
-	}
-	seed, has, err := s.int("seed", 0, -1<<53)
+	s, sd, err := seededSettings("tpe", in, tpeSettings)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +89,7 @@ func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tpeTuner{seeder: seeder{seed, has}, sp: sp, startup: int(startup), candidates: int(cands), priorWeight: pw, joint: joint}, nil
+	return &tpeTuner{seeder: sd, sp: sp, startup: int(startup), candidates: int(cands), priorWeight: pw, joint: joint}, nil
 }
 
 // tpeObs is a trial as one level of the (possibly nested) space sees it.
