@@ -139,13 +139,14 @@ func addOrphans(ep *ExperimentPlan, cur *state.Experiment, listed []providers.Ob
 			continue
 		}
 		if o.Lineage != "" && o.Lineage != lineage {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s: trial %s runs on %s but belongs to another state (lineage %s); left alone", cur.Name, o.TrialID, cur.Platform, o.Lineage))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s: trial %s runs on %s but belongs to another state (lineage %s); left alone (adopt it into this state with `trialform import %s %s`)", cur.Name, o.TrialID, cur.Platform, o.Lineage, cur.Name, o.TrialID))
 			continue
 		}
 		ep.Trials = append(ep.Trials, &TrialAction{
 			Action: Teardown, Experiment: cur.Name, TrialID: o.TrialID, Status: string(o.Phase),
 			Reason: "orphan: running on " + cur.Platform + " but not in the state", Cause: CauseOrphan,
 		})
+		ep.Notes = append(ep.Notes, fmt.Sprintf("trial %s is an orphan: apply tears it down; to keep it, adopt it with `trialform import %s %s`", o.TrialID, cur.Name, o.TrialID))
 		if ep.Action == NoOp {
 			ep.Action = Update
 		}
