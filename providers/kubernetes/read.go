@@ -235,6 +235,7 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 		TrialID: job.Annotations[AnnTrial], Experiment: job.Annotations[AnnExperiment], Exists: true,
 		Phase: ph, Reason: reason, Handle: handle(job), Lineage: job.Annotations[AnnLineage],
 	}
+	o.Spec = renderSpec(job) // for drift (spec.go)
 	if t := started(pod); t != nil {
 		o.StartedAt = t
 	} else if job.Status.StartTime != nil {

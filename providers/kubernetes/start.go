@@ -145,6 +145,21 @@ func (k *Kubernetes) waitGone(ctx context.Context, name string) error {
 // create writes the ConfigMap, the checkpoint claim and the Job, then
 // makes the Job own the ConfigMap.
 func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, name string, attempt int) (providers.Handle, error) {
+	cm, job, err := k.objects(req, name, attempt, true)
+	if err != nil {
+		return nil, err
+	}
+	if k.cfg.Checkpoint != nil {
+		if err := k.ensureClaim(ctx, name, job.Labels, req.Lineage); err != nil {
+			return nil, err
+		}
+	}
+	return k.createObjects(ctx, cm, job)
+}
+
+// objects builds the trial's ConfigMap and Job. Without withCode the
+// ConfigMap carries no code (Spec renders the Job only).
+func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt int, withCode bool) (*corev1.ConfigMap, *batchv1.Job, error) {
 	labels := map[string]string{
 		LabelExperiment: LabelValue(req.Experiment), LabelTrial: LabelValue(req.TrialID), LabelManagedBy: "trialform",
 	}
@@ -196,17 +211,20 @@ func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, nam
 		workDir = path.Join(k.cfg.NFS.MountPath, nfsRel)
 	default:
 		if req.CodeDir == "" {
-			return nil, providers.Permanent(fmt.Errorf("trial %s has no code dir", req.TrialID))
+			return nil, nil, providers.Permanent(fmt.Errorf("trial %s has no code dir", req.TrialID))
 		}
-		files, err := scanCode(req.CodeDir)
-		if err != nil {
-			return nil, err
+		var files []codeFile
+		if withCode {
+			var err error
+			if files, err = scanCode(req.CodeDir); err != nil {
+				return nil, nil, err
+			}
 		}
 		total := 0
 		for i, f := range files {
 			total += len(f.data)
 			if total > configMapCodeLimit {
-				return nil, providers.Permanent(fmt.Errorf("code dir %s holds more than a ConfigMap can carry (%d KiB so far, limit %d KiB): put it on the NFS share (an nfs { } block) or in the image (code_dir), or exclude files in %s",
+				return nil, nil, providers.Permanent(fmt.Errorf("code dir %s holds more than a ConfigMap can carry (%d KiB so far, limit %d KiB): put it on the NFS share (an nfs { } block) or in the image (code_dir), or exclude files in %s",
 					req.CodeDir, total>>10, configMapCodeLimit>>10, ignoreFileFor(req.CodeDir)))
 			}
 			key := fmt.Sprintf("code-%04d", i)
@@ -287,9 +305,6 @@ func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, nam
 	case k.cfg.Checkpoint != nil:
 		container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: "output", MountPath: outputMount})
 		volumes = append(volumes, corev1.Volume{Name: "output", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
-		if err := k.ensureClaim(ctx, name, labels, req.Lineage); err != nil {
-			return nil, err
-		}
 	case k.cfg.NFS == nil:
 		container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: "output", MountPath: outputMount})
 		volumes = append(volumes, corev1.Volume{Name: "output", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -339,7 +354,13 @@ func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, nam
 		// stored with second precision.
 		job.Spec.ActiveDeadlineSeconds = ptr.To(int64(math.Ceil(req.MaxDuration.Seconds())) + 1)
 	}
+	return cm, job, nil
+}
 
+// createObjects writes the ConfigMap and the Job, then makes the Job own
+// the ConfigMap.
+func (k *Kubernetes) createObjects(ctx context.Context, cm *corev1.ConfigMap, job *batchv1.Job) (providers.Handle, error) {
+	name := job.Name
 	if err := k.ensureConfigMap(ctx, cm); err != nil {
 		return nil, err
 	}
