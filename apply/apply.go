@@ -140,6 +140,7 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 	if err != nil {
 		return nil, nil, err
 	}
+	plan.DetectDrift(s.Config, cur, obs, s.Providers)
 	var changes []plan.Observed
 	var batches []plan.MetricBatch
 	err = s.change(func(st *state.State) {
@@ -171,7 +172,7 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 		return nil, err
 	}
 	return plan.Compute(plan.Input{
-		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed,
+		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed, Drift: obs.Drift,
 		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves,
 	})
 }

@@ -34,6 +34,8 @@ type Input struct {
 	Warnings []string
 	Now      time.Time
 	Options  Options
+	// Drift holds what DetectDrift found, by experiment.
+	Drift map[string][]TrialDrift
 	// Curves holds, for experiments with an assessor, each trial's
 	// intermediate objective values in report order (see CurveOf):
 	// experiment -> trial id -> values.
@@ -102,6 +104,11 @@ func Compute(in Input) (*Plan, error) {
 			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name])
 			if err != nil {
 				return nil, fmt.Errorf("experiment %q: %w", name, err)
+			}
+			for _, d := range in.Drift[name] {
+				if !tornDown(ep, d.TrialID) {
+					ep.Drift = append(ep.Drift, d)
+				}
 			}
 		}
 		if cur != nil {

@@ -24,6 +24,9 @@ type Observations struct {
 	Listed map[string][]providers.Observation
 	// Warnings: platforms that could not be read.
 	Warnings []string
+	// Drift holds, per experiment, the running trials whose platform
+	// object differs from what trialform would create now (DetectDrift).
+	Drift map[string][]TrialDrift
 }
 
 // ProviderSet finds the provider of a platform key ("local.default").
