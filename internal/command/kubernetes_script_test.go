@@ -61,7 +61,8 @@ func runKubernetesScripts(t *testing.T, dir string) {
 		return metav1.ListOptions{LabelSelector: k8s.LabelExperiment + "=" + k8s.LabelValue(exp)}
 	}
 	testscript.Run(t, testscript.Params{
-		Dir: dir,
+		Dir:           dir,
+		UpdateScripts: update,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", binDir+":"+env.Getenv("PATH"))
 			env.Setenv("NO_COLOR", "1")
