@@ -132,9 +132,9 @@ func (s *Session) change(fn func(st *state.State)) error {
 // saves it (with the new metric points) and returns the observations.
 func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Observed, error) {
 	cur := s.State()
-	var names []string
-	for n := range s.Config.Experiments {
-		names = append(names, n)
+	names := map[string]string{}
+	for n, e := range s.Config.Experiments {
+		names[n] = e.Platform.Key()
 	}
 	obs, err := plan.Refresh(ctx, cur, s.Providers, names)
 	if err != nil {

@@ -113,6 +113,8 @@ func Compute(in Input) (*Plan, error) {
 		}
 		if cur != nil {
 			addOrphans(ep, cur, in.Listed[name], st.Lineage, p)
+		} else {
+			warnUnknown(name, ep.Platform, in.Listed[name], p)
 		}
 		p.Experiments = append(p.Experiments, ep)
 	}
@@ -158,6 +160,23 @@ func addOrphans(ep *ExperimentPlan, cur *state.Experiment, listed []providers.Ob
 			ep.Action = Update
 		}
 	}
+}
+
+// warnUnknown warns when the platform already holds unfinished trials of
+// an experiment the state does not have: the plan's new trials are
+// numbered from t0000, and a start adopts a trial of the same id.
+func warnUnknown(name, platform string, listed []providers.Observation, p *Plan) {
+	var ids []string
+	for _, o := range listed {
+		if o.Exists && !o.Phase.Ended() {
+			ids = append(ids, o.TrialID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s is not in the state but %s holds %d unfinished trial(s) of it (%s), started by another state or before the state lost it; a new trial with one of those ids would take it over with other parameters: adopt them first with `trialform import -all %s`, or remove them on the platform",
+		name, platform, len(ids), strings.Join(ids, ", "), name))
 }
 
 func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {

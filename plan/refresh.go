@@ -36,9 +36,11 @@ type ProviderSet interface {
 
 // Refresh reads every unfinished trial of st through its platform's
 // provider (in parallel, bounded) and lists the trials each platform holds
-// for each experiment. It does not change st. A platform that cannot be
-// reached becomes a warning and its trials keep their recorded status.
-func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments []string) (*Observations, error) {
+// for each experiment: those of st on their recorded platform, and those
+// of experiments (configured name -> platform key) st does not hold yet on
+// their configured platform. It does not change st. A platform that cannot
+// be reached becomes a warning and its trials keep their recorded status.
+func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments map[string]string) (*Observations, error) {
 	obs := &Observations{
 		Trials: map[string]map[string]providers.Observation{},
 		Listed: map[string][]providers.Observation{},
@@ -50,7 +52,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments [
 	}
 	var jobs []job
 	names := map[string]bool{}
-	for _, n := range experiments {
+	for n := range experiments {
 		names[n] = true
 	}
 	var expNames []string
@@ -62,7 +64,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments [
 	}
 	sort.Strings(expNames)
 	for _, name := range expNames {
-		platform := ""
+		platform := experiments[name]
 		e := st.Experiments[name]
 		if e != nil {
 			platform = e.Platform
