@@ -34,6 +34,8 @@ type ProviderSet interface {
 	Provider(platform string) (providers.Provider, error)
 }
 
+const defaultReadParallelism = 16
+
 // Refresh reads every unfinished trial of st through its platform's
 // provider (in parallel, bounded) and lists the trials each platform holds
 // for each experiment: those of st on their recorded platform, and those
@@ -97,10 +99,22 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	// Reads run in parallel, bounded per provider: 16 at once, or what a
+	// provider asks for (network-bound ones ask for more).
+	sems := map[providers.Provider]chan struct{}{}
+	for _, j := range jobs {
+		if sems[j.prov] == nil {
+			n := defaultReadParallelism
+			if rp, ok := j.prov.(providers.ReadParallelism); ok && rp.ReadParallelism() > 0 {
+				n = rp.ReadParallelism()
+			}
+			sems[j.prov] = make(chan struct{}, n)
+		}
+	}
 	var firstErr error
 	for _, j := range jobs {
 		wg.Add(1)
+		sem := sems[j.prov]
 		sem <- struct{}{}
 		go func(j job) {
 			defer wg.Done()

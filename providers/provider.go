@@ -98,6 +98,13 @@ type SpecDiffer interface {
 	Spec(req StartRequest) (string, error)
 }
 
+// ReadParallelism is implemented by providers whose Reads mostly wait on
+// the network: a refresh runs up to ReadParallelism() of their Reads at
+// once (16 otherwise).
+type ReadParallelism interface {
+	ReadParallelism() int
+}
+
 // LogStreamer is implemented by providers that can show a trial's output.
 type LogStreamer interface {
 	// Logs copies the trial's stdout+stderr to w; with Follow it keeps

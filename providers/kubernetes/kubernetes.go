@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
@@ -70,6 +71,8 @@ type Kubernetes struct {
 	// listed is the last List of each experiment: the Reads of a refresh,
 	// which follow its List at once, use it instead of two calls each.
 	listed map[string]*snapshot
+	// logRead is when this process last read each running pod's log.
+	logRead map[types.UID]time.Time
 }
 
 // snapshot is one List's Jobs and pods, by trial id.
@@ -124,6 +127,9 @@ func New(cfg Config) (*Kubernetes, error) {
 	}
 	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	rc.UserAgent = "trialform"
+	if cfg.MetricsInterval == 0 {
+		cfg.MetricsInterval = DefaultMetricsInterval
+	}
 	if cfg.Image == "" {
 		cfg.Image = "python:3.11-slim"
 	}
@@ -141,8 +147,12 @@ func New(cfg Config) (*Kubernetes, error) {
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
 	}
-	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, seen: map[string]bool{}, listed: map[string]*snapshot{}}, nil
+	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, seen: map[string]bool{}, listed: map[string]*snapshot{}, logRead: map[types.UID]time.Time{}}, nil
 }
+
+// ReadParallelism is how many Reads a refresh may run at once: each waits
+// on the apiserver (and, for a running trial, on the node for its log).
+func (k *Kubernetes) ReadParallelism() int { return 64 }
 
 // Kind returns "kubernetes".
 func (k *Kubernetes) Kind() string { return "kubernetes" }
