@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -33,7 +35,7 @@ type Imported struct {
 func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error) {
 	cfg := s.Config.Experiments[exp]
 	if cfg == nil {
-		return nil, fmt.Errorf("experiment %q is not in the configuration (experiments: %s); import adopts trials into experiments the configuration defines", exp, strings.Join(sortedNames(s.Config.Experiments), ", "))
+		return nil, fmt.Errorf("experiment %q is not in the configuration (experiments: %s); import adopts trials into experiments the configuration defines", exp, strings.Join(slices.Sorted(maps.Keys(s.Config.Experiments)), ", "))
 	}
 	cur := s.State()
 	platform := cfg.Platform.Key()
@@ -132,7 +134,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 func (s *Session) Orphans(ctx context.Context, exp string) ([]string, error) {
 	cfg := s.Config.Experiments[exp]
 	if cfg == nil {
-		return nil, fmt.Errorf("experiment %q is not in the configuration (experiments: %s)", exp, strings.Join(sortedNames(s.Config.Experiments), ", "))
+		return nil, fmt.Errorf("experiment %q is not in the configuration (experiments: %s)", exp, strings.Join(slices.Sorted(maps.Keys(s.Config.Experiments)), ", "))
 	}
 	cur := s.State()
 	platform := cfg.Platform.Key()
@@ -164,15 +166,6 @@ func (s *Session) Orphans(ctx context.Context, exp string) ([]string, error) {
 	}
 	sort.Strings(ids)
 	return ids, nil
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func nonEmpty(s, def string) string {

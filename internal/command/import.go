@@ -61,15 +61,11 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 		return g.errorf("%v", err)
 	}
 	m := state.NewManager(sd)
-	lk, ok := g.lock(ctx, m, "import", lf)
+	lk, st, ok := g.lockedState(ctx, m, "import", lf)
 	if !ok {
 		return 1
 	}
 	defer lk.Unlock()
-	st := g.initState(m)
-	if st == nil {
-		return 1
-	}
 	ps := newProviderSet(cfg, sd)
 	defer ps.Close()
 	s := apply.NewSession(cfg, st, m, ps)

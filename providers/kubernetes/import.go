@@ -25,12 +25,7 @@ var _ providers.Importer = (*Kubernetes)(nil)
 func (k *Kubernetes) Import(ctx context.Context, req providers.ImportRequest) (providers.Imported, error) {
 	name := JobName(req.Experiment, req.TrialID)
 	defer k.invalidate(req.Experiment)
-	var job *batchv1.Job
-	err := retry(ctx, func() error {
-		var err error
-		job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
-		return err
-	})
+	job, err := k.getJob(ctx, name)
 	if apierrors.IsNotFound(err) || (err == nil && (job.Annotations[AnnExperiment] != req.Experiment || job.Annotations[AnnTrial] != req.TrialID)) {
 		return providers.Imported{}, fmt.Errorf("no job %s in namespace %s holds trial %s of experiment %s: %w", name, k.namespace, req.TrialID, req.Experiment, providers.ErrNotFound)
 	}
@@ -64,6 +59,17 @@ func (k *Kubernetes) Import(ctx context.Context, req providers.ImportRequest) (p
 	}
 	imp.Observation = observe(job, pods)
 	return imp, nil
+}
+
+// getJob gets a Job by name, retrying transient errors.
+func (k *Kubernetes) getJob(ctx context.Context, name string) (*batchv1.Job, error) {
+	var job *batchv1.Job
+	err := retry(ctx, func() error {
+		var err error
+		job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	return job, err
 }
 
 // jobSeq reads NNI_TRIAL_SEQ_ID from the trial container's environment.

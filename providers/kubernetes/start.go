@@ -67,12 +67,7 @@ func (k *Kubernetes) Start(ctx context.Context, req providers.StartRequest) (pro
 	defer k.invalidate(req.Experiment)
 	attempt := 1
 	for {
-		var job *batchv1.Job
-		err := retry(ctx, func() error {
-			var err error
-			job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
-			return err
-		})
+		job, err := k.getJob(ctx, name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("get job %s: %w", name, err)
 		}

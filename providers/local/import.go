@@ -2,9 +2,7 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -27,36 +25,14 @@ func (l *Local) Import(ctx context.Context, req providers.ImportRequest) (provid
 		return providers.Imported{}, err
 	}
 	notFound := fmt.Errorf("no trial %s of experiment %s in %s: %w", req.TrialID, req.Experiment, filepath.Join(l.cfg.Root, req.Experiment), providers.ErrNotFound)
-	if _, err := os.Stat(filepath.Join(dir, specFile)); errors.Is(err, fs.ErrNotExist) {
-		return providers.Imported{}, notFound
-	}
-	unlock, err := lockFile(ctx, filepath.Join(dir, lockFileName), syscall.LOCK_EX)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return providers.Imported{}, notFound
-		}
-		return providers.Imported{}, err
-	}
-	defer unlock()
-	sp, err := readSpec(dir)
+	sp, st, unlock, err := openTrial(ctx, dir, syscall.LOCK_EX)
 	if err != nil {
 		return providers.Imported{}, err
 	}
 	if sp == nil {
 		return providers.Imported{}, notFound
 	}
-	st, err := readStatus(dir)
-	if err != nil {
-		return providers.Imported{}, err
-	}
-	if st == nil || st.Attempt != sp.Attempt {
-		if err := waitLaunch(ctx, dir); err != nil {
-			return providers.Imported{}, err
-		}
-		if st, err = readStatus(dir); err != nil {
-			return providers.Imported{}, err
-		}
-	}
+	defer unlock()
 	b, err := os.ReadFile(filepath.Join(dir, paramCfgFile))
 	if err != nil {
 		return providers.Imported{}, fmt.Errorf("trial %s/%s: %w", req.Experiment, req.TrialID, err)
