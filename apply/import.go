@@ -11,7 +11,9 @@ import (
 
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
 	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner/space"
 )
 
 // Imported is what Import recorded.
@@ -61,8 +63,19 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 		return nil, fmt.Errorf("import %s/%s from %s: %w", exp, id, platform, err)
 	}
 	o := got.Observation
+	giveBack := func() {
+		// The state does not take the trial: its objects go back to
+		// their owner.
+		if got.PreviousLineage != cur.Lineage {
+			_, _ = im.Import(context.WithoutCancel(ctx), providers.ImportRequest{Experiment: exp, TrialID: id, Lineage: got.PreviousLineage})
+		}
+	}
 	if !o.Exists {
 		return nil, fmt.Errorf("trial %s of experiment %s is not on platform %s", id, exp, platform)
+	}
+	if !fits(cfg.SearchSpace.Space, got.Params) {
+		giveBack()
+		return nil, fmt.Errorf("trial %s/%s has parameters %s that do not fit search space %q of the configuration, so the tuner's history cannot hold it; it was left as it was", exp, id, trialproto.ParamsJSON(got.Params), cfg.SearchSpace.Name)
 	}
 	now := s.Now().UTC()
 	var rec *state.Trial
@@ -101,11 +114,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 		err = conflict
 	}
 	if err != nil {
-		// Give the objects back to their owner: the state does not hold
-		// the trial.
-		if got.PreviousLineage != cur.Lineage {
-			_, _ = im.Import(context.WithoutCancel(ctx), providers.ImportRequest{Experiment: exp, TrialID: id, Lineage: got.PreviousLineage})
-		}
+		giveBack()
 		return nil, err
 	}
 	// Read it once as refresh does: an ended trial gets its result now.
@@ -166,6 +175,22 @@ func (s *Session) Orphans(ctx context.Context, exp string) ([]string, error) {
 	}
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// fits reports whether params hold a value in sp for every parameter of
+// sp. Extra parameters a tuner adds (hyperband's TRIAL_BUDGET, PBT's
+// checkpoint dirs) are allowed.
+func fits(sp *space.Space, params map[string]any) bool {
+	if sp == nil {
+		return true
+	}
+	own := space.Params{}
+	for _, p := range sp.Params {
+		if v, ok := params[p.Name]; ok {
+			own[p.Name] = v
+		}
+	}
+	return sp.Contains(own)
 }
 
 func nonEmpty(s, def string) string {

@@ -18,6 +18,7 @@ type platformTrials struct {
 	*recorder
 	mu2     sync.Mutex
 	held    map[string]providers.Observation
+	params  map[string]map[string]any // by trial id; default {"x": 0.25}
 	imports []providers.ImportRequest
 }
 
@@ -57,7 +58,11 @@ func (p *platformTrials) Import(_ context.Context, req providers.ImportRequest) 
 	p.held[req.TrialID] = o
 	var seq int
 	fmt.Sscanf(req.TrialID, "t%d", &seq)
-	return providers.Imported{Seq: seq, ParameterID: seq, Params: map[string]any{"x": 0.25}, PreviousLineage: prev, Observation: o}, nil
+	params := p.params[req.TrialID]
+	if params == nil {
+		params = map[string]any{"x": 0.25}
+	}
+	return providers.Imported{Seq: seq, ParameterID: seq, Params: params, PreviousLineage: prev, Observation: o}, nil
 }
 
 func running(id, lineage string) providers.Observation {
@@ -147,9 +152,24 @@ func TestImportErrors(t *testing.T) {
 			t.Errorf("import %s %s = %v, want %q", c.exp, c.id, err, c.want)
 		}
 	}
-	s.Providers = oneProvider{&platformTrials{recorder: rec, held: map[string]providers.Observation{}}}
+	pt := &platformTrials{recorder: rec, held: map[string]providers.Observation{"t0006": running("t0006", "other")},
+		params: map[string]map[string]any{"t0006": {"x": 7.0, "TRIAL_BUDGET": 3.0}}}
+	s.Providers = oneProvider{pt}
 	if _, err := s.Import(ctx, "exp", "t0005"); err == nil || !strings.Contains(err.Error(), "trial t0005 of experiment exp is not on platform local.default") {
 		t.Errorf("import of a missing trial = %v", err)
+	}
+	// Parameters outside the search space are refused, and the trial goes
+	// back to its owner.
+	if _, err := s.Import(ctx, "exp", "t0006"); err == nil || !strings.Contains(err.Error(), `trial exp/t0006 has parameters {"TRIAL_BUDGET":3,"x":7} that do not fit search space "s"`) {
+		t.Errorf("import of a trial outside the space = %v", err)
+	}
+	if l := pt.held["t0006"].Lineage; l != "other" || store.last().Experiments["exp"].Trials["t0006"] != nil {
+		t.Errorf("refused trial: lineage %q, in state %v", l, store.last().Experiments["exp"].Trials["t0006"] != nil)
+	}
+	// A tuner's extra parameters are fine.
+	pt.params["t0006"]["x"] = 0.5
+	if _, err := s.Import(ctx, "exp", "t0006"); err != nil {
+		t.Errorf("import with TRIAL_BUDGET: %v", err)
 	}
 }
 
