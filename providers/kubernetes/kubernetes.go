@@ -82,8 +82,11 @@ type snapshot struct {
 	pods map[string][]corev1.Pod // by job UID
 }
 
-// snapshotTTL is how long a List answers Reads.
-const snapshotTTL = 2 * time.Second
+// snapshotTTL is how long a List answers Reads: a refresh Lists, then
+// Reads every trial, so the snapshot must outlive the Reads of a large
+// refresh; changes this process makes invalidate it, and the next refresh
+// Lists again.
+const snapshotTTL = 30 * time.Second
 
 func (k *Kubernetes) cached(exp, trial string) (*batchv1.Job, []corev1.Pod, bool) {
 	k.mu.Lock()

@@ -29,6 +29,7 @@ const (
 	offDone  = "done/" // + pod name: 1 once its container ended and its log was read to the end
 	offTS    = "ts/"   // + pod name: node time (unix ns) of the last log line consumed
 	offTSN   = "tsn/"  // + pod name: lines consumed that carry exactly that time
+	offErr   = "err/"  // + pod name: failed reads of an ended container's log
 )
 
 // Read observes one trial: its Job, the Job's pods, and the metrics in the
@@ -303,7 +304,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		return nil
 	}
 	keep := func() {
-		for _, key := range []string{offLog, offDone, offTS, offTSN} {
+		for _, key := range []string{offLog, offDone, offTS, offTSN, offErr} {
 			if v, ok := offsets[key+pod.Name]; ok {
 				newOff[key+pod.Name] = v
 			}
@@ -334,6 +335,13 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		raw = nil // no log (rotated, node gone): the termination message may still hold the final result
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		// An ended container's log that cannot be read three times is
+		// given up (its node is gone): it is not asked for again.
+		if term != nil {
+			if newOff[offErr+pod.Name]++; newOff[offErr+pod.Name] >= maxLogErrors {
+				newOff[offDone+pod.Name] = 1
+			}
 		}
 	}
 	var last trialproto.LastValues
@@ -397,6 +405,10 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	}
 	return nil
 }
+
+// maxLogErrors is how many failed reads of an ended container's log
+// are tried before it is given up.
+const maxLogErrors = 3
 
 // maxLogRead bounds one read of a pod's log; a longer backlog is read over
 // several refreshes.
