@@ -12,6 +12,7 @@ import (
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
+	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/tuner/space"
 )
@@ -35,21 +36,13 @@ type Imported struct {
 // does not hold yet is recorded first, as apply would create it. The
 // caller holds the state lock.
 func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error) {
-	cfg := s.Config.Experiments[exp]
-	if cfg == nil {
-		return nil, fmt.Errorf("experiment %q is not in the configuration (experiments: %s); import adopts trials into experiments the configuration defines", exp, strings.Join(slices.Sorted(maps.Keys(s.Config.Experiments)), ", "))
-	}
-	cur := s.State()
-	platform := cfg.Platform.Key()
-	if e := cur.Experiment(exp); e != nil {
-		platform = e.Platform
-		if t := e.Trials[id]; t != nil {
-			return nil, fmt.Errorf("trial %s/%s is already in the state (%s); there is nothing to import", exp, id, t.Status)
-		}
-	}
-	prov, err := s.Providers.Provider(platform)
+	cfg, cur, platform, prov, err := s.platformOf(exp)
 	if err != nil {
 		return nil, err
+	}
+	if e := cur.Experiment(exp); e != nil && e.Trials[id] != nil {
+		t := e.Trials[id]
+		return nil, fmt.Errorf("trial %s/%s is already in the state (%s); there is nothing to import", exp, id, t.Status)
 	}
 	im, ok := prov.(providers.Importer)
 	if !ok {
@@ -138,23 +131,31 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	return &Imported{Experiment: exp, Trial: rec, PreviousLineage: got.PreviousLineage}, nil
 }
 
-// Orphans lists the trials exp's platform holds that the state does not
-// know and that have not ended: what `import -all` adopts.
-func (s *Session) Orphans(ctx context.Context, exp string) ([]string, error) {
+// platformOf returns experiment exp's configuration, a copy of the state,
+// and the platform (and its provider) where its trials are: the one in
+// the state, else the configured one.
+func (s *Session) platformOf(exp string) (*schema.Experiment, *state.State, string, providers.Provider, error) {
 	cfg := s.Config.Experiments[exp]
 	if cfg == nil {
-		return nil, fmt.Errorf("experiment %q is not in the configuration (experiments: %s)", exp, strings.Join(slices.Sorted(maps.Keys(s.Config.Experiments)), ", "))
+		return nil, nil, "", nil, fmt.Errorf("experiment %q is not in the configuration (experiments: %s); import adopts trials into experiments the configuration defines", exp, strings.Join(slices.Sorted(maps.Keys(s.Config.Experiments)), ", "))
 	}
 	cur := s.State()
 	platform := cfg.Platform.Key()
-	e := cur.Experiment(exp)
-	if e != nil {
+	if e := cur.Experiment(exp); e != nil {
 		platform = e.Platform
 	}
 	prov, err := s.Providers.Provider(platform)
+	return cfg, cur, platform, prov, err
+}
+
+// Orphans lists the trials exp's platform holds that the state does not
+// know and that have not ended: what `import -all` adopts.
+func (s *Session) Orphans(ctx context.Context, exp string) ([]string, error) {
+	_, cur, platform, prov, err := s.platformOf(exp)
 	if err != nil {
 		return nil, err
 	}
+	e := cur.Experiment(exp)
 	l, ok := prov.(providers.Lister)
 	if !ok {
 		return nil, fmt.Errorf("platform %s cannot list its trials, so it has no orphans to import", platform)
