@@ -9,7 +9,9 @@ import (
 
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner/space"
 )
 
 // platformTrials is a Lister and Importer double: trials the platform
@@ -198,4 +200,27 @@ func actionsOf(p *plan.Plan) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// An imported trial's parameters are in the tuner's history: the grid
+// goes on with the next point instead of proposing them again.
+func TestImportCountsInTunerHistory(t *testing.T) {
+	cfg := config(2, 3)
+	e := cfg.Experiments["exp"]
+	e.Tuner = schema.TunerSpec{Name: "grid"}
+	e.SearchSpace.Space = &space.Space{Params: []space.Param{{Name: "x", Kind: space.Choice, Options: []space.Option{{Value: 0.25}, {Value: 0.5}, {Value: 0.75}}}}}
+	store := &memStore{}
+	s, rec := newSession(cfg, store)
+	s.Providers = oneProvider{&platformTrials{recorder: rec, held: map[string]providers.Observation{"t0000": running("t0000", "other")}}}
+	if _, err := s.Import(context.Background(), "exp", "t0000"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Plan(context.Background(), plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := p.Experiments[0]
+	if len(ep.Trials) != 1 || ep.Trials[0].TrialID != "t0001" || ep.Trials[0].Params["x"] != 0.5 {
+		t.Fatalf("plan after import: %s %+v", actionsOf(p), ep.Trials)
+	}
 }
