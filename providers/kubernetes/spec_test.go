@@ -132,3 +132,12 @@ func TestSpecRendering(t *testing.T) {
 		t.Error("NNI_EXP_ID changed the rendering")
 	}
 }
+
+func BenchmarkSpec(b *testing.B) {
+	k, req := specTestPlatform(), specTestRequest()
+	for i := 0; i < b.N; i++ {
+		if _, err := k.Spec(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -153,7 +153,8 @@ func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, nam
 }
 
 // objects builds the trial's ConfigMap and Job. Without withCode the
-// ConfigMap carries no code (Spec renders the Job only).
+// ConfigMap carries neither the code nor the Python helpers (Spec renders
+// the Job only, and the volume's items are not part of that).
 func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt int, withCode bool) (*corev1.ConfigMap, *batchv1.Job, error) {
 	labels := map[string]string{
 		LabelExperiment: LabelValue(req.Experiment), LabelTrial: LabelValue(req.TrialID), LabelManagedBy: "trialform",
@@ -176,7 +177,10 @@ func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt in
 	cm.Data["parameter.cfg"] = string(trialproto.ParameterCfg(req.ParameterID, req.Params))
 	cm.Data["params.json"] = string(trialproto.ParamsJSON(req.Params))
 	items := []corev1.KeyToPath{{Key: "parameter.cfg", Path: "parameter.cfg"}, {Key: "params.json", Path: "params.json"}}
-	libs := local.PythonFiles()
+	var libs map[string][]byte
+	if withCode {
+		libs = local.PythonFiles()
+	}
 	var libNames []string
 	for n := range libs {
 		libNames = append(libNames, n)
