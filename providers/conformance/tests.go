@@ -235,6 +235,13 @@ func testStartEnded(e *env) {
 	if o.Phase != providers.PhaseSucceeded {
 		e.t.Errorf("after Start of an ended trial: %s", show(o))
 	}
+	// Another state (lineage) with the same experiment and trial id must
+	// not take this trial's result for its own parameters.
+	other := req
+	other.Lineage = "another-state"
+	if _, err := e.p.Start(e.ctx(), other); err == nil || !providers.IsPermanent(err) || !strings.Contains(err.Error(), "import") {
+		e.t.Errorf("Start by another lineage: %v, want a permanent error naming import", err)
+	}
 	time.Sleep(200 * time.Millisecond)
 	if r := runs(e, mark); r != 1 {
 		e.t.Errorf("the trial ran %d times, want 1", r)

@@ -75,6 +75,9 @@ func (k *Kubernetes) Start(ctx context.Context, req providers.StartRequest) (pro
 			if job.Annotations[AnnExperiment] != req.Experiment || job.Annotations[AnnTrial] != req.TrialID {
 				return nil, providers.Permanent(fmt.Errorf("job %s/%s exists but is not trial %s/%s", k.namespace, name, req.Experiment, req.TrialID))
 			}
+			if err := providers.CheckLineage("job "+k.namespace+"/"+name, req, job.Annotations[AnnLineage]); err != nil {
+				return nil, err
+			}
 			if n, err := strconv.Atoi(job.Annotations[AnnAttempt]); err == nil {
 				attempt = n + 1
 			}

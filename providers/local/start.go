@@ -57,6 +57,11 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if err != nil {
 		return nil, err
 	}
+	if sp != nil {
+		if err := providers.CheckLineage("trial dir "+dir, req, sp.Lineage); err != nil {
+			return nil, err
+		}
+	}
 	if sp != nil && (st == nil || st.Attempt != sp.Attempt) {
 		// A supervisor launched by a CLI that died may still be starting.
 		if err := waitLaunch(ctx, dir); err != nil {

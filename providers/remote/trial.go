@@ -164,8 +164,8 @@ func (r *Remote) Start(ctx context.Context, req providers.StartRequest) (provide
 	attempt := 1
 	var only *machine
 	if tf.sp != nil {
-		if tf.sp.Lineage != "" && req.Lineage != "" && tf.sp.Lineage != req.Lineage {
-			return nil, providers.Permanent(fmt.Errorf("%s:%s belongs to another trialform state (lineage %s); use another work_dir or experiment name", tf.m.key, tf.dir, tf.sp.Lineage))
+		if err := providers.CheckLineage(tf.m.key+":"+tf.dir, req, tf.sp.Lineage); err != nil {
+			return nil, err
 		}
 		o := tf.observe()
 		switch {
