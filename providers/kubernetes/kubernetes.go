@@ -64,6 +64,9 @@ type Kubernetes struct {
 	client    kubernetes.Interface // every call but log streams: 30s per request
 	stream    kubernetes.Interface // log streams (no timeout)
 	namespace string
+	// nniPlatform is the NNI_PLATFORM trials see ("kubernetes", or the
+	// CRD platform's kind).
+	nniPlatform string
 
 	mu   sync.Mutex
 	seen map[string]bool // exp/trial this process saw existing (a later miss is a loss)
@@ -141,7 +144,7 @@ func New(cfg Config) (*Kubernetes, error) {
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
 	}
-	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, seen: map[string]bool{}, listed: map[string]*snapshot{}}, nil
+	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, nniPlatform: "kubernetes", seen: map[string]bool{}, listed: map[string]*snapshot{}}, nil
 }
 
 // Kind returns "kubernetes".

@@ -192,12 +192,21 @@ func exitReason(t *corev1.ContainerStateTerminated) string {
 	return r
 }
 
+// trialContainer is the name of the pod's container that runs the trial:
+// the first (operators want their own names: "tensorflow", "pytorch").
+func trialContainer(pod *corev1.Pod) string {
+	if len(pod.Spec.Containers) > 0 {
+		return pod.Spec.Containers[0].Name
+	}
+	return containerName
+}
+
 func terminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 	if pod == nil {
 		return nil
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == containerName && cs.State.Terminated != nil {
+		if cs.Name == trialContainer(pod) && cs.State.Terminated != nil {
 			return cs.State.Terminated
 		}
 	}
@@ -209,7 +218,7 @@ func started(pod *corev1.Pod) *time.Time {
 		return nil
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name != containerName {
+		if cs.Name != trialContainer(pod) {
 			continue
 		}
 		switch {
@@ -302,7 +311,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		newOff[key], newOff[offDone+pod.Name] = off, 1
 		return nil
 	}
-	raw, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: containerName}).DoRaw(ctx)
+	raw, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: trialContainer(pod)}).DoRaw(ctx)
 	if err != nil {
 		raw = nil // no log (rotated, node gone): the termination message may still hold the final result
 		if ctx.Err() != nil {
