@@ -498,7 +498,8 @@ func (c *CRD) Read(ctx context.Context, req providers.ReadRequest) (providers.Ob
 	o := c.observe(obj, pods)
 	c.k.markSeen(req.Experiment, req.TrialID, true)
 	if d, err := time.ParseDuration(obj.GetAnnotations()[AnnMaxDuration]); err == nil && d > 0 &&
-		(o.Phase == providers.PhaseRunning || o.Phase == providers.PhasePending) && o.StartedAt != nil && time.Since(*o.StartedAt) > d {
+		(o.Phase == providers.PhaseRunning || o.Phase == providers.PhasePending) && o.StartedAt != nil && time.Since(*o.StartedAt) > d+time.Second {
+		// (+1s: the start time is stored with second precision.)
 		reason := "max_duration exceeded (" + d.String() + ")"
 		if err := c.kill(ctx, obj, reason, 10*time.Second, false); err != nil {
 			return providers.Observation{}, err

@@ -22,9 +22,11 @@ import (
 
 // The control plane and node agent every test of this package shares.
 var (
-	cp      *k8stest.ControlPlane
-	agent   *k8stest.NodeAgent
-	skipWhy string
+	cp    *k8stest.ControlPlane
+	agent *k8stest.NodeAgent
+	// operator stands in for the operators of the CRD platforms.
+	operator *k8stest.Operator
+	skipWhy  string
 )
 
 func TestMain(m *testing.M) {
@@ -56,6 +58,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer agent.Stop()
+	if err := k8stest.InstallCRDs(ctx, cp); err != nil {
+		fmt.Fprintln(os.Stderr, "install the CRDs:", err)
+		return 1
+	}
+	operator, err = k8stest.StartOperator(cp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the test operator:", err)
+		return 1
+	}
+	defer operator.Stop()
 	return m.Run()
 }
 
