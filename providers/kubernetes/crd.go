@@ -738,14 +738,13 @@ func (c *CRD) kill(ctx context.Context, obj *unstructured.Unstructured, reason s
 	if !wait {
 		return nil
 	}
+	// Wait for the pods to be gone (the object may wait a little longer
+	// for the garbage collector to orphan them).
 	deadline := time.Now().Add(grace + 30*time.Second)
 	for time.Now().Before(deadline) {
-		_, err := c.res().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			pods, err := c.k.client.CoreV1().Pods(c.k.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-			if err == nil && len(pods.Items) == 0 {
-				return nil
-			}
+		pods, err := c.k.client.CoreV1().Pods(c.k.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err == nil && len(pods.Items) == 0 {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -788,6 +787,26 @@ func (c *CRD) PurgeExperiment(ctx context.Context, experiment, lineage string) e
 	}
 	if err := c.k.purgeOwned(ctx, opts, ours); err != nil {
 		return err
+	}
+	// The pods go with their objects; delete them too, in case the
+	// garbage collector is slow or they were orphaned by a Stop.
+	var pods *corev1.PodList
+	if err := retry(ctx, func() (err error) {
+		pods, err = c.k.client.CoreV1().Pods(c.k.namespace).List(ctx, opts)
+		return err
+	}); err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !ours(p) || p.DeletionTimestamp != nil {
+			continue
+		}
+		if err := retry(ctx, func() error {
+			return c.k.client.CoreV1().Pods(c.k.namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+		}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete pod %s: %w", p.Name, err)
+		}
 	}
 	for _, n := range deleted {
 		if err := c.waitGone(ctx, n); err != nil {

@@ -200,6 +200,7 @@ func TestCRDObjects(t *testing.T) {
 				t.Errorf("labels %v annotations %v", obj.GetLabels(), obj.GetAnnotations())
 			}
 			tc.check(t, obj)
+			begin := time.Now()
 			var metrics []providers.Metric
 			var off map[string]int64
 			for {
@@ -220,6 +221,7 @@ func TestCRDObjects(t *testing.T) {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
+			t.Logf("ended after %s", time.Since(begin))
 			if len(metrics) != 2 || metrics[0].Value != "0.75" || metrics[1].Type != "FINAL" || strings.TrimSuffix(metrics[1].Value, ".0") != "3" || metrics[1].ParameterID != 5 {
 				t.Errorf("metrics %+v", metrics)
 			}
@@ -259,6 +261,7 @@ func TestCRDObjects(t *testing.T) {
 					time.Sleep(100 * time.Millisecond)
 				}
 			}
+			t.Logf("checked after %s", time.Since(begin))
 			if err := p.PurgeExperiment(ctx, "objs", "L"); err != nil {
 				t.Fatal(err)
 			}

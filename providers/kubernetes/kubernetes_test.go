@@ -42,7 +42,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
-	cp, err = k8stest.Start(ctx, k8stest.Options{})
+	cp, err = k8stest.Start(ctx, k8stest.Options{CRDs: true})
 	if errors.Is(err, k8stest.ErrNotBuilt) {
 		skipWhy = err.Error()
 		return m.Run()
@@ -58,10 +58,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer agent.Stop()
-	if err := k8stest.InstallCRDs(ctx, cp); err != nil {
-		fmt.Fprintln(os.Stderr, "install the CRDs:", err)
-		return 1
-	}
 	operator, err = k8stest.StartOperator(cp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the test operator:", err)

@@ -286,7 +286,9 @@ func (o *Operator) reconcile(ctx context.Context, gvr schema.GroupVersionResourc
 			if err != nil {
 				return err
 			}
-			have[r.name] = p
+			if p != nil {
+				have[r.name] = p
+			}
 		}
 	}
 	status := copyMap(obj.Object["status"])
@@ -372,7 +374,9 @@ func (o *Operator) createPod(ctx context.Context, obj *unstructured.Unstructured
 	pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Name: obj.GetName(), UID: obj.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}}
 	created, err := o.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		return o.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		// Another object's (an earlier one of the same name, whose
+		// garbage collection is pending): try again later.
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
