@@ -326,6 +326,7 @@ func TestCRDStatusDriven(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	code := t.TempDir()
+	os.WriteFile(filepath.Join(code, "README"), []byte("trial code"), 0o644)
 	for _, tc := range []struct {
 		kind   int // index in crdKinds
 		status map[string]any
@@ -396,6 +397,7 @@ func TestCRDLostResumeOrphansPurge(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	code := t.TempDir()
+	os.WriteFile(filepath.Join(code, "README"), []byte("trial code"), 0o644)
 	kc := crdKinds[0]
 	p := newCRD(t, kc.cfg, ns)
 	exp := "lost"
@@ -410,9 +412,10 @@ func TestCRDLostResumeOrphansPurge(t *testing.T) {
 		for {
 			o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: id})
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%s: waiting for %s: %v", id, ph, err)
 			}
 			if o.Phase == ph {
+				t.Logf("%s: %s", id, ph)
 				return o
 			}
 			if ctx.Err() != nil {
