@@ -216,10 +216,10 @@ func CRDConfigFromAttrs(kind string, attrs map[string]any, base string) (CRDConf
 		}
 		hasWorker := false
 		for _, r := range c.Roles {
-			hasWorker = hasWorker || r.Name == "worker"
+			hasWorker = hasWorker || r.Name == "worker" || (r.Name == "master" && c.Operator == "pytorchjob")
 		}
 		if !hasWorker {
-			bad("a worker block is required")
+			bad("a worker block is required (or, for pytorchjob, a master block)")
 		}
 	case KindAdaptDL:
 		if v, ok := attrs["adaptive"]; ok && v != nil {

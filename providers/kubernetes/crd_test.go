@@ -29,7 +29,7 @@ var crdKinds = []struct {
 	nni  string
 }{
 	{"tfjob", k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "tfjob", Roles: []k8s.Role{{Name: "worker", Replicas: 1}}}, k8stest.TFJobs, "kubeflow"},
-	{"pytorchjob", k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "pytorchjob", Roles: []k8s.Role{{Name: "master", Replicas: 1}, {Name: "worker", Replicas: 1}}}, k8stest.PyTorchJobs, "kubeflow"},
+	{"pytorchjob", k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "pytorchjob", Roles: []k8s.Role{{Name: "master", Replicas: 1}}}, k8stest.PyTorchJobs, "kubeflow"},
 	{"adaptdl", k8s.CRDConfig{Kind: k8s.KindAdaptDL}, k8stest.AdaptDLJobs, "adl"},
 	{"framework", k8s.CRDConfig{Kind: k8s.KindFrameworkController, Roles: []k8s.Role{{Name: "worker", Replicas: 1, MinFailedTaskCount: 1, MinSucceededTaskCount: -1}}}, k8stest.Frameworks, "frameworkcontroller"},
 }
@@ -57,10 +57,11 @@ func newCRD(t *testing.T, cfg k8s.CRDConfig, ns string) *k8s.CRD {
 }
 
 // TestCRDConformance runs the provider suite against the CRD platforms,
-// the test operator turning their objects into pods.
+// the test operator turning their objects into pods
+// (TRIALFORM_CRD_CONFORMANCE=tfjob,framework picks kinds).
 func TestCRDConformance(t *testing.T) {
 	need(t)
-	kinds := map[string]bool{"tfjob": true, "framework": true}
+	kinds := map[string]bool{"tfjob": true, "pytorchjob": true, "adaptdl": true, "framework": true}
 	if s := os.Getenv("TRIALFORM_CRD_CONFORMANCE"); s != "" {
 		kinds = map[string]bool{}
 		for _, k := range strings.Split(s, ",") {
