@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -116,6 +118,30 @@ func TestCRDPlatformErrors(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s %q: diagnostics %q, want one at %s with %q", tt.kind, tt.body, got, tt.pos, tt.want)
+		}
+	}
+}
+
+// TestReadmeCRDBlocks loads the platform blocks of README.md's CRD
+// platforms section.
+func TestReadmeCRDBlocks(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "## CRD platforms")
+	if i < 0 {
+		t.Fatal("README has no CRD platforms section")
+	}
+	rest := readme[i:]
+	start := strings.Index(rest, "```hcl\n")
+	end := strings.Index(rest[start+7:], "```")
+	dir := writeConfig(t, map[string]string{"main.hcl": rest[start+7 : start+7+end]})
+	cfg := mustLoad(t, dir, LoadOptions{})
+	for _, k := range []string{"kubeflow.tf", "adaptdl.adl", "frameworkcontroller.fc"} {
+		if cfg.Platforms[k] == nil {
+			t.Errorf("README CRD blocks: no %s", k)
 		}
 	}
 }
