@@ -1,8 +1,6 @@
 package schema
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,19 +123,7 @@ func TestCRDPlatformErrors(t *testing.T) {
 // TestReadmeCRDBlocks loads the platform blocks of README.md's CRD
 // platforms section.
 func TestReadmeCRDBlocks(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	i := strings.Index(readme, "## CRD platforms")
-	if i < 0 {
-		t.Fatal("README has no CRD platforms section")
-	}
-	rest := readme[i:]
-	start := strings.Index(rest, "```hcl\n")
-	end := strings.Index(rest[start+7:], "```")
-	dir := writeConfig(t, map[string]string{"main.hcl": rest[start+7 : start+7+end]})
+	dir := writeConfig(t, map[string]string{"main.hcl": readmeHCL(t, "## CRD platforms")})
 	cfg := mustLoad(t, dir, LoadOptions{})
 	for _, k := range []string{"kubeflow.tf", "adaptdl.adl", "frameworkcontroller.fc"} {
 		if cfg.Platforms[k] == nil {

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -51,8 +50,7 @@ type CRD struct {
 	kind crdKind
 	gvr  schema.GroupVersionResource
 
-	mu     sync.Mutex
-	listed map[string]*crdSnapshot
+	listed *snapshots[*unstructured.Unstructured]
 }
 
 // crdKind is what differs between the custom resources.
@@ -70,12 +68,6 @@ type crdKind interface {
 	// main picks the pod that runs the trial (its metrics count) among the
 	// object's pods, oldest first; nil when there is none yet.
 	main(obj *unstructured.Unstructured, pods []corev1.Pod) *corev1.Pod
-}
-
-type crdSnapshot struct {
-	at   time.Time
-	objs map[string]*unstructured.Unstructured // by trial id
-	pods map[types.UID][]corev1.Pod            // by controller uid
 }
 
 var (
@@ -124,7 +116,8 @@ func NewCRD(cfg CRDConfig) (*CRD, error) {
 		return nil, providers.Permanent(fmt.Errorf("%s platform: %w", cfg.Kind, err))
 	}
 	gvk := kind.gvk()
-	return &CRD{k: k, cfg: cfg, dyn: dyn, kind: kind, gvr: gvk.GroupVersion().WithResource(kind.plural()), listed: map[string]*crdSnapshot{}}, nil
+	return &CRD{k: k, cfg: cfg, dyn: dyn, kind: kind, gvr: gvk.GroupVersion().WithResource(kind.plural()),
+		listed: newSnapshots(func(o *unstructured.Unstructured) string { return string(o.GetUID()) })}, nil
 }
 
 // Kind is the platform kind ("kubeflow", "adaptdl", "frameworkcontroller").
@@ -445,31 +438,13 @@ func (c *CRD) waitGone(ctx context.Context, name string) error {
 	}
 }
 
-func (c *CRD) invalidate(exp string) {
-	c.mu.Lock()
-	delete(c.listed, exp)
-	c.mu.Unlock()
-}
-
-func (c *CRD) cached(exp, trial string) (*unstructured.Unstructured, []corev1.Pod, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.listed[exp]
-	if s == nil || time.Since(s.at) > snapshotTTL {
-		return nil, nil, false
-	}
-	o, ok := s.objs[trial]
-	if !ok {
-		return nil, nil, false
-	}
-	return o, s.pods[o.GetUID()], true
-}
+func (c *CRD) invalidate(exp string) { c.listed.drop(exp) }
 
 // Read observes one trial: its object, the object's pods, and the metrics
 // in the trial pod's log past req.MetricsOffset. A running trial past its
 // max_duration is stopped here.
 func (c *CRD) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
-	obj, pods, ok := c.cached(req.Experiment, req.TrialID)
+	obj, pods, ok := c.listed.get(req.Experiment, req.TrialID)
 	if !ok {
 		var err error
 		if obj, err = c.get(ctx, req.Experiment, req.TrialID); err != nil {
@@ -608,26 +583,24 @@ func (c *CRD) List(ctx context.Context, experiment string) ([]providers.Observat
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	byObj := map[types.UID][]corev1.Pod{}
+	byObj := map[string][]corev1.Pod{}
 	for _, p := range pods.Items {
-		uid := controllerUID(&p)
+		uid := string(controllerUID(&p))
 		byObj[uid] = append(byObj[uid], p)
 	}
-	snap := &crdSnapshot{at: time.Now(), objs: map[string]*unstructured.Unstructured{}, pods: byObj}
+	snap := map[string]*unstructured.Unstructured{}
 	var out []providers.Observation
 	for i := range objs.Items {
 		obj := &objs.Items[i]
 		if obj.GetAnnotations()[AnnExperiment] != experiment || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		ps := byObj[obj.GetUID()]
+		ps := byObj[string(obj.GetUID())]
 		sortPods(ps)
-		snap.objs[obj.GetAnnotations()[AnnTrial]] = obj
+		snap[obj.GetAnnotations()[AnnTrial]] = obj
 		out = append(out, c.observe(obj, ps))
 	}
-	c.mu.Lock()
-	c.listed[experiment] = snap
-	c.mu.Unlock()
+	c.listed.put(experiment, snap, byObj)
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
 	return out, nil
 }

@@ -81,13 +81,7 @@ func TestCRDConformance(t *testing.T) {
 				return newCRD(t, cfg, ns)
 			}, conformance.Options{
 				NNIPlatform: kc.nni,
-				CodeDir: func(t *testing.T) string {
-					d, err := os.MkdirTemp(share, strings.ReplaceAll(t.Name(), "/", "-")+"-")
-					if err != nil {
-						t.Fatal(err)
-					}
-					return d
-				},
+				CodeDir:     codeDirsIn(share),
 				Lose: func(t *testing.T, h providers.Handle) {
 					bg := metav1.DeletePropagationBackground
 					if err := dyn(t).Resource(kc.gvr).Namespace(h["namespace"]).Delete(context.Background(), h["name"], metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
@@ -271,6 +265,15 @@ func TestCRDObjects(t *testing.T) {
 	}
 }
 
+// smallCodeDir is a code dir of one file.
+func smallCodeDir(t *testing.T) string {
+	code := t.TempDir()
+	if err := os.WriteFile(filepath.Join(code, "README"), []byte("trial code"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
 // noneLeft fails when an object with trialform's labels is left in ns.
 func noneLeft(t *testing.T, ns string, gvr schema.GroupVersionResource) {
 	t.Helper()
@@ -326,8 +329,7 @@ func TestCRDStatusDriven(t *testing.T) {
 	ns := namespace(t, "status")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	code := t.TempDir()
-	os.WriteFile(filepath.Join(code, "README"), []byte("trial code"), 0o644)
+	code := smallCodeDir(t)
 	for _, tc := range []struct {
 		kind   int // index in crdKinds
 		status map[string]any
@@ -397,8 +399,7 @@ func TestCRDLostResumeOrphansPurge(t *testing.T) {
 	ns := namespace(t, "lost")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	code := t.TempDir()
-	os.WriteFile(filepath.Join(code, "README"), []byte("trial code"), 0o644)
+	code := smallCodeDir(t)
 	kc := crdKinds[0]
 	p := newCRD(t, kc.cfg, ns)
 	exp := "lost"

@@ -100,13 +100,7 @@ func TestConformance(t *testing.T) {
 		return p
 	}, conformance.Options{
 		NNIPlatform: "kubernetes",
-		CodeDir: func(t *testing.T) string {
-			d, err := os.MkdirTemp(share, strings.ReplaceAll(t.Name(), "/", "-")+"-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		},
+		CodeDir:     codeDirsIn(share),
 		Lose: func(t *testing.T, h providers.Handle) {
 			bg := metav1.DeletePropagationBackground
 			if err := cp.Client.BatchV1().Jobs(h["namespace"]).Delete(context.Background(), h["job"], metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
@@ -116,6 +110,17 @@ func TestConformance(t *testing.T) {
 		Timeout:  90 * time.Second,
 		Parallel: true,
 	})
+}
+
+// codeDirsIn makes each test's code dir under share (the "NFS share").
+func codeDirsIn(share string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		d, err := os.MkdirTemp(share, strings.ReplaceAll(t.Name(), "/", "-")+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
 }
 
 // TestConfigMapCode ships a small code dir in the ConfigMap (honouring

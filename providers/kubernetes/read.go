@@ -125,7 +125,7 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 		byJob[uid] = append(byJob[uid], p)
 	}
 	var out []providers.Observation
-	snap := &snapshot{at: time.Now(), jobs: map[string]*batchv1.Job{}, pods: byJob}
+	snap := map[string]*batchv1.Job{}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if j.Annotations[AnnExperiment] != experiment || j.DeletionTimestamp != nil {
@@ -133,12 +133,10 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 		}
 		ps := byJob[string(j.UID)]
 		sortPods(ps)
-		snap.jobs[j.Annotations[AnnTrial]] = j
+		snap[j.Annotations[AnnTrial]] = j
 		out = append(out, observe(j, ps))
 	}
-	k.mu.Lock()
-	k.listed[experiment] = snap
-	k.mu.Unlock()
+	k.listed.put(experiment, snap, byJob)
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
 	return out, nil
 }
