@@ -132,14 +132,15 @@ func (s *Session) change(fn func(st *state.State)) error {
 // saves it (with the new metric points) and returns the observations.
 func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Observed, error) {
 	cur := s.State()
-	var names []string
-	for n := range s.Config.Experiments {
-		names = append(names, n)
+	names := map[string]string{}
+	for n, e := range s.Config.Experiments {
+		names[n] = e.Platform.Key()
 	}
 	obs, err := plan.Refresh(ctx, cur, s.Providers, names)
 	if err != nil {
 		return nil, nil, err
 	}
+	plan.DetectDrift(s.Config, cur, obs, s.Providers)
 	var changes []plan.Observed
 	var batches []plan.MetricBatch
 	err = s.change(func(st *state.State) {
@@ -171,7 +172,7 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 		return nil, err
 	}
 	return plan.Compute(plan.Input{
-		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed,
+		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed, Drift: obs.Drift,
 		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves,
 	})
 }
@@ -263,35 +264,8 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 			if ep.Action == plan.Delete {
 				continue
 			}
-			cfg := s.Config.Experiments[ep.Name]
-			if cfg == nil {
-				continue
-			}
-			e := st.Experiments[ep.Name]
-			if e == nil {
-				e = &state.Experiment{Name: ep.Name, ID: ep.ID, CreatedAt: now, Trials: map[string]*state.Trial{}}
-				st.Experiments[ep.Name] = e
-			}
-			e.Platform = ep.Platform
-			e.Generation = ep.Generation
-			e.SpecHash = ep.SpecHash
-			e.PartHashes = plan.PartHashes(cfg)
-			e.MaxTrials = ep.Settings.MaxTrials
-			e.Concurrency = ep.Settings.Concurrency
-			e.MaxFailedTrials = ep.Settings.MaxFailedTrials
-			e.MaxDuration = ep.Settings.MaxDuration
-			e.TrialMaxDuration = ep.Settings.TrialMaxDuration
-			e.Goal = ep.Settings.Goal
-			e.Metric = ep.Settings.Metric
-			if ep.Done {
-				if e.DoneAt == nil || e.DoneReason != ep.DoneReason {
-					t := now
-					e.DoneAt = &t
-					e.DoneReason = ep.DoneReason
-				}
-			} else {
-				e.DoneAt = nil
-				e.DoneReason = ""
+			if cfg := s.Config.Experiments[ep.Name]; cfg != nil {
+				recordExperiment(st, ep, cfg, now)
 			}
 		}
 	})
@@ -372,6 +346,38 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// recordExperiment writes ep (planned from cfg) into st's experiment
+// record, creating it when st has none.
+func recordExperiment(st *state.State, ep *plan.ExperimentPlan, cfg *schema.Experiment, now time.Time) *state.Experiment {
+	e := st.Experiments[ep.Name]
+	if e == nil {
+		e = &state.Experiment{Name: ep.Name, ID: ep.ID, CreatedAt: now, Trials: map[string]*state.Trial{}}
+		st.Experiments[ep.Name] = e
+	}
+	e.Platform = ep.Platform
+	e.Generation = ep.Generation
+	e.SpecHash = ep.SpecHash
+	e.PartHashes = plan.PartHashes(cfg)
+	e.MaxTrials = ep.Settings.MaxTrials
+	e.Concurrency = ep.Settings.Concurrency
+	e.MaxFailedTrials = ep.Settings.MaxFailedTrials
+	e.MaxDuration = ep.Settings.MaxDuration
+	e.TrialMaxDuration = ep.Settings.TrialMaxDuration
+	e.Goal = ep.Settings.Goal
+	e.Metric = ep.Settings.Metric
+	if ep.Done {
+		if e.DoneAt == nil || e.DoneReason != ep.DoneReason {
+			t := now
+			e.DoneAt = &t
+			e.DoneReason = ep.DoneReason
+		}
+	} else {
+		e.DoneAt = nil
+		e.DoneReason = ""
+	}
+	return e
 }
 
 func (s *Session) parallel(ctx context.Context, actions []*plan.TrialAction, fn func(context.Context, *plan.TrialAction) error) []error {
@@ -494,7 +500,7 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 	if cfg == nil {
 		return skipped{"experiment not in the configuration"}
 	}
-	req, err := StartRequest(cfg, e, t, a.Action == plan.Resume)
+	req, err := plan.StartRequest(cfg, e, t, a.Action == plan.Resume)
 	if err != nil {
 		return err
 	}
@@ -538,32 +544,6 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		t.EndedAt = nil
 		t.ExitCode = nil
 	})
-}
-
-// StartRequest builds the provider request for trial t of experiment cfg.
-func StartRequest(cfg *schema.Experiment, e *state.Experiment, t *state.Trial, resume bool) (providers.StartRequest, error) {
-	req := providers.StartRequest{
-		Experiment: e.Name, ExperimentID: e.ID, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
-		Params: t.Params, Env: cfg.Trial.Env, CodeDir: cfg.Trial.CodeDir, MaxDuration: cfg.Trial.MaxDuration,
-		GPUs: cfg.Trial.GPUs, MetricRegex: cfg.Trial.MetricRegex, Resume: resume,
-		Handle: providers.Handle(t.Handle),
-	}
-	if cfg.Trial.Command != nil {
-		sh, err := cfg.Trial.Command.Render(t.Params, true)
-		if err != nil {
-			return req, fmt.Errorf("render command: %w", err)
-		}
-		req.Shell = sh
-	} else {
-		for _, a := range cfg.Trial.Args {
-			v, err := a.Render(t.Params, false)
-			if err != nil {
-				return req, fmt.Errorf("render args: %w", err)
-			}
-			req.Args = append(req.Args, v)
-		}
-	}
-	return req, nil
 }
 
 // purge asks the experiment's platform to remove what it still holds for

@@ -34,6 +34,8 @@ type Input struct {
 	Warnings []string
 	Now      time.Time
 	Options  Options
+	// Drift holds what DetectDrift found, by experiment.
+	Drift map[string][]TrialDrift
 	// Curves holds, for experiments with an assessor, each trial's
 	// intermediate objective values in report order (see CurveOf):
 	// experiment -> trial id -> values.
@@ -103,9 +105,16 @@ func Compute(in Input) (*Plan, error) {
 			if err != nil {
 				return nil, fmt.Errorf("experiment %q: %w", name, err)
 			}
+			for _, d := range in.Drift[name] {
+				if !tornDown(ep, d.TrialID) {
+					ep.Drift = append(ep.Drift, d)
+				}
+			}
 		}
 		if cur != nil {
 			addOrphans(ep, cur, in.Listed[name], st.Lineage, p)
+		} else {
+			warnUnknown(name, ep.Platform, in.Listed[name], p)
 		}
 		p.Experiments = append(p.Experiments, ep)
 	}
@@ -139,17 +148,35 @@ func addOrphans(ep *ExperimentPlan, cur *state.Experiment, listed []providers.Ob
 			continue
 		}
 		if o.Lineage != "" && o.Lineage != lineage {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s: trial %s runs on %s but belongs to another state (lineage %s); left alone", cur.Name, o.TrialID, cur.Platform, o.Lineage))
+			p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s: trial %s runs on %s but belongs to another state (lineage %s); left alone (adopt it into this state with `trialform import %s %s`)", cur.Name, o.TrialID, cur.Platform, o.Lineage, cur.Name, o.TrialID))
 			continue
 		}
 		ep.Trials = append(ep.Trials, &TrialAction{
 			Action: Teardown, Experiment: cur.Name, TrialID: o.TrialID, Status: string(o.Phase),
 			Reason: "orphan: running on " + cur.Platform + " but not in the state", Cause: CauseOrphan,
 		})
+		ep.Notes = append(ep.Notes, fmt.Sprintf("trial %s is an orphan: apply tears it down; to keep it, adopt it with `trialform import %s %s`", o.TrialID, cur.Name, o.TrialID))
 		if ep.Action == NoOp {
 			ep.Action = Update
 		}
 	}
+}
+
+// warnUnknown warns when the platform already holds unfinished trials of
+// an experiment the state does not have: the plan's new trials are
+// numbered from t0000, and a start adopts a trial of the same id.
+func warnUnknown(name, platform string, listed []providers.Observation, p *Plan) {
+	var ids []string
+	for _, o := range listed {
+		if o.Exists && !o.Phase.Ended() {
+			ids = append(ids, o.TrialID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s is not in the state but %s holds %d unfinished trial(s) of it (%s), started by another state or before the state lost it; a new trial with one of those ids would take it over with other parameters: adopt them first with `trialform import -all %s`, or remove them on the platform",
+		name, platform, len(ids), strings.Join(ids, ", "), name))
 }
 
 func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {

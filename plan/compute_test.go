@@ -229,8 +229,21 @@ func TestOrphansAndForeign(t *testing.T) {
 	if got := actions(p); got != "-t0009" {
 		t.Fatalf("actions = %q", got)
 	}
-	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "t0010") {
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "t0010") || !strings.Contains(p.Warnings[0], "trialform import exp t0010") {
 		t.Fatalf("warnings = %v", p.Warnings)
+	}
+	if n := p.Experiments[0].Notes; len(n) != 1 || !strings.Contains(n[0], "trial t0009 is an orphan") || !strings.Contains(n[0], "`trialform import exp t0009`") {
+		t.Fatalf("notes = %v", n)
+	}
+
+	// An experiment the state does not hold yet: the platform's unfinished
+	// trials are named in a warning (new trials would take them over).
+	p = compute(t, cfg, state.New(), t0, Options{},
+		providers.Observation{TrialID: "t0000", Exists: true, Phase: providers.PhaseRunning, Lineage: "OTHER"},
+		providers.Observation{TrialID: "t0001", Exists: true, Phase: providers.PhaseFailed, Lineage: "OTHER"},
+	)
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "holds 1 unfinished trial(s) of it (t0000)") || !strings.Contains(p.Warnings[0], "trialform import -all exp") {
+		t.Fatalf("warnings for a new experiment = %v", p.Warnings)
 	}
 }
 

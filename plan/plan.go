@@ -104,6 +104,10 @@ type ExperimentPlan struct {
 	// Notes explain what the plan will not do (drain, waiting for a GPU).
 	Notes  []string       `json:"notes,omitempty"`
 	Trials []*TrialAction `json:"trials,omitempty"`
+	// Drift lists running trials whose platform object differs from what
+	// trialform would create for them now. Display only: trialform does
+	// not restart running trials.
+	Drift []TrialDrift `json:"drift,omitempty"`
 }
 
 // Settings are an experiment's in-place settings and identity.

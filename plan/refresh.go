@@ -24,6 +24,9 @@ type Observations struct {
 	Listed map[string][]providers.Observation
 	// Warnings: platforms that could not be read.
 	Warnings []string
+	// Drift holds, per experiment, the running trials whose platform
+	// object differs from what trialform would create now (DetectDrift).
+	Drift map[string][]TrialDrift
 }
 
 // ProviderSet finds the provider of a platform key ("local.default").
@@ -31,11 +34,15 @@ type ProviderSet interface {
 	Provider(platform string) (providers.Provider, error)
 }
 
+const defaultReadParallelism = 16
+
 // Refresh reads every unfinished trial of st through its platform's
 // provider (in parallel, bounded) and lists the trials each platform holds
-// for each experiment. It does not change st. A platform that cannot be
-// reached becomes a warning and its trials keep their recorded status.
-func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments []string) (*Observations, error) {
+// for each experiment: those of st on their recorded platform, and those
+// of experiments (configured name -> platform key) st does not hold yet on
+// their configured platform. It does not change st. A platform that cannot
+// be reached becomes a warning and its trials keep their recorded status.
+func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments map[string]string) (*Observations, error) {
 	obs := &Observations{
 		Trials: map[string]map[string]providers.Observation{},
 		Listed: map[string][]providers.Observation{},
@@ -47,7 +54,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments [
 	}
 	var jobs []job
 	names := map[string]bool{}
-	for _, n := range experiments {
+	for n := range experiments {
 		names[n] = true
 	}
 	var expNames []string
@@ -59,7 +66,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments [
 	}
 	sort.Strings(expNames)
 	for _, name := range expNames {
-		platform := ""
+		platform := experiments[name]
 		e := st.Experiments[name]
 		if e != nil {
 			platform = e.Platform
@@ -92,10 +99,22 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments [
 
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
+	// Reads run in parallel, bounded per provider: 16 at once, or what a
+	// provider asks for (network-bound ones ask for more).
+	sems := map[providers.Provider]chan struct{}{}
+	for _, j := range jobs {
+		if sems[j.prov] == nil {
+			n := defaultReadParallelism
+			if rp, ok := j.prov.(providers.ReadParallelism); ok && rp.ReadParallelism() > 0 {
+				n = rp.ReadParallelism()
+			}
+			sems[j.prov] = make(chan struct{}, n)
+		}
+	}
 	var firstErr error
 	for _, j := range jobs {
 		wg.Add(1)
+		sem := sems[j.prov]
 		sem <- struct{}{}
 		go func(j job) {
 			defer wg.Done()

@@ -55,6 +55,56 @@ type ExperimentPurger interface {
 	PurgeExperiment(ctx context.Context, experiment, lineage string) error
 }
 
+// Importer is implemented by providers that can adopt a trial object the
+// platform holds for an experiment (found by List: started by another
+// state, or dropped from this one) into a state: `trialform import`.
+type Importer interface {
+	// Import reads what the state needs to record the trial (its
+	// parameters as the trial got them, sequence number, handle and what
+	// the platform says of it now), then re-owns the trial's objects to
+	// lineage (the ownership marker Start records), so refresh treats it
+	// as a trial of that state. A trial the platform does not hold is an
+	// error wrapping ErrNotFound.
+	Import(ctx context.Context, req ImportRequest) (Imported, error)
+}
+
+// ImportRequest names the trial to adopt and the state adopting it.
+type ImportRequest struct {
+	Experiment string
+	TrialID    string
+	Lineage    string // the adopting state's lineage
+}
+
+// Imported is what Import found of the trial.
+type Imported struct {
+	Seq         int
+	ParameterID int
+	Params      map[string]any
+	// PreviousLineage is the ownership marker the objects had before.
+	PreviousLineage string
+	// Observation is the trial as Read would see it (metrics not read:
+	// refresh collects them from the start).
+	Observation Observation
+}
+
+// SpecDiffer is implemented by providers that can tell when a running
+// trial's platform object no longer matches what Start would create for it
+// now (someone edited the object, or the platform block changed). Read and
+// List fill Observation.Spec with the live object's rendering; Spec renders
+// what Start would create for req the same way. Both are canonical text
+// (one setting a line, sorted, values the platform defaults left out) so a
+// line diff shows what differs. Spec must not contact the platform.
+type SpecDiffer interface {
+	Spec(req StartRequest) (string, error)
+}
+
+// ReadParallelism is implemented by providers whose Reads mostly wait on
+// the network: a refresh runs up to ReadParallelism() of their Reads at
+// once (16 otherwise).
+type ReadParallelism interface {
+	ReadParallelism() int
+}
+
 // LogStreamer is implemented by providers that can show a trial's output.
 type LogStreamer interface {
 	// Logs copies the trial's stdout+stderr to w; with Follow it keeps
@@ -155,6 +205,9 @@ type Observation struct {
 	MetricsOffset map[string]int64
 	// Lineage is the ownership marker the trial was started with.
 	Lineage string
+	// Spec is the canonical rendering of the live object's spec, for
+	// providers that are SpecDiffers ("" when not known).
+	Spec string
 }
 
 // Metric is one reported result, as the NNI trial library reports it.

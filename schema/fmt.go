@@ -68,6 +68,11 @@ func FormatDir(dir string) ([]FormatResult, hcl.Diagnostics) {
 // hunks with 3 lines of context) from old to new, computed line by line
 // with go-diff; "" when they are equal.
 func UnifiedDiff(name string, old, new []byte) string {
+	return UnifiedDiffLabeled("old/"+name, "new/"+name, old, new)
+}
+
+// UnifiedDiffLabeled is UnifiedDiff with the "---" and "+++" labels given.
+func UnifiedDiffLabeled(oldLabel, newLabel string, old, new []byte) string {
 	if bytes.Equal(old, new) {
 		return ""
 	}
@@ -88,7 +93,7 @@ func UnifiedDiff(name string, old, new []byte) string {
 
 	const context = 3
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "--- old/%s\n+++ new/%s\n", name, name)
+	fmt.Fprintf(&sb, "--- %s\n+++ %s\n", oldLabel, newLabel)
 	// Line numbers (1-based) of all[i] in old and new.
 	oldNo, newNo := make([]int, len(all)+1), make([]int, len(all)+1)
 	o, n := 1, 1

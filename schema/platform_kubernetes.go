@@ -2,6 +2,8 @@ package schema
 
 import (
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -28,6 +30,7 @@ var kubernetesPlatform = struct {
 		"node_selector":      {cty.Map(cty.String), "a map of label values"},
 		"tolerations":        {cty.DynamicPseudoType, "a list of objects {key, operator, value, effect, toleration_seconds}"},
 		"code_dir":           {cty.String, "a string (where the code is in the image)"},
+		"metrics_interval":   {cty.String, `a duration string ("5s")`},
 	},
 	blocks: map[string]map[string]kubeType{
 		"resources": {
@@ -180,8 +183,15 @@ func (l *loader) checkKubeAttrs(body *hclsyntax.Body, vals map[string]cty.Value,
 		if !ok || !v.IsKnown() || v.IsNull() || t.ty == cty.DynamicPseudoType {
 			continue
 		}
-		if _, err := convert.Convert(v, t.ty); err != nil {
+		cv, err := convert.Convert(v, t.ty)
+		if err != nil {
 			l.errorf(a.Expr.Range().Ptr(), "Incorrect attribute value type", "Inappropriate value for %s: %s is required.", a.Name, t.what)
+			continue
+		}
+		if strings.HasSuffix(a.Name, "_interval") {
+			if d, err := time.ParseDuration(cv.AsString()); err != nil || d < 0 {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid duration", "%s = %q is not a duration: write it like \"5s\" or \"1m30s\".", a.Name, cv.AsString())
+			}
 		}
 	}
 }

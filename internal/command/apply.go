@@ -85,15 +85,11 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	if o.destroy {
 		op = "destroy"
 	}
-	lk, ok := g.lock(ctx, m, op, o.lock)
+	lk, st, ok := g.lockedState(ctx, m, op, o.lock)
 	if !ok {
 		return 1
 	}
 	defer lk.Unlock()
-	st := g.initState(m)
-	if st == nil {
-		return 1
-	}
 	ps := newProviderSet(cfg, sd)
 	defer ps.Close()
 	if !o.destroy && !g.checkPlatforms(ctx, cfg, ps) {

@@ -308,6 +308,21 @@ func (g *Globals) lock(ctx context.Context, m *state.Manager, op string, lf lock
 	return l, true
 }
 
+// lockedState takes the state lock for op and loads the state, writing an
+// empty one when there is none yet; the caller unlocks.
+func (g *Globals) lockedState(ctx context.Context, m *state.Manager, op string, lf lockFlags) (*state.Lock, *state.State, bool) {
+	lk, ok := g.lock(ctx, m, op, lf)
+	if !ok {
+		return nil, nil, false
+	}
+	st := g.initState(m)
+	if st == nil {
+		lk.Unlock()
+		return nil, nil, false
+	}
+	return lk, st, true
+}
+
 // confirm asks the user to type "yes".
 func (g *Globals) confirm(question string) bool {
 	fmt.Fprintf(g.IO.Out, "\n%s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", question)

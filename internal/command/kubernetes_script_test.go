@@ -74,7 +74,8 @@ func runKubernetesScripts(t *testing.T, dir string) {
 		return metav1.ListOptions{LabelSelector: k8s.LabelExperiment + "=" + k8s.LabelValue(exp)}
 	}
 	testscript.Run(t, testscript.Params{
-		Dir: dir,
+		Dir:           dir,
+		UpdateScripts: update,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", binDir+":"+env.Getenv("PATH"))
 			env.Setenv("NO_COLOR", "1")
@@ -95,6 +96,7 @@ func runKubernetesScripts(t *testing.T, dir string) {
 			"jsonfield":  cmdJSONField,
 			"cpexample":  cmdCopyExample,
 			"sleep":      cmdSleep,
+			"replace":    cmdReplace,
 			// k8sapiserver stop|kill|start: stop kube-apiserver (SIGTERM,
 			// SIGKILL after 10s), kill it (SIGKILL) or start it again with
 			// the same flags, port and etcd.

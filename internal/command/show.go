@@ -243,7 +243,7 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		if err := m.Save(st); err != nil {
 			return g.errorf("save state: %v", err)
 		}
-		fmt.Fprintln(g.IO.Out, "Objects on the platforms are not touched; a running trial no longer in the state is planned as an orphan teardown.")
+		fmt.Fprintln(g.IO.Out, "Objects on the platforms are not touched; a running trial no longer in the state is planned as an orphan teardown (or adopt it again with `trialform import EXPERIMENT TRIAL`).")
 		return 0
 	}
 	return g.errorf("unknown state subcommand %q: use list, show or rm", sub)

@@ -265,23 +265,7 @@ func (w *watcher) fileDiffs(now map[string][]byte) string {
 	return sb.String()
 }
 
-func (w *watcher) printDiff(diff string) {
-	for _, line := range strings.SplitAfter(diff, "\n") {
-		switch {
-		case line == "":
-		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
-			fmt.Fprint(w.out, w.c.Bold(strings.TrimSuffix(line, "\n"))+"\n")
-		case strings.HasPrefix(line, "+"):
-			fmt.Fprint(w.out, w.c.Green(strings.TrimSuffix(line, "\n"))+"\n")
-		case strings.HasPrefix(line, "-"):
-			fmt.Fprint(w.out, w.c.Red(strings.TrimSuffix(line, "\n"))+"\n")
-		case strings.HasPrefix(line, "#"), strings.HasPrefix(line, "@@"):
-			fmt.Fprint(w.out, w.c.Dim(strings.TrimSuffix(line, "\n"))+"\n")
-		default:
-			fmt.Fprint(w.out, line)
-		}
-	}
-}
+func (w *watcher) printDiff(diff string) { views.Diff(w.out, diff, w.c, "") }
 
 // buildProviders keeps the provider set while the platform blocks are
 // unchanged (providers hold caches and notifiers) and rebuilds it when

@@ -123,6 +123,7 @@ func Plan(w io.Writer, p *plan.Plan, c Colors) {
 			for _, n := range ep.Notes {
 				fmt.Fprintln(w, "    "+c.Dim("note: "+n))
 			}
+			drift(w, ep, c, "    ")
 		}
 		return
 	}
@@ -138,6 +139,7 @@ func Plan(w io.Writer, p *plan.Plan, c Colors) {
 		if ep.Action == plan.NoOp {
 			fmt.Fprintln(w)
 			fmt.Fprintln(w, "  # "+StatusLine(ep))
+			drift(w, ep, c, "    ")
 		}
 	}
 	fmt.Fprintln(w)
@@ -251,7 +253,43 @@ func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
 	if ep.Done {
 		fmt.Fprintf(w, "      %s\n", c.Dim("# done: "+ep.DoneReason))
 	}
+	drift(w, ep, c, "      ")
 	fmt.Fprintln(w, "    }")
+}
+
+// drift shows the running trials whose platform object differs from what
+// trialform would create for them now, each with its diff.
+func drift(w io.Writer, ep *plan.ExperimentPlan, c Colors, indent string) {
+	for _, d := range ep.Drift {
+		fmt.Fprintln(w, indent+c.Yellow("# trial "+d.TrialID+" runs with another spec than trialform would start it with now:"))
+		Diff(w, d.Diff, c, indent+"  ")
+	}
+	if len(ep.Drift) > 0 {
+		fmt.Fprintln(w, indent+c.Dim("# trialform does not change running trials (restarting training is costly): they finish as they are;"))
+		fmt.Fprintln(w, indent+c.Dim("# new trials and resumes get the new spec. To restart one with it now, delete it on its platform"))
+		fmt.Fprintln(w, indent+c.Dim("# (on kubernetes, its Job): the next plan resumes it with the same id and parameters."))
+	}
+}
+
+// Diff writes a unified diff, each line after indent, coloured: headers
+// bold, additions green, removals red, hunk headers and "#" lines dim.
+func Diff(w io.Writer, diff string, c Colors, indent string) {
+	for _, line := range strings.SplitAfter(diff, "\n") {
+		text := strings.TrimSuffix(line, "\n")
+		switch {
+		case line == "":
+			continue
+		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+			text = c.Bold(text)
+		case strings.HasPrefix(line, "+"):
+			text = c.Green(text)
+		case strings.HasPrefix(line, "-"):
+			text = c.Red(text)
+		case strings.HasPrefix(line, "#"), strings.HasPrefix(line, "@@"):
+			text = c.Dim(text)
+		}
+		fmt.Fprintln(w, indent+text)
+	}
 }
 
 func trial(w io.Writer, t *plan.TrialAction, c Colors) {

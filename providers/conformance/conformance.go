@@ -96,6 +96,7 @@ func Run(t *testing.T, newProvider func(t *testing.T) providers.Provider, opts O
 		{"NoShellInjection", testNoInjection},
 		{"Logs", testLogs},
 		{"List", testList},
+		{"Import", testImport},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

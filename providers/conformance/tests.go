@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -510,4 +512,45 @@ func testList(e *env) {
 	if obs, _ := l.List(e.ctx(), e.exp); len(obs) != 1 {
 		e.t.Errorf("after purging b, List = %d trials", len(obs))
 	}
+}
+
+// testImport checks an Importer: a trial started by one lineage is
+// adopted by another with the parameters and sequence number it was
+// started with, List and Read then report the new lineage, and a trial the
+// platform does not hold is ErrNotFound.
+func testImport(e *env) {
+	im, ok := e.p.(providers.Importer)
+	if !ok {
+		e.t.Skip("not an Importer")
+	}
+	r := e.req("imp", "sleep 1000")
+	r.Params = map[string]any{"lr": 0.5, "opt": "sgd", "layers": float64(3)}
+	e.start(r)
+	e.collect("imp").phase(providers.PhaseRunning)
+	got, err := im.Import(e.ctx(), providers.ImportRequest{Experiment: e.exp, TrialID: "imp", Lineage: "adopter"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if got.Seq != r.Seq || got.ParameterID != r.ParameterID || fmt.Sprint(got.Params) != fmt.Sprint(r.Params) {
+		e.t.Errorf("Import = seq %d pid %d params %v; want %d %d %v", got.Seq, got.ParameterID, got.Params, r.Seq, r.ParameterID, r.Params)
+	}
+	if got.PreviousLineage != r.Lineage {
+		e.t.Errorf("previous lineage %q, want %q", got.PreviousLineage, r.Lineage)
+	}
+	if o := got.Observation; !o.Exists || o.Phase != providers.PhaseRunning || len(o.Handle) == 0 || o.Lineage != "adopter" {
+		e.t.Errorf("imported observation %s lineage %q handle %v", show(o), o.Lineage, o.Handle)
+	}
+	if l, ok := e.p.(providers.Lister); ok {
+		obs, err := l.List(e.ctx(), e.exp)
+		if err != nil || len(obs) != 1 || obs[0].Lineage != "adopter" {
+			e.t.Errorf("List after import = %+v, %v", obs, err)
+		}
+	}
+	if o := e.collect("imp").read(); o.Phase != providers.PhaseRunning {
+		e.t.Errorf("Read after import: %s", show(o))
+	}
+	if _, err := im.Import(e.ctx(), providers.ImportRequest{Experiment: e.exp, TrialID: "nope", Lineage: "adopter"}); !errors.Is(err, providers.ErrNotFound) {
+		e.t.Errorf("Import of an unknown trial = %v, want ErrNotFound", err)
+	}
+	e.stop("imp", true)
 }

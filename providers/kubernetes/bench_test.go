@@ -3,9 +3,11 @@ package kubernetes_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/trialform/trialform/providers"
 	k8s "github.com/trialform/trialform/providers/kubernetes"
@@ -39,9 +42,38 @@ func TestBench1000(t *testing.T) {
 		t.Skip("kwok is not built: run scripts/build-k8s.sh")
 	}
 	ctx := context.Background()
+	// kwok keeps the pods running (our pod stages: ready, delete; not its
+	// default completion of Job pods) and serves every trial container
+	// the same CRI log, as a kubelet would, so each Read fetches a real
+	// log through the apiserver.
+	dir := t.TempDir()
+	logFile := filepath.Join(dir, "trial.log")
+	var logb strings.Builder
+	t0 := time.Now().Add(-time.Minute).UTC()
+	for i := 0; i < 20; i++ {
+		ts := t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339Nano)
+		fmt.Fprintf(&logb, "%s stdout F epoch %d\n", ts, i)
+		fmt.Fprintf(&logb, "%s stdout F NNISDK_MEb'{\"type\": \"PERIODICAL\", \"sequence\": %d, \"value\": \"%g\"}'\n", ts, i, 0.5+float64(i)/100)
+	}
+	if err := os.WriteFile(logFile, []byte(logb.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kwok.yaml"), []byte(fmt.Sprintf(kwokConfig, logFile)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	crt, key, err := cp.IssueCert("kwok", "kwok", "", "IP:127.0.0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := k8stest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(kwok, "--kubeconfig="+cp.Kubeconfig, "--manage-nodes-with-label-selector=type=kwok",
-		"--node-ip=127.0.0.2", "--cidr=10.1.0.1/16")
-	kwokLog := filepath.Join(t.TempDir(), "kwok.log")
+		"--node-ip=127.0.0.2", "--cidr=10.1.0.1/16", "--config="+filepath.Join(dir, "kwok.yaml"),
+		fmt.Sprintf("--server-address=127.0.0.2:%d", port), fmt.Sprintf("--node-port=%d", port),
+		"--tls-cert-file="+crt, "--tls-private-key-file="+key)
+	kwokLog := filepath.Join(dir, "kwok.log")
 	logf, _ := os.Create(kwokLog)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
@@ -60,7 +92,16 @@ func TestBench1000(t *testing.T) {
 		}
 	}
 	ns := namespace(t, "bench")
-	p, err := k8s.New(k8s.Config{Rest: cp.Config, Namespace: ns, CodeDir: "/app",
+	// Count the API requests of each refresh.
+	var requests atomic.Int64
+	rc := rest.CopyConfig(cp.Config)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			requests.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
+	p, err := k8s.New(k8s.Config{Rest: rc, Namespace: ns, CodeDir: "/app",
 		NodeSelector: map[string]string{"type": "kwok"},
 		// No node lifecycle controller runs to lift the not-ready taint
 		// the apiserver puts on new nodes: tolerate it.
@@ -108,29 +149,44 @@ func TestBench1000(t *testing.T) {
 	}
 	allRunning := time.Since(begin)
 
-	// A refresh as plan.Refresh does it: List, then Read every trial, 16
-	// at a time.
-	rbegin := time.Now()
-	if _, err := p.List(ctx, exp); err != nil {
-		t.Fatal(err)
+	// A refresh as plan.Refresh does it: List, then Read every trial,
+	// ReadParallelism at a time. The first reads every running pod's log;
+	// a second one within metrics_interval (watch, apply -wait) only
+	// lists.
+	offsets := make([]map[string]int64, n)
+	var metrics atomic.Int64
+	refresh := func() (list, all time.Duration, calls int64) {
+		requests.Store(0)
+		rbegin := time.Now()
+		if _, err := p.List(ctx, exp); err != nil {
+			t.Fatal(err)
+		}
+		list = time.Since(rbegin)
+		sem := make(chan struct{}, p.ReadParallelism())
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(i int) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: fmt.Sprintf("t%04d", i), MetricsOffset: offsets[i]})
+				if err != nil && failed.Add(1) == 1 {
+					t.Errorf("read: %v", err)
+				}
+				offsets[i] = o.MetricsOffset // as the state keeps it
+				metrics.Add(int64(len(o.Metrics)))
+			}(i)
+		}
+		wg.Wait()
+		return list, time.Since(rbegin), requests.Load()
 	}
-	listTook := time.Since(rbegin)
-	sem = make(chan struct{}, 16)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if _, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: fmt.Sprintf("t%04d", i)}); err != nil && failed.Add(1) == 1 {
-				t.Errorf("read: %v", err)
-			}
-		}(i)
+	listTook, first, firstCalls := refresh()
+	if got := metrics.Load(); got != int64(20*n) {
+		t.Errorf("the first refresh read %d metrics from the pod logs, want %d", got, 20*n)
 	}
-	wg.Wait()
-	refresh := time.Since(rbegin)
-	fmt.Printf("kubernetes bench: %d trials: created in %.1fs, %d running after %.1fs (target < 60s); refresh: List %.2fs, List + %d Reads %.2fs (target < 1s)\n",
-		n, created.Seconds(), running, allRunning.Seconds(), listTook.Seconds(), n, refresh.Seconds())
+	_, second, secondCalls := refresh()
+	fmt.Printf("kubernetes bench: %d trials: created in %.1fs, %d running after %.1fs (target < 60s); refresh: List %.2fs, List + %d Reads with logs %.2fs (%d requests), again within metrics_interval %.2fs (%d requests) (target < 1s)\n",
+		n, created.Seconds(), running, allRunning.Seconds(), listTook.Seconds(), n, first.Seconds(), firstCalls, second.Seconds(), secondCalls)
 	if running != n {
 		b, _ := os.ReadFile(kwokLog)
 		if len(b) > 3000 {
@@ -143,3 +199,68 @@ func TestBench1000(t *testing.T) {
 		t.Errorf("%d of %d trials running; kwok log:\n%s", running, n, b)
 	}
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// kwokConfig: pods become ready and stay running until deleted; every
+// "trial" container's log is the file %s (CRI format).
+const kwokConfig = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: trial-pod-running
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.podIP'
+      operator: 'DoesNotExist'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+      podIP: {{ PodIPWith .spec.nodeName false ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+      conditions:
+      - {type: Ready, status: "True", lastTransitionTime: {{ $now | Quote }}}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - name: {{ .name | Quote }}
+        image: {{ .image | Quote }}
+        ready: true
+        restartCount: 0
+        state: {running: {startedAt: {{ $now | Quote }}}}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: trial-pod-gone
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+  next:
+    finalizers: {empty: true}
+    delete: true
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterLogs
+metadata:
+  name: trial-logs
+spec:
+  selector: {}
+  logs:
+  - containers: [trial]
+    logsFile: %s
+`

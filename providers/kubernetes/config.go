@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -43,6 +44,11 @@ type Config struct {
 	// code is shipped, trials run there.
 	CodeDir string
 
+	// MetricsInterval is how often one process (watch, apply -wait) reads
+	// a running trial's log for new metrics (default 5s; negative: every
+	// refresh). Ended trials are read at once.
+	MetricsInterval time.Duration
+
 	// Rest, when not nil, is used instead of loading a kubeconfig (tests).
 	Rest *rest.Config
 	// QPS and Burst of the client (defaults 1000 and 2000: client-go's 5/10
@@ -50,6 +56,9 @@ type Config struct {
 	QPS   float32
 	Burst int
 }
+
+// DefaultMetricsInterval is Config.MetricsInterval's default.
+const DefaultMetricsInterval = 5 * time.Second
 
 // NFS is a share mounted into trials.
 type NFS struct {
@@ -121,7 +130,7 @@ func ConfigFromAttrs(attrs map[string]any, base string) (Config, error) {
 		return nil
 	}
 	known := map[string]bool{"kubeconfig": true, "context": true, "namespace": true, "image": true, "image_pull_secrets": true,
-		"service_account": true, "node_selector": true, "tolerations": true, "resources": true, "nfs": true, "checkpoint": true, "code_dir": true}
+		"service_account": true, "node_selector": true, "tolerations": true, "resources": true, "nfs": true, "checkpoint": true, "code_dir": true, "metrics_interval": true}
 	var unknown []string
 	for k := range attrs {
 		if !known[k] {
@@ -142,6 +151,13 @@ func ConfigFromAttrs(attrs map[string]any, base string) (Config, error) {
 	c.ImagePullSecrets = strList("image_pull_secrets")
 	c.ServiceAccount = str("service_account")
 	c.CodeDir = str("code_dir")
+	if s := str("metrics_interval"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			bad("metrics_interval %q is not a duration (\"5s\")", s)
+		}
+		c.MetricsInterval = d
+	}
 	if v, ok := attrs["node_selector"]; ok && v != nil {
 		m, ok := v.(map[string]any)
 		if !ok {

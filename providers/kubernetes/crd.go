@@ -129,6 +129,10 @@ func (c *CRD) Namespace() string { return c.k.namespace }
 // Close releases nothing: trials keep running.
 func (c *CRD) Close() error { return nil }
 
+// ReadParallelism is how many Reads a refresh may run at once (as for
+// Jobs).
+func (c *CRD) ReadParallelism() int { return c.k.ReadParallelism() }
+
 func (c *CRD) res() dynamic.ResourceInterface { return c.dyn.Resource(c.gvr).Namespace(c.k.namespace) }
 
 // Validate checks the namespace as the Job platform does and that the
@@ -353,9 +357,14 @@ func (c *CRD) podTemplate(ts *trialSpec, r Role) (map[string]any, error) {
 // create writes the ConfigMap, the checkpoint claim and the object, then
 // makes the object own the ConfigMap.
 func (c *CRD) create(ctx context.Context, req providers.StartRequest, name string, attempt int) (providers.Handle, error) {
-	ts, err := c.k.prepare(ctx, req, name, attempt)
+	ts, err := c.k.trialObjects(req, name, attempt, true)
 	if err != nil {
 		return nil, err
+	}
+	if c.cfg.Checkpoint != nil {
+		if err := c.k.ensureClaim(ctx, name, ts.labels, req.Lineage); err != nil {
+			return nil, err
+		}
 	}
 	spec, err := c.kind.spec(c.cfg, req, func(r Role) (map[string]any, error) { return c.podTemplate(ts, r) })
 	if err != nil {

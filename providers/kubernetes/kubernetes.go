@@ -31,6 +31,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
@@ -72,6 +73,8 @@ type Kubernetes struct {
 	seen map[string]bool // exp/trial this process saw existing (a later miss is a loss)
 	// listed is the last List of each experiment (see snapshots).
 	listed *snapshots[*batchv1.Job]
+	// logRead is when this process last read each running pod's log.
+	logRead map[types.UID]time.Time
 }
 
 func (k *Kubernetes) cached(exp, trial string) (*batchv1.Job, []corev1.Pod, bool) {
@@ -102,6 +105,9 @@ func New(cfg Config) (*Kubernetes, error) {
 	}
 	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	rc.UserAgent = "trialform"
+	if cfg.MetricsInterval == 0 {
+		cfg.MetricsInterval = DefaultMetricsInterval
+	}
 	if cfg.Image == "" {
 		cfg.Image = "python:3.11-slim"
 	}
@@ -119,8 +125,13 @@ func New(cfg Config) (*Kubernetes, error) {
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
 	}
-	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, nniPlatform: "kubernetes", seen: map[string]bool{}, listed: newSnapshots(func(j *batchv1.Job) string { return string(j.UID) })}, nil
+	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, nniPlatform: "kubernetes", seen: map[string]bool{},
+		listed: newSnapshots(func(j *batchv1.Job) string { return string(j.UID) }), logRead: map[types.UID]time.Time{}}, nil
 }
+
+// ReadParallelism is how many Reads a refresh may run at once: each waits
+// on the apiserver (and, for a running trial, on the node for its log).
+func (k *Kubernetes) ReadParallelism() int { return 64 }
 
 // Kind returns "kubernetes".
 func (k *Kubernetes) Kind() string { return "kubernetes" }

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"regexp"
@@ -15,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
@@ -26,6 +27,9 @@ const (
 	offFinal = "final" // 1 once a FINAL result was returned
 	offLog   = "log/"  // + pod name: bytes of its log consumed
 	offDone  = "done/" // + pod name: 1 once its container ended and its log was read to the end
+	offTS    = "ts/"   // + pod name: node time (unix ns) of the last log line consumed
+	offTSN   = "tsn/"  // + pod name: lines consumed that carry exactly that time
+	offErr   = "err/"  // + pod name: failed reads of an ended container's log
 )
 
 // Read observes one trial: its Job, the Job's pods, and the metrics in the
@@ -242,6 +246,7 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 		TrialID: job.Annotations[AnnTrial], Experiment: job.Annotations[AnnExperiment], Exists: true,
 		Phase: ph, Reason: reason, Handle: handle(job), Lineage: job.Annotations[AnnLineage],
 	}
+	o.Spec = renderSpec(job) // for drift (spec.go)
 	if t := started(pod); t != nil {
 		o.StartedAt = t
 	} else if job.Status.StartTime != nil {
@@ -279,6 +284,13 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 // lines; once the container terminated, the rest (even an unterminated last
 // line) is consumed, and a final result missing from the log is taken from
 // the termination message.
+//
+// The log is read incrementally: lines carry the node's timestamps, and
+// once a line was consumed the next read asks only for lines since its
+// second (sinceTime) and skips the ones already seen. That keeps each read
+// small for trials that log a lot and survives the kubelet rotating the
+// log, which a byte offset would not. A running pod's log is read at most
+// once per Config.MetricsInterval by this process (watch, apply -wait).
 func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []corev1.Pod, offsets map[string]int64, o *providers.Observation) error {
 	newOff := map[string]int64{}
 	for _, key := range []string{offSeq, offFinal} {
@@ -298,25 +310,47 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	if pod.Status.Phase == corev1.PodPending && term == nil {
 		return nil
 	}
+	keep := func() {
+		for _, key := range []string{offLog, offDone, offTS, offTSN, offErr} {
+			if v, ok := offsets[key+pod.Name]; ok {
+				newOff[key+pod.Name] = v
+			}
+		}
+	}
+	if term != nil && offsets[offDone+pod.Name] == 1 {
+		keep()
+		return nil
+	}
+	if term == nil && !k.logDue(pod.UID) {
+		keep()
+		return nil
+	}
 	pid, _ := strconv.Atoi(job.Annotations[AnnParameterID])
 	var re *regexp.Regexp
 	if s := job.Annotations[AnnMetricRegex]; s != "" {
 		re, _ = regexp.Compile(s)
 	}
-	key := offLog + pod.Name
-	off := offsets[key]
-	if term != nil && offsets[offDone+pod.Name] == 1 {
-		newOff[key], newOff[offDone+pod.Name] = off, 1
-		return nil
+	keep()
+	cur := logCursor{bytes: offsets[offLog+pod.Name], ts: offsets[offTS+pod.Name], tsn: offsets[offTSN+pod.Name]}
+	_, haveTS := offsets[offTS+pod.Name]
+	opts := &corev1.PodLogOptions{Container: trialContainer(pod), Timestamps: true, LimitBytes: ptr.To(int64(maxLogRead))}
+	if haveTS {
+		opts.SinceTime = &metav1.Time{Time: time.Unix(0, cur.ts).UTC().Truncate(time.Second)}
 	}
-	raw, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: trialContainer(pod)}).DoRaw(ctx)
+	raw, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, opts).DoRaw(ctx)
 	if err != nil {
 		raw = nil // no log (rotated, node gone): the termination message may still hold the final result
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		// An ended container's log that cannot be read three times is
+		// given up (its node is gone): it is not asked for again.
+		if term != nil {
+			if newOff[offErr+pod.Name]++; newOff[offErr+pod.Name] >= maxLogErrors {
+				newOff[offDone+pod.Name] = 1
+			}
+		}
 	}
-	newOff[key] = off
 	var last trialproto.LastValues
 	add := func(m providers.Metric) {
 		if m.ParameterID < 0 {
@@ -334,16 +368,9 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		}
 		o.Metrics = append(o.Metrics, m)
 	}
-	if raw != nil && int64(len(raw)) >= off {
-		data := raw[off:]
-		end := bytes.LastIndexByte(data, '\n') + 1
-		if term != nil {
-			end = len(data)
-		}
-		for _, line := range strings.SplitAfter(string(data[:end]), "\n") {
-			if line == "" {
-				continue
-			}
+	if raw != nil {
+		truncated := int64(len(raw)) >= maxLogRead
+		for _, line := range cur.consume(raw, haveTS, term != nil && !truncated) {
 			m, ok := trialproto.ParseStdoutLine(line, nil)
 			if !ok && re != nil {
 				m, ok = trialproto.ParseStdoutLine(line, re)
@@ -352,23 +379,26 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 				add(m)
 			}
 		}
-		newOff[key] = off + int64(end)
-		if term != nil {
+		newOff[offLog+pod.Name], newOff[offTS+pod.Name], newOff[offTSN+pod.Name] = cur.bytes, cur.ts, cur.tsn
+		if term != nil && !truncated {
 			newOff[offDone+pod.Name] = 1
 		}
-		// The synthetic final of regexp metrics needs every value: parse
+		// The synthetic final of regexp metrics needs every value: read
 		// the whole log once the trial succeeded without a final result.
-		if term != nil && term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
-			for _, line := range strings.SplitAfter(string(raw), "\n") {
-				if _, ok := trialproto.ParseStdoutLine(line, nil); ok {
-					continue
+		if term != nil && !truncated && term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
+			whole, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: trialContainer(pod), LimitBytes: ptr.To(int64(maxLogRead))}).DoRaw(ctx)
+			if err == nil {
+				for _, line := range strings.SplitAfter(string(whole), "\n") {
+					if _, ok := trialproto.ParseStdoutLine(line, nil); ok {
+						continue
+					}
+					if m, ok := trialproto.ParseStdoutLine(line, re); ok {
+						last.Add(m)
+					}
 				}
-				if m, ok := trialproto.ParseStdoutLine(line, re); ok {
-					last.Add(m)
+				if m, ok := last.FinalFromLast(); ok {
+					add(m)
 				}
-			}
-			if m, ok := last.FinalFromLast(); ok {
-				add(m)
 			}
 		}
 	}
@@ -381,4 +411,86 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		}
 	}
 	return nil
+}
+
+// maxLogErrors is how many failed reads of an ended container's log
+// are tried before it is given up.
+const maxLogErrors = 3
+
+// maxLogRead bounds one read of a pod's log; a longer backlog is read over
+// several refreshes.
+const maxLogRead = 8 << 20
+
+// logCursor is how far a pod's log was consumed: content bytes, and the
+// node time (unix ns) of the last line with how many lines carried
+// exactly that time.
+type logCursor struct {
+	bytes, ts, tsn int64
+}
+
+// at counts one more line at node time ts.
+func (c *logCursor) at(ts int64) {
+	if ts != c.ts {
+		c.ts, c.tsn = ts, 0
+	}
+	c.tsn++
+}
+
+// consume takes a timestamped log ("<RFC3339Nano> <line>" per line) and
+// returns the lines past the cursor, advancing it. Without a time in the
+// cursor (the first read, or an offset written before timestamps were
+// used) lines are skipped by content bytes. Only complete lines are taken,
+// unless all is set (the container ended and the log is whole).
+func (c *logCursor) consume(raw []byte, haveTS, all bool) []string {
+	var out []string
+	var seen int64 // content bytes of this response skipped or taken
+	skipAt, skipN := c.ts, c.tsn
+	data := string(raw)
+	for len(data) > 0 {
+		line, rest, complete := strings.Cut(data, "\n")
+		if !complete && !all {
+			break
+		}
+		data = rest
+		stamp, content, ok := strings.Cut(line, " ")
+		var ts int64
+		if t, err := time.Parse(time.RFC3339Nano, stamp); ok && err == nil {
+			ts = t.UnixNano()
+		} else {
+			// Not timestamped: the continuation of a partial line.
+			content, ts = line, c.ts
+		}
+		if complete {
+			content += "\n"
+		}
+		seen += int64(len(content))
+		if haveTS {
+			if ts < skipAt {
+				continue
+			}
+			if ts == skipAt && skipN > 0 {
+				skipN--
+				continue
+			}
+		} else if seen <= c.bytes {
+			c.at(ts)
+			continue
+		}
+		out = append(out, content)
+		c.bytes += int64(len(content))
+		c.at(ts)
+	}
+	return out
+}
+
+// logDue reports whether a running pod's log is due for a read (at most
+// one per MetricsInterval in this process) and records the read.
+func (k *Kubernetes) logDue(uid types.UID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if t, ok := k.logRead[uid]; ok && time.Since(t) < k.cfg.MetricsInterval {
+		return false
+	}
+	k.logRead[uid] = time.Now()
+	return true
 }

@@ -7,8 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// snapshotTTL is how long a List answers Reads.
-const snapshotTTL = 2 * time.Second
+// snapshotTTL is how long a List answers Reads: a refresh Lists, then
+// Reads every trial, so the snapshot must outlive the Reads of a large
+// refresh; changes this process makes invalidate it, and the next refresh
+// Lists again.
+const snapshotTTL = 30 * time.Second
 
 // snapshots holds the last List of each experiment (trial objects by trial
 // id, their pods by the object's UID): the Reads of a refresh, which follow

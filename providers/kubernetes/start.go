@@ -68,12 +68,7 @@ func (k *Kubernetes) Start(ctx context.Context, req providers.StartRequest) (pro
 	defer k.invalidate(req.Experiment)
 	attempt := 1
 	for {
-		var job *batchv1.Job
-		err := retry(ctx, func() error {
-			var err error
-			job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
-			return err
-		})
+		job, err := k.getJob(ctx, name)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("get job %s: %w", name, err)
 		}
@@ -143,6 +138,46 @@ func (k *Kubernetes) waitGone(ctx context.Context, name string) error {
 	}
 }
 
+// create writes the ConfigMap, the checkpoint claim and the Job, then
+// makes the Job own the ConfigMap.
+func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, name string, attempt int) (providers.Handle, error) {
+	cm, job, err := k.objects(req, name, attempt, true)
+	if err != nil {
+		return nil, err
+	}
+	if k.cfg.Checkpoint != nil {
+		if err := k.ensureClaim(ctx, name, job.Labels, req.Lineage); err != nil {
+			return nil, err
+		}
+	}
+	return k.createObjects(ctx, cm, job)
+}
+
+// objects builds the trial's ConfigMap and Job. Without withCode the
+// ConfigMap carries neither the code nor the Python helpers (Spec renders
+// the Job only, and the volume's items are not part of that).
+func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt int, withCode bool) (*corev1.ConfigMap, *batchv1.Job, error) {
+	ts, err := k.trialObjects(req, name, attempt, withCode)
+	if err != nil {
+		return nil, nil, err
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.namespace, Labels: ts.labels, Annotations: ts.ann},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](0),
+			Parallelism:  ptr.To[int32](1),
+			Completions:  ptr.To[int32](1),
+			Template:     ts.pod,
+		},
+	}
+	if req.MaxDuration > 0 {
+		// Whole seconds, rounded up, plus one: the Job's start time is
+		// stored with second precision.
+		job.Spec.ActiveDeadlineSeconds = ptr.To(int64(math.Ceil(req.MaxDuration.Seconds())) + 1)
+	}
+	return ts.cm, job, nil
+}
+
 // trialSpec is what every trial object is made of, whatever its kind: its
 // labels and annotations, the ConfigMap and the pod template (one
 // container running the wrapper).
@@ -157,9 +192,9 @@ func wrapped(argv []string) []string {
 	return append([]string{"/bin/sh", "-c", wrapper, "trialform-trial"}, argv...)
 }
 
-// prepare builds the trial's ConfigMap and pod template, and creates the
-// checkpoint claim when there is one.
-func (k *Kubernetes) prepare(ctx context.Context, req providers.StartRequest, name string, attempt int) (*trialSpec, error) {
+// trialObjects builds the trial's ConfigMap and pod template (see objects
+// for withCode).
+func (k *Kubernetes) trialObjects(req providers.StartRequest, name string, attempt int, withCode bool) (*trialSpec, error) {
 	labels := map[string]string{
 		LabelExperiment: LabelValue(req.Experiment), LabelTrial: LabelValue(req.TrialID), LabelManagedBy: "trialform",
 	}
@@ -182,7 +217,10 @@ func (k *Kubernetes) prepare(ctx context.Context, req providers.StartRequest, na
 	cm.Data["parameter.cfg"] = string(trialproto.ParameterCfg(req.ParameterID, req.Params))
 	cm.Data["params.json"] = string(trialproto.ParamsJSON(req.Params))
 	items := []corev1.KeyToPath{{Key: "parameter.cfg", Path: "parameter.cfg"}, {Key: "params.json", Path: "params.json"}}
-	libs := local.PythonFiles()
+	var libs map[string][]byte
+	if withCode {
+		libs = local.PythonFiles()
+	}
 	var libNames []string
 	for n := range libs {
 		libNames = append(libNames, n)
@@ -214,9 +252,12 @@ func (k *Kubernetes) prepare(ctx context.Context, req providers.StartRequest, na
 		if req.CodeDir == "" {
 			return nil, providers.Permanent(fmt.Errorf("trial %s has no code dir", req.TrialID))
 		}
-		files, err := scanCode(req.CodeDir)
-		if err != nil {
-			return nil, err
+		var files []codeFile
+		if withCode {
+			var err error
+			if files, err = scanCode(req.CodeDir); err != nil {
+				return nil, err
+			}
 		}
 		total := 0
 		for i, f := range files {
@@ -248,7 +289,10 @@ func (k *Kubernetes) prepare(ctx context.Context, req providers.StartRequest, na
 	}
 
 	env := trialproto.Env(req, sysMount, outputDir, sysMount+"/params.json")
-	env[trialproto.EnvPlatform] = k.nniPlatform
+	env[trialproto.EnvPlatform] = "kubernetes"
+	if k.nniPlatform != "" {
+		env[trialproto.EnvPlatform] = k.nniPlatform
+	}
 	py := specMount + "/lib"
 	if p := req.Env["PYTHONPATH"]; p != "" {
 		py += ":" + p
@@ -303,9 +347,6 @@ func (k *Kubernetes) prepare(ctx context.Context, req providers.StartRequest, na
 	case k.cfg.Checkpoint != nil:
 		container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: "output", MountPath: outputMount})
 		volumes = append(volumes, corev1.Volume{Name: "output", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
-		if err := k.ensureClaim(ctx, name, labels, req.Lineage); err != nil {
-			return nil, err
-		}
 	case k.cfg.NFS == nil:
 		container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: "output", MountPath: outputMount})
 		volumes = append(volumes, corev1.Volume{Name: "output", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -345,33 +386,15 @@ func (k *Kubernetes) prepare(ctx context.Context, req providers.StartRequest, na
 	return &trialSpec{labels: labels, ann: ann, cm: cm, pod: pod}, nil
 }
 
-// create writes the ConfigMap, the checkpoint claim and the Job, then
-// makes the Job own the ConfigMap.
-func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, name string, attempt int) (providers.Handle, error) {
-	ts, err := k.prepare(ctx, req, name, attempt)
-	if err != nil {
-		return nil, err
-	}
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.namespace, Labels: ts.labels, Annotations: ts.ann},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To[int32](0),
-			Parallelism:  ptr.To[int32](1),
-			Completions:  ptr.To[int32](1),
-			Template:     ts.pod,
-		},
-	}
-	if req.MaxDuration > 0 {
-		// Whole seconds, rounded up, plus one: the Job's start time is
-		// stored with second precision.
-		job.Spec.ActiveDeadlineSeconds = ptr.To(int64(math.Ceil(req.MaxDuration.Seconds())) + 1)
-	}
-
-	if err := k.ensureConfigMap(ctx, ts.cm, k.jobAlive); err != nil {
+// createObjects writes the ConfigMap and the Job, then makes the Job own
+// the ConfigMap.
+func (k *Kubernetes) createObjects(ctx context.Context, cm *corev1.ConfigMap, job *batchv1.Job) (providers.Handle, error) {
+	name := job.Name
+	if err := k.ensureConfigMap(ctx, cm, k.jobAlive); err != nil {
 		return nil, err
 	}
 	var created *batchv1.Job
-	err = retry(ctx, func() error {
+	err := retry(ctx, func() error {
 		var err error
 		created, err = k.client.BatchV1().Jobs(k.namespace).Create(ctx, job, metav1.CreateOptions{})
 		return err
@@ -386,7 +409,7 @@ func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, nam
 		return nil, fmt.Errorf("create job %s/%s: %w", k.namespace, name, err)
 	}
 	// The Job owns the ConfigMap: deleting it removes both.
-	if err := k.own(ctx, ts.cm, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: created.Name, UID: created.UID}); err != nil {
+	if err := k.own(ctx, cm, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: created.Name, UID: created.UID}); err != nil {
 		return nil, err
 	}
 	return handle(created), nil

@@ -28,12 +28,7 @@ func (k *Kubernetes) Stop(ctx context.Context, req providers.StopRequest) error 
 	}
 	name := JobName(req.Experiment, req.TrialID)
 	defer k.invalidate(req.Experiment)
-	var job *batchv1.Job
-	err := retry(ctx, func() error {
-		var err error
-		job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
-		return err
-	})
+	job, err := k.getJob(ctx, name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get job %s: %w", name, err)
 	}

@@ -90,3 +90,36 @@ func TestConfigFromAttrs(t *testing.T) {
 		t.Error("a bad quantity was accepted")
 	}
 }
+
+func TestLogCursorIncremental(t *testing.T) {
+	// Three reads of a growing timestamped log, the later ones from the
+	// second of the last line seen (as sinceTime returns them): every line
+	// is taken once, in order, the unterminated tail only at the end.
+	full := "2026-11-23T10:00:00.1Z a\n2026-11-23T10:00:00.2Z b\n2026-11-23T10:00:00.2Z b2\n" +
+		"2026-11-23T10:00:01.5Z c\n2026-11-23T10:00:01.5Z d\n2026-11-23T10:00:02Z tail"
+	var c logCursor
+	var got []string
+	got = append(got, c.consume([]byte(full[:strings.Index(full, "c\n")+2]), false, false)...)
+	if strings.Join(got, "") != "a\nb\nb2\nc\n" || c.tsn != 1 {
+		t.Fatalf("first read took %q, cursor %+v", got, c)
+	}
+	// sinceTime 10:00:01: the response starts with c again.
+	rest := full[strings.Index(full, "2026-11-23T10:00:01.5Z c"):]
+	got = append(got, c.consume([]byte(rest), true, false)...)
+	if strings.Join(got, "") != "a\nb\nb2\nc\nd\n" || c.tsn != 2 {
+		t.Fatalf("second read: %q, cursor %+v", got, c)
+	}
+	got = append(got, c.consume([]byte(rest), true, true)...)
+	if strings.Join(got, "") != "a\nb\nb2\nc\nd\ntail" {
+		t.Fatalf("last read: %q", got)
+	}
+	if c.bytes != int64(len("a\nb\nb2\nc\nd\ntail")) {
+		t.Errorf("cursor bytes = %d", c.bytes)
+	}
+	// A byte offset from before timestamps (the legacy cursor) skips by
+	// content and picks up the time of the last skipped line.
+	old := logCursor{bytes: int64(len("a\nb\n"))}
+	if l := old.consume([]byte(full), false, false); strings.Join(l, "") != "b2\nc\nd\n" {
+		t.Errorf("legacy cursor took %q", l)
+	}
+}

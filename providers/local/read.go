@@ -37,45 +37,57 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 	if err != nil {
 		return providers.Observation{}, err
 	}
-	absent := providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}
-	if _, err := os.Stat(filepath.Join(dir, specFile)); errors.Is(err, fs.ErrNotExist) {
-		return absent, nil
-	}
-	unlock, err := lockFile(ctx, filepath.Join(dir, lockFileName), syscall.LOCK_SH)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) { // purged meanwhile
-			return absent, nil
-		}
-		return providers.Observation{}, err
-	}
-	defer unlock()
-	sp, err := readSpec(dir)
+	sp, st, unlock, err := openTrial(ctx, dir, syscall.LOCK_SH)
 	if err != nil {
 		return providers.Observation{}, err
 	}
 	if sp == nil {
-		return absent, nil
+		return providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}, nil
 	}
-	st, err := readStatus(dir)
-	if err != nil {
-		return providers.Observation{}, err
-	}
-	if st == nil || st.Attempt != sp.Attempt {
-		// Its supervisor may still be starting (launched by a CLI that
-		// died): wait for it rather than call the attempt lost.
-		if err := waitLaunch(ctx, dir); err != nil {
-			return providers.Observation{}, err
-		}
-		if st, err = readStatus(dir); err != nil {
-			return providers.Observation{}, err
-		}
-	}
+	defer unlock()
 	o := observe(dir, sp, st)
 	o.Metrics, o.MetricsOffset, err = readMetrics(dir, sp.Attempt, req.MetricsOffset)
 	if err != nil {
 		return providers.Observation{}, err
 	}
 	return o, nil
+}
+
+// openTrial locks the trial dir (how: syscall.LOCK_SH or LOCK_EX) and
+// reads its spec and status, waiting for a supervisor that may still be
+// starting (launched by a CLI that died) rather than call the attempt
+// lost. sp is nil, and nothing is held, when there is no trial (or it was
+// purged meanwhile); else the caller calls unlock.
+func openTrial(ctx context.Context, dir string, how int) (sp *spec, st *status, unlock func(), err error) {
+	if _, err := os.Stat(filepath.Join(dir, specFile)); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil, nil
+	}
+	unlock, err = lockFile(ctx, filepath.Join(dir, lockFileName), how)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) { // purged meanwhile
+			return nil, nil, nil, nil
+		}
+		return nil, nil, nil, err
+	}
+	fail := func(err error) (*spec, *status, func(), error) {
+		unlock()
+		return nil, nil, nil, err
+	}
+	if sp, err = readSpec(dir); err != nil || sp == nil {
+		return fail(err)
+	}
+	if st, err = readStatus(dir); err != nil {
+		return fail(err)
+	}
+	if st == nil || st.Attempt != sp.Attempt {
+		if err := waitLaunch(ctx, dir); err != nil {
+			return fail(err)
+		}
+		if st, err = readStatus(dir); err != nil {
+			return fail(err)
+		}
+	}
+	return sp, st, unlock, nil
 }
 
 // observe classifies an attempt from its files and the process table.

@@ -33,6 +33,23 @@ func ParameterCfg(parameterID int, params map[string]any) []byte {
 	return b.Bytes()
 }
 
+// ParseParameterCfg reads a parameter.cfg as ParameterCfg writes it (NNI's
+// format): the parameter id and the parameters (numbers as float64, as
+// they come back from the state file).
+func ParseParameterCfg(data []byte) (parameterID int, params map[string]any, err error) {
+	var cfg struct {
+		ParameterID *int           `json:"parameter_id"`
+		Parameters  map[string]any `json:"parameters"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(data), &cfg); err != nil {
+		return 0, nil, fmt.Errorf("parameter.cfg: %w", err)
+	}
+	if cfg.ParameterID == nil || cfg.Parameters == nil {
+		return 0, nil, fmt.Errorf("parameter.cfg: no parameter_id or parameters")
+	}
+	return *cfg.ParameterID, cfg.Parameters, nil
+}
+
 // ParamsJSON renders the parameters object alone (the file TRIALFORM_PARAMS
 // points to). A nil map is written as {}.
 func ParamsJSON(params map[string]any) []byte {

@@ -41,6 +41,22 @@ func TestParameterCfg(t *testing.T) {
 	}
 }
 
+func TestParseParameterCfg(t *testing.T) {
+	params := map[string]any{"lr": 0.01, "bs": float64(64), "opt": "adam", "m": map[string]any{"_name": "a", "k": float64(3)}}
+	id, got, err := ParseParameterCfg(append(ParameterCfg(7, params), '\n'))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != 7 || !reflect.DeepEqual(got, params) {
+		t.Fatalf("got %d %v, want 7 %v", id, got, params)
+	}
+	for _, bad := range []string{"", "{", `{"parameters":{}}`, `{"parameter_id":1}`} {
+		if _, _, err := ParseParameterCfg([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
 func TestWriteFileAtomic(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f.json")

@@ -198,7 +198,8 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if !opts.NoControllerManager {
 		ctrls := opts.Controllers
 		if len(ctrls) == 0 {
-			ctrls = []string{"job", "garbagecollector", "serviceaccount", "serviceaccount-token", "namespace"}
+			ctrls = []string{"job", "garbagecollector", "serviceaccount", "serviceaccount-token", "namespace",
+				"persistentvolume-binder", "pvc-protection", "pv-protection"}
 		}
 		if err := cp.run("kube-controller-manager",
 			"--kubeconfig="+cp.Kubeconfig, "--authentication-skip-lookup", "--secure-port=0",

@@ -439,7 +439,11 @@ func (a *NodeAgent) run(ctx context.Context, pod *corev1.Pod, p *agentPod) {
 	if c.WorkingDir != "" {
 		cmd.Dir = rewrite(c.WorkingDir)
 	}
-	cmd.Stdout, cmd.Stderr = logf, logf
+	clog := &criLog{f: logf}
+	stdout, stderr := &lineWriter{log: clog, stream: "stdout"}, &lineWriter{log: clog, stream: "stderr"}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// A child that keeps the pipes open must not hold Wait forever.
+	cmd.WaitDelay = 2 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p.mu.Lock()
 	if p.killed {
@@ -458,6 +462,8 @@ func (a *NodeAgent) run(ctx context.Context, pod *corev1.Pod, p *agentPod) {
 	started = metav1.Now()
 	a.report(ctx, pod, corev1.PodRunning, &corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}})
 	werr := cmd.Wait()
+	stdout.flush()
+	stderr.flush()
 	logf.Close()
 	close(p.exited)
 	code := 0
@@ -616,7 +622,8 @@ func (a *NodeAgent) report(ctx context.Context, pod *corev1.Pod, phase corev1.Po
 	}
 }
 
-// serveLogs answers GET /containerLogs/NS/POD/CONTAINER[?follow=true].
+// serveLogs answers GET /containerLogs/NS/POD/CONTAINER with the kubelet's
+// query options (see crilog.go).
 func (a *NodeAgent) serveLogs(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/containerLogs/"), "/")
 	if len(parts) != 3 {
@@ -639,48 +646,12 @@ func (a *NodeAgent) serveLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pod %s/%s not found on node %s", parts[0], parts[1], a.Name), http.StatusNotFound)
 		return
 	}
-	f, err := os.Open(p.logPath)
+	opts, err := parseLogOptions(r.URL.Query())
 	if err != nil {
-		http.Error(w, "container not started yet", http.StatusBadRequest)
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	defer f.Close()
-	w.Header().Set("Content-Type", "text/plain")
-	flusher, _ := w.(http.Flusher)
-	follow := r.URL.Query().Get("follow") == "true"
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-			continue
-		}
-		if err != nil && err != io.EOF {
-			return
-		}
-		if !follow {
-			return
-		}
-		select {
-		case <-p.exited:
-			// Drain what the process wrote last, then end.
-			for {
-				n, _ := f.Read(buf)
-				if n == 0 {
-					return
-				}
-				w.Write(buf[:n])
-			}
-		case <-r.Context().Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	writeLog(w, r, p.logPath, opts, p.exited)
 }
 
 func retryConflict(ctx context.Context, fn func() error) error {

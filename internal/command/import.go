@@ -1,0 +1,102 @@
+package command
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/trialform/trialform/apply"
+	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/state"
+)
+
+// runImport adopts trials the platform holds but the state does not know
+// (orphans of this state, trials of another state) into the state, as
+// Terraform's import adopts existing objects:
+//
+//	trialform import EXPERIMENT TRIAL...   (or experiment.NAME.trial.ID, NAME/ID)
+//	trialform import -all EXPERIMENT       every unfinished trial the state does not know
+func runImport(ctx context.Context, g *Globals, args []string) int {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	var vf varFlags
+	vf.register(fs)
+	var lf lockFlags
+	lf.register(fs)
+	all := fs.Bool("all", false, "import every unfinished trial the platform holds for EXPERIMENT that the state does not know")
+	noColor := fs.Bool("no-color", false, "no colours")
+	pos, ok := parseFlags(fs, args, g.IO.Err)
+	if !ok {
+		return 1
+	}
+	usage := "usage: trialform import EXPERIMENT TRIAL... | trialform import experiment.NAME.trial.ID | trialform import -all EXPERIMENT"
+	var exp string
+	var ids []string
+	switch {
+	case len(pos) == 1:
+		e, t, err := parseAddress(pos[0])
+		if err != nil {
+			return g.errorf("%v; %s", err, usage)
+		}
+		exp = e
+		if t != "" {
+			ids = []string{t}
+		}
+	case len(pos) > 1:
+		exp, ids = strings.TrimPrefix(pos[0], "experiment."), pos[1:]
+	}
+	if exp == "" || (len(ids) == 0) != *all {
+		return g.errorf("%s", usage)
+	}
+
+	cfg := g.loadConfig(vf, *noColor)
+	if cfg == nil {
+		return 1
+	}
+	if cfg.Experiments[exp] == nil {
+		return g.errorf("experiment %q is not in the configuration (experiments: %s); import adopts trials into experiments the configuration defines", exp, strings.Join(sortedKeys(cfg.Experiments), ", "))
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	m := state.NewManager(sd)
+	lk, st, ok := g.lockedState(ctx, m, "import", lf)
+	if !ok {
+		return 1
+	}
+	defer lk.Unlock()
+	ps := newProviderSet(cfg, sd)
+	defer ps.Close()
+	s := apply.NewSession(cfg, st, m, ps)
+	if *all {
+		if ids, err = s.Orphans(ctx, exp); err != nil {
+			return g.errorf("%v", err)
+		}
+		if len(ids) == 0 {
+			fmt.Fprintf(g.IO.Out, "No unfinished trial of experiment %s on its platform is missing from the state; nothing to import.\n", exp)
+			return 0
+		}
+	}
+	code := 0
+	for _, id := range ids {
+		imp, err := s.Import(ctx, exp, id)
+		if err != nil {
+			code = g.errorf("%v", err)
+			continue
+		}
+		t := imp.Trial
+		line := fmt.Sprintf("Imported %s/%s: %s  %s", exp, t.ID, t.Status, views.FormatParams(t.Params))
+		if t.Value != nil {
+			line += "  value " + views.FormatMetric(t.Value)
+		}
+		if imp.PreviousLineage != "" && imp.PreviousLineage != st.Lineage {
+			line += fmt.Sprintf("  (was owned by the state of lineage %s)", imp.PreviousLineage)
+		}
+		fmt.Fprintln(g.IO.Out, line)
+	}
+	if code == 0 {
+		fmt.Fprintln(g.IO.Out, "The state holds the imported trials as if this state had started them: their parameters count in the tuner's history and the next plan no longer tears them down.")
+	}
+	return code
+}

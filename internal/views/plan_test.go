@@ -1,0 +1,49 @@
+package views
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/trialform/trialform/plan"
+)
+
+func TestPlanShowsDrift(t *testing.T) {
+	diff := "--- running/exp/t0000\n+++ configured/exp/t0000\n@@ -1 +1 @@\n-image: a\n+image: b\n"
+	ep := &plan.ExperimentPlan{Name: "exp", Action: plan.NoOp, Settings: plan.Settings{MaxTrials: 2},
+		Progress: plan.Progress{ByStatus: map[string]int{"RUNNING": 2}},
+		Drift:    []plan.TrialDrift{{TrialID: "t0000", Diff: diff}}}
+	p := &plan.Plan{Experiments: []*plan.ExperimentPlan{ep}}
+	var b bytes.Buffer
+	Plan(&b, p, Colors{})
+	want := `No changes. Trials are running; nothing to do until they finish.
+  experiment.exp: 0/2 trials done, 2 running
+    # trial t0000 runs with another spec than trialform would start it with now:
+      --- running/exp/t0000
+      +++ configured/exp/t0000
+      @@ -1 +1 @@
+      -image: a
+      +image: b
+    # trialform does not change running trials (restarting training is costly): they finish as they are;
+    # new trials and resumes get the new spec. To restart one with it now, delete it on its platform
+    # (on kubernetes, its Job): the next plan resumes it with the same id and parameters.
+`
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+
+	// Inside an experiment that changes, and in the JSON model.
+	ep.Action = plan.Update
+	ep.Trials = []*plan.TrialAction{{Action: plan.Create, TrialID: "t0002"}}
+	p.Summary.Create = 1
+	b.Reset()
+	Plan(&b, p, Colors{})
+	if !strings.Contains(b.String(), "      # trial t0000 runs with another spec") || !strings.Contains(b.String(), "        +image: b\n") {
+		t.Errorf("in an update:\n%s", b.String())
+	}
+	b.Reset()
+	PlanJSON(&b, p)
+	if !strings.Contains(b.String(), `"drift": [`) || !strings.Contains(b.String(), `"trial_id": "t0000"`) {
+		t.Errorf("json:\n%s", b.String())
+	}
+}

@@ -1,0 +1,121 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
+)
+
+var _ providers.Importer = (*Kubernetes)(nil)
+
+// Import adopts a trial's Job into the state of req.Lineage: the
+// parameters come from the parameter.cfg in its ConfigMap (what the trial
+// read), the sequence number from the container's NNI_TRIAL_SEQ_ID; the
+// lineage annotation of the Job, its ConfigMap and its checkpoint claim is
+// then patched to req.Lineage. The running pod is not touched.
+func (k *Kubernetes) Import(ctx context.Context, req providers.ImportRequest) (providers.Imported, error) {
+	name := JobName(req.Experiment, req.TrialID)
+	defer k.invalidate(req.Experiment)
+	job, err := k.getJob(ctx, name)
+	if apierrors.IsNotFound(err) || (err == nil && (job.Annotations[AnnExperiment] != req.Experiment || job.Annotations[AnnTrial] != req.TrialID)) {
+		return providers.Imported{}, fmt.Errorf("no job %s in namespace %s holds trial %s of experiment %s: %w", name, k.namespace, req.TrialID, req.Experiment, providers.ErrNotFound)
+	}
+	if err != nil {
+		return providers.Imported{}, fmt.Errorf("get job %s: %w", name, err)
+	}
+	if job.DeletionTimestamp != nil {
+		return providers.Imported{}, fmt.Errorf("job %s/%s is being deleted: %w", k.namespace, name, providers.ErrNotFound)
+	}
+	cm, err := k.client.CoreV1().ConfigMaps(k.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return providers.Imported{}, fmt.Errorf("configmap %s/%s of trial %s (its parameter.cfg): %w", k.namespace, name, req.TrialID, err)
+	}
+	pid, params, err := trialproto.ParseParameterCfg([]byte(cm.Data["parameter.cfg"]))
+	if err != nil {
+		return providers.Imported{}, fmt.Errorf("configmap %s/%s: %w", k.namespace, name, err)
+	}
+	seq, err := jobSeq(job)
+	if err != nil {
+		return providers.Imported{}, err
+	}
+	imp := providers.Imported{Seq: seq, ParameterID: pid, Params: params, PreviousLineage: job.Annotations[AnnLineage]}
+	if imp.PreviousLineage != req.Lineage {
+		if err := k.reown(ctx, job, req.Lineage); err != nil {
+			return providers.Imported{}, err
+		}
+	}
+	pods, err := k.jobPods(ctx, job)
+	if err != nil {
+		return providers.Imported{}, err
+	}
+	imp.Observation = observe(job, pods)
+	return imp, nil
+}
+
+// getJob gets a Job by name, retrying transient errors.
+func (k *Kubernetes) getJob(ctx context.Context, name string) (*batchv1.Job, error) {
+	var job *batchv1.Job
+	err := retry(ctx, func() error {
+		var err error
+		job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	return job, err
+}
+
+// jobSeq reads NNI_TRIAL_SEQ_ID from the trial container's environment.
+func jobSeq(job *batchv1.Job) (int, error) {
+	for _, c := range job.Spec.Template.Spec.Containers {
+		if c.Name != containerName {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.Name == trialproto.EnvTrialSeqID {
+				n, err := strconv.Atoi(e.Value)
+				if err != nil {
+					return 0, fmt.Errorf("job %s: %s=%q is not a number", job.Name, e.Name, e.Value)
+				}
+				return n, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("job %s has no %s in its %q container: not a trial trialform started", job.Name, trialproto.EnvTrialSeqID, containerName)
+}
+
+// reown patches the lineage annotation of the trial's Job, ConfigMap and
+// checkpoint claim (those that exist).
+func (k *Kubernetes) reown(ctx context.Context, job *batchv1.Job, lineage string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnLineage: lineage}}})
+	name := job.Name
+	if err := retry(ctx, func() error {
+		j, err := k.client.BatchV1().Jobs(k.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			*job = *j
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("job %s: set its lineage: %w", name, err)
+	}
+	if err := retry(ctx, func() error {
+		_, err := k.client.CoreV1().ConfigMaps(k.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("configmap %s: set its lineage: %w", name, err)
+	}
+	if err := retry(ctx, func() error {
+		_, err := k.client.CoreV1().PersistentVolumeClaims(k.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("checkpoint claim %s: set its lineage: %w", name, err)
+	}
+	return nil
+}
