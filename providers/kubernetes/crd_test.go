@@ -96,11 +96,14 @@ func TestCRDConformance(t *testing.T) {
 }
 
 // trialScript reports an intermediate and a final result; replicas other
-// than the trial's own pod report a final result that must not count.
-const trialScript = `import nni, os, socket
+// than the trial's own pod report a final result that must not count,
+// and end before it.
+const trialScript = `import nni, os, time
 p = nni.get_next_parameter()
 assert os.path.exists(os.path.join(os.environ["NNI_SYS_DIR"], "parameter.cfg"))
 main = os.environ.get("HOSTNAME", "").endswith(os.environ["MAIN_SUFFIX"])
+if main:
+    time.sleep(2)  # the other replicas end first (a TFJob's end deletes running pods)
 nni.report_intermediate_result(p["x"] / 2)
 nni.report_final_result(p["x"] * 2 if main else 999.0)
 `
