@@ -199,26 +199,7 @@ func TestCRDObjects(t *testing.T) {
 			}
 			tc.check(t, obj)
 			begin := time.Now()
-			var metrics []providers.Metric
-			var off map[string]int64
-			for {
-				o, err := p.Read(ctx, providers.ReadRequest{Experiment: "objs", TrialID: "t0", MetricsOffset: off})
-				if err != nil {
-					t.Fatal(err)
-				}
-				metrics = append(metrics, o.Metrics...)
-				off = o.MetricsOffset
-				if o.Phase.Ended() {
-					if o.Phase != providers.PhaseSucceeded {
-						var b strings.Builder
-						p.Logs(ctx, providers.LogsRequest{Experiment: "objs", TrialID: "t0", Out: &b})
-						dump(t, ns)
-						t.Fatalf("trial %s (%s): %s\noperator: %s", o.Phase, o.Reason, b.String(), cp.Log("operator"))
-					}
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			metrics := untilSucceeded(ctx, t, p, ns, "objs", "t0")
 			t.Logf("ended after %s", time.Since(begin))
 			if len(metrics) != 2 || metrics[0].Value != "0.75" || metrics[1].Type != "FINAL" || strings.TrimSuffix(metrics[1].Value, ".0") != "3" || metrics[1].ParameterID != 5 {
 				t.Errorf("metrics %+v", metrics)

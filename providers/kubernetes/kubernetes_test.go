@@ -157,26 +157,7 @@ print("done")
 	if _, err := p.Start(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	var metrics []providers.Metric
-	var off map[string]int64
-	for {
-		o, err := p.Read(ctx, providers.ReadRequest{Experiment: "cm", TrialID: "t0", MetricsOffset: off})
-		if err != nil {
-			dump(t, ns)
-			t.Fatal(err)
-		}
-		metrics = append(metrics, o.Metrics...)
-		off = o.MetricsOffset
-		if o.Phase.Ended() {
-			if o.Phase != providers.PhaseSucceeded {
-				var b strings.Builder
-				p.Logs(ctx, providers.LogsRequest{Experiment: "cm", TrialID: "t0", Out: &b})
-				t.Fatalf("trial %s (%s): %s", o.Phase, o.Reason, b.String())
-			}
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	metrics := untilSucceeded(ctx, t, p, ns, "cm", "t0")
 	if len(metrics) != 2 || metrics[0].Type != "PERIODICAL" || metrics[0].Value != "0.75" || metrics[1].Type != "FINAL" || metrics[1].ParameterID != 3 {
 		t.Fatalf("metrics %+v", metrics)
 	}
@@ -187,6 +168,35 @@ print("done")
 	}
 	if err := p.Stop(ctx, providers.StopRequest{Experiment: "cm", TrialID: "t0", Purge: true}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// untilSucceeded reads a trial until it ends, failing the test unless it
+// succeeded, and returns its metrics.
+func untilSucceeded(ctx context.Context, t *testing.T, p providers.Provider, ns, exp, trial string) []providers.Metric {
+	t.Helper()
+	var metrics []providers.Metric
+	var off map[string]int64
+	for {
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: trial, MetricsOffset: off})
+		if err != nil {
+			dump(t, ns)
+			t.Fatal(err)
+		}
+		metrics = append(metrics, o.Metrics...)
+		off = o.MetricsOffset
+		if o.Phase.Ended() {
+			if o.Phase != providers.PhaseSucceeded {
+				var b strings.Builder
+				if ls, ok := p.(providers.LogStreamer); ok {
+					ls.Logs(ctx, providers.LogsRequest{Experiment: exp, TrialID: trial, Out: &b})
+				}
+				dump(t, ns)
+				t.Fatalf("trial %s (%s): %s\noperator: %s", o.Phase, o.Reason, b.String(), cp.Log("operator"))
+			}
+			return metrics
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
