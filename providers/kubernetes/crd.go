@@ -65,6 +65,8 @@ type crdKind interface {
 	spec(cfg CRDConfig, req providers.StartRequest, role func(Role) (map[string]any, error)) (map[string]any, error)
 	// phase maps the object's status (and the trial pod's) to a phase.
 	phase(obj *unstructured.Unstructured, main *corev1.Pod) (providers.Phase, string)
+	// template is the pod template of the role that runs the trial.
+	template(obj *unstructured.Unstructured) map[string]any
 	// main picks the pod that runs the trial (its metrics count) among the
 	// object's pods, oldest first; nil when there is none yet.
 	main(obj *unstructured.Unstructured, pods []corev1.Pod) *corev1.Pod
@@ -528,6 +530,9 @@ func (c *CRD) observe(obj *unstructured.Unstructured, pods []corev1.Pod) provide
 	o := providers.Observation{
 		TrialID: a[AnnTrial], Experiment: a[AnnExperiment], Exists: true,
 		Phase: ph, Reason: reason, Handle: crdHandle(obj), Lineage: a[AnnLineage],
+	}
+	if holder, err := c.trialJob(obj); err == nil {
+		o.Spec = renderSpec(holder) // for drift (spec.go)
 	}
 	if t := started(main); t != nil {
 		o.StartedAt = t

@@ -65,6 +65,11 @@ func (adaptdlKind) phase(obj *unstructured.Unstructured, main *corev1.Pod) (prov
 	return providers.PhasePending, ""
 }
 
+func (adaptdlKind) template(obj *unstructured.Unstructured) map[string]any {
+	t, _, _ := unstructured.NestedMap(obj.Object, "spec", "template")
+	return t
+}
+
 // main is the rank-0 replica of the newest group.
 func (adaptdlKind) main(obj *unstructured.Unstructured, pods []corev1.Pod) *corev1.Pod {
 	var best *corev1.Pod

@@ -96,6 +96,16 @@ func FrameworkPodIndex(p *corev1.Pod) int {
 	return i
 }
 
+func (frameworkKind) template(obj *unstructured.Unstructured) map[string]any {
+	roles, _, _ := unstructured.NestedSlice(obj.Object, "spec", "taskRoles")
+	if len(roles) == 0 {
+		return nil
+	}
+	first, _ := roles[0].(map[string]any)
+	t, _, _ := unstructured.NestedMap(first, "task", "pod")
+	return t
+}
+
 // main is task 0 of the first task role.
 func (frameworkKind) main(obj *unstructured.Unstructured, pods []corev1.Pod) *corev1.Pod {
 	roles, _, _ := unstructured.NestedSlice(obj.Object, "spec", "taskRoles")

@@ -103,6 +103,14 @@ func (kubeflowKind) phase(obj *unstructured.Unstructured, main *corev1.Pod) (pro
 	return providers.PhasePending, ""
 }
 
+func (kubeflowKind) template(obj *unstructured.Unstructured) map[string]any {
+	specs, _, _ := unstructured.NestedMap(obj.Object, "spec", "pytorchReplicaSpecs")
+	if specs == nil {
+		specs, _, _ = unstructured.NestedMap(obj.Object, "spec", "tfReplicaSpecs")
+	}
+	return kubeflowTemplate(specs)
+}
+
 // main is the master's (PyTorchJob) or chief's pod, else worker 0's.
 func (kubeflowKind) main(obj *unstructured.Unstructured, pods []corev1.Pod) *corev1.Pod {
 	of := func(types ...string) *corev1.Pod {

@@ -198,6 +198,19 @@ func TestCRDObjects(t *testing.T) {
 				t.Errorf("labels %v annotations %v", obj.GetLabels(), obj.GetAnnotations())
 			}
 			tc.check(t, obj)
+			// Drift: the live object renders as Spec renders the request.
+			o, err := p.Read(ctx, providers.ReadRequest{Experiment: "objs", TrialID: "t0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want, err := p.Spec(req); err != nil || o.Spec != want || !strings.Contains(want, "image: python:3.11-slim") {
+				t.Errorf("live spec:\n%s\nwant (%v):\n%s", o.Spec, err, want)
+			}
+			changed := tc.cfg
+			changed.Config.Image = "python:3.12"
+			if want, _ := newCRD(t, changed, ns).Spec(req); want == o.Spec {
+				t.Error("another image renders the same spec")
+			}
 			begin := time.Now()
 			metrics := untilSucceeded(ctx, t, p, ns, "objs", "t0")
 			t.Logf("ended after %s", time.Since(begin))
