@@ -157,24 +157,8 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 		ps.built[key] = p
 		return p, nil
 	}
-	if kind == "kubernetes" {
-		kc, err := kubernetes.ConfigFromAttrs(pl.Attrs, ps.cfg.Dir)
-		if err != nil {
-			return nil, err
-		}
-		p, err := kubernetes.New(kc)
-		if err != nil {
-			return nil, err
-		}
-		ps.built[key] = p
-		return p, nil
-	}
-	if kind == kubernetes.KindKubeflow || kind == kubernetes.KindAdaptDL || kind == kubernetes.KindFrameworkController {
-		kc, err := kubernetes.CRDConfigFromAttrs(kind, pl.Attrs, ps.cfg.Dir)
-		if err != nil {
-			return nil, err
-		}
-		p, err := kubernetes.NewCRD(kc)
+	if kubernetes.Serves(kind) {
+		p, err := kubernetes.FromAttrs(kind, pl.Attrs, ps.cfg.Dir)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,29 @@ const (
 	KindFrameworkController = "frameworkcontroller"
 )
 
+// Serves reports whether this package runs the platform kind: kubernetes
+// (Jobs) or a CRD kind.
+func Serves(kind string) bool {
+	return kind == "kubernetes" || kind == KindKubeflow || kind == KindAdaptDL || kind == KindFrameworkController
+}
+
+// FromAttrs builds the provider of a platform block of a kind Serves
+// (schema.Platform.Attrs; base resolves a relative kubeconfig path).
+func FromAttrs(kind string, attrs map[string]any, base string) (providers.Provider, error) {
+	if kind == "kubernetes" {
+		c, err := ConfigFromAttrs(attrs, base)
+		if err != nil {
+			return nil, err
+		}
+		return New(c)
+	}
+	c, err := CRDConfigFromAttrs(kind, attrs, base)
+	if err != nil {
+		return nil, err
+	}
+	return NewCRD(c)
+}
+
 // CRDConfig configures a platform that creates one custom resource per
 // trial (platform "kubeflow", "adaptdl" or "frameworkcontroller"): the
 // common kubernetes settings plus the kind's own.
