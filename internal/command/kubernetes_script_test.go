@@ -140,6 +140,30 @@ func runKubernetesScripts(t *testing.T, dir string) {
 					ts.Fatalf("k8scrs: %s has %d %s, want %s", args[1], n, args[0], args[2])
 				}
 			},
+			// k8sdeletecr RESOURCE EXP TRIAL: delete a trial's custom
+			// resource with the API (background propagation), as someone
+			// outside trialform would.
+			"k8sdeletecr": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 3 {
+					ts.Fatalf("usage: k8sdeletecr RESOURCE EXP TRIAL")
+				}
+				var gvr schema.GroupVersionResource
+				for _, g := range []schema.GroupVersionResource{k8stest.TFJobs, k8stest.PyTorchJobs, k8stest.AdaptDLJobs, k8stest.Frameworks} {
+					if g.Resource == args[0] {
+						gvr = g
+					}
+				}
+				bg := metav1.DeletePropagationBackground
+				r := dyn.Resource(gvr).Namespace(nsOf(ts))
+				ts.Check(r.Delete(context.Background(), k8s.JobName(args[1], args[2]), metav1.DeleteOptions{PropagationPolicy: &bg}))
+				for i := 0; i < 100; i++ {
+					if _, err := r.Get(context.Background(), k8s.JobName(args[1], args[2]), metav1.GetOptions{}); err != nil {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				ts.Fatalf("k8sdeletecr: still there")
+			},
 			// k8sjobs EXP N: EXP has N Jobs (not being deleted).
 			"k8sjobs": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 2 {
