@@ -259,8 +259,8 @@ func (c *CRD) Start(ctx context.Context, req providers.StartRequest) (providers.
 	}
 	name := JobName(req.Experiment, req.TrialID)
 	defer c.invalidate(req.Experiment)
+	attempt := 1
 	for {
-		attempt := 1
 		var raw *unstructured.Unstructured
 		err := retry(ctx, func() error {
 			var err error
@@ -274,6 +274,9 @@ func (c *CRD) Start(ctx context.Context, req providers.StartRequest) (providers.
 			a := raw.GetAnnotations()
 			if a[AnnExperiment] != req.Experiment || a[AnnTrial] != req.TrialID {
 				return nil, providers.Permanent(fmt.Errorf("%s %s/%s exists but is not trial %s/%s", c.kind.gvk().Kind, c.k.namespace, name, req.Experiment, req.TrialID))
+			}
+			if n, err := strconv.Atoi(a[AnnAttempt]); err == nil {
+				attempt = n + 1
 			}
 			if raw.GetDeletionTimestamp() == nil {
 				o := c.observe(raw, nil)
@@ -302,7 +305,7 @@ func (c *CRD) Start(ctx context.Context, req providers.StartRequest) (providers.
 				c.k.markSeen(req.Experiment, req.TrialID, true)
 				return c.tombstoneObservation(ts).Handle, nil
 			}
-			if n, err := strconv.Atoi(ts.Annotations[AnnAttempt]); err == nil {
+			if n, err := strconv.Atoi(ts.Annotations[AnnAttempt]); err == nil && n+1 > attempt {
 				attempt = n + 1
 			}
 		}
