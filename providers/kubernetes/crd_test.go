@@ -366,7 +366,15 @@ func TestCRDStatusDriven(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond) // a tick in flight ends
 		bg := metav1.DeletePropagationBackground
-		_ = cp.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, metav1.ListOptions{LabelSelector: k8s.LabelTrial + "=" + id})
+		sel := metav1.ListOptions{LabelSelector: k8s.LabelExperiment + "=" + exp + "," + k8s.LabelTrial + "=" + id}
+		_ = cp.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, sel)
+		for { // the status alone decides
+			pods, err := cp.Client.CoreV1().Pods(ns).List(ctx, sel)
+			if err != nil || len(pods.Items) == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		obj, err := r.Get(ctx, h["name"], metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
