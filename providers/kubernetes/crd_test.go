@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,15 +98,23 @@ func TestCRDConformance(t *testing.T) {
 
 // trialScript reports an intermediate and a final result; replicas other
 // than the trial's own pod report a final result that must not count,
-// and end before it.
+// and end before it (a TFJob's end deletes the replicas still running):
+// the trial's pod waits for PEERS files in PEER_DIR (a test-only
+// directory every process on this machine sees).
 const trialScript = `import nni, os, time
 p = nni.get_next_parameter()
 assert os.path.exists(os.path.join(os.environ["NNI_SYS_DIR"], "parameter.cfg"))
-main = os.environ.get("HOSTNAME", "").endswith(os.environ["MAIN_SUFFIX"])
+host = os.environ.get("HOSTNAME", "")
+main = host.endswith(os.environ["MAIN_SUFFIX"])
+peers = os.environ["PEER_DIR"]
 if main:
-    time.sleep(2)  # the other replicas end first (a TFJob's end deletes running pods)
+    deadline = time.time() + 60
+    while len(os.listdir(peers)) < int(os.environ["PEERS"]) and time.time() < deadline:
+        time.sleep(0.05)
 nni.report_intermediate_result(p["x"] / 2)
 nni.report_final_result(p["x"] * 2 if main else 999.0)
+if not main:
+    open(os.path.join(peers, host), "w").close()
 `
 
 // TestCRDObjects starts a multi-replica trial on each CRD platform: the
@@ -124,13 +133,14 @@ func TestCRDObjects(t *testing.T) {
 		cfg      k8s.CRDConfig
 		gvr      schema.GroupVersionResource
 		pods     int
+		peers    int // replicas other than the trial's that run trialScript
 		check    func(t *testing.T, obj *unstructured.Unstructured)
 		mainName string
 	}{
 		{"tfjob", k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "tfjob", Roles: []k8s.Role{
 			{Name: "worker", Replicas: 2, CPU: "500m", Memory: "1Gi"},
 			{Name: "ps", Replicas: 1, Command: "echo ps up; sleep 1000"}}},
-			k8stest.TFJobs, 2, func(t *testing.T, obj *unstructured.Unstructured) {
+			k8stest.TFJobs, 2, 1, func(t *testing.T, obj *unstructured.Unstructured) {
 				w, _, _ := unstructured.NestedMap(obj.Object, "spec", "tfReplicaSpecs", "Worker")
 				if w["replicas"] != int64(2) || w["restartPolicy"] != "Never" {
 					t.Errorf("Worker spec %v", w)
@@ -145,7 +155,7 @@ func TestCRDObjects(t *testing.T) {
 			}, "-worker-0"},
 		{"pytorchjob", k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "pytorchjob", Roles: []k8s.Role{
 			{Name: "master", Replicas: 1}, {Name: "worker", Replicas: 2, GPU: 1}}},
-			k8stest.PyTorchJobs, 3, func(t *testing.T, obj *unstructured.Unstructured) {
+			k8stest.PyTorchJobs, 3, 2, func(t *testing.T, obj *unstructured.Unstructured) {
 				w, _, _ := unstructured.NestedMap(obj.Object, "spec", "pytorchReplicaSpecs", "Worker")
 				cs, _, _ := unstructured.NestedSlice(w, "template", "spec", "containers")
 				gpu, _, _ := unstructured.NestedString(cs[0].(map[string]any), "resources", "limits", "nvidia.com/gpu")
@@ -153,7 +163,7 @@ func TestCRDObjects(t *testing.T) {
 					t.Errorf("Worker container %v", cs[0])
 				}
 			}, "-master-0"},
-		{"adaptdl", k8s.CRDConfig{Kind: k8s.KindAdaptDL}, k8stest.AdaptDLJobs, 1, func(t *testing.T, obj *unstructured.Unstructured) {
+		{"adaptdl", k8s.CRDConfig{Kind: k8s.KindAdaptDL}, k8stest.AdaptDLJobs, 1, 0, func(t *testing.T, obj *unstructured.Unstructured) {
 			if v, _, _ := unstructured.NestedBool(obj.Object, "spec", "preemptible"); v {
 				t.Error("a non-adaptive job is preemptible")
 			}
@@ -161,7 +171,7 @@ func TestCRDObjects(t *testing.T) {
 		{"framework", k8s.CRDConfig{Kind: k8s.KindFrameworkController, Roles: []k8s.Role{
 			{Name: "worker", Replicas: 2, MinFailedTaskCount: 1, MinSucceededTaskCount: -1},
 			{Name: "ps", Replicas: 1, MinFailedTaskCount: 1, MinSucceededTaskCount: -1, Command: "echo ps up"}}},
-			k8stest.Frameworks, 3, func(t *testing.T, obj *unstructured.Unstructured) {
+			k8stest.Frameworks, 3, 1, func(t *testing.T, obj *unstructured.Unstructured) {
 				roles, _, _ := unstructured.NestedSlice(obj.Object, "spec", "taskRoles")
 				if len(roles) != 2 {
 					t.Fatalf("taskRoles %v", roles)
@@ -185,7 +195,7 @@ func TestCRDObjects(t *testing.T) {
 			}
 			req := providers.StartRequest{Experiment: "objs", ExperimentID: "eid", TrialID: "t0", ParameterID: 5,
 				Params: map[string]any{"x": 1.5}, Args: []string{py, "train.py"}, CodeDir: code, Lineage: "L",
-				Env: map[string]string{"MAIN_SUFFIX": tc.mainName}}
+				Env: map[string]string{"MAIN_SUFFIX": tc.mainName, "PEER_DIR": t.TempDir(), "PEERS": strconv.Itoa(tc.peers)}}
 			h, err := p.Start(ctx, req)
 			if err != nil {
 				t.Fatal(err)
