@@ -56,8 +56,11 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 		if p.Kind == "remote" {
 			l.decodeRemote(b, p)
 		}
-		if p.Kind == "kubernetes" {
+		switch p.Kind {
+		case "kubernetes":
 			l.checkKubernetesPlatform(b.Body.(*hclsyntax.Body), ctyAttrs)
+		case "kubeflow", "adaptdl", "frameworkcontroller":
+			l.checkCRDPlatform(p.Kind, b.DefRange, b.Body.(*hclsyntax.Body), ctyAttrs)
 		}
 	}
 	if l.failures() > before {

@@ -68,46 +68,105 @@ func keysOf[V any](m map[string]V) []string {
 // checkKubernetesPlatform reports unknown settings, repeated blocks and
 // values of the wrong type in a platform "kubernetes" block.
 func (l *loader) checkKubernetesPlatform(body *hclsyntax.Body, vals map[string]cty.Value) {
-	l.checkKubeAttrs(body, vals, kubernetesPlatform.attrs, "platform \"kubernetes\"", keysOf(kubernetesPlatform.blocks))
+	l.checkPlatformBody(body, vals, "kubernetes", kubernetesPlatform.attrs, commonBlocks())
+}
+
+// commonBlocks are the nested blocks of every Kubernetes-based platform.
+func commonBlocks() map[string]*blockSchema {
+	out := map[string]*blockSchema{}
+	for k, attrs := range kubernetesPlatform.blocks {
+		out[k] = &blockSchema{attrs: attrs}
+	}
+	out["nfs"].required = []string{"server", "path", "mount_path"}
+	return out
+}
+
+// blockSchema is what a nested block of a Kubernetes-based platform may
+// hold.
+type blockSchema struct {
+	attrs    map[string]kubeType
+	blocks   map[string]*blockSchema
+	label    string   // the meaning of its one label ("" = no label)
+	many     bool     // may be repeated
+	required []string // required attributes
+}
+
+// checkPlatformBody checks a platform block of a Kubernetes-based kind
+// against its attributes and nested blocks.
+func (l *loader) checkPlatformBody(body *hclsyntax.Body, vals map[string]cty.Value, kind string, attrs map[string]kubeType, blocks map[string]*blockSchema) {
+	l.checkKubeAttrs(body, vals, attrs, "platform \""+kind+"\"", keysOf(blocks))
+	l.checkBlocks(body, vals, blocks, "a "+kind+" platform")
+}
+
+// checkBlocks checks the nested blocks of body (vals holds their values,
+// a tuple of objects per block type, as permissive makes them).
+func (l *loader) checkBlocks(body *hclsyntax.Body, vals map[string]cty.Value, blocks map[string]*blockSchema, where string) {
 	seen := map[string]hcl.Range{}
+	index := map[string]int{}
 	for _, blk := range body.Blocks {
-		schema, ok := kubernetesPlatform.blocks[blk.Type]
+		schema, ok := blocks[blk.Type]
 		r := blk.DefRange()
 		if !ok {
-			l.errorf(&r, "Unsupported block type", "Blocks of type %q are not expected in a kubernetes platform; it takes %s.%s",
-				blk.Type, joinQuoted(keysOf(kubernetesPlatform.blocks)), didYouMean(blk.Type, keysOf(kubernetesPlatform.blocks), "%q"))
+			l.errorf(&r, "Unsupported block type", "Blocks of type %q are not expected in %s; it takes %s.%s",
+				blk.Type, where, joinQuoted(keysOf(blocks)), didYouMean(blk.Type, keysOf(blocks), "%q"))
 			continue
 		}
-		if len(blk.Labels) > 0 {
+		i := index[blk.Type]
+		index[blk.Type]++
+		switch {
+		case schema.label == "" && len(blk.Labels) > 0:
 			l.errorf(&r, "Extraneous label", "A %s block takes no labels.", blk.Type)
+		case schema.label != "" && len(blk.Labels) != 1:
+			l.errorf(&r, "Missing name", "A %s block takes one label, its %s: %s \"worker\" { ... }.", blk.Type, schema.label, blk.Type)
 		}
-		if first, dup := seen[blk.Type]; dup {
+		if first, dup := seen[blk.Type]; dup && !schema.many {
 			l.errorf(&r, "Duplicate block", "Only one %s block is allowed; the first is at %s.", blk.Type, first.String())
 			continue
 		}
 		seen[blk.Type] = r
 		sub := map[string]cty.Value{}
-		if t, ok := vals[blk.Type]; ok && t.Type().IsTupleType() && t.LengthInt() > 0 {
-			first := t.Index(cty.NumberIntVal(0))
-			if first.Type().IsObjectType() {
-				for k := range first.Type().AttributeTypes() {
-					sub[k] = first.GetAttr(k)
+		if t, ok := vals[blk.Type]; ok && t.Type().IsTupleType() && t.LengthInt() > i {
+			v := t.Index(cty.NumberIntVal(int64(i)))
+			if v.Type().IsObjectType() {
+				for k := range v.Type().AttributeTypes() {
+					sub[k] = v.GetAttr(k)
 				}
 			}
 		}
-		l.checkKubeAttrs(blk.Body, sub, schema, blk.Type, nil)
-		for _, inner := range blk.Body.Blocks {
-			ir := inner.DefRange()
-			l.errorf(&ir, "Unsupported block type", "A %s block has no nested blocks.", blk.Type)
+		l.checkKubeAttrs(blk.Body, sub, schema.attrs, blk.Type, keysOf(schema.blocks))
+		if len(schema.blocks) == 0 {
+			for _, inner := range blk.Body.Blocks {
+				ir := inner.DefRange()
+				l.errorf(&ir, "Unsupported block type", "A %s block has no nested blocks.", blk.Type)
+			}
+		} else {
+			l.checkBlocks(blk.Body, sub, schema.blocks, "a "+blk.Type+" block")
 		}
-		if blk.Type == "nfs" {
-			for _, req := range []string{"server", "path", "mount_path"} {
-				if _, ok := blk.Body.Attributes[req]; !ok {
-					l.errorf(&r, "Missing required argument", "An nfs block needs %q (server, path and mount_path).", req)
-				}
+		for _, req := range schema.required {
+			if _, ok := blk.Body.Attributes[req]; !ok {
+				l.errorf(&r, "Missing required argument", "An %s block needs %q (%s).", blk.Type, req, joinAnd(schema.required))
 			}
 		}
 	}
+}
+
+// joinAnd is "a, b and c".
+func joinAnd(s []string) string {
+	if len(s) < 2 {
+		return joinQuoted(s)
+	}
+	out := ""
+	for i, x := range s {
+		switch {
+		case i == 0:
+		case i == len(s)-1:
+			out += " and "
+		default:
+			out += ", "
+		}
+		out += x
+	}
+	return out
 }
 
 func (l *loader) checkKubeAttrs(body *hclsyntax.Body, vals map[string]cty.Value, schema map[string]kubeType, where string, blocks []string) {

@@ -1,8 +1,6 @@
 package schema
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -77,19 +75,7 @@ func TestKubernetesPlatformErrors(t *testing.T) {
 // TestReadmeKubernetesBlock loads the platform block of README.md's
 // kubernetes section.
 func TestReadmeKubernetesBlock(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	i := strings.Index(readme, "## The kubernetes platform")
-	if i < 0 {
-		t.Fatal("README has no kubernetes section")
-	}
-	rest := readme[i:]
-	start := strings.Index(rest, "```hcl\n")
-	end := strings.Index(rest[start+7:], "```")
-	dir := writeConfig(t, map[string]string{"main.hcl": rest[start+7 : start+7+end]})
+	dir := writeConfig(t, map[string]string{"main.hcl": readmeHCL(t, "## The kubernetes platform")})
 	cfg := mustLoad(t, dir, LoadOptions{})
 	if p := cfg.Platforms["kubernetes.gpu"]; p == nil || p.Attrs["namespace"] != "ml" {
 		t.Fatalf("README kubernetes block loaded wrong: %+v", p)

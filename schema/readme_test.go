@@ -41,3 +41,24 @@ func TestReadmeExample(t *testing.T) {
 		t.Fatal("nni_file space not loaded")
 	}
 }
+
+// readmeHCL is the first hcl block of README.md's section with the given
+// heading.
+func readmeHCL(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(b), heading)
+	if i < 0 {
+		t.Fatalf("README has no section %q", heading)
+	}
+	rest := string(b)[i:]
+	start := strings.Index(rest, "```hcl\n")
+	end := strings.Index(rest[start+7:], "```")
+	if start < 0 || end < 0 {
+		t.Fatalf("no hcl block in README's %q", heading)
+	}
+	return rest[start+7 : start+7+end]
+}

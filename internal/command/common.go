@@ -121,8 +121,9 @@ func parsedFiles(cfg *schema.Config) map[string]*hcl.File {
 }
 
 // providerSet builds each platform's provider on first use. Kinds other
-// than local and kubernetes are declared in the language but not
-// implemented yet.
+// than local, remote, kubernetes and the CRD kinds (kubeflow, adaptdl,
+// frameworkcontroller) are declared in the language but not implemented
+// yet.
 type providerSet struct {
 	cfg      *schema.Config
 	stateDir string
@@ -156,12 +157,8 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 		ps.built[key] = p
 		return p, nil
 	}
-	if kind == "kubernetes" {
-		kc, err := kubernetes.ConfigFromAttrs(pl.Attrs, ps.cfg.Dir)
-		if err != nil {
-			return nil, err
-		}
-		p, err := kubernetes.New(kc)
+	if kubernetes.Serves(kind) {
+		p, err := kubernetes.FromAttrs(kind, pl.Attrs, ps.cfg.Dir)
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +166,7 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 		return p, nil
 	}
 	if kind != "local" {
-		return nil, fmt.Errorf("platform kind %q is not implemented yet (see the status table in README.md); use platform \"local\", \"remote\" or \"kubernetes\"", kind)
+		return nil, fmt.Errorf("platform kind %q is not implemented yet (see the status table in README.md); use platform \"local\", \"remote\", \"kubernetes\", \"kubeflow\", \"adaptdl\" or \"frameworkcontroller\"", kind)
 	}
 	lc := local.Config{
 		Root:   filepath.Join(ps.stateDir, "trials"),

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -39,7 +41,7 @@ func runKubernetesScripts(t *testing.T, dir string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cp, err := k8stest.Start(ctx, k8stest.Options{})
+	cp, err := k8stest.Start(ctx, k8stest.Options{CRDs: true})
 	if errors.Is(err, k8stest.ErrNotBuilt) {
 		t.Skip(err)
 	}
@@ -52,6 +54,17 @@ func runKubernetesScripts(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(agent.Stop)
+	// The stand-in for the operators of the CRD platforms (kubeflow,
+	// adaptdl, frameworkcontroller).
+	operator, err := k8stest.StartOperator(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(operator.Stop)
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	nsOf := func(ts *testscript.TestScript) string { return ts.Getenv("TRIALFORM_VAR_namespace") }
 	selector := func(ts *testscript.TestScript, exp string) metav1.ListOptions {
@@ -101,6 +114,55 @@ func runKubernetesScripts(t *testing.T, dir string) {
 				default:
 					ts.Fatalf("usage: k8sapiserver stop|start")
 				}
+			},
+			// k8scrs RESOURCE EXP N: EXP has N custom resources of
+			// RESOURCE (tfjobs, pytorchjobs, adaptdljobs, frameworks) not
+			// being deleted.
+			"k8scrs": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 3 {
+					ts.Fatalf("usage: k8scrs RESOURCE EXP N")
+				}
+				var gvr schema.GroupVersionResource
+				for _, g := range []schema.GroupVersionResource{k8stest.TFJobs, k8stest.PyTorchJobs, k8stest.AdaptDLJobs, k8stest.Frameworks} {
+					if g.Resource == args[0] {
+						gvr = g
+					}
+				}
+				list, err := dyn.Resource(gvr).Namespace(nsOf(ts)).List(context.Background(), selector(ts, args[1]))
+				ts.Check(err)
+				n := 0
+				for _, o := range list.Items {
+					if o.GetDeletionTimestamp() == nil {
+						n++
+					}
+				}
+				if want, _ := strconv.Atoi(args[2]); (n == want) == neg {
+					ts.Fatalf("k8scrs: %s has %d %s, want %s", args[1], n, args[0], args[2])
+				}
+			},
+			// k8sdeletecr RESOURCE EXP TRIAL: delete a trial's custom
+			// resource with the API (background propagation), as someone
+			// outside trialform would.
+			"k8sdeletecr": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 3 {
+					ts.Fatalf("usage: k8sdeletecr RESOURCE EXP TRIAL")
+				}
+				var gvr schema.GroupVersionResource
+				for _, g := range []schema.GroupVersionResource{k8stest.TFJobs, k8stest.PyTorchJobs, k8stest.AdaptDLJobs, k8stest.Frameworks} {
+					if g.Resource == args[0] {
+						gvr = g
+					}
+				}
+				bg := metav1.DeletePropagationBackground
+				r := dyn.Resource(gvr).Namespace(nsOf(ts))
+				ts.Check(r.Delete(context.Background(), k8s.JobName(args[1], args[2]), metav1.DeleteOptions{PropagationPolicy: &bg}))
+				for i := 0; i < 100; i++ {
+					if _, err := r.Get(context.Background(), k8s.JobName(args[1], args[2]), metav1.GetOptions{}); err != nil {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				ts.Fatalf("k8sdeletecr: still there")
 			},
 			// k8sjobs EXP N: EXP has N Jobs (not being deleted).
 			"k8sjobs": func(ts *testscript.TestScript, neg bool, args []string) {

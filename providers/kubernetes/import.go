@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,13 +36,9 @@ func (k *Kubernetes) Import(ctx context.Context, req providers.ImportRequest) (p
 	if job.DeletionTimestamp != nil {
 		return providers.Imported{}, fmt.Errorf("job %s/%s is being deleted: %w", k.namespace, name, providers.ErrNotFound)
 	}
-	cm, err := k.client.CoreV1().ConfigMaps(k.namespace).Get(ctx, name, metav1.GetOptions{})
+	pid, params, err := k.trialParams(ctx, name, req.TrialID)
 	if err != nil {
-		return providers.Imported{}, fmt.Errorf("configmap %s/%s of trial %s (its parameter.cfg): %w", k.namespace, name, req.TrialID, err)
-	}
-	pid, params, err := trialproto.ParseParameterCfg([]byte(cm.Data["parameter.cfg"]))
-	if err != nil {
-		return providers.Imported{}, fmt.Errorf("configmap %s/%s: %w", k.namespace, name, err)
+		return providers.Imported{}, err
 	}
 	seq, err := jobSeq(job)
 	if err != nil {
@@ -61,6 +58,24 @@ func (k *Kubernetes) Import(ctx context.Context, req providers.ImportRequest) (p
 	return imp, nil
 }
 
+// trialParams reads the parameter.cfg the trial got from its ConfigMap.
+func (k *Kubernetes) trialParams(ctx context.Context, name, trial string) (int, map[string]any, error) {
+	var cm *corev1.ConfigMap
+	err := retry(ctx, func() error {
+		var err error
+		cm, err = k.client.CoreV1().ConfigMaps(k.namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("configmap %s/%s of trial %s (its parameter.cfg): %w", k.namespace, name, trial, err)
+	}
+	pid, params, err := trialproto.ParseParameterCfg([]byte(cm.Data["parameter.cfg"]))
+	if err != nil {
+		return 0, nil, fmt.Errorf("configmap %s/%s: %w", k.namespace, name, err)
+	}
+	return pid, params, nil
+}
+
 // getJob gets a Job by name, retrying transient errors.
 func (k *Kubernetes) getJob(ctx context.Context, name string) (*batchv1.Job, error) {
 	var job *batchv1.Job
@@ -74,21 +89,27 @@ func (k *Kubernetes) getJob(ctx context.Context, name string) (*batchv1.Job, err
 
 // jobSeq reads NNI_TRIAL_SEQ_ID from the trial container's environment.
 func jobSeq(job *batchv1.Job) (int, error) {
-	for _, c := range job.Spec.Template.Spec.Containers {
-		if c.Name != containerName {
+	return templateSeq("job "+job.Name, &job.Spec.Template.Spec)
+}
+
+// templateSeq reads NNI_TRIAL_SEQ_ID from the environment of a pod
+// template's trial container (the first, or the one named "trial").
+func templateSeq(what string, ps *corev1.PodSpec) (int, error) {
+	for i, c := range ps.Containers {
+		if c.Name != containerName && i > 0 {
 			continue
 		}
 		for _, e := range c.Env {
 			if e.Name == trialproto.EnvTrialSeqID {
 				n, err := strconv.Atoi(e.Value)
 				if err != nil {
-					return 0, fmt.Errorf("job %s: %s=%q is not a number", job.Name, e.Name, e.Value)
+					return 0, fmt.Errorf("%s: %s=%q is not a number", what, e.Name, e.Value)
 				}
 				return n, nil
 			}
 		}
 	}
-	return 0, fmt.Errorf("job %s has no %s in its %q container: not a trial trialform started", job.Name, trialproto.EnvTrialSeqID, containerName)
+	return 0, fmt.Errorf("%s has no %s in its trial container: not a trial trialform started", what, trialproto.EnvTrialSeqID)
 }
 
 // reown patches the lineage annotation of the trial's Job, ConfigMap and
@@ -105,6 +126,12 @@ func (k *Kubernetes) reown(ctx context.Context, job *batchv1.Job, lineage string
 	}); err != nil {
 		return fmt.Errorf("job %s: set its lineage: %w", name, err)
 	}
+	return k.reownParts(ctx, name, patch)
+}
+
+// reownParts applies a lineage patch to the trial's ConfigMap and
+// checkpoint claim (those that exist).
+func (k *Kubernetes) reownParts(ctx context.Context, name string, patch []byte) error {
 	if err := retry(ctx, func() error {
 		_, err := k.client.CoreV1().ConfigMaps(k.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err

@@ -65,49 +65,24 @@ type Kubernetes struct {
 	client    kubernetes.Interface // every call but log streams: 30s per request
 	stream    kubernetes.Interface // log streams (no timeout)
 	namespace string
+	// nniPlatform is the NNI_PLATFORM trials see ("kubernetes", or the
+	// CRD platform's kind).
+	nniPlatform string
 
 	mu   sync.Mutex
 	seen map[string]bool // exp/trial this process saw existing (a later miss is a loss)
-	// listed is the last List of each experiment: the Reads of a refresh,
-	// which follow its List at once, use it instead of two calls each.
-	listed map[string]*snapshot
+	// listed is the last List of each experiment (see snapshots).
+	listed *snapshots[*batchv1.Job]
 	// logRead is when this process last read each running pod's log.
 	logRead map[types.UID]time.Time
 }
 
-// snapshot is one List's Jobs and pods, by trial id.
-type snapshot struct {
-	at   time.Time
-	jobs map[string]*batchv1.Job
-	pods map[string][]corev1.Pod // by job UID
-}
-
-// snapshotTTL is how long a List answers Reads: a refresh Lists, then
-// Reads every trial, so the snapshot must outlive the Reads of a large
-// refresh; changes this process makes invalidate it, and the next refresh
-// Lists again.
-const snapshotTTL = 30 * time.Second
-
 func (k *Kubernetes) cached(exp, trial string) (*batchv1.Job, []corev1.Pod, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	s := k.listed[exp]
-	if s == nil || time.Since(s.at) > snapshotTTL {
-		return nil, nil, false
-	}
-	j, ok := s.jobs[trial]
-	if !ok {
-		return nil, nil, false
-	}
-	return j, s.pods[string(j.UID)], true
+	return k.listed.get(exp, trial)
 }
 
 // invalidate forgets the experiment's snapshot (after a change we made).
-func (k *Kubernetes) invalidate(exp string) {
-	k.mu.Lock()
-	delete(k.listed, exp)
-	k.mu.Unlock()
-}
+func (k *Kubernetes) invalidate(exp string) { k.listed.drop(exp) }
 
 var (
 	_ providers.Provider         = (*Kubernetes)(nil)
@@ -150,7 +125,8 @@ func New(cfg Config) (*Kubernetes, error) {
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
 	}
-	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, seen: map[string]bool{}, listed: map[string]*snapshot{}, logRead: map[types.UID]time.Time{}}, nil
+	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, nniPlatform: "kubernetes", seen: map[string]bool{},
+		listed: newSnapshots(func(j *batchv1.Job) string { return string(j.UID) }), logRead: map[types.UID]time.Time{}}, nil
 }
 
 // ReadParallelism is how many Reads a refresh may run at once: each waits

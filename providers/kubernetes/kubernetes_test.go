@@ -22,9 +22,11 @@ import (
 
 // The control plane and node agent every test of this package shares.
 var (
-	cp      *k8stest.ControlPlane
-	agent   *k8stest.NodeAgent
-	skipWhy string
+	cp    *k8stest.ControlPlane
+	agent *k8stest.NodeAgent
+	// operator stands in for the operators of the CRD platforms.
+	operator *k8stest.Operator
+	skipWhy  string
 )
 
 func TestMain(m *testing.M) {
@@ -40,7 +42,7 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var err error
-	cp, err = k8stest.Start(ctx, k8stest.Options{})
+	cp, err = k8stest.Start(ctx, k8stest.Options{CRDs: true})
 	if errors.Is(err, k8stest.ErrNotBuilt) {
 		skipWhy = err.Error()
 		return m.Run()
@@ -56,6 +58,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer agent.Stop()
+	operator, err = k8stest.StartOperator(cp)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the test operator:", err)
+		return 1
+	}
+	defer operator.Stop()
 	return m.Run()
 }
 
@@ -92,13 +100,7 @@ func TestConformance(t *testing.T) {
 		return p
 	}, conformance.Options{
 		NNIPlatform: "kubernetes",
-		CodeDir: func(t *testing.T) string {
-			d, err := os.MkdirTemp(share, strings.ReplaceAll(t.Name(), "/", "-")+"-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		},
+		CodeDir:     codeDirsIn(share),
 		Lose: func(t *testing.T, h providers.Handle) {
 			bg := metav1.DeletePropagationBackground
 			if err := cp.Client.BatchV1().Jobs(h["namespace"]).Delete(context.Background(), h["job"], metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
@@ -108,6 +110,17 @@ func TestConformance(t *testing.T) {
 		Timeout:  90 * time.Second,
 		Parallel: true,
 	})
+}
+
+// codeDirsIn makes each test's code dir under share (the "NFS share").
+func codeDirsIn(share string) func(t *testing.T) string {
+	return func(t *testing.T) string {
+		d, err := os.MkdirTemp(share, strings.ReplaceAll(t.Name(), "/", "-")+"-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
 }
 
 // TestConfigMapCode ships a small code dir in the ConfigMap (honouring
@@ -144,26 +157,7 @@ print("done")
 	if _, err := p.Start(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	var metrics []providers.Metric
-	var off map[string]int64
-	for {
-		o, err := p.Read(ctx, providers.ReadRequest{Experiment: "cm", TrialID: "t0", MetricsOffset: off})
-		if err != nil {
-			dump(t, ns)
-			t.Fatal(err)
-		}
-		metrics = append(metrics, o.Metrics...)
-		off = o.MetricsOffset
-		if o.Phase.Ended() {
-			if o.Phase != providers.PhaseSucceeded {
-				var b strings.Builder
-				p.Logs(ctx, providers.LogsRequest{Experiment: "cm", TrialID: "t0", Out: &b})
-				t.Fatalf("trial %s (%s): %s", o.Phase, o.Reason, b.String())
-			}
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	metrics := untilSucceeded(ctx, t, p, ns, "cm", "t0")
 	if len(metrics) != 2 || metrics[0].Type != "PERIODICAL" || metrics[0].Value != "0.75" || metrics[1].Type != "FINAL" || metrics[1].ParameterID != 3 {
 		t.Fatalf("metrics %+v", metrics)
 	}
@@ -174,6 +168,35 @@ print("done")
 	}
 	if err := p.Stop(ctx, providers.StopRequest{Experiment: "cm", TrialID: "t0", Purge: true}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// untilSucceeded reads a trial until it ends, failing the test unless it
+// succeeded, and returns its metrics.
+func untilSucceeded(ctx context.Context, t *testing.T, p providers.Provider, ns, exp, trial string) []providers.Metric {
+	t.Helper()
+	var metrics []providers.Metric
+	var off map[string]int64
+	for {
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: trial, MetricsOffset: off})
+		if err != nil {
+			dump(t, ns)
+			t.Fatal(err)
+		}
+		metrics = append(metrics, o.Metrics...)
+		off = o.MetricsOffset
+		if o.Phase.Ended() {
+			if o.Phase != providers.PhaseSucceeded {
+				var b strings.Builder
+				if ls, ok := p.(providers.LogStreamer); ok {
+					ls.Logs(ctx, providers.LogsRequest{Experiment: exp, TrialID: trial, Out: &b})
+				}
+				dump(t, ns)
+				t.Fatalf("trial %s (%s): %s\noperator: %s", o.Phase, o.Reason, b.String(), cp.Log("operator"))
+			}
+			return metrics
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -33,16 +33,7 @@ func (k *Kubernetes) Logs(ctx context.Context, req providers.LogsRequest) error 
 		if len(pods) > 0 {
 			pod := pods[len(pods)-1]
 			if pod.Status.Phase != corev1.PodPending || terminated(&pod) != nil {
-				rc, err := k.stream.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: containerName, Follow: req.Follow}).Stream(ctx)
-				if err != nil {
-					return fmt.Errorf("logs of pod %s: %w", pod.Name, err)
-				}
-				defer rc.Close()
-				_, err = io.Copy(req.Out, rc)
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				return err
+				return k.streamLog(ctx, &pod, req.Follow, req.Out)
 			}
 		}
 		if ph, _ := jobPhase(job, nil); ph.Ended() || !req.Follow {
@@ -57,4 +48,19 @@ func (k *Kubernetes) Logs(ctx context.Context, req providers.LogsRequest) error 
 			return fmt.Errorf("get job %s: %w", name, err)
 		}
 	}
+}
+
+// streamLog copies a pod's trial container log to out (following it with
+// follow).
+func (k *Kubernetes) streamLog(ctx context.Context, pod *corev1.Pod, follow bool, out io.Writer) error {
+	rc, err := k.stream.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: trialContainer(pod), Follow: follow}).Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("logs of pod %s: %w", pod.Name, err)
+	}
+	defer rc.Close()
+	_, err = io.Copy(out, rc)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }

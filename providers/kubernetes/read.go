@@ -129,7 +129,7 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 		byJob[uid] = append(byJob[uid], p)
 	}
 	var out []providers.Observation
-	snap := &snapshot{at: time.Now(), jobs: map[string]*batchv1.Job{}, pods: byJob}
+	snap := map[string]*batchv1.Job{}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if j.Annotations[AnnExperiment] != experiment || j.DeletionTimestamp != nil {
@@ -137,12 +137,10 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 		}
 		ps := byJob[string(j.UID)]
 		sortPods(ps)
-		snap.jobs[j.Annotations[AnnTrial]] = j
+		snap[j.Annotations[AnnTrial]] = j
 		out = append(out, observe(j, ps))
 	}
-	k.mu.Lock()
-	k.listed[experiment] = snap
-	k.mu.Unlock()
+	k.listed.put(experiment, snap, byJob)
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
 	return out, nil
 }
@@ -196,12 +194,21 @@ func exitReason(t *corev1.ContainerStateTerminated) string {
 	return r
 }
 
+// trialContainer is the name of the pod's container that runs the trial:
+// the first (operators want their own names: "tensorflow", "pytorch").
+func trialContainer(pod *corev1.Pod) string {
+	if len(pod.Spec.Containers) > 0 {
+		return pod.Spec.Containers[0].Name
+	}
+	return containerName
+}
+
 func terminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 	if pod == nil {
 		return nil
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name == containerName && cs.State.Terminated != nil {
+		if cs.Name == trialContainer(pod) && cs.State.Terminated != nil {
 			return cs.State.Terminated
 		}
 	}
@@ -213,7 +220,7 @@ func started(pod *corev1.Pod) *time.Time {
 		return nil
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.Name != containerName {
+		if cs.Name != trialContainer(pod) {
 			continue
 		}
 		switch {
@@ -326,7 +333,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	keep()
 	cur := logCursor{bytes: offsets[offLog+pod.Name], ts: offsets[offTS+pod.Name], tsn: offsets[offTSN+pod.Name]}
 	_, haveTS := offsets[offTS+pod.Name]
-	opts := &corev1.PodLogOptions{Container: containerName, Timestamps: true, LimitBytes: ptr.To(int64(maxLogRead))}
+	opts := &corev1.PodLogOptions{Container: trialContainer(pod), Timestamps: true, LimitBytes: ptr.To(int64(maxLogRead))}
 	if haveTS {
 		opts.SinceTime = &metav1.Time{Time: time.Unix(0, cur.ts).UTC().Truncate(time.Second)}
 	}
@@ -379,7 +386,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		// The synthetic final of regexp metrics needs every value: read
 		// the whole log once the trial succeeded without a final result.
 		if term != nil && !truncated && term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
-			whole, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: containerName, LimitBytes: ptr.To(int64(maxLogRead))}).DoRaw(ctx)
+			whole, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: trialContainer(pod), LimitBytes: ptr.To(int64(maxLogRead))}).DoRaw(ctx)
 			if err == nil {
 				for _, line := range strings.SplitAfter(string(whole), "\n") {
 					if _, ok := trialproto.ParseStdoutLine(line, nil); ok {

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path"
@@ -159,6 +160,44 @@ func (k *Kubernetes) create(ctx context.Context, req providers.StartRequest, nam
 // ConfigMap carries neither the code nor the Python helpers (Spec renders
 // the Job only, and the volume's items are not part of that).
 func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt int, withCode bool) (*corev1.ConfigMap, *batchv1.Job, error) {
+	ts, err := k.trialObjects(req, name, attempt, withCode)
+	if err != nil {
+		return nil, nil, err
+	}
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.namespace, Labels: ts.labels, Annotations: ts.ann},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](0),
+			Parallelism:  ptr.To[int32](1),
+			Completions:  ptr.To[int32](1),
+			Template:     ts.pod,
+		},
+	}
+	if req.MaxDuration > 0 {
+		// Whole seconds, rounded up, plus one: the Job's start time is
+		// stored with second precision.
+		job.Spec.ActiveDeadlineSeconds = ptr.To(int64(math.Ceil(req.MaxDuration.Seconds())) + 1)
+	}
+	return ts.cm, job, nil
+}
+
+// trialSpec is what every trial object is made of, whatever its kind: its
+// labels and annotations, the ConfigMap and the pod template (one
+// container running the wrapper).
+type trialSpec struct {
+	labels, ann map[string]string
+	cm          *corev1.ConfigMap
+	pod         corev1.PodTemplateSpec
+}
+
+// wrapped is the container command running argv through the wrapper.
+func wrapped(argv []string) []string {
+	return append([]string{"/bin/sh", "-c", wrapper, "trialform-trial"}, argv...)
+}
+
+// trialObjects builds the trial's ConfigMap and pod template (see objects
+// for withCode).
+func (k *Kubernetes) trialObjects(req providers.StartRequest, name string, attempt int, withCode bool) (*trialSpec, error) {
 	labels := map[string]string{
 		LabelExperiment: LabelValue(req.Experiment), LabelTrial: LabelValue(req.TrialID), LabelManagedBy: "trialform",
 	}
@@ -174,8 +213,9 @@ func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt in
 	}
 
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.namespace, Labels: labels, Annotations: map[string]string{AnnLineage: req.Lineage}},
-		Data:       map[string]string{}, BinaryData: map[string][]byte{},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.namespace, Labels: labels, Annotations: map[string]string{
+			AnnLineage: req.Lineage, AnnExperiment: req.Experiment, AnnTrial: req.TrialID, AnnAttempt: strconv.Itoa(attempt)}},
+		Data: map[string]string{}, BinaryData: map[string][]byte{},
 	}
 	cm.Data["parameter.cfg"] = string(trialproto.ParameterCfg(req.ParameterID, req.Params))
 	cm.Data["params.json"] = string(trialproto.ParamsJSON(req.Params))
@@ -213,20 +253,20 @@ func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt in
 		workDir = path.Join(k.cfg.NFS.MountPath, nfsRel)
 	default:
 		if req.CodeDir == "" {
-			return nil, nil, providers.Permanent(fmt.Errorf("trial %s has no code dir", req.TrialID))
+			return nil, providers.Permanent(fmt.Errorf("trial %s has no code dir", req.TrialID))
 		}
 		var files []codeFile
 		if withCode {
 			var err error
 			if files, err = scanCode(req.CodeDir); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 		total := 0
 		for i, f := range files {
 			total += len(f.data)
 			if total > configMapCodeLimit {
-				return nil, nil, providers.Permanent(fmt.Errorf("code dir %s holds more than a ConfigMap can carry (%d KiB so far, limit %d KiB): put it on the NFS share (an nfs { } block) or in the image (code_dir), or exclude files in %s",
+				return nil, providers.Permanent(fmt.Errorf("code dir %s holds more than a ConfigMap can carry (%d KiB so far, limit %d KiB): put it on the NFS share (an nfs { } block) or in the image (code_dir), or exclude files in %s",
 					req.CodeDir, total>>10, configMapCodeLimit>>10, ignoreFileFor(req.CodeDir)))
 			}
 			key := fmt.Sprintf("code-%04d", i)
@@ -253,6 +293,9 @@ func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt in
 
 	env := trialproto.Env(req, sysMount, outputDir, sysMount+"/params.json")
 	env[trialproto.EnvPlatform] = "kubernetes"
+	if k.nniPlatform != "" {
+		env[trialproto.EnvPlatform] = k.nniPlatform
+	}
 	py := specMount + "/lib"
 	if p := req.Env["PYTHONPATH"]; p != "" {
 		py += ":" + p
@@ -279,7 +322,7 @@ func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt in
 	}
 	container := corev1.Container{
 		Name: containerName, Image: k.cfg.Image,
-		Command:                  append([]string{"/bin/sh", "-c", wrapper, "trialform-trial"}, argv...),
+		Command:                  wrapped(argv),
 		WorkingDir:               workDir,
 		Env:                      envVars,
 		TerminationMessagePath:   corev1.TerminationMessagePathDefault,
@@ -328,42 +371,29 @@ func (k *Kubernetes) objects(req providers.StartRequest, name string, attempt in
 	for _, s := range k.cfg.ImagePullSecrets {
 		pullSecrets = append(pullSecrets, corev1.LocalObjectReference{Name: s})
 	}
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: k.namespace, Labels: labels, Annotations: ann},
-		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To[int32](0),
-			Parallelism:  ptr.To[int32](1),
-			Completions:  ptr.To[int32](1),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AnnLineage: req.Lineage}},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                 corev1.RestartPolicyNever,
-					ServiceAccountName:            k.cfg.ServiceAccount,
-					AutomountServiceAccountToken:  ptr.To(false),
-					EnableServiceLinks:            ptr.To(false),
-					ImagePullSecrets:              pullSecrets,
-					NodeSelector:                  k.cfg.NodeSelector,
-					Tolerations:                   k.cfg.Tolerations,
-					TerminationGracePeriodSeconds: ptr.To[int64](10),
-					Containers:                    []corev1.Container{container},
-					Volumes:                       volumes,
-				},
-			},
+	pod := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{AnnLineage: req.Lineage}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ServiceAccountName:            k.cfg.ServiceAccount,
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			ImagePullSecrets:              pullSecrets,
+			NodeSelector:                  k.cfg.NodeSelector,
+			Tolerations:                   k.cfg.Tolerations,
+			TerminationGracePeriodSeconds: ptr.To[int64](10),
+			Containers:                    []corev1.Container{container},
+			Volumes:                       volumes,
 		},
 	}
-	if req.MaxDuration > 0 {
-		// Whole seconds, rounded up, plus one: the Job's start time is
-		// stored with second precision.
-		job.Spec.ActiveDeadlineSeconds = ptr.To(int64(math.Ceil(req.MaxDuration.Seconds())) + 1)
-	}
-	return cm, job, nil
+	return &trialSpec{labels: labels, ann: ann, cm: cm, pod: pod}, nil
 }
 
 // createObjects writes the ConfigMap and the Job, then makes the Job own
 // the ConfigMap.
 func (k *Kubernetes) createObjects(ctx context.Context, cm *corev1.ConfigMap, job *batchv1.Job) (providers.Handle, error) {
 	name := job.Name
-	if err := k.ensureConfigMap(ctx, cm); err != nil {
+	if err := k.ensureConfigMap(ctx, cm, k.jobAlive); err != nil {
 		return nil, err
 	}
 	var created *batchv1.Job
@@ -382,29 +412,52 @@ func (k *Kubernetes) createObjects(ctx context.Context, cm *corev1.ConfigMap, jo
 		return nil, fmt.Errorf("create job %s/%s: %w", k.namespace, name, err)
 	}
 	// The Job owns the ConfigMap: deleting it removes both.
-	own := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":%q,"uid":%q}]}}`, created.Name, created.UID)
-	if err := retry(ctx, func() error {
-		_, err := k.client.CoreV1().ConfigMaps(k.namespace).Patch(ctx, name, "application/merge-patch+json", []byte(own), metav1.PatchOptions{})
-		if apierrors.IsNotFound(err) {
-			// Gone meanwhile (collected with an earlier attempt's Job):
-			// create it again, owned from the start.
-			cm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: created.Name, UID: created.UID}}
-			cm.ResourceVersion = ""
-			_, err = k.client.CoreV1().ConfigMaps(k.namespace).Create(ctx, cm, metav1.CreateOptions{})
-			if apierrors.IsAlreadyExists(err) {
-				return apierrors.NewConflict(corev1.Resource("configmaps"), name, fmt.Errorf("recreated meanwhile"))
-			}
-		}
-		return err
-	}); err != nil {
-		return nil, fmt.Errorf("configmap %s: set its owner: %w", name, err)
+	if err := k.own(ctx, cm, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: created.Name, UID: created.UID}); err != nil {
+		return nil, err
 	}
 	return handle(created), nil
 }
 
+// own makes the trial object ref the owner of the ConfigMap cm (created
+// before it), creating cm again when it went meanwhile.
+func (k *Kubernetes) own(ctx context.Context, cm *corev1.ConfigMap, ref metav1.OwnerReference) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{ref}}})
+	if err := retry(ctx, func() error {
+		_, err := k.client.CoreV1().ConfigMaps(k.namespace).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			// Gone meanwhile (collected with an earlier attempt's object):
+			// create it again, owned from the start.
+			cm.OwnerReferences = []metav1.OwnerReference{ref}
+			cm.ResourceVersion = ""
+			_, err = k.client.CoreV1().ConfigMaps(k.namespace).Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("recreated meanwhile"))
+			}
+		}
+		return err
+	}); err != nil {
+		return fmt.Errorf("configmap %s: set its owner: %w", cm.Name, err)
+	}
+	return nil
+}
+
+// jobAlive reports whether the Job of an owner reference exists (same UID)
+// and is not being deleted.
+func (k *Kubernetes) jobAlive(ctx context.Context, o metav1.OwnerReference) (bool, error) {
+	j, err := k.client.BatchV1().Jobs(k.namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return j.UID == o.UID && j.DeletionTimestamp == nil, nil
+}
+
 // ensureConfigMap creates cm or replaces the data of an existing one
-// (left by an earlier attempt, or a concurrent Start).
-func (k *Kubernetes) ensureConfigMap(ctx context.Context, cm *corev1.ConfigMap) error {
+// (left by an earlier attempt, or a concurrent Start). alive says whether
+// the object an owner reference names is there and not being deleted.
+func (k *Kubernetes) ensureConfigMap(ctx context.Context, cm *corev1.ConfigMap, alive func(context.Context, metav1.OwnerReference) (bool, error)) error {
 	return retry(ctx, func() error {
 		_, err := k.client.CoreV1().ConfigMaps(k.namespace).Create(ctx, cm, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
@@ -424,15 +477,16 @@ func (k *Kubernetes) ensureConfigMap(ctx context.Context, cm *corev1.ConfigMap) 
 			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("being deleted"))
 		}
 		for _, o := range cur.OwnerReferences {
-			// Owned by a Job: the current one (a concurrent Start made
-			// both: leave it, creating the Job will adopt), or an old
-			// one whose garbage collection is pending: delete it now.
-			j, err := k.client.BatchV1().Jobs(k.namespace).Get(ctx, o.Name, metav1.GetOptions{})
-			if err == nil && j.UID == o.UID && j.DeletionTimestamp == nil {
-				return nil
-			}
-			if err != nil && !apierrors.IsNotFound(err) {
+			// Owned by a trial object: the current one (a concurrent
+			// Start made both: leave it, creating the object will
+			// adopt), or an old one whose garbage collection is
+			// pending: delete it now.
+			ok, err := alive(ctx, o)
+			if err != nil {
 				return err
+			}
+			if ok {
+				return nil
 			}
 			uid := cur.UID
 			err = k.client.CoreV1().ConfigMaps(k.namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
@@ -441,7 +495,7 @@ func (k *Kubernetes) ensureConfigMap(ctx context.Context, cm *corev1.ConfigMap) 
 			}
 			return apierrors.NewConflict(corev1.Resource("configmaps"), cm.Name, fmt.Errorf("left by an earlier attempt"))
 		}
-		cur.Data, cur.BinaryData = cm.Data, cm.BinaryData
+		cur.Data, cur.BinaryData, cur.Annotations = cm.Data, cm.BinaryData, cm.Annotations
 		_, err = k.client.CoreV1().ConfigMaps(k.namespace).Update(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})

@@ -165,6 +165,26 @@ func (k *Kubernetes) PurgeExperiment(ctx context.Context, experiment, lineage st
 		deleted = append(deleted, j.Name)
 		k.markSeen(experiment, j.Annotations[AnnTrial], false)
 	}
+	if err := k.purgeOwned(ctx, opts, ours); err != nil {
+		return err
+	}
+	for _, n := range deleted {
+		if err := k.waitGone(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// purgeOwned deletes the ConfigMaps and checkpoint claims that opts
+// selects and ours accepts.
+func (k *Kubernetes) purgeOwned(ctx context.Context, opts metav1.ListOptions, ours func(metav1.Object) bool) error {
+	del := func(kind, name string, f func() error) error {
+		if err := retry(ctx, f); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete %s %s: %w", kind, name, err)
+		}
+		return nil
+	}
 	cms, err := k.client.CoreV1().ConfigMaps(k.namespace).List(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("list configmaps: %w", err)
@@ -189,11 +209,6 @@ func (k *Kubernetes) PurgeExperiment(ctx context.Context, experiment, lineage st
 			}); err != nil {
 				return err
 			}
-		}
-	}
-	for _, n := range deleted {
-		if err := k.waitGone(ctx, n); err != nil {
-			return err
 		}
 	}
 	return nil

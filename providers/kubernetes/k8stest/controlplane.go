@@ -104,6 +104,11 @@ type Options struct {
 	// Controllers for kube-controller-manager (default job,
 	// garbagecollector, serviceaccount, serviceaccount-token, namespace).
 	Controllers []string
+	// CRDs installs the CRDs of TFJob, PyTorchJob, AdaptDLJob and
+	// Framework (InstallCRDs) before the controller manager starts, so
+	// that its garbage collector knows them from the start (it looks for
+	// new resources only every 30 s).
+	CRDs bool
 }
 
 // Start builds nothing: it starts the binaries from BinDir and returns once
@@ -184,6 +189,11 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	}
 	if err := cp.waitReady(ctx); err != nil {
 		return nil, err
+	}
+	if opts.CRDs {
+		if err := InstallCRDs(ctx, cp); err != nil {
+			return nil, err
+		}
 	}
 	if !opts.NoControllerManager {
 		ctrls := opts.Controllers

@@ -1,0 +1,158 @@
+package kubernetes
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/trialform/trialform/providers"
+)
+
+func TestCRDConfigFromAttrs(t *testing.T) {
+	c, err := CRDConfigFromAttrs(KindKubeflow, map[string]any{
+		"operator": "tfjob", "namespace": "ml", "image": "tf:2",
+		"worker": []any{map[string]any{"replicas": 2.0, "cpu": 2.0, "memory": "8Gi", "gpu": 1.0}},
+		"ps":     []any{map[string]any{"replicas": 1.0, "command": "python ps.py", "image": "tf:cpu"}},
+	}, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Namespace != "ml" || c.Image != "tf:2" || len(c.Roles) != 2 || c.Roles[0].Name != "worker" || c.Roles[0].Replicas != 2 ||
+		c.Roles[0].CPU != "2" || c.Roles[0].GPU != 1 || c.Roles[1].Command != "python ps.py" || c.Roles[1].Image != "tf:cpu" {
+		t.Errorf("config %+v", c)
+	}
+	fc, err := CRDConfigFromAttrs(KindFrameworkController, map[string]any{
+		"task_role": []any{map[string]any{"_labels": []any{"worker"}, "task_number": 2.0,
+			"framework_attempt_completion_policy": []any{map[string]any{"min_failed_task_count": 1.0, "min_succeeded_task_count": 2.0}}}},
+	}, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := fc.Roles[0]; r.Name != "worker" || r.Replicas != 2 || r.MinFailedTaskCount != 1 || r.MinSucceededTaskCount != 2 {
+		t.Errorf("task role %+v", r)
+	}
+	adl, err := CRDConfigFromAttrs(KindAdaptDL, map[string]any{"adaptive": true, "max_replicas": 4.0,
+		"resources": []any{map[string]any{"gpu": 1.0}}}, "/")
+	if err != nil || !adl.Adaptive || adl.MaxReplicas != 4 || adl.GPU != 1 {
+		t.Errorf("adaptdl %+v %v", adl, err)
+	}
+	for _, tc := range []struct {
+		kind  string
+		attrs map[string]any
+		want  string
+	}{
+		{KindKubeflow, map[string]any{"operator": "mxjob", "worker": []any{map[string]any{}}}, `operator = "mxjob"`},
+		{KindKubeflow, map[string]any{"operator": "pytorchjob", "worker": []any{map[string]any{}}, "ps": []any{map[string]any{}}}, "a ps block is for operator \"tfjob\""},
+		{KindKubeflow, map[string]any{"operator": "tfjob", "worker": []any{map[string]any{}}, "master": []any{map[string]any{}}}, "a master block is for operator \"pytorchjob\""},
+		{KindKubeflow, map[string]any{"operator": "tfjob"}, "a worker block is required"},
+		{KindKubeflow, map[string]any{"operator": "tfjob", "worker": []any{map[string]any{"replicas": 0.0}}}, "worker.replicas must be a whole number >= 1"},
+		{KindKubeflow, map[string]any{"operator": "tfjob", "worker": []any{map[string]any{"gpus": 1.0}}}, `worker: unknown setting "gpus"`},
+		{KindAdaptDL, map[string]any{"min_replicas": 2.0}, "need adaptive = true"},
+		{KindFrameworkController, map[string]any{}, "a task_role block is required"},
+		{KindFrameworkController, map[string]any{"namespce": "x", "task_role": []any{map[string]any{"_labels": []any{"w"}}}}, `unknown setting "namespce"`},
+	} {
+		_, err := CRDConfigFromAttrs(tc.kind, tc.attrs, "/")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !providers.IsPermanent(err) {
+			t.Errorf("%s %v: err = %v, want %q", tc.kind, tc.attrs, err, tc.want)
+		}
+	}
+}
+
+func crObj(kind, name string, spec, status map[string]any) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	if status != nil {
+		o.Object["status"] = status
+	}
+	o.SetKind(kind)
+	o.SetName(name)
+	return o
+}
+
+func pod(name string, lbl, ann map[string]string, phase corev1.PodPhase, exit *int32) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl, Annotations: ann},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "tensorflow"}}},
+		Status: corev1.PodStatus{Phase: phase}}
+	if exit != nil {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "tensorflow", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: *exit}}}}
+	}
+	return p
+}
+
+// TestCRDPhases maps operator statuses (and the trial pod) to phases, and
+// picks the trial pod by the operators' labels.
+func TestCRDPhases(t *testing.T) {
+	three := int32(3)
+	kf := func(rt string, i string) map[string]string {
+		return map[string]string{KubeflowJobNameLabel: "j", KubeflowReplicaTypeLabel: rt, KubeflowReplicaIndexLabel: i}
+	}
+	tf := crObj("TFJob", "j", map[string]any{"tfReplicaSpecs": map[string]any{"Worker": map[string]any{}, "PS": map[string]any{}}},
+		map[string]any{"conditions": []any{map[string]any{"type": "Created", "status": "True"},
+			map[string]any{"type": "Failed", "status": "True", "reason": "TFJobFailed", "message": "worker failed"}}})
+	pods := []corev1.Pod{pod("j-ps-0", kf("ps", "0"), nil, corev1.PodRunning, nil), pod("j-worker-1", kf("worker", "1"), nil, corev1.PodSucceeded, nil),
+		pod("j-worker-0", kf("Worker", "0"), nil, corev1.PodFailed, &three)}
+	k := kubeflowKind{tf: true}
+	main := k.main(tf, pods)
+	if main == nil || main.Name != "j-worker-0" {
+		t.Fatalf("tfjob main %v", main)
+	}
+	if ph, r := k.phase(tf, main); ph != providers.PhaseFailed || r != "exit status 3" {
+		t.Errorf("tfjob failed: %s %q", ph, r)
+	}
+	if ph, r := k.phase(tf, nil); ph != providers.PhaseFailed || !strings.Contains(r, "worker failed") {
+		t.Errorf("tfjob failed without pod: %s %q", ph, r)
+	}
+	pt := crObj("PyTorchJob", "j", map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{}, "Worker": map[string]any{}}}, nil)
+	if m := (kubeflowKind{}).main(pt, pods); m != nil {
+		t.Errorf("pytorchjob main before its master exists: %s", m.Name)
+	}
+	pods = append(pods, pod("j-master-0", kf("master", "0"), nil, corev1.PodRunning, nil))
+	if m := (kubeflowKind{}).main(pt, pods); m == nil || m.Name != "j-master-0" {
+		t.Errorf("pytorchjob main %v", m)
+	}
+	if ph, _ := (kubeflowKind{}).phase(pt, nil); ph != providers.PhasePending {
+		t.Errorf("pytorchjob without status: %s", ph)
+	}
+
+	fw := crObj("Framework", "f", map[string]any{"taskRoles": []any{map[string]any{"name": "worker"}, map[string]any{"name": "ps"}}},
+		map[string]any{"state": "Completed", "attemptStatus": map[string]any{"completionStatus": map[string]any{
+			"code": int64(3), "phrase": "ContainerFailed", "type": map[string]any{"name": "Failed"}}}})
+	fpods := []corev1.Pod{
+		pod("f-ps-0", map[string]string{FrameworkNameLabel: "f", FrameworkTaskRoleLabel: "ps"}, map[string]string{FrameworkTaskIndex: "0"}, corev1.PodSucceeded, nil),
+		pod("f-worker-1", map[string]string{FrameworkNameLabel: "f", FrameworkTaskRoleLabel: "worker"}, map[string]string{FrameworkTaskIndex: "1"}, corev1.PodSucceeded, nil),
+		pod("f-worker-0", map[string]string{FrameworkNameLabel: "f", FrameworkTaskRoleLabel: "worker", FrameworkTaskIndex: "0"}, nil, corev1.PodRunning, nil),
+	}
+	if m := (frameworkKind{}).main(fw, fpods); m == nil || m.Name != "f-worker-0" {
+		t.Errorf("framework main %v", m)
+	}
+	if ph, r := (frameworkKind{}).phase(fw, nil); ph != providers.PhaseFailed || r != "completion code 3 (ContainerFailed)" {
+		t.Errorf("framework failed: %s %q", ph, r)
+	}
+	fw.Object["status"] = map[string]any{"state": "AttemptPreparing"}
+	if ph, _ := (frameworkKind{}).phase(fw, nil); ph != providers.PhasePending {
+		t.Errorf("framework preparing: %s", ph)
+	}
+	fw.Object["status"] = map[string]any{"state": "Completed"}
+	if ph, _ := (frameworkKind{}).phase(fw, nil); ph != providers.PhaseFailed {
+		t.Errorf("framework completed without status: %s", ph)
+	}
+
+	adl := crObj("AdaptDLJob", "a", map[string]any{}, map[string]any{"phase": "Running"})
+	apods := []corev1.Pod{
+		pod("a-0-0", map[string]string{AdaptDLJobLabel: "a"}, map[string]string{AdaptDLRankAnnot: "0", AdaptDLGroupAnnot: "0"}, corev1.PodFailed, nil),
+		pod("a-1-1", map[string]string{AdaptDLJobLabel: "a"}, map[string]string{AdaptDLRankAnnot: "1", AdaptDLGroupAnnot: "1"}, corev1.PodRunning, nil),
+		pod("a-1-0", map[string]string{AdaptDLJobLabel: "a"}, map[string]string{AdaptDLRankAnnot: "0", AdaptDLGroupAnnot: "1"}, corev1.PodRunning, nil),
+	}
+	if m := (adaptdlKind{}).main(adl, apods); m == nil || m.Name != "a-1-0" {
+		t.Errorf("adaptdl main %v (want rank 0 of the newest group)", m)
+	}
+	for ph, want := range map[string]providers.Phase{"Pending": providers.PhasePending, "Starting": providers.PhasePending, "Running": providers.PhaseRunning,
+		"Stopping": providers.PhaseRunning, "Succeeded": providers.PhaseSucceeded, "Failed": providers.PhaseFailed} {
+		adl.Object["status"] = map[string]any{"phase": ph}
+		if got, _ := (adaptdlKind{}).phase(adl, nil); got != want {
+			t.Errorf("adaptdl %s: %s, want %s", ph, got, want)
+		}
+	}
+}
