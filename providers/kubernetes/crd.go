@@ -275,6 +275,9 @@ func (c *CRD) Start(ctx context.Context, req providers.StartRequest) (providers.
 			if a[AnnExperiment] != req.Experiment || a[AnnTrial] != req.TrialID {
 				return nil, providers.Permanent(fmt.Errorf("%s %s/%s exists but is not trial %s/%s", c.kind.gvk().Kind, c.k.namespace, name, req.Experiment, req.TrialID))
 			}
+			if err := providers.CheckLineage(c.kind.gvk().Kind+" "+c.k.namespace+"/"+name, req, a[AnnLineage]); err != nil {
+				return nil, err
+			}
 			if n, err := strconv.Atoi(a[AnnAttempt]); err == nil {
 				attempt = n + 1
 			}
