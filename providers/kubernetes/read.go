@@ -104,24 +104,30 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 	sel := labels.Set{LabelExperiment: LabelValue(experiment)}.String()
 	var jobs *batchv1.JobList
 	var pods *corev1.PodList
+	// The two lists run at once: on 1,000 trials each takes a few hundred
+	// milliseconds, most of it the apiserver encoding.
+	podsErr := make(chan error, 1)
+	go func() {
+		podsErr <- retry(ctx, func() error {
+			var err error
+			pods, err = k.client.CoreV1().Pods(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			return err
+		})
+	}()
 	err := retry(ctx, func() error {
 		var err error
 		jobs, err = k.client.BatchV1().Jobs(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		return err
 	})
+	perr := <-podsErr
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
+	if perr != nil {
+		return nil, fmt.Errorf("list pods: %w", perr)
+	}
 	if len(jobs.Items) == 0 {
 		return nil, nil
-	}
-	err = retry(ctx, func() error {
-		var err error
-		pods, err = k.client.CoreV1().Pods(k.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	byJob := map[string][]corev1.Pod{}
 	for _, p := range pods.Items {
