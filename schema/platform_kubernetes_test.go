@@ -54,6 +54,7 @@ func TestKubernetesPlatformErrors(t *testing.T) {
 		{"resources {\n  gpu = 1\n}\nresources {\n  cpu = 1\n}", "main.hcl:6,", `Duplicate block: Only one resources block is allowed; the first is at main.hcl:3`},
 		{"nfs {\n  server = \"a\"\n}", "main.hcl:3,", `Missing required argument: An nfs block needs "path"`},
 		{"volume {\n}", "main.hcl:3,", `Unsupported block type: Blocks of type "volume" are not expected`},
+		{`metrics_interval = "often"`, "main.hcl:3,", `Invalid duration: metrics_interval = "often" is not a duration: write it like "5s"`},
 	} {
 		dir := writeConfig(t, map[string]string{"main.hcl": "\nplatform \"kubernetes\" \"k\" {\n" + tt.body + "\n}\n"})
 		_, diags := Load(dir, LoadOptions{})

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -121,5 +122,15 @@ func TestLogCursorIncremental(t *testing.T) {
 	old := logCursor{bytes: int64(len("a\nb\n"))}
 	if l := old.consume([]byte(full), false, false); strings.Join(l, "") != "b2\nc\nd\n" {
 		t.Errorf("legacy cursor took %q", l)
+	}
+}
+
+func TestConfigMetricsInterval(t *testing.T) {
+	c, err := ConfigFromAttrs(map[string]any{"metrics_interval": "30s"}, "/")
+	if err != nil || c.MetricsInterval != 30*time.Second {
+		t.Errorf("metrics_interval 30s: %v, %v", c.MetricsInterval, err)
+	}
+	if _, err := ConfigFromAttrs(map[string]any{"metrics_interval": "soon"}, "/"); err == nil || !strings.Contains(err.Error(), "metrics_interval") {
+		t.Errorf("a bad metrics_interval: %v", err)
 	}
 }
