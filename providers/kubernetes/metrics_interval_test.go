@@ -1,0 +1,107 @@
+package kubernetes_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	k8s "github.com/trialform/trialform/providers/kubernetes"
+)
+
+// TestMetricsIntervalAndCursor runs a trial that reports one result, then
+// another, through the node agent: a second Read by the same process
+// within metrics_interval does not fetch the log (no new metrics though the
+// trial printed one), and a new process given the offsets the state keeps
+// reads only the new line, through the kubelet's sinceTime.
+func TestMetricsIntervalAndCursor(t *testing.T) {
+	need(t)
+	ns := namespace(t, "interval")
+	// The code dir is on the "NFS share" (the same path for the node
+	// agent), so the test can tell the trial when to go on.
+	share := t.TempDir()
+	code := filepath.Join(share, "code")
+	os.MkdirAll(code, 0o755)
+	if err := os.WriteFile(filepath.Join(code, "train.py"), []byte(`import nni, os, time, sys
+nni.get_next_parameter()
+nni.report_intermediate_result(1)
+sys.stdout.flush()
+while not os.path.exists("go"):
+    time.sleep(0.05)
+nni.report_intermediate_result(2)
+print("second reported", flush=True)
+time.sleep(120)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py, _ := filepathLookPython()
+	cfg := k8s.Config{Rest: cp.Config, Namespace: ns, MetricsInterval: time.Hour,
+		NFS: &k8s.NFS{Server: "127.0.0.1", Path: share, MountPath: share, LocalPath: share}}
+	p, err := k8s.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req := providers.StartRequest{Experiment: "iv", ExperimentID: "eid", TrialID: "t0", Params: map[string]any{"x": 1},
+		Args: []string{py, "train.py"}, CodeDir: code, Lineage: "L"}
+	if _, err := p.Start(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(context.Background(), providers.StopRequest{Experiment: "iv", TrialID: "t0", Purge: true, Grace: time.Second})
+	// A process that reads before the trial printed anything has not read
+	// the log either: use fresh processes until the first metric is in.
+	var off map[string]int64
+	for {
+		p1, err := k8s.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := p1.Read(ctx, providers.ReadRequest{Experiment: "iv", TrialID: "t0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(o.Metrics) > 0 {
+			if len(o.Metrics) != 1 || o.Metrics[0].Value != "1" {
+				t.Fatalf("first read: %+v", o.Metrics)
+			}
+			off, p = o.MetricsOffset, p1
+			break
+		}
+		if ctx.Err() != nil {
+			dump(t, ns)
+			t.Fatal("no metric arrived")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(code, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var b strings.Builder
+		p.Logs(ctx, providers.LogsRequest{Experiment: "iv", TrialID: "t0", Out: &b})
+		if strings.Contains(b.String(), "second reported") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the trial never reported its second result: %q", b.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	o, err := p.Read(ctx, providers.ReadRequest{Experiment: "iv", TrialID: "t0", MetricsOffset: off})
+	if err != nil || len(o.Metrics) != 0 || o.Phase != providers.PhaseRunning {
+		t.Fatalf("a read within metrics_interval: %v, %s, metrics %+v (want none: the log is not due)", err, o.Phase, o.Metrics)
+	}
+	off = o.MetricsOffset
+	p2, err := k8s.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err = p2.Read(ctx, providers.ReadRequest{Experiment: "iv", TrialID: "t0", MetricsOffset: off})
+	if err != nil || len(o.Metrics) != 1 || o.Metrics[0].Value != "2" {
+		t.Fatalf("a new process with the kept offsets: %v, metrics %+v (want only the second)", err, o.Metrics)
+	}
+}
