@@ -125,18 +125,20 @@ func (t *gridTuner) Suggest(req Request) ([]space.Params, error) {
 	if t.repeat {
 		return t.suggestRepeating(g, hist, req.Seqs), nil
 	}
-	used := make(map[string]bool, len(hist))
+	used := make(map[int]bool, len(hist))
 	for _, o := range hist {
-		used[pointKey(o.Params)] = true
+		if i := g.indexOf(map[string]any(o.Params)); i >= 0 {
+			used[i] = true
+		}
 	}
 	out := make([]space.Params, len(req.Seqs))
 	next := 0
 	for _, i := range ascending(req.Seqs) {
 		var p space.Params
 		for ; next < g.size; next++ {
-			p = g.at(next)
-			if k := pointKey(p); !used[k] {
-				used[k] = true
+			if !used[next] {
+				used[next] = true
+				p = g.at(next)
 				break
 			}
 		}
@@ -190,6 +192,9 @@ type gridParam struct {
 	name string
 	size int
 	at   func(i int) float64
+	// inv is at's inverse: the index of value f, or -1 when f is not one
+	// of the values.
+	inv  func(f float64) int
 	opts []gridOption
 }
 
@@ -289,6 +294,12 @@ func gridParamOf(p space.Param, points int, prefix string) (gridParam, error) {
 		}
 		gp.size = int(hi - lo)
 		gp.at = func(i int) float64 { return float64(lo + int64(i)) }
+		gp.inv = func(f float64) int {
+			if f != math.Trunc(f) || f < float64(lo) || f >= float64(hi) {
+				return -1
+			}
+			return int(int64(f) - lo)
+		}
 		return gp, nil
 	case space.Quniform, space.Qloguniform:
 		if len(p.Args) < 3 || !(p.Args[2] > 0) || !(p.Args[0] <= p.Args[1]) {
@@ -302,10 +313,17 @@ func gridParamOf(p space.Param, points int, prefix string) (gridParam, error) {
 		if low == high {
 			gp.size = 1
 			gp.at = func(int) float64 { return low }
+			gp.inv = func(f float64) int { return searchValues(gp.at, 1, f, 0) }
 			return gp, nil
 		}
 		gp.size = int(k1 - k0 + 1)
-		gp.at = func(i int) float64 { return space.Quantize(p, (k0+float64(i))*q) }
+		at := func(i int) float64 { return space.Quantize(p, (k0+float64(i))*q) }
+		gp.at = at
+		size := gp.size
+		gp.inv = func(f float64) int {
+			// The nearest step, then its neighbours (clipped ends).
+			return searchValues(at, size, f, int(math.RoundToEven(f/q)-k0))
+		}
 		return gp, nil
 	}
 	// Continuous or unbounded: grid_points values.
@@ -362,5 +380,107 @@ func gridParamOf(p space.Param, points int, prefix string) (gridParam, error) {
 	}
 	gp.size = len(vals)
 	gp.at = func(i int) float64 { return vals[i] }
+	gp.inv = func(f float64) int { return searchValues(gp.at, len(vals), f, -1) }
 	return gp, nil
+}
+
+// searchValues finds f among at(0..size-1): around guess when guess >= 0
+// (values in order, guess near the index), else everywhere (few values).
+func searchValues(at func(int) float64, size int, f float64, guess int) int {
+	if guess < 0 {
+		for i := 0; i < size; i++ {
+			if at(i) == f {
+				return i
+			}
+		}
+		return -1
+	}
+	for _, i := range []int{guess, guess - 1, guess + 1} {
+		if i >= 0 && i < size && at(i) == f {
+			return i
+		}
+	}
+	return -1
+}
+
+// indexOf is the grid index of a history point, or -1 when the point is
+// not one of the grid's (values off the grid, missing or extra names).
+// It computes no key of any grid point, so marking the history as used
+// costs a few lookups a trial.
+func (g *gridSpace) indexOf(p map[string]any) int {
+	if len(p) != len(g.params) {
+		return -1
+	}
+	idx := 0
+	for j := range g.params {
+		gp := &g.params[j]
+		v, ok := p[gp.name]
+		if !ok {
+			return -1
+		}
+		i := gp.indexOf(v)
+		if i < 0 {
+			return -1
+		}
+		idx = idx*gp.size + i
+	}
+	return idx
+}
+
+func (gp *gridParam) indexOf(v any) int {
+	if gp.opts == nil {
+		f, ok := space.ToFloat(v)
+		if !ok {
+			return -1
+		}
+		return gp.inv(f)
+	}
+	off := 0
+	for _, o := range gp.opts {
+		if !o.isSub {
+			if sameValue(o.value, v) {
+				return off
+			}
+			off += o.size
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if ps, isParams := v.(space.Params); isParams {
+			m, ok = map[string]any(ps), true
+		}
+		if ok && m["_name"] == o.name {
+			if o.sub == nil {
+				if len(m) == 1 {
+					return off
+				}
+				return -1
+			}
+			rest := make(map[string]any, len(m)-1)
+			for k, x := range m {
+				if k != "_name" {
+					rest[k] = x
+				}
+			}
+			if i := o.sub.indexOf(rest); i >= 0 {
+				return off + i
+			}
+			return -1
+		}
+		off += o.size
+	}
+	return -1
+}
+
+// sameValue compares a choice option with a history value as pointKey
+// does (numbers by value whatever their Go type).
+func sameValue(a, b any) bool {
+	if fa, ok := space.ToFloat(a); ok {
+		fb, ok := space.ToFloat(b)
+		return ok && fa == fb
+	}
+	if sa, ok := a.(string); ok {
+		sb, ok := b.(string)
+		return ok && sa == sb
+	}
+	return string(appendKey(nil, a)) == string(appendKey(nil, b))
 }

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -203,5 +204,95 @@ func TestGridRepeat(t *testing.T) {
 	}
 	if _, err := New("grid", map[string]any{"repeat": "yes"}, sp); err == nil || !strings.Contains(err.Error(), `"repeat" must be true or false`) {
 		t.Fatalf("repeat = \"yes\": %v", err)
+	}
+}
+
+// benchGrid: the next grid point after n trials the grid itself gave
+// (the bench in bench/tuners measures the same through the CLI's path).
+func benchGrid(b *testing.B, n int) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "a", Kind: space.Randint, Args: []float64{0, 10}},
+		{Name: "b", Kind: space.Choice, Options: []space.Option{{Value: "x"}, {Value: "y"}, {Value: 3.0}}},
+		{Name: "c", Kind: space.Quniform, Args: []float64{0, 1, 0.1}},
+		{Name: "d", Kind: space.Uniform, Args: []float64{0, 1}},
+		{Name: "e", Kind: space.Randint, Args: []float64{0, 10}},
+	}}
+	tn := mustNew(b, "grid", map[string]any{"grid_points": 5.0}, sp)
+	hist := loop(b, tn, sp, Minimize, 1, n, func(p space.Params) float64 { return 0 })
+	req := Request{Space: sp, Goal: Minimize, Seed: 1, History: hist, Seqs: []int{n + 1}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := tn.Suggest(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGridSuggest1000(b *testing.B)  { benchGrid(b, 1000) }
+func BenchmarkGridSuggest10000(b *testing.B) { benchGrid(b, 10000) }
+
+// TestGridSkipsHistoryLikeKeys: the grid finds the points earlier trials
+// took by index arithmetic; it must agree with comparing canonical keys,
+// whatever the numeric Go types in the history, with nested choices, and
+// ignoring points off the grid.
+func TestGridSkipsHistoryLikeKeys(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "lr", Kind: space.Loguniform, Args: []float64{1e-4, 1e-1}},
+		{Name: "model", Kind: space.Choice, Options: []space.Option{
+			{Value: "linear"},
+			{Name: "mlp", Nested: &space.Space{Params: []space.Param{{Name: "layers", Kind: space.Randint, Args: []float64{1, 4}}}}},
+			{Name: "empty"},
+			{Value: 7.0},
+		}},
+		{Name: "bs", Kind: space.Quniform, Args: []float64{16, 64, 16}},
+	}}
+	settings := map[string]any{"grid_points": 3.0}
+	n, err := GridSize(sp, settings)
+	if err != nil || n != 72 {
+		t.Fatalf("grid size %d, %v; want 3 lr x 6 models x 4 bs", n, err)
+	}
+	all, err := gridSuggest(t, sp, settings, nil, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 50; round++ {
+		var hist []Observation
+		taken := map[string]bool{}
+		for _, p := range all {
+			if rng.IntN(3) == 0 {
+				continue
+			}
+			taken[pointKey(p)] = true
+			q := space.Params{}
+			for k, v := range p {
+				if f, ok := v.(float64); ok && f == float64(int(f)) && rng.IntN(2) == 0 {
+					v = int(f) // a history decoded with other numeric types
+				}
+				q[k] = v
+			}
+			hist = append(hist, Observation{Params: q, State: Completed})
+		}
+		// Off-grid points take nothing.
+		hist = append(hist, Observation{Params: space.Params{"lr": 0.5, "model": "linear", "bs": 16.0}, State: Completed},
+			Observation{Params: space.Params{"lr": 1e-4, "model": "linear", "bs": 16.0, "extra": 1.0}, State: Completed})
+		var want []space.Params
+		for _, p := range all {
+			if !taken[pointKey(p)] {
+				want = append(want, p)
+			}
+		}
+		if len(want) == 0 {
+			continue
+		}
+		got, err := gridSuggest(t, sp, settings, hist, len(want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if pointKey(got[i]) != pointKey(want[i]) {
+				t.Fatalf("round %d: suggestion %d = %v, want %v", round, i, got[i], want[i])
+			}
+		}
 	}
 }

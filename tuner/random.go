@@ -2,6 +2,9 @@ package tuner
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/trialform/trialform/tuner/space"
 )
@@ -85,30 +88,58 @@ func discrete(sp *space.Space) bool {
 	return true
 }
 
-// pointKey is a canonical text of a parameter assignment: JSON with sorted
-// keys, so the same values compare equal whatever their map order or
-// numeric Go type.
+// pointKey is a canonical text of a parameter assignment: keys sorted,
+// numbers in their shortest float64 form, so the same values compare equal
+// whatever their map order or numeric Go type. It is written by hand, not
+// with encoding/json: grid and dedup call it once per trial of the history
+// on every suggest.
 func pointKey(p space.Params) string {
-	b, err := json.Marshal(normalize(map[string]any(p)))
-	if err != nil {
-		return ""
-	}
-	return string(b)
+	return string(appendKey(make([]byte, 0, 64), map[string]any(p)))
 }
 
-func normalize(v any) any {
+func appendKey(b []byte, v any) []byte {
 	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = normalize(e)
-		}
-		return m
 	case space.Params:
-		return normalize(map[string]any(x))
+		return appendKey(b, map[string]any(x))
+	case map[string]any:
+		var arr [16]string
+		keys := arr[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendQuote(b, k)
+			b = append(b, ':')
+			b = appendKey(b, x[k])
+		}
+		return append(b, '}')
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendKey(b, e)
+		}
+		return append(b, ']')
+	case string:
+		return strconv.AppendQuote(b, x)
+	case bool:
+		return strconv.AppendBool(b, x)
+	case nil:
+		return append(b, "null"...)
 	}
 	if f, ok := space.ToFloat(v); ok {
-		return f
+		return strconv.AppendFloat(b, f, 'g', -1, 64)
 	}
-	return v
+	j, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Appendf(b, "%#v", v)
+	}
+	return append(b, j...)
 }
