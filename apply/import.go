@@ -40,7 +40,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	if err != nil {
 		return nil, err
 	}
-	if e := cur.Experiment(exp); e != nil && e.Trials[id] != nil {
+	if e := cur.Experiment(exp); e != nil && e.Trials[id] != nil && !neverStarted(e.Trials[id]) {
 		t := e.Trials[id]
 		return nil, fmt.Errorf("trial %s/%s is already in the state (%s); there is nothing to import", exp, id, t.Status)
 	}
@@ -82,7 +82,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 			}
 			e = recordExperiment(st, ep, cfg, now)
 		}
-		if t := e.Trials[id]; t != nil {
+		if t := e.Trials[id]; t != nil && !neverStarted(t) {
 			conflict = fmt.Errorf("trial %s/%s is already in the state (%s); there is nothing to import", exp, id, t.Status)
 			return
 		}
@@ -149,7 +149,8 @@ func (s *Session) platformOf(exp string) (*schema.Experiment, *state.State, stri
 }
 
 // Orphans lists the trials exp's platform holds that the state does not
-// know and that have not ended: what `import -all` adopts.
+// know (or holds only as never started), running or ended: what
+// `import -all` adopts.
 func (s *Session) Orphans(ctx context.Context, exp string) ([]string, error) {
 	_, cur, platform, prov, err := s.platformOf(exp)
 	if err != nil {
@@ -166,16 +167,23 @@ func (s *Session) Orphans(ctx context.Context, exp string) ([]string, error) {
 	}
 	var ids []string
 	for _, o := range list {
-		if !o.Exists || o.Phase.Ended() {
+		if !o.Exists {
 			continue
 		}
-		if e != nil && e.Trials[o.TrialID] != nil {
+		if e != nil && e.Trials[o.TrialID] != nil && !neverStarted(e.Trials[o.TrialID]) {
 			continue
 		}
 		ids = append(ids, o.TrialID)
 	}
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// neverStarted reports whether a trial of the state was only proposed:
+// waiting, no platform handle (its start failed or never came, e.g.
+// because another state's trial holds the id). An import replaces it.
+func neverStarted(t *state.Trial) bool {
+	return t.Status == state.Waiting && len(t.Handle) == 0
 }
 
 // fits reports whether params hold a value in sp for every parameter of

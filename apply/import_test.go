@@ -98,7 +98,9 @@ func TestImportAdoptsOrphan(t *testing.T) {
 		t.Fatalf("before import: %s", got)
 	}
 	ids, err := s.Orphans(ctx, "exp")
-	if err != nil || fmt.Sprint(ids) != "[t0007 t0009]" {
+	// Running and ended ones (a lost state's finished trials are history
+	// worth having back).
+	if err != nil || fmt.Sprint(ids) != "[t0007 t0008 t0009]" {
 		t.Fatalf("Orphans = %v, %v", ids, err)
 	}
 
@@ -222,5 +224,44 @@ func TestImportCountsInTunerHistory(t *testing.T) {
 	ep := p.Experiments[0]
 	if len(ep.Trials) != 1 || ep.Trials[0].TrialID != "t0001" || ep.Trials[0].Params["x"] != 0.5 {
 		t.Fatalf("plan after import: %s %+v", actionsOf(p), ep.Trials)
+	}
+}
+
+// TestImportReplacesNeverStarted: a trial this state only proposed (its
+// start was refused: another state's trial holds the id) is replaced by
+// the imported one, whose parameters are what really ran.
+func TestImportReplacesNeverStarted(t *testing.T) {
+	store := &memStore{}
+	s, rec := newSession(config(1, 1), store)
+	ctx := context.Background()
+	s.Providers = oneProvider{&platformTrials{recorder: rec, held: map[string]providers.Observation{}}}
+	p, err := s.Plan(ctx, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Record the proposed trial without starting it, as a refused start
+	// leaves it.
+	if err := s.change(func(st *state.State) {
+		e := recordExperiment(st, p.Experiments[0], s.Config.Experiments["exp"], s.Now())
+		e.Trials["t0000"] = &state.Trial{ID: "t0000", Status: state.Waiting, Params: map[string]any{"x": 0.9}}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pt := &platformTrials{recorder: rec, held: map[string]providers.Observation{"t0000": running("t0000", "other")}}
+	s.Providers = oneProvider{pt}
+	ids, err := s.Orphans(ctx, "exp")
+	if err != nil || fmt.Sprint(ids) != "[t0000]" {
+		t.Fatalf("Orphans = %v, %v", ids, err)
+	}
+	imp, err := s.Import(ctx, "exp", "t0000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imp.Trial.Status != state.Running || imp.Trial.Params["x"] != 0.25 || imp.PreviousLineage != "other" {
+		t.Fatalf("imported %+v from %q", imp.Trial, imp.PreviousLineage)
+	}
+	// A trial that did start is not replaced.
+	if _, err := s.Import(ctx, "exp", "t0000"); err == nil || !strings.Contains(err.Error(), "already in the state") {
+		t.Fatalf("second import: %v", err)
 	}
 }

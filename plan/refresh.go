@@ -48,9 +48,10 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 		Listed: map[string][]providers.Observation{},
 	}
 	type job struct {
-		exp   string
-		trial *state.Trial
-		prov  providers.Provider
+		exp      string
+		trial    *state.Trial
+		prov     providers.Provider
+		platform string
 	}
 	var jobs []job
 	names := map[string]bool{}
@@ -84,7 +85,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 				if state.Terminal(t.Status) {
 					continue
 				}
-				jobs = append(jobs, job{name, t, prov})
+				jobs = append(jobs, job{name, t, prov, platform})
 			}
 		}
 		if l, ok := prov.(providers.Lister); ok {
@@ -133,6 +134,14 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 				}
 				obs.Warnings = append(obs.Warnings, fmt.Sprintf("read trial %s/%s: %v", j.exp, j.trial.ID, err))
 				return
+			}
+			if o.Exists && o.Lineage != "" && st.Lineage != "" && o.Lineage != st.Lineage {
+				// Another state's trial under the same id (this state's
+				// create was refused, or the trial was imported away): its
+				// status and results are not this trial's.
+				obs.Warnings = append(obs.Warnings, fmt.Sprintf("trial %s/%s on %s belongs to another state (lineage %s), not to this one: its status and results are not read; adopt it with `trialform import %s %s`, or remove it",
+					j.exp, j.trial.ID, j.platform, o.Lineage, j.exp, j.trial.ID))
+				o = providers.Observation{TrialID: o.TrialID, Experiment: o.Experiment}
 			}
 			if obs.Trials[j.exp] == nil {
 				obs.Trials[j.exp] = map[string]providers.Observation{}

@@ -74,7 +74,7 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 			return g.errorf("%v", err)
 		}
 		if len(ids) == 0 {
-			fmt.Fprintf(g.IO.Out, "No unfinished trial of experiment %s on its platform is missing from the state; nothing to import.\n", exp)
+			fmt.Fprintf(g.IO.Out, "No trial of experiment %s on its platform is missing from the state; nothing to import.\n", exp)
 			return 0
 		}
 	}
