@@ -122,12 +122,7 @@ func runKubernetesScripts(t *testing.T, dir string) {
 				if len(args) != 3 {
 					ts.Fatalf("usage: k8scrs RESOURCE EXP N")
 				}
-				var gvr schema.GroupVersionResource
-				for _, g := range []schema.GroupVersionResource{k8stest.TFJobs, k8stest.PyTorchJobs, k8stest.AdaptDLJobs, k8stest.Frameworks} {
-					if g.Resource == args[0] {
-						gvr = g
-					}
-				}
+				gvr := crResource(ts, args[0])
 				list, err := dyn.Resource(gvr).Namespace(nsOf(ts)).List(context.Background(), selector(ts, args[1]))
 				ts.Check(err)
 				n := 0
@@ -147,12 +142,7 @@ func runKubernetesScripts(t *testing.T, dir string) {
 				if len(args) != 3 {
 					ts.Fatalf("usage: k8sdeletecr RESOURCE EXP TRIAL")
 				}
-				var gvr schema.GroupVersionResource
-				for _, g := range []schema.GroupVersionResource{k8stest.TFJobs, k8stest.PyTorchJobs, k8stest.AdaptDLJobs, k8stest.Frameworks} {
-					if g.Resource == args[0] {
-						gvr = g
-					}
-				}
+				gvr := crResource(ts, args[0])
 				bg := metav1.DeletePropagationBackground
 				r := dyn.Resource(gvr).Namespace(nsOf(ts))
 				ts.Check(r.Delete(context.Background(), k8s.JobName(args[1], args[2]), metav1.DeleteOptions{PropagationPolicy: &bg}))
@@ -276,4 +266,16 @@ func runKubernetesScripts(t *testing.T, dir string) {
 			},
 		},
 	})
+}
+
+// crResource is the custom resource a script names (tfjobs, pytorchjobs,
+// adaptdljobs, frameworks).
+func crResource(ts *testscript.TestScript, name string) schema.GroupVersionResource {
+	for _, g := range []schema.GroupVersionResource{k8stest.TFJobs, k8stest.PyTorchJobs, k8stest.AdaptDLJobs, k8stest.Frameworks} {
+		if g.Resource == name {
+			return g
+		}
+	}
+	ts.Fatalf("unknown custom resource %q (tfjobs, pytorchjobs, adaptdljobs, frameworks)", name)
+	return schema.GroupVersionResource{}
 }

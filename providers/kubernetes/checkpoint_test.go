@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -68,18 +67,7 @@ else:
 		t.Fatal(err)
 	}
 	name := k8s.JobName("ck", "t0")
-	for {
-		var b strings.Builder
-		p.Logs(ctx, providers.LogsRequest{Experiment: "ck", TrialID: "t0", Out: &b})
-		if strings.Contains(b.String(), "saved") {
-			break
-		}
-		if ctx.Err() != nil {
-			dump(t, ns)
-			t.Fatalf("the trial never saved its checkpoint; log %q", b.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitLog(ctx, t, p, ns, "ck", "t0", "saved")
 	claim, err := cp.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil || claim.Spec.VolumeName != "ckpt-pv-0" || claim.Status.Phase != corev1.ClaimBound {
 		t.Fatalf("claim %s: %v %+v", name, err, claim)

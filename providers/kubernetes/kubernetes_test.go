@@ -228,3 +228,20 @@ func dump(t *testing.T, ns string) {
 	t.Logf("kube-controller-manager log:\n%s", cp.Log("kube-controller-manager"))
 	t.Logf("kube-scheduler log:\n%s", cp.Log("kube-scheduler"))
 }
+
+// waitLog waits until the trial's log holds want.
+func waitLog(ctx context.Context, t *testing.T, p providers.LogStreamer, ns, exp, trial, want string) {
+	t.Helper()
+	for {
+		var b strings.Builder
+		p.Logs(ctx, providers.LogsRequest{Experiment: exp, TrialID: trial, Out: &b})
+		if strings.Contains(b.String(), want) {
+			return
+		}
+		if ctx.Err() != nil {
+			dump(t, ns)
+			t.Fatalf("trial %s/%s never printed %q; log %q", exp, trial, want, b.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

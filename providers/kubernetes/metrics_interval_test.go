@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -80,17 +79,7 @@ time.sleep(120)
 	if err := os.WriteFile(filepath.Join(code, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		var b strings.Builder
-		p.Logs(ctx, providers.LogsRequest{Experiment: "iv", TrialID: "t0", Out: &b})
-		if strings.Contains(b.String(), "second reported") {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the trial never reported its second result: %q", b.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitLog(ctx, t, p, ns, "iv", "t0", "second reported")
 	o, err := p.Read(ctx, providers.ReadRequest{Experiment: "iv", TrialID: "t0", MetricsOffset: off})
 	if err != nil || len(o.Metrics) != 0 || o.Phase != providers.PhaseRunning {
 		t.Fatalf("a read within metrics_interval: %v, %s, metrics %+v (want none: the log is not due)", err, o.Phase, o.Metrics)
