@@ -148,8 +148,11 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	// The tuner must exist and accept its settings and the space.
 	if _, ok := tuner.Lookup(e.Tuner.Name); !ok {
 		names := tuner.Names()
-		l.errorf(e.Tuner.Range.Ptr(), "Unknown tuner", "Unknown tuner %q; known: %s.%s",
-			e.Tuner.Name, joinNames(names), didYouMean(e.Tuner.Name, names, "%q"))
+		hint := nniTunerHint(e.Tuner.Name)
+		if hint == "" {
+			hint = didYouMean(e.Tuner.Name, names, "%q")
+		}
+		l.errorf(e.Tuner.Range.Ptr(), "Unknown tuner", "Unknown tuner %q; known: %s.%s", e.Tuner.Name, joinNames(names), hint)
 	} else if l.failures() == before && e.SearchSpace != nil {
 		if _, err := tuner.New(e.Tuner.Name, e.Tuner.Settings, e.SearchSpace.Space); err != nil {
 			l.errorf(e.Tuner.Range.Ptr(), "Invalid tuner settings", "%s.", err)
@@ -165,8 +168,11 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	if e.Assessor != nil {
 		if _, ok := tuner.LookupAssessor(e.Assessor.Name); !ok {
 			names := tuner.AssessorNames()
-			l.errorf(e.Assessor.Range.Ptr(), "Unknown assessor", "Unknown assessor %q; known: %s.%s",
-				e.Assessor.Name, joinNames(names), didYouMean(e.Assessor.Name, names, "%q"))
+			hint := nniAssessorHint(e.Assessor.Name)
+			if hint == "" {
+				hint = didYouMean(e.Assessor.Name, names, "%q")
+			}
+			l.errorf(e.Assessor.Range.Ptr(), "Unknown assessor", "Unknown assessor %q; known: %s.%s", e.Assessor.Name, joinNames(names), hint)
 		} else if _, err := tuner.NewAssessor(e.Assessor.Name, e.Assessor.Settings); err != nil {
 			l.errorf(e.Assessor.Range.Ptr(), "Invalid assessor settings", "%s.", err)
 		}
@@ -276,6 +282,9 @@ func (l *loader) decodeSettings(blk *hcl.Block, isTuner bool) (map[string]any, i
 	attrs, diags := blk.Body.JustAttributes()
 	l.diags = append(l.diags, diags...)
 	for _, a := range sortedAttrs(attrs) {
+		if l.checkOptimizeMode(a) {
+			continue
+		}
 		v, ok := l.value(a.Expr)
 		if !ok {
 			continue

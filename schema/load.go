@@ -152,7 +152,7 @@ var rootSchema = &hcl.BodySchema{
 }
 
 // PlatformKinds are the known platform kinds.
-var PlatformKinds = []string{"local", "remote", "kubernetes", "kubeflow", "adaptdl", "frameworkcontroller", "openpai", "dlc", "aml"}
+var PlatformKinds = []string{"local", "remote", "kubernetes", "kubeflow", "adaptdl", "frameworkcontroller", "openpai", "dlc", "aml", "dlts"}
 
 func knownPlatformKind(k string) bool {
 	for _, x := range PlatformKinds {
@@ -269,6 +269,7 @@ func (l *loader) declare(b *hcl.Block) {
 				didYouMean(kind, PlatformKinds, "%q"))
 			return
 		}
+		l.warnNotYet(b)
 		key := kind + "." + name
 		if prev, ok := l.platDecls[key]; ok {
 			l.errorf(&b.DefRange, "Duplicate platform",

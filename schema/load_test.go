@@ -487,7 +487,7 @@ func TestLoadErrors(t *testing.T) {
 	}{
 		{"malformed", []wantDiag{{"Invalid expression", "Expected the start of an expression", "main.hcl:7"}}},
 		{"unknown_platform_kind", []wantDiag{{"Unknown platform kind",
-			`Unknown platform kind "slurm"; known kinds: local, remote, kubernetes, kubeflow, adaptdl, frameworkcontroller, openpai, dlc, aml.`, "main.hcl:1"}}},
+			`Unknown platform kind "slurm"; known kinds: local, remote, kubernetes, kubeflow, adaptdl, frameworkcontroller, openpai, dlc, aml, dlts.`, "main.hcl:1"}}},
 		{"unknown_tuner", []wantDiag{{"Unknown tuner", `. Did you mean "tpe"?`, "main.hcl:7"}}},
 		{"tuner_settings", []wantDiag{{"Invalid tuner settings", `unknown setting "colour"`, "main.hcl:7"}}},
 		{"grid_too_small", []wantDiag{{"Grid smaller than max_trials", `The grid of search_space "s" has 4 points but max_trials is 5; lower max_trials to 4`, "main.hcl:8"}}},

@@ -71,6 +71,7 @@ func commands() []command {
 		{name: "show", summary: "Show the state or a saved plan", run: runShow},
 		{name: "trials", summary: "Results table of an experiment's trials", run: runTrials},
 		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs},
+		{name: "convert", summary: "Convert an NNI config, a Katib Experiment or a polyaxonfile to HCL", run: runConvert},
 		{name: "import", summary: "Adopt trials the platform runs but the state does not know (orphans)", run: runImport},
 		{name: "state", summary: "Inspect or edit the state (list, show, rm)", run: runState},
 		{name: "force-unlock", summary: "Remove a stale state lock", run: runForceUnlock},

@@ -1,0 +1,312 @@
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/tuner"
+	"github.com/trialform/trialform/tuner/space"
+	"gopkg.in/yaml.v3"
+)
+
+// spaceParams writes the params of sp into b (a search_space block or a
+// nested option).
+func spaceParams(b *block, sp *space.Space) {
+	for _, p := range sp.Params {
+		pb := b.add(newBlock("param", p.Name))
+		if p.Kind != space.Choice {
+			args := make([]any, len(p.Args))
+			for i, a := range p.Args {
+				args[i] = a
+			}
+			pb.set(string(p.Kind), args)
+			continue
+		}
+		nested := false
+		for _, o := range p.Options {
+			if space.IsNested(o) {
+				nested = true
+			}
+		}
+		if !nested {
+			vals := make([]any, len(p.Options))
+			for i, o := range p.Options {
+				vals[i] = o.Value
+			}
+			pb.set("choice", vals)
+			continue
+		}
+		for _, o := range p.Options {
+			ob := pb.add(newBlock("option", o.Name))
+			if o.Nested != nil {
+				spaceParams(ob, o.Nested)
+			}
+		}
+	}
+}
+
+// nniSpaceFromYAML reads an inline NNI search space (v2 searchSpace).
+func (c *conv) nniSpaceFromYAML(n *yaml.Node, field string) *space.Space {
+	data, err := json.Marshal(c.goValue(n))
+	if err != nil {
+		c.failf(n, "%s: %v", field, err)
+	}
+	sp, err := space.ParseNNI(data)
+	if err != nil {
+		c.failf(n, "%s: %v", field, err)
+	}
+	if len(sp.Params) == 0 {
+		c.failf(n, "%s is empty; a search space needs at least one parameter", field)
+	}
+	return sp
+}
+
+// readSpaceFile reads an NNI search_space.json the input names.
+func (c *conv) readSpaceFile(n *yaml.Node, field, rel string) *space.Space {
+	if c.opt.ReadFile == nil {
+		c.failf(n, "%s: cannot read %s here; convert without -inline to keep it as nni_file", field, rel)
+	}
+	data, err := c.opt.ReadFile(rel)
+	if err != nil {
+		c.failf(n, "%s: %v", field, err)
+	}
+	sp, err := space.ParseNNI(data)
+	if err != nil {
+		c.failf(n, "%s: %s: %v", field, rel, err)
+	}
+	return sp
+}
+
+// duration converts NNI's and Katib's durations ("1h", "30m", "10s",
+// "2d", a number of seconds) to trialform's form.
+func (c *conv) duration(n *yaml.Node, field string) string {
+	s := strings.TrimSpace(n.Value)
+	if n.Tag == "!!int" || n.Tag == "!!float" {
+		s += "s"
+	}
+	// NNI accepts "1 hour", "30 minutes" too.
+	words := map[string]string{"seconds": "s", "second": "s", "sec": "s", "minutes": "m", "minute": "m", "min": "m",
+		"hours": "h", "hour": "h", "days": "d", "day": "d"}
+	if f := strings.Fields(s); len(f) == 2 {
+		if u, ok := words[strings.ToLower(f[1])]; ok {
+			s = f[0] + u
+		}
+	}
+	if _, err := schema.ParseDuration(s); err != nil {
+		c.failf(n, "%s = %q is not a duration; write it like \"1h\", \"30m\" or \"2d\"", field, n.Value)
+	}
+	return s
+}
+
+// tunerMap is how a tuning algorithm of another tool maps to trialform.
+type tunerMap struct {
+	name  string // trialform tuner
+	exact bool   // the same algorithm (not just the nearest)
+	note  string // what differs
+}
+
+// nniTuners maps NNI's builtin tuner and advisor names (lower case).
+var nniTuners = map[string]tunerMap{
+	"tpe":               {"tpe", true, ""},
+	"random":            {"random", true, ""},
+	"randomsearch":      {"random", true, ""},
+	"anneal":            {"anneal", true, ""},
+	"evolution":         {"evolution", true, ""},
+	"gridsearch":        {"grid", true, ""},
+	"batchtuner":        {"batch", true, ""},
+	"hyperband":         {"hyperband", true, ""},
+	"bohb":              {"bohb", true, ""},
+	"pbttuner":          {"pbt", true, ""},
+	"gptuner":           {"auto", false, "trialform has no Gaussian-process tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
+	"gp":                {"auto", false, "trialform has no Gaussian-process tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
+	"metistuner":        {"auto", false, "trialform has no Metis tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
+	"metis":             {"auto", false, "trialform has no Metis tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
+	"smac":              {"tpe", false, "trialform has no SMAC tuner (yet); tpe is the nearest model-based tuner"},
+	"dngo":              {"auto", false, "trialform has no DNGO tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
+	"dngotuner":         {"auto", false, "trialform has no DNGO tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
+	"networkmorphism":   {"evolution", false, "trialform does not search network architectures; evolution is the nearest over the search space"},
+	"ppotuner":          {"evolution", false, "trialform has no PPO tuner; evolution is the nearest"},
+	"regularizedevolution": {"evolution", true, ""},
+}
+
+// nniSettingNames maps NNI classArgs names to trialform settings, per
+// trialform tuner ("" = the goal, handled by the caller).
+var nniSettingNames = map[string]map[string]string{
+	"tpe":       {"seed": "seed"},
+	"random":    {"seed": "seed"},
+	"anneal":    {"seed": "seed"},
+	"evolution": {"population_size": "population_size", "seed": "seed"},
+	"grid":      {},
+	"hyperband": {"R": "max_budget", "eta": "eta", "seed": "seed"},
+	"bohb":      {"min_budget": "min_budget", "max_budget": "max_budget", "eta": "eta", "min_points_in_model": "startup_trials", "seed": "seed"},
+	"pbt":       {"population_size": "population_size", "factor": "factor", "resample_probability": "resample_probability", "all_checkpoint_dir": "checkpoint_dir", "seed": "seed"},
+	"auto":      {"seed": "seed"},
+}
+
+// settingOK says whether tuner name takes setting s.
+func settingOK(name, s string) bool {
+	info, ok := tuner.Lookup(name)
+	if !ok {
+		return false
+	}
+	_, ok = info.Settings[s]
+	return ok
+}
+
+// assessorSettingOK says whether assessor name takes setting s.
+func assessorSettingOK(name, s string) bool {
+	info, ok := tuner.LookupAssessor(name)
+	if !ok {
+		return false
+	}
+	_, ok = info.Settings[s]
+	return ok
+}
+
+// goalFrom reads optimize_mode / optimization values.
+func (c *conv) goalFrom(n *yaml.Node, field string) string {
+	switch strings.ToLower(strings.TrimSpace(n.Value)) {
+	case "maximize", "max", "maximise":
+		return "maximize"
+	case "minimize", "min", "minimise":
+		return "minimize"
+	}
+	c.failf(n, "%s must be maximize or minimize, not %q", field, n.Value)
+	return ""
+}
+
+// variables the output declares (secrets, Polyaxon params); written
+// before the other blocks.
+type vars struct {
+	blocks []*block
+	names  map[string]bool
+}
+
+// secret declares a variable with no default for a secret the input held
+// and returns its reference; the value itself is never written.
+func (c *conv) secret(v *vars, b *block, n *yaml.Node, field, name string) string {
+	if v.names == nil {
+		v.names = map[string]bool{}
+	}
+	base := name
+	for i := 2; v.names[name]; i++ {
+		name = fmt.Sprintf("%s_%d", base, i)
+	}
+	v.names[name] = true
+	vb := newBlock("variable", name)
+	vb.raw("type", "string")
+	vb.set("description", fmt.Sprintf("%s from %s (a secret: give it with -var or TRIALFORM_VAR_%s)", field, c.file, name))
+	v.blocks = append(v.blocks, vb)
+	c.warn(n, field, "a secret: written as variable %q without its value; set it with -var '%s=...' or TRIALFORM_VAR_%s", name, name, name)
+	return "var." + name
+}
+
+// ctyRaw marks a raw expression for block.set in variable blocks.
+type rawExpr string
+
+func ctyRaw(s string) rawExpr { return rawExpr(s) }
+
+// setAny sets an attribute that may be a raw expression.
+func (b *block) setAny(name string, v any) {
+	if r, ok := v.(rawExpr); ok {
+		b.raw(name, string(r))
+		return
+	}
+	b.set(name, v)
+}
+
+// isSecret says whether a field name holds a secret.
+func isSecret(k string) bool {
+	l := strings.ToLower(k)
+	for _, s := range []string{"password", "passwd", "token", "secret", "passphrase", "accesskeyid"} {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// genericPlatform copies every field of o into b in snake_case (for the
+// platforms trialform does not implement yet), secrets as variables.
+func (c *conv) genericPlatform(o *obj, b *block, v *vars, prefix string, skip ...string) {
+	skipped := map[string]bool{}
+	for _, k := range skip {
+		skipped[k] = true
+	}
+	for _, k := range o.unused() {
+		if skipped[k] {
+			continue
+		}
+		val := o.take(k)
+		if val == nil {
+			continue
+		}
+		name := snake(k)
+		if isSecret(k) {
+			b.raw(name, c.secret(v, b, o.keyNode(k), o.field(k), prefix+"_"+name))
+			continue
+		}
+		if p, ok := placeholder(val); ok {
+			c.warn(val, o.field(k), "%s looks like a placeholder; fill it in", p)
+			b.set(name, p)
+			continue
+		}
+		b.set(name, c.goValue(val))
+	}
+}
+
+// metricRegex reads Katib-style "name=value" lines.
+const metricRegex = `(?P<name>[\w|-]+)\s*=\s*(?P<value>[-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)`
+
+// header lines of every output.
+func header(tool, file, schemaName string) []string {
+	return []string{
+		fmt.Sprintf("Converted by `trialform convert %s` from %s (%s).", tool, file, schemaName),
+		"Fields trialform has no place for are listed as \"not converted\" comments.",
+	}
+}
+
+// sortedSettings writes a settings map in a stable order.
+func setSettings(b *block, settings map[string]any) {
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.set(k, settings[k])
+	}
+}
+
+// quantity turns NNI's memoryMB into a Kubernetes quantity.
+func memoryMB(f float64) string { return fmt.Sprintf("%dMi", int64(f)) }
+
+var katibParamRef = regexp.MustCompile(`\$\{trialParameters\.([A-Za-z0-9_.-]+)\}`)
+
+// fitGrid lowers max_trials to the grid's size for a grid tuner (the
+// other tools stop when the grid is exhausted; trialform's validate
+// refuses a budget larger than the grid).
+func (c *conv) fitGrid(exp, tb *block, sp *space.Space, n *yaml.Node) {
+	if tb == nil || tb.labels[0] != "grid" || sp == nil {
+		return
+	}
+	size, err := tuner.GridSize(sp, map[string]any{})
+	if err != nil {
+		return
+	}
+	for i, it := range exp.items {
+		if it.name != "max_trials" || it.val == nil {
+			continue
+		}
+		f, _ := it.val.AsBigFloat().Float64()
+		if int(f) > size {
+			c.warn(n, "max_trials", "%d is more than the grid's %d points; max_trials = %d written (the grid is run once)", int(f), size, size)
+			v := ctyValue(size)
+			exp.items[i].val = &v
+		}
+	}
+}

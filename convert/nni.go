@@ -1,0 +1,890 @@
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/trialform/trialform/tuner/space"
+	"gopkg.in/yaml.v3"
+)
+
+// NNI converts an NNI experiment config (config.yml), in the v1 schema
+// (trainingServicePlatform, trial, ...Config) or the v2 schema
+// (trialCommand, trainingService).
+func NNI(data []byte, opt Options) (*Result, error) {
+	return run(opt, data, func(c *conv, root *yaml.Node) *hfile {
+		c.canon = true
+		return c.nni(root)
+	})
+}
+
+// reasons for NNI fields trialform has no place for.
+var nniReasons = map[string]string{
+	"authorName":                 "trialform does not record an author",
+	"nniManagerIp":               "trials never connect back to trialform; it reads their results itself",
+	"logDir":                     "trialform keeps logs in .trialform/trials/ beside the configuration",
+	"logLevel":                   "trialform has no log level",
+	"logCollection":              "trialform reads trial logs from the platform itself",
+	"debug":                      "trialform has no debug mode",
+	"versionCheck":               "trialform has no version check",
+	"multiThread":                "not needed: the tuner runs inside plan",
+	"multiPhase":                 "trialform runs one parameter set per trial",
+	"experimentWorkingDirectory": "trialform keeps its state in .trialform/ beside the configuration",
+	"tunerGpuIndices":            "tuners run on the CPU inside plan",
+	"experimentType":             "trialform does hyperparameter tuning only",
+	"sharedStorage":              "trialform has no shared storage setting; use the platform's nfs block",
+	"useActiveGpu":               "trialform schedules on the listed GPUs whether or not a display uses them",
+	"reuseMode":                  "trialform starts one process, Job or object per trial",
+	"includeIntermediateResults": "the tuner uses final results; assessors read intermediate ones",
+}
+
+func (c *conv) nni(root *yaml.Node) *hfile {
+	o := c.obj(root, "")
+	v1 := o.has("trainingServicePlatform") || o.has("trial") || o.has("searchSpacePath") || o.has("maxTrialNum") || o.has("maxExecDuration")
+	f := &hfile{}
+	schemaName := "NNI v2 schema"
+	if v1 {
+		schemaName = "NNI v1 schema"
+	}
+	f.header = header("nni", c.file, schemaName)
+	vs := &vars{}
+
+	name := stem(c.file)
+	if s, ok := o.str("experimentName"); ok && s != "" {
+		name = s
+	}
+	name = ident(name, "nni")
+	exp := newBlock("experiment", name)
+	trial := newBlock("trial")
+
+	// Search space.
+	var sp *space.Space // nil: nni_file
+	spaceFile := ""
+	var spaceNode *yaml.Node
+	var rawSpace any // the JSON document, for BatchTuner
+	for _, k := range []string{"searchSpaceFile", "searchSpacePath"} {
+		if n, ok := o.scalar(k); ok {
+			spaceFile, spaceNode = n.Value, n
+		}
+	}
+	if n := o.take("searchSpace"); n != nil {
+		spaceNode = n
+		rawSpace = c.goValue(n)
+		if !isBatchSpace(rawSpace) {
+			sp = c.nniSpaceFromYAML(n, "searchSpace")
+		}
+	}
+	if spaceFile != "" && c.opt.ReadFile != nil {
+		if data, err := c.opt.ReadFile(spaceFile); err == nil {
+			var doc any
+			if json.Unmarshal(data, &doc) == nil {
+				rawSpace = doc
+			}
+		}
+	}
+	if spaceFile != "" && c.opt.Inline && !isBatchSpace(rawSpace) {
+		sp = c.readSpaceFile(spaceNode, "searchSpaceFile", spaceFile)
+	}
+	if ua, ok := o.boolean("useAnnotation"); ok && ua {
+		c.notConverted(exp, o.keyNode("useAnnotation"), "useAnnotation", "trialform does not read NNI annotations in trial code; write the search space as search_space.json or param blocks")
+	}
+	if spaceNode == nil {
+		c.failf(root, "no search space: set searchSpaceFile (v2) or searchSpacePath (v1); trialform needs one")
+	}
+
+	// Budget.
+	if n, ok := o.integer(o.pick("maxTrialNumber", "maxTrialNum"), 1); ok {
+		exp.set("max_trials", n)
+	} else {
+		exp.set("max_trials", 100)
+		exp.comment("NNI's config set no trial limit; trialform needs one: adjust max_trials")
+		c.warn(root, "maxTrialNumber", "not set; NNI runs until maxExperimentDuration, trialform needs a budget: max_trials = 100 written, adjust it")
+	}
+	if n, ok := o.integer("trialConcurrency", 1); ok {
+		exp.set("concurrency", n)
+	}
+	if k := o.pick("maxExperimentDuration", "maxExecDuration"); k != "" {
+		if n, ok := o.scalar(k); ok {
+			exp.set("max_duration", c.duration(n, k))
+		}
+	}
+	if n, ok := o.scalar("maxTrialDuration"); ok {
+		trial.set("max_duration", c.duration(n, "maxTrialDuration"))
+	}
+
+	// Tuner and assessor.
+	goal := ""
+	tb, tgoal := c.nniTuner(o, exp, rawSpace, spaceFile != "" && sp == nil)
+	if tgoal != "" {
+		goal = tgoal
+	}
+	ab, agoal := c.nniAssessor(o, exp)
+	if goal == "" {
+		goal = agoal
+	}
+	if goal == "" {
+		goal = "maximize"
+	}
+	batch := tb != nil && tb.labels[0] == "batch"
+	if batch {
+		sp = c.batchSpace(tb, rawSpace, spaceNode)
+	}
+
+	// Trial command (v2 at the top; v1 in trial).
+	if s, ok := o.str("trialCommand"); ok {
+		trial.raw("command", quoted(s))
+	}
+	if s, ok := o.str("trialCodeDirectory"); ok {
+		trial.set("code_dir", c.rebase(s))
+	}
+	if n, ok := o.integer("trialGpuNumber", 0); ok && n > 0 {
+		trial.set("gpus", n)
+	}
+
+	// Platforms.
+	var plats []*block
+	if v1 {
+		plats = c.nniV1Platform(o, trial, vs)
+	} else {
+		plats = c.nniV2Platforms(o, trial, vs)
+	}
+	if !trial.has("command") {
+		c.failf(root, "no trial command: set trialCommand (v2) or trial.command (v1)")
+	}
+
+	// Write.
+	for _, vb := range vs.blocks {
+		f.add(vb)
+	}
+	for _, p := range plats {
+		f.add(p)
+	}
+	sb := f.add(newBlock("search_space", name))
+	if sp != nil {
+		spaceParams(sb, sp)
+	} else {
+		sb.set("nni_file", c.rebase(spaceFile))
+	}
+	e := f.add(newBlock("experiment", name))
+	if len(plats) > 0 {
+		p := plats[0]
+		e.raw("platform", "platform."+p.labels[0]+"."+p.labels[1])
+		if len(plats) > 1 {
+			e.comment("NNI ran this experiment on several training services; trialform runs an experiment on one platform: the other platform blocks above are declared but unused")
+			c.warn(root, "trainingService", "a list of %d training services: the experiment runs on the first, %s; the others are written but unused", len(plats), p.labels[0])
+		}
+	}
+	e.raw("search_space", "search_space."+name)
+	gridSpace := sp
+	if gridSpace == nil && rawSpace != nil {
+		if data, err := json.Marshal(rawSpace); err == nil {
+			gridSpace, _ = space.ParseNNI(data)
+		}
+	}
+	c.fitGrid(exp, tb, gridSpace, o.node)
+	e.items = append(e.items, exp.items...)
+	ob := e.add(newBlock("objective"))
+	ob.set("metric", "default")
+	ob.set("goal", goal)
+	if tb != nil {
+		e.add(tb)
+	}
+	if ab != nil {
+		e.add(ab)
+	}
+	e.add(trial)
+	o.done(e, nniReasons)
+	return f
+}
+
+// isBatchSpace recognises BatchTuner's search space: one choice whose
+// options are parameter sets ({"combine_params": {"_type": "choice",
+// "_value": [{...}, ...]}}).
+func isBatchSpace(doc any) bool {
+	m, ok := doc.(map[string]any)
+	if !ok || len(m) != 1 {
+		return false
+	}
+	for _, v := range m {
+		p, ok := v.(map[string]any)
+		if !ok || p["_type"] != "choice" {
+			return false
+		}
+		vals, ok := p["_value"].([]any)
+		if !ok || len(vals) == 0 {
+			return false
+		}
+		for _, x := range vals {
+			o, ok := x.(map[string]any)
+			if !ok {
+				return false
+			}
+			if _, named := o["_name"]; named {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// batchSpace turns BatchTuner's parameter sets into the batch tuner's
+// params and a space of one choice per parameter.
+func (c *conv) batchSpace(tb *block, doc any, n *yaml.Node) *space.Space {
+	if !isBatchSpace(doc) {
+		c.failf(n, "BatchTuner: the search space must be {\"combine_params\": {\"_type\": \"choice\", \"_value\": [{...}, ...]}} (read it next to the config so convert can turn it into the batch tuner's params)")
+	}
+	var sets []any
+	for _, v := range doc.(map[string]any) {
+		sets = v.(map[string]any)["_value"].([]any)
+	}
+	sp := &space.Space{}
+	index := map[string]int{}
+	for _, s := range sets {
+		m := s.(map[string]any)
+		for _, k := range sortedKeys(m) {
+			val := m[k]
+			switch val.(type) {
+			case string, float64, bool:
+			default:
+				c.failf(n, "BatchTuner: parameter %q has a value that is not a string, number or bool", k)
+			}
+			i, ok := index[k]
+			if !ok {
+				i = len(sp.Params)
+				index[k] = i
+				sp.Params = append(sp.Params, space.Param{Name: k, Kind: space.Choice})
+			}
+			seen := false
+			for _, o := range sp.Params[i].Options {
+				if space.EqualValues(o.Value, val) {
+					seen = true
+				}
+			}
+			if !seen {
+				sp.Params[i].Options = append(sp.Params[i].Options, space.Option{Value: val})
+			}
+		}
+	}
+	tb.set("params", sets)
+	tb.comment("the batch tuner's search space is one choice per parameter, holding every value the sets use")
+	return sp
+}
+
+// nniTuner converts tuner (or v1's advisor) to a tuner block; it returns
+// the goal from optimize_mode.
+func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*block, string) {
+	key := o.pick("tuner", "advisor")
+	if key == "" {
+		return nil, ""
+	}
+	if o.has("tuner") && o.has("advisor") {
+		c.failf(o.keyNode("advisor"), "both tuner and advisor are set; NNI takes one")
+	}
+	t := o.sub(key)
+	nameKey := t.pick("name", "builtinTunerName", "builtinAdvisorName")
+	nniName, _ := t.str(nameKey)
+	tm, ok := nniTuners[strings.ToLower(nniName)]
+	b := newBlock("tuner", "auto")
+	if nniName == "" {
+		ok = false
+		why := "trialform cannot run NNI's custom tuner classes; auto (TPE, then CMA-ES) is used"
+		for _, k := range []string{"className", "classFileName", "codeDir", "codeDirectory", "classArgs"} {
+			if t.has(k) && k != "classArgs" {
+				t.skip(b, k, "%s", why)
+			}
+		}
+	} else if !ok {
+		c.notConverted(b, t.keyNode(nameKey), t.field(nameKey), "trialform has no %q tuner; auto (TPE, then CMA-ES) is used", nniName)
+	} else {
+		b.labels[0] = tm.name
+		if !tm.exact {
+			c.notConverted(b, t.keyNode(nameKey), t.field(nameKey), "%s: %s", nniName, tm.note)
+		}
+	}
+	goal := ""
+	args := t.sub("classArgs")
+	for _, k := range args.keys {
+		n := args.take(k)
+		if n == nil {
+			continue
+		}
+		if k == "optimize_mode" {
+			goal = c.goalFrom(n, args.field(k))
+			continue
+		}
+		names := nniSettingNames[b.labels[0]]
+		to, mapped := names[k]
+		if mapped && settingOK(b.labels[0], to) && n.Kind == yaml.ScalarNode {
+			b.set(to, c.goValue(n))
+			continue
+		}
+		why := fmt.Sprintf("the %s tuner has no such setting", b.labels[0])
+		if k == "parallel_optimize" || k == "constant_liar_type" {
+			why = "trialform's tuners always count running trials as pending (constant liar)"
+		}
+		c.notConverted(b, args.keyNode(k), args.field(k), "%s", why)
+	}
+	// What trialform's tuners need that NNI defaults.
+	switch b.labels[0] {
+	case "hyperband":
+		if !b.has("max_budget") {
+			b.set("max_budget", 60)
+			b.comment("NNI's default R")
+		}
+	case "bohb":
+		if !b.has("max_budget") {
+			b.set("max_budget", 3)
+			b.comment("NNI's default max_budget")
+		}
+	}
+	t.done(b, map[string]string{"gpuIndices": "tuners run on the CPU inside plan", "includeIntermediateResults": nniReasons["includeIntermediateResults"]})
+	return b, goal
+}
+
+// nniAssessors maps NNI's builtin assessors.
+var nniAssessors = map[string]string{"medianstop": "medianstop", "curvefitting": "curvefitting"}
+
+func (c *conv) nniAssessor(o *obj, exp *block) (*block, string) {
+	if !o.has("assessor") {
+		o.ignore("assessor")
+		return nil, ""
+	}
+	a := o.sub("assessor")
+	nameKey := a.pick("name", "builtinAssessorName")
+	nniName, _ := a.str(nameKey)
+	name, ok := nniAssessors[strings.ToLower(nniName)]
+	if !ok {
+		c.notConverted(exp, a.keyNode(nameKey), "assessor", "trialform has no %q assessor (it has medianstop and curvefitting)", nniName)
+		a.ignore(a.keys...)
+		return nil, ""
+	}
+	b := newBlock("assessor", name)
+	goal := ""
+	args := a.sub("classArgs")
+	settings := map[string]string{"start_step": "start_step", "epoch_num": "epoch_num", "threshold": "threshold", "gap": "gap"}
+	for _, k := range args.keys {
+		n := args.take(k)
+		if n == nil {
+			continue
+		}
+		if k == "optimize_mode" {
+			goal = c.goalFrom(n, args.field(k))
+			continue
+		}
+		if to, ok := settings[k]; ok && assessorSettingOK(name, to) {
+			b.set(to, c.goValue(n))
+			continue
+		}
+		c.notConverted(b, args.keyNode(k), args.field(k), "the %s assessor has no such setting", name)
+	}
+	if name == "curvefitting" && !b.has("epoch_num") {
+		c.failf(a.node, "assessor Curvefitting needs classArgs.epoch_num (the step count of a full trial)")
+	}
+	a.done(b, nil)
+	return b, goal
+}
+
+// ---- platforms ----
+
+// nniV1Platform converts trainingServicePlatform with trial and the
+// matching ...Config section.
+func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
+	kind, _ := o.str("trainingServicePlatform")
+	if kind == "" {
+		kind = "local"
+	}
+	t := o.sub("trial")
+	if s, ok := t.str("command"); ok {
+		trial.raw("command", quoted(s))
+	}
+	var plats []*block
+	switch kind {
+	case "local":
+		if s, ok := t.str("codeDir"); ok {
+			trial.set("code_dir", c.rebase(s))
+		}
+		if n, ok := t.integer("gpuNum", 0); ok && n > 0 {
+			trial.set("gpus", n)
+		}
+		if p := c.nniLocal(o.sub("localConfig")); p != nil {
+			plats = append(plats, p)
+		}
+	case "remote":
+		if s, ok := t.str("codeDir"); ok {
+			trial.set("code_dir", c.rebase(s))
+		}
+		if n, ok := t.integer("gpuNum", 0); ok && n > 0 {
+			trial.set("gpus", n)
+		}
+		p := newBlock("platform", "remote", "default")
+		rc := o.sub("remoteConfig")
+		rc.done(p, map[string]string{"reuse": nniReasons["reuseMode"]})
+		c.nniMachines(p, o, "machineList", vs)
+		plats = append(plats, p)
+	case "kubeflow":
+		p := newBlock("platform", "kubeflow", "default")
+		kc := o.sub("kubeflowConfig")
+		c.nniKubeflow(p, kc, t, trial, vs)
+		plats = append(plats, p)
+	case "frameworkcontroller":
+		p := newBlock("platform", "frameworkcontroller", "default")
+		fc := o.sub("frameworkcontrollerConfig")
+		c.nniFramework(p, fc, t, trial, vs)
+		plats = append(plats, p)
+	case "adl":
+		p := newBlock("platform", "adaptdl", "default")
+		c.nniAdl(p, t, trial)
+		plats = append(plats, p)
+	case "pai", "openpai":
+		p := c.unsupported("openpai", o.keyNode("trainingServicePlatform"))
+		c.nniTrialResources(p, t, trial)
+		pc := o.sub("paiConfig")
+		c.genericPlatform(pc, p, vs, "openpai")
+		c.genericPlatform(t, p, vs, "openpai", "codeDir")
+		plats = append(plats, p)
+	case "dlts":
+		p := c.unsupported("dlts", o.keyNode("trainingServicePlatform"))
+		c.nniTrialResources(p, t, trial)
+		c.genericPlatform(o.sub("dltsConfig"), p, vs, "dlts")
+		c.genericPlatform(t, p, vs, "dlts", "codeDir")
+		plats = append(plats, p)
+	case "aml":
+		p := c.unsupported("aml", o.keyNode("trainingServicePlatform"))
+		c.nniTrialResources(p, t, trial)
+		c.genericPlatform(o.sub("amlConfig"), p, vs, "aml")
+		c.genericPlatform(t, p, vs, "aml", "codeDir")
+		plats = append(plats, p)
+	case "hybrid":
+		c.failf(o.keyNode("trainingServicePlatform"), "trainingServicePlatform: hybrid: trialform runs an experiment on one platform; convert the v2 form (trainingService: a list) or pick one platform")
+	default:
+		c.failf(o.keyNode("trainingServicePlatform"), "trainingServicePlatform %q is not one trialform knows (local, remote, kubeflow, frameworkcontroller, adl, pai, dlts, aml)", kind)
+	}
+	if s, ok := t.str("codeDir"); ok && !trial.has("code_dir") && kind != "adl" {
+		trial.set("code_dir", c.rebase(s))
+	}
+	t.done(trial, nil)
+	for _, k := range []string{"localConfig", "remoteConfig", "machineList", "kubeflowConfig", "frameworkcontrollerConfig", "paiConfig", "dltsConfig", "amlConfig"} {
+		o.skip(trial, k, "belongs to another trainingServicePlatform than %q", kind)
+	}
+	return plats
+}
+
+// unsupported starts the block of a platform trialform declares but does
+// not run yet.
+func (c *conv) unsupported(kind string, n *yaml.Node) *block {
+	p := newBlock("platform", kind, "default")
+	p.comment(fmt.Sprintf("trialform does not run the %s platform yet: validate accepts this block, plan and apply refuse it", kind))
+	c.warn(n, "platform", "%s is not supported by trialform yet: the platform block is written, plan and apply will refuse it", kind)
+	return p
+}
+
+// nniTrialResources takes v1 trial.gpuNum, cpuNum, memoryMB, image into
+// a generic platform block.
+func (c *conv) nniTrialResources(p *block, t *obj, trial *block) {
+	if s, ok := t.str("codeDir"); ok {
+		trial.set("code_dir", c.rebase(s))
+	}
+	if n, ok := t.integer("gpuNum", 0); ok && n > 0 {
+		trial.set("gpus", n)
+	}
+}
+
+func (c *conv) nniLocal(lc *obj) *block {
+	p := newBlock("platform", "local", "default")
+	if k := lc.pick("gpuIndices"); k != "" {
+		if idx := c.gpuIndices(lc, k); idx != nil {
+			p.set("gpu_indices", idx)
+		}
+	}
+	if k := lc.pick("maxTrialNumberPerGpu", "maxTrialNumPerGpu"); k != "" {
+		if n, ok := lc.integer(k, 1); ok {
+			p.set("max_trials_per_gpu", n)
+		}
+	}
+	lc.done(p, nniReasons)
+	if len(p.items) == 0 {
+		return nil
+	}
+	return p
+}
+
+// gpuIndices reads "0,1", [0, 1] or 0.
+func (c *conv) gpuIndices(o *obj, k string) []any {
+	var out []any
+	for _, it := range o.list(k) {
+		if it.Kind != yaml.ScalarNode {
+			c.failf(it, "%s must be GPU indices like \"0,1\" or [0, 1]", o.field(k))
+		}
+		for _, part := range strings.Split(it.Value, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 {
+				c.failf(it, "%s: %q is not a GPU index", o.field(k), part)
+			}
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// nniMachines converts machineList (v1 ip/username/passwd/sshKeyPath, v2
+// host/user/password/sshKeyFile).
+func (c *conv) nniMachines(p *block, o *obj, key string, vs *vars) {
+	for i, n := range o.list(key) {
+		m := c.obj(n, fmt.Sprintf("%s[%d]", o.field(key), i))
+		mb := p.add(newBlock("machine"))
+		if s, ok := m.str(m.pick("host", "ip")); ok {
+			mb.set("host", s)
+		} else {
+			c.failf(n, "%s needs host", m.path)
+		}
+		if n, ok := m.integer("port", 1); ok {
+			mb.set("port", n)
+		}
+		if s, ok := m.str(m.pick("user", "username")); ok {
+			mb.set("user", s)
+		}
+		if k := m.pick("sshKeyFile", "sshKeyPath"); k != "" {
+			if s, ok := m.str(k); ok {
+				mb.set("ssh_key_file", s)
+			}
+		}
+		if k := m.pick("password", "passwd"); k != "" && m.has(k) {
+			m.take(k)
+			mb.raw("password", c.secret(vs, mb, m.keyNode(k), m.field(k), fmt.Sprintf("remote_password_%d", i+1)))
+		}
+		if k := m.pick("gpuIndices"); k != "" {
+			if idx := c.gpuIndices(m, k); idx != nil {
+				mb.set("gpu_indices", idx)
+			}
+		}
+		if k := m.pick("maxTrialNumberPerGpu", "maxTrialNumPerGpu"); k != "" {
+			if n, ok := m.integer(k, 1); ok {
+				mb.set("max_trials_per_gpu", n)
+			}
+		}
+		if s, ok := m.str("pythonPath"); ok {
+			mb.set("python_path", s)
+		}
+		m.skip(mb, "passphrase", "keys with a passphrase go through the SSH agent in trialform")
+		m.done(mb, nniReasons)
+	}
+}
+
+// nniSize turns NNI's memory sizes ("8g", "512mb", 8192 as MB) into a
+// Kubernetes quantity.
+func (c *conv) nniSize(n *yaml.Node, field string, mbKey bool) string {
+	s := strings.TrimSpace(strings.ToLower(n.Value))
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return memoryMB(f)
+	}
+	m := regexp.MustCompile(`^([0-9.]+)\s*([kmgt])(i?b?)$`).FindStringSubmatch(s)
+	if m == nil {
+		c.failf(n, "%s = %q is not a memory size like \"8g\" or \"512mb\"", field, n.Value)
+	}
+	return m[1] + strings.ToUpper(m[2]) + "i"
+}
+
+// role converts one kubeflow replica type or frameworkcontroller task role;
+// the role's command becomes the trial's command when the trial has none.
+func (c *conv) nniRole(r *obj, rb *block, countKeys []string, countName string, trial *block, image *string) {
+	if k := r.pick(countKeys...); k != "" {
+		if n, ok := r.integer(k, 1); ok {
+			rb.set(countName, n)
+		}
+	}
+	if k := r.pick("cpuNumber", "cpuNum"); k != "" {
+		if f, ok := r.num(k); ok {
+			rb.set("cpu", f)
+		}
+	}
+	if k := r.pick("memorySize", "memoryMB"); k != "" {
+		if n, ok := r.scalar(k); ok {
+			rb.set("memory", c.nniSize(n, r.field(k), k == "memoryMB"))
+		}
+	}
+	if k := r.pick("gpuNumber", "gpuNum"); k != "" {
+		if n, ok := r.integer(k, 0); ok {
+			rb.set("gpu", n)
+		}
+	}
+	if k := r.pick("dockerImage", "image"); k != "" {
+		if s, ok := r.str(k); ok {
+			if *image == "" {
+				*image = s
+			} else if s != *image {
+				rb.set("image", s)
+			}
+		}
+	}
+	if s, ok := r.str("command"); ok {
+		if !trial.has("command") {
+			trial.raw("command", quoted(s))
+		} else if quoted(s) != trialCommand(trial) {
+			rb.set("command", s)
+		}
+	}
+	if s, ok := r.str("codeDirectory"); ok && !trial.has("code_dir") {
+		trial.set("code_dir", c.rebase(s))
+	}
+	r.skip(rb, "privateRegistryAuthPath", "use image_pull_secrets on the platform (a Kubernetes secret)")
+	r.done(rb, nniReasons)
+}
+
+func trialCommand(trial *block) string {
+	for _, it := range trial.items {
+		if it.name == "command" {
+			return it.raw
+		}
+	}
+	return ""
+}
+
+// nniStorage converts v1 nfs / v2 storage to an nfs block.
+func (c *conv) nniStorage(p *block, kc *obj) {
+	if k := kc.pick("storage"); k != "" {
+		n := kc.take(k)
+		if n != nil && n.Kind == yaml.ScalarNode {
+			if n.Value != "nfs" {
+				c.notConverted(p, n, kc.field(k), "trialform mounts NFS only (%s)", n.Value)
+			}
+		} else if n != nil {
+			st := c.obj(n, kc.field(k))
+			typ, _ := st.str("storageType")
+			if typ != "" && typ != "nfs" {
+				c.notConverted(p, st.keyNode("storageType"), st.field("storageType"), "trialform mounts NFS only (%s)", typ)
+				st.ignore(st.keys...)
+			} else {
+				c.nfsBlock(p, st)
+			}
+		}
+	}
+	if kc.has("nfs") {
+		c.nfsBlock(p, kc.sub("nfs"))
+	}
+}
+
+func (c *conv) nfsBlock(p *block, st *obj) {
+	nb := p.child("nfs")
+	if s, ok := st.str("server"); ok {
+		nb.set("server", s)
+	}
+	if s, ok := st.str("path"); ok {
+		nb.set("path", s)
+	}
+	mount := "/nfs"
+	if s, ok := st.str(st.pick("containerMountPath", "mountPath")); ok {
+		mount = s
+	} else {
+		nb.comment("where trials see the share (NNI chose it itself)")
+	}
+	nb.set("mount_path", mount)
+	if s, ok := st.str(st.pick("localMountPath")); ok {
+		nb.set("local_path", s)
+	}
+	st.done(nb, nil)
+}
+
+func (c *conv) nniKubeflow(p *block, kc *obj, t *obj, trial *block, vs *vars) {
+	op, _ := kc.str("operator")
+	switch op {
+	case "tf-operator", "tfjob", "":
+		p.set("operator", "tfjob")
+	case "pytorch-operator", "pytorchjob":
+		p.set("operator", "pytorchjob")
+	default:
+		c.failf(kc.keyNode("operator"), "kubeflow operator %q: trialform runs tf-operator (TFJob) and pytorch-operator (PyTorchJob)", op)
+	}
+	kc.skip(p, "apiVersion", "trialform uses kubeflow.org/v1")
+	if s, ok := kc.str("namespace"); ok {
+		p.set("namespace", s)
+	}
+	c.nniStorage(p, kc)
+	image := ""
+	roles := kc // v2: roles in the training service
+	if len(t.keys) > 0 {
+		roles = t // v1: roles in trial
+		if s, ok := t.str("codeDir"); ok {
+			trial.set("code_dir", c.rebase(s))
+		}
+	}
+	order := []string{"master", "worker", "ps"}
+	if op != "pytorch-operator" && op != "pytorchjob" {
+		order = []string{"worker", "ps", "master"}
+	}
+	for _, role := range order {
+		if !roles.has(role) {
+			roles.ignore(role)
+			continue
+		}
+		r := roles.sub(role)
+		rb := p.add(newBlock(role))
+		c.nniRole(r, rb, []string{"replicas"}, "replicas", trial, &image)
+	}
+	if image != "" {
+		p.set("image", image)
+	}
+	kc.done(p, map[string]string{"keyVault": "trialform mounts NFS only", "azureStorage": "trialform mounts NFS only", "reuseMode": nniReasons["reuseMode"], "reuse": nniReasons["reuseMode"]})
+}
+
+func (c *conv) nniFramework(p *block, fc *obj, t *obj, trial *block, vs *vars) {
+	if s, ok := fc.str("namespace"); ok {
+		p.set("namespace", s)
+	}
+	if s, ok := fc.str("serviceAccountName"); ok {
+		p.set("service_account", s)
+	}
+	c.nniStorage(p, fc)
+	roles := fc
+	if len(t.keys) > 0 {
+		roles = t
+		if s, ok := t.str("codeDir"); ok {
+			trial.set("code_dir", c.rebase(s))
+		}
+	}
+	image := ""
+	for i, n := range roles.list("taskRoles") {
+		r := c.obj(n, fmt.Sprintf("%s[%d]", roles.field("taskRoles"), i))
+		name, _ := r.str("name")
+		rb := p.add(newBlock("task_role", ident(name, fmt.Sprintf("role%d", i+1))))
+		if k := r.pick("frameworkAttemptCompletionPolicy"); k != "" {
+			pol := r.sub(k)
+			pb := rb.add(newBlock("framework_attempt_completion_policy"))
+			if n, ok := pol.integer("minFailedTaskCount", -1); ok {
+				pb.set("min_failed_task_count", n)
+			}
+			if n, ok := pol.integer("minSucceededTaskCount", -1); ok {
+				pb.set("min_succeeded_task_count", n)
+			}
+			pol.done(pb, nil)
+		}
+		c.nniRole(r, rb, []string{"taskNumber", "taskNum"}, "task_number", trial, &image)
+	}
+	if image != "" {
+		p.set("image", image)
+	}
+	fc.done(p, map[string]string{"reuseMode": nniReasons["reuseMode"], "reuse": nniReasons["reuseMode"], "configPath": "trialform writes the Framework object itself"})
+}
+
+// nniAdl converts the adl platform (its fields are in trial).
+func (c *conv) nniAdl(p *block, t *obj, trial *block) {
+	if b, ok := t.boolean("adaptive"); ok {
+		p.set("adaptive", b)
+	}
+	if s, ok := t.str(t.pick("image", "dockerImage")); ok {
+		p.set("image", s)
+	}
+	var secrets []string
+	for i, n := range t.list("imagePullSecrets") {
+		so := c.obj(n, fmt.Sprintf("trial.imagePullSecrets[%d]", i))
+		if s, ok := so.str("name"); ok {
+			secrets = append(secrets, s)
+		}
+		so.done(p, nil)
+	}
+	if secrets != nil {
+		p.set("image_pull_secrets", secrets)
+	}
+	if s, ok := t.str("namespace"); ok {
+		p.set("namespace", s)
+	}
+	if s, ok := t.str("codeDir"); ok {
+		if s != "." && s != "" {
+			p.set("code_dir", s)
+		} else {
+			p.comment("trial.codeDir \".\" (the image's working directory): trialform ships this directory instead; set code_dir to run where the code is in the image")
+		}
+	}
+	res := newBlock("resources")
+	if n, ok := t.num("cpuNum"); ok {
+		res.set("cpu", n)
+	}
+	if n, ok := t.scalar("memorySize"); ok {
+		res.set("memory", n.Value)
+	}
+	if n, ok := t.integer("gpuNum", 0); ok {
+		res.set("gpu", n)
+	}
+	if len(res.items) > 0 {
+		p.add(res)
+	}
+	if t.has("nfs") {
+		c.nfsBlock(p, t.sub("nfs"))
+	}
+	if t.has("checkpoint") {
+		ck := t.sub("checkpoint")
+		cb := p.add(newBlock("checkpoint"))
+		if s, ok := ck.str("storageClass"); ok {
+			cb.set("storage_class", s)
+		}
+		if s, ok := ck.str("storageSize"); ok {
+			cb.set("size", s)
+		}
+		ck.done(cb, nil)
+	}
+}
+
+// nniV2Platforms converts trainingService: one mapping or a list.
+func (c *conv) nniV2Platforms(o *obj, trial *block, vs *vars) []*block {
+	items := o.list("trainingService")
+	if len(items) == 0 {
+		return nil
+	}
+	var out []*block
+	seen := map[string]bool{}
+	for i, n := range items {
+		path := "trainingService"
+		if len(items) > 1 {
+			path = fmt.Sprintf("trainingService[%d]", i)
+		}
+		ts := c.obj(n, path)
+		kind, _ := ts.str("platform")
+		var p *block
+		switch kind {
+		case "local":
+			p = c.nniLocal(ts)
+			if p == nil && len(items) > 1 {
+				p = newBlock("platform", "local", "default")
+			}
+		case "remote":
+			p = newBlock("platform", "remote", "default")
+			c.nniMachines(p, ts, "machineList", vs)
+			ts.done(p, nniReasons)
+		case "kubeflow":
+			p = newBlock("platform", "kubeflow", "default")
+			c.nniKubeflow(p, ts, c.obj(nil, "trial"), trial, vs)
+		case "frameworkcontroller":
+			p = newBlock("platform", "frameworkcontroller", "default")
+			c.nniFramework(p, ts, c.obj(nil, "trial"), trial, vs)
+		case "adl":
+			p = newBlock("platform", "adaptdl", "default")
+			c.nniAdl(p, ts, trial)
+			ts.done(p, nniReasons)
+		case "openpai", "pai", "aml", "dlc", "dlts":
+			if kind == "pai" {
+				kind = "openpai"
+			}
+			p = c.unsupported(kind, ts.keyNode("platform"))
+			c.genericPlatform(ts, p, vs, kind)
+		case "":
+			c.failf(n, "%s needs platform (local, remote, openpai, aml, dlc, kubeflow, frameworkcontroller, adl)", path)
+		default:
+			c.failf(ts.keyNode("platform"), "%s.platform %q is not one trialform knows (local, remote, openpai, aml, dlc, kubeflow, frameworkcontroller, adl)", path, kind)
+		}
+		if p == nil {
+			continue
+		}
+		if seen[kind] {
+			c.failf(n, "%s: a second %s training service; trialform's experiment runs on one platform", path, kind)
+		}
+		seen[kind] = true
+		out = append(out, p)
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/trialform/trialform/convert"
+)
+
+// convertOptions are the flags and arguments of convert.
+type convertOptions struct {
+	tool   string // nni, katib, polyaxon
+	input  string
+	output string // "" = stdout
+	inline bool
+	force  bool
+}
+
+var converters = map[string]func([]byte, convert.Options) (*convert.Result, error){
+	"nni":      convert.NNI,
+	"katib":    convert.Katib,
+	"polyaxon": convert.Polyaxon,
+}
+
+func runConvert(ctx context.Context, g *Globals, args []string) int {
+	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
+	var o convertOptions
+	fs.StringVar(&o.output, "o", "", "write the HCL to this file instead of stdout")
+	fs.BoolVar(&o.inline, "inline", false, "write the NNI search space file as HCL param blocks instead of nni_file")
+	fs.BoolVar(&o.force, "force", false, "overwrite the -o file if it exists")
+	fs.Usage = func() {
+		fmt.Fprintln(g.IO.Err, "Usage: trialform convert nni|katib|polyaxon FILE [-o FILE] [-inline] [-force]")
+		fs.PrintDefaults()
+	}
+	pos, ok := parseFlags(fs, args, g.IO.Err)
+	if !ok {
+		return 1
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return 1
+	}
+	o.tool, o.input = pos[0], pos[1]
+	if _, ok := converters[o.tool]; !ok {
+		return g.errorf("convert %q: convert reads nni (config.yml), katib (an Experiment) or polyaxon (a polyaxonfile)", o.tool)
+	}
+	return g.convert(o)
+}
+
+func (g *Globals) convert(o convertOptions) int {
+	wd, err := g.workDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	abs := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(wd, p)
+	}
+	in := abs(o.input)
+	data, err := os.ReadFile(in)
+	if err != nil {
+		return g.errorf("read %s: %v", o.input, err)
+	}
+	outDir := wd
+	if o.output != "" {
+		outDir = filepath.Dir(abs(o.output))
+	}
+	base, err := filepath.Rel(outDir, filepath.Dir(in))
+	if err != nil {
+		base = filepath.Dir(in)
+	}
+	inDir := filepath.Dir(in)
+	res, err := converters[o.tool](data, convert.Options{
+		Filename: o.input,
+		BaseDir:  filepath.ToSlash(base),
+		Inline:   o.inline,
+		ReadFile: func(rel string) ([]byte, error) {
+			p := rel
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(inDir, rel)
+			}
+			return os.ReadFile(p)
+		},
+	})
+	var cerr *convert.Error
+	if errors.As(err, &cerr) {
+		return g.errorf("%s", cerr.Error())
+	}
+	if err != nil {
+		return g.errorf("convert %s: %v", o.input, err)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(g.IO.Err, "Warning: %s\n", w)
+	}
+	if o.output == "" {
+		g.IO.Out.Write(res.HCL)
+		return 0
+	}
+	out := abs(o.output)
+	if _, err := os.Stat(out); err == nil && !o.force {
+		return g.errorf("%s exists; choose another -o file or add -force to overwrite it", o.output)
+	}
+	if err := os.WriteFile(out, res.HCL, 0o644); err != nil {
+		return g.errorf("write %s: %v", o.output, err)
+	}
+	fmt.Fprintf(g.IO.Err, "Wrote %s (%d warnings). Check it with: trialform validate\n", o.output, len(res.Warnings))
+	return 0
+}

@@ -1,0 +1,88 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Names users bring from NNI: its tuner and assessor names, optimize_mode,
+// and the training services trialform declares but does not run yet.
+
+// nniTuners maps NNI's builtin tuner names to trialform's.
+var nniTuners = map[string]string{
+	"TPE": "tpe", "Random": "random", "Anneal": "anneal", "Evolution": "evolution",
+	"GridSearch": "grid", "BatchTuner": "batch", "Hyperband": "hyperband", "BOHB": "bohb", "PBTTuner": "pbt",
+}
+
+// nniMissingTuners are NNI tuners trialform does not have, with the
+// nearest one it has.
+var nniMissingTuners = map[string]string{
+	"GP": "auto", "GPTuner": "auto", "SMAC": "tpe", "Metis": "auto", "MetisTuner": "auto", "DNGO": "auto", "DNGOTuner": "auto",
+}
+
+// nniAssessors maps NNI's builtin assessor names to trialform's.
+var nniAssessors = map[string]string{"MedianStop": "medianstop", "Curvefitting": "curvefitting"}
+
+// foreignName finds name in m ignoring case.
+func foreignName(m map[string]string, name string) (string, string, bool) {
+	for k, v := range m {
+		if strings.EqualFold(k, name) {
+			return k, v, true
+		}
+	}
+	return "", "", false
+}
+
+// nniTunerHint explains an NNI tuner name ("" when name is not one).
+func nniTunerHint(name string) string {
+	if k, v, ok := foreignName(nniTuners, name); ok {
+		return fmt.Sprintf(" NNI's %q tuner is trialform's %q: tuner %q { }.", k, v, v)
+	}
+	if k, v, ok := foreignName(nniMissingTuners, name); ok {
+		return fmt.Sprintf(" NNI's %q tuner is not in trialform (yet); %q is the nearest it has.", k, v)
+	}
+	return ""
+}
+
+// nniAssessorHint explains an NNI assessor name ("" when name is not one).
+func nniAssessorHint(name string) string {
+	if k, v, ok := foreignName(nniAssessors, name); ok {
+		return fmt.Sprintf(" NNI's %q assessor is trialform's %q: assessor %q { }.", k, v, v)
+	}
+	return ""
+}
+
+// checkOptimizeMode reports NNI's optimize_mode in a tuner or assessor
+// block; it returns true when a is one.
+func (l *loader) checkOptimizeMode(a *hcl.Attribute) bool {
+	if a.Name != "optimize_mode" {
+		return false
+	}
+	goal := "maximize"
+	if v, ok := l.value(a.Expr); ok && v.Type().FriendlyName() == "string" && strings.EqualFold(v.AsString(), "minimize") {
+		goal = "minimize"
+	}
+	l.errorf(a.NameRange.Ptr(), "NNI setting", "optimize_mode is NNI's classArgs setting; in trialform the direction belongs to the experiment: objective { goal = %q }. Remove optimize_mode here.", goal)
+	return true
+}
+
+// NotYetPlatformKinds are platform kinds the language declares that
+// trialform does not run yet: validate warns, plan and apply refuse them.
+var NotYetPlatformKinds = []string{"openpai", "dlc", "aml", "dlts"}
+
+// warnNotYet warns about a platform block of a kind not supported yet.
+func (l *loader) warnNotYet(b *hcl.Block) {
+	for _, k := range NotYetPlatformKinds {
+		if b.Labels[0] == k {
+			l.diags = append(l.diags, &hcl.Diagnostic{
+				Severity: hcl.DiagWarning,
+				Summary:  "Platform not supported yet",
+				Detail: fmt.Sprintf("trialform does not run %q platforms yet: validate accepts this block, but plan and apply refuse an experiment on it. "+
+					"Use platform \"local\", \"remote\", \"kubernetes\", \"kubeflow\", \"adaptdl\" or \"frameworkcontroller\" (see the status table in README.md).", k),
+				Subject: b.LabelRanges[0].Ptr(),
+			})
+		}
+	}
+}
