@@ -188,7 +188,16 @@ type vars struct {
 
 // secret declares a variable with no default for a secret the input held
 // and returns its reference; the value itself is never written.
-func (c *conv) secret(v *vars, b *block, n *yaml.Node, field, name string) string {
+func (c *conv) secret(_ *vars, b *block, n *yaml.Node, field, name string) string {
+	name = c.declare(name, fmt.Sprintf("%s from %s (a secret: give it with -var or TRIALFORM_VAR_%s)", field, c.file, name))
+	c.warn(n, field, "a secret: written as variable %q without its value; set it with -var '%s=...' or TRIALFORM_VAR_%s", name, name, name)
+	return "var." + name
+}
+
+// declare adds a string variable without a default and returns its name
+// (made unique).
+func (c *conv) declare(name, desc string) string {
+	v := &c.vars
 	if v.names == nil {
 		v.names = map[string]bool{}
 	}
@@ -199,10 +208,34 @@ func (c *conv) secret(v *vars, b *block, n *yaml.Node, field, name string) strin
 	v.names[name] = true
 	vb := newBlock("variable", name)
 	vb.raw("type", "string")
-	vb.set("description", fmt.Sprintf("%s from %s (a secret: give it with -var or TRIALFORM_VAR_%s)", field, c.file, name))
+	vb.set("description", desc)
 	v.blocks = append(v.blocks, vb)
-	c.warn(n, field, "a secret: written as variable %q without its value; set it with -var '%s=...' or TRIALFORM_VAR_%s", name, name, name)
-	return "var." + name
+	return name
+}
+
+var placeholderRe = regexp.MustCompile(`^(\$\{[^{}]+\}|\{[^{}]+\}|<[^<>]+>)$`)
+
+// isPlaceholder recognises a value left for the user to fill in:
+// "${your token}", "{your_nfs_server_ip}", "<image_tag>".
+func isPlaceholder(s string) bool { return placeholderRe.MatchString(strings.TrimSpace(s)) }
+
+// setStr sets a string attribute; a placeholder becomes a variable
+// without a default, so validate asks for the real value.
+func (c *conv) setStr(b *block, attr string, n *yaml.Node, field, varName string) {
+	if n == nil {
+		return
+	}
+	val := n.Value
+	if p, ok := placeholder(n); ok {
+		val = p
+	}
+	if !isPlaceholder(val) {
+		b.set(attr, val)
+		return
+	}
+	name := c.declare(varName, fmt.Sprintf("%s from %s, a placeholder there (%s): give its value with -var or TRIALFORM_VAR_%s", field, c.file, val, varName))
+	c.warn(n, field, "placeholder %s: written as variable %q without a default; give its value with -var '%s=...' or TRIALFORM_VAR_%s", val, name, name, name)
+	b.raw(attr, "var."+name)
 }
 
 // ctyRaw marks a raw expression for block.set in variable blocks.
@@ -250,9 +283,8 @@ func (c *conv) genericPlatform(o *obj, b *block, v *vars, prefix string, skip ..
 			b.raw(name, c.secret(v, b, o.keyNode(k), o.field(k), prefix+"_"+name))
 			continue
 		}
-		if p, ok := placeholder(val); ok {
-			c.warn(val, o.field(k), "%s looks like a placeholder; fill it in", p)
-			b.set(name, p)
+		if _, ok := placeholder(val); ok || (val.Kind == yaml.ScalarNode && isPlaceholder(val.Value)) {
+			c.setStr(b, name, val, o.field(k), prefix+"_"+name)
 			continue
 		}
 		b.set(name, c.goValue(val))

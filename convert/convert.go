@@ -83,6 +83,8 @@ type conv struct {
 	opt      Options
 	file     string
 	warnings []Warning
+	// vars are the variables the output declares (secrets, placeholders).
+	vars vars
 	// canon: keys match ignoring case and underscores, as NNI's v2
 	// schema reads them (trialCommand = trial_command).
 	canon bool
@@ -174,7 +176,7 @@ func (c *conv) warn(n *yaml.Node, field, format string, args ...any) {
 func (c *conv) notConverted(b *block, n *yaml.Node, field, format string, args ...any) {
 	why := fmt.Sprintf(format, args...)
 	c.warn(n, field, "not converted: %s", why)
-	b.comment(fmt.Sprintf("not converted: %s: %s", field, why))
+	b.tailComment(fmt.Sprintf("not converted: %s: %s", field, why))
 }
 
 // ---- YAML access ----
@@ -306,7 +308,6 @@ func (o *obj) scalar(k string) (*yaml.Node, bool) {
 		return nil, false
 	}
 	if p, ok := placeholder(v); ok {
-		o.c.warn(v, o.field(k), "%s looks like a placeholder; fill it in", p)
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: p, Line: v.Line, Column: v.Column}, true
 	}
 	if v.Kind != yaml.ScalarNode {
@@ -396,7 +397,7 @@ func (o *obj) strList(k string) []string {
 
 // skip marks a key as not converted, with the reason.
 func (o *obj) skip(b *block, k, format string, args ...any) {
-	if _, ok := o.vals[o.c.key(k)]; !ok {
+	if _, ok := o.vals[o.c.key(k)]; !ok || o.used[o.c.key(k)] {
 		return
 	}
 	o.used[o.c.key(k)] = true
@@ -498,6 +499,7 @@ type block struct {
 
 type item struct {
 	comment string
+	tail    bool // a comment written after the attributes and blocks
 	name    string
 	val     *cty.Value
 	raw     string // an expression written as is (a reference, a template)
@@ -509,6 +511,12 @@ func newBlock(typ string, labels ...string) *block { return &block{typ: typ, lab
 func (b *block) comment(s string) {
 	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
 	b.items = append(b.items, item{comment: s})
+}
+
+// tailComment adds a comment written at the end of the block.
+func (b *block) tailComment(s string) {
+	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+	b.items = append(b.items, item{comment: s, tail: true})
 }
 
 // set sets an attribute to a Go value (string, number, bool, lists and
@@ -662,7 +670,20 @@ func commentTokens(s string) hclwrite.Tokens {
 func writeBlock(parent *hclwrite.Body, b *block) {
 	wb := parent.AppendNewBlock(b.typ, b.labels)
 	body := wb.Body()
+	// Attributes (with their comments) first, then nested blocks, then
+	// the "not converted" comments.
+	var attrs, blocks, tail []item
 	for _, it := range b.items {
+		switch {
+		case it.tail:
+			tail = append(tail, it)
+		case it.blk != nil:
+			blocks = append(blocks, it)
+		default:
+			attrs = append(attrs, it)
+		}
+	}
+	for _, it := range append(append(attrs, blocks...), tail...) {
 		switch {
 		case it.comment != "":
 			body.AppendUnstructuredTokens(commentTokens(it.comment))

@@ -232,6 +232,9 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 	spec.done(exp, nil)
 	o.done(exp, nil)
 
+	for _, v := range c.vars.blocks {
+		f.add(v)
+	}
 	f.add(plat)
 	sb := f.add(newBlock("search_space", name))
 	spaceParams(sb, sp)

@@ -156,7 +156,7 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	}
 
 	// Write.
-	for _, vb := range vs.blocks {
+	for _, vb := range c.vars.blocks {
 		f.add(vb)
 	}
 	for _, p := range plats {
@@ -539,16 +539,16 @@ func (c *conv) nniMachines(p *block, o *obj, key string, vs *vars) {
 	for i, n := range o.list(key) {
 		m := c.obj(n, fmt.Sprintf("%s[%d]", o.field(key), i))
 		mb := p.add(newBlock("machine"))
-		if s, ok := m.str(m.pick("host", "ip")); ok {
-			mb.set("host", s)
+		if hn, ok := m.scalar(m.pick("host", "ip")); ok {
+			c.setStr(mb, "host", hn, m.field(m.pick("host", "ip")), fmt.Sprintf("remote_host_%d", i+1))
 		} else {
 			c.failf(n, "%s needs host", m.path)
 		}
 		if n, ok := m.integer("port", 1); ok {
 			mb.set("port", n)
 		}
-		if s, ok := m.str(m.pick("user", "username")); ok {
-			mb.set("user", s)
+		if un, ok := m.scalar(m.pick("user", "username")); ok {
+			c.setStr(mb, "user", un, m.field(m.pick("user", "username")), fmt.Sprintf("remote_user_%d", i+1))
 		}
 		if k := m.pick("sshKeyFile", "sshKeyPath"); k != "" {
 			if s, ok := m.str(k); ok {
@@ -672,11 +672,11 @@ func (c *conv) nniStorage(p *block, kc *obj) {
 
 func (c *conv) nfsBlock(p *block, st *obj) {
 	nb := p.child("nfs")
-	if s, ok := st.str("server"); ok {
-		nb.set("server", s)
+	if n, ok := st.scalar("server"); ok {
+		c.setStr(nb, "server", n, st.field("server"), "nfs_server")
 	}
-	if s, ok := st.str("path"); ok {
-		nb.set("path", s)
+	if n, ok := st.scalar("path"); ok {
+		c.setStr(nb, "path", n, st.field("path"), "nfs_path")
 	}
 	mount := "/nfs"
 	if s, ok := st.str(st.pick("containerMountPath", "mountPath")); ok {
@@ -730,6 +730,9 @@ func (c *conv) nniKubeflow(p *block, kc *obj, t *obj, trial *block, vs *vars) {
 	if image != "" {
 		p.set("image", image)
 	}
+	if kc.has("configPath") {
+		c.failf(kc.keyNode("configPath"), "%s: the trial's roles are in that file; convert reads one file: write the task roles into the config", kc.field("configPath"))
+	}
 	kc.done(p, map[string]string{"keyVault": "trialform mounts NFS only", "azureStorage": "trialform mounts NFS only", "reuseMode": nniReasons["reuseMode"], "reuse": nniReasons["reuseMode"]})
 }
 
@@ -739,6 +742,9 @@ func (c *conv) nniFramework(p *block, fc *obj, t *obj, trial *block, vs *vars) {
 	}
 	if s, ok := fc.str("serviceAccountName"); ok {
 		p.set("service_account", s)
+	}
+	if fc.has("configPath") {
+		c.failf(fc.keyNode("configPath"), "%s: the task roles are in that file; convert reads one file: write taskRoles into the config", fc.field("configPath"))
 	}
 	c.nniStorage(p, fc)
 	roles := fc
@@ -777,8 +783,8 @@ func (c *conv) nniAdl(p *block, t *obj, trial *block) {
 	if b, ok := t.boolean("adaptive"); ok {
 		p.set("adaptive", b)
 	}
-	if s, ok := t.str(t.pick("image", "dockerImage")); ok {
-		p.set("image", s)
+	if n, ok := t.scalar(t.pick("image", "dockerImage")); ok {
+		c.setStr(p, "image", n, t.field(t.pick("image", "dockerImage")), "image")
 	}
 	var secrets []string
 	for i, n := range t.list("imagePullSecrets") {

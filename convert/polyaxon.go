@@ -2,6 +2,7 @@ package convert
 
 import (
 	"fmt"
+	"path"
 	"math"
 	"regexp"
 	"sort"
@@ -104,6 +105,9 @@ func (c *conv) pxWrite(f *hfile, st *pxState) *hfile {
 	for _, v := range st.vars {
 		f.add(v)
 	}
+	for _, v := range c.vars.blocks {
+		f.add(v)
+	}
 	if st.platform == nil {
 		c.failf(nil, "no image: set build.image (v0/v1) or the component's run.container.image (v1.1)")
 	}
@@ -193,9 +197,9 @@ func (c *conv) pxV0(o *obj, st *pxState, kind string) {
 		}
 		if steps := b.strList("build_steps"); len(steps) > 0 {
 			c.warn(b.keyNode("build_steps"), "build.build_steps", "not converted: trialform does not build images; build one with these steps (listed as comments)")
-			st.platform.comment("not converted: build.build_steps: trialform does not build images; build an image from " + attr(st.platform, "image") + " with:")
+			st.platform.tailComment("not converted: build.build_steps: trialform does not build images; build an image from " + attr(st.platform, "image") + " with:")
 			for _, s := range steps {
-				st.platform.comment("  RUN " + s)
+				st.platform.tailComment("  RUN " + s)
 			}
 		}
 		b.done(st.platform, map[string]string{"dockerfile": "trialform does not build images; build it and set image", "env_vars": "set them in trial.env", "lang_env": "set it in trial.env"})
@@ -221,7 +225,7 @@ func (c *conv) pxV0(o *obj, st *pxState, kind string) {
 }
 
 // continuation is a line continuation folded by YAML into "\ ".
-var continuation = regexp.MustCompile(`\\\s+`)
+var continuation = regexp.MustCompile(`\s*\\\s+`)
 
 func (c *conv) pxEnvironmentV0(env *obj, st *pxState) {
 	p := st.platform
@@ -729,7 +733,7 @@ func (c *conv) pxOperation(o *obj, st *pxState) {
 		if err != nil {
 			c.failf(o.keyNode("pathRef"), "pathRef: %v", err)
 		}
-		sub := &conv{opt: c.opt, file: ref, canon: c.canon}
+		sub := &conv{opt: c.opt, file: path.Clean(ref), canon: c.canon}
 		root, perr := parseYAML(ref, data)
 		if perr != nil {
 			panic(failure{perr.(*Error)})

@@ -1,0 +1,287 @@
+package convert
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/trialform/trialform/schema"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden HCL files (or set UPDATE_GOLDEN=1)")
+
+func updating() bool { return *update || os.Getenv("UPDATE_GOLDEN") != "" }
+
+var tools = map[string]func([]byte, Options) (*Result, error){"nni": NNI, "katib": Katib, "polyaxon": Polyaxon}
+
+// tcase is one real config: its tool, the file, and its golden file.
+type tcase struct {
+	tool, path, golden string
+}
+
+func (c tcase) name() string { return strings.TrimSuffix(filepath.Base(c.golden), ".hcl") }
+
+func glob(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(m)
+	return m
+}
+
+func seedCases(t *testing.T) []tcase {
+	var out []tcase
+	for _, p := range glob(t, "testdata/seeds/*/*.yml") {
+		tool := "nni"
+		if strings.HasPrefix(filepath.Base(p), "polyaxonfile") {
+			tool = "polyaxon"
+		}
+		out = append(out, tcase{tool, p, filepath.Join("testdata/golden/seeds", filepath.Base(filepath.Dir(p))+".hcl")})
+	}
+	return out
+}
+
+func corpusCases(t *testing.T) []tcase {
+	var out []tcase
+	for _, p := range glob(t, "testdata/corpus/nni/*/config*.yml") {
+		out = append(out, tcase{"nni", p, filepath.Join("testdata/golden/nni", filepath.Base(filepath.Dir(p))+".hcl")})
+	}
+	for _, p := range glob(t, "testdata/corpus/katib/*.yaml") {
+		out = append(out, tcase{"katib", p, filepath.Join("testdata/golden/katib", strings.TrimSuffix(filepath.Base(p), ".yaml")+".hcl")})
+	}
+	for _, p := range append(glob(t, "testdata/corpus/polyaxon/*.yml"), glob(t, "testdata/corpus/polyaxon/*/polyaxonfile*.y*ml")...) {
+		name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(p), ".yml"), ".yaml")
+		if d := filepath.Base(filepath.Dir(p)); d != "polyaxon" {
+			name = d + "_" + name
+		}
+		out = append(out, tcase{"polyaxon", p, filepath.Join("testdata/golden/polyaxon", name+".hcl")})
+	}
+	return out
+}
+
+func readerFor(dir string) func(string) ([]byte, error) {
+	return func(rel string) ([]byte, error) { return os.ReadFile(filepath.Join(dir, rel)) }
+}
+
+func convertCase(t *testing.T, c tcase) *Result {
+	t.Helper()
+	data, err := os.ReadFile(c.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tools[c.tool](data, Options{Filename: filepath.Base(c.path), ReadFile: readerFor(filepath.Dir(c.path))})
+	if err != nil {
+		t.Fatalf("convert %s %s: %v", c.tool, c.path, err)
+	}
+	return res
+}
+
+// validate writes the HCL beside copies of the input's files and loads it
+// with schema: it must have no errors. Variables without a default (the
+// secrets) are given with -var, as a user would.
+func validate(t *testing.T, c tcase, res *Result) *schema.Config {
+	t.Helper()
+	dir := t.TempDir()
+	entries, _ := os.ReadDir(filepath.Dir(c.path))
+	for _, e := range entries {
+		if e.IsDir() || strings.HasSuffix(e.Name(), ".yml") || strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(filepath.Dir(c.path), e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), res.HCL, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := schema.Load(dir, schema.LoadOptions{Vars: requiredVars(t, res.HCL)})
+	if diags.HasErrors() {
+		var b strings.Builder
+		schema.WriteDiagnostics(&b, cfg.HCLFiles(), diags, 0, false)
+		t.Fatalf("the HCL converted from %s does not validate:\n%s\n%s", c.path, b.String(), res.HCL)
+	}
+	return cfg
+}
+
+// requiredVars gives every variable without a default a value.
+func requiredVars(t *testing.T, src []byte) []string {
+	f, diags := hclsyntax.ParseConfig(src, "main.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("parse: %v", diags)
+	}
+	var out []string
+	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
+		if b.Type == "variable" {
+			if _, ok := b.Body.Attributes["default"]; !ok {
+				out = append(out, b.Labels[0]+"=x")
+			}
+		}
+	}
+	return out
+}
+
+// checkResult checks what every conversion must hold: fmt-clean HCL,
+// and a comment for each field that was not converted.
+func checkResult(t *testing.T, c tcase, res *Result) {
+	t.Helper()
+	if got := schema.FormatSource(res.HCL); !bytes.Equal(got, res.HCL) {
+		t.Errorf("%s: the HCL is not fmt-clean", c.path)
+	}
+	for _, w := range res.Warnings {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(c.path), w.File)); err != nil {
+			t.Errorf("%s: warning names file %q", c.path, w.File)
+		}
+		if strings.HasPrefix(w.Msg, "not converted:") && !bytes.Contains(res.HCL, []byte("# not converted: "+w.Field+":")) {
+			t.Errorf("%s: warning %q has no comment in the HCL", c.path, w)
+		}
+	}
+}
+
+func golden(t *testing.T, c tcase, got []byte) {
+	t.Helper()
+	if updating() {
+		os.MkdirAll(filepath.Dir(c.golden), 0o755)
+		if err := os.WriteFile(c.golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(c.golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./convert -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s: the HCL differs from %s (go test ./convert -update rewrites it):\n%s", c.path, c.golden, schema.UnifiedDiff(c.golden, want, got))
+	}
+}
+
+// The configs of the seed documents convert, match their golden files and
+// validate.
+func TestSeeds(t *testing.T) {
+	cases := seedCases(t)
+	if len(cases) != 5 {
+		t.Fatalf("want the 5 seed configs, found %d", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.name(), func(t *testing.T) {
+			res := convertCase(t, c)
+			checkResult(t, c, res)
+			golden(t, c, res.HCL)
+			validate(t, c, res)
+		})
+	}
+}
+
+// Real configs of NNI's, Katib's and Polyaxon's examples convert with no
+// error, match their golden files and validate.
+func TestCorpus(t *testing.T) {
+	cases := corpusCases(t)
+	if len(cases) < 30 {
+		t.Fatalf("the corpus has %d configs; want at least 30", len(cases))
+	}
+	per := map[string]int{}
+	for _, c := range cases {
+		per[c.tool]++
+		t.Run(c.tool+"/"+c.name(), func(t *testing.T) {
+			res := convertCase(t, c)
+			checkResult(t, c, res)
+			golden(t, c, res.HCL)
+			validate(t, c, res)
+		})
+	}
+	t.Logf("corpus: %v", per)
+}
+
+func TestBadYAMLNamesFileAndLine(t *testing.T) {
+	tests := []struct {
+		tool, src, want string
+	}{
+		{"nni", "trialCommand: python3 x.py\nsearchSpace: a: b\n", "config.yml:2: invalid YAML: mapping values are not allowed in this context"},
+		{"nni", "a: b\n\tc: d\n", "config.yml:2: invalid YAML"},
+		{"nni", "- a\n- b\n", "config.yml:1: the document must be a YAML mapping"},
+		{"nni", "", "config.yml:1: the file is empty"},
+		{"nni", "searchSpaceFile: s.json\ntrialCommand: x\ntrialConcurrency: many\n", "config.yml:3: trialConcurrency must be a number, not \"many\""},
+		{"nni", "searchSpaceFile: s.json\ntrialCommand: x\nmaxTrialNumber: 2.5\n", "config.yml:3: maxTrialNumber must be a whole number"},
+		{"nni", "searchSpaceFile: s.json\ntrialCommand: x\nmaxExperimentDuration: soon\n", `config.yml:3: maxExperimentDuration = "soon" is not a duration`},
+		{"nni", "searchSpaceFile: s.json\ntrialCommand: x\ntuner:\n  name: TPE\n  classArgs:\n    optimize_mode: up\n", "config.yml:6: tuner.classArgs.optimize_mode must be maximize or minimize"},
+		{"nni", "searchSpaceFile: s.json\ntrialCommand: x\ntrainingService:\n  platform: slurm\n", `config.yml:4: trainingService.platform "slurm" is not one trialform knows`},
+		{"nni", "trialCommand: x\n", "config.yml:1: no search space"},
+		{"nni", "searchSpace:\n  lr: {_type: uniform, _value: [1]}\ntrialCommand: x\n", `config.yml:2: searchSpace: param "lr"`},
+		{"nni", "trialCommand: x\ntrialCommand: y\n", "config.yml:2: trialCommand is set twice"},
+		{"katib", "kind: Experiment\nspec:\n  objective: {type: minimize, objectiveMetricName: loss}\n  algorithm: {algorithmName: darts}\n", `config.yml:4: algorithm "darts" is neural architecture search`},
+		{"katib", "kind: Experiment\nspec:\n  objective: {type: best, objectiveMetricName: loss}\n", `config.yml:3: spec.objective.type must be maximize or minimize, not "best"`},
+		{"katib", "kind: Job\n", `config.yml:1: kind "Job": convert katib reads a Katib Experiment`},
+		{"polyaxon", "version: 1\nkind: group\nhptuning:\n  matrix:\n    lr:\n      uniform: a:b\n", `config.yml:6: hptuning.matrix.lr.uniform: "a" is not a number`},
+		{"polyaxon", "version: 1.1\nkind: operation\nurlRef: https://x/y.yml\n", "config.yml:3: urlRef: convert does not download components"},
+		{"polyaxon", "version: 1\nkind: notebook\n", `config.yml:2: kind "notebook"`},
+	}
+	for _, tt := range tests {
+		_, err := tools[tt.tool]([]byte(tt.src), Options{Filename: "config.yml"})
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Errorf("%s %q: err = %v, want an *Error", tt.tool, tt.src, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), tt.want) && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s %q:\n got %q\nwant %q", tt.tool, tt.src, err, tt.want)
+		}
+		if ce.Line == 0 {
+			t.Errorf("%s %q: no line in %q", tt.tool, tt.src, err)
+		}
+	}
+}
+
+// fuzz runs a converter on arbitrary input: it must not panic, and what
+// it returns is either an *Error or HCL that parses.
+func fuzz(f *testing.F, tool string, seeds []string) {
+	for _, p := range seeds {
+		if data, err := os.ReadFile(p); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, err := tools[tool](data, Options{Filename: "f.yml", Inline: true, ReadFile: func(string) ([]byte, error) { return data, nil }})
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("error of type %T: %v", err, err)
+			}
+			return
+		}
+		if _, diags := hclsyntax.ParseConfig(res.HCL, "f.hcl", hcl.InitialPos); diags.HasErrors() {
+			t.Fatalf("the HCL does not parse: %v\n%s", diags, res.HCL)
+		}
+	})
+}
+
+func seedFiles(pattern ...string) []string {
+	var out []string
+	for _, p := range pattern {
+		m, _ := filepath.Glob(p)
+		out = append(out, m...)
+	}
+	return out
+}
+
+func FuzzNNI(f *testing.F) {
+	fuzz(f, "nni", seedFiles("testdata/seeds/0*_*/config.yml", "testdata/corpus/nni/*/config*.yml"))
+}
+
+func FuzzKatib(f *testing.F) {
+	fuzz(f, "katib", seedFiles("testdata/corpus/katib/*.yaml"))
+}
+
+func FuzzPolyaxon(f *testing.F) {
+	fuzz(f, "polyaxon", seedFiles("testdata/seeds/004_*/polyaxonfile.yml", "testdata/corpus/polyaxon/*.yml", "testdata/corpus/polyaxon/*/*.y*ml"))
+}

@@ -1,0 +1,43 @@
+# Converted by `trialform convert katib` from early-stopping_median-stop.yaml (Katib v1beta1 Experiment).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+platform "kubernetes" "default" {
+  namespace = "kubeflow"
+  image     = "ghcr.io/kubeflow/katib/pytorch-mnist-cpu:latest"
+  # not converted: spec.trialTemplate.trialSpec.spec.template.spec.restartPolicy: trialform runs trials with restartPolicy Never and decides about resumes itself
+}
+
+search_space "median-stop" {
+  param "lr" {
+    uniform = [0.01, 0.05]
+  }
+  param "momentum" {
+    uniform = [0.5, 0.9]
+  }
+}
+
+experiment "median-stop" {
+  platform          = platform.kubernetes.default
+  search_space      = search_space.median-stop
+  max_trials        = 15
+  concurrency       = 2
+  max_failed_trials = 3
+  objective {
+    metric = "loss"
+    goal   = "minimize"
+    # not converted: spec.objective.goal: trialform has no target value that ends the experiment; it runs max_trials
+  }
+  tuner "random" {
+    # Katib algorithm "random": the same algorithm
+  }
+  assessor "medianstop" {
+    # Katib's medianstop: the same rule
+    min_trials = 1
+    start_step = 2
+  }
+  trial {
+    args         = ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1", "--batch-size=16", "--lr=${param.lr}", "--momentum=${param.momentum}"]
+    metric_regex = "(?P<name>[\\w|-]+)\\s*=\\s*(?P<value>[-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+    # not converted: spec.trialTemplate.retain: trialform keeps ended trials' objects until destroy
+  }
+}

@@ -1,0 +1,40 @@
+# Converted by `trialform convert katib` from hp-tuning_hyperband.yaml (Katib v1beta1 Experiment).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+platform "kubernetes" "default" {
+  namespace = "kubeflow"
+  image     = "ghcr.io/kubeflow/katib/pytorch-mnist-cpu:latest"
+  # not converted: spec.trialTemplate.trialSpec.spec.template.spec.restartPolicy: trialform runs trials with restartPolicy Never and decides about resumes itself
+}
+
+search_space "hyperband" {
+  param "lr" {
+    uniform = [0.01, 0.05]
+  }
+  param "momentum" {
+    uniform = [0.5, 0.9]
+  }
+}
+
+experiment "hyperband" {
+  platform          = platform.kubernetes.default
+  search_space      = search_space.hyperband
+  max_trials        = 2
+  concurrency       = 2
+  max_failed_trials = 2
+  objective {
+    metric = "loss"
+    goal   = "minimize"
+    # not converted: spec.objective.goal: trialform has no target value that ends the experiment; it runs max_trials
+  }
+  tuner "hyperband" {
+    # Katib algorithm "hyperband": the same algorithm
+    eta        = 2
+    max_budget = 2
+    # the budget parameter "num-epochs" is trialform's TRIAL_BUDGET; its value is given by the tuner
+  }
+  trial {
+    args         = ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=${param.TRIAL_BUDGET}", "--batch-size=16", "--lr=${param.lr}", "--momentum=${param.momentum}"]
+    metric_regex = "(?P<name>[\\w|-]+)\\s*=\\s*(?P<value>[-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+  }
+}

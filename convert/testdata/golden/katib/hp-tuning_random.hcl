@@ -1,0 +1,41 @@
+# Converted by `trialform convert katib` from hp-tuning_random.yaml (Katib v1beta1 Experiment).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+platform "kubernetes" "default" {
+  namespace = "kubeflow"
+  image     = "ghcr.io/kubeflow/katib/pytorch-mnist-cpu:latest"
+  resources {
+    cpu    = 0.5
+    memory = "1Gi"
+  }
+  # not converted: spec.trialTemplate.trialSpec.spec.template.spec.restartPolicy: trialform runs trials with restartPolicy Never and decides about resumes itself
+}
+
+search_space "random" {
+  param "lr" {
+    uniform = [0.01, 0.05]
+  }
+  param "momentum" {
+    uniform = [0.5, 0.9]
+  }
+}
+
+experiment "random" {
+  platform          = platform.kubernetes.default
+  search_space      = search_space.random
+  max_trials        = 12
+  concurrency       = 3
+  max_failed_trials = 3
+  objective {
+    metric = "loss"
+    goal   = "minimize"
+    # not converted: spec.objective.goal: trialform has no target value that ends the experiment; it runs max_trials
+  }
+  tuner "random" {
+    # Katib algorithm "random": the same algorithm
+  }
+  trial {
+    args         = ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1", "--batch-size=16", "--lr=${param.lr}", "--momentum=${param.momentum}"]
+    metric_regex = "(?P<name>[\\w|-]+)\\s*=\\s*(?P<value>[-+]?[0-9]*\\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+  }
+}

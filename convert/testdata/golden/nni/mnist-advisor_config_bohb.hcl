@@ -1,0 +1,25 @@
+# Converted by `trialform convert nni` from config_bohb.yml (NNI v2 schema).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+search_space "config_bohb" {
+  nni_file = "search_space.json"
+}
+
+experiment "config_bohb" {
+  search_space = search_space.config_bohb
+  max_trials   = 1000
+  concurrency  = 1
+  max_duration = "10h"
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "bohb" {
+    max_budget = 27
+    min_budget = 1
+    eta        = 3
+  }
+  trial {
+    command = "python3 mnist.py"
+  }
+}

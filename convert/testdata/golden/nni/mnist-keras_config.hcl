@@ -1,0 +1,23 @@
+# Converted by `trialform convert nni` from config.yml (NNI v1 schema).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+search_space "example_mnist-keras" {
+  nni_file = "search_space.json"
+}
+
+experiment "example_mnist-keras" {
+  search_space = search_space.example_mnist-keras
+  max_trials   = 10
+  concurrency  = 1
+  max_duration = "1h"
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "tpe" {}
+  trial {
+    command  = "python3 mnist-keras.py"
+    code_dir = "."
+  }
+  # not converted: authorName: trialform does not record an author
+}

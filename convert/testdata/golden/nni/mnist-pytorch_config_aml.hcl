@@ -1,0 +1,50 @@
+# Converted by `trialform convert nni` from config_aml.yml (NNI v2 schema).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+variable "aml_subscription_id" {
+  type        = string
+  description = "trainingService.subscriptionId from config_aml.yml, a placeholder there ($${your subscription ID}): give its value with -var or TRIALFORM_VAR_aml_subscription_id"
+}
+
+variable "aml_resource_group" {
+  type        = string
+  description = "trainingService.resourceGroup from config_aml.yml, a placeholder there ($${your resource group}): give its value with -var or TRIALFORM_VAR_aml_resource_group"
+}
+
+variable "aml_workspace_name" {
+  type        = string
+  description = "trainingService.workspaceName from config_aml.yml, a placeholder there ($${your workspace name}): give its value with -var or TRIALFORM_VAR_aml_workspace_name"
+}
+
+variable "aml_compute_target" {
+  type        = string
+  description = "trainingService.computeTarget from config_aml.yml, a placeholder there ($${your compute target}): give its value with -var or TRIALFORM_VAR_aml_compute_target"
+}
+
+platform "aml" "default" {
+  # trialform does not run the aml platform yet: validate accepts this block, plan and apply refuse it
+  docker_image    = "msranni/nni"
+  subscription_id = var.aml_subscription_id
+  resource_group  = var.aml_resource_group
+  workspace_name  = var.aml_workspace_name
+  compute_target  = var.aml_compute_target
+}
+
+search_space "config_aml" {
+  nni_file = "search_space.json"
+}
+
+experiment "config_aml" {
+  platform     = platform.aml.default
+  search_space = search_space.config_aml
+  max_trials   = 10
+  concurrency  = 1
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "tpe" {}
+  trial {
+    command = "python3 mnist.py"
+  }
+}

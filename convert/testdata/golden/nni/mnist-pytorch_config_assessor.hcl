@@ -1,0 +1,24 @@
+# Converted by `trialform convert nni` from config_assessor.yml (NNI v2 schema).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+search_space "config_assessor" {
+  nni_file = "search_space.json"
+}
+
+experiment "config_assessor" {
+  search_space = search_space.config_assessor
+  max_trials   = 20
+  concurrency  = 4
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "tpe" {}
+  assessor "curvefitting" {
+    epoch_num = 20
+    threshold = 0.9
+  }
+  trial {
+    command = "python3 mnist.py"
+  }
+}

@@ -1,0 +1,63 @@
+# Converted by `trialform convert nni` from config_dlc.yml (NNI v2 schema).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+variable "dlc_workspace_id" {
+  type        = string
+  description = "trainingService.workspaceId from config_dlc.yml, a placeholder there ($${your_workspace_id}): give its value with -var or TRIALFORM_VAR_dlc_workspace_id"
+}
+
+variable "dlc_access_key_id" {
+  type        = string
+  description = "trainingService.accessKeyId from config_dlc.yml (a secret: give it with -var or TRIALFORM_VAR_dlc_access_key_id)"
+}
+
+variable "dlc_access_key_secret" {
+  type        = string
+  description = "trainingService.accessKeySecret from config_dlc.yml (a secret: give it with -var or TRIALFORM_VAR_dlc_access_key_secret)"
+}
+
+variable "dlc_nas_data_source_id" {
+  type        = string
+  description = "trainingService.nasDataSourceId from config_dlc.yml, a placeholder there ($${your_nas_data_source_id}): give its value with -var or TRIALFORM_VAR_dlc_nas_data_source_id"
+}
+
+variable "dlc_oss_data_source_id" {
+  type        = string
+  description = "trainingService.ossDataSourceId from config_dlc.yml, a placeholder there ($${your_oss_data_source_id}): give its value with -var or TRIALFORM_VAR_dlc_oss_data_source_id"
+}
+
+platform "dlc" "default" {
+  # trialform does not run the dlc platform yet: validate accepts this block, plan and apply refuse it
+  type                          = "Worker"
+  image                         = "registry-vpc.cn-beijing.aliyuncs.com/pai-dlc/pytorch-training:1.6.0-gpu-py37-cu101-ubuntu18.04"
+  job_type                      = "PyTorchJob"
+  pod_count                     = 1
+  ecs_spec                      = "ecs.c6.large"
+  region                        = "cn-hangzhou"
+  workspace_id                  = var.dlc_workspace_id
+  access_key_id                 = var.dlc_access_key_id
+  access_key_secret             = var.dlc_access_key_secret
+  nas_data_source_id            = var.dlc_nas_data_source_id
+  oss_data_source_id            = var.dlc_oss_data_source_id
+  local_storage_mount_point     = "/home/admin/workspace/"
+  container_storage_mount_point = "/root/data/"
+}
+
+search_space "config_dlc" {
+  nni_file = "search_space.json"
+}
+
+experiment "config_dlc" {
+  platform     = platform.dlc.default
+  search_space = search_space.config_dlc
+  max_trials   = 10
+  concurrency  = 1
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "tpe" {}
+  trial {
+    command = "python mnist.py --data_dir /root/data/{your_data_dir}"
+  }
+}

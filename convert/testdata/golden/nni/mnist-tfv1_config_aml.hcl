@@ -1,0 +1,53 @@
+# Converted by `trialform convert nni` from config_aml.yml (NNI v1 schema).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+variable "aml_subscription_id" {
+  type        = string
+  description = "amlConfig.subscriptionId from config_aml.yml, a placeholder there ($${replace_to_your_subscriptionId}): give its value with -var or TRIALFORM_VAR_aml_subscription_id"
+}
+
+variable "aml_resource_group" {
+  type        = string
+  description = "amlConfig.resourceGroup from config_aml.yml, a placeholder there ($${replace_to_your_resourceGroup}): give its value with -var or TRIALFORM_VAR_aml_resource_group"
+}
+
+variable "aml_workspace_name" {
+  type        = string
+  description = "amlConfig.workspaceName from config_aml.yml, a placeholder there ($${replace_to_your_workspaceName}): give its value with -var or TRIALFORM_VAR_aml_workspace_name"
+}
+
+variable "aml_compute_target" {
+  type        = string
+  description = "amlConfig.computeTarget from config_aml.yml, a placeholder there ($${replace_to_your_computeTarget}): give its value with -var or TRIALFORM_VAR_aml_compute_target"
+}
+
+platform "aml" "default" {
+  # trialform does not run the aml platform yet: validate accepts this block, plan and apply refuse it
+  subscription_id = var.aml_subscription_id
+  resource_group  = var.aml_resource_group
+  workspace_name  = var.aml_workspace_name
+  compute_target  = var.aml_compute_target
+  image           = "msranni/nni"
+}
+
+search_space "example_mnist" {
+  nni_file = "search_space.json"
+}
+
+experiment "example_mnist" {
+  platform     = platform.aml.default
+  search_space = search_space.example_mnist
+  max_trials   = 10
+  concurrency  = 1
+  max_duration = "1h"
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "tpe" {}
+  trial {
+    command  = "python3 mnist.py"
+    code_dir = "."
+  }
+  # not converted: authorName: trialform does not record an author
+}

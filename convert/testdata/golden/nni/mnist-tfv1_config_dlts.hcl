@@ -1,0 +1,32 @@
+# Converted by `trialform convert nni` from config_dlts.yml (NNI v1 schema).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+platform "dlts" "default" {
+  # trialform does not run the dlts platform yet: validate accepts this block, plan and apply refuse it
+  dashboard = "http://azure-eastus-p40-dev1-infra01.eastus.cloudapp.azure.com/"
+  image     = "msranni/nni:latest"
+}
+
+search_space "example_mnist" {
+  nni_file = "search_space.json"
+}
+
+experiment "example_mnist" {
+  platform     = platform.dlts.default
+  search_space = search_space.example_mnist
+  max_trials   = 10
+  concurrency  = 1
+  max_duration = "1h"
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "tpe" {}
+  trial {
+    command  = "python3 mnist.py"
+    code_dir = "."
+    gpus     = 1
+  }
+  # not converted: debug: trialform has no debug mode
+  # not converted: authorName: trialform does not record an author
+}

@@ -1,0 +1,42 @@
+# Converted by `trialform convert nni` from config_kubeflow.yml (NNI v1 schema).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+platform "kubeflow" "default" {
+  operator = "tfjob"
+  image    = "msranni/nni:latest"
+  nfs {
+    server = "10.10.10.10"
+    path   = "/var/nfs/general"
+    # where trials see the share (NNI chose it itself)
+    mount_path = "/nfs"
+  }
+  worker {
+    replicas = 1
+    cpu      = 1
+    memory   = "8192Mi"
+    gpu      = 0
+  }
+  # not converted: kubeflowConfig.apiVersion: trialform uses kubeflow.org/v1
+}
+
+search_space "example_dist" {
+  nni_file = "search_space.json"
+}
+
+experiment "example_dist" {
+  platform     = platform.kubeflow.default
+  search_space = search_space.example_dist
+  max_trials   = 1
+  concurrency  = 1
+  max_duration = "1h"
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "tpe" {}
+  trial {
+    code_dir = "."
+    command  = "python3 mnist.py"
+  }
+  # not converted: authorName: trialform does not record an author
+}

@@ -1,0 +1,21 @@
+# Converted by `trialform convert nni` from config.yml (NNI v2 schema).
+# Fields trialform has no place for are listed as "not converted" comments.
+
+search_space "config" {
+  nni_file = "search_space.json"
+}
+
+experiment "config" {
+  search_space = search_space.config
+  max_trials   = 100
+  concurrency  = 1
+  max_duration = "1h"
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "tpe" {}
+  trial {
+    command = "python3 main.py"
+  }
+}

@@ -1,0 +1,51 @@
+# Converted by `trialform convert polyaxon` from v0_keras_mnist_polyaxonfile_hyperparams.yml (Polyaxon v0/v1 polyaxonfile).
+# Fields trialform has no place for are listed as "not converted" comments.
+# Polyaxon's tracking client (log_metrics) is not read: trials report results as NNI does,
+# print `trialform: {"loss": 0.3}` lines, or lines that metric_regex matches.
+
+platform "kubernetes" "default" {
+  image = "python:3.6"
+  # not converted: build.build_steps: trialform does not build images; build an image from python:3.6 with:
+  # RUN pip install --no-cache-dir -r requirements.txt
+}
+
+search_space "v0_keras_mnist_polyaxonfile_hyperparams" {
+  param "conv1_size" {
+    choice = [32, 64, 128]
+  }
+  param "conv2_size" {
+    choice = [32, 64, 128]
+  }
+  param "dropout" {
+    uniform = [0, 1]
+  }
+  param "hidden1_size" {
+    choice = [10, 60, 110, 160, 210, 260, 310, 360, 410, 460, 510, 560]
+  }
+  param "optimizer" {
+    choice = ["adam", "rmsprop", "sgd"]
+  }
+  param "log_learning_rate" {
+    choice = [-5, -4, -3, -2, -1]
+  }
+  param "epochs" {
+    choice = [1, 3, 7]
+  }
+}
+
+experiment "v0_keras_mnist_polyaxonfile_hyperparams" {
+  platform     = platform.kubernetes.default
+  search_space = search_space.v0_keras_mnist_polyaxonfile_hyperparams
+  concurrency  = 5
+  max_trials   = 50
+  objective {
+    metric = "default"
+    goal   = "maximize"
+  }
+  tuner "random" {}
+  trial {
+    command = "python -u model.py --conv1_size=${param.conv1_size} --conv2_size=${param.conv2_size} --dropout=${param.dropout} --hidden1_size=${param.hidden1_size} --optimizer=${param.optimizer} --log_learning_rate=${param.log_learning_rate} --epochs=${param.epochs}"
+  }
+  # not converted: framework: trialform runs any command; the framework is not needed
+  # not converted: tags: trialform has no tags
+}
