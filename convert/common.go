@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -51,11 +52,9 @@ func spaceParams(b *block, sp *space.Space) {
 
 // nniSpaceFromYAML reads an inline NNI search space (v2 searchSpace).
 func (c *conv) nniSpaceFromYAML(n *yaml.Node, field string) *space.Space {
-	data, err := json.Marshal(c.goValue(n))
-	if err != nil {
-		c.failf(n, "%s: %v", field, err)
-	}
-	sp, err := space.ParseNNI(data)
+	var buf bytes.Buffer
+	c.orderedJSON(&buf, n)
+	sp, err := space.ParseNNI(buf.Bytes())
 	if err != nil {
 		c.failf(n, "%s: %v", field, err)
 	}
@@ -63,6 +62,42 @@ func (c *conv) nniSpaceFromYAML(n *yaml.Node, field string) *space.Space {
 		c.failf(n, "%s is empty; a search space needs at least one parameter", field)
 	}
 	return sp
+}
+
+// orderedJSON writes a YAML node as JSON, keeping the order of mapping
+// keys (a search space's order is part of what makes sampling
+// deterministic).
+func (c *conv) orderedJSON(b *bytes.Buffer, n *yaml.Node) {
+	n = deref(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		b.WriteByte('{')
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(n.Content[i].Value)
+			b.Write(k)
+			b.WriteByte(':')
+			c.orderedJSON(b, n.Content[i+1])
+		}
+		b.WriteByte('}')
+	case yaml.SequenceNode:
+		b.WriteByte('[')
+		for i, it := range n.Content {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			c.orderedJSON(b, it)
+		}
+		b.WriteByte(']')
+	default:
+		v, err := json.Marshal(c.goValue(n))
+		if err != nil {
+			v = []byte("null")
+		}
+		b.Write(v)
+	}
 }
 
 // readSpaceFile reads an NNI search_space.json the input names.

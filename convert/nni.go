@@ -151,6 +151,15 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	} else {
 		plats = c.nniV2Platforms(o, trial, vs)
 	}
+	// A local platform with nothing but comments is the embedded default:
+	// its comments go to the experiment.
+	if len(plats) == 1 && plats[0].labels[0] == "local" && onlyComments(plats[0]) {
+		for _, it := range plats[0].items {
+			it.tail = true
+			exp.items = append(exp.items, it)
+		}
+		plats = nil
+	}
 	if !trial.has("command") {
 		c.failf(root, "no trial command: set trialCommand (v2) or trial.command (v1)")
 	}
@@ -198,6 +207,15 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	e.add(trial)
 	o.done(e, nniReasons)
 	return f
+}
+
+func onlyComments(b *block) bool {
+	for _, it := range b.items {
+		if it.comment == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // isBatchSpace recognises BatchTuner's search space: one choice whose

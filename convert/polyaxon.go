@@ -2,8 +2,8 @@ package convert
 
 import (
 	"fmt"
-	"path"
 	"math"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"

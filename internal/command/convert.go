@@ -106,6 +106,9 @@ func (g *Globals) convert(o convertOptions) int {
 	if _, err := os.Stat(out); err == nil && !o.force {
 		return g.errorf("%s exists; choose another -o file or add -force to overwrite it", o.output)
 	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return g.errorf("%v", err)
+	}
 	if err := os.WriteFile(out, res.HCL, 0o644); err != nil {
 		return g.errorf("write %s: %v", o.output, err)
 	}

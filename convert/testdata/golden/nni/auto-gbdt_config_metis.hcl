@@ -2,14 +2,14 @@
 # Fields trialform has no place for are listed as "not converted" comments.
 
 search_space "config_metis" {
-  param "bagging_freq" {
-    choice = [1, 2, 4, 8, 10]
+  param "num_leaves" {
+    choice = [31, 28, 24, 20]
   }
   param "learning_rate" {
     choice = [0.01, 0.05, 0.1, 0.2]
   }
-  param "num_leaves" {
-    choice = [31, 28, 24, 20]
+  param "bagging_freq" {
+    choice = [1, 2, 4, 8, 10]
   }
 }
 

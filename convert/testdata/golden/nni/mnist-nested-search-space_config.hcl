@@ -1,16 +1,11 @@
 # Converted by `trialform convert nni` from config.yml (NNI v2 schema).
 # Fields trialform has no place for are listed as "not converted" comments.
 
-platform "local" "default" {
-  # not converted: trainingService.useActiveGpu: trialform schedules on the listed GPUs whether or not a display uses them
-}
-
 search_space "config" {
   nni_file = "search_space.json"
 }
 
 experiment "config" {
-  platform     = platform.local.default
   search_space = search_space.config
   max_trials   = 100
   concurrency  = 2
@@ -23,4 +18,5 @@ experiment "config" {
   trial {
     command = "python3 mnist.py"
   }
+  # not converted: trainingService.useActiveGpu: trialform schedules on the listed GPUs whether or not a display uses them
 }

@@ -1,10 +1,6 @@
 # Converted by `trialform convert nni` from config_detailed.yml (NNI v2 schema).
 # Fields trialform has no place for are listed as "not converted" comments.
 
-platform "local" "default" {
-  # not converted: trainingService.useActiveGpu: trialform schedules on the listed GPUs whether or not a display uses them
-}
-
 search_space "MNIST" {
   param "batch_size" {
     choice = [16, 32, 64, 128]
@@ -21,7 +17,6 @@ search_space "MNIST" {
 }
 
 experiment "MNIST" {
-  platform     = platform.local.default
   search_space = search_space.MNIST
   max_trials   = 10
   concurrency  = 4
@@ -36,4 +31,5 @@ experiment "MNIST" {
     code_dir = "."
     gpus     = 1
   }
+  # not converted: trainingService.useActiveGpu: trialform schedules on the listed GPUs whether or not a display uses them
 }

@@ -1,16 +1,11 @@
 # Converted by `trialform convert nni` from config_smac.yml (NNI v2 schema).
 # Fields trialform has no place for are listed as "not converted" comments.
 
-platform "local" "default" {
-  # not converted: trainingService.useActiveGpu: trialform schedules on the listed GPUs whether or not a display uses them
-}
-
 search_space "auto_rocksdb_SMAC" {
   nni_file = "search_space.json"
 }
 
 experiment "auto_rocksdb_SMAC" {
-  platform     = platform.local.default
   search_space = search_space.auto_rocksdb_SMAC
   max_trials   = 256
   concurrency  = 1
@@ -26,4 +21,5 @@ experiment "auto_rocksdb_SMAC" {
     command  = "python3 main.py"
     code_dir = "."
   }
+  # not converted: trainingService.useActiveGpu: trialform schedules on the listed GPUs whether or not a display uses them
 }
