@@ -97,6 +97,10 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 	} else {
 		c.notConverted(tb, alg.keyNode("algorithmName"), "spec.algorithm.algorithmName", "%s: %s", algName, tm.note)
 	}
+	if tm.name == "pbt" {
+		c.warn(alg.node, "spec.algorithm.algorithmName", "pbt: a trial gets its checkpoint directories as the params load_checkpoint_dir and save_checkpoint_dir (NNI's names); change the trial command to use ${param.load_checkpoint_dir} and ${param.save_checkpoint_dir}")
+		tb.comment("trials get the params load_checkpoint_dir and save_checkpoint_dir: use them in the trial command")
+	}
 	if algName == "multivariate-tpe" {
 		tb.set("multivariate", true)
 	}
@@ -313,7 +317,7 @@ func (c *conv) katibParam(p *obj, name string, grid bool, tb *block) space.Param
 	switch dist {
 	case "", "uniform":
 		switch {
-		case hasStep && (grid || typ == "double" && math.Mod(lo, step) != 0):
+		case hasStep && (grid || typ == "double" && !onGrid(lo, step)):
 			// Katib's points are min, min+step, ... <= max: the exact list.
 			out.Kind = space.Choice
 			for i := 0; ; i++ {
@@ -362,6 +366,13 @@ func (c *conv) katibParam(p *obj, name string, grid bool, tb *block) space.Param
 		c.failf(fs.keyNode("distribution"), "%s.distribution %q: expected uniform, logUniform, normal or logNormal", field, dist)
 	}
 	return out
+}
+
+// onGrid says whether lo is a whole multiple of step (then NNI's
+// quniform gives Katib's points).
+func onGrid(lo, step float64) bool {
+	r := lo / step
+	return math.Abs(r-math.Round(r)) < 1e-9
 }
 
 func round12(f float64) float64 {

@@ -9,7 +9,7 @@ platform "kubernetes" "default" {
 
 search_space "optuna-distribution" {
   param "lr" {
-    choice = [1, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6, 1.7, 1.8, 1.9, 2, 2.1, 2.2, 2.3, 2.4, 2.5, 2.6, 2.7, 2.8, 2.9, 3, 3.1, 3.2, 3.3, 3.4, 3.5, 3.6, 3.7, 3.8, 3.9, 4, 4.1, 4.2, 4.3, 4.4, 4.5, 4.6, 4.7, 4.8, 4.9, 5]
+    quniform = [1, 5, 0.1]
   }
   param "momentum" {
     loguniform = [0.001, 3]

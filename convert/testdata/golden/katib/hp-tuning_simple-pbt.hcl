@@ -26,6 +26,7 @@ experiment "simple-pbt" {
   }
   tuner "pbt" {
     # Katib algorithm "pbt": the same algorithm
+    # trials get the params load_checkpoint_dir and save_checkpoint_dir: use them in the trial command
     checkpoint_dir  = "/var/log/katib/checkpoints/"
     population_size = 40
     factor          = 0.2
