@@ -112,6 +112,10 @@ func (g *Globals) convert(o convertOptions) int {
 	if err := os.WriteFile(out, res.HCL, 0o644); err != nil {
 		return g.errorf("write %s: %v", o.output, err)
 	}
-	fmt.Fprintf(g.IO.Err, "Wrote %s (%d warnings). Check it with: trialform validate\n", o.output, len(res.Warnings))
+	plural := "s"
+	if len(res.Warnings) == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(g.IO.Err, "Wrote %s (%d warning%s). Check it with: trialform validate\n", o.output, len(res.Warnings), plural)
 	return 0
 }
