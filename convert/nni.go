@@ -700,7 +700,7 @@ func (c *conv) nfsBlock(p *block, st *obj) {
 	if s, ok := st.str(st.pick("containerMountPath", "mountPath")); ok {
 		mount = s
 	} else {
-		nb.comment("where trials see the share (NNI chose it itself)")
+		nb.tailComment("mount_path: where trials see the share (NNI chose it itself)")
 	}
 	nb.set("mount_path", mount)
 	if s, ok := st.str(st.pick("localMountPath")); ok {

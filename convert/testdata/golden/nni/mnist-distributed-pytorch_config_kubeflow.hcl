@@ -15,10 +15,10 @@ platform "kubeflow" "default" {
   operator = "pytorchjob"
   image    = "msranni/nni:latest"
   nfs {
-    server = var.nfs_server
-    path   = var.nfs_path
-    # where trials see the share (NNI chose it itself)
+    server     = var.nfs_server
+    path       = var.nfs_path
     mount_path = "/nfs"
+    # mount_path: where trials see the share (NNI chose it itself)
   }
   master {
     replicas = 1

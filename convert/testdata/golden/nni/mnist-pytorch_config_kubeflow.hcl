@@ -5,10 +5,10 @@ platform "kubeflow" "default" {
   operator = "tfjob"
   image    = "msranni/nni:latest"
   nfs {
-    server = "10.10.10.10"
-    path   = "/var/nfs/general"
-    # where trials see the share (NNI chose it itself)
+    server     = "10.10.10.10"
+    path       = "/var/nfs/general"
     mount_path = "/nfs"
+    # mount_path: where trials see the share (NNI chose it itself)
   }
   worker {
     replicas = 1

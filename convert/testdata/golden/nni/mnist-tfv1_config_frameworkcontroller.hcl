@@ -14,10 +14,10 @@ variable "nfs_path" {
 platform "frameworkcontroller" "default" {
   image = "msranni/nni:latest"
   nfs {
-    server = var.nfs_server
-    path   = var.nfs_path
-    # where trials see the share (NNI chose it itself)
+    server     = var.nfs_server
+    path       = var.nfs_path
     mount_path = "/nfs"
+    # mount_path: where trials see the share (NNI chose it itself)
   }
   task_role "worker" {
     task_number = 1
