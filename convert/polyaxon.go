@@ -83,8 +83,8 @@ func (c *conv) polyaxon(root *yaml.Node) *hfile {
 	case "operation":
 		c.pxOperation(o, st)
 	case "component":
-		c.pxComponent(o, st)
 		st.single = true
+		c.pxComponent(o, st)
 	case "":
 		c.failf(root, "kind is missing: a polyaxonfile has kind experiment, group, operation or component")
 	default:

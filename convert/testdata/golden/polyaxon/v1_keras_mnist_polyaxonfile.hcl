@@ -78,7 +78,7 @@ experiment "polyaxonfile" {
     goal   = "maximize"
   }
   trial {
-    args = ["python", "-u", "model.py", "--conv1_size=${var.conv1_size}", "--conv2_size=${var.conv2_size}", "--dropout=${var.dropout}", "--hidden1_size=${var.hidden1_size}", "--optimizer=${var.optimizer}", "--log_learning_rate=${var.log_learning_rate}", "--epochs=${var.epochs}"]
+    args = ["python", "-u", "model.py", "--conv1_size=${param.conv1_size}", "--conv2_size=${param.conv2_size}", "--dropout=${param.dropout}", "--hidden1_size=${param.hidden1_size}", "--optimizer=${param.optimizer}", "--log_learning_rate=${param.log_learning_rate}", "--epochs=${param.epochs}"]
   }
   # not converted: tags: trialform has no tags
 }

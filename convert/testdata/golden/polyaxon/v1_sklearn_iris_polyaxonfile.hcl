@@ -78,7 +78,7 @@ experiment "polyaxonfile" {
     goal   = "maximize"
   }
   trial {
-    args = ["python", "-u", "run.py", "--n_neighbors=${var.n_neighbors}", "--leaf_size=${var.leaf_size}", "--metric=${var.metric}", "--p=${var.p}", "--weights=${var.weights}", "--test_size=${var.test_size}", "--random_state=${var.random_state}"]
+    args = ["python", "-u", "run.py", "--n_neighbors=${param.n_neighbors}", "--leaf_size=${param.leaf_size}", "--metric=${param.metric}", "--p=${param.p}", "--weights=${param.weights}", "--test_size=${param.test_size}", "--random_state=${param.random_state}"]
   }
   # not converted: tags: trialform has no tags
 }
