@@ -25,9 +25,9 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 	lf.register(fs)
 	all := fs.Bool("all", false, "import every unfinished trial the platform holds for EXPERIMENT that the state does not know")
 	noColor := fs.Bool("no-color", false, "no colours")
-	pos, ok := parseFlags(fs, args, g.IO.Err)
+	pos, code, ok := g.parse(fs, args, argSpec{max: -1})
 	if !ok {
-		return 1
+		return code
 	}
 	usage := "usage: trialform import EXPERIMENT TRIAL... | trialform import experiment.NAME.trial.ID | trialform import -all EXPERIMENT"
 	var exp string
@@ -78,7 +78,7 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 			return 0
 		}
 	}
-	code := 0
+	code = 0
 	for _, id := range ids {
 		imp, err := s.Import(ctx, exp, id)
 		if err != nil {
