@@ -110,7 +110,7 @@ recover a lost state file).`,
 			"SUBCOMMAND  list, show ADDRESS, rm ADDRESS...",
 			"ADDRESS  experiment.NAME or experiment.NAME.trial.ID (also NAME and NAME/ID)",
 		},
-		desc: `Inspects or edits the state. Run trialform state SUBCOMMAND -help for each.`,
+		desc:    `Inspects or edits the state. Run trialform state SUBCOMMAND -help for each.`,
 		example: "trialform state list\n  trialform state show experiment.svm.trial.t0003",
 	},
 	"state list": {
@@ -139,18 +139,18 @@ touched: a running trial no longer in the state is planned as an orphan teardown
 		example:  "trialform force-unlock 8a1c2f",
 	},
 	"version": {
-		synopsis: "trialform version",
+		synopsis: "trialform version [options]",
 		desc:     `Prints the version.`,
 		example:  "trialform version",
 	},
 	"help": {
-		synopsis: "trialform help [COMMAND [SUBCOMMAND]]",
+		synopsis: "trialform help [options] [COMMAND [SUBCOMMAND]]",
 		args:     []string{"COMMAND  a command; without it the list of commands is printed"},
 		desc:     `Prints the help of a command, as trialform COMMAND -help does.`,
 		example:  "trialform help plan\n  trialform help state rm",
 	},
 	"completion": {
-		synopsis: "trialform completion SHELL",
+		synopsis: "trialform completion [options] SHELL",
 		args:     []string{"SHELL  bash, zsh or fish"},
 		desc: `Prints a script that completes trialform's commands, flags and experiment names
 in SHELL. Load it from the shell's start-up file.`,
@@ -188,14 +188,12 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 	var flags []*flag.Flag
 	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f) })
 	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
-	if len(flags) > 0 {
-		fmt.Fprintln(w, "Options:")
-		fmt.Fprintln(w)
-		for _, f := range flags {
-			fmt.Fprintf(w, "  %s\n%s\n", flagSynopsis(f), wrap(flagUsage(f), "      ", 80))
-		}
-		fmt.Fprintln(w)
+	fmt.Fprintln(w, "Options:")
+	fmt.Fprintln(w)
+	for _, f := range flags {
+		fmt.Fprintf(w, "  %s\n%s\n", flagSynopsis(f), wrap(flagUsage(f), "      ", 80))
 	}
+	fmt.Fprintf(w, "  -help\n      print this help\n\n")
 	if h.example != "" {
 		fmt.Fprintln(w, "Example:")
 		fmt.Fprintln(w)

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/hcl/v2"

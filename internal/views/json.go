@@ -89,11 +89,11 @@ type Event struct {
 	FormatVersion string `json:"format_version,omitempty"`
 	Trialform     string `json:"trialform,omitempty"`
 
-	Change     *ChangeJSON         `json:"change,omitempty"`
-	Changes    *ChangeSummaryJSON  `json:"changes,omitempty"`
-	Hook       *HookJSON           `json:"hook,omitempty"`
-	Observed   *plan.Observed      `json:"observed,omitempty"`
-	Progress   []ProgressJSON      `json:"progress,omitempty"`
+	Change     *ChangeJSON          `json:"change,omitempty"`
+	Changes    *ChangeSummaryJSON   `json:"changes,omitempty"`
+	Hook       *HookJSON            `json:"hook,omitempty"`
+	Observed   *plan.Observed       `json:"observed,omitempty"`
+	Progress   []ProgressJSON       `json:"progress,omitempty"`
 	Diagnostic *EventDiagnosticJSON `json:"diagnostic,omitempty"`
 }
 
