@@ -435,6 +435,8 @@ func (h *printHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
 	switch {
 	case err != nil && apply.IsSkipped(err):
 		fmt.Fprintf(h.w, "  %s %s: %s\n", h.c.Dim("."), name, err)
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(h.w, "  %s %s: %s cancelled by the interrupt\n", h.c.Red("!"), name, a.Action)
 	case err != nil:
 		fmt.Fprintf(h.w, "  %s %s: %s failed: %v\n", h.c.Red("!"), name, a.Action, err)
 	default:
