@@ -46,8 +46,13 @@ func (c Colors) symbol(a plan.Action) string {
 	return s
 }
 
-// PlanJSON writes the plan model as indented JSON.
+// PlanJSON writes the plan model as indented JSON (docs/json/plan.schema.json).
 func PlanJSON(w io.Writer, p *plan.Plan) error {
+	if p.Experiments == nil {
+		cp := *p
+		cp.Experiments = []*plan.ExperimentPlan{}
+		p = &cp
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(p)
