@@ -141,6 +141,9 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			}
 			return g.errorf("refresh: %v", err)
 		}
+		if g.events != nil {
+			g.events.Plan(p)
+		}
 	} else {
 		p, err = s.Plan(ctx, plan.Options{Destroy: o.destroy, Targets: o.targets})
 		if err != nil {

@@ -375,6 +375,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	}
 	s := apply.NewSession(w.cfg, st, w.m, w.ps)
 	s.Parallelism = w.o.parallelism
+	s.Hard = w.g.hard(ctx)
 	s.Hooks = w.hooks
 	p, err := s.Plan(ctx, opts)
 	if err != nil {
