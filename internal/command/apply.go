@@ -64,7 +64,7 @@ func runDestroy(ctx context.Context, g *Globals, args []string) int {
 	var o applyOptions
 	fs := flag.NewFlagSet("destroy", flag.ContinueOnError)
 	o.register(fs)
-	if _, code, ok := g.parse(fs, args, argSpec{hint: "destroy takes no experiment names: to destroy only experiment a, use -target=experiment.a (repeatable)."}); !ok {
+	if _, code, ok := g.parse(fs, args, argSpec{hint: "destroy takes no experiment names: to destroy only experiment {arg}, use -target=experiment.{arg} (repeatable)."}); !ok {
 		return code
 	}
 	o.destroy = true

@@ -269,7 +269,7 @@ func wrap(s, ind string, width int) string {
 // added to the "Too many command line arguments" error.
 type argSpec struct {
 	min, max int // max < 0: no limit
-	hint     string
+	hint     string // "{arg}" stands for the first extra argument
 }
 
 // errProbe is what parse returns in probe mode (completion reads the
@@ -302,7 +302,7 @@ func (g *Globals) parse(fs *flag.FlagSet, args []string, spec argSpec) (pos []st
 		extra := pos[spec.max:]
 		fmt.Fprintf(g.IO.Err, "Error: Too many command line arguments: %s\n\n", quoteAll(extra))
 		if spec.hint != "" {
-			fmt.Fprintf(g.IO.Err, "%s\n\n", spec.hint)
+			fmt.Fprintf(g.IO.Err, "%s\n\n", strings.ReplaceAll(spec.hint, "{arg}", extra[0]))
 		}
 		fmt.Fprintf(g.IO.Err, "Usage: %s\nRun `trialform %s -help` for more.\n", h.synopsis, fs.Name())
 		return nil, 1, false

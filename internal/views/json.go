@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"sort"
@@ -166,12 +167,15 @@ func (ev *Events) Emit(e Event) {
 	if e.Level == "" {
 		e.Level = "info"
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		b, _ = json.Marshal(Event{Level: "error", Message: "trialform: encode event: " + err.Error(), Timestamp: e.Timestamp, Type: "diagnostic",
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		b.Reset()
+		enc.Encode(Event{Level: "error", Message: "trialform: encode event: " + err.Error(), Timestamp: e.Timestamp, Type: "diagnostic",
 			Diagnostic: &EventDiagnosticJSON{Severity: "error", Summary: "encode event", Detail: err.Error()}})
 	}
-	ev.w.Write(append(b, '\n'))
+	ev.w.Write(b.Bytes())
 }
 
 // Version writes the first line.
