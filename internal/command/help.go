@@ -268,7 +268,7 @@ func wrap(s, ind string, width int) string {
 // argSpec says how many positional arguments a command takes; hint is
 // added to the "Too many command line arguments" error.
 type argSpec struct {
-	min, max int // max < 0: no limit
+	min, max int    // max < 0: no limit
 	hint     string // "{arg}" stands for the first extra argument
 }
 
