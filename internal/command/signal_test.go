@@ -294,3 +294,52 @@ experiment "e" {
 		t.Fatalf("the state lock is still held (%v):\n%s", err, b)
 	}
 }
+
+// Ctrl-C while apply -wait reconciles (passes every 10 ms) reports only
+// "Interrupted": a pass that the interrupt cut short used to print
+// "Error: context canceled" first (2 runs in 20).
+func TestInterruptDuringWaitSaysInterruptedOnly(t *testing.T) {
+	work := t.TempDir()
+	hcl := `search_space "s" {
+  param "x" { choice = [301, 302] }
+}
+experiment "e" {
+  search_space = search_space.s
+  tuner "grid" {}
+  max_trials   = 2
+  concurrency  = 2
+  trial {
+    command = "sleep ${param.x}"
+  }
+}
+`
+	if err := os.WriteFile(filepath.Join(work, "main.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		out, code := trialform(t, work, "", "destroy", "-auto-approve")
+		if code != 0 {
+			t.Errorf("destroy: exit %d\n%s", code, out)
+		}
+	}()
+	for i := 0; i < 10; i++ {
+		cmd := exec.Command(filepath.Join(binDir, "trialform"), "apply", "-auto-approve", "-wait", "-interval=10ms")
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		out := newSyncBuffer()
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		out.waitFor(t, "Waiting for every experiment to finish", 60*time.Second)
+		cmd.Process.Signal(syscall.SIGINT)
+		if code := exited(t, done, 30*time.Second, out); code != 1 {
+			t.Fatalf("run %d: exit %d, want 1:\n%s", i, code, out)
+		}
+		if s := out.String(); strings.Contains(s, "context canceled") || strings.Contains(s, "Error:") || !strings.Contains(s, "Interrupted: running trials keep running") {
+			t.Fatalf("run %d: want only the interruption reported:\n%s", i, s)
+		}
+	}
+}
