@@ -57,6 +57,10 @@ type Session struct {
 	// StopGrace is the time a torn-down trial gets between SIGTERM and
 	// SIGKILL (default 10s).
 	StopGrace time.Duration
+	// Hard, if set, is the context of the platform calls apply has
+	// started: they finish even after ctx (Apply's) is cancelled, unless
+	// Hard is cancelled too (a second Ctrl-C). Nil: they always finish.
+	Hard context.Context
 
 	mu      sync.Mutex // guards st and version
 	st      *state.State
@@ -401,7 +405,11 @@ func (s *Session) parallel(ctx context.Context, actions []*plan.TrialAction, fn 
 			s.Hooks.TrialAction(a, false, nil)
 			// A started action finishes even after Ctrl-C, so its result
 			// reaches the state.
-			err := fn(context.WithoutCancel(ctx), a)
+			actx := context.WithoutCancel(ctx)
+			if s.Hard != nil {
+				actx = s.Hard
+			}
+			err := fn(actx, a)
 			s.Hooks.TrialAction(a, true, err)
 			if err != nil {
 				mu.Lock()

@@ -54,14 +54,25 @@ func FormatDir(dir string) ([]FormatResult, hcl.Diagnostics) {
 				Detail: fmt.Sprintf("Reading %s: %s.", path, err)})
 			continue
 		}
-		if _, d := hclsyntax.ParseConfig(src, n, hcl.InitialPos); d.HasErrors() {
+		r, d := FormatBytes(n, src)
+		if d.HasErrors() {
 			diags = append(diags, d...)
 			continue
 		}
-		formatted := FormatSource(src)
-		out = append(out, FormatResult{Name: n, Path: path, Old: src, New: formatted, Changed: !bytes.Equal(src, formatted)})
+		r.Path = path
+		out = append(out, r)
 	}
 	return out, diags
+}
+
+// FormatBytes formats src, the content of the file name (which names it
+// in diagnostics); it refuses src with syntax errors.
+func FormatBytes(name string, src []byte) (FormatResult, hcl.Diagnostics) {
+	if _, d := hclsyntax.ParseConfig(src, name, hcl.InitialPos); d.HasErrors() {
+		return FormatResult{}, d
+	}
+	formatted := FormatSource(src)
+	return FormatResult{Name: name, Old: src, New: formatted, Changed: !bytes.Equal(src, formatted)}, nil
 }
 
 // UnifiedDiff returns a unified diff ("--- old/NAME", "+++ new/NAME", @@

@@ -39,7 +39,7 @@ platform "kubeflow" "tf" {
 }
 
 search_space "demo" {
-  param "x"  { uniform = [-5, 5] }
+  param "x" { uniform = [-5, 5] }
   param "lr" { loguniform = [0.0001, 1] }
 }
 

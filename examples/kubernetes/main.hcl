@@ -29,8 +29,8 @@ platform "kubernetes" "cluster" {
 }
 
 search_space "demo" {
-  param "x"         { uniform = [-5, 5] }
-  param "lr"        { loguniform = [0.0001, 1] }
+  param "x" { uniform = [-5, 5] }
+  param "lr" { loguniform = [0.0001, 1] }
   param "optimizer" { choice = ["sgd", "adam"] }
 }
 

@@ -14,11 +14,11 @@ variable "python" {
 }
 
 search_space "quickstart" {
-  param "x"         { uniform = [-5, 5] }
-  param "lr"        { loguniform = [0.0001, 1] }
+  param "x" { uniform = [-5, 5] }
+  param "lr" { loguniform = [0.0001, 1] }
   param "optimizer" { choice = ["sgd", "adam", "rmsprop"] }
-  param "layers"    { randint = [1, 6] }
-  param "units"     { quniform = [16, 256, 16] }
+  param "layers" { randint = [1, 6] }
+  param "units" { quniform = [16, 256, 16] }
 }
 
 experiment "quickstart" {

@@ -7,8 +7,8 @@ variable "python" {
 }
 
 search_space "svm" {
-  param "C"      { loguniform = [0.01, 100] }
-  param "gamma"  { loguniform = [0.00001, 0.1] }
+  param "C" { loguniform = [0.01, 100] }
+  param "gamma" { loguniform = [0.00001, 0.1] }
   param "kernel" { choice = ["rbf", "poly", "sigmoid"] }
 }
 

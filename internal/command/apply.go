@@ -22,6 +22,8 @@ type applyOptions struct {
 	vars        varFlags
 	lock        lockFlags
 	autoApprove bool
+	input       bool
+	json        bool
 	wait        bool
 	interval    time.Duration
 	targets     multiFlag
@@ -34,6 +36,8 @@ func (o *applyOptions) register(fs *flag.FlagSet) {
 	o.vars.register(fs)
 	o.lock.register(fs)
 	fs.BoolVar(&o.autoApprove, "auto-approve", false, "do not ask for confirmation")
+	fs.BoolVar(&o.input, "input", true, "ask for approval on the terminal; with -input=false a plan that needs approval fails unless -auto-approve is given")
+	fs.BoolVar(&o.json, "json", false, "print a machine-readable stream of events, one JSON object a line (needs -auto-approve or a plan file)")
 	fs.Var(&o.targets, "target", "limit to experiment.NAME (repeatable)")
 	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
 	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
@@ -45,12 +49,9 @@ func runApply(ctx context.Context, g *Globals, args []string) int {
 	o.register(fs)
 	fs.BoolVar(&o.wait, "wait", false, "keep reconciling until every experiment is done")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "with -wait: time between passes when nothing signals a change")
-	pos, ok := parseFlags(fs, args, g.IO.Err)
+	pos, code, ok := g.parse(fs, args, argSpec{max: 1, hint: "apply takes one argument at most: a plan file saved by `trialform plan -out=FILE`."})
 	if !ok {
-		return 1
-	}
-	if len(pos) > 1 {
-		return g.errorf("apply takes at most one argument, a saved plan file")
+		return code
 	}
 	planFile := ""
 	if len(pos) == 1 {
@@ -63,15 +64,30 @@ func runDestroy(ctx context.Context, g *Globals, args []string) int {
 	var o applyOptions
 	fs := flag.NewFlagSet("destroy", flag.ContinueOnError)
 	o.register(fs)
-	if _, ok := parseFlags(fs, args, g.IO.Err); !ok {
-		return 1
+	if _, code, ok := g.parse(fs, args, argSpec{hint: "destroy takes no experiment names: to destroy only experiment {arg}, use -target=experiment.{arg} (repeatable)."}); !ok {
+		return code
 	}
 	o.destroy = true
 	return g.apply(ctx, o, "")
 }
 
+// countingHooks are the hooks of apply: they print (or emit events) and
+// count the actions done.
+type countingHooks interface {
+	apply.Hooks
+	count(plan.Action) int
+}
+
 func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) int {
 	c := g.colors(o.noColor)
+	if o.json {
+		g.events = views.NewEvents(g.IO.Out)
+		g.events.Version(Version)
+		c = views.Colors{}
+		if planFile == "" && !o.autoApprove {
+			return g.errorf("-json needs -auto-approve (or a plan file): there is no terminal to ask for approval on")
+		}
+	}
 	cfg := g.loadConfig(o.vars, o.noColor)
 	if cfg == nil {
 		return 1
@@ -97,8 +113,14 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	}
 	s := apply.NewSession(cfg, st, m, ps)
 	s.Parallelism = o.parallelism
+	s.Hard = g.hard(ctx)
 	out := &lineWriter{w: g.IO.Out}
-	hooks := &printHooks{w: out, c: c, where: machineOf(cfg, s)}
+	var hooks countingHooks
+	if g.events != nil {
+		hooks = &eventHooks{ev: g.events, where: machineOf(cfg, s), started: map[*plan.TrialAction]time.Time{}}
+	} else {
+		hooks = &printHooks{w: out, c: c, where: machineOf(cfg, s)}
+	}
 	s.Hooks = hooks
 
 	var p *plan.Plan
@@ -114,41 +136,119 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			return g.errorf("%v", err)
 		}
 		if _, _, err := s.Refresh(ctx); err != nil {
+			if ctx.Err() != nil {
+				return g.interrupted(op)
+			}
 			return g.errorf("refresh: %v", err)
+		}
+		if g.events != nil {
+			g.events.Plan(p)
 		}
 	} else {
 		p, err = s.Plan(ctx, plan.Options{Destroy: o.destroy, Targets: o.targets})
 		if err != nil {
+			if ctx.Err() != nil {
+				return g.interrupted(op)
+			}
 			return g.errorf("plan: %v", err)
 		}
-		views.Plan(out, p, c)
+		if g.events != nil {
+			g.events.Plan(p)
+		} else {
+			views.Plan(out, p, c)
+		}
 		if p.HasChanges() && !o.autoApprove {
+			if !o.input {
+				return g.errorf("the plan needs approval and -input=false forbids asking: review it with `trialform plan -out=FILE` and apply the file, or add -auto-approve")
+			}
 			q := "Do you want to perform these actions?"
 			if o.destroy {
 				q = "Do you really want to destroy these experiments and tear down their trials?"
 			}
-			if !g.confirm(q) {
+			yes, err := g.confirm(ctx, q)
+			if ctx.Err() != nil {
+				return g.interrupted(op)
+			}
+			if err != nil {
+				return g.errorf("read the answer: %v (use -auto-approve where there is no terminal)", err)
+			}
+			if !yes {
 				fmt.Fprintln(g.IO.Out, "Apply cancelled.")
 				return 1
 			}
 		}
 	}
-	code := g.reportApply(s.Apply(ctx, p), hooks)
-	if ctx.Err() != nil {
-		fmt.Fprintln(g.IO.Err, "\nInterrupted: running trials keep running; run `trialform apply` again to pick them up.")
-		return 1
+	removing := map[string]int{} // experiments to delete → trials in the state
+	if o.destroy {
+		cur := s.State()
+		for _, ep := range p.Experiments {
+			if ep.Action == plan.Delete {
+				if e := cur.Experiments[ep.Name]; e != nil {
+					removing[ep.Name] = len(e.Trials)
+				}
+			}
+		}
 	}
-	if !o.wait || code != 0 || o.destroy {
-		fmt.Fprintln(out, c.Bold(fmt.Sprintf("\nApply complete! Trials: %d created, %d resumed, %d torn down.", hooks.count(plan.Create), hooks.count(plan.Resume), hooks.count(plan.Teardown))))
+	code := g.reportApply(ctx, s.Apply(ctx, p))
+	if ctx.Err() != nil {
+		return g.interrupted(op)
+	}
+	if o.destroy {
+		exps, trials := 0, 0
+		after := s.State()
+		for name, n := range removing {
+			if after.Experiments[name] == nil {
+				exps++
+				trials += n
+			}
+		}
+		if g.events != nil {
+			g.events.Emit(views.Event{Type: "change_summary", Message: views.DestroySummary(exps, trials),
+				Changes: &views.ChangeSummaryJSON{Operation: "destroy", Teardown: hooks.count(plan.Teardown), Experiments: exps, Trials: trials}})
+		} else {
+			fmt.Fprintln(out, c.Bold("\n"+views.DestroySummary(exps, trials)))
+		}
+		return code
+	}
+	if !o.wait || code != 0 {
+		g.applySummary(out, hooks, c)
 		return code
 	}
 	return g.wait(ctx, s, o, ps, out, hooks, c)
 }
 
-func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps *providerSet, out *lineWriter, hooks *printHooks, c views.Colors) int {
-	fmt.Fprintln(out, "\nWaiting for every experiment to finish (Ctrl-C stops waiting; trials keep running)...")
+// applySummary prints "Apply complete! Trials: ..." (or its event).
+func (g *Globals) applySummary(out io.Writer, hooks countingHooks, c views.Colors) {
+	line := fmt.Sprintf("Apply complete! Trials: %d created, %d resumed, %d torn down.", hooks.count(plan.Create), hooks.count(plan.Resume), hooks.count(plan.Teardown))
+	if g.events != nil {
+		g.events.Emit(views.Event{Type: "change_summary", Message: line,
+			Changes: &views.ChangeSummaryJSON{Operation: "apply", Create: hooks.count(plan.Create), Resume: hooks.count(plan.Resume), Teardown: hooks.count(plan.Teardown)}})
+		return
+	}
+	fmt.Fprintln(out, c.Bold("\n"+line))
+}
+
+// interrupted reports a graceful stop after Ctrl-C (exit 1).
+func (g *Globals) interrupted(op string) int {
+	again := "trialform apply"
+	if op == "destroy" {
+		again = "trialform destroy"
+	}
+	msg := fmt.Sprintf("Interrupted: running trials keep running; run `%s` again to pick them up.", again)
+	if g.events != nil {
+		g.events.Diagnostic("error", "Interrupted", msg)
+		return 1
+	}
+	fmt.Fprintln(g.IO.Err, "\n"+msg)
+	return 1
+}
+
+func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps *providerSet, out *lineWriter, hooks countingHooks, c views.Colors) int {
+	if g.events == nil {
+		fmt.Fprintln(out, "\nWaiting for every experiment to finish (Ctrl-C stops waiting; trials keep running)...")
+	}
 	var bar *progressbar.ProgressBar
-	if g.IO.IsTTY {
+	if g.IO.IsTTY && g.events == nil {
 		total := 0
 		for _, e := range s.Config.Experiments {
 			total += e.MaxTrials
@@ -158,7 +258,6 @@ func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps
 			progressbar.OptionShowCount(),
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionSetPredictTime(false),
-			progressbar.OptionClearOnFinish(),
 		)
 		out.bar = bar
 	}
@@ -170,11 +269,13 @@ func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps
 			if p == nil {
 				return
 			}
+			if g.events != nil {
+				g.events.Progress(p)
+			}
 			done := 0
 			line := ""
 			for _, ep := range p.Experiments {
-				bs := ep.Progress.ByStatus
-				done += bs[state.Succeeded] + bs[state.Failed] + bs[state.EarlyStopped]
+				done += views.Ended(ep)
 				if line != "" {
 					line += "; "
 				}
@@ -184,31 +285,43 @@ func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps
 				bar.Describe(line)
 				bar.Set(done)
 			}
-			if err != nil && !apply.IsSkipped(err) {
-				fmt.Fprintln(out, c.Red("Error: ")+err.Error())
+			// An error of a pass Ctrl-C cut short is the interruption,
+			// reported once below.
+			if err != nil && !apply.IsSkipped(err) && ctx.Err() == nil {
+				for _, e := range applyErrors(err) {
+					if g.events != nil {
+						g.events.Diagnostic("error", e.Error(), "")
+					} else {
+						fmt.Fprintln(out, c.Red("Error: ")+e.Error())
+					}
+				}
 			}
 		},
 	})
 	if bar != nil {
-		bar.Finish()
+		// The bar stays as the last pass drew it (20/20 at the end; it
+		// is not cleared on finish, which hid the last frame).
+		bar.Exit()
 		out.bar = nil
+		fmt.Fprintln(g.IO.Out)
 	}
 	if ctx.Err() != nil {
-		fmt.Fprintln(g.IO.Err, "\nInterrupted: running trials keep running; run `trialform apply -wait` again to pick them up.")
-		return 1
+		return g.interrupted("apply")
 	}
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	fmt.Fprintln(out)
-	for _, ep := range last.Experiments {
-		fmt.Fprintln(out, views.StatusLine(ep))
+	if g.events == nil {
+		fmt.Fprintln(out)
+		for _, ep := range last.Experiments {
+			fmt.Fprintln(out, views.StatusLine(ep))
+		}
 	}
-	fmt.Fprintln(out, c.Bold(fmt.Sprintf("\nApply complete! Trials: %d created, %d resumed, %d torn down.", hooks.count(plan.Create), hooks.count(plan.Resume), hooks.count(plan.Teardown))))
+	g.applySummary(out, hooks, c)
 	return 0
 }
 
-func (g *Globals) reportApply(err error, h *printHooks) int {
+func (g *Globals) reportApply(ctx context.Context, err error) int {
 	if err == nil {
 		return 0
 	}
@@ -217,8 +330,12 @@ func (g *Globals) reportApply(err error, h *printHooks) int {
 		return 1
 	}
 	errs := applyErrors(err)
+	if ctx.Err() != nil {
+		// Interrupted: what failed because of it is not worth a line.
+		return 0
+	}
 	for _, e := range errs {
-		fmt.Fprintf(g.IO.Err, "Error: %v\n", e)
+		g.errorf("%v", e)
 	}
 	if len(errs) > 0 {
 		return 1
@@ -321,6 +438,8 @@ func (h *printHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
 	switch {
 	case err != nil && apply.IsSkipped(err):
 		fmt.Fprintf(h.w, "  %s %s: %s\n", h.c.Dim("."), name, err)
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintf(h.w, "  %s %s: %s cancelled by the interrupt\n", h.c.Red("!"), name, a.Action)
 	case err != nil:
 		fmt.Fprintf(h.w, "  %s %s: %s failed: %v\n", h.c.Red("!"), name, a.Action, err)
 	default:
@@ -371,4 +490,61 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 		l.bar.RenderBlank()
 	}
 	return n, err
+}
+
+// eventHooks emit apply_start, apply_complete, apply_errored and
+// trial_status events (apply -json).
+type eventHooks struct {
+	ev      *views.Events
+	where   func(exp, id string) string
+	mu      sync.Mutex
+	counts  map[plan.Action]int
+	started map[*plan.TrialAction]time.Time
+}
+
+func (h *eventHooks) count(a plan.Action) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.counts[a]
+}
+
+func (h *eventHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
+	name := a.Experiment + "/" + a.TrialID
+	hook := &views.HookJSON{Experiment: a.Experiment, Trial: a.TrialID, Action: a.Action}
+	h.mu.Lock()
+	if !done {
+		h.started[a] = time.Now()
+		h.mu.Unlock()
+		h.ev.Emit(views.Event{Type: "apply_start", Message: name + ": " + string(a.Action) + " started", Hook: hook})
+		return
+	}
+	if t, ok := h.started[a]; ok {
+		hook.ElapsedSeconds = time.Since(t).Seconds()
+		delete(h.started, a)
+	}
+	if err == nil {
+		if h.counts == nil {
+			h.counts = map[plan.Action]int{}
+		}
+		h.counts[a.Action]++
+	}
+	h.mu.Unlock()
+	switch {
+	case err != nil && apply.IsSkipped(err):
+		hook.Error = err.Error()
+		h.ev.Emit(views.Event{Type: "apply_errored", Level: "warn", Message: name + ": " + err.Error(), Hook: hook})
+	case err != nil:
+		hook.Error = err.Error()
+		h.ev.Emit(views.Event{Type: "apply_errored", Level: "error", Message: name + ": " + string(a.Action) + " failed: " + err.Error(), Hook: hook})
+	default:
+		if h.where != nil && (a.Action == plan.Create || a.Action == plan.Resume) {
+			hook.Machine = h.where(a.Experiment, a.TrialID)
+		}
+		h.ev.Emit(views.Event{Type: "apply_complete", Message: name + ": " + string(a.Action) + " complete", Hook: hook})
+	}
+}
+
+func (h *eventHooks) Observed(o plan.Observed) {
+	msg := fmt.Sprintf("%s/%s: %s -> %s", o.Experiment, o.TrialID, o.Before, o.After)
+	h.ev.Emit(views.Event{Type: "trial_status", Message: msg, Observed: &o})
 }

@@ -3,8 +3,10 @@ package command
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +70,10 @@ func (g *Globals) colors(noColor bool) views.Colors {
 }
 
 func (g *Globals) errorf(format string, args ...any) int {
+	if g.events != nil {
+		g.events.Diagnostic("error", fmt.Sprintf(format, args...), "")
+		return 1
+	}
 	fmt.Fprintf(g.IO.Err, "Error: "+format+"\n", args...)
 	return 1
 }
@@ -102,6 +108,19 @@ func (g *Globals) loadConfig(v varFlags, noColor bool) *schema.Config {
 }
 
 func (g *Globals) printDiags(cfg *schema.Config, diags hcl.Diagnostics, noColor bool) {
+	if g.events != nil {
+		for _, d := range diags {
+			sev, detail := "error", d.Detail
+			if d.Severity == hcl.DiagWarning {
+				sev = "warning"
+			}
+			if d.Subject != nil {
+				detail = fmt.Sprintf("%s:%d: %s", d.Subject.Filename, d.Subject.Start.Line, detail)
+			}
+			g.events.Diagnostic(sev, d.Summary, detail)
+		}
+		return
+	}
 	files := parsedFiles(cfg)
 	width := uint(100)
 	_ = schema.WriteDiagnostics(g.IO.Err, files, diags, width, g.colors(noColor).On)
@@ -307,13 +326,31 @@ func (g *Globals) lockedState(ctx context.Context, m *state.Manager, op string, 
 	return lk, st, true
 }
 
-// confirm asks the user to type "yes".
-func (g *Globals) confirm(question string) bool {
+// confirm asks the user to type "yes"; Ctrl-C (ctx) ends the question.
+func (g *Globals) confirm(ctx context.Context, question string) (bool, error) {
 	fmt.Fprintf(g.IO.Out, "\n%s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", question)
-	r := bufio.NewReader(g.IO.In)
-	line, _ := r.ReadString('\n')
-	fmt.Fprintln(g.IO.Out)
-	return strings.TrimSpace(line) == "yes"
+	type answer struct {
+		line string
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(g.IO.In).ReadString('\n')
+		ch <- answer{line, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case a := <-ch:
+		fmt.Fprintln(g.IO.Out)
+		if a.err != nil && a.line == "" {
+			if errors.Is(a.err, io.EOF) {
+				return false, nil
+			}
+			return false, a.err
+		}
+		return strings.TrimSpace(a.line) == "yes", nil
+	}
 }
 
 // loadState loads the state or prints why it cannot.

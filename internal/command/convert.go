@@ -32,17 +32,9 @@ func runConvert(ctx context.Context, g *Globals, args []string) int {
 	fs.StringVar(&o.output, "o", "", "write the HCL to this file instead of stdout")
 	fs.BoolVar(&o.inline, "inline", false, "write the NNI search space file as HCL param blocks instead of nni_file")
 	fs.BoolVar(&o.force, "force", false, "overwrite the -o file if it exists")
-	fs.Usage = func() {
-		fmt.Fprintln(g.IO.Err, "Usage: trialform convert nni|katib|polyaxon FILE [-o FILE] [-inline] [-force]")
-		fs.PrintDefaults()
-	}
-	pos, ok := parseFlags(fs, args, g.IO.Err)
+	pos, code, ok := g.parse(fs, args, argSpec{min: 2, max: 2, hint: "convert takes the tool (nni, katib or polyaxon) and one file: trialform convert nni config.yml -o main.hcl"})
 	if !ok {
-		return 1
-	}
-	if len(pos) != 2 {
-		fs.Usage()
-		return 1
+		return code
 	}
 	o.tool, o.input = pos[0], pos[1]
 	if _, ok := converters[o.tool]; !ok {

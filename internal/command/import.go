@@ -16,18 +16,18 @@ import (
 // Terraform's import adopts existing objects:
 //
 //	trialform import EXPERIMENT TRIAL...   (or experiment.NAME.trial.ID, NAME/ID)
-//	trialform import -all EXPERIMENT       every unfinished trial the state does not know
+//	trialform import -all EXPERIMENT       every trial (running or ended) of EXPERIMENT the state does not know
 func runImport(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	var vf varFlags
 	vf.register(fs)
 	var lf lockFlags
 	lf.register(fs)
-	all := fs.Bool("all", false, "import every unfinished trial the platform holds for EXPERIMENT that the state does not know")
+	all := fs.Bool("all", false, "import every trial, running or ended, that the platform holds for EXPERIMENT and the state does not know")
 	noColor := fs.Bool("no-color", false, "no colours")
-	pos, ok := parseFlags(fs, args, g.IO.Err)
+	pos, code, ok := g.parse(fs, args, argSpec{max: -1})
 	if !ok {
-		return 1
+		return code
 	}
 	usage := "usage: trialform import EXPERIMENT TRIAL... | trialform import experiment.NAME.trial.ID | trialform import -all EXPERIMENT"
 	var exp string
@@ -78,7 +78,7 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 			return 0
 		}
 	}
-	code := 0
+	code = 0
 	for _, id := range ids {
 		imp, err := s.Import(ctx, exp, id)
 		if err != nil {

@@ -7,17 +7,15 @@ package command
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/pprof"
 	"sort"
 	"strings"
-	"syscall"
 
+	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/providers/local"
 )
 
@@ -45,10 +43,11 @@ func Main() int {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	in := newInterrupts(os.Stderr)
+	defer in.stop()
 	io := IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTTY: isTerminal(os.Stdout), Environ: os.Environ()}
-	code := Run(ctx, os.Args[1:], io)
+	g := &Globals{IO: io, Hard: in.hard, graceful: in.setGraceful}
+	code := run(in.soft, g, os.Args[1:])
 	pprof.StopCPUProfile()
 	return code
 }
@@ -58,6 +57,10 @@ type command struct {
 	summary string
 	run     func(ctx context.Context, g *Globals, args []string) int
 	hidden  bool
+	// graceful commands handle the first interrupt themselves (stop
+	// launching, save the state); any other command ends at the first
+	// SIGINT or SIGTERM.
+	graceful bool
 }
 
 func commands() []command {
@@ -65,29 +68,64 @@ func commands() []command {
 		{name: "validate", summary: "Check the configuration (syntax, references, search spaces)", run: runValidate},
 		{name: "fmt", summary: "Rewrite *.hcl files in canonical format", run: runFmt},
 		{name: "plan", summary: "Show what apply would do", run: runPlan},
-		{name: "apply", summary: "Create, resume and tear down trials (-wait: until every experiment is done)", run: runApply},
-		{name: "watch", summary: "Re-plan on every file change and keep reconciling (-auto-approve: apply too)", run: runWatch},
-		{name: "destroy", summary: "Tear down every trial and remove the experiments from the state", run: runDestroy},
+		{name: "apply", summary: "Create, resume and tear down trials (-wait: until every experiment is done)", run: runApply, graceful: true},
+		{name: "watch", summary: "Re-plan on every file change and keep reconciling (-auto-approve: apply too)", run: runWatch, graceful: true},
+		{name: "destroy", summary: "Tear down every trial and remove the experiments from the state", run: runDestroy, graceful: true},
 		{name: "show", summary: "Show the state or a saved plan", run: runShow},
 		{name: "trials", summary: "Results table of an experiment's trials", run: runTrials},
-		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs},
+		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs, graceful: true},
 		{name: "convert", summary: "Convert an NNI config, a Katib Experiment or a polyaxonfile to HCL", run: runConvert},
-		{name: "import", summary: "Adopt trials the platform runs but the state does not know (orphans)", run: runImport},
+		{name: "import", summary: "Adopt trials the platform runs but the state does not know (orphans)", run: runImport, graceful: true},
 		{name: "state", summary: "Inspect or edit the state (list, show, rm)", run: runState},
 		{name: "force-unlock", summary: "Remove a stale state lock", run: runForceUnlock},
+		{name: "completion", summary: "Print a shell completion script (bash, zsh, fish)", run: runCompletion},
+		{name: "help", summary: "Show the help of a command", run: runHelp},
 		{name: "version", summary: "Print the version", run: runVersion},
+		{name: "__complete", summary: "completion candidates (used by the completion scripts)", run: runComplete, hidden: true},
 	}
+}
+
+func findCommand(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return &c
+		}
+	}
+	return nil
 }
 
 // Globals are the options before the subcommand.
 type Globals struct {
 	Chdir string
 	IO    IO
+	// Hard is cancelled on the second interrupt: calls in flight on the
+	// platforms are abandoned. Nil means it is never cancelled separately
+	// from the command's context.
+	Hard context.Context
+	// probe, when set, receives the flag set of the command instead of
+	// running it (completion).
+	probe func(*flag.FlagSet)
+	// graceful is told whether the command handles the first interrupt.
+	graceful func(bool)
+	// events, when set (apply -json), receives errors as diagnostics.
+	events *views.Events
+}
+
+// hard is the context for calls that must survive the first interrupt.
+func (g *Globals) hard(ctx context.Context) context.Context {
+	if g.Hard != nil {
+		return g.Hard
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // Run runs one command line (without the program name).
 func Run(ctx context.Context, args []string, io IO) int {
-	g := &Globals{IO: io}
+	return run(ctx, &Globals{IO: io}, args)
+}
+
+func run(ctx context.Context, g *Globals, args []string) int {
+	io := g.IO
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		a := strings.TrimLeft(args[0], "-")
 		switch {
@@ -113,14 +151,16 @@ func Run(ctx context.Context, args []string, io IO) int {
 		usage(io.Err)
 		return 1
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, g, args[1:])
-		}
+	c := findCommand(args[0])
+	if c == nil {
+		fmt.Fprintf(io.Err, "Error: unknown command %q\n\n", args[0])
+		usage(io.Err)
+		return 1
 	}
-	fmt.Fprintf(io.Err, "Error: unknown command %q\n\n", args[0])
-	usage(io.Err)
-	return 1
+	if g.graceful != nil {
+		g.graceful(c.graceful)
+	}
+	return c.run(ctx, g, args[1:])
 }
 
 func usage(w io.Writer) {
@@ -135,27 +175,23 @@ func usage(w io.Writer) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `trialform <command> -help` for a command's options. -flag and --flag are the same.")
+	fmt.Fprintln(w, "Run `trialform <command> -help` or `trialform help <command>` for a command's usage. -flag and --flag are the same.")
 }
 
 // parseFlags parses flags that may come before, between or after the
 // positional arguments (Go's flag package stops at the first positional).
-func parseFlags(fs *flag.FlagSet, args []string, errw io.Writer) ([]string, bool) {
-	fs.SetOutput(errw)
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, false
-			}
-			return nil, false
+			return nil, err
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
-			return pos, true
+			return pos, nil
 		}
 		if rest[0] == "--" {
-			return append(pos, rest[1:]...), true
+			return append(pos, rest[1:]...), nil
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
@@ -169,6 +205,10 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 func runVersion(ctx context.Context, g *Globals, args []string) int {
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if _, code, ok := g.parse(fs, args, argSpec{}); !ok {
+		return code
+	}
 	fmt.Fprintf(g.IO.Out, "trialform v%s\n", Version)
 	return 0
 }

@@ -27,21 +27,23 @@ func runPlan(ctx context.Context, g *Globals, args []string) int {
 	var o planOptions
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	o.vars.register(fs)
-	fs.StringVar(&o.out, "out", "", "save the plan to this file, for `trialform apply FILE`")
+	fs.StringVar(&o.out, "out", "", "save the plan to this file; apply it exactly with trialform apply FILE")
 	fs.BoolVar(&o.json, "json", false, "print the plan as JSON")
 	fs.BoolVar(&o.destroy, "destroy", false, "plan to tear everything down")
 	fs.Var(&o.targets, "target", "limit to experiment.NAME (repeatable)")
 	fs.BoolVar(&o.detailed, "detailed-exitcode", false, "exit 0: no changes, 1: error, 2: changes")
 	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
-	if _, ok := parseFlags(fs, args, g.IO.Err); !ok {
-		return 1
+	if _, code, ok := g.parse(fs, args, argSpec{hint: "plan takes no arguments: to plan some experiments only, use -target=experiment.NAME; to plan from another directory, trialform -chdir=DIR plan."}); !ok {
+		return code
 	}
 	p, code := g.makePlan(ctx, o.vars, o.noColor, plan.Options{Destroy: o.destroy, Targets: o.targets})
 	if p == nil {
 		return code
 	}
 	if o.json {
-		views.PlanJSON(g.IO.Out, p)
+		if err := views.PlanJSON(g.IO.Out, p); err != nil {
+			return g.errorf("encode the plan: %v", err)
+		}
 	} else {
 		views.Plan(g.IO.Out, p, g.colors(o.noColor))
 	}

@@ -75,6 +75,7 @@ func TestScripts(t *testing.T) {
 			"replace":    cmdReplace,
 			"sshlab":     cmdSSHLab,
 			"sshd":       cmdSSHD,
+			"jsonschema": cmdJSONSchema,
 		},
 	})
 }

@@ -13,21 +13,13 @@ import (
 	"github.com/trialform/trialform/state"
 )
 
-// StateJSON is the `show -json` model of the state (format version 1).
-type StateJSON struct {
-	FormatVersion string                       `json:"format_version"`
-	Serial        uint64                       `json:"serial"`
-	Lineage       string                       `json:"lineage"`
-	Experiments   map[string]*state.Experiment `json:"experiments"`
-}
-
 func runShow(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("show", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print JSON")
 	noColor := fs.Bool("no-color", false, "no colours")
-	pos, ok := parseFlags(fs, args, g.IO.Err)
+	pos, code, ok := g.parse(fs, args, argSpec{max: 1, hint: "show takes one argument at most: a plan file saved by `trialform plan -out=FILE`."})
 	if !ok {
-		return 1
+		return code
 	}
 	if len(pos) == 1 {
 		p, err := readPlanFile(pos[0])
@@ -41,17 +33,14 @@ func runShow(ctx context.Context, g *Globals, args []string) int {
 		}
 		return 0
 	}
-	if len(pos) > 1 {
-		return g.errorf("show takes at most one argument, a saved plan file")
-	}
 	st := g.readState()
 	if st == nil {
 		return 1
 	}
 	if *asJSON {
-		enc := json.NewEncoder(g.IO.Out)
-		enc.SetIndent("", "  ")
-		enc.Encode(StateJSON{FormatVersion: "1", Serial: st.Serial, Lineage: st.Lineage, Experiments: st.Experiments})
+		if err := views.StateJSONWrite(g.IO.Out, st); err != nil {
+			return g.errorf("%v", err)
+		}
 		return 0
 	}
 	views.ShowState(g.IO.Out, st, g.colors(*noColor))
@@ -72,9 +61,9 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("trials", flag.ContinueOnError)
 	asJSON := fs.Bool("json", false, "print a JSON array")
 	noColor := fs.Bool("no-color", false, "no colours")
-	pos, ok := parseFlags(fs, args, g.IO.Err)
+	pos, code, ok := g.parse(fs, args, argSpec{max: 1})
 	if !ok {
-		return 1
+		return code
 	}
 	st := g.readState()
 	if st == nil {
@@ -105,12 +94,9 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 func runLogs(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("logs", flag.ContinueOnError)
 	follow := fs.Bool("f", false, "follow the output until the trial ends")
-	pos, ok := parseFlags(fs, args, g.IO.Err)
+	pos, code, ok := g.parse(fs, args, argSpec{min: 2, max: 2, hint: "logs takes an experiment and a trial id (see `trialform trials EXPERIMENT`)."})
 	if !ok {
-		return 1
-	}
-	if len(pos) != 2 {
-		return g.errorf("usage: trialform logs EXPERIMENT TRIAL [-f]")
+		return code
 	}
 	st := g.readState()
 	if st == nil {
@@ -159,16 +145,38 @@ func (g *Globals) loadConfigQuiet() *schema.Config {
 }
 
 func runState(ctx context.Context, g *Globals, args []string) int {
-	if len(args) == 0 {
-		return g.errorf("usage: trialform state list | show ADDRESS | rm ADDRESS...")
+	specs := map[string]argSpec{
+		"list": {hint: "state list takes no arguments."},
+		"show": {min: 1, max: 1, hint: "state show takes one address (see `trialform state list`)."},
+		"rm":   {min: 1, max: -1},
+	}
+	top := flag.NewFlagSet("state", flag.ContinueOnError)
+	switch {
+	case g.probe != nil && len(args) == 0:
+		g.probe(top)
+		return 0
+	case len(args) == 0:
+		printHelp(g.IO.Err, top)
+		return 1
+	case args[0] == "help" || strings.TrimLeft(args[0], "-") == "h" || strings.TrimLeft(args[0], "-") == "help":
+		printHelp(g.IO.Out, top)
+		return 0
+	case strings.HasPrefix(args[0], "-"):
+		return g.errorf("%s before the state subcommand: use trialform state list | show ADDRESS | rm ADDRESS... (see `trialform state -help`)", args[0])
 	}
 	sub, args := args[0], args[1:]
+	spec, known := specs[sub]
+	if !known {
+		return g.errorf("unknown state subcommand %q: use list, show or rm (see `trialform state -help`)", sub)
+	}
 	fs := flag.NewFlagSet("state "+sub, flag.ContinueOnError)
 	var lf lockFlags
-	lf.register(fs)
-	pos, ok := parseFlags(fs, args, g.IO.Err)
+	if sub == "rm" {
+		lf.register(fs)
+	}
+	pos, code, ok := g.parse(fs, args, spec)
 	if !ok {
-		return 1
+		return code
 	}
 	switch sub {
 	case "list":
@@ -182,9 +190,6 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		st := g.readState()
 		if st == nil {
 			return 1
-		}
-		if len(pos) != 1 {
-			return g.errorf("usage: trialform state show ADDRESS (see `trialform state list`)")
 		}
 		exp, trial, err := parseAddress(pos[0])
 		if err != nil {
@@ -207,9 +212,6 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		enc.Encode(v)
 		return 0
 	case "rm":
-		if len(pos) == 0 {
-			return g.errorf("usage: trialform state rm ADDRESS... (see `trialform state list`)")
-		}
 		sd, err := g.stateDir()
 		if err != nil {
 			return g.errorf("%v", err)
@@ -267,12 +269,9 @@ func parseAddress(a string) (exp, trial string, err error) {
 
 func runForceUnlock(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("force-unlock", flag.ContinueOnError)
-	pos, ok := parseFlags(fs, args, g.IO.Err)
+	pos, code, ok := g.parse(fs, args, argSpec{min: 1, max: 1, hint: "force-unlock takes the lock id printed in the lock error."})
 	if !ok {
-		return 1
-	}
-	if len(pos) != 1 {
-		return g.errorf("usage: trialform force-unlock LOCK_ID (the ID is in the lock error message)")
+		return code
 	}
 	sd, err := g.stateDir()
 	if err != nil {

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/hashicorp/hcl/v2"
 
 	"github.com/trialform/trialform/schema"
 )
@@ -17,8 +20,8 @@ func runValidate(ctx context.Context, g *Globals, args []string) int {
 	v.register(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON (diagnostics with ranges)")
 	noColor := fs.Bool("no-color", false, "no colours")
-	if _, ok := parseFlags(fs, args, g.IO.Err); !ok {
-		return 1
+	if _, code, ok := g.parse(fs, args, argSpec{hint: "validate takes no arguments: to validate another directory, run trialform -chdir=DIR validate."}); !ok {
+		return code
 	}
 	wd, err := g.workDir()
 	if err != nil {
@@ -51,42 +54,126 @@ func runFmt(ctx context.Context, g *Globals, args []string) int {
 	diff := fs.Bool("diff", false, "print a unified diff of the changes")
 	list := fs.Bool("list", true, "print the names of files whose formatting changed")
 	noColor := fs.Bool("no-color", false, "no colours")
-	if _, ok := parseFlags(fs, args, g.IO.Err); !ok {
-		return 1
+	targets, code, ok := g.parse(fs, args, argSpec{max: -1})
+	if !ok {
+		return code
 	}
 	wd, err := g.workDir()
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	results, diags := schema.FormatDir(wd)
-	if diags.HasErrors() {
-		g.printDiags(nil, diags, *noColor)
-		return 1
+	if len(targets) == 0 {
+		targets = []string{""}
 	}
-	changed := 0
-	for _, r := range results {
-		if !r.Changed {
+	changed, failed := 0, false
+	for _, t := range targets {
+		if t == "-" {
+			src, err := io.ReadAll(io.LimitReader(g.IO.In, maxFmtInput+1))
+			if err != nil {
+				return g.errorf("read standard input: %v", err)
+			}
+			if len(src) > maxFmtInput {
+				return g.errorf("standard input: more than %d bytes; fmt formats HCL files up to that size", maxFmtInput)
+			}
+			r, diags := schema.FormatBytes("<stdin>", src)
+			if diags.HasErrors() {
+				g.printDiags(nil, diags, *noColor)
+				failed = true
+				continue
+			}
+			if r.Changed {
+				changed++
+			}
+			if *diff {
+				fmt.Fprint(g.IO.Out, schema.UnifiedDiff(r.Name, r.Old, r.New))
+			} else if !*check {
+				g.IO.Out.Write(r.New)
+			}
 			continue
 		}
-		changed++
-		if *list {
-			fmt.Fprintln(g.IO.Out, r.Name)
+		results, diags := fmtTarget(wd, t)
+		if diags.HasErrors() {
+			g.printDiags(nil, diags, *noColor)
+			failed = true
 		}
-		if *diff {
-			fmt.Fprint(g.IO.Out, schema.UnifiedDiff(r.Name, r.Old, r.New))
-		}
-		if !*check {
-			path := r.Name
-			if !filepath.IsAbs(path) {
-				path = filepath.Join(wd, path)
+		for _, r := range results {
+			if !r.Changed {
+				continue
 			}
-			if err := os.WriteFile(path, r.New, 0o644); err != nil {
-				return g.errorf("write %s: %v", r.Name, err)
+			changed++
+			if *list {
+				fmt.Fprintln(g.IO.Out, r.Name)
+			}
+			if *diff {
+				fmt.Fprint(g.IO.Out, schema.UnifiedDiff(r.Name, r.Old, r.New))
+			}
+			if !*check {
+				if err := writeFormatted(r.Path, r.New); err != nil {
+					return g.errorf("write %s: %v", r.Name, err)
+				}
 			}
 		}
+	}
+	if failed {
+		return 1
 	}
 	if *check && changed > 0 {
 		return 3
 	}
 	return 0
+}
+
+// maxFmtInput is the largest file fmt reads (HCL configurations are small).
+const maxFmtInput = 16 << 20
+
+// fmtTarget formats target ("" for the working directory): a directory's
+// *.hcl files, or one file. Results are named as the user wrote target.
+func fmtTarget(wd, target string) ([]schema.FormatResult, hcl.Diagnostics) {
+	path := target
+	if path == "" {
+		path = wd
+	} else if !filepath.IsAbs(path) {
+		path = filepath.Join(wd, path)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No such file or directory",
+			Detail: fmt.Sprintf("fmt %s: %v. Give *.hcl files or directories.", target, err)}}
+	}
+	if st.IsDir() {
+		results, diags := schema.FormatDir(path)
+		if target != "" {
+			for i := range results {
+				results[i].Name = filepath.Join(target, results[i].Name)
+			}
+		}
+		return results, diags
+	}
+	if !st.Mode().IsRegular() {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Not a regular file",
+			Detail: fmt.Sprintf("fmt %s: not a regular file or directory.", target)}}
+	}
+	if st.Size() > maxFmtInput {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "File too large",
+			Detail: fmt.Sprintf("fmt %s: %d bytes; fmt formats HCL files up to %d bytes.", target, st.Size(), maxFmtInput)}}
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read file", Detail: fmt.Sprintf("fmt %s: %v.", target, err)}}
+	}
+	r, diags := schema.FormatBytes(target, src)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	r.Path = path
+	return []schema.FormatResult{r}, nil
+}
+
+// writeFormatted replaces path's content, keeping its mode.
+func writeFormatted(path string, b []byte) error {
+	mode := os.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	return os.WriteFile(path, b, mode)
 }

@@ -48,12 +48,8 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 	fs.Var(&o.targets, "target", "limit to experiment.NAME (repeatable)")
 	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
 	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
-	pos, ok := parseFlags(fs, args, g.IO.Err)
-	if !ok {
-		return 1
-	}
-	if len(pos) > 0 {
-		return g.errorf("watch takes no arguments (got %q)", pos)
+	if _, code, ok := g.parse(fs, args, argSpec{hint: "watch takes no arguments: to watch another directory, run trialform -chdir=DIR watch."}); !ok {
+		return code
 	}
 	if o.interval <= 0 {
 		return g.errorf("-interval must be positive (got %s)", o.interval)
@@ -379,6 +375,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	}
 	s := apply.NewSession(w.cfg, st, w.m, w.ps)
 	s.Parallelism = w.o.parallelism
+	s.Hard = w.g.hard(ctx)
 	s.Hooks = w.hooks
 	p, err := s.Plan(ctx, opts)
 	if err != nil {

@@ -46,8 +46,13 @@ func (c Colors) symbol(a plan.Action) string {
 	return s
 }
 
-// PlanJSON writes the plan model as indented JSON.
+// PlanJSON writes the plan model as indented JSON (docs/json/plan.schema.json).
 func PlanJSON(w io.Writer, p *plan.Plan) error {
+	if p.Experiments == nil {
+		cp := *p
+		cp.Experiments = []*plan.ExperimentPlan{}
+		p = &cp
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(p)
@@ -314,4 +319,23 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
+}
+
+// Ended counts the trials of ep that have ended (succeeded, failed or
+// stopped early): the progress toward max_trials.
+func Ended(ep *plan.ExperimentPlan) int {
+	bs := ep.Progress.ByStatus
+	return bs[state.Succeeded] + bs[state.Failed] + bs[state.EarlyStopped]
+}
+
+// DestroySummary is "Destroy complete! 2 experiments, 20 trials destroyed."
+func DestroySummary(experiments, trials int) string {
+	return fmt.Sprintf("Destroy complete! %s, %s destroyed.", plural(experiments, "experiment"), plural(trials, "trial"))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

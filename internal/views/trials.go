@@ -121,6 +121,12 @@ func duration(t *state.Trial) string {
 		return ""
 	}
 	d := t.EndedAt.Sub(*t.StartedAt)
+	if d < 0 {
+		// The start and the end are stamped by different clocks (the
+		// CLI's, the supervisor's): a very short trial can seem to end
+		// before it started. Never show a negative duration.
+		d = 0
+	}
 	switch {
 	case d < time.Second:
 		return d.Round(time.Millisecond).String()
@@ -166,24 +172,30 @@ func ShowState(w io.Writer, st *state.State, c Colors) {
 			fmt.Fprintf(w, "; done: %s", e.DoneReason)
 		}
 		fmt.Fprintln(w)
-		Trials(indent{w}, e, c)
+		Trials(&indent{w: w}, e, c)
 	}
 }
 
-type indent struct{ w io.Writer }
+// indent prefixes every line written through it with two spaces. Writers
+// such as tabwriter write a line in several pieces: only a piece that
+// starts a line gets the prefix.
+type indent struct {
+	w   io.Writer
+	mid bool // the last byte written was not a newline
+}
 
-func (i indent) Write(p []byte) (int, error) {
-	lines := strings.SplitAfter(string(p), "\n")
-	for _, l := range lines {
+func (i *indent) Write(p []byte) (int, error) {
+	for _, l := range strings.SplitAfter(string(p), "\n") {
 		if l == "" {
 			continue
 		}
-		if l != "\n" {
+		if !i.mid && l != "\n" {
 			l = "  " + l
 		}
 		if _, err := io.WriteString(i.w, l); err != nil {
 			return 0, err
 		}
+		i.mid = !strings.HasSuffix(l, "\n")
 	}
 	return len(p), nil
 }

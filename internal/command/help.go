@@ -1,0 +1,362 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// helpText is what `trialform CMD -help` (and `trialform help CMD`)
+// prints around the flags: a synopsis, the positional arguments, a
+// description and an example.
+type helpText struct {
+	synopsis string   // "trialform plan [options]"
+	args     []string // "NAME  what it is", one per positional argument
+	desc     string
+	example  string
+}
+
+// helps holds the help of every command and subcommand, by the name its
+// FlagSet has ("plan", "state rm").
+var helps = map[string]helpText{
+	"validate": {
+		synopsis: "trialform validate [options]",
+		desc: `Checks the configuration in the working directory: syntax, references,
+search spaces, tuner and assessor settings. It reads no state and touches no
+platform. Errors name the file and line; exit 1 when there is one.`,
+		example: "trialform validate\n  trialform -chdir=experiments validate -json",
+	},
+	"fmt": {
+		synopsis: "trialform fmt [options] [TARGET...]",
+		args: []string{
+			"TARGET  a *.hcl file or a directory (its *.hcl files); - reads standard input and writes the result to standard output. Default: the working directory",
+		},
+		desc: `Rewrites *.hcl files in the canonical layout (that of hclwrite, as terraform fmt).
+With -check nothing is written and the exit status is 3 when a file would change,
+for CI.`,
+		example: "trialform fmt -check -diff\n  trialform fmt experiments/ extra.hcl\n  cat main.hcl | trialform fmt -",
+	},
+	"plan": {
+		synopsis: "trialform plan [options]",
+		desc: `Refreshes what runs on each platform, diffs it against the configuration and
+the state, asks the tuner for the next parameters and prints exactly what apply
+will do. plan never writes the state. Limit it to some experiments with -target.`,
+		example: "trialform plan -out=next.plan\n  trialform plan -target=experiment.svm -detailed-exitcode",
+	},
+	"apply": {
+		synopsis: "trialform apply [options] [PLANFILE]",
+		args: []string{
+			"PLANFILE  a plan saved by `plan -out`: apply it exactly, refusing it when the state or the configuration moved on",
+		},
+		desc: `Plans, asks for approval and applies: creates, resumes and tears down trials,
+saving the state after every change. -wait keeps reconciling until every
+experiment is done. The first Ctrl-C stops launching and lets calls in flight
+finish and the state be saved; a second one cancels the calls in flight.`,
+		example: "trialform apply -auto-approve -wait\n  trialform apply next.plan\n  trialform apply -json -auto-approve | jq .type",
+	},
+	"destroy": {
+		synopsis: "trialform destroy [options]",
+		desc: `Tears down every trial and removes the experiments (their trial directories and
+results) from the state. It takes no experiment names: limit it with
+-target=experiment.NAME.`,
+		example: "trialform destroy -target=experiment.svm\n  trialform destroy -auto-approve",
+	},
+	"watch": {
+		synopsis: "trialform watch [options]",
+		desc: `Re-plans on every change of the configuration files and keeps reconciling. It
+only plans unless -auto-approve is given; plans that remove experiments or tear
+down trials are held without -allow-destroy. Ctrl-C stops watching; trials keep
+running.`,
+		example: "trialform watch -auto-approve",
+	},
+	"show": {
+		synopsis: "trialform show [options] [PLANFILE]",
+		args:     []string{"PLANFILE  a plan saved by `plan -out`; without it, the state is shown"},
+		desc:     `Shows the state (experiments, trials, results) or a saved plan.`,
+		example:  "trialform show\n  trialform show -json next.plan",
+	},
+	"trials": {
+		synopsis: "trialform trials [options] [EXPERIMENT]",
+		args:     []string{"EXPERIMENT  an experiment of the state (may be left out when the state holds one)"},
+		desc:     `Prints the results table of an experiment's trials; the best is marked *.`,
+		example:  "trialform trials quickstart",
+	},
+	"logs": {
+		synopsis: "trialform logs [options] EXPERIMENT TRIAL",
+		args:     []string{"EXPERIMENT  an experiment of the state", "TRIAL  a trial id (t0003)"},
+		desc:     `Prints a trial's stdout and stderr; -f follows them until the trial ends.`,
+		example:  "trialform logs -f quickstart t0003",
+	},
+	"import": {
+		synopsis: "trialform import [options] EXPERIMENT TRIAL...\n       trialform import [options] experiment.NAME.trial.ID\n       trialform import [options] -all EXPERIMENT",
+		args: []string{
+			"EXPERIMENT  an experiment of the configuration",
+			"TRIAL  ids of trials its platform holds that the state does not know",
+		},
+		desc: `Adopts trials the experiment's platform holds but the state does not know (an
+orphan of this state, or a trial another state started) instead of tearing them
+down. -all adopts every such trial of EXPERIMENT, running or ended (use it to
+recover a lost state file).`,
+		example: "trialform import svm t0007\n  trialform import -all svm",
+	},
+	"state": {
+		synopsis: "trialform state SUBCOMMAND [options] [ADDRESS...]",
+		args: []string{
+			"SUBCOMMAND  list, show ADDRESS, rm ADDRESS...",
+			"ADDRESS  experiment.NAME or experiment.NAME.trial.ID (also NAME and NAME/ID)",
+		},
+		desc:    `Inspects or edits the state. Run trialform state SUBCOMMAND -help for each.`,
+		example: "trialform state list\n  trialform state show experiment.svm.trial.t0003",
+	},
+	"state list": {
+		synopsis: "trialform state list [options]",
+		desc:     `Lists the address of every experiment and trial in the state.`,
+		example:  "trialform state list",
+	},
+	"state show": {
+		synopsis: "trialform state show [options] ADDRESS",
+		args:     []string{"ADDRESS  experiment.NAME or experiment.NAME.trial.ID"},
+		desc:     `Prints one experiment or trial of the state as JSON.`,
+		example:  "trialform state show experiment.svm.trial.t0003",
+	},
+	"state rm": {
+		synopsis: "trialform state rm [options] ADDRESS...",
+		args:     []string{"ADDRESS  experiment.NAME or experiment.NAME.trial.ID"},
+		desc: `Removes experiments or trials from the state. Nothing on the platforms is
+touched: a running trial no longer in the state is planned as an orphan teardown
+(or adopt it again with import).`,
+		example: "trialform state rm experiment.svm.trial.t0003",
+	},
+	"force-unlock": {
+		synopsis: "trialform force-unlock [options] LOCK_ID",
+		args:     []string{"LOCK_ID  the id printed in the lock error"},
+		desc:     `Removes a state lock whose holder is gone. Make sure it really is.`,
+		example:  "trialform force-unlock 8a1c2f",
+	},
+	"version": {
+		synopsis: "trialform version [options]",
+		desc:     `Prints the version.`,
+		example:  "trialform version",
+	},
+	"help": {
+		synopsis: "trialform help [options] [COMMAND [SUBCOMMAND]]",
+		args:     []string{"COMMAND  a command; without it the list of commands is printed"},
+		desc:     `Prints the help of a command, as trialform COMMAND -help does.`,
+		example:  "trialform help plan\n  trialform help state rm",
+	},
+	"convert": {
+		synopsis: "trialform convert [options] TOOL FILE",
+		args: []string{
+			"TOOL  nni (an NNI config.yml, v1 or v2 schema), katib (a Katib v1beta1 Experiment) or polyaxon (a polyaxonfile)",
+			"FILE  the file to convert",
+		},
+		desc: `Writes an existing definition as one fmt-clean trialform HCL file. Every field
+that cannot be mapped becomes a "# not converted: FIELD: WHY" comment and a
+warning on stderr; nothing is dropped silently. NNI's search space stays where it
+is (nni_file) unless -inline writes it as HCL.`,
+		example: "trialform convert nni config.yml -o main.hcl\n  trialform convert katib experiment.yaml -o katib.hcl\n  trialform convert polyaxon polyaxonfile.yaml",
+	},
+	"completion": {
+		synopsis: "trialform completion [options] SHELL",
+		args:     []string{"SHELL  bash, zsh or fish"},
+		desc: `Prints a script that completes trialform's commands, flags and experiment names
+in SHELL. Load it from the shell's start-up file.`,
+		example: "source <(trialform completion bash)      # in ~/.bashrc\n  trialform completion fish > ~/.config/fish/completions/trialform.fish",
+	},
+}
+
+// placeholders name the value of a flag in the help ("-out=FILE").
+var placeholders = map[string]string{
+	"out": "FILE", "target": "experiment.NAME", "var": "'NAME=VALUE'", "var-file": "FILE",
+	"lock-timeout": "DURATION", "interval": "DURATION", "poll-interval": "DURATION",
+	"parallelism": "N",
+}
+
+// printHelp writes the help of the command whose flags are fs.
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	h, ok := helps[fs.Name()]
+	if !ok {
+		h = helpText{synopsis: "trialform " + fs.Name() + " [options]"}
+	}
+	fmt.Fprintf(w, "Usage: %s\n\n", h.synopsis)
+	if h.desc != "" {
+		fmt.Fprintln(w, indentText(h.desc, "  "))
+		fmt.Fprintln(w)
+	}
+	if len(h.args) > 0 {
+		fmt.Fprintln(w, "Arguments:")
+		fmt.Fprintln(w)
+		for _, a := range h.args {
+			name, what, _ := strings.Cut(a, "  ")
+			fmt.Fprintf(w, "  %s\n%s\n", name, wrap(what, "      ", 80))
+		}
+		fmt.Fprintln(w)
+	}
+	var flags []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f) })
+	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
+	fmt.Fprintln(w, "Options:")
+	fmt.Fprintln(w)
+	for _, f := range flags {
+		fmt.Fprintf(w, "  %s\n%s\n", flagSynopsis(f), wrap(flagUsage(f), "      ", 80))
+	}
+	fmt.Fprintf(w, "  -help\n      print this help\n\n")
+	if h.example != "" {
+		fmt.Fprintln(w, "Example:")
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  %s\n", h.example)
+	}
+}
+
+// flagSynopsis is "-name" for a boolean flag, else "-name=PLACEHOLDER".
+func flagSynopsis(f *flag.Flag) string {
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return "-" + f.Name
+	}
+	ph := placeholders[f.Name]
+	if ph == "" {
+		switch f.Value.(flag.Getter).Get().(type) {
+		case time.Duration:
+			ph = "DURATION"
+		case int, int64, uint, uint64:
+			ph = "N"
+		default:
+			ph = "VALUE"
+		}
+	}
+	if strings.HasPrefix(ph, "'") {
+		return "-" + f.Name + " " + ph
+	}
+	return "-" + f.Name + "=" + ph
+}
+
+// flagUsage is the usage text and, when it is not the zero value, the
+// default. The text is printed as written (no backquote convention).
+func flagUsage(f *flag.Flag) string {
+	u := f.Usage
+	switch f.DefValue {
+	case "", "0", "0s", "false", "[]":
+	default:
+		u += fmt.Sprintf(" (default %s)", f.DefValue)
+	}
+	return u
+}
+
+func indentText(s, ind string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = ind + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// wrap fills s into lines of at most width columns after ind.
+func wrap(s, ind string, width int) string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && len(ind)+len(line)+1+len(word) > width {
+			lines = append(lines, ind+line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	if line != "" {
+		lines = append(lines, ind+line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// argSpec says how many positional arguments a command takes; hint is
+// added to the "Too many command line arguments" error.
+type argSpec struct {
+	min, max int    // max < 0: no limit
+	hint     string // "{arg}" stands for the first extra argument
+}
+
+// errProbe is what parse returns in probe mode (completion reads the
+// flag set of a command without running it).
+var errProbe = errors.New("probe")
+
+// parse parses the flags and positional arguments of the command whose
+// flags are fs. On -h/-help it prints the help to stdout (code 0); on a
+// bad flag or a wrong number of arguments it prints an error (code 1).
+// ok is false when the command must return code at once.
+func (g *Globals) parse(fs *flag.FlagSet, args []string, spec argSpec) (pos []string, code int, ok bool) {
+	if g.probe != nil {
+		g.probe(fs)
+		return nil, 0, false
+	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	pos, err := parseFlags(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(g.IO.Out, fs)
+		return nil, 0, false
+	}
+	if err != nil {
+		fmt.Fprintf(g.IO.Err, "Error: %v\n\nRun `trialform %s -help` for its options.\n", err, fs.Name())
+		return nil, 1, false
+	}
+	h := helps[fs.Name()]
+	switch {
+	case spec.max >= 0 && len(pos) > spec.max:
+		extra := pos[spec.max:]
+		fmt.Fprintf(g.IO.Err, "Error: Too many command line arguments: %s\n\n", quoteAll(extra))
+		if spec.hint != "" {
+			fmt.Fprintf(g.IO.Err, "%s\n\n", strings.ReplaceAll(spec.hint, "{arg}", extra[0]))
+		}
+		fmt.Fprintf(g.IO.Err, "Usage: %s\nRun `trialform %s -help` for more.\n", h.synopsis, fs.Name())
+		return nil, 1, false
+	case len(pos) < spec.min:
+		fmt.Fprintf(g.IO.Err, "Error: Not enough command line arguments\n\n")
+		if spec.hint != "" {
+			fmt.Fprintf(g.IO.Err, "%s\n\n", spec.hint)
+		}
+		fmt.Fprintf(g.IO.Err, "Usage: %s\nRun `trialform %s -help` for more.\n", h.synopsis, fs.Name())
+		return nil, 1, false
+	}
+	return pos, 0, true
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, " ")
+}
+
+// runHelp is `trialform help [COMMAND [SUBCOMMAND]]`.
+func runHelp(ctx context.Context, g *Globals, args []string) int {
+	fs := flag.NewFlagSet("help", flag.ContinueOnError)
+	pos, code, ok := g.parse(fs, args, argSpec{max: 2})
+	if !ok {
+		return code
+	}
+	if len(pos) == 0 {
+		usage(g.IO.Out)
+		return 0
+	}
+	c := findCommand(pos[0])
+	if c == nil {
+		fmt.Fprintf(g.IO.Err, "Error: unknown command %q\n\n", pos[0])
+		usage(g.IO.Err)
+		return 1
+	}
+	sub := []string{"-help"}
+	if len(pos) == 2 {
+		sub = []string{pos[1], "-help"}
+	}
+	return c.run(ctx, g, sub)
+}

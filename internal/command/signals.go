@@ -1,0 +1,94 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// interrupts implements trialform's answer to SIGINT and SIGTERM, as
+// Terraform's:
+//
+//   - A command that does not handle interrupts (validate, plan, show, ...)
+//     ends at the first signal: nothing it does needs finishing.
+//   - apply, destroy, watch, import and logs stop gracefully at the first
+//     signal (soft is cancelled): nothing new is launched, platform calls in
+//     flight finish and their results are saved in the state.
+//   - The second signal cancels every platform call in flight at once (hard
+//     is cancelled); the command then saves what it knows and exits. If it
+//     has not exited hardExit later, the process ends.
+//   - A third signal ends the process at once.
+type interrupts struct {
+	soft, hard             context.Context
+	cancelSoft, cancelHard context.CancelFunc
+	errw                   io.Writer
+
+	mu       sync.Mutex
+	graceful bool
+	n        int
+	sigs     chan os.Signal
+	exit     func(code int)
+	hardExit time.Duration
+}
+
+func newInterrupts(errw io.Writer) *interrupts {
+	in := &interrupts{errw: errw, exit: os.Exit, hardExit: 10 * time.Second}
+	in.soft, in.cancelSoft = context.WithCancel(context.Background())
+	in.hard, in.cancelHard = context.WithCancel(context.Background())
+	in.sigs = make(chan os.Signal, 4)
+	signal.Notify(in.sigs, os.Interrupt, syscall.SIGTERM)
+	go in.loop()
+	return in
+}
+
+func (in *interrupts) setGraceful(b bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.graceful = b
+}
+
+// exitCode is the shell's status for death by sig (128 + number).
+func exitCode(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return 130
+}
+
+func (in *interrupts) loop() {
+	for sig := range in.sigs {
+		in.mu.Lock()
+		in.n++
+		n, graceful := in.n, in.graceful
+		in.mu.Unlock()
+		switch {
+		case n == 1 && graceful:
+			fmt.Fprintln(in.errw, "\nInterrupt received: stopping gracefully (no new trials start; calls in flight finish and the state is saved). Interrupt again to cancel the calls in flight.")
+			in.cancelSoft()
+		case n == 1:
+			in.exit(exitCode(sig))
+		case n == 2:
+			fmt.Fprintln(in.errw, "\nSecond interrupt received: cancelling the platform calls in flight. Interrupt again to exit at once (the state may then miss the last changes).")
+			in.cancelSoft()
+			in.cancelHard()
+			code := exitCode(sig)
+			time.AfterFunc(in.hardExit, func() {
+				fmt.Fprintf(in.errw, "\nStill running %s after the second interrupt: exiting.\n", in.hardExit)
+				in.exit(code)
+			})
+		default:
+			in.exit(exitCode(sig))
+		}
+	}
+}
+
+func (in *interrupts) stop() {
+	signal.Stop(in.sigs)
+	in.cancelSoft()
+	in.cancelHard()
+}

@@ -1,0 +1,73 @@
+package views
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/state"
+)
+
+func testExperiment() *state.Experiment {
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	end := t0.Add(-2373 * time.Millisecond) // ended "before" it started: two clocks
+	later := t0.Add(1500 * time.Millisecond)
+	v1, v2 := 0.5, 0.25
+	return &state.Experiment{
+		Name: "exp", ID: "abcd1234", Platform: "local.default", Goal: "minimize", Metric: "loss",
+		MaxTrials: 2, Concurrency: 2,
+		Trials: map[string]*state.Trial{
+			"t0000": {ID: "t0000", Seq: 0, Status: state.Succeeded, Params: map[string]any{"lr": 0.1, "optimizer": "adam"},
+				Value: &v1, StartedAt: &t0, EndedAt: &end},
+			"t0001": {ID: "t0001", Seq: 1, Status: state.Succeeded, Params: map[string]any{"lr": 0.01, "optimizer": "sgd"},
+				Value: &v2, StartedAt: &t0, EndedAt: &later},
+		},
+	}
+}
+
+// A trial whose end was stamped by another clock than its start never
+// shows a negative duration.
+func TestTrialsNoNegativeDuration(t *testing.T) {
+	var b bytes.Buffer
+	Trials(&b, testExperiment(), Colors{})
+	if strings.Contains(b.String(), "-2.") || strings.Contains(b.String(), " -") {
+		t.Fatalf("negative duration in the table:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "0s") {
+		t.Fatalf("want the clamped duration 0s:\n%s", b.String())
+	}
+}
+
+// show's table is the trials table indented by two spaces: every column
+// starts at the same offset as in `trials`, plus two.
+func TestShowStateColumnsAligned(t *testing.T) {
+	e := testExperiment()
+	var table, show bytes.Buffer
+	Trials(&table, e, Colors{})
+	ShowState(&show, &state.State{Serial: 3, Lineage: "l", Experiments: map[string]*state.Experiment{"exp": e}}, Colors{})
+	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
+		want := "  " + line
+		if line == "" {
+			want = ""
+		}
+		if !strings.Contains(show.String(), want+"\n") {
+			t.Fatalf("show lacks the line %q (columns shifted?):\n%s", want, show.String())
+		}
+	}
+}
+
+func TestDestroySummary(t *testing.T) {
+	for _, c := range []struct {
+		e, t int
+		want string
+	}{
+		{2, 20, "Destroy complete! 2 experiments, 20 trials destroyed."},
+		{1, 1, "Destroy complete! 1 experiment, 1 trial destroyed."},
+		{0, 0, "Destroy complete! 0 experiments, 0 trials destroyed."},
+	} {
+		if got := DestroySummary(c.e, c.t); got != c.want {
+			t.Errorf("DestroySummary(%d, %d) = %q, want %q", c.e, c.t, got, c.want)
+		}
+	}
+}
