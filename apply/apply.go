@@ -238,8 +238,14 @@ func (s *Session) curves(st *state.State) (map[string]map[string][]float64, erro
 // ErrStalePlan is returned when a saved plan no longer matches the state.
 var ErrStalePlan = errors.New("saved plan is stale")
 
-// CheckFresh refuses a saved plan computed from another state.
+// CheckFresh refuses a saved plan computed from another state. A plan made
+// when there was no state yet (serial 0) applies to a state that is still
+// unsaved (serial 0): st adopts the plan's lineage. Once any state has
+// been written, such a plan is stale.
 func CheckFresh(p *plan.Plan, st *state.State) error {
+	if p.Serial == 0 && st.Serial == 0 && p.Lineage != "" {
+		st.Lineage = p.Lineage
+	}
 	if p.Lineage != st.Lineage {
 		return fmt.Errorf("%w: it was made for state lineage %s but the state has lineage %s; run plan again", ErrStalePlan, p.Lineage, st.Lineage)
 	}

@@ -141,11 +141,15 @@ func (ls *LostState) String() string {
 			break
 		}
 	}
-	exps := strings.Join(ls.Experiments, " ")
-	if exps == "" {
-		exps = "EXPERIMENT"
+	exps := ls.Experiments
+	if len(exps) == 0 {
+		exps = []string{"EXPERIMENT"}
 	}
-	fmt.Fprintf(&b, "  - or rebuild it from what the platforms still hold: trialform import -all %s\n", exps)
+	b.WriteString("  - or rebuild it from what the platforms still hold:")
+	for _, e := range exps {
+		fmt.Fprintf(&b, " trialform import -all %s;", e)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "To start afresh and keep none of it, move %s away.", ls.Dir)
 	return b.String()
 }

@@ -90,6 +90,9 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		return 1
 	}
 	defer lk.Unlock()
+	if !o.destroy && !g.checkLost(m) {
+		return 1
+	}
 	ps := newProviderSet(cfg, sd)
 	defer ps.Close()
 	if !o.destroy && !g.checkPlatforms(ctx, cfg, ps) {

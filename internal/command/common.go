@@ -3,6 +3,7 @@ package command
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -292,14 +293,15 @@ func (g *Globals) lock(ctx context.Context, m *state.Manager, op string, lf lock
 	return l, true
 }
 
-// lockedState takes the state lock for op and loads the state, writing an
-// empty one when there is none yet; the caller unlocks.
+// lockedState takes the state lock for op and loads the state (a new one,
+// not written until something changes, when there is none yet); the
+// caller unlocks.
 func (g *Globals) lockedState(ctx context.Context, m *state.Manager, op string, lf lockFlags) (*state.Lock, *state.State, bool) {
 	lk, ok := g.lock(ctx, m, op, lf)
 	if !ok {
 		return nil, nil, false
 	}
-	st := g.initState(m)
+	st := g.loadState(m)
 	if st == nil {
 		lk.Unlock()
 		return nil, nil, false
@@ -326,21 +328,43 @@ func (g *Globals) loadState(m *state.Manager) *state.State {
 	return st
 }
 
-// initState loads the state and, when there is none yet, writes an empty
-// one: the lineage is made before the first plan, so a saved plan and the
-// apply that follows agree on it.
-func (g *Globals) initState(m *state.Manager) *state.State {
-	st := g.loadState(m)
-	if st == nil {
+// checkLost refuses to plan over a lost state: no state file, but a
+// backup, metric series or local trial directories are left (see
+// state.LostState).
+func (g *Globals) checkLost(m *state.Manager) bool {
+	err := lostError(m)
+	if err != nil {
+		g.errorf("%v", err)
+		return false
+	}
+	return true
+}
+
+func lostError(m *state.Manager) error {
+	ls, err := m.Lost()
+	if err != nil {
+		return err
+	}
+	if ok, err := m.Exists(); err != nil || ok {
+		return err
+	}
+	if ls == nil {
+		ls = &state.LostState{Dir: m.Dir()}
+	}
+	// The local platform's trial directories (.trialform/trials/EXP).
+	if ents, err := os.ReadDir(filepath.Join(m.Dir(), "trials")); err == nil {
+		var names []string
+		for _, e := range ents {
+			if sub, err := os.ReadDir(filepath.Join(m.Dir(), "trials", e.Name())); err == nil && len(sub) > 0 {
+				names = append(names, e.Name())
+			}
+		}
+		ls.AddTraces("trial directories", names)
+	}
+	if len(ls.Backups) == 0 && len(ls.Traces) == 0 {
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(m.Dir(), "state.json")); os.IsNotExist(err) {
-		if err := m.Save(st); err != nil {
-			g.errorf("create the state: %v", err)
-			return nil
-		}
-	}
-	return st
+	return errors.New(ls.String())
 }
 
 var _ = plan.FormatVersion

@@ -71,7 +71,14 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 		return nil, g.errorf("%v", err)
 	}
 	m := state.NewManager(sd)
-	st := g.initState(m)
+	// Plan never writes the state and takes no lock. Without a state file
+	// it plans against a new, unsaved state; a saved plan made so carries
+	// that state's lineage and serial 0, which apply adopts if there is
+	// still no state then (apply.CheckFresh).
+	if !opts.Destroy && !g.checkLost(m) {
+		return nil, 1
+	}
+	st := g.loadState(m)
 	if st == nil {
 		return nil, 1
 	}
