@@ -506,6 +506,10 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			ep.Notes = append(ep.Notes, fmt.Sprintf("%d trial slot(s) wait: %s", len(seqs)-wait.Ready, wait.Why))
 			seqs, err = seqs[:wait.Ready], nil
 		}
+		var ex *tuner.ExhaustedError
+		if errors.As(err, &ex) {
+			err = exhaustedAdvice(ex, cfg, cur, ep.Generation)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -518,6 +522,46 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	}
 	finish(ep)
 	return ep, nil
+}
+
+// exhaustedAdvice explains an exhausted grid or batch: with max_trials
+// above its size, lower max_trials; when trials of earlier generations
+// took the points (their parameters still fit the space, so the tuner
+// counts them as tried), lowering max_trials is no help.
+func exhaustedAdvice(ex *tuner.ExhaustedError, cfg *schema.Experiment, cur *state.Experiment, gen int) error {
+	widen := "widen the grid (more options or values, a smaller q, a larger grid_points)"
+	again := "set repeat = true in the tuner block to sweep it again"
+	if ex.Tuner == "batch" {
+		widen, again = "add sets to params", "remove the sets already run from params"
+	}
+	if cfg.MaxTrials > ex.Size {
+		return fmt.Errorf("tuner %s: %v; lower max_trials (%d) to %d or %s", ex.Tuner, ex, cfg.MaxTrials, ex.Size, widen)
+	}
+	older := 0
+	for _, t := range cur.Trials {
+		if t.Generation != gen && cfg.SearchSpace.Space.Contains(space.Params(t.Params)) {
+			older++
+		}
+	}
+	if older > 0 {
+		return fmt.Errorf("tuner %s: %v: %d of them ran in an earlier generation (before %s changed) and count as tried in generation %d; %s under the new definition, or %s",
+			ex.Tuner, ex, older, strings.Join(nonEmptyList(generationParts(cur, cfg), "the definition"), ", "), gen, again, widen)
+	}
+	return fmt.Errorf("tuner %s: %v; %s", ex.Tuner, ex, widen)
+}
+
+func generationParts(cur *state.Experiment, cfg *schema.Experiment) []string {
+	if cur.SpecHash == SpecHash(cfg) {
+		return nil
+	}
+	return generationReasons(cur, cfg)
+}
+
+func nonEmptyList(l []string, def string) []string {
+	if len(l) == 0 {
+		return []string{def}
+	}
+	return l
 }
 
 func finish(ep *ExperimentPlan) {
