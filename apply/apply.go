@@ -527,10 +527,25 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 	}
 	if err != nil {
 		msg := err.Error()
+		permanent := providers.IsPermanent(err)
+		end := s.Now().UTC()
 		_ = s.change(func(st *state.State) {
-			if t := st.Experiments[a.Experiment].Trials[a.TrialID]; t != nil {
-				t.Reason = "start failed: " + msg
+			t := st.Experiments[a.Experiment].Trials[a.TrialID]
+			if t == nil {
+				return
 			}
+			t.StartFailures++
+			if permanent || t.StartFailures >= MaxStartFailures {
+				// It will not start: it ends FAILED and counts toward
+				// max_trials and max_failed_trials like any failed trial,
+				// so a platform that cannot start anything ends the
+				// experiment instead of holding its slots for ever.
+				t.Status = state.Failed
+				t.Reason = "failed to start: " + msg
+				t.EndedAt = &end
+				return
+			}
+			t.Reason = fmt.Sprintf("start failed (%d of %d attempts, retried on the next apply): %s", t.StartFailures, MaxStartFailures, msg)
 		})
 		return err
 	}
@@ -543,6 +558,7 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		t.Handle = map[string]string(h)
 		t.Status = state.Running
 		t.Reason = ""
+		t.StartFailures = 0
 		t.Attempts++
 		if a.Action == plan.Resume || t.StartedAt == nil {
 			t.StartedAt = &started
@@ -551,6 +567,11 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		t.ExitCode = nil
 	})
 }
+
+// MaxStartFailures is how many times in a row apply tries to start a
+// trial (each apply or pass of apply -wait tries once) before it marks the
+// trial FAILED. A permanent error (providers.Permanent) fails it at once.
+const MaxStartFailures = 3
 
 // purge asks the experiment's platform to remove what it still holds for
 // it (providers.ExperimentPurger), once its trials are down. It reports

@@ -135,9 +135,11 @@ func (ls *LostState) String() string {
 		fmt.Fprintf(&b, "  - %s\n", t)
 	}
 	b.WriteString("New trials would be numbered from t0000 again, over the lost ones, so nothing is planned. Recover the state first:\n")
+	or := ""
 	for _, bk := range ls.Backups {
 		if bk.Problem == "" {
 			fmt.Fprintf(&b, "  - restore the backup (it may lack the last change): cp %s %s\n", bk.Path, path)
+			or = "or "
 			break
 		}
 	}
@@ -145,11 +147,10 @@ func (ls *LostState) String() string {
 	if len(exps) == 0 {
 		exps = []string{"EXPERIMENT"}
 	}
-	b.WriteString("  - or rebuild it from what the platforms still hold:")
+	fmt.Fprintf(&b, "  - %srebuild it from what the platforms still hold (trials, their results):\n", or)
 	for _, e := range exps {
-		fmt.Fprintf(&b, " trialform import -all %s;", e)
+		fmt.Fprintf(&b, "      trialform import -all %s\n", e)
 	}
-	b.WriteString("\n")
 	fmt.Fprintf(&b, "To start afresh and keep none of it, move %s away.", ls.Dir)
 	return b.String()
 }

@@ -93,6 +93,10 @@ type Trial struct {
 	Reason      string            `json:"reason,omitempty"` // why it ended as it did, or why it waits
 	Handle      map[string]string `json:"handle,omitempty"` // the platform's handle (provider-defined)
 	Attempts    int               `json:"attempts"`         // 1 on first start, +1 per resume
+	// StartFailures counts the failed starts since the last successful
+	// one; apply gives up after apply.MaxStartFailures (the trial becomes
+	// FAILED, "failed to start: ...").
+	StartFailures int `json:"start_failures,omitempty"`
 	CreatedAt   time.Time         `json:"created_at"`
 	StartedAt   *time.Time        `json:"started_at,omitempty"`
 	EndedAt     *time.Time        `json:"ended_at,omitempty"`
