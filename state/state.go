@@ -21,13 +21,14 @@ const (
 	Failed       = "FAILED"        // exited non-zero, or without the objective ("metrics unavailable")
 	Canceled     = "CANCELED"      // torn down by trialform (destroy, drain, new generation, max_duration)
 	EarlyStopped = "EARLY_STOPPED" // stopped by an assessor
+	UserCanceled = "USER_CANCELED" // stopped by the user (apply -stop); counts toward max_trials
 	Lost         = "LOST"          // gone from the platform while unfinished; will be resumed
 )
 
 // Terminal reports whether a status is final.
 func Terminal(status string) bool {
 	switch status {
-	case Succeeded, Failed, Canceled, EarlyStopped:
+	case Succeeded, Failed, Canceled, EarlyStopped, UserCanceled:
 		return true
 	}
 	return false
@@ -51,6 +52,13 @@ type Experiment struct {
 	// and re-created experiment gets a new one.
 	ID       string `json:"id"`
 	Platform string `json:"platform"` // "KIND.NAME", e.g. "local.default"
+	// PlatformName is the name the experiment's objects carry on its
+	// platform (directories, labels) when it differs from Name: the name
+	// it had when it was created, kept across renames (state mv, moved
+	// blocks) so its trials keep their platform identity. "" = Name.
+	PlatformName string `json:"platform_name,omitempty"`
+	// Paused is set while the configuration pauses the experiment.
+	Paused bool `json:"paused,omitempty"`
 
 	// Generation counts changes of the search space, tuner, objective or
 	// trial spec; SpecHash is the hash of those as last applied.
