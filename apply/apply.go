@@ -64,6 +64,8 @@ type Session struct {
 	saveMu  sync.Mutex
 	saved   uint64
 
+	moves []plan.Move // made by Refresh, for the next plan to show
+
 	curveMu    sync.Mutex
 	curveCache map[string]curveEntry
 }
@@ -131,6 +133,13 @@ func (s *Session) change(fn func(st *state.State)) error {
 // Refresh reads the platforms, folds what they report into the state,
 // saves it (with the new metric points) and returns the observations.
 func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Observed, error) {
+	moves, moveWarnings, err := s.move()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	s.moves = append(s.moves, moves...)
+	s.mu.Unlock()
 	cur := s.State()
 	names := map[string]string{}
 	for n, e := range s.Config.Experiments {
@@ -140,6 +149,7 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 	if err != nil {
 		return nil, nil, err
 	}
+	obs.Warnings = append(moveWarnings, obs.Warnings...)
 	plan.DetectDrift(s.Config, cur, obs, s.Providers)
 	var changes []plan.Observed
 	var batches []plan.MetricBatch
@@ -171,9 +181,13 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	moves := s.moves
+	s.moves = nil
+	s.mu.Unlock()
 	return plan.Compute(plan.Input{
 		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed, Drift: obs.Drift,
-		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves,
+		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves, Moves: moves,
 	})
 }
 
@@ -327,6 +341,16 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 	if ctx.Err() == nil && len(starts) > 0 {
 		err := s.change(func(st *state.State) {
 			for _, a := range starts {
+				if a.Action == plan.Resume && a.Cause == plan.CauseReplace {
+					// -replace of an ended trial: a new attempt, its old
+					// result is no longer its result.
+					if e := st.Experiment(a.Experiment); e != nil && e.Trials[a.TrialID] != nil && state.Terminal(e.Trials[a.TrialID].Status) && e.Trials[a.TrialID].Status == a.Status {
+						t := e.Trials[a.TrialID]
+						t.Status, t.Reason = state.Paused, a.Reason
+						t.Value, t.Final, t.ExitCode, t.EndedAt = nil, nil, nil, nil
+					}
+					continue
+				}
 				if a.Action != plan.Create || a.Recorded {
 					continue
 				}
@@ -373,6 +397,7 @@ func recordExperiment(st *state.State, ep *plan.ExperimentPlan, cfg *schema.Expe
 	e.TrialMaxDuration = ep.Settings.TrialMaxDuration
 	e.Goal = ep.Settings.Goal
 	e.Metric = ep.Settings.Metric
+	e.Paused = ep.Settings.Paused
 	if ep.Done {
 		if e.DoneAt == nil || e.DoneReason != ep.DoneReason {
 			t := now
@@ -467,7 +492,7 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 		grace = 10 * time.Second
 	}
 	if err := prov.Stop(ctx, providers.StopRequest{
-		Experiment: a.Experiment, TrialID: a.TrialID, Handle: handle, Grace: grace, Purge: a.Purge, Reason: a.Reason,
+		Experiment: e.OnPlatform(), TrialID: a.TrialID, Handle: handle, Grace: grace, Purge: a.Purge, Reason: a.Reason,
 	}); err != nil {
 		return err
 	}
@@ -478,11 +503,19 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 			return
 		}
 		if t := e.Trials[a.TrialID]; t != nil && !state.Terminal(t.Status) {
-			t.Status = state.Canceled
-			if a.Cause == plan.CauseEarlyStop {
-				t.Status = state.EarlyStopped
-			}
 			t.Reason = a.Reason
+			switch a.Cause {
+			case plan.CausePaused, plan.CauseReplace:
+				// Stopped to start again: not ended.
+				t.Status = state.Paused
+				return
+			case plan.CauseEarlyStop:
+				t.Status = state.EarlyStopped
+			case plan.CauseStop:
+				t.Status = state.UserCanceled
+			default:
+				t.Status = state.Canceled
+			}
 			t.EndedAt = &end
 		}
 	})
@@ -497,8 +530,8 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		return skipped{"trial not recorded"}
 	}
 	switch {
-	case a.Action == plan.Resume && t.Status != state.Lost:
-		return skipped{"trial is " + t.Status + ", not LOST"}
+	case a.Action == plan.Resume && t.Status != state.Lost && t.Status != state.Paused:
+		return skipped{"trial is " + t.Status + ", not LOST or PAUSED"}
 	case a.Action == plan.Create && t.Status != state.Waiting:
 		return skipped{"trial is " + t.Status + ", not WAITING"}
 	}
@@ -590,14 +623,16 @@ func (s *Session) purge(ctx context.Context, ep *plan.ExperimentPlan, errs *[]er
 		return true
 	}
 	st := s.State()
+	on := ep.Name
 	if e := st.Experiment(ep.Name); e != nil {
+		on = e.OnPlatform()
 		for _, t := range e.Trials {
 			if !state.Terminal(t.Status) {
 				return false // a teardown failed; the next destroy retries
 			}
 		}
 	}
-	if err := pg.PurgeExperiment(ctx, ep.Name, st.Lineage); err != nil {
+	if err := pg.PurgeExperiment(ctx, on, st.Lineage); err != nil {
 		*errs = append(*errs, fmt.Errorf("destroy %s: remove its objects on %s: %w", ep.Name, ep.Platform, err))
 		return false
 	}

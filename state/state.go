@@ -23,6 +23,7 @@ const (
 	EarlyStopped = "EARLY_STOPPED" // stopped by an assessor
 	UserCanceled = "USER_CANCELED" // stopped by the user (apply -stop); counts toward max_trials
 	Lost         = "LOST"          // gone from the platform while unfinished; will be resumed
+	Paused       = "PAUSED"        // stopped by trialform to start again (paused experiment, -replace); not read from the platform; resumed with the same id and parameters
 )
 
 // Terminal reports whether a status is final.

@@ -244,9 +244,25 @@ func (g *Globals) checkPlatforms(ctx context.Context, cfg *schema.Config, ps *pr
 // through it so planning never writes the state. Metric series read back
 // from the state directory, plus what this refresh collected.
 type memStore struct {
-	m   *state.Manager
-	mu  sync.Mutex
-	pts map[string][]state.MetricPoint
+	m     *state.Manager
+	mu    sync.Mutex
+	pts   map[string][]state.MetricPoint
+	moved map[string]string // new experiment name -> the name its series are stored under
+}
+
+// MoveMetrics records a rename the plan made in memory, so the series
+// are read under the old name.
+func (s *memStore) MoveMetrics(from, to string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.moved == nil {
+		s.moved = map[string]string{}
+	}
+	if old, ok := s.moved[from]; ok {
+		from = old
+	}
+	s.moved[to] = from
+	return nil
 }
 
 func newMemStore(m *state.Manager) *memStore { return &memStore{m: m} }
@@ -266,7 +282,13 @@ func (s *memStore) AppendMetrics(exp, trial string, pts []state.MetricPoint) err
 }
 
 func (s *memStore) ReadMetrics(exp, trial string) ([]state.MetricPoint, error) {
-	pts, err := s.m.ReadMetrics(exp, trial)
+	s.mu.Lock()
+	stored := exp
+	if old, ok := s.moved[exp]; ok {
+		stored = old
+	}
+	s.mu.Unlock()
+	pts, err := s.m.ReadMetrics(stored, trial)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ func commands() []command {
 		{name: "trials", summary: "Results table of an experiment's trials", run: runTrials},
 		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs},
 		{name: "import", summary: "Adopt trials the platform runs but the state does not know (orphans)", run: runImport},
-		{name: "state", summary: "Inspect or edit the state (list, show, rm)", run: runState},
+		{name: "state", summary: "Inspect or edit the state (list, show, rm, mv)", run: runState},
 		{name: "force-unlock", summary: "Remove a stale state lock", run: runForceUnlock},
 		{name: "version", summary: "Print the version", run: runVersion},
 	}

@@ -19,6 +19,7 @@ type planOptions struct {
 	json     bool
 	destroy  bool
 	targets  multiFlag
+	trials   trialFlags
 	detailed bool
 	noColor  bool
 }
@@ -31,12 +32,13 @@ func runPlan(ctx context.Context, g *Globals, args []string) int {
 	fs.BoolVar(&o.json, "json", false, "print the plan as JSON")
 	fs.BoolVar(&o.destroy, "destroy", false, "plan to tear everything down")
 	fs.Var(&o.targets, "target", "limit to experiment.NAME (repeatable)")
+	o.trials.register(fs)
 	fs.BoolVar(&o.detailed, "detailed-exitcode", false, "exit 0: no changes, 1: error, 2: changes")
 	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
 	if _, ok := parseFlags(fs, args, g.IO.Err); !ok {
 		return 1
 	}
-	p, code := g.makePlan(ctx, o.vars, o.noColor, plan.Options{Destroy: o.destroy, Targets: o.targets})
+	p, code := g.makePlan(ctx, o.vars, o.noColor, plan.Options{Destroy: o.destroy, Targets: o.targets, Replace: o.trials.replace, Stop: o.trials.stop})
 	if p == nil {
 		return code
 	}

@@ -138,7 +138,7 @@ func runLogs(ctx context.Context, g *Globals, args []string) int {
 	if !ok {
 		return g.errorf("platform %s cannot show logs", e.Platform)
 	}
-	if err := ls.Logs(ctx, providers.LogsRequest{Experiment: e.Name, TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: *follow, Out: g.IO.Out}); err != nil && ctx.Err() == nil {
+	if err := ls.Logs(ctx, providers.LogsRequest{Experiment: e.OnPlatform(), TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: *follow, Out: g.IO.Out}); err != nil && ctx.Err() == nil {
 		return g.errorf("logs of %s/%s: %v", e.Name, t.ID, err)
 	}
 	return 0
@@ -245,6 +245,9 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		}
 		fmt.Fprintln(g.IO.Out, "Objects on the platforms are not touched; a running trial no longer in the state is planned as an orphan teardown (or adopt it again with `trialform import EXPERIMENT TRIAL`).")
 		return 0
+	}
+	if sub == "mv" {
+		return g.stateMv(ctx, pos, lf)
 	}
 	return g.errorf("unknown state subcommand %q: use list, show or rm", sub)
 }
