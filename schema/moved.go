@@ -50,6 +50,7 @@ func (l *loader) decodeMoved(blocks []*hcl.Block) {
 		order = append(order, from)
 	}
 	targets := map[string]string{} // final target -> first source, for duplicates
+	inCycle := map[string]bool{}
 	for _, from := range order {
 		e := edges[from]
 		// Follow the chain to its end, refusing cycles.
@@ -71,6 +72,12 @@ func (l *loader) decodeMoved(blocks []*hcl.Block) {
 			cur = next.to
 		}
 		if cycle {
+			if inCycle[from] {
+				continue // reported with the block that found it
+			}
+			for _, n := range path {
+				inCycle[n] = true
+			}
 			l.errorf(e.blk.DefRange.Ptr(), "Cycle in moved blocks", "The moved blocks form a cycle: experiment.%s. Remove one of the blocks so every chain ends at a declared experiment.", strings.Join(path, " → experiment."))
 			continue
 		}
