@@ -121,6 +121,10 @@ func parsedFiles(cfg *schema.Config) map[string]*hcl.File {
 	return files
 }
 
+// localTrialsDir is where, under the state directory, the local platform
+// keeps its trial directories (localTrialsDir/EXPERIMENT/TRIAL).
+const localTrialsDir = "trials"
+
 // providerSet builds each platform's provider on first use. Kinds other
 // than local, remote, kubernetes and the CRD kinds (kubeflow, adaptdl,
 // frameworkcontroller) are declared in the language but not implemented
@@ -170,7 +174,7 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 		return nil, fmt.Errorf("platform kind %q is not implemented yet (see the status table in README.md); use platform \"local\", \"remote\", \"kubernetes\", \"kubeflow\", \"adaptdl\" or \"frameworkcontroller\"", kind)
 	}
 	lc := local.Config{
-		Root:   filepath.Join(ps.stateDir, "trials"),
+		Root:   filepath.Join(ps.stateDir, localTrialsDir),
 		LibDir: filepath.Join(ps.stateDir, "lib"),
 	}
 	if pl != nil {
@@ -374,10 +378,10 @@ func lostError(m *state.Manager) error {
 		ls = &state.LostState{Dir: m.Dir()}
 	}
 	// The local platform's trial directories (.trialform/trials/EXP).
-	if ents, err := os.ReadDir(filepath.Join(m.Dir(), "trials")); err == nil {
+	if ents, err := os.ReadDir(filepath.Join(m.Dir(), localTrialsDir)); err == nil {
 		var names []string
 		for _, e := range ents {
-			if sub, err := os.ReadDir(filepath.Join(m.Dir(), "trials", e.Name())); err == nil && len(sub) > 0 {
+			if sub, err := os.ReadDir(filepath.Join(m.Dir(), localTrialsDir, e.Name())); err == nil && len(sub) > 0 {
 				names = append(names, e.Name())
 			}
 		}
