@@ -160,7 +160,7 @@ func (g *Globals) loadConfigQuiet() *schema.Config {
 
 func runState(ctx context.Context, g *Globals, args []string) int {
 	if len(args) == 0 {
-		return g.errorf("usage: trialform state list | show ADDRESS | rm ADDRESS...")
+		return g.errorf("usage: trialform state list | show ADDRESS | rm ADDRESS... | mv experiment.OLD experiment.NEW")
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("state "+sub, flag.ContinueOnError)
@@ -249,7 +249,7 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 	if sub == "mv" {
 		return g.stateMv(ctx, pos, lf)
 	}
-	return g.errorf("unknown state subcommand %q: use list, show or rm", sub)
+	return g.errorf("unknown state subcommand %q: use list, show, rm or mv", sub)
 }
 
 // parseAddress reads experiment.NAME[.trial.ID] or NAME[/ID].
