@@ -68,6 +68,8 @@ type Session struct {
 	saveMu  sync.Mutex
 	saved   uint64
 
+	moves []plan.Move // made by Refresh, for the next plan to show
+
 	curveMu    sync.Mutex
 	curveCache map[string]curveEntry
 }
@@ -135,6 +137,13 @@ func (s *Session) change(fn func(st *state.State)) error {
 // Refresh reads the platforms, folds what they report into the state,
 // saves it (with the new metric points) and returns the observations.
 func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Observed, error) {
+	moves, moveWarnings, err := s.move()
+	if err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	s.moves = append(s.moves, moves...)
+	s.mu.Unlock()
 	cur := s.State()
 	names := map[string]string{}
 	for n, e := range s.Config.Experiments {
@@ -144,6 +153,7 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 	if err != nil {
 		return nil, nil, err
 	}
+	obs.Warnings = append(moveWarnings, obs.Warnings...)
 	plan.DetectDrift(s.Config, cur, obs, s.Providers)
 	var changes []plan.Observed
 	var batches []plan.MetricBatch
@@ -175,9 +185,13 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	moves := s.moves
+	s.moves = nil
+	s.mu.Unlock()
 	return plan.Compute(plan.Input{
 		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed, Drift: obs.Drift,
-		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves,
+		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves, Moves: moves,
 	})
 }
 
@@ -242,8 +256,14 @@ func (s *Session) curves(st *state.State) (map[string]map[string][]float64, erro
 // ErrStalePlan is returned when a saved plan no longer matches the state.
 var ErrStalePlan = errors.New("saved plan is stale")
 
-// CheckFresh refuses a saved plan computed from another state.
+// CheckFresh refuses a saved plan computed from another state. A plan made
+// when there was no state yet (serial 0) applies to a state that is still
+// unsaved (serial 0): st adopts the plan's lineage. Once any state has
+// been written, such a plan is stale.
 func CheckFresh(p *plan.Plan, st *state.State) error {
+	if p.Serial == 0 && st.Serial == 0 && p.Lineage != "" {
+		st.Lineage = p.Lineage
+	}
 	if p.Lineage != st.Lineage {
 		return fmt.Errorf("%w: it was made for state lineage %s but the state has lineage %s; run plan again", ErrStalePlan, p.Lineage, st.Lineage)
 	}
@@ -325,6 +345,16 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 	if ctx.Err() == nil && len(starts) > 0 {
 		err := s.change(func(st *state.State) {
 			for _, a := range starts {
+				if a.Action == plan.Resume && a.Cause == plan.CauseReplace {
+					// -replace of an ended trial: a new attempt, its old
+					// result is no longer its result.
+					if e := st.Experiment(a.Experiment); e != nil && e.Trials[a.TrialID] != nil && state.Terminal(e.Trials[a.TrialID].Status) && e.Trials[a.TrialID].Status == a.Status {
+						t := e.Trials[a.TrialID]
+						t.Status, t.Reason = state.Paused, a.Reason
+						t.Value, t.Final, t.ExitCode, t.EndedAt = nil, nil, nil, nil
+					}
+					continue
+				}
 				if a.Action != plan.Create || a.Recorded {
 					continue
 				}
@@ -371,6 +401,7 @@ func recordExperiment(st *state.State, ep *plan.ExperimentPlan, cfg *schema.Expe
 	e.TrialMaxDuration = ep.Settings.TrialMaxDuration
 	e.Goal = ep.Settings.Goal
 	e.Metric = ep.Settings.Metric
+	e.Paused = ep.Settings.Paused
 	if ep.Done {
 		if e.DoneAt == nil || e.DoneReason != ep.DoneReason {
 			t := now
@@ -469,7 +500,7 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 		grace = 10 * time.Second
 	}
 	if err := prov.Stop(ctx, providers.StopRequest{
-		Experiment: a.Experiment, TrialID: a.TrialID, Handle: handle, Grace: grace, Purge: a.Purge, Reason: a.Reason,
+		Experiment: e.OnPlatform(), TrialID: a.TrialID, Handle: handle, Grace: grace, Purge: a.Purge, Reason: a.Reason,
 	}); err != nil {
 		return err
 	}
@@ -480,11 +511,19 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 			return
 		}
 		if t := e.Trials[a.TrialID]; t != nil && !state.Terminal(t.Status) {
-			t.Status = state.Canceled
-			if a.Cause == plan.CauseEarlyStop {
-				t.Status = state.EarlyStopped
-			}
 			t.Reason = a.Reason
+			switch a.Cause {
+			case plan.CausePaused, plan.CauseReplace:
+				// Stopped to start again: not ended.
+				t.Status = state.Paused
+				return
+			case plan.CauseEarlyStop:
+				t.Status = state.EarlyStopped
+			case plan.CauseStop:
+				t.Status = state.UserCanceled
+			default:
+				t.Status = state.Canceled
+			}
 			t.EndedAt = &end
 		}
 	})
@@ -499,8 +538,8 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		return skipped{"trial not recorded"}
 	}
 	switch {
-	case a.Action == plan.Resume && t.Status != state.Lost:
-		return skipped{"trial is " + t.Status + ", not LOST"}
+	case a.Action == plan.Resume && t.Status != state.Lost && t.Status != state.Paused:
+		return skipped{"trial is " + t.Status + ", not LOST or PAUSED"}
 	case a.Action == plan.Create && t.Status != state.Waiting:
 		return skipped{"trial is " + t.Status + ", not WAITING"}
 	}
@@ -529,10 +568,25 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 	}
 	if err != nil {
 		msg := err.Error()
+		permanent := providers.IsPermanent(err)
+		end := s.Now().UTC()
 		_ = s.change(func(st *state.State) {
-			if t := st.Experiments[a.Experiment].Trials[a.TrialID]; t != nil {
-				t.Reason = "start failed: " + msg
+			t := st.Experiments[a.Experiment].Trials[a.TrialID]
+			if t == nil {
+				return
 			}
+			t.StartFailures++
+			if permanent || t.StartFailures >= MaxStartFailures {
+				// It will not start: it ends FAILED and counts toward
+				// max_trials and max_failed_trials like any failed trial,
+				// so a platform that cannot start anything ends the
+				// experiment instead of holding its slots for ever.
+				t.Status = state.Failed
+				t.Reason = "failed to start: " + msg
+				t.EndedAt = &end
+				return
+			}
+			t.Reason = fmt.Sprintf("start failed (%d of %d attempts, retried on the next apply): %s", t.StartFailures, MaxStartFailures, msg)
 		})
 		return err
 	}
@@ -545,6 +599,7 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		t.Handle = map[string]string(h)
 		t.Status = state.Running
 		t.Reason = ""
+		t.StartFailures = 0
 		t.Attempts++
 		if a.Action == plan.Resume || t.StartedAt == nil {
 			t.StartedAt = &started
@@ -553,6 +608,11 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		t.ExitCode = nil
 	})
 }
+
+// MaxStartFailures is how many times in a row apply tries to start a
+// trial (each apply or pass of apply -wait tries once) before it marks the
+// trial FAILED. A permanent error (providers.Permanent) fails it at once.
+const MaxStartFailures = 3
 
 // purge asks the experiment's platform to remove what it still holds for
 // it (providers.ExperimentPurger), once its trials are down. It reports
@@ -571,14 +631,16 @@ func (s *Session) purge(ctx context.Context, ep *plan.ExperimentPlan, errs *[]er
 		return true
 	}
 	st := s.State()
+	on := ep.Name
 	if e := st.Experiment(ep.Name); e != nil {
+		on = e.OnPlatform()
 		for _, t := range e.Trials {
 			if !state.Terminal(t.Status) {
 				return false // a teardown failed; the next destroy retries
 			}
 		}
 	}
-	if err := pg.PurgeExperiment(ctx, ep.Name, st.Lineage); err != nil {
+	if err := pg.PurgeExperiment(ctx, on, st.Lineage); err != nil {
 		*errs = append(*errs, fmt.Errorf("destroy %s: remove its objects on %s: %w", ep.Name, ep.Platform, err))
 		return false
 	}

@@ -44,11 +44,15 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 		t := e.Trials[id]
 		return nil, fmt.Errorf("trial %s/%s is already in the state (%s); there is nothing to import", exp, id, t.Status)
 	}
+	on := exp
+	if e := cur.Experiment(exp); e != nil {
+		on = e.OnPlatform()
+	}
 	im, ok := prov.(providers.Importer)
 	if !ok {
 		return nil, fmt.Errorf("platform %s cannot import trials (the %s platform does not support import); the next apply tears an orphan of this state down, and leaves another state's trials alone", platform, prov.Kind())
 	}
-	got, err := im.Import(ctx, providers.ImportRequest{Experiment: exp, TrialID: id, Lineage: cur.Lineage})
+	got, err := im.Import(ctx, providers.ImportRequest{Experiment: on, TrialID: id, Lineage: cur.Lineage})
 	if errors.Is(err, providers.ErrNotFound) {
 		return nil, fmt.Errorf("trial %s of experiment %s is not on platform %s (%v); `trialform plan` lists the orphans it finds", id, exp, platform, err)
 	}
@@ -60,7 +64,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 		// The state does not take the trial: its objects go back to
 		// their owner.
 		if got.PreviousLineage != cur.Lineage {
-			_, _ = im.Import(context.WithoutCancel(ctx), providers.ImportRequest{Experiment: exp, TrialID: id, Lineage: got.PreviousLineage})
+			_, _ = im.Import(context.WithoutCancel(ctx), providers.ImportRequest{Experiment: on, TrialID: id, Lineage: got.PreviousLineage})
 		}
 	}
 	if !o.Exists {
@@ -111,7 +115,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 		return nil, err
 	}
 	// Read it once as refresh does: an ended trial gets its result now.
-	if o2, err := prov.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: id, Handle: o.Handle}); err == nil {
+	if o2, err := prov.Read(ctx, providers.ReadRequest{Experiment: on, TrialID: id, Handle: o.Handle}); err == nil {
 		var batches []plan.MetricBatch
 		obs := &plan.Observations{Trials: map[string]map[string]providers.Observation{exp: {id: o2}}}
 		if err := s.change(func(st *state.State) {
@@ -161,7 +165,11 @@ func (s *Session) Orphans(ctx context.Context, exp string) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("platform %s cannot list its trials, so it has no orphans to import", platform)
 	}
-	list, err := l.List(ctx, exp)
+	on := exp
+	if e != nil {
+		on = e.OnPlatform()
+	}
+	list, err := l.List(ctx, on)
 	if err != nil {
 		return nil, fmt.Errorf("list trials of %s on %s: %w", exp, platform, err)
 	}

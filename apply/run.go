@@ -34,6 +34,13 @@ func Finished(p *plan.Plan) bool {
 		if ep.Action == plan.Delete {
 			return false
 		}
+		if ep.Paused {
+			// Paused: finished once its trials are stopped.
+			if ep.Progress.ByStatus[state.Running] > 0 {
+				return false
+			}
+			continue
+		}
 		if !ep.Done {
 			return false
 		}

@@ -23,6 +23,22 @@ import (
 type Options struct {
 	Destroy bool     // tear everything down and remove the experiments
 	Targets []string // "experiment.NAME"; empty = all
+	// Replace and Stop hold trial addresses ("experiment.NAME.trial.ID"):
+	// trials to tear down and start again with the same parameters (a new
+	// attempt), and trials to stop for good (USER_CANCELED, results kept).
+	Replace []string
+	Stop    []string
+}
+
+// ParseTrialAddress splits "experiment.NAME.trial.ID".
+func ParseTrialAddress(addr string) (exp, id string, err error) {
+	rest, ok := strings.CutPrefix(addr, "experiment.")
+	if ok {
+		if i := strings.LastIndex(rest, ".trial."); i > 0 && i+len(".trial.") < len(rest) {
+			return rest[:i], rest[i+len(".trial."):], nil
+		}
+	}
+	return "", "", fmt.Errorf("%q is not a trial address; write experiment.NAME.trial.ID, e.g. experiment.svm.trial.t0003", addr)
 }
 
 // Input is everything Compute reads.
@@ -36,6 +52,8 @@ type Input struct {
 	Options  Options
 	// Drift holds what DetectDrift found, by experiment.
 	Drift map[string][]TrialDrift
+	// Moves are the moves already made to State (see Plan.Moves).
+	Moves []Move
 	// Curves holds, for experiments with an assessor, each trial's
 	// intermediate objective values in report order (see CurveOf):
 	// experiment -> trial id -> values.
@@ -53,7 +71,12 @@ func Compute(in Input) (*Plan, error) {
 		Destroy:       in.Options.Destroy,
 		Targets:       in.Options.Targets,
 		Observed:      in.Observed,
+		Moves:         in.Moves,
 		Warnings:      append([]string(nil), in.Warnings...),
+	}
+	requests, err := trialRequests(in)
+	if err != nil {
+		return nil, err
 	}
 	targeted := func(name string) bool {
 		if len(in.Options.Targets) == 0 {
@@ -101,7 +124,12 @@ func Compute(in Input) (*Plan, error) {
 			}
 			ep = planDelete(cur, in.Options.Destroy)
 		default:
-			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name])
+			if cur == nil {
+				if err := state.NameFree(st, name, ""); err != nil {
+					return nil, fmt.Errorf("experiment %q (%s): %w", name, posOf(cfg), err)
+				}
+			}
+			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name], requests[name])
 			if err != nil {
 				return nil, fmt.Errorf("experiment %q: %w", name, err)
 			}
@@ -278,6 +306,7 @@ func settingsOf(e *schema.Experiment) Settings {
 		Tuner: e.Tuner.Name, Metric: e.Objective.Metric, Goal: e.Objective.Goal,
 		MaxTrials: e.MaxTrials, Concurrency: e.Concurrency, MaxFailedTrials: e.MaxFailedTrials,
 		MaxDuration: durString(e.MaxDuration), TrialMaxDuration: durString(e.Trial.MaxDuration),
+		Paused: e.Paused,
 	}
 }
 
@@ -285,6 +314,7 @@ func settingsOfState(e *state.Experiment) Settings {
 	return Settings{
 		Metric: e.Metric, Goal: e.Goal, MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
 		MaxFailedTrials: e.MaxFailedTrials, MaxDuration: e.MaxDuration, TrialMaxDuration: e.TrialMaxDuration,
+		Paused: e.Paused,
 	}
 }
 
@@ -327,7 +357,7 @@ func better(goal string, a, b float64) bool {
 	return a > b
 }
 
-func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64) (*ExperimentPlan, error) {
+func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64, requests map[string]string) (*ExperimentPlan, error) {
 	hash := SpecHash(cfg)
 	ep := &ExperimentPlan{
 		Name: cfg.Name, Platform: cfg.Platform.Key(), Action: NoOp,
@@ -363,6 +393,16 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	counted, failed := 0, 0
 	var oldRunning []*state.Trial
 	for _, t := range cur.SortedTrials() {
+		if req := requests[t.ID]; req != "" {
+			// -stop and -replace: the trial keeps its budget slot.
+			if err := userRequest(ep, cfg, t, req); err != nil {
+				return nil, err
+			}
+			if t.Generation == ep.Generation {
+				counted++
+			}
+			continue
+		}
 		if t.Generation != ep.Generation {
 			if !state.Terminal(t.Status) {
 				oldRunning = append(oldRunning, t)
@@ -378,7 +418,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		switch t.Status {
 		case state.Running:
 			active = append(active, t)
-		case state.Lost:
+		case state.Lost, state.Paused:
 			lost = append(lost, t)
 		case state.Waiting:
 			waiting = append(waiting, t)
@@ -393,6 +433,26 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			Reason: fmt.Sprintf("generation %d replaces generation %d (%s changed)", ep.Generation, t.Generation, strings.Join(ep.GenerationReason, ", ")),
 			Cause:  CauseGeneration,
 		})
+	}
+
+	if cfg.Paused {
+		ep.Paused = true
+		for _, t := range active {
+			ep.Trials = append(ep.Trials, &TrialAction{
+				Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+				Generation: t.Generation, Params: t.Params, Status: t.Status,
+				Reason: "paused: the experiment has paused = true; it resumes when paused is removed",
+				Cause:  CausePaused,
+			})
+		}
+		n := len(active) + len(lost)
+		note := "paused: no new trials are proposed"
+		if n > 0 {
+			note += fmt.Sprintf("; %d trial(s) stay PAUSED (results and history kept) and resume with the same id and parameters when paused is removed", n)
+		}
+		ep.Notes = append(ep.Notes, note)
+		finish(ep)
+		return ep, nil
 	}
 
 	// Done?
@@ -506,6 +566,10 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			ep.Notes = append(ep.Notes, fmt.Sprintf("%d trial slot(s) wait: %s", len(seqs)-wait.Ready, wait.Why))
 			seqs, err = seqs[:wait.Ready], nil
 		}
+		var ex *tuner.ExhaustedError
+		if errors.As(err, &ex) {
+			err = exhaustedAdvice(ex, cfg, cur, ep.Generation)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -518,6 +582,46 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	}
 	finish(ep)
 	return ep, nil
+}
+
+// exhaustedAdvice explains an exhausted grid or batch: with max_trials
+// above its size, lower max_trials; when trials of earlier generations
+// took the points (their parameters still fit the space, so the tuner
+// counts them as tried), lowering max_trials is no help.
+func exhaustedAdvice(ex *tuner.ExhaustedError, cfg *schema.Experiment, cur *state.Experiment, gen int) error {
+	widen := "widen the grid (more options or values, a smaller q, a larger grid_points)"
+	again := "set repeat = true in the tuner block to sweep it again"
+	if ex.Tuner == "batch" {
+		widen, again = "add sets to params", "remove the sets already run from params"
+	}
+	if cfg.MaxTrials > ex.Size {
+		return fmt.Errorf("tuner %s: %v; lower max_trials (%d) to %d or %s", ex.Tuner, ex, cfg.MaxTrials, ex.Size, widen)
+	}
+	older := 0
+	for _, t := range cur.Trials {
+		if t.Generation != gen && cfg.SearchSpace.Space.Contains(space.Params(t.Params)) {
+			older++
+		}
+	}
+	if older > 0 {
+		return fmt.Errorf("tuner %s: %v: %d of them ran in an earlier generation (before %s changed) and count as tried in generation %d; %s under the new definition, or %s",
+			ex.Tuner, ex, older, strings.Join(nonEmptyList(generationParts(cur, cfg), "the definition"), ", "), gen, again, widen)
+	}
+	return fmt.Errorf("tuner %s: %v; %s", ex.Tuner, ex, widen)
+}
+
+func generationParts(cur *state.Experiment, cfg *schema.Experiment) []string {
+	if cur.SpecHash == SpecHash(cfg) {
+		return nil
+	}
+	return generationReasons(cur, cfg)
+}
+
+func nonEmptyList(l []string, def string) []string {
+	if len(l) == 0 {
+		return []string{def}
+	}
+	return l
 }
 
 func finish(ep *ExperimentPlan) {
@@ -617,6 +721,7 @@ func settingChanges(cur *state.Experiment, cfg *schema.Experiment) []Change {
 	add("max_failed_trials", itoa(cur.MaxFailedTrials), itoa(cfg.MaxFailedTrials))
 	add("max_duration", cur.MaxDuration, durString(cfg.MaxDuration))
 	add("trial.max_duration", cur.TrialMaxDuration, durString(cfg.Trial.MaxDuration))
+	add("paused", fmt.Sprint(cur.Paused), fmt.Sprint(cfg.Paused))
 	return ch
 }
 
@@ -631,6 +736,86 @@ func generationReasons(cur *state.Experiment, cfg *schema.Experiment) []string {
 		rs = append(rs, k)
 	}
 	return rs
+}
+
+// trialRequests checks the -stop and -replace addresses against the
+// configuration and the state: experiment -> trial id -> "stop" or
+// "replace".
+func trialRequests(in Input) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	add := func(addrs []string, kind string) error {
+		for _, addr := range addrs {
+			exp, id, err := ParseTrialAddress(addr)
+			if err != nil {
+				return fmt.Errorf("-%s: %w", kind, err)
+			}
+			if in.Options.Destroy {
+				return fmt.Errorf("-%s=%s: destroy tears every trial down already", kind, addr)
+			}
+			cfg, cur := in.Config.Experiments[exp], in.State.Experiments[exp]
+			if cur == nil || cur.Trials[id] == nil {
+				return fmt.Errorf("-%s=%s: no trial %s of experiment %q in the state (`trialform trials %s` lists them)", kind, addr, id, exp, exp)
+			}
+			if cfg == nil {
+				return fmt.Errorf("-%s=%s: experiment %q is not in the configuration any more; apply tears its trials down", kind, addr, exp)
+			}
+			if prev := out[exp][id]; prev != "" {
+				return fmt.Errorf("-%s=%s: the trial is named by -%s too; choose one", kind, addr, prev)
+			}
+			if out[exp] == nil {
+				out[exp] = map[string]string{}
+			}
+			out[exp][id] = kind
+		}
+		return nil
+	}
+	if err := add(in.Options.Stop, "stop"); err != nil {
+		return nil, err
+	}
+	if err := add(in.Options.Replace, "replace"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// userRequest plans -stop or -replace of trial t.
+func userRequest(ep *ExperimentPlan, cfg *schema.Experiment, t *state.Trial, req string) error {
+	addr := fmt.Sprintf("experiment.%s.trial.%s", cfg.Name, t.ID)
+	a := &TrialAction{
+		Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+		Generation: t.Generation, Params: t.Params, Status: t.Status,
+	}
+	switch req {
+	case "stop":
+		if state.Terminal(t.Status) {
+			return fmt.Errorf("-stop=%s: the trial has ended already (%s); nothing to stop", addr, t.Status)
+		}
+		a.Action, a.Cause, a.Reason = Teardown, CauseStop, "stopped by the user (-stop); its results are kept"
+		ep.Trials = append(ep.Trials, a)
+	case "replace":
+		switch {
+		case cfg.Paused:
+			return fmt.Errorf("-replace=%s: experiment %s is paused; remove paused = true first", addr, cfg.Name)
+		case t.Generation != ep.Generation:
+			return fmt.Errorf("-replace=%s: the trial belongs to generation %d and the experiment is at generation %d; only trials of the current generation can start again", addr, t.Generation, ep.Generation)
+		case t.Status == state.Waiting:
+			return fmt.Errorf("-replace=%s: the trial has not started yet; apply starts it", addr)
+		}
+		if t.Status == state.Running {
+			td := *a
+			td.Action, td.Cause, td.Reason = Teardown, CauseReplace, "replaced (-replace): torn down to start again"
+			ep.Trials = append(ep.Trials, &td)
+		}
+		a.Action, a.Cause = Resume, CauseReplace
+		a.Reason = fmt.Sprintf("replace (-replace): a new attempt with the same parameters (was %s)", t.Status)
+		a.Command = renderCommand(cfg, t.Params)
+		ep.Trials = append(ep.Trials, a)
+	}
+	return nil
+}
+
+func posOf(cfg *schema.Experiment) string {
+	return fmt.Sprintf("%s:%d", cfg.DeclRange.Filename, cfg.DeclRange.Start.Line)
 }
 
 // tornDown reports whether ep already tears trial id down.

@@ -53,6 +53,9 @@ type Plan struct {
 	CreatedAt time.Time `json:"created_at"`
 	Destroy   bool      `json:"destroy,omitempty"`
 	Targets   []string  `json:"targets,omitempty"`
+	// Moves lists the experiments renamed by moved blocks in this plan
+	// (apply records them in the state before anything else).
+	Moves []Move `json:"moves,omitempty"`
 	// Observed lists what refresh found changed since the state was last
 	// written (trials that finished, failed, vanished, orphans): display
 	// only, apply re-reads the platforms itself.
@@ -62,6 +65,14 @@ type Plan struct {
 	// Warnings that do not stop the plan (foreign objects, unreachable platform).
 	Warnings []string `json:"warnings,omitempty"`
 	Summary  Summary  `json:"summary"`
+}
+
+// Move is one experiment renamed by a moved block.
+type Move struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Pos is the moved block's "file:line".
+	Pos string `json:"pos"`
 }
 
 // Summary counts the trial actions.
@@ -75,7 +86,7 @@ type Summary struct {
 // HasChanges reports whether applying the plan would change anything.
 func (p *Plan) HasChanges() bool {
 	s := p.Summary
-	return s.Create+s.Resume+s.Teardown+s.Update > 0
+	return s.Create+s.Resume+s.Teardown+s.Update > 0 || len(p.Moves) > 0
 }
 
 // ExperimentPlan is what will happen to one experiment.
@@ -98,6 +109,10 @@ type ExperimentPlan struct {
 	Settings Settings `json:"settings"`
 	// Progress after refresh, before this plan's actions.
 	Progress Progress `json:"progress"`
+	// Paused is set when the configuration pauses the experiment: its
+	// running trials are stopped (PAUSED, resumed when unpaused) and no
+	// new trials are proposed.
+	Paused bool `json:"paused,omitempty"`
 	// Done is set when the experiment needs no more trials, with the reason.
 	Done       bool   `json:"done,omitempty"`
 	DoneReason string `json:"done_reason,omitempty"`
@@ -120,6 +135,7 @@ type Settings struct {
 	MaxFailedTrials  int    `json:"max_failed_trials"`
 	MaxDuration      string `json:"max_duration,omitempty"`
 	TrialMaxDuration string `json:"trial_max_duration,omitempty"`
+	Paused           bool   `json:"paused,omitempty"`
 }
 
 // Change is one attribute change of an experiment.
@@ -184,6 +200,9 @@ const (
 	CauseMaxDuration      = "max_duration"       // the experiment reached its max_duration
 	CauseTrialMaxDuration = "trial_max_duration" // the trial ran past its own max_duration
 	CauseEarlyStop        = "early_stop"         // the assessor judged it from its intermediate results
+	CausePaused           = "paused"             // its experiment has paused = true: PAUSED, resumed when unpaused
+	CauseReplace          = "replace"            // -replace: torn down and started again with the same parameters
+	CauseStop             = "stop"               // -stop: stopped by the user (USER_CANCELED), results kept
 )
 
 // Destructive lists, one line each, what in p deletes an experiment or

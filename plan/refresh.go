@@ -49,6 +49,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 	}
 	type job struct {
 		exp      string
+		on       string // the experiment's name on its platform
 		trial    *state.Trial
 		prov     providers.Provider
 		platform string
@@ -82,14 +83,18 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 		}
 		if e != nil {
 			for _, t := range e.SortedTrials() {
-				if state.Terminal(t.Status) {
-					continue
+				if state.Terminal(t.Status) || t.Status == state.Paused {
+					continue // a PAUSED trial was stopped on purpose: its end is not news
 				}
-				jobs = append(jobs, job{name, t, prov, platform})
+				jobs = append(jobs, job{name, e.OnPlatform(), t, prov, platform})
 			}
 		}
 		if l, ok := prov.(providers.Lister); ok {
-			list, err := l.List(ctx, name)
+			on := name
+			if e != nil {
+				on = e.OnPlatform()
+			}
+			list, err := l.List(ctx, on)
 			if err != nil {
 				obs.Warnings = append(obs.Warnings, fmt.Sprintf("experiment %s: list trials on %s: %v", name, platform, err))
 			} else {
@@ -121,7 +126,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 			defer wg.Done()
 			defer func() { <-sem }()
 			o, err := j.prov.Read(ctx, providers.ReadRequest{
-				Experiment:    j.exp,
+				Experiment:    j.on,
 				TrialID:       j.trial.ID,
 				Handle:        providers.Handle(j.trial.Handle),
 				MetricsOffset: j.trial.MetricsOffset,

@@ -19,6 +19,9 @@ type Config struct {
 	Platforms   map[string]*Platform    // by "KIND.NAME"
 	Spaces      map[string]*SearchSpace // by name
 	Experiments map[string]*Experiment  // by name
+	// Moved holds the moved blocks, resolved (From is not declared, To is),
+	// in source order.
+	Moved []*Moved
 }
 
 // Platform is a platform "KIND" "NAME" block. Attributes other than the
@@ -62,6 +65,9 @@ type Experiment struct {
 	Concurrency     int
 	MaxFailedTrials int           // 0 = no limit
 	MaxDuration     time.Duration // 0 = none
+	// Paused stops the experiment's running trials (kept in the state,
+	// resumed when Paused is false again) and proposes no new trials.
+	Paused bool
 
 	Trial TrialSpec
 

@@ -25,6 +25,7 @@ var experimentSchema = &hcl.BodySchema{
 		{Name: "concurrency"},
 		{Name: "max_failed_trials"},
 		{Name: "max_duration"},
+		{Name: "paused"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "objective"},
@@ -120,6 +121,11 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	}
 	if a, ok := content.Attributes["max_duration"]; ok {
 		e.MaxDuration, _ = l.duration(a)
+	}
+	if a, ok := content.Attributes["paused"]; ok {
+		if v, ok := l.typed(a, cty.Bool, "a bool (true or false)"); ok {
+			e.Paused = v.True()
+		}
 	}
 
 	if blk := single["objective"]; blk != nil {
@@ -518,6 +524,7 @@ func experimentValue(e *Experiment, platVal, spaceVal cty.Value) cty.Value {
 		"concurrency":       cty.NumberIntVal(int64(e.Concurrency)),
 		"max_failed_trials": cty.NumberIntVal(int64(e.MaxFailedTrials)),
 		"max_duration":      durVal(e.MaxDuration),
+		"paused":            cty.BoolVal(e.Paused),
 		"objective": cty.ObjectVal(map[string]cty.Value{
 			"metric": cty.StringVal(e.Objective.Metric), "goal": cty.StringVal(e.Objective.Goal),
 		}),

@@ -148,6 +148,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "platform", LabelNames: []string{"kind", "name"}},
 		{Type: "search_space", LabelNames: []string{"name"}},
 		{Type: "experiment", LabelNames: []string{"name"}},
+		{Type: "moved"},
 	},
 }
 
@@ -173,9 +174,15 @@ func (l *loader) load(opts LoadOptions) {
 		l.diags = append(l.diags, diags...)
 		blocks = append(blocks, content.Blocks...)
 	}
+	var moved []*hcl.Block
 	for _, b := range blocks {
+		if b.Type == "moved" {
+			moved = append(moved, b)
+			continue
+		}
 		l.declare(b)
 	}
+	l.decodeMoved(moved)
 	l.decodeVariables(opts)
 	if _, ok := l.platDecls["local.default"]; !ok {
 		first := hcl.Range{Filename: l.files[0], Start: hcl.InitialPos, End: hcl.InitialPos}

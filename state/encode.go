@@ -326,6 +326,7 @@ func trialEqual(a, b *Trial) bool {
 		a.Reason == b.Reason &&
 		nilEqual(a.Handle == nil, b.Handle == nil) && maps.Equal(a.Handle, b.Handle) &&
 		a.Attempts == b.Attempts &&
+		a.StartFailures == b.StartFailures &&
 		a.CreatedAt == b.CreatedAt &&
 		timePtrEqual(a.StartedAt, b.StartedAt) &&
 		timePtrEqual(a.EndedAt, b.EndedAt) &&

@@ -2,6 +2,7 @@ package state
 
 import (
 	"crypto/rand"
+	"fmt"
 	"maps"
 	"reflect"
 	"sort"
@@ -26,6 +27,53 @@ func (s *State) Experiment(name string) *Experiment {
 		return nil
 	}
 	return s.Experiments[name]
+}
+
+// OnPlatform returns the name the experiment's objects carry on its
+// platform: the name it was created with (see PlatformName).
+func (e *Experiment) OnPlatform() string {
+	if e.PlatformName != "" {
+		return e.PlatformName
+	}
+	return e.Name
+}
+
+// Move renames experiment from to to, keeping its id, trials and platform
+// identity (OnPlatform stays what it was). It refuses when from is not in
+// the state, when to is, and when another experiment's objects carry the
+// name to on its platform.
+func (s *State) Move(from, to string) error {
+	e := s.Experiments[from]
+	if e == nil {
+		return fmt.Errorf("no experiment %q in the state", from)
+	}
+	if s.Experiments[to] != nil {
+		return fmt.Errorf("experiment %q is already in the state; remove or move it first", to)
+	}
+	if err := NameFree(s, to, from); err != nil {
+		return err
+	}
+	on := e.OnPlatform()
+	delete(s.Experiments, from)
+	e.Name = to
+	e.PlatformName = on
+	if on == to {
+		e.PlatformName = ""
+	}
+	s.Experiments[to] = e
+	return nil
+}
+
+// NameFree reports, as an error, that name is the platform name of an
+// experiment in s other than except (an experiment renamed from name):
+// a new experiment called name would share its objects on the platform.
+func NameFree(s *State, name, except string) error {
+	for n, e := range s.Experiments {
+		if n != except && n != name && e.OnPlatform() == name {
+			return fmt.Errorf("experiment %q was renamed to %q and its trials still carry the name %q on platform %s; choose another name", name, n, name, e.Platform)
+		}
+	}
+	return nil
 }
 
 // SortedTrials returns the experiment's trials ordered by sequence number

@@ -5,6 +5,7 @@ import (
 	"math"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -156,5 +157,35 @@ func TestCloneNamedMapParams(t *testing.T) {
 	c.Params["l"].([]float64)[0] = 5
 	if tr.Params["n"].(namedParams)["x"] != 1.0 || tr.Params["l"].([]float64)[0] != 1 {
 		t.Errorf("Clone shares named map or typed slice values: %v", tr.Params)
+	}
+}
+
+func TestMove(t *testing.T) {
+	s := New()
+	s.Experiments["a"] = &Experiment{Name: "a", ID: "id", Platform: "local.default", Trials: map[string]*Trial{"t0000": {ID: "t0000"}}}
+	s.Experiments["c"] = &Experiment{Name: "c", Trials: map[string]*Trial{}}
+	if err := s.Move("a", "c"); err == nil || !strings.Contains(err.Error(), `"c" is already in the state`) {
+		t.Fatalf("move onto an existing experiment: %v", err)
+	}
+	if err := s.Move("x", "y"); err == nil {
+		t.Fatal("move of a missing experiment succeeded")
+	}
+	if err := s.Move("a", "b"); err != nil {
+		t.Fatal(err)
+	}
+	e := s.Experiments["b"]
+	if s.Experiments["a"] != nil || e == nil || e.Name != "b" || e.ID != "id" || e.OnPlatform() != "a" || e.Trials["t0000"] == nil {
+		t.Fatalf("after a -> b: %+v", s.Experiments)
+	}
+	// the old name is taken on the platform until the experiment leaves
+	if err := NameFree(s, "a", ""); err == nil || !strings.Contains(err.Error(), `still carry the name "a"`) {
+		t.Fatalf("NameFree(a) = %v", err)
+	}
+	// moving back restores the plain name
+	if err := s.Move("b", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if e := s.Experiments["a"]; e.PlatformName != "" || e.OnPlatform() != "a" {
+		t.Fatalf("after moving back: %+v", e)
 	}
 }

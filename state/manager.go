@@ -14,19 +14,27 @@ import (
 	"time"
 )
 
+// FileName is the name of the state file in the state directory. Every
+// package that needs the path asks Manager.Path.
+const FileName = "state.json"
+
 const (
-	stateFile    = "state.json"
 	backupSuffix = ".backup"
 	lockFile     = "state.lock"
 	metricsDir   = "metrics"
-	tempPrefix   = ".state.json.tmp-"
+	tempPrefix   = "." + FileName + ".tmp-"
 )
 
 // Manager manages the state of one working directory. Its directory (the
 // ".trialform" directory) holds:
 //
-//	state.json            the state
+//	state.json            the state (may be a symbolic link: saves write
+//	                      through it, in the target's directory)
 //	state.json.backup     the version before the last write
+//	state.json.backup.L   the last backup of another lineage L (first 8
+//	                      characters), kept when a lost state was started
+//	                      again or replaced: a backup is never overwritten
+//	                      by one of another lineage
 //	state.lock            the lock (flock) and its holder's LockInfo
 //	metrics/EXP/ID.jsonl  one metric series per trial
 //
@@ -40,6 +48,9 @@ type Manager struct {
 	disk *diskState // what state.json held when last read or written; nil if unknown
 
 	metricsMu sync.Mutex
+	// backupLineage is the lineage state.json.backup is known to hold
+	// ("" when unknown), so only the first backup of a process reads it.
+	backupLineage string
 }
 
 // diskState is what the Manager knows of state.json.
@@ -97,7 +108,23 @@ func NewManager(dir string) *Manager { return &Manager{dir: dir} }
 // Dir returns the directory the manager keeps the state in.
 func (m *Manager) Dir() string { return m.dir }
 
-func (m *Manager) statePath() string { return filepath.Join(m.dir, stateFile) }
+func (m *Manager) statePath() string { return filepath.Join(m.dir, FileName) }
+
+// Path returns the path of the state file (which need not exist).
+func (m *Manager) Path() string { return m.statePath() }
+
+// Exists reports whether there is a state file (a symbolic link counts
+// when its target exists).
+func (m *Manager) Exists() (bool, error) {
+	_, err := os.Stat(m.statePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read state: %w", err)
+	}
+	return true, nil
+}
 
 // Load reads the state. Without a state file it returns New(), which is
 // not written until saved. A file of an older format is upgraded in
@@ -320,13 +347,17 @@ func (m *Manager) write(content [3][]byte, hasCurrent bool) (fileID, error) {
 	if err := os.MkdirAll(m.dir, 0o755); err != nil {
 		return fileID{}, err
 	}
-	path := m.statePath()
+	path, err := m.target()
+	if err != nil {
+		return fileID{}, err
+	}
+	dir := filepath.Dir(path)
 	if hasCurrent {
 		if err := m.backup(path); err != nil {
 			return fileID{}, fmt.Errorf("keep backup: %w", err)
 		}
 	}
-	f, err := os.CreateTemp(m.dir, tempPrefix+"*")
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return fileID{}, err
 	}
@@ -359,33 +390,161 @@ func (m *Manager) write(content [3][]byte, hasCurrent bool) (fileID, error) {
 		os.Remove(tmp)
 		return fileID{}, err
 	}
-	if err := syncDir(m.dir); err != nil {
+	if err := syncDir(dir); err != nil {
 		return fileID{}, err
 	}
 	return idOf(fi), nil
+}
+
+// target returns the file a save replaces: state.json itself or, when it
+// is a symbolic link, the file it leads to (followed link by link, so a
+// dangling link is written through too). Replacing the link by a regular
+// file would leave the file the user meant to keep behind.
+func (m *Manager) target() (string, error) {
+	path := m.statePath()
+	for range 40 {
+		fi, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return path, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if !fi.Mode().IsRegular() {
+				return "", fmt.Errorf("%s is not a regular file (%v); replace it with a file or a link to one", path, fi.Mode().Type())
+			}
+			return path, nil
+		}
+		link, err := os.Readlink(path)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(path), link)
+		}
+		path = link
+	}
+	return "", fmt.Errorf("%s: too many levels of symbolic links", m.statePath())
 }
 
 // backup makes the current state.json the backup, atomically: a hard link
 // renamed over the old backup (state.json is never written in place, so
 // the link keeps the old content after the rename that replaces
 // state.json), or a copy where the file system has no hard links.
+//
+// A backup of another lineage than the state being replaced (left by a
+// state that was lost and started again) is first moved aside to
+// state.json.backup.LINEAGE, so no lineage's last backup is overwritten.
 func (m *Manager) backup(path string) error {
-	dst := path + backupSuffix
+	dst := m.statePath() + backupSuffix
+	lineage := ""
+	if m.disk != nil {
+		lineage = m.disk.lineage
+	}
+	if err := m.keepForeignBackup(dst, lineage); err != nil {
+		return err
+	}
 	tmp := filepath.Join(m.dir, tempPrefix+"backup-"+NewExperimentID())
 	if err := os.Link(path, tmp); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // gone meanwhile: nothing to keep
 		}
-		return copyFile(path, tmp)
+		if err := copyFile(path, tmp, dst); err != nil {
+			return err
+		}
+		m.backupLineage = lineage
+		return nil
 	}
 	if err := os.Rename(tmp, dst); err != nil {
 		os.Remove(tmp)
 		return err
 	}
+	m.backupLineage = lineage
 	return nil
 }
 
-func copyFile(src, tmp string) error {
+// keepForeignBackup moves the backup dst aside when it belongs to another
+// lineage than lineage.
+func (m *Manager) keepForeignBackup(dst, lineage string) error {
+	if lineage == "" || m.backupLineage == lineage {
+		return nil
+	}
+	other, serial, err := peekFile(dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		m.backupLineage = lineage
+		return nil
+	}
+	if err != nil || other == lineage {
+		// An unreadable backup is kept aside too: it may be all that is
+		// left of something.
+		if err == nil {
+			m.backupLineage = lineage
+			return nil
+		}
+		other = "unreadable"
+	}
+	prefix := other
+	if len(prefix) > 8 {
+		prefix = prefix[:8]
+	}
+	aside := dst + "." + prefix
+	for i := 0; ; i++ {
+		if _, err := os.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		aside = fmt.Sprintf("%s.%s-%d-%d", dst, prefix, serial, i)
+	}
+	if err := os.Rename(dst, aside); err != nil {
+		return fmt.Errorf("keep the backup of lineage %s: %w", other, err)
+	}
+	return syncDir(m.dir)
+}
+
+// peekFile reads the lineage and serial at the head of a state file
+// without decoding its experiments (they come after both in every format
+// this package wrote).
+func peekFile(path string) (lineage string, serial uint64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", 0, fmt.Errorf("%s is not a state file", path)
+	}
+	found := 0
+	for dec.More() && found < 2 {
+		t, err := dec.Token()
+		if err != nil {
+			return "", 0, err
+		}
+		switch t {
+		case "lineage":
+			if err := dec.Decode(&lineage); err != nil {
+				return "", 0, err
+			}
+			found++
+		case "serial":
+			if err := dec.Decode(&serial); err != nil {
+				return "", 0, err
+			}
+			found++
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return "", 0, err
+			}
+		}
+	}
+	if lineage == "" {
+		return "", 0, fmt.Errorf("%s has no lineage", path)
+	}
+	return lineage, serial, nil
+}
+
+func copyFile(src, tmp, dst string) error {
 	data, err := os.ReadFile(src)
 	if err != nil {
 		return err
@@ -402,7 +561,7 @@ func copyFile(src, tmp string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, src+backupSuffix)
+		err = os.Rename(tmp, dst)
 	}
 	if err != nil {
 		os.Remove(tmp)

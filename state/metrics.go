@@ -161,3 +161,29 @@ func (m *Manager) RemoveMetrics(experiment string) error {
 	}
 	return nil
 }
+
+// MoveMetrics renames the metric series of experiment from to experiment
+// to (state mv, moved blocks). Moving what is already moved (from absent,
+// to present) or an experiment without series does nothing, so a move
+// interrupted between this and the state save is finished by the next run.
+func (m *Manager) MoveMetrics(from, to string) error {
+	if err := checkName("experiment", from); err != nil {
+		return err
+	}
+	if err := checkName("experiment", to); err != nil {
+		return err
+	}
+	m.metricsMu.Lock()
+	defer m.metricsMu.Unlock()
+	src, dst := filepath.Join(m.dir, metricsDir, from), filepath.Join(m.dir, metricsDir, to)
+	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := os.Stat(dst); err == nil {
+		return fmt.Errorf("move metrics of %s to %s: %s already exists; move or remove it first", from, to, dst)
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return fmt.Errorf("move metrics of %s to %s: %w", from, to, err)
+	}
+	return syncDir(filepath.Join(m.dir, metricsDir))
+}

@@ -21,13 +21,15 @@ const (
 	Failed       = "FAILED"        // exited non-zero, or without the objective ("metrics unavailable")
 	Canceled     = "CANCELED"      // torn down by trialform (destroy, drain, new generation, max_duration)
 	EarlyStopped = "EARLY_STOPPED" // stopped by an assessor
+	UserCanceled = "USER_CANCELED" // stopped by the user (apply -stop); counts toward max_trials
 	Lost         = "LOST"          // gone from the platform while unfinished; will be resumed
+	Paused       = "PAUSED"        // stopped by trialform to start again (paused experiment, -replace); not read from the platform; resumed with the same id and parameters
 )
 
 // Terminal reports whether a status is final.
 func Terminal(status string) bool {
 	switch status {
-	case Succeeded, Failed, Canceled, EarlyStopped:
+	case Succeeded, Failed, Canceled, EarlyStopped, UserCanceled:
 		return true
 	}
 	return false
@@ -51,6 +53,13 @@ type Experiment struct {
 	// and re-created experiment gets a new one.
 	ID       string `json:"id"`
 	Platform string `json:"platform"` // "KIND.NAME", e.g. "local.default"
+	// PlatformName is the name the experiment's objects carry on its
+	// platform (directories, labels) when it differs from Name: the name
+	// it had when it was created, kept across renames (state mv, moved
+	// blocks) so its trials keep their platform identity. "" = Name.
+	PlatformName string `json:"platform_name,omitempty"`
+	// Paused is set while the configuration pauses the experiment.
+	Paused bool `json:"paused,omitempty"`
 
 	// Generation counts changes of the search space, tuner, objective or
 	// trial spec; SpecHash is the hash of those as last applied.
@@ -93,10 +102,14 @@ type Trial struct {
 	Reason      string            `json:"reason,omitempty"` // why it ended as it did, or why it waits
 	Handle      map[string]string `json:"handle,omitempty"` // the platform's handle (provider-defined)
 	Attempts    int               `json:"attempts"`         // 1 on first start, +1 per resume
-	CreatedAt   time.Time         `json:"created_at"`
-	StartedAt   *time.Time        `json:"started_at,omitempty"`
-	EndedAt     *time.Time        `json:"ended_at,omitempty"`
-	ExitCode    *int              `json:"exit_code,omitempty"`
+	// StartFailures counts the failed starts since the last successful
+	// one; apply gives up after apply.MaxStartFailures (the trial becomes
+	// FAILED, "failed to start: ...").
+	StartFailures int        `json:"start_failures,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	StartedAt     *time.Time `json:"started_at,omitempty"`
+	EndedAt       *time.Time `json:"ended_at,omitempty"`
+	ExitCode      *int       `json:"exit_code,omitempty"`
 	// Value is the objective value, nil until a final result carrying the
 	// objective metric arrived.
 	Value *float64 `json:"value,omitempty"`

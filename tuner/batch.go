@@ -127,7 +127,7 @@ func (t *batchTuner) Suggest(req Request) ([]space.Params, error) {
 			used[k]--
 		}
 		if next >= len(t.sets) {
-			return nil, fmt.Errorf("batch has only %d parameter sets and earlier trials took them all; lower max_trials to %d or add sets to params", len(t.sets), len(t.sets))
+			return nil, &ExhaustedError{Tuner: "batch", Size: len(t.sets)}
 		}
 		p := make(space.Params, len(t.sets[next]))
 		for k, v := range t.sets[next] {

@@ -112,6 +112,21 @@ func GridSize(sp *space.Space, settings map[string]any) (int, error) {
 	return g.size, nil
 }
 
+// ExhaustedError is returned by an exhaustive tuner (grid without repeat,
+// batch) when earlier trials took every point it has. The planner, which
+// knows max_trials and the generations, says what to do about it.
+type ExhaustedError struct {
+	Tuner string // "grid" or "batch"
+	Size  int    // how many points (parameter sets) it has
+}
+
+func (e *ExhaustedError) Error() string {
+	if e.Tuner == "batch" {
+		return fmt.Sprintf("batch has only %d parameter sets and earlier trials took them all", e.Size)
+	}
+	return fmt.Sprintf("grid has only %d points and earlier trials took them all", e.Size)
+}
+
 func (t *gridTuner) Suggest(req Request) ([]space.Params, error) {
 	sp, err := spaceOf(req, t.sp)
 	if err != nil {
@@ -143,7 +158,7 @@ func (t *gridTuner) Suggest(req Request) ([]space.Params, error) {
 			}
 		}
 		if next >= g.size {
-			return nil, fmt.Errorf("grid has only %d points and all are taken by earlier trials; lower max_trials to %d or widen the grid (more options or values, a smaller q, a larger grid_points)", g.size, g.size)
+			return nil, &ExhaustedError{Tuner: "grid", Size: g.size}
 		}
 		next++
 		out[i] = p

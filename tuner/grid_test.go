@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -54,7 +55,8 @@ func TestGridEnumeratesProduct(t *testing.T) {
 		}
 	}
 	_, err = gridSuggest(t, sp, nil, nil, n+1)
-	if err == nil || !strings.Contains(err.Error(), "grid has only 24 points") || !strings.Contains(err.Error(), "max_trials") {
+	var ex *ExhaustedError
+	if !errors.As(err, &ex) || ex.Size != 24 || !strings.Contains(err.Error(), "grid has only 24 points") {
 		t.Fatalf("asking for %d points: err = %v", n+1, err)
 	}
 }

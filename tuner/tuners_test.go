@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -312,7 +313,8 @@ func TestBatch(t *testing.T) {
 	}
 	hist = append(hist, Observation{Seq: 3, Params: third[0], State: Completed})
 	_, err = tn.Suggest(Request{Space: sp, History: hist, Seqs: []int{4}})
-	if err == nil || !strings.Contains(err.Error(), "only 3 parameter sets") || !strings.Contains(err.Error(), "max_trials to 3") {
+	var ex *ExhaustedError
+	if !errors.As(err, &ex) || ex.Size != 3 || !strings.Contains(err.Error(), "only 3 parameter sets") {
 		t.Fatalf("fourth trial: %v", err)
 	}
 	// A re-plan of a pending trial gets its set again.

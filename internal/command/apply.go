@@ -30,6 +30,17 @@ type applyOptions struct {
 	noColor     bool
 	parallelism int
 	destroy     bool
+	trials      trialFlags
+}
+
+// trialFlags are -replace and -stop (plan and apply).
+type trialFlags struct {
+	replace, stop multiFlag
+}
+
+func (t *trialFlags) register(fs *flag.FlagSet) {
+	fs.Var(&t.replace, "replace", "tear down experiment.NAME.trial.ID and start it again with the same parameters, a new attempt (repeatable)")
+	fs.Var(&t.stop, "stop", "stop experiment.NAME.trial.ID for good, keeping its results (USER_CANCELED; repeatable)")
 }
 
 func (o *applyOptions) register(fs *flag.FlagSet) {
@@ -49,6 +60,7 @@ func runApply(ctx context.Context, g *Globals, args []string) int {
 	o.register(fs)
 	fs.BoolVar(&o.wait, "wait", false, "keep reconciling until every experiment is done")
 	fs.DurationVar(&o.interval, "interval", 2*time.Second, "with -wait: time between passes when nothing signals a change")
+	o.trials.register(fs)
 	pos, code, ok := g.parse(fs, args, argSpec{max: 1, hint: "apply takes one argument at most: a plan file saved by `trialform plan -out=FILE`."})
 	if !ok {
 		return code
@@ -56,6 +68,9 @@ func runApply(ctx context.Context, g *Globals, args []string) int {
 	planFile := ""
 	if len(pos) == 1 {
 		planFile = pos[0]
+		if len(o.trials.replace)+len(o.trials.stop) > 0 {
+			return g.errorf("-replace and -stop cannot change a saved plan; pass them to `trialform plan -out FILE` instead")
+		}
 	}
 	return g.apply(ctx, o, planFile)
 }
@@ -106,6 +121,9 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		return 1
 	}
 	defer lk.Unlock()
+	if !o.destroy && !g.checkLost(m) {
+		return 1
+	}
 	ps := newProviderSet(cfg, sd)
 	defer ps.Close()
 	if !o.destroy && !g.checkPlatforms(ctx, cfg, ps) {
@@ -145,7 +163,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			g.events.Plan(p)
 		}
 	} else {
-		p, err = s.Plan(ctx, plan.Options{Destroy: o.destroy, Targets: o.targets})
+		p, err = s.Plan(ctx, plan.Options{Destroy: o.destroy, Targets: o.targets, Replace: o.trials.replace, Stop: o.trials.stop})
 		if err != nil {
 			if ctx.Err() != nil {
 				return g.interrupted(op)

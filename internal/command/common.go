@@ -139,6 +139,10 @@ func parsedFiles(cfg *schema.Config) map[string]*hcl.File {
 	return files
 }
 
+// localTrialsDir is where, under the state directory, the local platform
+// keeps its trial directories (localTrialsDir/EXPERIMENT/TRIAL).
+const localTrialsDir = "trials"
+
 // providerSet builds each platform's provider on first use. Kinds other
 // than local, remote, kubernetes and the CRD kinds (kubeflow, adaptdl,
 // frameworkcontroller) are declared in the language but not implemented
@@ -188,7 +192,7 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 		return nil, fmt.Errorf("platform kind %q is not implemented yet (see the status table in README.md); use platform \"local\", \"remote\", \"kubernetes\", \"kubeflow\", \"adaptdl\" or \"frameworkcontroller\"", kind)
 	}
 	lc := local.Config{
-		Root:   filepath.Join(ps.stateDir, "trials"),
+		Root:   filepath.Join(ps.stateDir, localTrialsDir),
 		LibDir: filepath.Join(ps.stateDir, "lib"),
 	}
 	if pl != nil {
@@ -262,9 +266,25 @@ func (g *Globals) checkPlatforms(ctx context.Context, cfg *schema.Config, ps *pr
 // through it so planning never writes the state. Metric series read back
 // from the state directory, plus what this refresh collected.
 type memStore struct {
-	m   *state.Manager
-	mu  sync.Mutex
-	pts map[string][]state.MetricPoint
+	m     *state.Manager
+	mu    sync.Mutex
+	pts   map[string][]state.MetricPoint
+	moved map[string]string // new experiment name -> the name its series are stored under
+}
+
+// MoveMetrics records a rename the plan made in memory, so the series
+// are read under the old name.
+func (s *memStore) MoveMetrics(from, to string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.moved == nil {
+		s.moved = map[string]string{}
+	}
+	if old, ok := s.moved[from]; ok {
+		from = old
+	}
+	s.moved[to] = from
+	return nil
 }
 
 func newMemStore(m *state.Manager) *memStore { return &memStore{m: m} }
@@ -284,7 +304,13 @@ func (s *memStore) AppendMetrics(exp, trial string, pts []state.MetricPoint) err
 }
 
 func (s *memStore) ReadMetrics(exp, trial string) ([]state.MetricPoint, error) {
-	pts, err := s.m.ReadMetrics(exp, trial)
+	s.mu.Lock()
+	stored := exp
+	if old, ok := s.moved[exp]; ok {
+		stored = old
+	}
+	s.mu.Unlock()
+	pts, err := s.m.ReadMetrics(stored, trial)
 	if err != nil {
 		return nil, err
 	}
@@ -311,14 +337,15 @@ func (g *Globals) lock(ctx context.Context, m *state.Manager, op string, lf lock
 	return l, true
 }
 
-// lockedState takes the state lock for op and loads the state, writing an
-// empty one when there is none yet; the caller unlocks.
+// lockedState takes the state lock for op and loads the state (a new one,
+// not written until something changes, when there is none yet); the
+// caller unlocks.
 func (g *Globals) lockedState(ctx context.Context, m *state.Manager, op string, lf lockFlags) (*state.Lock, *state.State, bool) {
 	lk, ok := g.lock(ctx, m, op, lf)
 	if !ok {
 		return nil, nil, false
 	}
-	st := g.initState(m)
+	st := g.loadState(m)
 	if st == nil {
 		lk.Unlock()
 		return nil, nil, false
@@ -363,21 +390,43 @@ func (g *Globals) loadState(m *state.Manager) *state.State {
 	return st
 }
 
-// initState loads the state and, when there is none yet, writes an empty
-// one: the lineage is made before the first plan, so a saved plan and the
-// apply that follows agree on it.
-func (g *Globals) initState(m *state.Manager) *state.State {
-	st := g.loadState(m)
-	if st == nil {
+// checkLost refuses to plan over a lost state: no state file, but a
+// backup, metric series or local trial directories are left (see
+// state.LostState).
+func (g *Globals) checkLost(m *state.Manager) bool {
+	err := lostError(m)
+	if err != nil {
+		g.errorf("%v", err)
+		return false
+	}
+	return true
+}
+
+func lostError(m *state.Manager) error {
+	ls, err := m.Lost()
+	if err != nil {
+		return err
+	}
+	if ok, err := m.Exists(); err != nil || ok {
+		return err
+	}
+	if ls == nil {
+		ls = &state.LostState{Dir: m.Dir()}
+	}
+	// The local platform's trial directories (.trialform/trials/EXP).
+	if ents, err := os.ReadDir(filepath.Join(m.Dir(), localTrialsDir)); err == nil {
+		var names []string
+		for _, e := range ents {
+			if sub, err := os.ReadDir(filepath.Join(m.Dir(), localTrialsDir, e.Name())); err == nil && len(sub) > 0 {
+				names = append(names, e.Name())
+			}
+		}
+		ls.AddTraces("trial directories", names)
+	}
+	if len(ls.Backups) == 0 && len(ls.Traces) == 0 {
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(m.Dir(), "state.json")); os.IsNotExist(err) {
-		if err := m.Save(st); err != nil {
-			g.errorf("create the state: %v", err)
-			return nil
-		}
-	}
-	return st
+	return errors.New(ls.String())
 }
 
 var _ = plan.FormatVersion

@@ -132,6 +132,18 @@ touched: a running trial no longer in the state is planned as an orphan teardown
 (or adopt it again with import).`,
 		example: "trialform state rm experiment.svm.trial.t0003",
 	},
+	"state mv": {
+		synopsis: "trialform state mv [options] SOURCE DESTINATION",
+		args: []string{
+			"SOURCE  experiment.OLD, an experiment in the state",
+			"DESTINATION  experiment.NEW, a name not in the state",
+		},
+		desc: `Renames an experiment in the state, under the lock and with a backup, keeping
+its trials, results and metric series. Running trials keep their platform
+identity. A moved { from, to } block in the configuration does the same at the
+next apply.`,
+		example: "trialform state mv experiment.svm experiment.svm_rbf",
+	},
 	"force-unlock": {
 		synopsis: "trialform force-unlock [options] LOCK_ID",
 		args:     []string{"LOCK_ID  the id printed in the lock error"},

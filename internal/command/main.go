@@ -76,7 +76,7 @@ func commands() []command {
 		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs, graceful: true},
 		{name: "convert", summary: "Convert an NNI config, a Katib Experiment or a polyaxonfile to HCL", run: runConvert},
 		{name: "import", summary: "Adopt trials the platform runs but the state does not know (orphans)", run: runImport, graceful: true},
-		{name: "state", summary: "Inspect or edit the state (list, show, rm)", run: runState},
+		{name: "state", summary: "Inspect or edit the state (list, show, rm, mv)", run: runState},
 		{name: "force-unlock", summary: "Remove a stale state lock", run: runForceUnlock},
 		{name: "completion", summary: "Print a shell completion script (bash, zsh, fish)", run: runCompletion},
 		{name: "help", summary: "Show the help of a command", run: runHelp},

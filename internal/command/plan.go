@@ -19,6 +19,7 @@ type planOptions struct {
 	json     bool
 	destroy  bool
 	targets  multiFlag
+	trials   trialFlags
 	detailed bool
 	noColor  bool
 }
@@ -31,12 +32,13 @@ func runPlan(ctx context.Context, g *Globals, args []string) int {
 	fs.BoolVar(&o.json, "json", false, "print the plan as JSON")
 	fs.BoolVar(&o.destroy, "destroy", false, "plan to tear everything down")
 	fs.Var(&o.targets, "target", "limit to experiment.NAME (repeatable)")
+	o.trials.register(fs)
 	fs.BoolVar(&o.detailed, "detailed-exitcode", false, "exit 0: no changes, 1: error, 2: changes")
 	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
 	if _, code, ok := g.parse(fs, args, argSpec{hint: "plan takes no arguments: to plan some experiments only, use -target=experiment.NAME; to plan from another directory, trialform -chdir=DIR plan."}); !ok {
 		return code
 	}
-	p, code := g.makePlan(ctx, o.vars, o.noColor, plan.Options{Destroy: o.destroy, Targets: o.targets})
+	p, code := g.makePlan(ctx, o.vars, o.noColor, plan.Options{Destroy: o.destroy, Targets: o.targets, Replace: o.trials.replace, Stop: o.trials.stop})
 	if p == nil {
 		return code
 	}
@@ -73,7 +75,14 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 		return nil, g.errorf("%v", err)
 	}
 	m := state.NewManager(sd)
-	st := g.initState(m)
+	// Plan never writes the state and takes no lock. Without a state file
+	// it plans against a new, unsaved state; a saved plan made so carries
+	// that state's lineage and serial 0, which apply adopts if there is
+	// still no state then (apply.CheckFresh).
+	if !opts.Destroy && !g.checkLost(m) {
+		return nil, 1
+	}
+	st := g.loadState(m)
 	if st == nil {
 		return nil, 1
 	}

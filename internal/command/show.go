@@ -124,7 +124,7 @@ func runLogs(ctx context.Context, g *Globals, args []string) int {
 	if !ok {
 		return g.errorf("platform %s cannot show logs", e.Platform)
 	}
-	if err := ls.Logs(ctx, providers.LogsRequest{Experiment: e.Name, TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: *follow, Out: g.IO.Out}); err != nil && ctx.Err() == nil {
+	if err := ls.Logs(ctx, providers.LogsRequest{Experiment: e.OnPlatform(), TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: *follow, Out: g.IO.Out}); err != nil && ctx.Err() == nil {
 		return g.errorf("logs of %s/%s: %v", e.Name, t.ID, err)
 	}
 	return 0
@@ -149,6 +149,7 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		"list": {hint: "state list takes no arguments."},
 		"show": {min: 1, max: 1, hint: "state show takes one address (see `trialform state list`)."},
 		"rm":   {min: 1, max: -1},
+		"mv":   {min: 2, max: 2, hint: "state mv takes two addresses: experiment.OLD experiment.NEW."},
 	}
 	top := flag.NewFlagSet("state", flag.ContinueOnError)
 	switch {
@@ -162,16 +163,16 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		printHelp(g.IO.Out, top)
 		return 0
 	case strings.HasPrefix(args[0], "-"):
-		return g.errorf("%s before the state subcommand: use trialform state list | show ADDRESS | rm ADDRESS... (see `trialform state -help`)", args[0])
+		return g.errorf("%s before the state subcommand: use trialform state list | show ADDRESS | rm ADDRESS... | mv OLD NEW (see `trialform state -help`)", args[0])
 	}
 	sub, args := args[0], args[1:]
 	spec, known := specs[sub]
 	if !known {
-		return g.errorf("unknown state subcommand %q: use list, show or rm (see `trialform state -help`)", sub)
+		return g.errorf("unknown state subcommand %q: use list, show, rm or mv (see `trialform state -help`)", sub)
 	}
 	fs := flag.NewFlagSet("state "+sub, flag.ContinueOnError)
 	var lf lockFlags
-	if sub == "rm" {
+	if sub == "rm" || sub == "mv" {
 		lf.register(fs)
 	}
 	pos, code, ok := g.parse(fs, args, spec)
@@ -248,7 +249,10 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		fmt.Fprintln(g.IO.Out, "Objects on the platforms are not touched; a running trial no longer in the state is planned as an orphan teardown (or adopt it again with `trialform import EXPERIMENT TRIAL`).")
 		return 0
 	}
-	return g.errorf("unknown state subcommand %q: use list, show or rm", sub)
+	if sub == "mv" {
+		return g.stateMv(ctx, pos, lf)
+	}
+	return g.errorf("unknown state subcommand %q: use list, show, rm or mv", sub)
 }
 
 // parseAddress reads experiment.NAME[.trial.ID] or NAME[/ID].

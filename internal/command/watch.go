@@ -324,6 +324,10 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	}
 	defer w.subscribe()
 	if !w.o.autoApprove {
+		if err := lostError(w.m); err != nil {
+			fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
+			return
+		}
 		st, err := w.m.Load()
 		if err != nil {
 			fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
@@ -367,11 +371,9 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
 		return
 	}
-	if _, err := os.Stat(filepath.Join(w.stateDir, "state.json")); os.IsNotExist(err) {
-		if err := w.m.Save(st); err != nil {
-			fmt.Fprintf(w.out, "%s create the state: %v\n", w.c.Red("Error:"), err)
-			return
-		}
+	if err := lostError(w.m); err != nil {
+		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
+		return
 	}
 	s := apply.NewSession(w.cfg, st, w.m, w.ps)
 	s.Parallelism = w.o.parallelism

@@ -117,6 +117,12 @@ func Plan(w io.Writer, p *plan.Plan, c Colors) {
 	for _, wn := range p.Warnings {
 		fmt.Fprintln(w, c.Yellow("Warning: ")+wn)
 	}
+	for _, mv := range p.Moves {
+		fmt.Fprintf(w, "  # experiment.%s has moved to experiment.%s (moved block at %s)\n", mv.From, mv.To, mv.Pos)
+	}
+	if len(p.Moves) > 0 {
+		fmt.Fprintln(w)
+	}
 	if len(p.Warnings) > 0 {
 		fmt.Fprintln(w)
 	}
@@ -176,7 +182,7 @@ func noChangeDetail(p *plan.Plan) string {
 // StatusLine summarises an experiment: "experiment.svm: 12/20 trials done, 2 running, best 0.93 (t0004)".
 func StatusLine(ep *plan.ExperimentPlan) string {
 	bs := ep.Progress.ByStatus
-	ended := bs[state.Succeeded] + bs[state.Failed] + bs[state.EarlyStopped]
+	ended := bs[state.Succeeded] + bs[state.Failed] + bs[state.EarlyStopped] + bs[state.UserCanceled]
 	parts := []string{fmt.Sprintf("%d/%d trials done", ended, ep.Settings.MaxTrials)}
 	if n := bs[state.Running]; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d running", n))
@@ -193,7 +199,16 @@ func StatusLine(ep *plan.ExperimentPlan) string {
 	if ep.Progress.Best != nil {
 		parts = append(parts, fmt.Sprintf("best %s (%s)", FormatMetric(ep.Progress.Best), ep.Progress.BestTrial))
 	}
+	if n := bs[state.Paused]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d paused", n))
+	}
+	if n := bs[state.UserCanceled]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d stopped by the user", n))
+	}
 	line := "experiment." + ep.Name + ": " + strings.Join(parts, ", ")
+	if ep.Paused {
+		line += "; paused"
+	}
 	if ep.Done {
 		line += "; done: " + ep.DoneReason
 	}
@@ -207,6 +222,9 @@ func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
 		head = "will be created"
 	case plan.Update:
 		head = "will be updated in place"
+		if ep.Paused {
+			head = "is paused"
+		}
 		if ep.NewGeneration {
 			head = fmt.Sprintf("starts generation %d", ep.Generation)
 		}

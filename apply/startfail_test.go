@@ -1,0 +1,68 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/state"
+)
+
+// failingStarter fails every Start, with a permanent or a transient error.
+type failingStarter struct {
+	*recorder
+	permanent bool
+	calls     int
+}
+
+func (f *failingStarter) Start(_ context.Context, req providers.StartRequest) (providers.Handle, error) {
+	f.calls++
+	err := errors.New("create pod: the API server said no")
+	if f.permanent {
+		err = providers.Permanent(err)
+	}
+	return nil, err
+}
+
+// A trial whose start fails does not stay WAITING for ever holding a budget
+// slot: it is retried MaxStartFailures times in all (a permanent error: no
+// retry), then FAILED with the error as its reason (issue 11, item 15).
+func TestFailedStartEndsFailed(t *testing.T) {
+	for _, permanent := range []bool{false, true} {
+		store := &memStore{}
+		s, rec := newSession(config(1, 3), store)
+		fs := &failingStarter{recorder: rec, permanent: permanent}
+		s.Providers = oneProvider{fs}
+		want := MaxStartFailures
+		if permanent {
+			want = 1
+		}
+		for pass := 1; pass <= want+1; pass++ {
+			p, err := s.Plan(context.Background(), plan.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Apply(context.Background(), p)
+			tr := store.last().Experiments["exp"].Trials["t0000"]
+			if tr == nil {
+				t.Fatalf("permanent=%v pass %d: no trial t0000", permanent, pass)
+			}
+			switch {
+			case pass < want && (tr.Status != state.Waiting || tr.StartFailures != pass || !strings.Contains(tr.Reason, "API server said no")):
+				t.Fatalf("permanent=%v pass %d: t0000 = %s %q (%d start failures), want WAITING to retry", permanent, pass, tr.Status, tr.Reason, tr.StartFailures)
+			case pass >= want && (tr.Status != state.Failed || !strings.HasPrefix(tr.Reason, "failed to start") || !strings.Contains(tr.Reason, "API server said no") || tr.EndedAt == nil):
+				t.Fatalf("permanent=%v pass %d: t0000 = %s %q, want FAILED: failed to start", permanent, pass, tr.Status, tr.Reason)
+			}
+		}
+		if fs.calls != want+1 {
+			// want starts of t0000, then one of the next trial t0001
+			t.Errorf("permanent=%v: %d Start calls, want %d", permanent, fs.calls, want+1)
+		}
+		if tr := store.last().Experiments["exp"].Trials["t0001"]; tr == nil {
+			t.Errorf("permanent=%v: the failed start's slot was not given to a new trial", permanent)
+		}
+	}
+}

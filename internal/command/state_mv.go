@@ -1,0 +1,75 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/trialform/trialform/state"
+)
+
+// stateMv renames an experiment in the state (`state mv experiment.OLD
+// experiment.NEW`), under the lock; Save keeps the previous state as the
+// backup. The experiment keeps its id, trials, results and, through
+// state.Experiment.PlatformName, the name its objects carry on the
+// platform, so running trials keep running and stay tracked.
+func (g *Globals) stateMv(ctx context.Context, pos []string, lf lockFlags) int {
+	const usage = "usage: trialform state mv experiment.OLD experiment.NEW"
+	if len(pos) != 2 {
+		return g.errorf("%s", usage)
+	}
+	var names [2]string
+	for i, a := range pos {
+		exp, trial, err := parseAddress(a)
+		if err != nil {
+			return g.errorf("%v; %s", err, usage)
+		}
+		if trial != "" {
+			return g.errorf("%s is a trial: state mv renames experiments (trials cannot move between experiments); %s", a, usage)
+		}
+		if exp == "" || exp == "." || exp == ".." || strings.ContainsAny(exp, "/\\\x00 \t\n") || len(exp) > 200 {
+			return g.errorf("%q is not a valid experiment name: use letters, digits, '-' and '_'", exp)
+		}
+		names[i] = exp
+	}
+	from, to := names[0], names[1]
+	if from == to {
+		return g.errorf("experiment.%s is already called %s; nothing to move", from, to)
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	m := state.NewManager(sd)
+	lk, ok := g.lock(ctx, m, "state mv", lf)
+	if !ok {
+		return 1
+	}
+	defer lk.Unlock()
+	st := g.loadState(m)
+	if st == nil {
+		return 1
+	}
+	if err := st.Clone().Move(from, to); err != nil {
+		return g.errorf("state mv: %v; nothing was moved", err)
+	}
+	// Series first: a crash before the save leaves the state as it was and
+	// the series under the new name, which the next move finds moved.
+	if err := m.MoveMetrics(from, to); err != nil {
+		return g.errorf("state mv: %v; nothing was moved", err)
+	}
+	_ = st.Move(from, to)
+	if err := m.Save(st); err != nil {
+		if merr := m.MoveMetrics(to, from); merr != nil {
+			err = fmt.Errorf("%w (and moving the metric series back failed: %v)", err, merr)
+		}
+		return g.errorf("save state: %v", err)
+	}
+	e := st.Experiments[to]
+	fmt.Fprintf(g.IO.Out, "Moved experiment.%s to experiment.%s (%d trials; the previous state is in %s.backup).\n", from, to, len(e.Trials), m.Path())
+	if e.PlatformName != "" {
+		fmt.Fprintf(g.IO.Out, "Its trials keep their name %q on platform %s, so running trials keep running.\n", e.PlatformName, e.Platform)
+	}
+	fmt.Fprintf(g.IO.Out, "Rename its block in the configuration to experiment %q too: otherwise the next plan tears its trials down as removed from the configuration.\n", to)
+	return 0
+}
