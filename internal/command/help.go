@@ -186,7 +186,7 @@ in SHELL. Load it from the shell's start-up file.`,
 var placeholders = map[string]string{
 	"out": "FILE", "target": "experiment.NAME", "var": "'NAME=VALUE'", "var-file": "FILE",
 	"lock-timeout": "DURATION", "interval": "DURATION", "poll-interval": "DURATION",
-	"parallelism": "N",
+	"parallelism": "N", "replace": "experiment.NAME.trial.ID", "stop": "experiment.NAME.trial.ID",
 }
 
 // printHelp writes the help of the command whose flags are fs.
@@ -232,7 +232,11 @@ func flagSynopsis(f *flag.Flag) string {
 	}
 	ph := placeholders[f.Name]
 	if ph == "" {
-		switch f.Value.(flag.Getter).Get().(type) {
+		var v any
+		if g, ok := f.Value.(flag.Getter); ok {
+			v = g.Get()
+		}
+		switch v.(type) {
 		case time.Duration:
 			ph = "DURATION"
 		case int, int64, uint, uint64:

@@ -203,6 +203,7 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+func (m *multiFlag) Get() any           { return []string(*m) }
 
 func runVersion(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
