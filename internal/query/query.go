@@ -105,7 +105,9 @@ type Error struct {
 }
 
 // Column is the 1-based column (in characters) of the mistake.
-func (e *Error) Column() int { return utf8.RuneCountInString(e.Input[:min(e.Offset, len(e.Input))]) + 1 }
+func (e *Error) Column() int {
+	return utf8.RuneCountInString(e.Input[:min(e.Offset, len(e.Input))]) + 1
+}
 
 func (e *Error) Error() string { return fmt.Sprintf("column %d: %s", e.Column(), e.Msg) }
 

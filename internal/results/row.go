@@ -71,7 +71,6 @@ type Point struct {
 	Time    time.Time          `json:"time"`
 }
 
-
 // FromExperiment returns one row per trial of e, in sequence order.
 func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 	best := BestTrial(e)
@@ -206,7 +205,9 @@ func ToPoint(mp state.MetricPoint, objective string) (Point, bool) {
 }
 
 // ParamNames returns the sorted union of the rows' parameter names.
-func ParamNames(rows []*Row) []string { return keys(rows, func(r *Row) []string { return mapKeys(r.Params) }) }
+func ParamNames(rows []*Row) []string {
+	return keys(rows, func(r *Row) []string { return mapKeys(r.Params) })
+}
 
 // MetricNames returns the sorted union of the rows' final metric names.
 func MetricNames(rows []*Row) []string {
