@@ -140,6 +140,16 @@ func ColumnsFor(list []string, rows []*results.Row) ([]Column, error) {
 			name = "generation"
 		}
 		if _, ok := query.LookupField(name); !ok {
+			for _, p := range results.ParamNames(rows) {
+				if p == name {
+					return nil, fmt.Errorf("unknown column %q; did you mean \"params.%s\"?", name, p)
+				}
+			}
+			for _, m := range results.MetricNames(rows) {
+				if m == name {
+					return nil, fmt.Errorf("unknown column %q; did you mean \"metrics.%s\"?", name, m)
+				}
+			}
 			return nil, fmt.Errorf("unknown column %q: use field names of the query language (%s), params or metrics", name, strings.Join(query.FieldNames(), ", "))
 		}
 		cols = append(cols, fieldColumn(name))
