@@ -111,4 +111,5 @@ func syncFile(s *sftp.Client, remote, local string, size int64) (int64, error) {
 	}
 	return n, err
 }
+
 var _ providers.TensorBoardSyncer = (*Remote)(nil)
