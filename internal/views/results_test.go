@@ -30,9 +30,9 @@ func TestSparkline(t *testing.T) {
 func TestAgo(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		3*time.Minute + 12*time.Second + 300*time.Millisecond: "3m12s",
-		5 * time.Second:                                       "5s",
-		2*time.Hour + 5*time.Minute + 10*time.Second:          "2h5m",
-		50 * time.Hour:                                        "2d2h",
+		5 * time.Second: "5s",
+		2*time.Hour + 5*time.Minute + 10*time.Second: "2h5m",
+		50 * time.Hour: "2d2h",
 	} {
 		if got := Ago(d); got != want {
 			t.Errorf("Ago(%v) = %q, want %q", d, got, want)
