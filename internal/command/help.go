@@ -81,10 +81,43 @@ running.`,
 		example:  "trialform show\n  trialform show -json next.plan",
 	},
 	"trials": {
-		synopsis: "trialform trials [options] [EXPERIMENT]",
-		args:     []string{"EXPERIMENT  an experiment of the state (may be left out when the state holds one)"},
-		desc:     `Prints the results table of an experiment's trials; the best is marked *.`,
-		example:  "trialform trials quickstart",
+		synopsis: "trialform trials [options] [EXPERIMENT...]",
+		args:     []string{"EXPERIMENT  experiments of the state (may be left out when the state holds one; -all takes every one)"},
+		desc: `Prints the trials of one or more experiments: a table (the best marked *), or
+json, jsonl, csv or markdown with -o. -q filters with the query language
+(status:succeeded, params.lr:<0.01, metrics.loss:0.1..0.3, comma = and, | = or,
+~ = not), -sort orders ("-metrics.loss,params.lr": a leading - is descending),
+-limit and -top cut the list. See "Looking at results" in the README.`,
+		example: "trialform trials quickstart -q 'status:succeeded, params.optimizer:adam|sgd' -sort -metric -top 5\n  trialform trials -all -o csv > trials.csv",
+	},
+	"metrics": {
+		synopsis: "trialform metrics [options] EXPERIMENT TRIAL",
+		args:     []string{"EXPERIMENT  an experiment of the state", "TRIAL  a trial id (t0003)"},
+		desc:     `Prints one trial's intermediate results (step, value, other metrics, time).`,
+		example:  "trialform metrics quickstart t0003 -o csv",
+	},
+	"export": {
+		synopsis: "trialform export [options] [EXPERIMENT...]",
+		args:     []string{"EXPERIMENT  experiments of the state (-all: every one)"},
+		desc: `Writes every trial with its params, final metrics and intermediate series as
+JSON (format_version 1, streamed) or CSV, for a notebook.`,
+		example: "trialform export quickstart -o json > quickstart.json",
+	},
+	"refresh": {
+		synopsis: "trialform refresh [options] [EXPERIMENT...]",
+		args:     []string{"EXPERIMENT  only these experiments (default: every one)"},
+		desc: `Reads what the platforms report and writes it into the state under the lock,
+like terraform apply -refresh-only. It starts and stops nothing.`,
+		example: "trialform refresh && trialform trials quickstart",
+	},
+	"tensorboard": {
+		synopsis: "trialform tensorboard [options] EXPERIMENT [TRIAL...]",
+		args:     []string{"EXPERIMENT  an experiment of the state", "TRIAL  only these trials"},
+		desc: `Starts the tensorboard on PATH over the trials' logdirs (one tree per
+experiment, a run per trial), prints its URL and stops it on Ctrl-C. Remote
+trials' logdirs are synced back over SFTP first. Without TensorBoard it prints
+the logdir and how to install it.`,
+		example: "trialform tensorboard quickstart -port 6006\n  trialform tensorboard quickstart -print-logdir",
 	},
 	"logs": {
 		synopsis: "trialform logs [options] EXPERIMENT TRIAL",

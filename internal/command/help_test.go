@@ -23,7 +23,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			names = append(names, []string{c.name})
 		}
 	}
-	names = append(names, []string{"state", "list"}, []string{"state", "show"}, []string{"state", "rm"})
+	names = append(names, []string{"state", "list"}, []string{"state", "show"}, []string{"state", "rm"}, []string{"state", "mv"})
 	for _, n := range names {
 		full := strings.Join(n, " ")
 		for _, args := range [][]string{append(append([]string{}, n...), "-h"), append(append([]string{}, n...), "--help"), append([]string{"help"}, n...)} {
