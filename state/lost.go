@@ -89,6 +89,9 @@ func (m *Manager) Lost() (*LostState, error) {
 	for n := range exps {
 		ls.addExperiment(n)
 	}
+	if fi, err := os.Stat(m.journalPath()); err == nil && fi.Size() > 0 {
+		ls.Traces = append(ls.Traces, fmt.Sprintf("the state journal %s (%d bytes of changes made after the lost state.json was last written)", m.journalPath(), fi.Size()))
+	}
 	if len(ls.Backups) == 0 && len(ls.Traces) == 0 {
 		return nil, nil
 	}

@@ -40,6 +40,7 @@ func saveTrials(t *testing.T, m *Manager, s *State, n int) {
 // overwrite the backup of the lost lineage (issue 11, bug 14).
 func TestBackupOfAnotherLineageIsKept(t *testing.T) {
 	m := newManager(t)
+	m.noJournal = true // backups are what the whole-file path keeps
 	old := New()
 	saveTrials(t, m, old, 4) // serial 4; backup holds serial 3
 	if err := os.Remove(m.Path()); err != nil {
@@ -57,6 +58,7 @@ func TestBackupOfAnotherLineageIsKept(t *testing.T) {
 	}
 
 	m2 := NewManager(m.Dir()) // a new process
+	m2.noJournal = true
 	s := New()
 	saveTrials(t, m2, s, 3)
 	var found []string

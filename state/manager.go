@@ -47,6 +47,11 @@ type Manager struct {
 	enc  encoder
 	disk *diskState // what state.json held when last read or written; nil if unknown
 
+	// noJournal makes every Save write state.json (tests of the whole-file
+	// path); journalLimit, when set, replaces the compaction threshold.
+	noJournal    bool
+	journalLimit int64
+
 	metricsMu sync.Mutex
 	// backupLineage is the lineage state.json.backup is known to hold
 	// ("" when unknown), so only the first backup of a process reads it.
@@ -65,6 +70,14 @@ type diskState struct {
 	// raw (so a hand-reformatted file counts as changed and is rewritten).
 	body encoded
 	raw  []byte
+
+	// The journal as read or written, and the bytes to rebuild the
+	// Manager's own copy of the state (snap, made on the first Save that
+	// needs it) from: state.json's content and the journal's valid part.
+	journal journalState
+	src     []byte
+	jdata   []byte
+	snap    *State
 }
 
 // same reports whether the file holds b, ignoring the serial.
@@ -169,7 +182,26 @@ func (m *Manager) read() (*State, *diskState, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	d := &diskState{id: idOf(fi), version: version, serial: s.Serial, lineage: s.Lineage, raw: buf.Bytes()}
+	d := &diskState{id: idOf(fi), version: version, serial: s.Serial, lineage: s.Lineage, raw: buf.Bytes(), src: buf.Bytes()}
+	jdata, jid, err := m.readJournal()
+	if err != nil {
+		return nil, nil, err
+	}
+	d.journal.id, d.journal.size = jid, jid.size
+	if len(jdata) > 0 {
+		if err := replayJournal(m.journalPath(), jdata, s, &d.journal); err != nil {
+			return nil, nil, err
+		}
+		d.jdata = jdata[:d.journal.valid]
+		if d.journal.applied > 0 {
+			// state.json alone is no longer the state: no byte
+			// comparison with it can say "unchanged".
+			d.serial = s.Serial
+			d.raw = nil
+			d.body = encoded{}
+			return s, d, nil
+		}
+	}
 	if version != FormatVersion {
 		// Upgraded: raw is no guide to what an unchanged state encodes to.
 		if d.body, err = m.enc.encode(s); err != nil {
@@ -296,6 +328,79 @@ func (m *Manager) Save(s *State) error {
 			return &ConflictError{Path: path, FileLineage: disk.lineage, StateLineage: s.Lineage, FileSerial: disk.serial, StateSerial: s.Serial}
 		}
 	}
+	if disk != nil && m.journaling(disk) {
+		return m.saveJournal(s, disk)
+	}
+	return m.saveWhole(s, disk)
+}
+
+// journaling reports whether a Save over disk may append to the journal
+// rather than write state.json: state.json is of this format, is not a
+// symbolic link (its journal would not follow it), and no journal of
+// another lineage is in the way.
+func (m *Manager) journaling(disk *diskState) bool {
+	if m.noJournal || disk.version != FormatVersion || disk.journal.foreign != "" {
+		return false
+	}
+	fi, err := os.Lstat(m.statePath())
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// saveJournal appends what changed to the journal, or compacts when the
+// journal has grown past state.json's size.
+func (m *Manager) saveJournal(s *State, disk *diskState) error {
+	if disk.snap == nil {
+		snap, _, err := decode(m.statePath(), disk.src)
+		if err != nil {
+			return err
+		}
+		var js journalState
+		if err := replayJournal(m.journalPath(), disk.jdata, snap, &js); err != nil {
+			return err
+		}
+		disk.snap = snap
+	}
+	rec, err := diff(disk.snap, s)
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if rec == nil {
+		return nil
+	}
+	serial := s.Serial + 1
+	rec.Serial = serial
+	line, err := encodeRecord(rec)
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	limit := max(int64(journalMin), disk.id.size)
+	if m.journalLimit != 0 {
+		limit = m.journalLimit
+	}
+	if disk.journal.valid+int64(len(line)) > limit {
+		disk.snap = nil // compaction: state.json will hold everything
+		return m.saveWhole(s, disk)
+	}
+	if err := m.appendJournal(line, &disk.journal); err != nil {
+		return fmt.Errorf("save state %s: %w", m.journalPath(), err)
+	}
+	disk.journal.warnings = nil
+	if disk.body.body != nil {
+		m.enc.recycle(disk.body.body)
+	}
+	disk.body, disk.raw, disk.src = encoded{}, nil, nil // state.json alone is no longer the state
+	s.Serial = serial
+	s.Version = FormatVersion
+	disk.serial = serial
+	disk.jdata = nil // snap is kept up to date from here on
+	commit(disk.snap, rec, s)
+	return nil
+}
+
+// saveWhole writes the whole state to state.json (keeping the backup) and
+// empties the journal.
+func (m *Manager) saveWhole(s *State, disk *diskState) error {
+	path := m.statePath()
 	body, err := m.enc.encode(s)
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
@@ -310,12 +415,28 @@ func (m *Manager) Save(s *State) error {
 		m.enc.recycle(body.body)
 		return fmt.Errorf("save state %s: %w", path, err)
 	}
+	js := m.journalOf(disk)
+	if err := m.resetJournal(js); err != nil {
+		// state.json holds everything; the journal's records are all
+		// at or below its serial and are skipped when read.
+		m.disk = nil
+		s.Serial = serial
+		s.Version = FormatVersion
+		return fmt.Errorf("save state: empty the journal %s: %w", m.journalPath(), err)
+	}
 	s.Serial = serial
 	s.Version = FormatVersion
 	if disk != nil && disk.body.body != nil {
 		m.enc.recycle(disk.body.body)
 	}
-	m.disk = &diskState{id: id, version: FormatVersion, serial: serial, lineage: s.Lineage, body: body}
+	nd := &diskState{id: id, version: FormatVersion, serial: serial, lineage: s.Lineage, body: body}
+	if !m.noJournal {
+		nd.snap = s.Clone()
+	}
+	if jfi, err := os.Stat(m.journalPath()); err == nil {
+		nd.journal.id = idOf(jfi)
+	}
+	m.disk = nd
 	return nil
 }
 
@@ -331,7 +452,17 @@ func (m *Manager) current() (*diskState, error) {
 		return nil, fmt.Errorf("save state: %w", err)
 	}
 	if m.disk != nil && m.disk.id == idOf(fi) {
-		return m.disk, nil
+		jfi, err := os.Stat(m.journalPath())
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if m.disk.journal.id == (fileID{}) {
+				return m.disk, nil
+			}
+		case err != nil:
+			return nil, fmt.Errorf("save state: %w", err)
+		case idOf(jfi) == m.disk.journal.id:
+			return m.disk, nil
+		}
 	}
 	_, d, err := m.read()
 	if err != nil {

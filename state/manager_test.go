@@ -132,6 +132,7 @@ func TestSaveByteIdenticalForEqualStates(t *testing.T) {
 
 func TestSerialBumpsOnlyOnChangeAndBackupHoldsPrevious(t *testing.T) {
 	m := newManager(t)
+	m.noJournal = true // the whole-file path (journal_test.go tests the journal)
 	path := filepath.Join(m.Dir(), "state.json")
 	s, _ := m.Load()
 	if err := m.Save(s); err != nil { // first save writes even an empty state
@@ -198,6 +199,7 @@ func TestSerialBumpsOnlyOnChangeAndBackupHoldsPrevious(t *testing.T) {
 
 func TestSaveManyTimesLeavesNoTempFiles(t *testing.T) {
 	m := newManager(t)
+	m.noJournal = true // the whole-file path (journal_test.go tests the journal)
 	s := sampleState(30)
 	for i := range 200 {
 		s.Experiments["mnist"].Trials[fmt.Sprintf("t%05d", i%30)].Attempts++
@@ -223,6 +225,7 @@ func TestSaveManyTimesLeavesNoTempFiles(t *testing.T) {
 	path := filepath.Join(m.Dir(), "state.json")
 	fi, _ := os.Stat(path)
 	m2 := NewManager(m.Dir())
+	m2.noJournal = true
 	s2, err := m2.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +240,7 @@ func TestSaveManyTimesLeavesNoTempFiles(t *testing.T) {
 
 func TestHandReformattedFileIsRewritten(t *testing.T) {
 	m := newManager(t)
+	m.noJournal = true // the whole-file path (journal_test.go tests the journal)
 	s := sampleState(3)
 	if err := m.Save(s); err != nil {
 		t.Fatal(err)
@@ -246,6 +250,7 @@ func TestHandReformattedFileIsRewritten(t *testing.T) {
 	json.Compact(&compact, readFile(t, path))
 	os.WriteFile(path, compact.Bytes(), 0o644)
 	m2 := NewManager(m.Dir())
+	m2.noJournal = true
 	s2, err := m2.Load()
 	if err != nil || !reflect.DeepEqual(s2, s) {
 		t.Fatalf("Load of a compacted file: %v", err)
