@@ -158,39 +158,57 @@ func (m *Manager) Load() (*State, error) {
 	return s, nil
 }
 
-// read reads and decodes state.json; (nil, nil, nil) if there is none.
+// read reads and decodes state.json and replays the journal; (nil, nil,
+// nil) if there is no state file. It takes no lock: when a writer replaced
+// state.json (a compaction) between reading it and the journal, or was
+// appending the journal's last record, it reads again.
 func (m *Manager) read() (*State, *diskState, error) {
+	for attempt := 0; ; attempt++ {
+		s, d, again, err := m.readOnce(attempt < 3)
+		if !again || attempt >= 50 {
+			return s, d, err
+		}
+	}
+}
+
+func (m *Manager) readOnce(retryTorn bool) (s *State, d *diskState, again bool, err error) {
 	path := m.statePath()
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
+		return nil, nil, false, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read state: %w", err)
+		return nil, nil, false, fmt.Errorf("read state: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("read state: %w", err)
+		return nil, nil, false, fmt.Errorf("read state: %w", err)
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(fi.Size()) + 512)
 	if _, err := buf.ReadFrom(f); err != nil {
-		return nil, nil, fmt.Errorf("read state %s: %w", path, err)
+		return nil, nil, false, fmt.Errorf("read state %s: %w", path, err)
+	}
+	jdata, jid, err := m.readJournal()
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if fi2, err := os.Stat(path); err == nil && idOf(fi2) != idOf(fi) {
+		return nil, nil, true, nil // replaced meanwhile
 	}
 	s, version, err := decode(path, buf.Bytes())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	d := &diskState{id: idOf(fi), version: version, serial: s.Serial, lineage: s.Lineage, raw: buf.Bytes(), src: buf.Bytes()}
-	jdata, jid, err := m.readJournal()
-	if err != nil {
-		return nil, nil, err
-	}
+	d = &diskState{id: idOf(fi), version: version, serial: s.Serial, lineage: s.Lineage, raw: buf.Bytes(), src: buf.Bytes()}
 	d.journal.id, d.journal.size = jid, jid.size
 	if len(jdata) > 0 {
 		if err := replayJournal(m.journalPath(), jdata, s, &d.journal); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
+		}
+		if retryTorn && d.journal.valid < int64(len(jdata)) && d.journal.foreign == "" {
+			return nil, nil, true, nil // a writer may be appending it
 		}
 		d.jdata = jdata[:d.journal.valid]
 		if d.journal.applied > 0 {
@@ -199,17 +217,17 @@ func (m *Manager) read() (*State, *diskState, error) {
 			d.serial = s.Serial
 			d.raw = nil
 			d.body = encoded{}
-			return s, d, nil
+			return s, d, false, nil
 		}
 	}
 	if version != FormatVersion {
 		// Upgraded: raw is no guide to what an unchanged state encodes to.
 		if d.body, err = m.enc.encode(s); err != nil {
-			return nil, nil, fmt.Errorf("read state %s: %w", path, err)
+			return nil, nil, false, fmt.Errorf("read state %s: %w", path, err)
 		}
 		d.raw = nil
 	}
-	return s, d, nil
+	return s, d, false, nil
 }
 
 // decode parses a state file's content, upgrading older formats. It
@@ -330,6 +348,28 @@ func (m *Manager) Save(s *State) error {
 	}
 	if disk != nil && m.journaling(disk) {
 		return m.saveJournal(s, disk)
+	}
+	return m.saveWhole(s, disk)
+}
+
+// SaveWhole is Save that writes the whole state to state.json and empties
+// the journal, so state.json.backup holds the state as it was just before:
+// for edits a user may want to undo by hand (state mv, state rm).
+func (m *Manager) SaveWhole(s *State) error {
+	if s == nil || s.Lineage == "" {
+		return m.Save(s)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	disk, err := m.current()
+	if err != nil {
+		return err
+	}
+	if disk != nil && (disk.lineage != s.Lineage || disk.serial != s.Serial) {
+		return &ConflictError{Path: m.statePath(), FileLineage: disk.lineage, StateLineage: s.Lineage, FileSerial: disk.serial, StateSerial: s.Serial}
+	}
+	if disk != nil {
+		disk.snap = nil
 	}
 	return m.saveWhole(s, disk)
 }

@@ -78,6 +78,15 @@ func (g *Globals) errorf(format string, args ...any) int {
 	return 1
 }
 
+// warnf shows a warning (on stderr, or as a diagnostic event).
+func (g *Globals) warnf(format string, args ...any) {
+	if g.events != nil {
+		g.events.Diagnostic("warning", fmt.Sprintf(format, args...), "")
+		return
+	}
+	fmt.Fprintf(g.IO.Err, "Warning: "+format+"\n", args...)
+}
+
 // varFlags are the flags every command that reads the configuration has.
 type varFlags struct {
 	vars     multiFlag
@@ -388,6 +397,9 @@ func (g *Globals) loadState(m *state.Manager) *state.State {
 	if err != nil {
 		g.errorf("%v", err)
 		return nil
+	}
+	for _, w := range m.Warnings() {
+		g.warnf("%s", w)
 	}
 	return st
 }

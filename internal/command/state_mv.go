@@ -59,7 +59,7 @@ func (g *Globals) stateMv(ctx context.Context, pos []string, lf lockFlags) int {
 		return g.errorf("state mv: %v; nothing was moved", err)
 	}
 	_ = st.Move(from, to)
-	if err := m.Save(st); err != nil {
+	if err := m.SaveWhole(st); err != nil {
 		if merr := m.MoveMetrics(to, from); merr != nil {
 			err = fmt.Errorf("%w (and moving the metric series back failed: %v)", err, merr)
 		}
