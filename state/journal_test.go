@@ -420,3 +420,36 @@ func TestJournalReadersSeeSavedStates(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Unlock compacts: the next command finds state.json whole, with the
+// serial it had, and the state before it as the backup.
+func TestUnlockCompacts(t *testing.T) {
+	m := newManager(t)
+	lk, err := m.Lock(t.Context(), "test", "dev", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := journalHistory(t, m, 5)
+	last := hist[len(hist)-1]
+	if err := lk.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(m.Dir(), JournalName)); err != nil || fi.Size() != 0 {
+		t.Fatalf("journal after Unlock: %v %v", fi, err)
+	}
+	if serialOf(t, readFile(t, m.Path())) != last.Serial {
+		t.Errorf("state.json serial %d, want %d", serialOf(t, readFile(t, m.Path())), last.Serial)
+	}
+	if serialOf(t, readFile(t, m.Path()+".backup")) != 1 {
+		t.Error("the backup is not the state.json before")
+	}
+	got, err := NewManager(m.Dir()).Load()
+	if err != nil || !reflect.DeepEqual(got, last) {
+		t.Fatalf("after Unlock: %v", err)
+	}
+	// The writer goes on from there.
+	last.Experiments["cifar"].Paused = true
+	if err := m.Save(last); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -26,6 +26,7 @@ type Lock struct {
 
 	mu sync.Mutex
 	f  *os.File // nil once unlocked
+	m  *Manager
 }
 
 func (m *Manager) lockPath() string { return filepath.Join(m.dir, lockFile) }
@@ -111,7 +112,7 @@ func (m *Manager) tryLock(info LockInfo) (*Lock, *LockedError, error) {
 			f.Close()
 			return nil, nil, fmt.Errorf("lock state: write %s: %w", path, err)
 		}
-		return &Lock{path: path, info: info, f: f}, nil, nil
+		return &Lock{path: path, info: info, f: f, m: m}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("lock state: %s keeps being replaced", path)
 }
@@ -178,7 +179,8 @@ func who() string {
 // Info returns what the lock file says about this lock.
 func (l *Lock) Info() LockInfo { return l.info }
 
-// Unlock releases the lock and removes the lock file (unless someone
+// Unlock compacts the journal into state.json (Compact), releases the
+// lock and removes the lock file (unless someone
 // force-unlocked it meanwhile and the path is another holder's file).
 // Unlocking twice is harmless.
 func (l *Lock) Unlock() error {
@@ -190,6 +192,11 @@ func (l *Lock) Unlock() error {
 	f := l.f
 	l.f = nil
 	var err error
+	if samePath(f, l.path) && l.m != nil {
+		// Leave state.json whole for the next command (and for the
+		// backup a lost state is recovered from).
+		err = l.m.Compact()
+	}
 	if samePath(f, l.path) {
 		// Remove while still holding the lock: a waiter that opened this
 		// file sees, once it gets the lock, that the path is gone.

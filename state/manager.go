@@ -437,19 +437,52 @@ func (m *Manager) saveJournal(s *State, disk *diskState) error {
 	return nil
 }
 
+// Compact writes the state the journal holds changes to into state.json
+// (keeping the previous state.json as the backup) and empties the
+// journal. The serial stays: the content is the same. Nothing happens
+// when the journal holds no change. Callers hold the lock (Lock.Unlock
+// compacts).
+func (m *Manager) Compact() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	disk, err := m.current()
+	if err != nil || disk == nil || disk.journal.applied == 0 || disk.journal.foreign != "" {
+		return err
+	}
+	s := disk.snap
+	if s == nil {
+		if s, _, err = decode(m.statePath(), disk.src); err != nil {
+			return err
+		}
+		var js journalState
+		if err := replayJournal(m.journalPath(), disk.jdata, s, &js); err != nil {
+			return err
+		}
+	}
+	disk.snap = nil
+	return m.writeWhole(s, disk, false)
+}
+
 // saveWhole writes the whole state to state.json (keeping the backup) and
 // empties the journal.
 func (m *Manager) saveWhole(s *State, disk *diskState) error {
+	return m.writeWhole(s, disk, true)
+}
+
+func (m *Manager) writeWhole(s *State, disk *diskState, bump bool) error {
 	path := m.statePath()
 	body, err := m.enc.encode(s)
 	if err != nil {
 		return fmt.Errorf("save state: %w", err)
 	}
-	if disk != nil && disk.same(body) {
+	if bump && disk != nil && disk.same(body) {
 		m.enc.recycle(body.body)
 		return nil
 	}
-	serial := s.Serial + 1
+	serial := s.Serial
+	if bump {
+		serial++
+	}
 	id, err := m.write(body.parts(serial), disk != nil)
 	if err != nil {
 		m.enc.recycle(body.body)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/trialform/trialform/state"
 )
 
 var update = os.Getenv("UPDATE_GOLDEN") != ""
@@ -100,7 +102,12 @@ type stateFile struct {
 }
 
 func readState(ts *testscript.TestScript) (*stateFile, error) {
-	b, err := os.ReadFile(ts.MkAbs(".trialform/state.json"))
+	// As every lock-free reader does: state.json and the journal.
+	s, err := state.NewManager(ts.MkAbs(".trialform")).Load()
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
