@@ -438,8 +438,7 @@ func (m *Manager) saveJournal(s *State, disk *diskState) error {
 }
 
 // Compact writes the state the journal holds changes to into state.json
-// (keeping the previous state.json as the backup) and empties the
-// journal. The serial stays: the content is the same. Nothing happens
+// and state.json.backup (a copy) and empties the journal. The serial stays: the content is the same. Nothing happens
 // when the journal holds no change. Callers hold the lock (Lock.Unlock
 // compacts).
 func (m *Manager) Compact() error {
@@ -460,7 +459,18 @@ func (m *Manager) Compact() error {
 		}
 	}
 	disk.snap = nil
-	return m.writeWhole(s, disk, false)
+	if err := m.writeWhole(s, disk, false); err != nil {
+		return err
+	}
+	// The backup becomes a copy of the state as this command leaves it
+	// (not the state.json it started from, which lacks every change the
+	// journal held): what a lost state.json is recovered from.
+	dst := m.statePath() + backupSuffix
+	tmp := filepath.Join(m.dir, tempPrefix+"backup-"+NewExperimentID())
+	if err := copyFile(m.statePath(), tmp, dst); err != nil {
+		return fmt.Errorf("keep backup: %w", err)
+	}
+	return syncDir(m.dir)
 }
 
 // saveWhole writes the whole state to state.json (keeping the backup) and
