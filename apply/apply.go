@@ -125,6 +125,21 @@ func (s *Session) change(fn func(st *state.State)) error {
 	}
 	s.mu.Lock()
 	cur := s.version
+	if gs, ok := s.Store.(GroupStore); ok {
+		// Compute the change under the lock, make it durable without it:
+		// changes made during the fsync wait on saveMu and share the next
+		// one.
+		commit, err := gs.Prepare(s.st)
+		s.mu.Unlock()
+		if err == nil && commit != nil {
+			err = commit()
+		}
+		if err != nil {
+			return fatal{fmt.Errorf("save state: %w", err)}
+		}
+		s.saved = cur
+		return nil
+	}
 	err := s.Store.Save(s.st)
 	s.mu.Unlock()
 	if err != nil {
@@ -132,6 +147,14 @@ func (s *Session) change(fn func(st *state.State)) error {
 	}
 	s.saved = cur
 	return nil
+}
+
+// GroupStore is the optional part of a StateStore (state.Manager) that
+// splits a save in two: Prepare reads the state (under the session's
+// lock), Commit writes and fsyncs it (without), so trials that change
+// while one change is being made durable share the next fsync.
+type GroupStore interface {
+	Prepare(s *state.State) (commit func() error, err error)
 }
 
 // Refresh reads the platforms, folds what they report into the state,

@@ -347,7 +347,10 @@ func (m *Manager) Save(s *State) error {
 		}
 	}
 	if disk != nil && m.journaling(disk) {
-		return m.saveJournal(s, disk)
+		err := m.saveJournal(s, disk)
+		if !errors.Is(err, errCompact) {
+			return err
+		}
 	}
 	return m.saveWhole(s, disk)
 }
@@ -386,32 +389,46 @@ func (m *Manager) journaling(disk *diskState) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
-// saveJournal appends what changed to the journal, or compacts when the
-// journal has grown past state.json's size.
+// saveJournal appends what changed to the journal; errCompact when the
+// journal has grown past state.json's size (nothing was written).
 func (m *Manager) saveJournal(s *State, disk *diskState) error {
+	line, err := m.prepareJournal(s, disk)
+	if err != nil || line == nil {
+		return err
+	}
+	return m.appendPrepared(line, disk)
+}
+
+// errCompact says the journal is full: write the whole state.
+var errCompact = errors.New("compact")
+
+// prepareJournal computes the record that brings the journal to s, bumps
+// s.Serial and makes the Manager's copy of the state s; nil when nothing
+// changed. With errCompact nothing was changed.
+func (m *Manager) prepareJournal(s *State, disk *diskState) ([]byte, error) {
 	if disk.snap == nil {
 		snap, _, err := decode(m.statePath(), disk.src)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var js journalState
 		if err := replayJournal(m.journalPath(), disk.jdata, snap, &js); err != nil {
-			return err
+			return nil, err
 		}
 		disk.snap = snap
 	}
 	rec, err := diff(disk.snap, s)
 	if err != nil {
-		return fmt.Errorf("save state: %w", err)
+		return nil, fmt.Errorf("save state: %w", err)
 	}
 	if rec == nil {
-		return nil
+		return nil, nil
 	}
 	serial := s.Serial + 1
 	rec.Serial = serial
 	line, err := encodeRecord(rec)
 	if err != nil {
-		return fmt.Errorf("save state: %w", err)
+		return nil, fmt.Errorf("save state: %w", err)
 	}
 	limit := max(int64(journalMin), disk.id.size)
 	if m.journalLimit != 0 {
@@ -419,9 +436,20 @@ func (m *Manager) saveJournal(s *State, disk *diskState) error {
 	}
 	if disk.journal.valid+int64(len(line)) > limit {
 		disk.snap = nil // compaction: state.json will hold everything
-		return m.saveWhole(s, disk)
+		return nil, errCompact
 	}
+	s.Serial = serial
+	s.Version = FormatVersion
+	disk.serial = serial
+	disk.jdata = nil // snap is kept up to date from here on
+	commit(disk.snap, rec, s)
+	return line, nil
+}
+
+// appendPrepared appends a prepared record and makes it durable.
+func (m *Manager) appendPrepared(line []byte, disk *diskState) error {
 	if err := m.appendJournal(line, &disk.journal); err != nil {
+		m.disk = nil // read again: what the journal holds is unknown
 		return fmt.Errorf("save state %s: %w", m.journalPath(), err)
 	}
 	disk.journal.warnings = nil
@@ -429,12 +457,48 @@ func (m *Manager) saveJournal(s *State, disk *diskState) error {
 		m.enc.recycle(disk.body.body)
 	}
 	disk.body, disk.raw, disk.src = encoded{}, nil, nil // state.json alone is no longer the state
-	s.Serial = serial
-	s.Version = FormatVersion
-	disk.serial = serial
-	disk.jdata = nil // snap is kept up to date from here on
-	commit(disk.snap, rec, s)
 	return nil
+}
+
+// Prepare is the first half of Save for callers that group changes: it
+// checks s as Save does, computes what changed since the last Save or
+// Prepare and bumps s.Serial, but writes nothing (except when the journal
+// is due for compaction, or state.json is written whole: then it saves,
+// and returns a nil commit). It reads s only while it runs, so the caller
+// may let s change during commit (the append and fsync), and the next
+// Prepare covers those changes. Call commit before the next Prepare; nil
+// means nothing is left to commit.
+func (m *Manager) Prepare(s *State) (commit func() error, err error) {
+	if s == nil || s.Lineage == "" || s.Version > FormatVersion {
+		return nil, m.Save(s)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	disk, err := m.current()
+	if err != nil {
+		return nil, err
+	}
+	if disk != nil && (disk.lineage != s.Lineage || disk.serial != s.Serial) {
+		return nil, &ConflictError{Path: m.statePath(), FileLineage: disk.lineage, StateLineage: s.Lineage, FileSerial: disk.serial, StateSerial: s.Serial}
+	}
+	if disk == nil || !m.journaling(disk) {
+		return nil, m.saveWhole(s, disk)
+	}
+	line, err := m.prepareJournal(s, disk)
+	if errors.Is(err, errCompact) {
+		return nil, m.saveWhole(s, disk)
+	}
+	if err != nil || line == nil {
+		return nil, err
+	}
+	return func() error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.disk != disk {
+			return fmt.Errorf("save state: the state was read again between Prepare and its commit")
+		}
+		return m.appendPrepared(line, disk)
+	}, nil
 }
 
 // Compact writes the state the journal holds changes to into state.json
