@@ -109,6 +109,9 @@ type TrialSpec struct {
 type Template struct {
 	Segments []Segment
 	Range    hcl.Range
+	// paramRanges gives the source range of each param segment (by index)
+	// for diagnostics.
+	paramRanges map[int]hcl.Range
 }
 
 // Segment is literal text (Param == "") or a parameter reference.

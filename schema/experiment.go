@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -338,7 +339,7 @@ func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
 		if tpl, ok := l.template(cmd.Expr.(hclsyntax.Expression), e.SearchSpace); ok {
 			if strings.TrimSpace(tpl.String()) == "" {
 				l.errorf(cmd.Expr.Range().Ptr(), "Empty command", "The trial command is empty.")
-			} else {
+			} else if l.checkShellTemplate(tpl, e.SearchSpace) {
 				t.Command = tpl
 			}
 		}
@@ -442,6 +443,10 @@ func (l *loader) template(expr hclsyntax.Expression, ss *SearchSpace) (*Template
 				ok = false
 				continue
 			}
+			if t.paramRanges == nil {
+				t.paramRanges = map[int]hcl.Range{}
+			}
+			t.paramRanges[len(t.Segments)] = rng
 			t.Segments = append(t.Segments, Segment{Param: name})
 			continue
 		}
@@ -521,4 +526,53 @@ func experimentValue(e *Experiment, platVal, spaceVal cty.Value) cty.Value {
 			"metric_regex": cty.StringVal(e.Trial.MetricRegex),
 		}),
 	})
+}
+
+// checkShellTemplate checks that trial.command parses as shell and that
+// every ${param.X} stands where its value can be quoted (see ShellQuoting),
+// and that no choice value of such a param cannot be written where it
+// stands (a line break in a here-document).
+func (l *loader) checkShellTemplate(tpl *Template, ss *SearchSpace) bool {
+	quoting, err := tpl.ShellQuoting()
+	if err != nil {
+		rng := tpl.Range
+		var up *UnsafePlaceError
+		if errors.As(err, &up) {
+			if r, ok := tpl.paramRanges[up.Segment]; ok {
+				rng = r
+			}
+			l.errorf(&rng, "Unsafe parameter position",
+				"%s. Move it into a plain word (--%s=${param.%s}), into \"...\" or '...', or use args = [...] to run the trial without a shell.",
+				err, up.Param, up.Param)
+			return false
+		}
+		l.errorf(&rng, "Invalid trial command", "%s. Fix the command, or use args = [...] to run the trial without a shell.", err)
+		return false
+	}
+	if ss == nil {
+		return true
+	}
+	ok := true
+	for i, s := range tpl.Segments {
+		if s.Param == "" {
+			continue
+		}
+		for _, p := range ss.Space.Params {
+			if p.Name != s.Param {
+				continue
+			}
+			for _, o := range p.Options {
+				str, isStr := o.Value.(string)
+				if !isStr {
+					continue
+				}
+				if _, err := quoting[i].quote(str); err != nil {
+					rng := tpl.paramRanges[i]
+					l.errorf(&rng, "Unsafe parameter value", "choice value %q of param %q: %s. Use args = [...], or pass it another way.", str, s.Param, err)
+					ok = false
+				}
+			}
+		}
+	}
+	return ok
 }
