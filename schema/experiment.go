@@ -49,6 +49,10 @@ var trialSchema = &hcl.BodySchema{
 // DefaultTuner is the tuner of an experiment without a tuner block.
 const DefaultTuner = "auto"
 
+// MaxExperimentName bounds an experiment name's length (a Kubernetes label
+// value holds 63 characters).
+const MaxExperimentName = 63
+
 // evalExperiment decodes an experiment block.
 func (l *loader) evalExperiment(b *hcl.Block) {
 	name := b.Labels[0]
@@ -357,6 +361,10 @@ func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
 				}
 				if ev.IsNull() {
 					l.errorf(a.Expr.Range().Ptr(), "Invalid environment value", "env %q is null; give a string.", k)
+					continue
+				}
+				if strings.IndexByte(ev.AsString(), 0) >= 0 {
+					l.errorf(a.Expr.Range().Ptr(), "Invalid environment value", "env %q holds a NUL byte, which no environment variable can carry; remove it.", k)
 					continue
 				}
 				t.Env[k] = ev.AsString()

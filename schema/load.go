@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 // LoadOptions are the variable values given from outside the files.
@@ -209,7 +211,7 @@ func (l *loader) parseDir() bool {
 	ok := true
 	for _, n := range names {
 		display := n
-		src, err := os.ReadFile(filepath.Join(l.cfg.Dir, n))
+		src, err := fsread.ReadFile(filepath.Join(l.cfg.Dir, n), fsread.MaxConfig)
 		if err != nil {
 			l.errorf(nil, "Cannot read configuration file", "Reading %s: %s.", display, err)
 			ok = false
@@ -290,6 +292,16 @@ func (l *loader) declare(b *hcl.Block) {
 		name := b.Labels[0]
 		if prev, ok := l.expDecls[name]; ok {
 			dup("experiment", name, prev)
+			return
+		}
+		if !hclsyntax.ValidIdentifier(name) || len(name) > MaxExperimentName {
+			shown := name
+			if len(shown) > 80 {
+				shown = shown[:80] + "..."
+			}
+			l.errorf(&b.LabelRanges[0], "Invalid experiment name",
+				"%q is not a valid experiment name: use at most %d letters, digits, underscores and dashes, starting with a letter (it names directories, platform objects and addresses such as experiment.NAME).",
+				shown, MaxExperimentName)
 			return
 		}
 		l.expDecls[name] = b

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -10,6 +9,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 // variable is one variable block and the value it ends up with.
@@ -169,7 +170,7 @@ func (l *loader) setRaw(v *variable, raw, from string) {
 
 // readVarFile applies one -var-file (HCL attributes name = value).
 func (l *loader) readVarFile(path string) {
-	src, err := os.ReadFile(path)
+	src, err := fsread.ReadFile(path, fsread.MaxConfig)
 	if err != nil {
 		l.errorf(nil, "Cannot read variables file", "Reading -var-file %s: %s.", path, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 const (
@@ -121,7 +124,7 @@ func (m *Manager) Load() (*State, error) {
 // read reads and decodes state.json; (nil, nil, nil) if there is none.
 func (m *Manager) read() (*State, *diskState, error) {
 	path := m.statePath()
-	f, err := os.Open(path)
+	f, err := fsread.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -135,7 +138,10 @@ func (m *Manager) read() (*State, *diskState, error) {
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(fi.Size()) + 512)
-	if _, err := buf.ReadFrom(f); err != nil {
+	if fi.Size() > fsread.MaxState {
+		return nil, nil, fmt.Errorf("read state: %w", &fsread.TooLargeError{Path: path, Limit: fsread.MaxState})
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(f, fsread.MaxState+1)); err != nil {
 		return nil, nil, fmt.Errorf("read state %s: %w", path, err)
 	}
 	s, version, err := decode(path, buf.Bytes())
@@ -386,7 +392,7 @@ func (m *Manager) backup(path string) error {
 }
 
 func copyFile(src, tmp string) error {
-	data, err := os.ReadFile(src)
+	data, err := fsread.ReadFile(src, fsread.MaxState)
 	if err != nil {
 		return err
 	}

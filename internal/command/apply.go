@@ -133,7 +133,12 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			}
 		}
 	}
-	code := g.reportApply(s.Apply(ctx, p), hooks)
+	applyErr := s.Apply(ctx, p)
+	code := g.reportApply(applyErr, hooks)
+	if apply.IsFatal(applyErr) {
+		fmt.Fprintln(g.IO.Err, "Apply failed: the state could not be saved. Fix the cause above and run `trialform apply` again; trials already started are picked up.")
+		return 1
+	}
 	if ctx.Err() != nil {
 		fmt.Fprintln(g.IO.Err, "\nInterrupted: running trials keep running; run `trialform apply` again to pick them up.")
 		return 1
@@ -255,6 +260,14 @@ func checkPlanConfig(p *plan.Plan, cfg *schema.Config) error {
 		e := cfg.Experiments[ep.Name]
 		if e == nil || plan.SpecHash(e) != ep.SpecHash || plan.SettingsOf(e) != ep.Settings {
 			return fmt.Errorf("%w: experiment %q changed in the configuration since the plan was made; run plan again", apply.ErrStalePlan, ep.Name)
+		}
+		for _, ta := range ep.Trials {
+			if ta.Action != plan.Create {
+				continue
+			}
+			if err := plan.CheckTrialParams(e, ta.Params); err != nil {
+				return fmt.Errorf("the saved plan would create %s/%s with parameters outside the search space: %v; make a new plan with `trialform plan -out FILE`", ep.Name, ta.TrialID, err)
+			}
 		}
 	}
 	return nil
