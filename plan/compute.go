@@ -226,7 +226,19 @@ func specParts(e *schema.Experiment) map[string][]byte {
 		GPUs        int               `json:"gpus"`
 		MetricRegex string            `json:"metric_regex,omitempty"`
 	}
-	ts := trialSpec{CodeDir: e.Trial.CodeDir, Env: e.Trial.Env, GPUs: e.Trial.GPUs, MetricRegex: e.Trial.MetricRegex}
+	// A sensitive env value is not hashed: the hash is saved in the
+	// state, and a rotated secret is not a new trial spec.
+	env := e.Trial.Env
+	if len(e.Trial.SensitiveEnv) > 0 {
+		env = map[string]string{}
+		for k, v := range e.Trial.Env {
+			if e.Trial.SensitiveEnv[k] {
+				v = schema.SensitiveText
+			}
+			env[k] = v
+		}
+	}
+	ts := trialSpec{CodeDir: e.Trial.CodeDir, Env: env, GPUs: e.Trial.GPUs, MetricRegex: e.Trial.MetricRegex}
 	if e.Trial.Command != nil {
 		ts.Command = e.Trial.Command.String()
 	}

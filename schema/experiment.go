@@ -79,7 +79,12 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	// platform (default local.default)
 	platVal := l.platVals["local.default"]
 	if a, ok := content.Attributes["platform"]; ok {
-		if v, ok := l.value(a.Expr); ok {
+		// Only the platform's kind and name are read here; a sensitive
+		// password inside it stays with the platform.
+		var v cty.Value
+		var ok bool
+		l.withSensitive(func() { v, ok = l.value(a.Expr) })
+		if ok {
 			kind, k1 := objString(v, "kind")
 			pname, k2 := objString(v, "name")
 			p := l.cfg.Platforms[kind+"."+pname]
@@ -144,6 +149,10 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		// checkpoint dirs) that templates may use.
 		l.tunerParams = tuner.ExtraParams(e.Tuner.Name)
 		l.decodeTrial(blk, e)
+		if len(e.Trial.SensitiveEnv) > 0 && e.Platform != nil && e.Platform.Kind != "local" && e.Platform.Kind != "remote" {
+			l.errorf(blk.DefRange.Ptr(), "Sensitive value not supported on this platform",
+				"trial.env holds a sensitive value, which the %s platform would write into objects anyone who can read them sees. Keep the secret in a Kubernetes Secret and reference it from the platform's pod spec instead.", e.Platform.Kind)
+		}
 		l.tunerParams = nil
 	} else {
 		l.errorf(b.DefRange.Ptr(), "Missing trial block",
@@ -352,9 +361,20 @@ func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
 	}
 
 	if a, ok := content.Attributes["env"]; ok {
-		if v, ok := l.typed(a, cty.Map(cty.String), "a map of strings"); ok {
+		var v cty.Value
+		var ok bool
+		l.withSensitive(func() { v, ok = l.typed(a, cty.Map(cty.String), "a map of strings") })
+		if ok {
 			t.Env = map[string]string{}
+			v, whole := v.Unmark()
 			for k, ev := range v.AsValueMap() {
+				if len(whole) > 0 || isSensitive(ev) {
+					if t.SensitiveEnv == nil {
+						t.SensitiveEnv = map[string]bool{}
+					}
+					t.SensitiveEnv[k] = true
+					ev, _ = ev.UnmarkDeep()
+				}
 				if k == "" || strings.ContainsAny(k, "=\x00") {
 					l.errorf(a.Expr.Range().Ptr(), "Invalid environment variable name", "%q cannot be an environment variable name.", k)
 					continue
@@ -508,6 +528,9 @@ func experimentValue(e *Experiment, platVal, spaceVal cty.Value) cty.Value {
 	env := map[string]cty.Value{}
 	for k, v := range e.Trial.Env {
 		env[k] = cty.StringVal(v)
+		if e.Trial.SensitiveEnv[k] {
+			env[k] = env[k].Mark(sensitiveMark)
+		}
 	}
 	envVal := cty.MapValEmpty(cty.String)
 	if len(env) > 0 {

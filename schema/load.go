@@ -84,12 +84,15 @@ type loader struct {
 	expDecls   map[string]*hcl.Block
 	expNames   []string
 
-	varVals   map[string]cty.Value
-	localVals map[string]cty.Value
-	platVals  map[string]cty.Value // "KIND.NAME"
-	spaceVals map[string]cty.Value
-	expVals   map[string]cty.Value
-	ctxCache  *hcl.EvalContext
+	varVals map[string]cty.Value
+	// allowSensitive > 0 while evaluating a place that may hold a
+	// sensitive value (see sensitive.go).
+	allowSensitive int
+	localVals      map[string]cty.Value
+	platVals       map[string]cty.Value // "KIND.NAME"
+	spaceVals      map[string]cty.Value
+	expVals        map[string]cty.Value
+	ctxCache       *hcl.EvalContext
 
 	nodes     map[string]*node
 	nodeOrder []*node
@@ -387,6 +390,9 @@ func (l *loader) value(expr hcl.Expression) (cty.Value, bool) {
 	l.addEvalDiags(diags)
 	if diags.HasErrors() || !v.IsWhollyKnown() {
 		l.incomplete++
+		return cty.DynamicVal, false
+	}
+	if l.refuseSensitive(v, expr.Range()) {
 		return cty.DynamicVal, false
 	}
 	return v, true
