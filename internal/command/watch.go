@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +19,8 @@ import (
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 type watchOptions struct {
@@ -205,7 +206,7 @@ func (w *watcher) reload(ctx context.Context, b *watch.Batch) {
 	for _, name := range sortedKeys(cfg.Spaces) {
 		if f := cfg.Spaces[name].NNIFile; f != "" {
 			extraPaths = append(extraPaths, f)
-			if src, err := os.ReadFile(f); err == nil {
+			if src, err := fsread.ReadFile(f, fsread.MaxConfig); err == nil {
 				extra[f] = src
 			}
 		}

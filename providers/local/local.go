@@ -115,7 +115,7 @@ func New(cfg Config) (*Local, error) {
 		}
 	}
 	cfg.GPUIndices = append([]int(nil), cfg.GPUIndices...)
-	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("local platform: create trial root: %w", err)
 	}
 	if err := InstallPython(cfg.LibDir); err != nil {
