@@ -163,7 +163,13 @@ func TestDeterminism(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := tn.Suggest(req)
+			if len(a) != len(req.Seqs) {
+				t.Fatalf("%d suggestions for %d seqs: %v", len(a), len(req.Seqs), a)
+			}
+			b, err := tn.Suggest(req)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !reflect.DeepEqual(a, b) {
 				t.Fatalf("same request, different answers:\n%v\n%v", a, b)
 			}
@@ -185,7 +191,13 @@ func TestDeterminism(t *testing.T) {
 				h = append(h, Observation{Seq: seq, Params: one[0], State: Pending})
 			}
 			// Seqs in another order: the same trial gets the same point.
-			rev, _ := tn.Suggest(Request{Space: s, Goal: Maximize, Seed: 9, History: hist, Seqs: []int{16, 15, 14, 13}})
+			rev, err := tn.Suggest(Request{Space: s, Goal: Maximize, Seed: 9, History: hist, Seqs: []int{16, 15, 14, 13}})
+			if err != nil {
+				t.Fatalf("reversed seqs: %v", err)
+			}
+			if len(rev) != len(a) {
+				t.Fatalf("reversed seqs: %d suggestions, want %d: %v", len(rev), len(a), rev)
+			}
 			for i := range rev {
 				if !reflect.DeepEqual(rev[i], a[3-i]) {
 					t.Fatalf("reversed seqs: %v != %v", rev[i], a[3-i])
@@ -195,7 +207,13 @@ func TestDeterminism(t *testing.T) {
 				return
 			}
 			req.Seed = 10
-			c, _ := tn.Suggest(req)
+			c, err := tn.Suggest(req)
+			if err != nil {
+				t.Fatalf("seed 10: %v", err)
+			}
+			if len(c) != len(a) {
+				t.Fatalf("seed 10: %d suggestions, want %d: %v", len(c), len(a), c)
+			}
 			if reflect.DeepEqual(a, c) {
 				t.Fatalf("seeds 9 and 10 gave the same %v", a)
 			}
@@ -208,10 +226,28 @@ func TestSeedSetting(t *testing.T) {
 	for _, name := range []string{"random", "tpe", "cmaes", "auto", "anneal", "evolution"} {
 		a := mustNew(t, name, map[string]any{"seed": 10.0}, sp)
 		b := mustNew(t, name, nil, sp)
-		pa, _ := a.Suggest(Request{Space: sp, Seed: 1, Seqs: []int{1}})
-		pb, _ := b.Suggest(Request{Space: sp, Seed: 10, Seqs: []int{1}})
+		pa, err := a.Suggest(Request{Space: sp, Seed: 1, Seqs: []int{1}})
+		if err != nil {
+			t.Fatalf("%s with seed setting 10: %v", name, err)
+		}
+		pb, err := b.Suggest(Request{Space: sp, Seed: 10, Seqs: []int{1}})
+		if err != nil {
+			t.Fatalf("%s with request seed 10: %v", name, err)
+		}
+		if len(pa) != 1 || len(pb) != 1 {
+			t.Fatalf("%s: want one suggestion each, got %v and %v", name, pa, pb)
+		}
 		if !reflect.DeepEqual(pa, pb) {
 			t.Errorf("%s: seed setting 10 gave %v, request seed 10 gave %v", name, pa, pb)
+		}
+		// The seed is not ignored altogether: request seed 1 without the
+		// setting gives another point.
+		p1, err := b.Suggest(Request{Space: sp, Seed: 1, Seqs: []int{1}})
+		if err != nil {
+			t.Fatalf("%s with request seed 1: %v", name, err)
+		}
+		if reflect.DeepEqual(p1, pa) {
+			t.Errorf("%s: request seed 1 gave the same %v as seed 10", name, pa)
 		}
 	}
 }
