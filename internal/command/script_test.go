@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/trialform/trialform/internal/command"
 )
 
 var update = os.Getenv("UPDATE_GOLDEN") != ""
@@ -22,6 +24,11 @@ var update = os.Getenv("UPDATE_GOLDEN") != ""
 var binDir string
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "__supervise" {
+		// In-process tests that start local trials: the test binary is
+		// os.Executable(), which the local platform runs as supervisor.
+		os.Exit(command.Main())
+	}
 	dir, err := os.MkdirTemp("", "trialform-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
