@@ -2,8 +2,9 @@
 # Installs what the test suite needs on a fresh Debian machine: Go's module
 # downloads, python3 for real trial processes, Debian's scikit-learn for
 # the sklearn example, openssh-server (sshd on 127.0.0.1 stands in for
-# remote machines) and Debian's Optuna for the tuner benchmark
-# (bench/tuners). Safe to run again.
+# remote machines), Debian's Optuna for the tuner benchmark (bench/tuners)
+# and gcc (the race detector needs cgo). It fails, naming what is missing,
+# rather than let the tests skip. Safe to run again.
 set -euo pipefail
 
 # fail stops here: the test suite fails rather than skips without a
@@ -44,6 +45,11 @@ fi
 if ! /usr/bin/python3 -c 'import optuna' >/dev/null 2>&1; then
   echo "deps: installing python3-optuna (the peer of the tuner benchmark, bench/tuners)"
   apt_install python3-optuna || fail "could not install python3-optuna (the tuner benchmark's peer tests need it)"
+fi
+
+if ! command -v gcc >/dev/null 2>&1; then
+  echo "deps: installing gcc (go test -race needs cgo)"
+  apt_install gcc libc6-dev
 fi
 
 if ! command -v openssl >/dev/null 2>&1; then
