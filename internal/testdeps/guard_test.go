@@ -10,8 +10,9 @@ import (
 
 var (
 	goSkip = regexp.MustCompile(`\.Skip(f|Now)?\(`)
-	// allowed reasons for a plain skip, found in the few lines above it
-	notDependency = regexp.MustCompile(`testing\.Short\(\)|os\.Getenv\(|Capabilit|Implements|\(providers\.\w+\)|\.\(interface|opts\.\w+ == nil`)
+	// allowed reasons for a plain skip, found in the few lines above it;
+	// a comment "not a dependency" marks any other
+	notDependency = regexp.MustCompile(`testing\.Short\(\)|os\.Getenv\(|Capabilit|Implements|\(providers\.\w+\)|\.\(interface|opts\.\w+ == nil|not a dependency`)
 	scriptSkip    = regexp.MustCompile(`^\s*\[(!?)([^\]]+)\]\s+skip\b`)
 )
 
@@ -19,7 +20,8 @@ var (
 // Go test or a testscript skips for a missing dependency only through
 // Require or Condition, so TRIALFORM_REQUIRE_ALL=1 can turn it into a
 // failure. Plain skips may stay for -short, opt-in environment variables
-// and provider capabilities (the conformance suite).
+// and provider capabilities (the conformance suite); any other skip that
+// is not about a dependency says so in a comment: "not a dependency".
 func TestNoDependencySkipsOutsideTestdeps(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
