@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func loadSrc(t *testing.T, src string, env ...string) (*Config, string) {
+func loadSensitiveSrc(t *testing.T, src string, env ...string) (*Config, string) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(src), 0o644); err != nil {
@@ -36,7 +36,7 @@ search_space "s" {
 // trial.env, and is refused wherever the value would be shown or saved,
 // without the value in the message.
 func TestSensitiveTravels(t *testing.T) {
-	cfg, errs := loadSrc(t, sensitiveBase+`
+	cfg, errs := loadSensitiveSrc(t, sensitiveBase+`
 experiment "e" {
   search_space = search_space.s
   max_trials   = 1
@@ -61,7 +61,7 @@ experiment "e" {
 		"max_trials = 1\n  trial { command = \"echo ${local.hdr}\" }",
 		"max_trials = 1\n  trial {\n    command = \"true\"\n    metric_regex = var.tok\n  }",
 	} {
-		_, errs := loadSrc(t, sensitiveBase+"experiment \"e\" {\n  search_space = search_space.s\n  "+bad+"\n}\n", "TRIALFORM_VAR_tok=zzsecretzz")
+		_, errs := loadSensitiveSrc(t, sensitiveBase+"experiment \"e\" {\n  search_space = search_space.s\n  "+bad+"\n}\n", "TRIALFORM_VAR_tok=zzsecretzz")
 		if !strings.Contains(errs, "Sensitive value not allowed here") || strings.Contains(strings.ToLower(errs), "zzsecretzz") {
 			t.Errorf("%s:\n%s", bad, errs)
 		}
