@@ -67,6 +67,7 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 		return
 	}
 	for k, v := range ctyAttrs {
+		v, _ = v.UnmarkDeep() // a password: the remote platform keeps it to itself
 		g, err := toGo(v)
 		if err != nil {
 			l.errorf(b.DefRange.Ptr(), "Invalid platform setting", "%s: %s.", k, err)
@@ -101,7 +102,13 @@ func (l *loader) permissive(body *hclsyntax.Body) (map[string]cty.Value, bool) {
 	}
 	sort.Slice(attrs, func(i, j int) bool { return attrs[i].SrcRange.Start.Byte < attrs[j].SrcRange.Start.Byte })
 	for _, a := range attrs {
-		v, good := l.value(a.Expr)
+		var v cty.Value
+		var good bool
+		if a.Name == "password" {
+			l.withSensitive(func() { v, good = l.value(a.Expr) })
+		} else {
+			v, good = l.value(a.Expr)
+		}
 		if !good {
 			ok = false
 			continue

@@ -96,7 +96,15 @@ func (l *loader) decodeRemote(b *hcl.Block, p *Platform) {
 				m.Port = int(i)
 			}
 		}
-		for name, dst := range map[string]*string{"user": &m.User, "password": &m.Password, "python_path": &m.PythonPath, "work_dir": &m.WorkDir} {
+		if a, ok := mc.Attributes["password"]; ok {
+			l.withSensitive(func() {
+				if v, ok := l.typed(a, cty.String, "a string"); ok {
+					v, _ = v.UnmarkDeep()
+					m.Password = v.AsString()
+				}
+			})
+		}
+		for name, dst := range map[string]*string{"user": &m.User, "python_path": &m.PythonPath, "work_dir": &m.WorkDir} {
 			if a, ok := mc.Attributes[name]; ok {
 				if s, ok := l.str(a); ok {
 					*dst = s

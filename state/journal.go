@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/trialform/trialform/internal/fsread"
 	"golang.org/x/sys/unix"
 )
 
@@ -315,7 +317,7 @@ func commit(old *State, rec *journalRecord, s *State) {
 
 // readJournal reads the journal; nil data when there is none.
 func (m *Manager) readJournal() ([]byte, fileID, error) {
-	f, err := os.Open(m.journalPath())
+	f, err := fsread.Open(m.journalPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fileID{}, nil
 	}
@@ -327,9 +329,12 @@ func (m *Manager) readJournal() ([]byte, fileID, error) {
 	if err != nil {
 		return nil, fileID{}, fmt.Errorf("read state journal: %w", err)
 	}
+	if fi.Size() > fsread.MaxState {
+		return nil, fileID{}, fmt.Errorf("read state journal: %w", &fsread.TooLargeError{Path: m.journalPath(), Limit: fsread.MaxState})
+	}
 	var buf bytes.Buffer
 	buf.Grow(int(fi.Size()) + 512)
-	if _, err := buf.ReadFrom(f); err != nil {
+	if _, err := buf.ReadFrom(io.LimitReader(f, fsread.MaxState)); err != nil {
 		return nil, fileID{}, fmt.Errorf("read state journal: %w", err)
 	}
 	fi2, err := f.Stat()
@@ -347,7 +352,7 @@ func (m *Manager) readJournal() ([]byte, fileID, error) {
 // incomplete record a crashed write left at valid, and makes it durable.
 func (m *Manager) appendJournal(line []byte, js *journalState) error {
 	path := m.journalPath()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := openJournal(path, os.O_WRONLY|os.O_CREATE)
 	if err != nil {
 		return err
 	}
@@ -403,7 +408,7 @@ func (m *Manager) resetJournal(js *journalState) error {
 		}
 		return syncDir(m.dir)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	f, err := openJournal(path, os.O_WRONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -442,7 +447,7 @@ func (m *Manager) journalOf(disk *diskState) *journalState {
 	if disk != nil {
 		return &disk.journal
 	}
-	f, err := os.Open(m.journalPath())
+	f, err := fsread.Open(m.journalPath())
 	if err != nil {
 		return nil
 	}
@@ -462,4 +467,23 @@ func (m *Manager) journalOf(disk *diskState) *journalState {
 		}
 	}
 	return js
+}
+
+// openJournal opens the journal for writing, refusing (without blocking)
+// anything but a regular file.
+func openJournal(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|unix.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &fsread.NotRegularError{Path: path, Mode: fi.Mode()}
+	}
+	return f, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 // FileName is the name of the state file in the state directory. Every
@@ -173,7 +176,7 @@ func (m *Manager) read() (*State, *diskState, error) {
 
 func (m *Manager) readOnce(retryTorn bool) (s *State, d *diskState, again bool, err error) {
 	path := m.statePath()
-	f, err := os.Open(path)
+	f, err := fsread.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, false, nil
 	}
@@ -187,7 +190,10 @@ func (m *Manager) readOnce(retryTorn bool) (s *State, d *diskState, again bool, 
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(fi.Size()) + 512)
-	if _, err := buf.ReadFrom(f); err != nil {
+	if fi.Size() > fsread.MaxState {
+		return nil, nil, false, fmt.Errorf("read state: %w", &fsread.TooLargeError{Path: path, Limit: fsread.MaxState})
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(f, fsread.MaxState+1)); err != nil {
 		return nil, nil, false, fmt.Errorf("read state %s: %w", path, err)
 	}
 	jdata, jid, err := m.readJournal()
@@ -745,6 +751,10 @@ func (m *Manager) backup(path string) error {
 // keepForeignBackup moves the backup dst aside when it belongs to another
 // lineage than lineage.
 func (m *Manager) keepForeignBackup(dst, lineage string) error {
+	if fi, err := os.Lstat(dst); err == nil && !fi.Mode().IsRegular() {
+		// Not a file this package wrote: neither overwrite nor move it.
+		return fmt.Errorf("%s is not a regular file (%s): move it away, then run the command again", dst, fi.Mode().Type())
+	}
 	if lineage == "" || m.backupLineage == lineage {
 		return nil
 	}
@@ -783,7 +793,7 @@ func (m *Manager) keepForeignBackup(dst, lineage string) error {
 // without decoding its experiments (they come after both in every format
 // this package wrote).
 func peekFile(path string) (lineage string, serial uint64, err error) {
-	f, err := os.Open(path)
+	f, err := fsread.Open(path)
 	if err != nil {
 		return "", 0, err
 	}
@@ -823,7 +833,7 @@ func peekFile(path string) (lineage string, serial uint64, err error) {
 }
 
 func copyFile(src, tmp, dst string) error {
-	data, err := os.ReadFile(src)
+	data, err := fsread.ReadFile(src, fsread.MaxState)
 	if err != nil {
 		return err
 	}
