@@ -54,3 +54,43 @@ func BenchmarkLoad10000Trials(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSave100000Trials is BenchmarkSave10000Trials at 100,000 trials:
+// with the journal a change costs what changed, not the state's size.
+func BenchmarkSave100000Trials(b *testing.B) {
+	m := NewManager(filepath.Join(b.TempDir(), ".trialform"))
+	s := sampleState(100000)
+	if err := m.Save(s); err != nil {
+		b.Fatal(err)
+	}
+	trials := s.Experiments["mnist"].Trials
+	i := 0
+	for b.Loop() {
+		trials[fmt.Sprintf("t%05d", i%100000)].Attempts++
+		i++
+		if err := m.Save(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoad100000Trials loads a state of 100,000 trials (state.json
+// plus a journal of 1,000 changes) in a new Manager, as a command does.
+func BenchmarkLoad100000Trials(b *testing.B) {
+	m := NewManager(filepath.Join(b.TempDir(), ".trialform"))
+	s := sampleState(100000)
+	if err := m.Save(s); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 {
+		s.Experiments["mnist"].Trials[fmt.Sprintf("t%05d", i*97)].Attempts++
+		if err := m.Save(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if _, err := NewManager(m.Dir()).Load(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -120,7 +120,13 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	if !ok {
 		return 1
 	}
-	defer lk.Unlock()
+	defer func() {
+		// Unlock compacts the journal into state.json; when it cannot,
+		// the journal still holds every change.
+		if err := lk.Unlock(); err != nil {
+			g.warnf("%v (the state journal keeps every change; the next command compacts it)", err)
+		}
+	}()
 	if !o.destroy && !g.checkLost(m) {
 		return 1
 	}
