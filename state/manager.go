@@ -168,8 +168,14 @@ func (m *Manager) Load() (*State, error) {
 func (m *Manager) read() (*State, *diskState, error) {
 	for attempt := 0; ; attempt++ {
 		s, d, again, err := m.readOnce(attempt < 3)
-		if !again || attempt >= 50 {
+		if !again {
 			return s, d, err
+		}
+		if attempt >= 100 {
+			return nil, nil, fmt.Errorf("read state: %s keeps being replaced while it is read; try again", m.statePath())
+		}
+		if attempt >= 3 {
+			time.Sleep(time.Millisecond)
 		}
 	}
 }
