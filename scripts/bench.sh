@@ -65,6 +65,15 @@ for tuner in random tpe; do
   echo "plan with 10,000 trials in state (tuner $tuner): best of 5 = ${best} s (target < 0.5 s)"
 done
 
+# 2a. plan with 100,000 trials in state: time and the CLI's peak RSS.
+"$GENSTATE" -n 100000 -tuner random -dir "$work/huge" >/dev/null
+for i in 1 2 3; do
+  /usr/bin/env time -f "%e %M" -o "$work/huge.time" "$BIN" -chdir="$work/huge" plan > /dev/null
+  read -r s kb < "$work/huge.time"
+  echo "plan with 100,000 trials in state (tuner random), run $i: ${s} s, peak RSS $((kb / 1024)) MB (target < 2 s, < 500 MB)"
+done
+rm -rf "$work/huge"
+
 # 2b. Results over 10,000 trials with 100 intermediate points each:
 # trials -q -sort, and export -o json (time and the peak RSS of the process).
 "$GENSTATE" -n 10000 -intermediate 100 -dir "$work/results" >/dev/null
