@@ -48,7 +48,14 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	if !ok {
 		return nil, fmt.Errorf("platform %s cannot import trials (the %s platform does not support import); the next apply tears an orphan of this state down, and leaves another state's trials alone", platform, prov.Kind())
 	}
-	got, err := im.Import(ctx, providers.ImportRequest{Experiment: exp, TrialID: id, Lineage: cur.Lineage})
+	// The trial is re-owned to this state's lineage, and to the
+	// experiment instance and generation it is recorded in, so that a
+	// later Start (a resume) adopts it.
+	expID, gen := plan.ExperimentID(cur.Lineage, exp, cur.Serial), 1
+	if e := cur.Experiment(exp); e != nil {
+		expID, gen = e.ID, e.Generation
+	}
+	got, err := im.Import(ctx, providers.ImportRequest{Experiment: exp, TrialID: id, Lineage: cur.Lineage, ExperimentID: expID, Generation: gen})
 	if errors.Is(err, providers.ErrNotFound) {
 		return nil, fmt.Errorf("trial %s of experiment %s is not on platform %s (%v); `trialform plan` lists the orphans it finds", id, exp, platform, err)
 	}
@@ -59,8 +66,8 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	giveBack := func() {
 		// The state does not take the trial: its objects go back to
 		// their owner.
-		if got.PreviousLineage != cur.Lineage {
-			_, _ = im.Import(context.WithoutCancel(ctx), providers.ImportRequest{Experiment: exp, TrialID: id, Lineage: got.PreviousLineage})
+		if prev := got.Previous; prev.Lineage != cur.Lineage || prev.ExperimentID != expID || prev.Generation != gen {
+			_, _ = im.Import(context.WithoutCancel(ctx), providers.ImportRequest{Experiment: exp, TrialID: id, Lineage: got.PreviousLineage, ExperimentID: prev.ExperimentID, Generation: prev.Generation})
 		}
 	}
 	if !o.Exists {
@@ -77,7 +84,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 		e := st.Experiments[exp]
 		if e == nil {
 			ep := &plan.ExperimentPlan{
-				Name: exp, ID: plan.ExperimentID(st.Lineage, exp, st.Serial), Platform: platform,
+				Name: exp, ID: expID, Platform: platform,
 				Generation: 1, SpecHash: plan.SpecHash(cfg), Settings: plan.SettingsOf(cfg),
 			}
 			e = recordExperiment(st, ep, cfg, now)

@@ -49,6 +49,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 	}
 	type job struct {
 		exp      string
+		expID    string
 		trial    *state.Trial
 		prov     providers.Provider
 		platform string
@@ -85,7 +86,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 				if state.Terminal(t.Status) {
 					continue
 				}
-				jobs = append(jobs, job{name, t, prov, platform})
+				jobs = append(jobs, job{name, e.ID, t, prov, platform})
 			}
 		}
 		if l, ok := prov.(providers.Lister); ok {
@@ -141,6 +142,13 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 				// status and results are not this trial's.
 				obs.Warnings = append(obs.Warnings, fmt.Sprintf("trial %s/%s on %s belongs to another state (lineage %s), not to this one: its status and results are not read; adopt it with `trialform import %s %s`, or remove it",
 					j.exp, j.trial.ID, j.platform, o.Lineage, j.exp, j.trial.ID))
+				o = providers.Observation{TrialID: o.TrialID, Experiment: o.Experiment}
+			} else if want := (providers.Owner{ExperimentID: j.expID, Generation: j.trial.Generation, ParamsDigest: providers.ParamsDigest(j.trial.Params)}); o.Exists && want.Mismatch(o.Owner) != "" {
+				// The same id, but started for another instance of the
+				// experiment (destroyed and created again), generation or
+				// parameters: not this trial either.
+				obs.Warnings = append(obs.Warnings, fmt.Sprintf("trial %s/%s on %s was started for %s, not for this trial: its status and results are not read; adopt it with `trialform import %s %s`, or remove it",
+					j.exp, j.trial.ID, j.platform, want.Mismatch(o.Owner), j.exp, j.trial.ID))
 				o = providers.Observation{TrialID: o.TrialID, Experiment: o.Experiment}
 			}
 			if obs.Trials[j.exp] == nil {

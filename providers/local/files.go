@@ -52,6 +52,7 @@ type spec struct {
 	GPUs         int               `json:"gpus,omitempty"`
 	MetricRegex  string            `json:"metric_regex,omitempty"`
 	Lineage      string            `json:"lineage,omitempty"`
+	Generation   int               `json:"generation,omitempty"`
 	Attempt      int               `json:"attempt"`
 	// GPUScheduling says the platform schedules GPUs; AssignedGPUs are
 	// then the indices this attempt got (CUDA_VISIBLE_DEVICES).

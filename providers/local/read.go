@@ -93,7 +93,7 @@ func openTrial(ctx context.Context, dir string, how int) (sp *spec, st *status, 
 // observe classifies an attempt from its files and the process table.
 func observe(dir string, sp *spec, st *status) providers.Observation {
 	o := providers.Observation{
-		TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage,
+		TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage, Owner: sp.owner(),
 	}
 	if st == nil || st.Attempt != sp.Attempt {
 		// Launched (spec written) but the supervisor never recorded

@@ -139,6 +139,9 @@ func supervise(dir string) error {
 		defer launch.Close() // also on the error paths before the first status
 	}
 	signal.Ignore(syscall.SIGHUP)
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(os.Stderr, "trialform supervisor: cannot become a child subreaper (processes the trial starts in a new session may outlive it): %v\n", err)
+	}
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT)
 
@@ -212,6 +215,7 @@ func supervise(dir string) error {
 	outcome, reason := "", ""
 	terminate := func(grace time.Duration) {
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		signalDescendants(syscall.SIGTERM)
 		killC = time.After(grace)
 	}
 wait:
@@ -225,6 +229,7 @@ wait:
 				terminate(grace)
 			} else {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				signalDescendants(syscall.SIGKILL)
 			}
 		case <-maxC:
 			if outcome == "" {
@@ -233,12 +238,15 @@ wait:
 			}
 		case <-killC:
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			signalDescendants(syscall.SIGKILL)
 		case <-waitc:
 			break wait
 		}
 	}
-	// Nothing of the trial outlives it.
+	// Nothing of the trial outlives it: its process group, and what it
+	// started in other sessions (re-parented to this subreaper).
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	killDescendants(5 * time.Second)
 	close(tailStop)
 	<-tailDone
 
