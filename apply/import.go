@@ -119,20 +119,12 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	}
 	// Read it once as refresh does: an ended trial gets its result now.
 	if o2, err := prov.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: id, Handle: o.Handle}); err == nil {
-		var batches []plan.MetricBatch
 		obs := &plan.Observations{Trials: map[string]map[string]providers.Observation{exp: {id: o2}}}
-		if err := s.change(func(st *state.State) {
-			_, batches = plan.Observe(st, obs, now)
-			if t := st.Experiments[exp].Trials[id]; t != nil {
-				rec = t.Clone()
-			}
-		}); err != nil {
+		if _, err := s.observe(obs, now); err != nil {
 			return nil, err
 		}
-		for _, b := range batches {
-			if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
-				return nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
-			}
+		if _, t, _ := s.trialView(exp, id); t != nil {
+			rec = t
 		}
 	}
 	return &Imported{Experiment: exp, Trial: rec, PreviousLineage: got.PreviousLineage}, nil
