@@ -290,7 +290,23 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 	if len(garbage) > 0 && !state.Terminal(t.Status) {
 		t.Reason = "unreadable metrics: " + strings.Join(limit(garbage, 3), "; ")
 	}
+	// The platform's note (a limit it hit) replaces the reason of a
+	// trial that has no other, and is added to a failure's once.
+	switch {
+	case o.Note == "":
+	case (t.Status == state.Running || t.Status == state.Succeeded) && len(garbage) == 0:
+		t.Reason = o.Note
+	case o.Phase.Ended() && !strings.Contains(t.Reason, o.Note):
+		t.Reason = joinReason(t.Reason, o.Note)
+	}
 	return pts
+}
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 func quoteMetric(m string) string {

@@ -219,6 +219,9 @@ type Observation struct {
 	// Spec is the canonical rendering of the live object's spec, for
 	// providers that are SpecDiffers ("" when not known).
 	Spec string
+	// Note is what the platform says of the trial's output beside its
+	// phase: a limit it hit (MaxIntermediate, the stdout size cap).
+	Note string
 }
 
 // Metric is one reported result, as the NNI trial library reports it.
@@ -233,6 +236,12 @@ type Metric struct {
 	// decoded; it holds a short description of what was wrong.
 	Garbage string
 }
+
+// MaxIntermediate is how many intermediate results (PERIODICAL metrics)
+// trialform keeps per trial; a platform drops the ones past it (final
+// results are always kept) and says so in Observation.Note. It bounds the
+// memory and disk a trial that reports millions of values costs.
+const MaxIntermediate = 100_000
 
 // Error classes.
 var (

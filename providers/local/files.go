@@ -60,7 +60,10 @@ type spec struct {
 	AssignedGPUs  []int         `json:"assigned_gpus,omitempty"`
 	LibDir        string        `json:"lib_dir"`
 	StopGrace     time.Duration `json:"stop_grace_ns"`
-	CreatedAt     time.Time     `json:"created_at"`
+	// OutputLimit caps the stdout and the stderr kept on disk (bytes; 0 =
+	// DefaultOutputLimit, negative = no cap).
+	OutputLimit int64     `json:"output_limit,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // Supervisor states recorded in status.json.
@@ -95,6 +98,9 @@ type status struct {
 	Signal          string     `json:"signal,omitempty"`
 	Outcome         string     `json:"outcome,omitempty"`
 	Reason          string     `json:"reason,omitempty"`
+	// Dropped counts the intermediate results on stdout the supervisor
+	// did not record, past providers.MaxIntermediate.
+	Dropped int64 `json:"dropped_intermediate,omitempty"`
 }
 
 // stopRequest is what Stop leaves for the supervisor before SIGTERM.

@@ -58,6 +58,10 @@ type Config struct {
 	// StopGrace is the time between SIGTERM and SIGKILL when a trial is
 	// stopped or runs past its max_duration (default 10s).
 	StopGrace time.Duration
+	// OutputLimit is how much of a trial's stdout, and of its stderr, is
+	// kept on disk: the first and the latest half (default
+	// DefaultOutputLimit; negative: no cap).
+	OutputLimit int64
 }
 
 // Local is the local platform. It is safe for concurrent use, and several

@@ -111,7 +111,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		Seq: req.Seq, ParameterID: req.ParameterID, Params: req.Params, Shell: req.Shell, Args: req.Args,
 		Env: req.Env, CodeDir: req.CodeDir, MaxDuration: req.MaxDuration, GPUs: req.GPUs,
 		MetricRegex: req.MetricRegex, Lineage: req.Lineage, Generation: req.Generation, Attempt: attempt,
-		GPUScheduling: sched, AssignedGPUs: gpus, LibDir: l.cfg.LibDir, StopGrace: l.cfg.StopGrace,
+		GPUScheduling: sched, AssignedGPUs: gpus, LibDir: l.cfg.LibDir, StopGrace: l.cfg.StopGrace, OutputLimit: l.cfg.OutputLimit,
 		CreatedAt: time.Now().UTC(),
 	}
 	if err := replaceJSON(filepath.Join(dir, specFile), ns); err != nil {

@@ -249,6 +249,7 @@ wait:
 	killDescendants(5 * time.Second)
 	close(tailStop)
 	<-tailDone
+	s.st.Dropped = tl.dropped
 
 	var code *int
 	sig := ""
@@ -365,6 +366,11 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 		errf.Close()
 		return nil, nil, err
 	}
+	limit := sp.OutputLimit
+	if limit == 0 {
+		limit = DefaultOutputLimit
+	}
+	tl.outCap, tl.errCap = newCapper(s.path(stdoutFile), limit), newCapper(s.path(stderrFile), limit)
 	return cmd, tl, nil
 }
 
@@ -391,6 +397,10 @@ type tailer struct {
 	final    bool // a FINAL was reported on stdout
 	last     trialproto.LastValues
 	err      error
+	// The output caps: stdout is trimmed only up to what was scanned.
+	outCap, errCap *capper
+	periodical     int   // PERIODICAL records written
+	dropped        int64 // PERIODICAL records not written, past the cap
 }
 
 func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*tailer, error) {
@@ -421,7 +431,13 @@ func (t *tailer) follow(stop <-chan struct{}) {
 	for {
 		n := t.poll()
 		if n > 0 {
+			t.outCap.trim(t.off)
 			continue
+		}
+		if t.errCap != nil {
+			if fi, err := os.Stat(t.errCap.path); err == nil {
+				t.errCap.trim(fi.Size())
+			}
 		}
 		select {
 		case <-stop:
@@ -510,6 +526,13 @@ func (t *tailer) line(b []byte) {
 }
 
 func (t *tailer) write(m providers.Metric) {
+	if m.Type == trialproto.TypePeriodical && m.Garbage == "" {
+		if t.periodical >= providers.MaxIntermediate {
+			t.dropped++
+			return
+		}
+		t.periodical++
+	}
 	if _, err := t.out.Write(trialproto.EncodeMetricRecord(m, t.sp.TrialID)); err != nil && t.err == nil {
 		t.err = err
 		fmt.Fprintf(os.Stderr, "trialform supervisor: write metrics: %v\n", err)
