@@ -241,6 +241,8 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 			if ok {
 				vv := v
 				t.Value = &vv
+			} else if why := trialproto.MissingObjective(m.Value, e.Metric); why != "" {
+				garbage = append(garbage, why)
 			}
 		default:
 			t.Intermediate++
@@ -274,9 +276,14 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 				t.Reason = ""
 			} else {
 				t.Status = state.Failed
-				t.Reason = "metrics unavailable: exited 0 without reporting " + quoteMetric(e.Metric)
-				if len(garbage) > 0 {
-					t.Reason += "; unreadable metrics: " + strings.Join(limit(garbage, 3), "; ")
+				switch {
+				case len(garbage) > 0:
+					t.Reason = "metrics unavailable: " + strings.Join(limit(garbage, 3), "; ")
+				case strings.HasPrefix(t.Reason, unreadablePrefix):
+					// Reported while it ran (an earlier refresh).
+					t.Reason = "metrics unavailable: " + strings.TrimPrefix(t.Reason, unreadablePrefix)
+				default:
+					t.Reason = "metrics unavailable: exited 0 without reporting " + quoteMetric(e.Metric)
 				}
 			}
 		case providers.PhaseFailed:
@@ -288,7 +295,7 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		}
 	}
 	if len(garbage) > 0 && !state.Terminal(t.Status) {
-		t.Reason = "unreadable metrics: " + strings.Join(limit(garbage, 3), "; ")
+		t.Reason = unreadablePrefix + strings.Join(limit(garbage, 3), "; ")
 	}
 	// The platform's note (a limit it hit) replaces the reason of a
 	// trial that has no other, and is added to a failure's once.
@@ -301,6 +308,10 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 	}
 	return pts
 }
+
+// unreadablePrefix starts the reason of a running trial that reported
+// metrics trialform could not use.
+const unreadablePrefix = "unreadable metrics: "
 
 func joinReason(a, b string) string {
 	if a == "" {

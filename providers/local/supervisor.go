@@ -478,6 +478,7 @@ func (t *tailer) poll() int {
 			if !t.skipping {
 				t.buf = append(t.buf, data...)
 				if len(t.buf) > maxLine {
+					t.overlong(t.buf)
 					t.buf, t.skipping = nil, true
 				}
 			}
@@ -487,6 +488,8 @@ func (t *tailer) poll() int {
 			t.buf = append(t.buf, data[:i]...)
 			if len(t.buf) <= maxLine {
 				t.line(t.buf)
+			} else {
+				t.overlong(t.buf)
 			}
 		}
 		t.buf, t.skipping = t.buf[:0], false
@@ -523,6 +526,13 @@ func (t *tailer) line(b []byte) {
 		t.last.Add(m)
 	}
 	t.write(m)
+}
+
+// overlong reports a metric line longer than maxLine, which is not read.
+func (t *tailer) overlong(b []byte) {
+	if trialproto.IsMetricLine(b[:min(len(b), 4096)]) {
+		t.write(providers.Metric{ParameterID: t.sp.ParameterID, Garbage: fmt.Sprintf("a metric line longer than %d bytes was not read (%q...)", maxLine, b[:min(len(b), 40)])})
+	}
 }
 
 func (t *tailer) write(m providers.Metric) {
