@@ -216,8 +216,11 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 	if o.MetricsOffset != nil {
 		t.MetricsOffset = o.MetricsOffset
 	}
-	if o.StartedAt != nil && t.StartedAt == nil {
-		s := *o.StartedAt
+	// Start and end come from the platform's clock, which saw both
+	// (apply's own stamp of the start is only a placeholder until then):
+	// two clocks would give negative durations to short trials.
+	if o.StartedAt != nil {
+		s := o.StartedAt.UTC()
 		t.StartedAt = &s
 	}
 	var pts []state.MetricPoint
@@ -263,6 +266,9 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		end := now.UTC()
 		if o.EndedAt != nil {
 			end = o.EndedAt.UTC()
+		}
+		if t.StartedAt != nil && end.Before(*t.StartedAt) {
+			end = *t.StartedAt // never a negative duration
 		}
 		t.EndedAt = &end
 		if o.ExitCode != nil {

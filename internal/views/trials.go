@@ -120,7 +120,7 @@ func duration(t *state.Trial) string {
 	if t.StartedAt == nil || t.EndedAt == nil {
 		return ""
 	}
-	d := t.EndedAt.Sub(*t.StartedAt)
+	d := max(t.EndedAt.Sub(*t.StartedAt), 0) // a state from before one clock
 	switch {
 	case d < time.Second:
 		return d.Round(time.Millisecond).String()

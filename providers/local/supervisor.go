@@ -249,6 +249,7 @@ wait:
 	killDescendants(5 * time.Second)
 	close(tailStop)
 	<-tailDone
+	tl.lastFinalWins()
 	s.st.Dropped = tl.dropped
 
 	var code *int
@@ -371,6 +372,8 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 		limit = DefaultOutputLimit
 	}
 	tl.outCap, tl.errCap = newCapper(s.path(stdoutFile), limit), newCapper(s.path(stderrFile), limit)
+	// The NNI file of this attempt (archived before it started) is new.
+	tl.nni = &nniFollower{path: s.path(nniMetricsFile)}
 	return cmd, tl, nil
 }
 
@@ -401,6 +404,12 @@ type tailer struct {
 	outCap, errCap *capper
 	periodical     int   // PERIODICAL records written
 	dropped        int64 // PERIODICAL records not written, past the cap
+	// The last final result wins (lastfinal.go): nni follows NNI's file,
+	// events counts the tailer's checks, finalAt is the check in which
+	// stdout's last final result was seen.
+	nni     *nniFollower
+	events  int
+	finalAt int
 }
 
 func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*tailer, error) {
@@ -430,6 +439,8 @@ func (t *tailer) close() {
 func (t *tailer) follow(stop <-chan struct{}) {
 	for {
 		n := t.poll()
+		t.events++
+		t.nni.poll(t.events)
 		if n > 0 {
 			t.outCap.trim(t.off)
 			continue
@@ -521,6 +532,7 @@ func (t *tailer) line(b []byte) {
 	}
 	if m.Type == trialproto.TypeFinal && m.Garbage == "" {
 		t.final = true
+		t.finalAt = t.events + 1 // later than the file's of this check
 	}
 	if fromRegex {
 		t.last.Add(m)
@@ -546,6 +558,19 @@ func (t *tailer) write(m providers.Metric) {
 	if _, err := t.out.Write(trialproto.EncodeMetricRecord(m, t.sp.TrialID)); err != nil && t.err == nil {
 		t.err = err
 		fmt.Fprintf(os.Stderr, "trialform supervisor: write metrics: %v\n", err)
+	}
+}
+
+// lastFinalWins copies the NNI file's final result to metrics.stdout when
+// it came after stdout's (see lastfinal.go).
+func (t *tailer) lastFinalWins() {
+	if t.nni == nil {
+		return
+	}
+	t.events++
+	t.nni.poll(t.events)
+	if t.final && t.nni.final != nil && t.nni.seq > t.finalAt {
+		t.write(*t.nni.final)
 	}
 }
 
