@@ -490,3 +490,20 @@ func TestObserveOneClock(t *testing.T) {
 		t.Errorf("t0001 ended %v before it started %v", b.EndedAt, b.StartedAt)
 	}
 }
+
+// Refresh keeps at most providers.MaxIntermediate intermediate results per
+// trial, on every platform; final results are always kept.
+func TestObserveCapsIntermediate(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running))
+	st.Experiments["exp"].Trials["t0000"].Intermediate = providers.MaxIntermediate - 1
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseRunning, Metrics: []providers.Metric{
+			{Type: "PERIODICAL", Sequence: 1, Value: "0.1"}, {Type: "PERIODICAL", Sequence: 2, Value: "0.2"}, {Type: "FINAL", Value: "0.3"}}},
+	}}}
+	_, batches := Observe(st, obs, t0)
+	tr := st.Experiments["exp"].Trials["t0000"]
+	if tr.Intermediate != providers.MaxIntermediate || len(batches) != 1 || len(batches[0].Points) != 2 || *tr.Value != 0.3 {
+		t.Fatalf("intermediate %d, batches %+v", tr.Intermediate, batches)
+	}
+}

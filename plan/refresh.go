@@ -230,6 +230,9 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 			garbage = append(garbage, m.Garbage)
 			continue
 		}
+		if m.Type != "FINAL" && t.Intermediate >= providers.MaxIntermediate {
+			continue // the cap per trial, whatever the platform kept
+		}
 		pts = append(pts, state.MetricPoint{Type: m.Type, Sequence: m.Sequence, Value: json.RawMessage(m.Value), Time: now.UTC()})
 		switch m.Type {
 		case "FINAL":
