@@ -89,6 +89,25 @@ func (f *nniFollower) note(recs []providers.Metric, event int) {
 	}
 }
 
+// walkOne returns the length of the complete record at the start of b, or
+// 0 (incomplete) or -1 (not a record header).
+func walkOne(b []byte) int {
+	if len(b) < 8 {
+		return 0
+	}
+	if b[0] != 'M' || b[1] != 'E' {
+		return -1
+	}
+	n, err := strconv.Atoi(string(b[2:8]))
+	if err != nil {
+		return -1
+	}
+	if len(b) < 8+n {
+		return 0
+	}
+	return 8 + n
+}
+
 // walkRecords returns the length of the complete records at the start of
 // b (walked by their "ME" + 6-digit length headers), or -1 when b does not
 // start with one.

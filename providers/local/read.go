@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -193,6 +194,28 @@ func (s *metricSink) add(recs []providers.Metric) {
 	}
 }
 
+// skipDropped counts, without decoding them, the intermediate records at
+// the start of b once the cap is reached (a flood of them is then cheap),
+// and returns how many bytes it consumed; 0 hands b to the parser.
+func (s *metricSink) skipDropped(b []byte) int {
+	if s.kept < providers.MaxIntermediate {
+		return 0
+	}
+	off := 0
+	for {
+		n := walkOne(b[off:])
+		if n <= 0 {
+			return off
+		}
+		rec := b[off : off+n]
+		if !bytes.Contains(rec, []byte(`"PERIODICAL"`)) || bytes.Contains(rec, []byte(`"FINAL"`)) || bytes.Contains(rec, []byte(`"garbage"`)) {
+			return off
+		}
+		s.dropped++
+		off += n
+	}
+}
+
 // note says what the caps dropped so far ("" when nothing).
 func capNote(dropped int64) string {
 	if dropped == 0 {
@@ -273,8 +296,12 @@ func readRecords(path string, off int64, sink *metricSink) (int64, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return off, fmt.Errorf("read metrics: %w", err)
 		}
-		recs, consumed, _ := trialproto.ParseMetricRecords(buf[:k])
-		sink.add(recs)
+		consumed := sink.skipDropped(buf[:k])
+		if consumed == 0 {
+			var recs []providers.Metric
+			recs, consumed, _ = trialproto.ParseMetricRecords(buf[:k])
+			sink.add(recs)
+		}
 		if consumed == 0 {
 			break // an incomplete record at the end: the next Read
 		}
