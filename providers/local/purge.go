@@ -48,6 +48,7 @@ func (l *Local) PurgeExperiment(ctx context.Context, experiment, lineage string)
 			errs = append(errs, fmt.Errorf("purge trial %s/%s: %w", experiment, ent.Name(), err))
 			continue
 		}
+		killStragglers(dir)
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("purge trial %s/%s: %w", experiment, ent.Name(), err))
 		}

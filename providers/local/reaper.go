@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // The supervisor makes itself a child subreaper (prctl
@@ -98,4 +100,33 @@ func reapAll() {
 			return
 		}
 	}
+}
+
+// killStragglers SIGKILLs every process, whatever its session or parent,
+// whose environment says it belongs to the trial in dir (NNI_SYS_DIR=dir,
+// which every process the trial starts inherits unless it clears its
+// environment). Stop and destroy use it when the supervisor, which kills
+// such processes itself, is gone.
+func killStragglers(dir string) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	marker := []byte("\x00" + trialproto.EnvSysDir + "=" + dir + "\x00")
+	self := os.Getpid()
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !bytes.Contains(append([]byte{0}, b...), marker) {
+			continue
+		}
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
 }
