@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/trialform
 GOFLAGS ?=
 
-.PHONY: all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-full vet fmt-check clean
+.PHONY: ui-assets all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-full vet fmt-check clean
 
 all: build
 
@@ -13,6 +13,12 @@ build:
 
 deps:
 	bash scripts/deps.sh
+
+# The dashboard's bundle (internal/ui/assets, committed so `go build` needs
+# no node): web/ sources with ECharts and esbuild at the versions pinned in
+# web/package-lock.json.
+ui-assets:
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 # The test control plane (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler) built from tools/k8s into ~/.cache/trialform/k8s/<version>/;

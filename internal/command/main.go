@@ -71,6 +71,7 @@ func commands() []command {
 		{name: "show", summary: "Show the state or a saved plan", run: runShow},
 		{name: "trials", summary: "Results table of an experiment's trials", run: runTrials},
 		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs},
+		{name: "ui", summary: "Serve a live, read-only web dashboard (127.0.0.1:8080)", run: runUI},
 		{name: "import", summary: "Adopt trials the platform runs but the state does not know (orphans)", run: runImport},
 		{name: "state", summary: "Inspect or edit the state (list, show, rm)", run: runState},
 		{name: "force-unlock", summary: "Remove a stale state lock", run: runForceUnlock},
