@@ -1,0 +1,249 @@
+package query
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trialform/trialform/internal/results"
+)
+
+// Type is the type of a field or of a literal.
+type Type int
+
+const (
+	// TypeString: compared for equality (id, experiment, reason).
+	TypeString Type = iota
+	// TypeStatus: one of the trial statuses, case-insensitive.
+	TypeStatus
+	// TypeNumber: a float64; generation, attempts and metrics.
+	TypeNumber
+	// TypeDuration: Go duration syntax ("90s", "1h30m") or seconds.
+	TypeDuration
+	// TypeTime: RFC 3339, "2006-01-02T15:04", or a date; UTC unless a
+	// zone is given.
+	TypeTime
+	// TypeParam: a parameter, whose values may be numbers, strings or
+	// bools; a literal compares numerically with a number and as text
+	// with a string.
+	TypeParam
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeString:
+		return "a string"
+	case TypeStatus:
+		return "a status (" + strings.ToLower(strings.Join(Statuses, ", ")) + ")"
+	case TypeNumber:
+		return "a number"
+	case TypeDuration:
+		return "a duration (90s, 1h30m, or seconds)"
+	case TypeTime:
+		return "a time (2006-01-02, 2006-01-02T15:04, or RFC 3339)"
+	case TypeParam:
+		return "a parameter value"
+	}
+	return "?"
+}
+
+// Ordered reports whether <, <=, >, >= and ranges apply to the type.
+func (t Type) Ordered() bool {
+	return t == TypeNumber || t == TypeDuration || t == TypeTime || t == TypeParam
+}
+
+// Statuses are the trial statuses a status condition accepts.
+var Statuses = []string{"WAITING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "EARLY_STOPPED", "LOST"}
+
+// Field is a resolved field name: a fixed field, params.NAME or
+// metrics.NAME.
+type Field struct {
+	// Name is the field as written, lower-cased prefix: "status",
+	// "params.lr", "metrics.loss".
+	Name string
+	// Key is NAME for params.NAME and metrics.NAME, "" otherwise.
+	Key  string
+	Type Type
+	get  func(r *results.Row) (any, bool)
+}
+
+// IsParam and IsMetric tell the two open namespaces apart.
+func (f Field) IsParam() bool  { return strings.HasPrefix(f.Name, "params.") }
+func (f Field) IsMetric() bool { return strings.HasPrefix(f.Name, "metrics.") }
+
+// Get returns r's value of the field: float64 (numbers), string,
+// bool (params), time.Duration or time.Time; ok is false when r has no
+// such value (no final metric yet, not started, ...).
+func (f Field) Get(r *results.Row) (v any, ok bool) { return f.get(r) }
+
+type fixed struct {
+	typ  Type
+	get  func(r *results.Row) (any, bool)
+	help string
+}
+
+// fixedFields are the fields other than params.NAME and metrics.NAME.
+var fixedFields = map[string]fixed{
+	"status":     {TypeStatus, func(r *results.Row) (any, bool) { return r.Status, true }, "trial status"},
+	"id":         {TypeString, func(r *results.Row) (any, bool) { return r.ID, true }, "trial id (t0001)"},
+	"experiment": {TypeString, func(r *results.Row) (any, bool) { return r.Experiment, true }, "experiment name"},
+	"seq":        {TypeNumber, func(r *results.Row) (any, bool) { return float64(r.Seq), true }, "trial sequence number"},
+	"generation": {TypeNumber, func(r *results.Row) (any, bool) { return float64(r.Generation), true }, "spec generation the trial ran under"},
+	"attempts":   {TypeNumber, func(r *results.Row) (any, bool) { return float64(r.Attempts), true }, "starts (1 + resumes)"},
+	"metric":     {TypeNumber, func(r *results.Row) (any, bool) { return fptr(r.Metric) }, "objective value"},
+	"duration": {TypeDuration, func(r *results.Row) (any, bool) {
+		if r.Duration != nil {
+			return *r.Duration, true
+		}
+		if r.Elapsed != nil {
+			return *r.Elapsed, true
+		}
+		return nil, false
+	}, "run time (so far, for a running trial)"},
+	"elapsed":    {TypeDuration, func(r *results.Row) (any, bool) { return dptr(r.Elapsed) }, "run time so far of a running trial"},
+	"started_at": {TypeTime, func(r *results.Row) (any, bool) { return tptr(r.StartedAt) }, "start time"},
+	"ended_at":   {TypeTime, func(r *results.Row) (any, bool) { return tptr(r.EndedAt) }, "end time"},
+	"reason":     {TypeString, func(r *results.Row) (any, bool) { return r.Reason, r.Reason != "" }, "why the trial ended or waits"},
+	"exit_code": {TypeNumber, func(r *results.Row) (any, bool) {
+		if r.ExitCode == nil {
+			return nil, false
+		}
+		return float64(*r.ExitCode), true
+	}, "exit code"},
+	"intermediate": {TypeNumber, func(r *results.Row) (any, bool) { return float64(r.Intermediate), true }, "number of intermediate results"},
+	"latest": {TypeNumber, func(r *results.Row) (any, bool) {
+		if r.Latest == nil {
+			return nil, false
+		}
+		return fptr(r.Latest.Value)
+	}, "latest intermediate value"},
+	"latest_step": {TypeNumber, func(r *results.Row) (any, bool) {
+		if r.Latest == nil {
+			return nil, false
+		}
+		return float64(r.Latest.Step), true
+	}, "step of the latest intermediate value"},
+	"best_intermediate": {TypeNumber, func(r *results.Row) (any, bool) {
+		if r.BestIntermediate == nil {
+			return nil, false
+		}
+		return fptr(r.BestIntermediate.Value)
+	}, "best intermediate value"},
+}
+
+func fptr(p *float64) (any, bool) {
+	if p == nil {
+		return nil, false
+	}
+	return *p, true
+}
+func dptr(p *time.Duration) (any, bool) {
+	if p == nil {
+		return nil, false
+	}
+	return *p, true
+}
+func tptr(p *time.Time) (any, bool) {
+	if p == nil {
+		return nil, false
+	}
+	return *p, true
+}
+
+// FieldNames lists every fixed field name and the two prefixes, sorted.
+func FieldNames() []string {
+	names := []string{"params.NAME", "metrics.NAME"}
+	for n := range fixedFields {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// FieldHelp returns a one-line description of a fixed field name.
+func FieldHelp(name string) string { return fixedFields[name].help }
+
+// LookupField resolves a field name: a fixed field, params.NAME or
+// metrics.NAME (NAME non-empty). ok is false for anything else.
+func LookupField(name string) (Field, bool) {
+	if k, ok := strings.CutPrefix(name, "params."); ok && k != "" {
+		return Field{Name: name, Key: k, Type: TypeParam, get: func(r *results.Row) (any, bool) {
+			v, ok := r.Params[k]
+			if !ok || v == nil {
+				return nil, false
+			}
+			if n, isInt := v.(int); isInt {
+				return float64(n), true
+			}
+			return v, true
+		}}, true
+	}
+	if k, ok := strings.CutPrefix(name, "metrics."); ok && k != "" {
+		return Field{Name: name, Key: k, Type: TypeNumber, get: func(r *results.Row) (any, bool) {
+			v, ok := r.Metrics[k]
+			return v, ok
+		}}, true
+	}
+	if f, ok := fixedFields[name]; ok {
+		return Field{Name: name, Type: f.typ, get: f.get}, true
+	}
+	return Field{}, false
+}
+
+// suggest returns the candidate closest to s by edit distance, or "" when
+// none is close enough to be a typo.
+func suggest(s string, candidates []string) string {
+	best, bd := "", 1<<30
+	for _, c := range candidates {
+		if d := distance(strings.ToLower(s), strings.ToLower(c)); d < bd {
+			best, bd = c, d
+		}
+	}
+	if bd <= max(2, len(s)/3) {
+		return best
+	}
+	return ""
+}
+
+// distance is the Levenshtein distance between two strings (bytes).
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// fieldCandidates are what an unknown field is matched against.
+func fieldCandidates(s Schema) []string {
+	var c []string
+	for n := range fixedFields {
+		c = append(c, n)
+	}
+	for n := range s.Params {
+		c = append(c, "params."+n)
+	}
+	for n := range s.Metrics {
+		c = append(c, "metrics."+n)
+	}
+	if len(s.Params) == 0 {
+		c = append(c, "params.")
+	}
+	if len(s.Metrics) == 0 {
+		c = append(c, "metrics.")
+	}
+	sort.Strings(c)
+	return c
+}

@@ -1,0 +1,261 @@
+package query
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/internal/results"
+)
+
+func fp(f float64) *float64 { return &f }
+
+func ts(s string) *time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return &t
+}
+
+func dur(d time.Duration) *time.Duration { return &d }
+
+// rows is a small experiment like seed 004's: activation and lr params,
+// loss and accuracy metrics.
+func rows() []*results.Row {
+	mk := func(seq int, status, act string, lr float64, loss *float64, started, ended string) *results.Row {
+		r := &results.Row{Experiment: "mnist", ID: TrialIDForTest(seq), Seq: seq, Generation: 1, Status: status,
+			Params: map[string]any{"activation": act, "lr": lr}, Metrics: map[string]float64{},
+			Objective: "loss", Goal: "minimize", Attempts: 1}
+		if loss != nil {
+			r.Metrics["loss"] = *loss
+			r.Metrics["accuracy"] = 1 - *loss
+			r.Metric = loss
+		}
+		if started != "" {
+			r.StartedAt = ts(started)
+		}
+		if ended != "" {
+			r.EndedAt = ts(ended)
+			d := r.EndedAt.Sub(*r.StartedAt)
+			r.Duration = &d
+		}
+		return r
+	}
+	return []*results.Row{
+		mk(1, "SUCCEEDED", "relu", 0.1, fp(0.25), "2024-05-01T10:00:00Z", "2024-05-01T10:01:00Z"),
+		mk(2, "SUCCEEDED", "sigmoid", 0.01, fp(0.3), "2024-05-01T10:00:00Z", "2024-05-01T10:10:00Z"),
+		mk(3, "SUCCEEDED", "tanh", 0.1, fp(0.1), "2024-05-02T09:00:00Z", "2024-05-02T09:00:30Z"),
+		mk(4, "FAILED", "relu", 0.5, nil, "2024-05-02T12:00:00Z", "2024-05-02T12:00:01Z"),
+		mk(5, "SUCCEEDED", "relu", 0.001, fp(0.9), "2024-05-03T00:00:00Z", "2024-05-03T02:00:00Z"),
+		mk(6, "RUNNING", "sigmoid", 0.2, nil, "2024-05-03T00:00:00Z", ""),
+		mk(10, "WAITING", "relu", 0.3, nil, "", ""),
+	}
+}
+
+func TrialIDForTest(seq int) string { return "t" + strings.Repeat("0", 4-len(itoa(seq))) + itoa(seq) }
+
+func itoa(n int) string {
+	s := ""
+	for {
+		s = string(rune('0'+n%10)) + s
+		n /= 10
+		if n == 0 {
+			return s
+		}
+	}
+}
+
+func ids(rs []*results.Row) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestMatch(t *testing.T) {
+	for _, tc := range []struct{ q, want string }{
+		// Verbatim from seed 004 (Polyaxon).
+		{"status:succeeded, params.activation:relu|sigmoid, metrics.loss:<=0.3", "t0001 t0002"},
+		{"", "t0001 t0002 t0003 t0004 t0005 t0006 t0010"},
+		{"   ", "t0001 t0002 t0003 t0004 t0005 t0006 t0010"},
+		{"status:~succeeded", "t0004 t0006 t0010"},
+		{"status:~failed|waiting", "t0001 t0002 t0003 t0005 t0006"},
+		{"status:SUCCEEDED,metrics.loss:<0.3", "t0001 t0003"},
+		{"metrics.loss:>0.3", "t0005"},
+		{"metrics.loss:>=0.3", "t0002 t0005"},
+		{"metrics.loss:0.1..0.3", "t0001 t0002 t0003"},
+		{"metrics.loss:~0.1..0.3", "t0005"}, // trials without loss match no condition on it
+		{"metric:<0.2", "t0003"},
+		{"params.lr:0.1", "t0001 t0003"},
+		{"params.lr:<=0.01", "t0002 t0005"},
+		{"params.lr:0.1..0.3", "t0001 t0003 t0006 t0010"},
+		{"params.activation:tanh", "t0003"},
+		{"params.activation:\"relu\"", "t0001 t0004 t0005 t0010"},
+		{"id:t0003|t0005", "t0003 t0005"},
+		{"seq:>=6", "t0006 t0010"},
+		{"generation:1, attempts:1, status:failed", "t0004"},
+		{"duration:>5m", "t0002 t0005"},
+		{"duration:<=30s", "t0003 t0004"},
+		{"duration:30..60", "t0001 t0003"},
+		{"started_at:2024-05-01", "t0001 t0002"},
+		{"started_at:>2024-05-02", "t0005 t0006"},
+		{"started_at:<=2024-05-02", "t0001 t0002 t0003 t0004"},
+		{"started_at:<2024-05-02", "t0001 t0002"},
+		{"started_at:2024-05-01..2024-05-02", "t0001 t0002 t0003 t0004"},
+		{"ended_at:>=2024-05-02T09:00:30Z", "t0003 t0004 t0005"},
+		{"ended_at:2024-05-01T10:01", "t0001"},
+		{"experiment:mnist, status:running", "t0006"},
+	} {
+		q, err := Parse(tc.q)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tc.q, err)
+			continue
+		}
+		if got := ids(q.Filter(rows())); got != tc.want {
+			t.Errorf("%q matched %q, want %q", tc.q, got, tc.want)
+		}
+		// The canonical form parses to the same matches.
+		q2, err := Parse(q.String())
+		if err != nil {
+			t.Errorf("Parse(String()=%q): %v", q.String(), err)
+			continue
+		}
+		if got := ids(q2.Filter(rows())); got != tc.want {
+			t.Errorf("%q (canonical %q) matched %q, want %q", tc.q, q.String(), got, tc.want)
+		}
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct {
+		q   string
+		col int
+		msg string
+	}{
+		{"parms.lr:0.1", 1, `did you mean "params.lr"?`},
+		{"status:succeeded, metrcs.loss:<1", 19, `did you mean "metrics.loss"?`},
+		{"stauts:failed", 1, `did you mean "status"?`},
+		{"metrics.loss:abc", 14, "metrics.loss is a number, not \"abc\""},
+		{"metric:<=x", 10, "metric is a number"},
+		{"status:succeded", 8, `did you mean "succeeded"?`},
+		{"status:<running", 8, "status cannot be compared with <"},
+		{"id:a..b", 5, "id has no ranges"},
+		{"status", 1, "has no ':'"},
+		{"status:", 8, "missing value"},
+		{"status:failed,,id:x", 15, "empty condition"},
+		{"params.a:x|", 12, "empty alternative"},
+		{"duration:>fast", 11, "duration is a duration"},
+		{"started_at:yesterday", 12, "started_at is a time"},
+		{"metrics.loss:..3", 14, "range needs a low end"},
+		{"metrics.loss:1..", 17, "range needs a high end"},
+		{`params.a:"open`, 10, "unterminated quoted string"},
+		{`params.a:ab"c`, 12, "unterminated quoted string"},
+		{`params.a:ab"c"`, 12, "quote inside a value"},
+		{"params:1", 1, "name the params"},
+		{"nonsense:1", 1, "fields:"},
+		{"metrics.loss:NaN", 14, "is a number"},
+	} {
+		_, err := Parse(tc.q)
+		e, ok := err.(*Error)
+		if !ok {
+			t.Errorf("Parse(%q) = %v, want *Error", tc.q, err)
+			continue
+		}
+		if e.Column() != tc.col || !strings.Contains(e.Msg, tc.msg) {
+			t.Errorf("Parse(%q): column %d %q; want column %d containing %q", tc.q, e.Column(), e.Msg, tc.col, tc.msg)
+		}
+	}
+}
+
+func TestCaret(t *testing.T) {
+	_, err := Parse("status:succeeded, parms.lr:1")
+	want := "  status:succeeded, parms.lr:1\n                    ^"
+	if got := err.(*Error).Caret("  "); got != want {
+		t.Errorf("caret:\n%s\nwant:\n%s", got, want)
+	}
+	// Columns count characters, not bytes.
+	_, err = Parse("params.é:1, x:1")
+	if c := err.(*Error).Column(); c != 13 {
+		t.Errorf("column after a multi-byte rune = %d, want 13", c)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	sc := SchemaOf(rows())
+	for _, tc := range []struct{ q, msg string }{
+		{"params.lrr:0.1", `did you mean "params.lr"?`},
+		{"metrics.los:<1", `did you mean "metrics.loss"?`},
+		{"metrics.zzzzzzz:<1", "metrics: metrics.accuracy, metrics.loss"},
+		{"params.lr:fast", "params.lr is a number in every trial"},
+		{"params.lr:0.1..x", "params.lr is a number in every trial"},
+	} {
+		q, err := Parse(tc.q)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.q, err)
+		}
+		err = q.Check(sc)
+		if err == nil || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("Check(%q) = %v, want %q", tc.q, err, tc.msg)
+		}
+	}
+	for _, ok := range []string{"params.activation:relu", "metrics.loss:<1", "params.lr:0.1", "status:failed"} {
+		q, _ := Parse(ok)
+		if err := q.Check(sc); err != nil {
+			t.Errorf("Check(%q): %v", ok, err)
+		}
+	}
+	// No trial reported anything yet: nothing to call a typo.
+	q, _ := Parse("metrics.anything:<1")
+	if err := q.Check(SchemaOf(nil)); err != nil {
+		t.Errorf("Check on no rows: %v", err)
+	}
+}
+
+func TestSort(t *testing.T) {
+	for _, tc := range []struct{ s, want string }{
+		{"-metrics.loss", "t0005 t0002 t0001 t0003 t0004 t0006 t0010"},
+		{"metrics.loss", "t0003 t0001 t0002 t0005 t0004 t0006 t0010"},
+		{"params.lr,-metrics.loss", "t0005 t0002 t0001 t0003 t0006 t0010 t0004"},
+		{"-id", "t0010 t0006 t0005 t0004 t0003 t0002 t0001"},
+		{"id", "t0001 t0002 t0003 t0004 t0005 t0006 t0010"},
+		{"+params.activation,-params.lr", "t0004 t0010 t0001 t0005 t0006 t0002 t0003"},
+		{"-duration", "t0005 t0002 t0001 t0003 t0004 t0006 t0010"},
+		{"", "t0001 t0002 t0003 t0004 t0005 t0006 t0010"},
+	} {
+		s, err := ParseSort(tc.s)
+		if err != nil {
+			t.Fatalf("ParseSort(%q): %v", tc.s, err)
+		}
+		rs := rows()
+		// Start from a shuffled order: the result must not depend on it.
+		rs[0], rs[6] = rs[6], rs[0]
+		rs[2], rs[4] = rs[4], rs[2]
+		s.Apply(rs)
+		if got := ids(rs); got != tc.want {
+			t.Errorf("sort %q = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+	_, err := ParseSort("-metrics.loss,prams.lr")
+	if e, ok := err.(*Error); !ok || e.Column() != 15 || !strings.Contains(e.Msg, `"params.lr"`) {
+		t.Errorf("ParseSort typo: %v", err)
+	}
+	_, err = ParseSort("-metrics.loss,,x")
+	if e, ok := err.(*Error); !ok || e.Column() != 15 {
+		t.Errorf("ParseSort empty key: %v", err)
+	}
+}
+
+func TestTop(t *testing.T) {
+	if got := ids(Top(rows(), 2)); got != "t0003 t0001" {
+		t.Errorf("Top 2 (minimize) = %q", got)
+	}
+	rs := rows()
+	for _, r := range rs {
+		r.Goal = "maximize"
+	}
+	if got := ids(Top(rs, 0)); got != "t0005 t0002 t0001 t0003" {
+		t.Errorf("Top all (maximize) = %q", got)
+	}
+}

@@ -1,0 +1,238 @@
+// Package results is the one view model of trial results that every
+// renderer shares: the `trials` table, its JSON, JSONL, CSV and markdown,
+// `export`, and the web dashboard. It turns state (and, where asked, the
+// intermediate series) into Rows; it is pure: no files, no clock (the
+// caller passes now), no printing.
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/trialform/trialform/state"
+)
+
+// Row is one trial as every results view shows it. Pointer fields are nil
+// when the value does not exist (yet).
+type Row struct {
+	Experiment string
+	ID         string
+	Seq        int
+	Generation int
+	Status     string
+	Reason     string
+	// Params are the trial's hyperparameters (numbers are float64, as
+	// decoded from JSON; strings; bools).
+	Params map[string]any
+	// Metrics holds every numeric key of the final result ("default" for
+	// a plain number). Never nil.
+	Metrics map[string]float64
+	// Objective is the experiment's objective metric name ("default" when
+	// the experiment names none), Goal "maximize" or "minimize", Metric the
+	// trial's objective value.
+	Objective string
+	Goal      string
+	Metric    *float64
+	// Best marks the best succeeded trial of its experiment.
+	Best bool
+
+	Attempts  int
+	ExitCode  *int
+	CreatedAt time.Time
+	StartedAt *time.Time
+	EndedAt   *time.Time
+	// Duration is EndedAt-StartedAt for an ended trial; Elapsed is
+	// now-StartedAt for a trial still running.
+	Duration *time.Duration
+	Elapsed  *time.Duration
+
+	// Intermediate is the number of intermediate results received.
+	Intermediate int
+	// Latest is the last intermediate result, BestIntermediate the best
+	// one by the experiment's goal; set by AddSeries (nil otherwise).
+	Latest           *Point
+	BestIntermediate *Point
+	// Series is the whole intermediate series, kept only when AddSeries
+	// was asked to keep it.
+	Series []Point
+}
+
+// Point is one intermediate (PERIODICAL) result.
+type Point struct {
+	// Step is NNI's sequence number of the report (0, 1, 2, ...).
+	Step int `json:"step"`
+	// Value is the objective key of the report (or "default", or a plain
+	// number); nil when the report lacks it.
+	Value *float64 `json:"value"`
+	// Metrics is every numeric key of the report.
+	Metrics map[string]float64 `json:"metrics"`
+	Time    time.Time          `json:"time"`
+}
+
+// FromExperiment returns one row per trial of e, in sequence order.
+func FromExperiment(e *state.Experiment, now time.Time) []*Row {
+	best := BestTrial(e)
+	objective := e.Metric
+	if objective == "" {
+		objective = "default"
+	}
+	goal := e.Goal
+	if goal == "" {
+		goal = "maximize"
+	}
+	ts := e.SortedTrials()
+	rows := make([]*Row, 0, len(ts))
+	for _, t := range ts {
+		r := &Row{
+			Experiment: e.Name, ID: t.ID, Seq: t.Seq, Generation: t.Generation,
+			Status: t.Status, Reason: t.Reason, Params: t.Params, Metrics: t.Final,
+			Objective: objective, Goal: goal, Metric: t.Value, Best: t.ID == best,
+			Attempts: t.Attempts, ExitCode: t.ExitCode, CreatedAt: t.CreatedAt,
+			StartedAt: t.StartedAt, EndedAt: t.EndedAt, Intermediate: t.Intermediate,
+		}
+		if r.Params == nil {
+			r.Params = map[string]any{}
+		}
+		if r.Metrics == nil {
+			r.Metrics = map[string]float64{}
+		}
+		if t.StartedAt != nil {
+			if t.EndedAt != nil {
+				d := t.EndedAt.Sub(*t.StartedAt)
+				r.Duration = &d
+			} else if !state.Terminal(t.Status) && !now.IsZero() {
+				d := now.Sub(*t.StartedAt)
+				if d < 0 {
+					d = 0
+				}
+				r.Elapsed = &d
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// BestTrial returns the id of the best succeeded trial of e, or "".
+func BestTrial(e *state.Experiment) string {
+	best := ""
+	var bv float64
+	for _, t := range e.SortedTrials() {
+		if t.Status != state.Succeeded || t.Value == nil {
+			continue
+		}
+		if best == "" || (e.Goal == "minimize" && *t.Value < bv) || (e.Goal != "minimize" && *t.Value > bv) {
+			best, bv = t.ID, *t.Value
+		}
+	}
+	return best
+}
+
+// NeedsSeries reports whether the table needs r's series: a running trial
+// shows its latest intermediate value, an early-stopped one its best.
+func (r *Row) NeedsSeries() bool {
+	return r.Intermediate > 0 && (r.Status == state.Running || r.Status == state.EarlyStopped || r.Status == state.Lost)
+}
+
+// AddSeries sets r's Latest and BestIntermediate from the trial's metric
+// file points (FINAL points are skipped); keep also stores the series.
+func (r *Row) AddSeries(pts []state.MetricPoint, keep bool) {
+	if keep {
+		r.Series = make([]Point, 0, len(pts))
+	}
+	for _, mp := range pts {
+		p, ok := ToPoint(mp, r.Objective)
+		if !ok {
+			continue
+		}
+		if keep {
+			r.Series = append(r.Series, p)
+		}
+		pc := p
+		r.Latest = &pc
+		if p.Value != nil && (r.BestIntermediate == nil || r.BestIntermediate.Value == nil || better(r.Goal, *p.Value, *r.BestIntermediate.Value)) {
+			r.BestIntermediate = &pc
+		}
+	}
+}
+
+// Better reports whether a beats b under goal.
+func better(goal string, a, b float64) bool {
+	if goal == "minimize" {
+		return a < b
+	}
+	return a > b
+}
+
+// ToPoint converts one PERIODICAL metric point; ok is false for any other
+// type of point or a value that is neither a number nor an object.
+func ToPoint(mp state.MetricPoint, objective string) (Point, bool) {
+	if mp.Type != "PERIODICAL" {
+		return Point{}, false
+	}
+	if objective == "" {
+		objective = "default"
+	}
+	p := Point{Step: mp.Sequence, Time: mp.Time, Metrics: map[string]float64{}}
+	v := bytes.TrimSpace(mp.Value)
+	if len(v) > 0 && v[0] == '{' {
+		var m map[string]any
+		if json.Unmarshal(v, &m) != nil {
+			return Point{}, false
+		}
+		for k, x := range m {
+			if f, ok := x.(float64); ok {
+				p.Metrics[k] = f
+			}
+		}
+	} else {
+		var f *float64
+		if json.Unmarshal(v, &f) != nil {
+			return Point{}, false
+		}
+		if f != nil {
+			p.Metrics["default"] = *f
+		}
+	}
+	if f, ok := p.Metrics[objective]; ok {
+		p.Value = &f
+	} else if f, ok := p.Metrics["default"]; ok {
+		p.Value = &f
+	}
+	return p, true
+}
+
+// ParamNames returns the sorted union of the rows' parameter names.
+func ParamNames(rows []*Row) []string {
+	return keys(rows, func(r *Row) []string { return mapKeys(r.Params) })
+}
+
+// MetricNames returns the sorted union of the rows' final metric names.
+func MetricNames(rows []*Row) []string {
+	return keys(rows, func(r *Row) []string { return mapKeys(r.Metrics) })
+}
+
+func keys(rows []*Row, f func(*Row) []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range rows {
+		for _, k := range f(r) {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
