@@ -424,30 +424,41 @@ func (s *Server) apiScalars(w http.ResponseWriter, r *http.Request) {
 	out := ScalarsJSON{Files: []string{}, Tags: map[string][]tfevents.Scalar{}, Dirs: []string{}}
 	for _, dir := range s.trialDirs(e, t) {
 		out.Dirs = append(out.Dirs, dir)
+		var files []string
 		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() || !strings.Contains(d.Name(), "tfevents") {
-				return nil
+			if err == nil && d.Type().IsRegular() && strings.Contains(d.Name(), "tfevents") {
+				files = append(files, path)
 			}
+			return nil
+		})
+		// Runs are named as TensorBoard names them: by their directory
+		// relative to the shallowest one holding event files.
+		base := ""
+		for _, f := range files {
+			if d := filepath.Dir(f); base == "" || len(d) < len(base) {
+				base = d
+			}
+		}
+		for _, path := range files {
 			f, err := os.Open(path)
 			if err != nil {
-				return nil
+				continue
 			}
-			defer f.Close()
-			rel, _ := filepath.Rel(dir, path)
 			tags, err := tfevents.ReadScalars(f)
+			f.Close()
+			rel, _ := filepath.Rel(dir, path)
 			if err != nil {
 				out.Errors = append(out.Errors, rel+": "+err.Error())
 			}
 			out.Files = append(out.Files, rel)
 			prefix := ""
-			if sub := filepath.Dir(rel); sub != "." {
-				prefix = filepath.ToSlash(sub) + "/" // runs in subdirectories, as TensorBoard names them
+			if sub, _ := filepath.Rel(base, filepath.Dir(path)); sub != "." && sub != "" {
+				prefix = filepath.ToSlash(sub) + "/"
 			}
 			for tag, pts := range tags {
 				out.Tags[prefix+tag] = append(out.Tags[prefix+tag], pts...)
 			}
-			return nil
-		})
+		}
 	}
 	writeJSON(w, out)
 }

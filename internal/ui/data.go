@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,24 +28,10 @@ type Querier interface {
 type QueryError struct {
 	Param string `json:"param"`  // "q" or "sort"
 	Msg   string `json:"error"`  // the message, without the caret
-	Col   int    `json:"column"` // 0-based byte column in the string; -1 unknown
+	Col   int    `json:"column"` // 0-based column (in characters) in the string; -1 unknown
 }
 
 func (e *QueryError) Error() string { return e.Msg }
-
-// noQuery is the Querier of a build without the query language: every
-// trial in sequence order, a non-empty query refused.
-type noQuery struct{}
-
-func (noQuery) Select(e *state.Experiment, q, sortBy string, _ time.Time) ([]*state.Trial, error) {
-	if strings.TrimSpace(q) != "" {
-		return nil, &QueryError{Param: "q", Msg: "this build has no query language", Col: 0}
-	}
-	if strings.TrimSpace(sortBy) != "" {
-		return nil, &QueryError{Param: "sort", Msg: "this build has no sort language", Col: 0}
-	}
-	return e.SortedTrials(), nil
-}
 
 // snapshot is one version of the state file with what was derived from it.
 type snapshot struct {

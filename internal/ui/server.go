@@ -45,8 +45,8 @@ type Options struct {
 	// Logs writes a trial's output to w (following it while it runs when
 	// follow is set) until it ends or ctx is done.
 	Logs func(ctx context.Context, e *state.Experiment, t *state.Trial, follow bool, w io.Writer) error
-	// Query filters and sorts the trials table (the trials command's
-	// language).
+	// Query filters and sorts the trials table (default: Query, the
+	// trials command's language).
 	Query Querier
 	// Poll is how often the state file is checked for a change (default
 	// 200ms).
@@ -73,7 +73,7 @@ func New(o Options) *Server {
 		o.Config = func() *schema.Config { return nil }
 	}
 	if o.Query == nil {
-		o.Query = noQuery{}
+		o.Query = Query{}
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	s.data = newStore(o)

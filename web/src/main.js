@@ -284,7 +284,7 @@ async function pageExperiment(name) {
     const cols = [
       { key: 'sel', label: '', w: 28, fixed: true, cell: (r) => h('input', { type: 'checkbox', checked: st.selected.has(r.id), 'aria-label': `select ${r.id}`, onchange: (ev) => { if (ev.target.checked) st.selected.add(r.id); else st.selected.delete(r.id); drawCurves(); } }) },
       { key: 'id', label: 'id', sort: 'id', w: 120, cell: (r) => link(`/e/${enc(name)}/t/${enc(r.id)}`, r.id, r.best ? ' ★' : '') },
-      { key: 'seq', label: 'seq', w: 60, num: true, cell: (r) => r.seq },
+      { key: 'seq', label: 'seq', sort: 'seq', w: 60, num: true, cell: (r) => r.seq },
       { key: 'status', label: 'status', sort: 'status', w: 130, cell: (r) => statusBadge(r.status) },
       { key: 'metric', label: m.experiment.metric, sort: 'metric', w: 100, num: true, cell: (r) => fmtNum(r.value) },
       { key: 'gen', label: 'gen', sort: 'generation', w: 50, num: true, cell: (r) => r.gen },
@@ -292,11 +292,11 @@ async function pageExperiment(name) {
     for (const p of m.params) cols.push({ key: `p.${p.name}`, label: p.name, sort: `params.${p.name}`, w: 110, num: p.scale !== 'category', cell: (r) => fmtVal(r.params[p.name]) });
     for (const k of m.metrics) if (k !== m.experiment.metric) cols.push({ key: `m.${k}`, label: k, sort: `metrics.${k}`, w: 100, num: true, cell: (r) => fmtNum(r.metrics && r.metrics[k]) });
     cols.push(
-      { key: 'intermediate', label: 'interm.', w: 70, num: true, cell: (r) => r.intermediate },
+      { key: 'intermediate', label: 'interm.', sort: 'intermediate', w: 70, num: true, cell: (r) => r.intermediate },
       { key: 'attempts', label: 'attempts', sort: 'attempts', w: 70, num: true, cell: (r) => r.attempts },
       { key: 'duration', label: 'duration', sort: 'duration', w: 80, num: true, cell: (r) => (r.start ? fmtDur(((r.end || Date.now()) - r.start) / 1000) : '–') },
       { key: 'started', label: 'started', sort: 'started_at', w: 160, cell: (r) => fmtTime(r.start) },
-      { key: 'reason', label: 'reason', w: 220, cell: (r) => r.reason || '' });
+      { key: 'reason', label: 'reason', sort: 'reason', w: 220, cell: (r) => r.reason || '' });
     let hidden = new Set(['gen', 'attempts', 'reason']);
     try { const s = JSON.parse(localStorage.getItem(storeKey)); if (Array.isArray(s)) hidden = new Set(s); } catch (e) { /* default */ }
     for (const c of cols) c.hidden = !c.fixed && hidden.has(c.key);

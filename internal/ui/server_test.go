@@ -1,0 +1,190 @@
+package ui_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trialform/trialform/internal/ui"
+	"github.com/trialform/trialform/schema"
+)
+
+func newServer(t *testing.T, dir, token string) *httptest.Server {
+	t.Helper()
+	s := ui.New(ui.Options{
+		StateDir: filepath.Join(dir, ".trialform"), WorkDir: dir, Token: token,
+		Config: func() *schema.Config {
+			cfg, diags := schema.Load(dir, schema.LoadOptions{})
+			if diags.HasErrors() {
+				t.Errorf("fixture config: %v", diags)
+				return nil
+			}
+			return cfg
+		},
+	})
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	return ts
+}
+
+func get(t *testing.T, c *http.Client, url string, hdr ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestPathTraversalIs404(t *testing.T) {
+	ts := newServer(t, fixture(t, 20), "")
+	for _, p := range []string{
+		"/api/experiments/demo/trials/..%2F..%2Fetc/logs",
+		"/api/experiments/demo/trials/..%2F..%2F..%2F..%2Fetc%2Fpasswd/scalars",
+		"/api/experiments/..%2F..%2Fetc/trials",
+		"/api/experiments/demo/trials/../../../etc/passwd",
+		"/api/experiments/demo/trials/t9999",
+		"/api/experiments/nope",
+		"/assets/../../../../etc/passwd",
+		"/assets/..%2f..%2f..%2fetc%2fpasswd",
+		"/assets/",
+		"/etc/passwd",
+	} {
+		code, body := get(t, ts.Client(), ts.URL+p)
+		if code != http.StatusNotFound {
+			t.Errorf("%s: %d %q, want 404", p, code, body)
+		}
+		if strings.Contains(body, "root:") {
+			t.Errorf("%s leaked a file: %q", p, body)
+		}
+	}
+	if code, _ := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials/t0003/scalars"); code != 200 {
+		t.Fatalf("a real trial: %d", code)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "")
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
+		for _, p := range []string{"/", "/api/overview", "/api/experiments/demo/trials/t0001"} {
+			req, _ := http.NewRequest(m, ts.URL+p, strings.NewReader("{}"))
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: %d, want 405", m, p, resp.StatusCode)
+			}
+		}
+	}
+}
+
+func TestTokenChecked(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "s3cret")
+	c := ts.Client()
+	for _, p := range []string{"/", "/api/overview", "/api/events", "/assets/app.js", "/api/overview?token=wrong"} {
+		if code, _ := get(t, c, ts.URL+p); code != http.StatusUnauthorized {
+			t.Errorf("%s without the token: %d, want 401", p, code)
+		}
+	}
+	if code, _ := get(t, c, ts.URL+"/api/overview", "Authorization", "Bearer s3cret"); code != 200 {
+		t.Errorf("bearer: %d", code)
+	}
+	if code, _ := get(t, c, ts.URL+"/api/overview", "Cookie", "trialform_token=s3cret"); code != 200 {
+		t.Errorf("cookie: %d", code)
+	}
+	resp, err := c.Get(ts.URL + "/?token=s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Set-Cookie"), "HttpOnly") {
+		t.Errorf("?token=: %d, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Set-Cookie"))
+	}
+}
+
+// Without a token only loopback Host names are served (DNS rebinding).
+func TestForeignHostRefusedWithoutToken(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "")
+	if code, _ := get(t, ts.Client(), ts.URL+"/api/overview", "Host", "evil.example:8080"); code != http.StatusForbidden {
+		t.Fatalf("foreign Host: %d, want 403", code)
+	}
+	if code, _ := get(t, ts.Client(), ts.URL+"/api/overview", "Host", "localhost:8080"); code != 200 {
+		t.Fatalf("localhost: %d", code)
+	}
+}
+
+func TestSecurityHeadersAndEscapedJSON(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "")
+	resp, err := ts.Client().Get(ts.URL + "/api/experiments/demo/trials/t0002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("CSP %q", csp)
+	}
+	if strings.Contains(string(b), "<img") {
+		t.Errorf("raw HTML in JSON: %s", b)
+	}
+	var tr struct{ Params map[string]any }
+	if err := json.Unmarshal(b, &tr); err != nil || tr.Params["opt"] != xss {
+		t.Fatalf("params %v (%v)", tr.Params, err)
+	}
+}
+
+func TestTrialsQueryAndCaret(t *testing.T) {
+	ts := newServer(t, fixture(t, 60), "")
+	var ok struct {
+		Total int
+		Rows  []struct {
+			ID     string
+			Status string
+			Value  *float64
+		}
+	}
+	code, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials?q=status:succeeded&sort=-metric")
+	if code != 200 || json.Unmarshal([]byte(body), &ok) != nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	if ok.Total != 60 || len(ok.Rows) == 0 || len(ok.Rows) >= 60 {
+		t.Fatalf("total %d, rows %d", ok.Total, len(ok.Rows))
+	}
+	for i, r := range ok.Rows {
+		if r.Status != "SUCCEEDED" || (i > 0 && *r.Value > *ok.Rows[i-1].Value) {
+			t.Fatalf("row %d: %+v (want succeeded, by metric descending)", i, r)
+		}
+	}
+	code, body = get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials?q=status:succeeded,parms.lr:%3C1")
+	var qe ui.QueryError
+	if code != 400 || json.Unmarshal([]byte(body), &qe) != nil || qe.Param != "q" || qe.Col != len("status:succeeded,") || !strings.Contains(qe.Msg, "params.") {
+		t.Fatalf("%d %s (%+v): want the column of parms.lr and a did-you-mean", code, body, qe)
+	}
+}
+
+func TestScalarsFromEventFiles(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "")
+	_, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials/t0003/scalars")
+	var sc ui.ScalarsJSON
+	if err := json.Unmarshal([]byte(body), &sc); err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Files) != 2 || len(sc.Tags["loss"]) != 20 || len(sc.Tags["eval/accuracy"]) != 20 || sc.Tags["loss"][19].Step != 19 {
+		t.Fatalf("scalars: files %v, tags %d", sc.Files, len(sc.Tags))
+	}
+}
