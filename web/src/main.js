@@ -285,7 +285,7 @@ async function pageExperiment(name) {
       { key: 'sel', label: '', w: 28, fixed: true, cell: (r) => h('input', { type: 'checkbox', checked: st.selected.has(r.id), 'aria-label': `select ${r.id}`, onchange: (ev) => { if (ev.target.checked) st.selected.add(r.id); else st.selected.delete(r.id); drawCurves(); } }) },
       { key: 'id', label: 'id', sort: 'id', w: 120, cell: (r) => link(`/e/${enc(name)}/t/${enc(r.id)}`, r.id, r.best ? ' ★' : '') },
       { key: 'seq', label: 'seq', sort: 'seq', w: 60, num: true, cell: (r) => r.seq },
-      { key: 'status', label: 'status', sort: 'status', w: 130, cell: (r) => statusBadge(r.status) },
+      { key: 'status', label: 'status', sort: 'status', w: 140, cell: (r) => statusBadge(r.status) },
       { key: 'metric', label: m.experiment.metric, sort: 'metric', w: 100, num: true, cell: (r) => fmtNum(r.value) },
       { key: 'gen', label: 'gen', sort: 'generation', w: 50, num: true, cell: (r) => r.gen },
     ];
@@ -510,8 +510,8 @@ async function pageExperiment(name) {
       const c = i % cols, r = Math.floor(i / cols);
       grids.push({ left: `${c * (100 / cols) + 5}%`, width: `${100 / cols - 8}%`, top: `${r * (100 / rowsN) + 6}%`, height: `${100 / rowsN - 16}%` });
       const ax = axisOf(p, i);
-      xs.push(Object.assign({ gridIndex: i, name: p.name, nameLocation: 'middle', nameGap: 22 }, ax.type === 'category' ? { type: 'category', data: p.options } : { type: ax.type, scale: true }));
-      ys.push({ gridIndex: i, type: 'value', scale: true, name: i % cols === 0 ? metric : '' });
+      xs.push(Object.assign({ gridIndex: i, name: p.name, nameLocation: 'middle', nameGap: 22 }, ax.type === 'category' ? { type: 'category', data: p.options } : { type: ax.type, scale: true, axisLine: { onZero: false } }));
+      ys.push({ gridIndex: i, type: 'value', scale: true, axisLine: { onZero: false } });
       series.push({ name: p.name, type: 'scatter', xAxisIndex: i, yAxisIndex: i, symbolSize: 4, large: done.length > 2000,
         data: done.map((r) => [paramValue(p, r.params[p.name]), r.value]).filter((d) => d[0] != null) });
     });
@@ -630,6 +630,11 @@ async function pageTrial(exp, id) {
     scalarNote.textContent = sc.files.length
       ? `${sc.files.length} event file(s): ${sc.files.join(', ')}${sc.errors ? `; problems: ${sc.errors.join('; ')}` : ''}`
       : `No TensorBoard event file in ${sc.dirs.length ? sc.dirs.join(', ') : 'this platform\'s trial directory (only local trials are read)'}.`;
+    scalarBox.style.display = tags.length ? '' : 'none';
+    if (!tags.length) {
+      if (charts.scalars) { charts.scalars.dispose(); delete charts.scalars; }
+      return;
+    }
     chart('scalars', scalarBox, {
       legend: { top: 0, type: 'scroll' }, grid: { left: 60, right: 20, top: 30, bottom: 40 }, tooltip: { trigger: 'axis' },
       xAxis: { type: 'value', name: 'step', nameLocation: 'middle', nameGap: 25, scale: true },
