@@ -3,7 +3,8 @@
 # downloads, python3 for real trial processes, Debian's scikit-learn for
 # the sklearn example, openssh-server (sshd on 127.0.0.1 stands in for
 # remote machines) and Debian's Optuna for the tuner benchmark
-# (bench/tuners). Safe to run again.
+# (bench/tuners) and Debian's chromium (the dashboard's browser tests,
+# internal/ui). Safe to run again.
 set -euo pipefail
 
 apt_install() {
@@ -37,6 +38,11 @@ fi
 if ! /usr/bin/python3 -c 'import optuna' >/dev/null 2>&1; then
   echo "deps: installing python3-optuna (the peer of the tuner benchmark, bench/tuners)"
   apt_install python3-optuna || echo "deps: could not install python3-optuna; the tuner benchmark's peer tests will skip"
+fi
+
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "deps: installing chromium (the dashboard's browser tests, internal/ui)"
+  apt_install chromium || echo "deps: could not install chromium; the browser tests will skip (fail under TRIALFORM_REQUIRE_ALL=1)"
 fi
 
 if ! command -v openssl >/dev/null 2>&1; then

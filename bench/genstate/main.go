@@ -4,11 +4,14 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/trialform/trialform/state"
@@ -39,18 +42,19 @@ func main() {
 	n := flag.Int("n", 10000, "finished trials in the state")
 	dir := flag.String("dir", "", "directory to write")
 	tunerName := flag.String("tuner", "random", "tuner of the experiment")
+	points := flag.Int("points", 0, "intermediate results per trial (metrics files, for the dashboard's benchmark)")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "genstate: -dir is required")
 		os.Exit(2)
 	}
-	if err := run(*dir, *n, *tunerName); err != nil {
+	if err := run(*dir, *n, *tunerName, *points); err != nil {
 		fmt.Fprintln(os.Stderr, "genstate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, n int, tunerName string) error {
+func run(dir string, n int, tunerName string, points int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -84,7 +88,17 @@ func run(dir string, n int, tunerName string) error {
 				"layers": float64(1 + rng.IntN(7)), "opt": opts[rng.IntN(3)], "drop": rng.Float64() / 2,
 			},
 			Attempts: 1, CreatedAt: start, StartedAt: &start, EndedAt: &end, ExitCode: &code,
-			Value: &v, Final: map[string]float64{"default": v},
+			Value: &v, Final: map[string]float64{"default": v}, Intermediate: points,
+		}
+		if points > 0 {
+			pts := make([]state.MetricPoint, points)
+			for k := range pts {
+				val := v * (1 - math.Exp(-float64(k+1)/float64(points)*4))
+				pts[k] = state.MetricPoint{Type: "PERIODICAL", Sequence: k, Value: json.RawMessage(strconv.FormatFloat(val, 'g', -1, 64)), Time: start.Add(time.Duration(k) * time.Millisecond)}
+			}
+			if err := m.AppendMetrics("big", id, pts); err != nil {
+				return err
+			}
 		}
 	}
 	st.Experiments["big"] = e

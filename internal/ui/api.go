@@ -3,6 +3,7 @@ package ui
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -113,29 +114,54 @@ func (s *Server) apiTrials(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, sortBy := r.URL.Query().Get("q"), r.URL.Query().Get("sort")
-	ts, err := s.o.Query.Select(e, q, sortBy, time.Now())
-	if err != nil {
-		var qe *QueryError
-		if errors.As(err, &qe) {
-			jsonError(w, http.StatusBadRequest, qe)
-			return
+	// The encoded answer is kept per state version and (q, sort): the page
+	// asks for the same rows for its charts and its table, and again on
+	// every live update of another page's data.
+	key := "trials\x00" + e.Name + "\x00" + q + "\x00" + sortBy
+	if sn.cachedCount() > 64 {
+		key = "" // many distinct queries: stop caching them
+	}
+	compute := func() any {
+		ts, err := s.o.Query.Select(e, q, sortBy, time.Now())
+		if err != nil {
+			var qe *QueryError
+			if !errors.As(err, &qe) {
+				qe = &QueryError{Param: "q", Msg: err.Error(), Col: -1}
+			}
+			return qe
 		}
-		jsonError(w, http.StatusBadRequest, &QueryError{Param: "q", Msg: err.Error(), Col: -1})
-		return
+		best := ""
+		if b := bestOf(e); b != nil {
+			best = b.ID
+		}
+		rows := make([]RowJSON, len(ts))
+		for i, t := range ts {
+			rows[i] = rowOf(t, best)
+		}
+		b, err := json.Marshal(struct {
+			Total  int       `json:"total"`
+			Rows   []RowJSON `json:"rows"`
+			Serial uint64    `json:"serial"`
+		}{len(e.Trials), rows, sn.st.Serial})
+		if err != nil {
+			return &QueryError{Param: "q", Msg: err.Error(), Col: -1}
+		}
+		return b
 	}
-	best := ""
-	if b := bestOf(e); b != nil {
-		best = b.ID
+	var v any
+	if key != "" {
+		v = sn.get(key, compute)
+	} else {
+		v = compute()
 	}
-	rows := make([]RowJSON, len(ts))
-	for i, t := range ts {
-		rows[i] = rowOf(t, best)
+	switch v := v.(type) {
+	case *QueryError:
+		jsonError(w, http.StatusBadRequest, v)
+	case []byte:
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(v)
 	}
-	writeJSON(w, struct {
-		Total  int       `json:"total"`
-		Rows   []RowJSON `json:"rows"`
-		Serial uint64    `json:"serial"`
-	}{len(e.Trials), rows, sn.st.Serial})
 }
 
 // CurveJSON is one trial's intermediate series.
@@ -149,7 +175,7 @@ type CurveJSON struct {
 
 // maxCurvePoints bounds the points of one curves answer: beyond it each
 // curve is thinned evenly (keeping its last point).
-const maxCurvePoints = 200_000
+const maxCurvePoints = 40_000
 
 func (s *Server) apiCurves(w http.ResponseWriter, r *http.Request) {
 	sn, e := s.experiment(w, r)
@@ -163,12 +189,15 @@ func (s *Server) apiCurves(w http.ResponseWriter, r *http.Request) {
 				ts = append(ts, t)
 			}
 		}
-	} else {
-		ts = e.SortedTrials()
 	}
 	best := ""
 	if b := bestOf(e); b != nil {
 		best = b.ID
+	}
+	shown, of := 0, 0
+	if ts == nil {
+		ts, of = allCurves(e, best)
+		shown = len(ts)
 	}
 	series := make([][]point, len(ts))
 	total := 0
@@ -219,8 +248,57 @@ func (s *Server) apiCurves(w http.ResponseWriter, r *http.Request) {
 		Goal    string      `json:"goal"`
 		Thinned bool        `json:"thinned"`
 		Curves  []CurveJSON `json:"curves"`
+		Sampled []int       `json:"sampled,omitempty"` // [shown, of] when "all" shows a sample
 		Serial  uint64      `json:"serial"`
-	}{e.Metric, e.Goal, per > 0, out, sn.st.Serial})
+	}{e.Metric, e.Goal, per > 0, out, sampled(shown, of), sn.st.Serial})
+}
+
+func sampled(shown, of int) []int {
+	if shown < of {
+		return []int{shown, of}
+	}
+	return nil
+}
+
+// maxAllCurves bounds the curves of the "all trials" view: beyond it the
+// view shows the best, every early-stopped trial and an even sample of the
+// others (a user selects trials to see any other).
+const maxAllCurves = 300
+
+// allCurves returns the trials with intermediate values for the "all"
+// view, and how many there are.
+func allCurves(e *state.Experiment, best string) ([]*state.Trial, int) {
+	var with []*state.Trial
+	for _, t := range e.SortedTrials() {
+		if t.Intermediate > 0 {
+			with = append(with, t)
+		}
+	}
+	if len(with) <= maxAllCurves {
+		return with, len(with)
+	}
+	keep := map[string]bool{}
+	var out []*state.Trial
+	add := func(t *state.Trial) {
+		if !keep[t.ID] && len(out) < maxAllCurves {
+			keep[t.ID] = true
+			out = append(out, t)
+		}
+	}
+	if t := e.Trials[best]; t != nil && t.Intermediate > 0 {
+		add(t)
+	}
+	for _, t := range with {
+		if t.Status == state.EarlyStopped && len(out) < maxAllCurves/2 {
+			add(t)
+		}
+	}
+	step := float64(len(with)) / float64(maxAllCurves-len(out))
+	for k := 0.0; int(k) < len(with) && len(out) < maxAllCurves; k += step {
+		add(with[int(k)])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
+	return out, len(with)
 }
 
 func (s *Server) apiImportance(w http.ResponseWriter, r *http.Request) {

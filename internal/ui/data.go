@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -47,6 +48,13 @@ type snapshot struct {
 type derived struct {
 	once sync.Once
 	v    any
+}
+
+// cachedCount returns how many values are derived.
+func (s *snapshot) cachedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.derived)
 }
 
 // get returns the value derived under key, computing it once (f may
@@ -176,6 +184,9 @@ func (d *store) series(e *state.Experiment, t *state.Trial) []point {
 // one (NNI's double encoding), or an object with the objective's key (or
 // "default").
 func metricValue(raw json.RawMessage, metric string) (float64, bool) {
+	if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
+		return f, !math.IsNaN(f) && !math.IsInf(f, 0) // the common case, without a JSON decode
+	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return 0, false

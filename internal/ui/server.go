@@ -77,6 +77,7 @@ func New(o Options) *Server {
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	s.data = newStore(o)
+	go s.data.current() // read a large state before the first page asks
 	s.watch = newWatcher(s.data, o.Poll)
 	s.routes()
 	return s

@@ -261,6 +261,8 @@ async function pageExperiment(name) {
   };
   const impNote = h('p', { class: 'muted small', id: 'importance-method' });
   const curvesNote = h('p', { class: 'muted small' });
+  const parallelNote = h('p', { class: 'muted small' });
+  const sliceNote = h('p', { class: 'muted small' });
 
   app.replaceChildren(
     header,
@@ -273,8 +275,8 @@ async function pageExperiment(name) {
       panel('Objective over time', boxes.time),
       panel('Intermediate values', boxes.curves, curvesNote),
       panel('Parameter importance', boxes.importance, impNote),
-      panel('Parallel coordinates', boxes.parallel),
-      panel('Each parameter against the objective', boxes.slice)));
+      panel('Parallel coordinates', boxes.parallel, parallelNote),
+      panel('Each parameter against the objective', boxes.slice, sliceNote)));
 
   // --- columns ---
   let columns = [];
@@ -351,7 +353,7 @@ async function pageExperiment(name) {
   viewport.addEventListener('scroll', () => drawRows(false), { passive: true });
 
   let reqNo = 0;
-  async function loadRows() {
+  async function loadRows(pre) {
     const my = ++reqNo;
     const qs = new URLSearchParams();
     if (st.q) qs.set('q', st.q);
@@ -360,7 +362,7 @@ async function pageExperiment(name) {
     url.search = qs.toString();
     history.replaceState(null, '', url.pathname + url.search);
     try {
-      const d = await api(`${base}/trials?${qs}`);
+      const d = (pre && !st.q && !st.sort) ? pre : await api(`${base}/trials?${qs}`);
       if (my !== reqNo) return;
       st.rows = d.rows;
       errBox.replaceChildren();
@@ -392,10 +394,10 @@ async function pageExperiment(name) {
     let best = null;
     const pts = [], bestLine = [];
     for (const r of done) {
-      if (best == null || better(goal, r.value, best)) best = r.value;
-      pts.push([r.seq, r.value, r.id]);
-      bestLine.push([r.seq, best]);
+      if (best == null || better(goal, r.value, best)) { best = r.value; bestLine.push([r.seq, best]); }
+      pts.push([r.seq, r.value]);
     }
+    if (done.length) bestLine.push([done[done.length - 1].seq, best]);
     const metric = st.meta.experiment.metric;
     chart('history-seq', boxes.seq, {
       legend: { top: 0 }, grid: { left: 60, right: 20, top: 30, bottom: 40 },
@@ -411,10 +413,10 @@ async function pageExperiment(name) {
     best = null;
     const tp = [], tb = [];
     for (const r of byTime) {
-      if (best == null || better(goal, r.value, best)) best = r.value;
+      if (best == null || better(goal, r.value, best)) { best = r.value; tb.push([r.end, best]); }
       tp.push([r.end, r.value]);
-      tb.push([r.end, best]);
     }
+    if (byTime.length) tb.push([byTime[byTime.length - 1].end, best]);
     chart('history-time', boxes.time, {
       legend: { top: 0 }, grid: { left: 60, right: 20, top: 30, bottom: 40 },
       tooltip: { trigger: 'item' },
@@ -458,7 +460,9 @@ async function pageExperiment(name) {
       }
       if (best.length) series.push({ name: `best: ${best[0].id}`, type: 'line', data: best[0].points, showSymbol: false, lineStyle: { width: 3 }, color: '#3ba272' });
     }
-    curvesNote.textContent = d.curves.length === 0 ? 'No trial has reported intermediate values.' : (d.thinned ? 'Curves thinned evenly to keep the chart fast.' : '');
+    curvesNote.textContent = d.curves.length === 0 ? 'No trial has reported intermediate values.'
+      : [d.sampled ? `Showing ${d.sampled[0]} of ${d.sampled[1]} curves: the best, the early-stopped and an even sample; select trials to see others.` : '',
+        d.thinned ? 'Curves thinned evenly to keep the chart fast.' : ''].join(' ');
     chart('curves', boxes.curves, {
       legend: { top: 0, type: 'scroll' }, grid: { left: 60, right: 20, top: 30, bottom: 40 },
       tooltip: { trigger: 'item' },
@@ -467,6 +471,19 @@ async function pageExperiment(name) {
       series,
     });
   }
+
+  // sample keeps at most SAMPLE rows (evenly, the best always) for the
+  // charts that draw one mark per trial per axis; the note says so.
+  const SAMPLE = 4000;
+  function sample(rows) {
+    if (rows.length <= SAMPLE) return rows;
+    const out = [], step = rows.length / SAMPLE;
+    for (let k = 0; k < rows.length; k += step) out.push(rows[Math.floor(k)]);
+    const b = rows.find((r) => r.best);
+    if (b && !out.includes(b)) out.push(b);
+    return out;
+  }
+  const sampleNote = (n) => (n > SAMPLE ? `An even sample of ${SAMPLE} of the ${n} trials with a value (the best always).` : '');
 
   function axisOf(p, i) {
     if (p.scale === 'category') return { dim: i, name: p.name, type: 'category', data: p.options };
@@ -485,13 +502,15 @@ async function pageExperiment(name) {
     const axes = ps.map(axisOf);
     axes.push({ dim: ps.length, name: metric, type: 'value', scale: true, nameTextStyle: { fontWeight: 'bold' } });
     const line = (r) => [...ps.map((p) => paramValue(p, r.params[p.name])), r.value];
-    const done = st.all.filter((r) => r.value != null);
+    const all = st.all.filter((r) => r.value != null);
+    const done = sample(all);
+    parallelNote.textContent = sampleNote(all.length);
     chart('parallel', boxes.parallel, {
       parallel: { left: 60, right: 80, top: 40, bottom: 30 },
       parallelAxis: axes,
       legend: { top: 0 },
       series: [
-        { name: 'trials', type: 'parallel', data: done.filter((r) => !r.best).map(line), lineStyle: { width: 1, opacity: done.length > 2000 ? 0.08 : 0.4 }, progressive: 1000 },
+        { name: 'trials', type: 'parallel', data: done.filter((r) => !r.best).map(line), lineStyle: { width: 1, opacity: done.length > 2000 ? 0.1 : 0.4 } },
         { name: 'best', type: 'parallel', data: done.filter((r) => r.best).map(line), lineStyle: { width: 3, opacity: 1, color: '#3ba272' } },
       ],
     });
@@ -505,7 +524,9 @@ async function pageExperiment(name) {
     const rowsN = Math.ceil(n / cols);
     boxes.slice.style.height = `${Math.max(260, rowsN * 220)}px`;
     const grids = [], xs = [], ys = [], series = [];
-    const done = st.all.filter((r) => r.value != null);
+    const all = st.all.filter((r) => r.value != null);
+    const done = sample(all);
+    sliceNote.textContent = sampleNote(all.length);
     ps.forEach((p, i) => {
       const c = i % cols, r = Math.floor(i / cols);
       grids.push({ left: `${c * (100 / cols) + 5}%`, width: `${100 / cols - 8}%`, top: `${r * (100 / rowsN) + 6}%`, height: `${100 / rowsN - 16}%` });
@@ -550,18 +571,23 @@ async function pageExperiment(name) {
           h('li', {}, 'stop launching trials: ', h('code', {}, `max_trials = ${e.trials}`), ', or ', h('code', {}, 'trialform destroy'), ' to tear every trial down'))));
   }
 
+  // Each step's milliseconds, for the benchmark (bench_test.go).
+  const timings = window.__trialform.timings = {};
+  const timed = async (name, f) => { const t0 = performance.now(); const v = await f(); timings[name] = Math.round(performance.now() - t0); return v; };
   async function load() {
-    const [meta, all] = await Promise.all([api(base), api(`${base}/trials`)]);
+    const curves = timed('curves', drawCurves);
+    const imp = timed('importance', drawImportance);
+    const [meta, all] = await timed('fetch', () => Promise.all([api(base), api(`${base}/trials`)]));
     const first = st.meta == null;
     st.meta = meta;
     st.all = all.rows;
     if (first) buildColumns();
     drawHeader();
-    await loadRows();
-    drawHistory();
-    drawParallel();
-    drawSlice();
-    await Promise.all([drawCurves(), drawImportance()]);
+    await timed('table', () => loadRows(all));
+    await timed('history', drawHistory);
+    await timed('parallel', drawParallel);
+    await timed('slice', drawSlice);
+    await Promise.all([curves, imp]);
   }
   refreshCurrent = load;
   await load();
