@@ -154,10 +154,28 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 			return nil, nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
 		}
 	}
+	if rm, ok := s.Store.(RefreshMarker); ok {
+		st := s.State()
+		var refreshed []string
+		for n := range names {
+			if st.Experiments[n] != nil {
+				refreshed = append(refreshed, n)
+			}
+		}
+		if err := rm.MarkRefreshed(st.Lineage, refreshed, s.Now()); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, c := range changes {
 		s.Hooks.Observed(c)
 	}
 	return obs, changes, nil
+}
+
+// RefreshMarker is the optional part of a StateStore that records when
+// experiments were last refreshed (state.Manager; `trials` shows the age).
+type RefreshMarker interface {
+	MarkRefreshed(lineage string, experiments []string, t time.Time) error
 }
 
 // Plan refreshes and computes a plan against the refreshed state.

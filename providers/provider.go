@@ -112,6 +112,31 @@ type LogStreamer interface {
 	Logs(ctx context.Context, req LogsRequest) error
 }
 
+// TensorBoardSyncer is implemented by providers whose trials write their
+// TensorBoard logs where this machine cannot read them (remote machines).
+type TensorBoardSyncer interface {
+	// SyncTensorBoard copies the trial's TensorBoard directory into
+	// req.Dest incrementally: new files whole, grown files from where the
+	// local copy ends (event files are append-only), unchanged files not
+	// at all. Only regular files are copied; a path that would leave Dest
+	// is refused. A trial that logged nothing yet copies nothing.
+	SyncTensorBoard(ctx context.Context, req SyncRequest) (SyncStats, error)
+}
+
+// SyncRequest names a trial and where its TensorBoard logs go locally.
+type SyncRequest struct {
+	Experiment string
+	TrialID    string
+	Handle     Handle
+	Dest       string // absolute local directory
+}
+
+// SyncStats says what a sync copied.
+type SyncStats struct {
+	Files int   // files created or appended to
+	Bytes int64 // bytes transferred
+}
+
 // Handle is the provider-defined, string-only record that lets a provider
 // find a trial again (a pid, a pod name, a host). It is stored in state.
 type Handle map[string]string

@@ -171,6 +171,8 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 	lc := local.Config{
 		Root:   filepath.Join(ps.stateDir, "trials"),
 		LibDir: filepath.Join(ps.stateDir, "lib"),
+		// One tree for every local trial: .trialform/tensorboard/EXP/TRIAL.
+		TensorBoardRoot: filepath.Join(ps.stateDir, "tensorboard"),
 	}
 	if pl != nil {
 		lc.GPUIndices = pl.GPUIndices

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/providers"
@@ -54,7 +55,8 @@ func runShow(ctx context.Context, g *Globals, args []string) int {
 		enc.Encode(StateJSON{FormatVersion: "1", Serial: st.Serial, Lineage: st.Lineage, Experiments: st.Experiments})
 		return 0
 	}
-	views.ShowState(g.IO.Out, st, g.colors(*noColor))
+	sd, _ := g.stateDir()
+	views.ShowState(g.IO.Out, st, g.colors(*noColor), state.NewManager(sd).RefreshedAt(st.Lineage), time.Now())
 	return 0
 }
 
@@ -66,40 +68,6 @@ func (g *Globals) readState() *state.State {
 		return nil
 	}
 	return g.loadState(state.NewManager(sd))
-}
-
-func runTrials(ctx context.Context, g *Globals, args []string) int {
-	fs := flag.NewFlagSet("trials", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print a JSON array")
-	noColor := fs.Bool("no-color", false, "no colours")
-	pos, ok := parseFlags(fs, args, g.IO.Err)
-	if !ok {
-		return 1
-	}
-	st := g.readState()
-	if st == nil {
-		return 1
-	}
-	if len(pos) != 1 {
-		if len(pos) == 0 && len(st.Experiments) == 1 {
-			for n := range st.Experiments {
-				pos = []string{n}
-			}
-		} else {
-			return g.errorf("usage: trialform trials EXPERIMENT [-json]; experiments in the state: %s", strings.Join(sortedKeys(st.Experiments), ", "))
-		}
-	}
-	name := strings.TrimPrefix(pos[0], "experiment.")
-	e := st.Experiment(name)
-	if e == nil {
-		return g.errorf("no experiment %q in the state (experiments: %s)", name, strings.Join(sortedKeys(st.Experiments), ", "))
-	}
-	if *asJSON {
-		views.TrialsJSON(g.IO.Out, e)
-		return 0
-	}
-	views.Trials(g.IO.Out, e, g.colors(*noColor))
-	return 0
 }
 
 func runLogs(ctx context.Context, g *Globals, args []string) int {

@@ -236,3 +236,5 @@ func mapKeys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

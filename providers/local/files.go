@@ -60,6 +60,9 @@ type spec struct {
 	LibDir        string        `json:"lib_dir"`
 	StopGrace     time.Duration `json:"stop_grace_ns"`
 	CreatedAt     time.Time     `json:"created_at"`
+	// TensorBoardDir is the trial's TensorBoard log directory
+	// (Config.TensorBoardRoot/EXPERIMENT/TRIAL); "" means output/tensorboard.
+	TensorBoardDir string `json:"tensorboard_dir,omitempty"`
 }
 
 // Supervisor states recorded in status.json.

@@ -58,6 +58,11 @@ type Config struct {
 	// StopGrace is the time between SIGTERM and SIGKILL when a trial is
 	// stopped or runs past its max_duration (default 10s).
 	StopGrace time.Duration
+	// TensorBoardRoot, if set, is the absolute root of the TensorBoard
+	// tree: trials log into TensorBoardRoot/EXPERIMENT/TRIAL (the CLI passes
+	// <workdir>/.trialform/tensorboard), so one `tensorboard --logdir ROOT`
+	// shows every trial. Unset: OUTPUT/tensorboard in the trial directory.
+	TensorBoardRoot string
 }
 
 // Local is the local platform. It is safe for concurrent use, and several

@@ -114,6 +114,12 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		GPUScheduling: sched, AssignedGPUs: gpus, LibDir: l.cfg.LibDir, StopGrace: l.cfg.StopGrace,
 		CreatedAt: time.Now().UTC(),
 	}
+	if l.cfg.TensorBoardRoot != "" {
+		ns.TensorBoardDir = filepath.Join(l.cfg.TensorBoardRoot, req.Experiment, req.TrialID)
+		if err := os.MkdirAll(ns.TensorBoardDir, 0o755); err != nil {
+			return nil, fmt.Errorf("tensorboard dir: %w", err)
+		}
+	}
 	if err := replaceJSON(filepath.Join(dir, specFile), ns); err != nil {
 		return nil, err
 	}

@@ -303,6 +303,9 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 		Experiment: sp.Experiment, ExperimentID: sp.ExperimentID, TrialID: sp.TrialID, Seq: sp.Seq, Env: sp.Env,
 	}
 	env := trialproto.Env(req, s.dir, s.path(outputDir), s.path(paramsFile))
+	if sp.TensorBoardDir != "" {
+		trialproto.SetTensorBoard(env, sp.TensorBoardDir)
+	}
 	py, ok := sp.Env["PYTHONPATH"]
 	if !ok {
 		py = os.Getenv("PYTHONPATH")

@@ -24,12 +24,17 @@ const (
 	EnvTrialID    = "TRIALFORM_TRIAL_ID"
 	EnvParams     = "TRIALFORM_PARAMS"
 	EnvOutput     = "TRIALFORM_OUTPUT_DIR"
+	// EnvTensorBoard is the trial's TensorBoard log directory; the same
+	// value goes in EnvAdaptDLTensorBoard, which AdaptDL trial code reads.
+	EnvTensorBoard        = "TRIALFORM_TENSORBOARD_DIR"
+	EnvAdaptDLTensorBoard = "ADAPTDL_TENSORBOARD_LOGDIR"
 )
 
 var protocolNames = map[string]bool{
 	EnvPlatform: true, EnvSysDir: true, EnvOutputDir: true, EnvTrialJobID: true,
 	EnvExpID: true, EnvTrialSeqID: true, EnvCommandChannel: true,
 	EnvExperiment: true, EnvTrialID: true, EnvParams: true, EnvOutput: true,
+	EnvTensorBoard: true, EnvAdaptDLTensorBoard: true,
 }
 
 // IsProtocolEnv reports whether name is one of the variables the protocol
@@ -39,7 +44,9 @@ func IsProtocolEnv(name string) bool { return protocolNames[name] }
 // Env is the environment of one trial: the user's req.Env plus the protocol
 // variables (NNI_PLATFORM=local, NNI_SYS_DIR, NNI_OUTPUT_DIR,
 // NNI_TRIAL_JOB_ID, NNI_EXP_ID, NNI_TRIAL_SEQ_ID, TRIALFORM_EXPERIMENT,
-// TRIALFORM_TRIAL_ID, TRIALFORM_PARAMS, TRIALFORM_OUTPUT_DIR). The protocol
+// TRIALFORM_TRIAL_ID, TRIALFORM_PARAMS, TRIALFORM_OUTPUT_DIR, and
+// TRIALFORM_TENSORBOARD_DIR = ADAPTDL_TENSORBOARD_LOGDIR =
+// OUTPUT/tensorboard unless SetTensorBoard names another). The protocol
 // wins over the user for those names; NNI_TRIAL_COMMAND_CHANNEL is never
 // present.
 func Env(req providers.StartRequest, sysDir, outputDir, paramsFile string) map[string]string {
@@ -59,7 +66,19 @@ func Env(req providers.StartRequest, sysDir, outputDir, paramsFile string) map[s
 	env[EnvTrialID] = req.TrialID
 	env[EnvParams] = paramsFile
 	env[EnvOutput] = outputDir
+	SetTensorBoard(env, strings.TrimSuffix(outputDir, "/")+"/tensorboard")
 	return env
+}
+
+// TensorBoardSubdir is where, under a trial's output directory, its
+// TensorBoard logs go by default.
+const TensorBoardSubdir = "tensorboard"
+
+// SetTensorBoard sets the trial's TensorBoard log directory in env (both
+// TRIALFORM_TENSORBOARD_DIR and AdaptDL's ADAPTDL_TENSORBOARD_LOGDIR).
+func SetTensorBoard(env map[string]string, dir string) {
+	env[EnvTensorBoard] = dir
+	env[EnvAdaptDLTensorBoard] = dir
 }
 
 // Environ merges env into base (an os.Environ-style list) for exec: entries

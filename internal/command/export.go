@@ -1,0 +1,83 @@
+package command
+
+import (
+	"context"
+	"flag"
+	"time"
+
+	"github.com/trialform/trialform/internal/results"
+	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/state"
+)
+
+// runExport is `trialform export EXPERIMENT... [-all] -o csv|json`: every
+// trial with its params, final metrics and intermediate series, streamed
+// (one trial's series in memory at a time), in the versioned schema
+// README.md documents.
+func runExport(ctx context.Context, g *Globals, args []string) int {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	output := fs.String("o", "json", "format: json or csv")
+	all := fs.Bool("all", false, "every experiment in the state")
+	pos, ok := parseFlags(fs, args, g.IO.Err)
+	if !ok {
+		return 1
+	}
+	if *output != "json" && *output != "csv" {
+		return g.errorf("-o %q: export writes json or csv", *output)
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	m := state.NewManager(sd)
+	st := g.loadState(m)
+	if st == nil {
+		return 1
+	}
+	exps, code := g.pickExperiments(st, pos, *all, "export")
+	if exps == nil {
+		return code
+	}
+	now := time.Now()
+	var out []views.ExportExperiment
+	for _, e := range exps {
+		rows := results.FromExperiment(e, now)
+		obj := "default"
+		if e.Metric != "" {
+			obj = e.Metric
+		}
+		out = append(out, views.ExportExperiment{
+			Name: e.Name, ID: e.ID, Platform: e.Platform, Objective: obj, Goal: e.Goal, Generation: e.Generation,
+			Params: results.ParamNames(rows), Metrics: results.MetricNames(rows),
+			Rows: func(yield func(*results.Row) error) error {
+				for i, r := range rows {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					if r.Intermediate > 0 {
+						pts, err := m.ReadMetrics(r.Experiment, r.ID)
+						if err != nil {
+							return err
+						}
+						r.AddSeries(pts, true)
+					}
+					if err := yield(r); err != nil {
+						return err
+					}
+					r.Series = nil
+					rows[i] = nil // let the row go once written
+				}
+				return nil
+			},
+		})
+	}
+	if *output == "csv" {
+		err = views.ExportCSV(g.IO.Out, out)
+	} else {
+		err = views.ExportJSON(g.IO.Out, out, now)
+	}
+	if err != nil {
+		return g.errorf("export: %v", err)
+	}
+	return 0
+}

@@ -1,0 +1,79 @@
+package command
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/trialform/trialform/apply"
+	"github.com/trialform/trialform/state"
+)
+
+// runRefresh is `trialform refresh [EXPERIMENT...]`, Terraform's
+// `apply -refresh-only`: under the state lock it reads every trial of the
+// experiments from their platforms and writes what they report (status,
+// metrics, intermediate results) into the state. It starts, resumes and
+// stops nothing, and asks the tuner for nothing.
+func runRefresh(ctx context.Context, g *Globals, args []string) int {
+	var vars varFlags
+	var lf lockFlags
+	fs := flag.NewFlagSet("refresh", flag.ContinueOnError)
+	vars.register(fs)
+	lf.register(fs)
+	noColor := fs.Bool("no-color", false, "no colours")
+	pos, ok := parseFlags(fs, args, g.IO.Err)
+	if !ok {
+		return 1
+	}
+	cfg := g.loadConfig(vars, *noColor)
+	if cfg == nil {
+		return 1
+	}
+	if len(pos) > 0 {
+		only := *cfg
+		only.Experiments = maps.Clone(cfg.Experiments)
+		keep := map[string]bool{}
+		for _, p := range pos {
+			n := strings.TrimPrefix(p, "experiment.")
+			if cfg.Experiments[n] == nil {
+				return g.errorf("experiment %q is not in the configuration (experiments: %s)", n, strings.Join(sortedKeys(cfg.Experiments), ", "))
+			}
+			keep[n] = true
+		}
+		for n := range only.Experiments {
+			if !keep[n] {
+				delete(only.Experiments, n)
+			}
+		}
+		cfg = &only
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	m := state.NewManager(sd)
+	lk, st, ok := g.lockedState(ctx, m, "refresh", lf)
+	if !ok {
+		return 1
+	}
+	defer lk.Unlock()
+	ps := newProviderSet(cfg, sd)
+	defer ps.Close()
+	s := apply.NewSession(cfg, st, m, ps)
+	out := &lineWriter{w: g.IO.Out}
+	s.Hooks = &printHooks{w: out, c: g.colors(*noColor), where: machineOf(cfg, s)}
+	_, changes, err := s.Refresh(ctx)
+	if err != nil {
+		return g.errorf("refresh: %v", err)
+	}
+	n := 0
+	for name := range cfg.Experiments {
+		if st.Experiments[name] != nil {
+			n++
+		}
+	}
+	fmt.Fprintf(g.IO.Out, "Refresh complete: %d experiment(s) read, %d trial change(s) recorded. Nothing was started or stopped.\n", n, len(changes))
+	return 0
+}

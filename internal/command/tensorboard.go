@@ -1,0 +1,163 @@
+package command
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/state"
+)
+
+// runTensorBoard is `trialform tensorboard EXPERIMENT [TRIAL...]`: it
+// brings remote trials' TensorBoard logs into the local tree
+// (.trialform/tensorboard/EXPERIMENT/TRIAL, where local trials write
+// directly), then runs the `tensorboard` on PATH on it until Ctrl-C,
+// syncing again every -sync-interval. Without TensorBoard it prints the
+// logdir and how to install it.
+func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
+	fs := flag.NewFlagSet("tensorboard", flag.ContinueOnError)
+	port := fs.Int("port", 6006, "TensorBoard's port")
+	host := fs.String("host", "localhost", "TensorBoard's bind address")
+	printLogdir := fs.Bool("print-logdir", false, "only print the logdir (after syncing remote trials)")
+	interval := fs.Duration("sync-interval", 30*time.Second, "how often remote trials are synced again while TensorBoard runs")
+	pos, ok := parseFlags(fs, args, g.IO.Err)
+	if !ok {
+		return 1
+	}
+	if len(pos) == 0 {
+		return g.errorf("usage: trialform tensorboard EXPERIMENT [TRIAL...] [-port 6006] [-print-logdir]")
+	}
+	if *port <= 0 || *port > 65535 {
+		return g.errorf("-port %d: give a TCP port (1-65535)", *port)
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	st := g.loadState(state.NewManager(sd))
+	if st == nil {
+		return 1
+	}
+	e := st.Experiment(strings.TrimPrefix(pos[0], "experiment."))
+	if e == nil {
+		return g.errorf("no experiment %q in the state (experiments: %s)", pos[0], orNoneList(sortedKeys(st.Experiments)))
+	}
+	var trials []*state.Trial
+	if len(pos) > 1 {
+		for _, id := range pos[1:] {
+			t := e.Trials[id]
+			if t == nil {
+				return g.errorf("experiment %q has no trial %q (see `trialform trials %s`)", e.Name, id, e.Name)
+			}
+			trials = append(trials, t)
+		}
+	} else {
+		trials = e.SortedTrials()
+	}
+	root := filepath.Join(sd, "tensorboard")
+	expDir := filepath.Join(root, e.Name)
+	if err := os.MkdirAll(expDir, 0o755); err != nil {
+		return g.errorf("%v", err)
+	}
+
+	// Remote platforms: copy the logs over SFTP (incrementally).
+	var syncer providers.TensorBoardSyncer
+	kind, _, _ := strings.Cut(e.Platform, ".")
+	if kind != "local" {
+		ps := newProviderSet(nil, sd)
+		if cfg := g.loadConfigQuiet(); cfg != nil {
+			ps = newProviderSet(cfg, sd)
+		}
+		defer ps.Close()
+		if p, err := ps.Provider(e.Platform); err == nil {
+			syncer, _ = p.(providers.TensorBoardSyncer)
+		}
+		if syncer == nil {
+			fmt.Fprintf(g.IO.Err, "Platform %s: trialform cannot copy its TensorBoard logs here; trials log into their output directory (output/tensorboard; on Kubernetes the checkpoint claim keeps it, see README \"TensorBoard\").\n", e.Platform)
+		}
+	}
+	sync := func() {
+		if syncer == nil {
+			return
+		}
+		var total providers.SyncStats
+		for _, t := range trials {
+			if t.StartedAt == nil {
+				continue
+			}
+			s, err := syncer.SyncTensorBoard(ctx, providers.SyncRequest{
+				Experiment: e.Name, TrialID: t.ID, Handle: providers.Handle(t.Handle), Dest: filepath.Join(expDir, t.ID),
+			})
+			if err != nil {
+				if ctx.Err() == nil {
+					fmt.Fprintf(g.IO.Err, "Warning: sync TensorBoard logs of %s/%s: %v\n", e.Name, t.ID, err)
+				}
+				continue
+			}
+			total.Files += s.Files
+			total.Bytes += s.Bytes
+		}
+		fmt.Fprintf(g.IO.Err, "Synced TensorBoard logs from %s: %d file(s), %d bytes.\n", e.Platform, total.Files, total.Bytes)
+	}
+	sync()
+
+	// The logdir: the experiment's tree, or a spec naming each trial.
+	logFlag, logdir := "--logdir", expDir
+	if len(pos) > 1 {
+		parts := make([]string, len(trials))
+		for i, t := range trials {
+			parts[i] = t.ID + ":" + filepath.Join(expDir, t.ID)
+		}
+		logFlag, logdir = "--logdir_spec", strings.Join(parts, ",")
+	}
+	if *printLogdir {
+		fmt.Fprintln(g.IO.Out, logdir)
+		return 0
+	}
+	bin, err := exec.LookPath("tensorboard")
+	if err != nil {
+		fmt.Fprintf(g.IO.Err, "TensorBoard is not installed (no `tensorboard` on PATH). Install it with\n\n  pip install tensorboard\n\nand run `trialform tensorboard %s` again, or start it yourself:\n\n  tensorboard %s %s\n", e.Name, logFlag, logdir)
+		fmt.Fprintln(g.IO.Out, logdir)
+		return 1
+	}
+	cmd := exec.Command(bin, logFlag, logdir, "--port", fmt.Sprint(*port), "--host", *host)
+	cmd.Stdout, cmd.Stderr = g.IO.Err, g.IO.Err
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return g.errorf("start TensorBoard: %v", err)
+	}
+	fmt.Fprintf(g.IO.Out, "TensorBoard: http://%s:%d/ (logdir %s). Ctrl-C stops it.\n", *host, *port, logdir)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(*interval)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return g.errorf("TensorBoard exited: %v", err)
+			}
+			return 0
+		case <-tick.C:
+			sync()
+		case <-ctx.Done():
+			// Stop TensorBoard's whole process group, gently first.
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
+			}
+			fmt.Fprintln(g.IO.Err, "TensorBoard stopped.")
+			return 0
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/pkg/sftp"
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
+)
+
+// SyncTensorBoard copies the trial's TensorBoard directory
+// (TRIAL/output/tensorboard on its machine) into req.Dest over SFTP,
+// incrementally; see providers.TensorBoardSyncer.
+func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest) (providers.SyncStats, error) {
+	var stats providers.SyncStats
+	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
+	if err != nil {
+		return stats, err
+	}
+	if tf.sp == nil {
+		return stats, fmt.Errorf("tensorboard logs of trial %s: %w", req.TrialID, providers.ErrNotFound)
+	}
+	root := path.Join(tf.dir, "output", trialproto.TensorBoardSubdir)
+	if _, err := tf.s.Lstat(root); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return stats, nil
+		}
+		return stats, tf.m.sftpErr(tf.c, err)
+	}
+	if err := os.MkdirAll(req.Dest, 0o755); err != nil {
+		return stats, err
+	}
+	w := tf.s.Walk(root)
+	for w.Step() {
+		if ctx.Err() != nil {
+			return stats, ctx.Err()
+		}
+		if err := w.Err(); err != nil {
+			return stats, tf.m.sftpErr(tf.c, err)
+		}
+		fi := w.Stat()
+		rel, err := filepath.Rel(root, w.Path())
+		if err != nil || rel == "." {
+			continue
+		}
+		rel = filepath.FromSlash(rel)
+		if !filepath.IsLocal(rel) {
+			return stats, fmt.Errorf("tensorboard file %q of trial %s leaves its directory", w.Path(), req.TrialID)
+		}
+		local := filepath.Join(req.Dest, rel)
+		switch {
+		case fi.IsDir():
+			if err := os.MkdirAll(local, 0o755); err != nil {
+				return stats, err
+			}
+			continue
+		case !fi.Mode().IsRegular():
+			continue // symlinks, devices: never followed
+		}
+		n, err := syncFile(tf.s, w.Path(), local, fi.Size())
+		if err != nil {
+			return stats, fmt.Errorf("sync %s: %w", w.Path(), tf.m.sftpErr(tf.c, err))
+		}
+		if n > 0 {
+			stats.Files++
+			stats.Bytes += n
+		}
+	}
+	return stats, nil
+}
+
+// syncFile brings local up to remote's size: appending what is new when
+// local is shorter, copying the whole file again when it is longer (the
+// remote file was replaced). It returns the bytes copied.
+func syncFile(s *sftp.Client, remote, local string, size int64) (int64, error) {
+	var have int64
+	if li, err := os.Lstat(local); err == nil {
+		if !li.Mode().IsRegular() {
+			return 0, fmt.Errorf("%s exists and is not a regular file", local)
+		}
+		have = li.Size()
+	}
+	if have == size {
+		return 0, nil
+	}
+	if have > size {
+		have = 0
+		if err := os.Remove(local); err != nil {
+			return 0, err
+		}
+	}
+	f, err := s.Open(remote)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	out, err := os.OpenFile(local, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, io.NewSectionReader(f, have, size-have))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
+}
+
+var _ providers.TensorBoardSyncer = (*Remote)(nil)
