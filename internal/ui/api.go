@@ -485,10 +485,14 @@ func (s *Server) trialDirs(e *state.Experiment, t *state.Trial) []string {
 	if s.o.TrialDirs != nil {
 		return s.o.TrialDirs(e, t)
 	}
+	// The TensorBoard tree (TRIALFORM_TENSORBOARD_DIR of local trials;
+	// where `trialform tensorboard` syncs remote ones), then a local
+	// trial's own directory (output/tensorboard by default).
+	dirs := []string{filepath.Join(s.o.StateDir, "tensorboard", e.Name, t.ID)}
 	if strings.HasPrefix(e.Platform, "local.") {
-		return []string{filepath.Join(s.o.StateDir, "trials", e.Name, t.ID)}
+		dirs = append(dirs, filepath.Join(s.o.StateDir, "trials", e.Name, t.ID))
 	}
-	return nil
+	return dirs
 }
 
 // apiScalars reads the event files (events.out.tfevents.*) under the

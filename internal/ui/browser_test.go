@@ -352,7 +352,7 @@ func TestBrowserPages(t *testing.T) {
 	// Trial page: params (the XSS value as text), the command line, the
 	// TensorBoard scalars from the event files.
 	b.open(base + "/e/demo/t/t0003")
-	b.checkCharts(map[string]int{"trial-curve": 1, "scalars": 2})
+	b.checkCharts(map[string]int{"trial-curve": 1, "scalars": 3})
 	b.eval(`document.getElementById('command').textContent`, &s)
 	if !strings.HasPrefix(s, "python3 train.py --opt ") {
 		t.Errorf("command line %q", s)

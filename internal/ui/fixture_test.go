@@ -61,7 +61,8 @@ experiment "other" {
 // fixture writes a configuration (in a git repository when git is
 // installed) and a state with two experiments: "demo" with n trials of
 // every status, intermediate values, an early-stopped trial, TensorBoard
-// event files for trial t0003, and the XSS value as a param of t0002;
+// event files for trial t0003 (in its output directory and in the
+// TensorBoard tree), and the XSS value as a param of t0002;
 // "other" with 20 trials. It returns the directory.
 func fixture(t testing.TB, n int) string {
 	t.Helper()
@@ -102,7 +103,11 @@ func fixture(t testing.TB, n int) string {
 	for _, f := range []struct {
 		path string
 		tag  string
-	}{{filepath.Join(tb, "events.out.tfevents.1.host"), "loss"}, {filepath.Join(tb, "eval", "events.out.tfevents.2.host"), "accuracy"}} {
+	}{{filepath.Join(tb, "events.out.tfevents.1.host"), "loss"}, {filepath.Join(tb, "eval", "events.out.tfevents.2.host"), "accuracy"},
+		{filepath.Join(sd, "tensorboard", "demo", "t0003", "events.out.tfevents.3.host"), "lr"}} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		fh, err := os.Create(f.path)
 		if err != nil {
 			t.Fatal(err)

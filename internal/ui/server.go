@@ -52,7 +52,8 @@ type Options struct {
 	// 200ms).
 	Poll time.Duration
 	// TrialDirs returns the directories of a trial where its TensorBoard
-	// event files may lie (default: the local platform's trial directory).
+	// event files may lie (default: STATEDIR/tensorboard/EXP/TRIAL and, on
+	// the local platform, the trial's directory).
 	TrialDirs func(e *state.Experiment, t *state.Trial) []string
 }
 

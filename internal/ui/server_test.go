@@ -184,7 +184,7 @@ func TestScalarsFromEventFiles(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &sc); err != nil {
 		t.Fatal(err)
 	}
-	if len(sc.Files) != 2 || len(sc.Tags["loss"]) != 20 || len(sc.Tags["eval/accuracy"]) != 20 || sc.Tags["loss"][19].Step != 19 {
+	if len(sc.Files) != 3 || len(sc.Tags["loss"]) != 20 || len(sc.Tags["eval/accuracy"]) != 20 || len(sc.Tags["lr"]) != 20 || sc.Tags["loss"][19].Step != 19 {
 		t.Fatalf("scalars: files %v, tags %d", sc.Files, len(sc.Tags))
 	}
 }
