@@ -67,6 +67,7 @@ experiment "other" {
 func fixture(t testing.TB, n int) string {
 	t.Helper()
 	dir := t.TempDir()
+	start := time.Now().UTC().Truncate(time.Second).Add(-2 * time.Hour)
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(fixtureHCL), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,8 @@ func fixture(t testing.TB, n int) string {
 		} {
 			cmd := exec.Command("git", args...)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
+			at := start.Add(-time.Hour).Format(time.RFC3339)
+			cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE="+at, "GIT_COMMITTER_DATE="+at)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("git %v: %v\n%s", args, err, out)
 			}
@@ -89,7 +91,6 @@ func fixture(t testing.TB, n int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)
 	st.Experiments["demo"] = experiment(t, m, "demo", "demoexp1", n, start, true)
 	st.Experiments["other"] = experiment(t, m, "other", "otherexp", 20, start, false)
 	if err := m.Save(st); err != nil {

@@ -430,11 +430,12 @@ async function pageExperiment(name) {
   }
 
   let curvesReq = 0;
-  async function drawCurves() {
+  const curvesURL = () => `${base}/curves${st.selected.size ? `?trials=${[...st.selected].map(enc).join(',')}` : ''}`;
+  async function drawCurves(prefetched) {
     const my = ++curvesReq;
     const ids = [...st.selected];
     selInfo.textContent = ids.length ? `${ids.length} selected: the intermediate chart shows them` : 'select trials (checkboxes) to compare their intermediate values; none selected: all trials, the best highlighted';
-    const d = await api(`${base}/curves${ids.length ? `?trials=${ids.map(enc).join(',')}` : ''}`);
+    const d = await (prefetched || api(curvesURL()));
     if (my !== curvesReq) return;
     const series = [];
     const early = (c) => c.status === 'EARLY_STOPPED';
@@ -539,8 +540,8 @@ async function pageExperiment(name) {
     chart('slice', boxes.slice, { grid: grids, xAxis: xs, yAxis: ys, series, tooltip: { trigger: 'item' } });
   }
 
-  async function drawImportance() {
-    const d = await api(`${base}/importance`);
+  async function drawImportance(prefetched) {
+    const d = await (prefetched || api(`${base}/importance`));
     st.imp = d;
     const ps = [...d.params].reverse();
     impNote.textContent = `${d.method}; ${d.trials} succeeded trials.${d.skipped && d.skipped.length ? ` Not placed on an axis: ${d.skipped.join(', ')}.` : ''}`;
@@ -574,9 +575,13 @@ async function pageExperiment(name) {
   // Each step's milliseconds, for the benchmark (bench_test.go).
   const timings = window.__trialform.timings = {};
   const timed = async (name, f) => { const t0 = performance.now(); const v = await f(); timings[name] = Math.round(performance.now() - t0); return v; };
+  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
   async function load() {
-    const curves = timed('curves', drawCurves);
-    const imp = timed('importance', drawImportance);
+    // The header and the table first; the charts' data is fetched at the
+    // same time and drawn after, one chart per frame.
+    const curvesData = api(curvesURL());
+    const impData = api(`${base}/importance`);
+    curvesData.catch(() => {}); impData.catch(() => {});
     const [meta, all] = await timed('fetch', () => Promise.all([api(base), api(`${base}/trials`)]));
     const first = st.meta == null;
     st.meta = meta;
@@ -584,10 +589,13 @@ async function pageExperiment(name) {
     if (first) buildColumns();
     drawHeader();
     await timed('table', () => loadRows(all));
+    await frame();
     await timed('history', drawHistory);
+    await timed('curves', () => drawCurves(curvesData));
+    await timed('importance', () => drawImportance(impData));
+    await frame();
     await timed('parallel', drawParallel);
     await timed('slice', drawSlice);
-    await Promise.all([curves, imp]);
   }
   refreshCurrent = load;
   await load();
