@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/trialform/trialform/state"
 )
 
 // TestDashboardBench prints the dashboard's numbers on a state of 10,000
@@ -98,6 +100,33 @@ func TestDashboardBench(t *testing.T) {
 		b.eval(`JSON.stringify(window.__trialform.timings)`, &tm)
 		fmt.Printf("experiment page run %d: table shown %s, every chart painted %s (steps, ms: %s)\n", run+1, tableAt.Round(time.Millisecond), took.Round(time.Millisecond), tm)
 	}
+	// Live update: a state write (one more trial) until the table shows it.
+	for run := 0; run < 3; run++ {
+		m := state.NewManager(filepath.Join(dir, ".trialform"))
+		st, err := m.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := st.Experiments["big"]
+		tr := *e.Trials["t0000"]
+		tr.ID, tr.Seq = fmt.Sprintf("live%d", time.Now().UnixNano()), e.NextSeq
+		e.NextSeq++
+		e.Trials[tr.ID] = &tr
+		want := fmt.Sprintf("%d of %d trials", len(e.Trials), len(e.Trials))
+		if err := m.Save(st); err != nil {
+			t.Fatal(err)
+		}
+		saved := time.Now()
+		ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+		err = chromedp.Do(ctx, chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.getElementById('row-count').textContent === %q`, want),
+			chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(10*time.Millisecond)))
+		cancel()
+		if err != nil {
+			t.Fatalf("live update: %v", err)
+		}
+		fmt.Printf("live update, state written -> table shows the new trial, run %d: %s\n", run+1, time.Since(saved).Round(time.Millisecond))
+	}
+
 	var s string
 	b.eval(`(() => { const v = document.getElementById('trials'); v.scrollTop = v.scrollHeight / 2; return ''; })()`, &s)
 	b.do(chromedp.Poll[chromedp.Void](`[...document.querySelectorAll('#trials .vt-row')].some((r) => r.dataset.id === 't5000' || r.dataset.id === 't4999' || r.dataset.id === 't5001')`, chromedp.WithPollingTimeout(10*time.Second)))

@@ -1,7 +1,9 @@
 package ui_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/trialform/trialform/internal/ui"
 	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
 )
 
 func newServer(t *testing.T, dir, token string) *httptest.Server {
@@ -186,5 +189,52 @@ func TestScalarsFromEventFiles(t *testing.T) {
 	}
 	if len(sc.Files) != 3 || len(sc.Tags["loss"]) != 20 || len(sc.Tags["eval/accuracy"]) != 20 || len(sc.Tags["lr"]) != 20 || sc.Tags["loss"][19].Step != 19 {
 		t.Fatalf("scalars: files %v, tags %d", sc.Files, len(sc.Tags))
+	}
+}
+
+// A log longer than the tail is cut to its last 256 KiB (at a line start),
+// with a "cut" event first, and the stream ends with "end".
+func TestLogsTail(t *testing.T) {
+	dir := fixture(t, 5)
+	var total int
+	s := ui.New(ui.Options{
+		StateDir: filepath.Join(dir, ".trialform"), WorkDir: dir,
+		Logs: func(ctx context.Context, e *state.Experiment, tr *state.Trial, follow bool, w io.Writer) error {
+			for i := 0; i < 40000; i++ {
+				n, _ := fmt.Fprintf(w, "line %06d of trial %s\n", i, tr.ID)
+				total += n
+			}
+			return nil
+		},
+	})
+	ts := httptest.NewServer(s)
+	defer func() { ts.Close(); s.Close() }()
+	code, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials/t0001/logs")
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var text strings.Builder
+	events := []string{}
+	for _, ev := range strings.Split(body, "\n\n") {
+		name, data, ok := strings.Cut(ev, "\ndata: ")
+		if !ok {
+			continue
+		}
+		name = strings.TrimPrefix(name, "event: ")
+		events = append(events, name)
+		if name == "log" {
+			var s string
+			if err := json.Unmarshal([]byte(data), &s); err != nil {
+				t.Fatal(err)
+			}
+			text.WriteString(s)
+		}
+	}
+	got := text.String()
+	if events[0] != "cut" || events[len(events)-1] != "end" {
+		t.Fatalf("events %v", events)
+	}
+	if len(got) > 256<<10 || len(got) < 200<<10 || !strings.HasPrefix(got, "line ") || !strings.HasSuffix(got, "line 039999 of trial t0001\n") {
+		t.Fatalf("tail of %d bytes: %d bytes, starts %q", total, len(got), got[:min(40, len(got))])
 	}
 }
