@@ -506,6 +506,9 @@ func (s *Server) apiScalars(w http.ResponseWriter, r *http.Request) {
 	out := ScalarsJSON{Files: []string{}, Tags: map[string][]tfevents.Scalar{}, Dirs: []string{}}
 	for _, dir := range s.trialDirs(e, t) {
 		out.Dirs = append(out.Dirs, dir)
+		if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+			continue // absent, or a symbolic link: never followed
+		}
 		var files []string
 		filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() && strings.Contains(d.Name(), "tfevents") {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -236,5 +237,39 @@ func TestLogsTail(t *testing.T) {
 	}
 	if len(got) > 256<<10 || len(got) < 200<<10 || !strings.HasPrefix(got, "line ") || !strings.HasSuffix(got, "line 039999 of trial t0001\n") {
 		t.Fatalf("tail of %d bytes: %d bytes, starts %q", total, len(got), got[:min(40, len(got))])
+	}
+}
+
+// A trial directory replaced by a symbolic link, or an event file that is
+// one, is not followed.
+func TestScalarsFollowNoLink(t *testing.T) {
+	dir := fixture(t, 10)
+	outside := t.TempDir()
+	src := filepath.Join(dir, ".trialform", "trials", "demo", "t0003", "output", "events.out.tfevents.1.host")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "events.out.tfevents.9.host"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb := filepath.Join(dir, ".trialform", "tensorboard", "demo", "t0003")
+	if err := os.RemoveAll(tb); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, tb); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "events.out.tfevents.9.host"), filepath.Join(filepath.Dir(src), "events.out.tfevents.link")); err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, dir, "")
+	_, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials/t0003/scalars")
+	var sc ui.ScalarsJSON
+	if err := json.Unmarshal([]byte(body), &sc); err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Files) != 2 || sc.Tags["lr"] != nil {
+		t.Fatalf("files %v, tags %v: links were followed", sc.Files, len(sc.Tags))
 	}
 }

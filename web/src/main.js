@@ -576,19 +576,11 @@ async function pageExperiment(name) {
   const timings = window.__trialform.timings = {};
   const timed = async (name, f) => { const t0 = performance.now(); const v = await f(); timings[name] = Math.round(performance.now() - t0); return v; };
   const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
-  async function load() {
-    // The header and the table first; the charts' data is fetched at the
-    // same time and drawn after, one chart per frame.
-    const curvesData = api(curvesURL());
-    const impData = api(`${base}/importance`);
-    curvesData.catch(() => {}); impData.catch(() => {});
-    const [meta, all] = await timed('fetch', () => Promise.all([api(base), api(`${base}/trials`)]));
-    const first = st.meta == null;
-    st.meta = meta;
-    st.all = all.rows;
-    if (first) buildColumns();
-    drawHeader();
-    await timed('table', () => loadRows(all));
+  // The charts are redrawn after the table, one per frame; a live update
+  // that arrives while they draw marks them dirty instead of waiting, so
+  // the table follows the state at once whatever the charts cost.
+  let chartsBusy = null, chartsDirty = false;
+  async function drawCharts(curvesData, impData) {
     await frame();
     await timed('history', drawHistory);
     await timed('curves', () => drawCurves(curvesData));
@@ -597,8 +589,32 @@ async function pageExperiment(name) {
     await timed('parallel', drawParallel);
     await timed('slice', drawSlice);
   }
-  refreshCurrent = load;
-  await load();
+  function scheduleCharts(curvesData, impData) {
+    if (chartsBusy) { chartsDirty = true; return chartsBusy; }
+    chartsBusy = (async () => {
+      try {
+        await drawCharts(curvesData, impData);
+        while (chartsDirty) { chartsDirty = false; await drawCharts(); }
+      } finally { chartsBusy = null; }
+    })();
+    return chartsBusy;
+  }
+  async function load(first) {
+    // The charts' data is fetched at the same time as the table's.
+    const curvesData = first ? api(curvesURL()) : null;
+    const impData = first ? api(`${base}/importance`) : null;
+    if (first) { curvesData.catch(() => {}); impData.catch(() => {}); }
+    const [meta, all] = await timed('fetch', () => Promise.all([api(base), api(`${base}/trials`)]));
+    st.meta = meta;
+    st.all = all.rows;
+    if (first) buildColumns();
+    drawHeader();
+    await timed('table', () => loadRows(all));
+    const charts = scheduleCharts(curvesData, impData);
+    if (first) await charts; // a refresh returns once the table is current
+  }
+  refreshCurrent = () => load(false);
+  await load(true);
 }
 
 // ---------- trial ----------
