@@ -594,7 +594,13 @@ async function pageExperiment(name) {
     chartsBusy = (async () => {
       try {
         await drawCharts(curvesData, impData);
-        while (chartsDirty) { chartsDirty = false; await drawCharts(); }
+        while (chartsDirty) {
+          // Large experiments: charts at most every 3 s, so the main
+          // thread stays free for the table.
+          if (st.all.length > 2000) await new Promise((r) => setTimeout(r, 3000));
+          chartsDirty = false;
+          await drawCharts();
+        }
       } finally { chartsBusy = null; }
     })();
     return chartsBusy;
@@ -633,29 +639,41 @@ async function pageTrial(exp, id) {
       panel('TensorBoard scalars', scalarBox, scalarNote)),
     panel('Logs (stdout, then stderr; followed while the trial runs)', logState, logPre));
 
-  // Logs: a stream that first carries the tail of what exists.
+  // Logs: a stream that first carries the tail of what exists. A stream
+  // that ended in an error (a trial not started yet) starts again when a
+  // live update shows the trial running.
   const MAX_LOG = 1 << 20;
-  let follow = true;
-  const es = new EventSource(`${base}/logs`);
-  cleanup.push(() => es.close());
-  es.addEventListener('cut', () => { logPre.append(h('span', { class: 'muted' }, '[… earlier output not shown …]\n')); });
-  es.addEventListener('log', (ev) => {
-    const text = JSON.parse(ev.data);
-    if (text) logPre.append(text);
-    if (logPre.textContent.length > MAX_LOG) logPre.textContent = logPre.textContent.slice(-MAX_LOG / 2);
-    logState.textContent = 'following';
-    if (follow) logPre.scrollTop = logPre.scrollHeight;
-  });
-  es.addEventListener('end', (ev) => {
-    const msg = JSON.parse(ev.data);
-    logState.textContent = msg ? `ended: ${msg}` : 'end of output';
-    es.close();
-  });
-  es.onerror = () => { if (es.readyState === EventSource.CLOSED) logState.textContent = 'disconnected'; };
+  let follow = true, es = null, logFailed = false;
+  function startLogs() {
+    if (es) es.close();
+    logPre.replaceChildren();
+    logFailed = false;
+    logState.textContent = 'connecting…';
+    const src = new EventSource(`${base}/logs`);
+    es = src;
+    src.addEventListener('cut', () => { logPre.append(h('span', { class: 'muted' }, '[… earlier output not shown …]\n')); });
+    src.addEventListener('log', (ev) => {
+      const text = JSON.parse(ev.data);
+      if (text) logPre.append(text);
+      if (logPre.textContent.length > MAX_LOG) logPre.textContent = logPre.textContent.slice(-MAX_LOG / 2);
+      logState.textContent = 'following';
+      if (follow) logPre.scrollTop = logPre.scrollHeight;
+    });
+    src.addEventListener('end', (ev) => {
+      const msg = JSON.parse(ev.data);
+      logFailed = !!msg;
+      logState.textContent = msg ? `ended: ${msg}` : 'end of output';
+      src.close();
+    });
+    src.onerror = () => { if (src.readyState === EventSource.CLOSED) logState.textContent = 'disconnected'; };
+  }
+  cleanup.push(() => { if (es) es.close(); });
+  startLogs();
   logPre.addEventListener('scroll', () => { follow = logPre.scrollTop + logPre.clientHeight >= logPre.scrollHeight - 4; });
 
   async function load() {
     const [t, sc] = await Promise.all([api(base), api(`${base}/scalars`)]);
+    if (logFailed && t.status === 'RUNNING') startLogs();
     const kv = (obj) => h('table', { class: 'kv' }, h('tbody', {}, Object.keys(obj).sort().map((k) => h('tr', {}, h('th', {}, k), h('td', {}, fmtVal(obj[k]))))));
     top.replaceChildren(
       h('p', {}, link(`/e/${enc(exp)}`, `← ${exp}`)),
