@@ -65,6 +65,28 @@ for tuner in random tpe; do
   echo "plan with 10,000 trials in state (tuner $tuner): best of 5 = ${best} s (target < 0.5 s)"
 done
 
+# 2b. Results over 10,000 trials with 100 intermediate points each:
+# trials -q -sort, and export -o json (time and the peak RSS of the process).
+"$GENSTATE" -n 10000 -intermediate 100 -dir "$work/results" >/dev/null
+runrss() {
+  python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+best = None
+for _ in range(5):
+    t = time.time()
+    subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+    d = time.time() - t
+    best = d if best is None else min(best, d)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("wall best of 5 = %.3f s, CPU (user+sys) mean = %.3f s, peak RSS %.0f MB" % (best, (ru.ru_utime + ru.ru_stime) / 5, ru.ru_maxrss / 1024))
+PY
+}
+echo "trials -q -sort over 10,000 trials (target < 0.3 s):"
+echo "  $(runrss "$BIN" -chdir="$work/results" trials big -q 'status:succeeded, params.opt:adam|sgd, metrics.loss:<=0.5, params.layers:2..6' -sort '-metrics.loss,params.lr' -o csv)"
+echo "export -o json, 10,000 trials x 100 intermediate points (target < 2 s, < 200 MB RSS):"
+echo "  $(runrss "$BIN" -chdir="$work/results" export big -o json)"
+echo "  output size: $("$BIN" -chdir="$work/results" export big -o json | wc -c) bytes"
+
 # 3. watch: latency from a file save to the new plan printed.
 "$WATCHLAT" -bin "$BIN" -n "${BENCH_WATCH_SAVES:-20}"
 

@@ -22,6 +22,24 @@ func (m *Manager) metricsPath(experiment, trial string) (string, error) {
 	return filepath.Join(m.dir, metricsDir, experiment, trial+".jsonl"), nil
 }
 
+// ReadMetricsFile returns the raw bytes of a trial's metric series file
+// (JSON lines of MetricPoint), nil if there is none, for readers that
+// decode it themselves (export reads a million points).
+func (m *Manager) ReadMetricsFile(experiment, trial string) ([]byte, error) {
+	path, err := m.metricsPath(experiment, trial)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read metrics: %w", err)
+	}
+	return data, nil
+}
+
 // checkName refuses names that would escape the metrics directory.
 func checkName(kind, name string) error {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\\x00") {

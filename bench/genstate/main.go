@@ -4,14 +4,11 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/trialform/trialform/state"
@@ -42,19 +39,19 @@ func main() {
 	n := flag.Int("n", 10000, "finished trials in the state")
 	dir := flag.String("dir", "", "directory to write")
 	tunerName := flag.String("tuner", "random", "tuner of the experiment")
-	points := flag.Int("points", 0, "intermediate results per trial (metrics files, for the dashboard's benchmark)")
+	inter := flag.Int("intermediate", 0, "intermediate results per trial, written to the metric series files")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "genstate: -dir is required")
 		os.Exit(2)
 	}
-	if err := run(*dir, *n, *tunerName, *points); err != nil {
+	if err := run(*dir, *n, *tunerName, *inter); err != nil {
 		fmt.Fprintln(os.Stderr, "genstate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, n int, tunerName string, points int) error {
+func run(dir string, n int, tunerName string, inter int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -88,19 +85,32 @@ func run(dir string, n int, tunerName string, points int) error {
 				"layers": float64(1 + rng.IntN(7)), "opt": opts[rng.IntN(3)], "drop": rng.Float64() / 2,
 			},
 			Attempts: 1, CreatedAt: start, StartedAt: &start, EndedAt: &end, ExitCode: &code,
-			Value: &v, Final: map[string]float64{"default": v}, Intermediate: points,
+			Value: &v, Final: map[string]float64{"default": v, "loss": 1 - v},
+			Intermediate: inter,
 		}
-		if points > 0 {
-			pts := make([]state.MetricPoint, points)
-			for k := range pts {
-				val := v * (1 - math.Exp(-float64(k+1)/float64(points)*4))
-				pts[k] = state.MetricPoint{Type: "PERIODICAL", Sequence: k, Value: json.RawMessage(strconv.FormatFloat(val, 'g', -1, 64)), Time: start.Add(time.Duration(k) * time.Millisecond)}
-			}
-			if err := m.AppendMetrics("big", id, pts); err != nil {
+		if inter > 0 {
+			if err := writeSeries(dir, id, inter, v, start); err != nil {
 				return err
 			}
 		}
 	}
 	st.Experiments["big"] = e
 	return m.Save(st)
+}
+
+// writeSeries writes k intermediate points of trial id straight into its
+// metric series file (the format state.Manager.AppendMetrics writes,
+// without an fsync per trial).
+func writeSeries(dir, id string, k int, final float64, start time.Time) error {
+	d := filepath.Join(dir, ".trialform", "metrics", "big")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return err
+	}
+	var b []byte
+	for s := 0; s < k; s++ {
+		v := final * float64(s+1) / float64(k)
+		b = fmt.Appendf(b, `{"type":"PERIODICAL","sequence":%d,"value":{"default":%g,"loss":%g},"time":%q}`+"\n",
+			s, v, 1-v, start.Add(time.Duration(s)*10*time.Millisecond).Format(time.RFC3339Nano))
+	}
+	return os.WriteFile(filepath.Join(d, id+".jsonl"), b, 0o644)
 }

@@ -95,11 +95,9 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 		if r.Intermediate == 0 || !(allSeries || r.NeedsSeries()) {
 			continue
 		}
-		pts, err := m.ReadMetrics(r.Experiment, r.ID)
-		if err != nil {
+		if err := loadSeries(m, r, keepSeries); err != nil {
 			return g.errorf("%v", err)
 		}
-		r.AddSeries(pts, keepSeries)
 	}
 	schema := query.SchemaOf(rows)
 	if err := q.Check(schema); err != nil {
@@ -239,4 +237,19 @@ func mentions(s string, names ...string) bool {
 		}
 	}
 	return false
+}
+
+// loadSeries reads r's intermediate series (Latest, BestIntermediate; and
+// Series with keep).
+func loadSeries(m *state.Manager, r *results.Row, keep bool) error {
+	data, err := m.ReadMetricsFile(r.Experiment, r.ID)
+	if err != nil {
+		return err
+	}
+	pts, err := results.ParseSeries(data, r.Objective)
+	if err != nil {
+		return fmt.Errorf("read metrics of %s/%s: %w", r.Experiment, r.ID, err)
+	}
+	r.AddPoints(pts, keep)
+	return nil
 }

@@ -258,4 +258,12 @@ func TestTop(t *testing.T) {
 	if got := ids(Top(rs, 0)); got != "t0005 t0002 t0001 t0003" {
 		t.Errorf("Top all (maximize) = %q", got)
 	}
+	// Several experiments: the n best of each, by each one's goal.
+	rs = rows()
+	for _, r := range rs[:3] {
+		r.Experiment, r.Goal = "a", "maximize"
+	}
+	if got := ids(Top(rs, 1)); got != "t0002 t0005" {
+		t.Errorf("Top 1 of two experiments = %q", got)
+	}
 }

@@ -209,9 +209,10 @@ func compareAny(a, b any) int {
 	return 0
 }
 
-// Top returns the n best rows by objective, each experiment's goal
-// deciding the direction (best first); rows without an objective value
-// are left out. n <= 0 returns every row that has one, best first.
+// Top returns the n best rows of each experiment by objective, the
+// experiment's goal deciding the direction, best first (experiments in
+// name order); rows without an objective value are left out. n <= 0
+// keeps every row that has one.
 func Top(rows []*results.Row, n int) []*results.Row {
 	out := make([]*results.Row, 0, len(rows))
 	for _, r := range rows {
@@ -220,6 +221,9 @@ func Top(rows []*results.Row, n int) []*results.Row {
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Experiment != out[j].Experiment {
+			return out[i].Experiment < out[j].Experiment
+		}
 		a, b := *out[i].Metric, *out[j].Metric
 		if out[i].Goal == "minimize" {
 			a, b = -a, -b
@@ -229,10 +233,21 @@ func Top(rows []*results.Row, n int) []*results.Row {
 		}
 		return DefaultLess(out[i], out[j])
 	})
-	if n > 0 && len(out) > n {
-		out = out[:n]
+	if n <= 0 {
+		return out
 	}
-	return out
+	kept := out[:0]
+	count := 0
+	for i, r := range out {
+		if i == 0 || r.Experiment != out[i-1].Experiment {
+			count = 0
+		}
+		if count < n {
+			kept = append(kept, r)
+		}
+		count++
+	}
+	return kept
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

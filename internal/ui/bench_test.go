@@ -31,7 +31,7 @@ func TestDashboardBench(t *testing.T) {
 	dir := filepath.Join(repoRoot, "bin", "bench-ui-state")
 	if _, err := os.Stat(filepath.Join(dir, ".trialform", "state.json")); err != nil {
 		t.Logf("generating 10,000 trials x 100 points in %s (once; about a minute)", dir)
-		cmd := exec.Command("go", "run", "./bench/genstate", "-n", "10000", "-points", "100", "-dir", dir)
+		cmd := exec.Command("go", "run", "./bench/genstate", "-n", "10000", "-intermediate", "100", "-dir", dir)
 		cmd.Dir = repoRoot
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("genstate: %v\n%s", err, out)
