@@ -9,11 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/trialform/trialform/internal/importance"
+	"github.com/trialform/trialform/internal/results"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/tuner/space"
@@ -155,58 +155,27 @@ func (d *store) series(e *state.Experiment, t *state.Trial) []point {
 		return m.pts
 	}
 	d.metricsMu.Unlock()
-	raw, err := state.NewManager(d.o.StateDir).ReadMetrics(e.Name, t.ID)
-	if err != nil && raw == nil {
+	// The shared parser of the trials command and export (a fast path for
+	// the lines the state writes).
+	data, err := os.ReadFile(path)
+	if err != nil {
 		return nil
 	}
-	var pts []point
-	for i, p := range raw {
-		if p.Type != "PERIODICAL" {
+	parsed, err := results.ParseSeries(data, e.Metric)
+	if err != nil && parsed == nil {
+		return nil
+	}
+	pts := make([]point, 0, len(parsed))
+	for _, p := range parsed {
+		if p.Value == nil || math.IsNaN(*p.Value) || math.IsInf(*p.Value, 0) {
 			continue
 		}
-		v, ok := metricValue(p.Value, e.Metric)
-		if !ok {
-			continue
-		}
-		seq := p.Sequence
-		if seq == 0 && i > 0 {
-			seq = len(pts)
-		}
-		pts = append(pts, point{Seq: seq, Value: v, Time: p.Time.UnixMilli()})
+		pts = append(pts, point{Seq: p.Step, Value: *p.Value, Time: p.Time.UnixMilli()})
 	}
 	d.metricsMu.Lock()
 	d.metrics[key] = metricsEntry{key: k, pts: pts}
 	d.metricsMu.Unlock()
 	return pts
-}
-
-// metricValue reads a reported value: a number, a JSON string holding
-// one (NNI's double encoding), or an object with the objective's key (or
-// "default").
-func metricValue(raw json.RawMessage, metric string) (float64, bool) {
-	if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
-		return f, !math.IsNaN(f) && !math.IsInf(f, 0) // the common case, without a JSON decode
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return 0, false
-	}
-	if s, ok := v.(string); ok {
-		if err := json.Unmarshal([]byte(s), &v); err != nil {
-			return 0, false
-		}
-	}
-	switch x := v.(type) {
-	case float64:
-		return x, !math.IsNaN(x) && !math.IsInf(x, 0)
-	case map[string]any:
-		for _, k := range []string{metric, "default"} {
-			if f, ok := x[k].(float64); ok {
-				return f, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // ---- the JSON models of the API ----
