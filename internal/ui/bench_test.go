@@ -97,7 +97,7 @@ func TestDashboardBench(t *testing.T) {
 		}
 		took := time.Since(start)
 		var tm string
-		b.eval(`JSON.stringify(window.__trialform.timings)`, &tm)
+		b.eval(`JSON.stringify(Object.assign({boot: window.__trialform.boot}, window.__trialform.timings))`, &tm)
 		fmt.Printf("experiment page run %d: table shown %s, every chart painted %s (steps, ms: %s)\n", run+1, tableAt.Round(time.Millisecond), took.Round(time.Millisecond), tm)
 	}
 	measureLive(t, b, dir, "big", "10,000 trials")

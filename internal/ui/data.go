@@ -198,7 +198,8 @@ type ExperimentJSON struct {
 	DoneAt      *time.Time     `json:"done_at,omitempty"`
 	DoneReason  string         `json:"done_reason,omitempty"`
 	ElapsedSec  float64        `json:"elapsed_s"`
-	Refreshed   time.Time      `json:"refreshed"` // the state file's last write
+	Written     time.Time      `json:"written"`             // the state file's last write
+	Refreshed   *time.Time     `json:"refreshed,omitempty"` // last refresh from the platform (refreshed.json)
 	// Edit says where to change what the page cannot (read-only by design).
 	Edit *EditJSON `json:"edit,omitempty"`
 }
@@ -267,7 +268,10 @@ func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) E
 	j := ExperimentJSON{
 		Name: e.Name, ID: e.ID, Platform: e.Platform, Generation: e.Generation, Goal: e.Goal, Metric: e.Metric,
 		Counts: map[string]int{}, Trials: len(e.Trials), MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
-		CreatedAt: e.CreatedAt, DoneAt: e.DoneAt, DoneReason: e.DoneReason, Refreshed: sn.modTime,
+		CreatedAt: e.CreatedAt, DoneAt: e.DoneAt, DoneReason: e.DoneReason, Written: sn.modTime,
+	}
+	if at, ok := state.NewManager(d.o.StateDir).RefreshedAt(sn.st.Lineage)[e.Name]; ok && !at.IsZero() {
+		j.Refreshed = &at
 	}
 	for _, t := range e.Trials {
 		j.Counts[t.Status]++

@@ -37,8 +37,12 @@ func newWatcher(d *store, every time.Duration) *watcher {
 }
 
 func (w *watcher) loop(every time.Duration) {
+	// state.json, and refreshed.json (a refresh that found nothing new
+	// writes only that one).
 	path := filepath.Join(w.data.o.StateDir, "state.json")
+	refreshed := filepath.Join(w.data.o.StateDir, "refreshed.json")
 	last, _, _ := statKey(path)
+	lastR, _, _ := statKey(refreshed)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -48,10 +52,11 @@ func (w *watcher) loop(every time.Duration) {
 		case <-t.C:
 		}
 		k, _, err := statKey(path)
-		if err != nil || k == last {
+		kr, _, _ := statKey(refreshed)
+		if err != nil || (k == last && kr == lastR) {
 			continue
 		}
-		last = k
+		last, lastR = k, kr
 		sn := w.data.current()
 		if sn.err != nil {
 			continue // caught mid-edit by hand: wait for a readable version

@@ -90,7 +90,7 @@ const better = (goal, a, b) => (goal === 'minimize' ? a < b : a > b);
 // Every chart made is registered here so the browser tests can count its
 // series (window.__trialform.charts[name].getOption().series.length).
 const charts = {};
-window.__trialform = { charts, ready: false, renders: 0 };
+window.__trialform = { charts, ready: false, renders: 0, boot: Math.round(performance.now()) };
 
 const palette = ['#5470c6', '#91cc75', '#fac858', '#ee6666', '#73c0de', '#3ba272', '#fc8452', '#9a60b4', '#ea7ccc'];
 
@@ -210,14 +210,15 @@ async function pageOverview() {
         h('td', {}, h('div', { class: 'bar' }, h('div', { style: `width:${used}%` })), h('div', { class: 'small' }, `${e.trials} / ${e.max_trials}`)),
         h('td', {}, fmtDur(e.elapsed_s), e.done_reason ? h('div', { class: 'muted small' }, `done: ${e.done_reason}`) : null),
         h('td', {}, e.platform), h('td', {}, e.tuner || '–'), h('td', { class: 'num' }, e.generation),
-        h('td', { title: e.refreshed }, ago(e.refreshed)));
+        h('td', { title: e.refreshed || 'never refreshed from the platform' }, e.refreshed ? ago(e.refreshed) : 'never',
+          h('div', { class: 'muted small', title: e.written }, `state written ${ago(e.written)}`)));
     });
     root.replaceChildren(
       h('h2', {}, 'Experiments'),
       d.experiments.length === 0
         ? h('p', { class: 'muted' }, 'No experiment in the state yet: run ', h('code', {}, 'trialform apply'), '.')
         : h('table', { class: 'grid', id: 'overview' },
-          h('thead', {}, h('tr', {}, ['experiment', 'status', 'best', 'budget used', 'elapsed', 'platform', 'tuner', 'gen', 'state written'].map((c) => h('th', {}, c)))),
+          h('thead', {}, h('tr', {}, ['experiment', 'status', 'best', 'budget used', 'elapsed', 'platform', 'tuner', 'gen', 'refreshed'].map((c) => h('th', {}, c)))),
           h('tbody', {}, rows)),
       h('p', { class: 'muted small' }, `state ${d.state_dir} · serial ${d.serial}`));
   };
