@@ -267,6 +267,11 @@ func (b *browser) checkCharts(want map[string]int) {
 
 func (b *browser) noErrors(page string) {
 	b.t.Helper()
+	var junk string
+	b.eval(`(() => { const m = document.body.innerText.match(/\b(null|undefined|NaN)\b|\[object Object\]/); return m ? m[0] : ''; })()`, &junk)
+	if junk != "" {
+		b.t.Errorf("%s: the page shows %q", page, junk)
+	}
 	if errs := b.consoleErrors(); len(errs) > 0 {
 		b.t.Errorf("%s: console errors: %v", page, errs)
 	}

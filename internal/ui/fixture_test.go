@@ -93,6 +93,7 @@ func fixture(t testing.TB, n int) string {
 	}
 	st.Experiments["demo"] = experiment(t, m, "demo", "demoexp1", n, start, true)
 	st.Experiments["other"] = experiment(t, m, "other", "otherexp", 20, start, false)
+	st.Experiments["other"].MaxTrials, st.Experiments["other"].Concurrency = 30, 2
 	if err := m.Save(st); err != nil {
 		t.Fatal(err)
 	}

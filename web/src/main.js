@@ -23,6 +23,11 @@ function h(tag, attrs, ...kids) {
   return el;
 }
 
+// put replaces el's children, skipping null and false (as h does).
+function put(el, ...kids) {
+  el.replaceChildren(...kids.flat(Infinity).filter((c) => c != null && c !== false));
+}
+
 const enc = encodeURIComponent;
 
 async function api(path) {
@@ -176,7 +181,7 @@ async function route() {
   disposeCharts();
   refreshCurrent = null;
   window.__trialform.ready = false;
-  app.replaceChildren(h('p', { class: 'muted' }, 'loading…'));
+  put(app, h('p', { class: 'muted' }, 'loading…'));
   const p = location.pathname.split('/').filter(Boolean).map(decodeURIComponent);
   try {
     if (p.length === 0) await pageOverview();
@@ -185,9 +190,9 @@ async function route() {
     else if (p[0] === 'compare') await pageCompare();
     else if (p[0] === 'plan') await pagePlan();
     else if (p[0] === 'history') await pageHistory();
-    else app.replaceChildren(h('p', { class: 'error' }, 'No such page.'));
+    else put(app, h('p', { class: 'error' }, 'No such page.'));
   } catch (e) {
-    app.replaceChildren(h('p', { class: 'error' }, e.status === 404 ? 'Not found.' : `Error: ${e.message}`));
+    put(app, h('p', { class: 'error' }, e.status === 404 ? 'Not found.' : `Error: ${e.message}`));
   }
   window.__trialform.ready = true;
   window.__trialform.renders++;
@@ -197,7 +202,7 @@ async function route() {
 
 async function pageOverview() {
   const root = h('div', {});
-  app.replaceChildren(root);
+  put(app, root);
   refreshCurrent = async () => {
     const d = await api('/api/overview');
     const rows = d.experiments.map((e) => {
@@ -213,7 +218,7 @@ async function pageOverview() {
         h('td', { title: e.refreshed || 'never refreshed from the platform' }, e.refreshed ? ago(e.refreshed) : 'never',
           h('div', { class: 'muted small', title: e.written }, `state written ${ago(e.written)}`)));
     });
-    root.replaceChildren(
+    put(root, 
       h('h2', {}, 'Experiments'),
       d.experiments.length === 0
         ? h('p', { class: 'muted' }, 'No experiment in the state yet: run ', h('code', {}, 'trialform apply'), '.')
@@ -265,7 +270,7 @@ async function pageExperiment(name) {
   const parallelNote = h('p', { class: 'muted small' });
   const sliceNote = h('p', { class: 'muted small' });
 
-  app.replaceChildren(
+  put(app, 
     header,
     h('section', { class: 'panel' },
       h('div', { class: 'toolbar' },
@@ -304,7 +309,7 @@ async function pageExperiment(name) {
     try { const s = JSON.parse(localStorage.getItem(storeKey)); if (Array.isArray(s)) hidden = new Set(s); } catch (e) { /* default */ }
     for (const c of cols) c.hidden = !c.fixed && hidden.has(c.key);
     columns = cols;
-    chooserList.replaceChildren(...cols.filter((c) => !c.fixed).map((c) => h('label', {},
+    put(chooserList, ...cols.filter((c) => !c.fixed).map((c) => h('label', {},
       h('input', { type: 'checkbox', checked: !c.hidden, 'data-column': c.key, onchange: (ev) => {
         c.hidden = !ev.target.checked;
         localStorage.setItem(storeKey, JSON.stringify(columns.filter((x) => x.hidden).map((x) => x.key)));
@@ -322,7 +327,7 @@ async function pageExperiment(name) {
   }
   function drawHead() {
     thead.style.gridTemplateColumns = template();
-    thead.replaceChildren(...visible().map((c) => h('div', {
+    put(thead, ...visible().map((c) => h('div', {
       class: `vt-cell ${c.num ? 'num' : ''} ${c.sort ? 'sortable' : ''}`, title: c.sort ? `sort by ${c.sort} (click again to reverse)` : '',
       onclick: c.sort ? () => {
         const cur = st.sort.split(',')[0].trim();
@@ -349,7 +354,7 @@ async function pageExperiment(name) {
       out.push(h('div', { class: `vt-row ${r.best ? 'best' : ''}`, style: `top:${i * ROW_H}px;grid-template-columns:${tpl}`, 'data-id': r.id },
         visible().map((c) => h('div', { class: `vt-cell ${c.num ? 'num' : ''}` }, c.cell(r)))));
     }
-    body.replaceChildren(...out);
+    put(body, ...out);
   }
   viewport.addEventListener('scroll', () => drawRows(false), { passive: true });
 
@@ -366,12 +371,12 @@ async function pageExperiment(name) {
       const d = (pre && !st.q && !st.sort) ? pre : await api(`${base}/trials?${qs}`);
       if (my !== reqNo) return;
       st.rows = d.rows;
-      errBox.replaceChildren();
+      put(errBox);
       countBox.textContent = `${d.rows.length} of ${d.total} trials`;
     } catch (e) {
       if (my !== reqNo) return;
       if (e.status === 400 && e.body) {
-        errBox.replaceChildren(caretBox(e.body.param === 'sort' ? st.sort : st.q, e.body));
+        put(errBox, caretBox(e.body.param === 'sort' ? st.sort : st.q, e.body));
         return;
       }
       throw e;
@@ -558,7 +563,7 @@ async function pageExperiment(name) {
   function drawHeader() {
     const e = st.meta.experiment;
     const edit = e.edit ? `${e.edit.file}:${e.edit.line}` : 'its experiment block';
-    header.replaceChildren(
+    put(header, 
       h('h2', {}, e.name, ' ', h('span', { class: 'muted small' }, `${e.id} · ${e.platform} · ${e.tuner || '?'} · generation ${e.generation}`)),
       h('div', { class: 'summary' },
         Object.entries(e.counts).sort().map(([s, n]) => h('span', { class: 'count' }, statusBadge(s), ' ', n)),
@@ -634,7 +639,7 @@ async function pageTrial(exp, id) {
   const scalarNote = h('p', { class: 'muted small', id: 'scalars-note' });
   const logPre = h('pre', { class: 'logs', id: 'logs' });
   const logState = h('span', { class: 'muted small', id: 'logs-state' }, 'connecting…');
-  app.replaceChildren(top,
+  put(app, top,
     h('div', { class: 'charts' },
       panel('Intermediate values', curveBox),
       panel('TensorBoard scalars', scalarBox, scalarNote)),
@@ -647,7 +652,7 @@ async function pageTrial(exp, id) {
   let follow = true, es = null, logFailed = false;
   function startLogs() {
     if (es) es.close();
-    logPre.replaceChildren();
+    put(logPre);
     logFailed = false;
     logState.textContent = 'connecting…';
     const src = new EventSource(`${base}/logs`);
@@ -676,7 +681,7 @@ async function pageTrial(exp, id) {
     const [t, sc] = await Promise.all([api(base), api(`${base}/scalars`)]);
     if (logFailed && t.status === 'RUNNING') startLogs();
     const kv = (obj) => h('table', { class: 'kv' }, h('tbody', {}, Object.keys(obj).sort().map((k) => h('tr', {}, h('th', {}, k), h('td', {}, fmtVal(obj[k]))))));
-    top.replaceChildren(
+    put(top, 
       h('p', {}, link(`/e/${enc(exp)}`, `← ${exp}`)),
       h('h2', {}, `Trial ${t.id} `, statusBadge(t.status), t.best ? h('span', { class: 'badge best' }, 'best') : null),
       h('div', { class: 'cols' },
@@ -725,7 +730,7 @@ async function pageCompare() {
   const note = h('p', { class: 'muted small' });
   const picks = h('div', { class: 'toolbar', id: 'compare-picks' }, ov.experiments.map((e) => h('label', {},
     h('input', { type: 'checkbox', checked: chosen.has(e.name), onchange: (ev) => { if (ev.target.checked) chosen.add(e.name); else chosen.delete(e.name); load(); } }), ' ', e.name)));
-  app.replaceChildren(h('h2', {}, 'Compare experiments'), picks, panel('Best so far against trials finished', box, note));
+  put(app, h('h2', {}, 'Compare experiments'), picks, panel('Best so far against trials finished', box, note));
   async function load() {
     const qs = [...chosen].map((n) => `exp=${enc(n)}`).join('&');
     const d = chosen.size ? await api(`/api/compare?${qs}`) : { experiments: [] };
@@ -747,13 +752,13 @@ async function pageCompare() {
 async function pagePlan() {
   const pre = h('pre', { class: 'plan', id: 'plan' }, 'computing the plan…');
   const err = h('div', {});
-  app.replaceChildren(h('h2', {}, 'What apply would do next'),
+  put(app, h('h2', {}, 'What apply would do next'),
     h('p', { class: 'muted' }, 'The same plan as ', h('code', {}, 'trialform plan'), ' (refreshed from the platforms, including drift notes). The dashboard never applies it: run ', h('code', {}, 'trialform apply'), '.'),
     err, pre);
   async function load() {
     const d = await api('/api/plan');
     pre.textContent = d.text || '';
-    err.replaceChildren(d.error ? h('p', { class: 'error' }, d.error) : '');
+    put(err, d.error ? h('p', { class: 'error' }, d.error) : '');
   }
   refreshCurrent = load;
   await load();
@@ -763,11 +768,11 @@ async function pagePlan() {
 
 async function pageHistory() {
   const root = h('div', {});
-  app.replaceChildren(h('h2', {}, 'History of the definitions'),
+  put(app, h('h2', {}, 'History of the definitions'),
     h('p', { class: 'muted' }, h('code', {}, 'git log'), ' of the HCL files, with the generations each change started (a generation starts when the search space, tuner, objective or trial changes).'), root);
   async function load() {
     const d = await api('/api/history');
-    root.replaceChildren(
+    put(root, 
       d.error ? h('p', { class: 'muted' }, d.error) : null,
       h('table', { class: 'grid', id: 'history' },
         h('thead', {}, h('tr', {}, ['date', 'commit', 'author', 'subject', 'files', 'started'].map((c) => h('th', {}, c)))),
