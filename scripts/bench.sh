@@ -94,7 +94,7 @@ echo "  output size: $("$BIN" -chdir="$work/results" export big -o json | wc -c)
 if command -v go >/dev/null; then go run ./bench/earlystop; fi
 
 # 5. Go micro-benchmarks.
-command -v go >/dev/null && go test -run '^$' -bench . -benchtime 20x ./plan/... ./state/... ./tuner/... 2>/dev/null | grep -E '^(Benchmark|ok|PASS)' || true
+command -v go >/dev/null && go test -run '^$' -bench . -benchtime 20x ./plan/... ./state/... ./tuner/... ./internal/query/ 2>/dev/null | grep -E '^(Benchmark|ok|PASS)' || true
 
 # 4. Trial launch latency over SSH: Start on the remote platform against
 # real sshd on 127.0.0.1, code and helpers already uploaded.

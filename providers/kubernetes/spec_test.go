@@ -40,6 +40,7 @@ command:
   - "python3 train.py --C 0.5"
 workingDir: /nfs/code/svm
 env:
+  ADAPTDL_TENSORBOARD_LOGDIR: "/nfs/code/svm/.trialform/k8s/svm/t0003/output/tensorboard"
   NNI_OUTPUT_DIR: "/nfs/code/svm/.trialform/k8s/svm/t0003/output"
   NNI_PLATFORM: "kubernetes"
   NNI_SYS_DIR: "/trialform/sys"
@@ -51,6 +52,7 @@ env:
   TRIALFORM_OUTPUT_DIR: "/nfs/code/svm/.trialform/k8s/svm/t0003/output"
   TRIALFORM_PARAMS: "/trialform/sys/params.json"
   TRIALFORM_SPEC_DIR: "/trialform/spec"
+  TRIALFORM_TENSORBOARD_DIR: "/nfs/code/svm/.trialform/k8s/svm/t0003/output/tensorboard"
   TRIALFORM_TERMINATION_LOG: "/dev/termination-log"
   TRIALFORM_TRIAL_ID: "t0003"
 resources:

@@ -85,7 +85,8 @@ func TestWriteFileAtomic(t *testing.T) {
 func TestEnv(t *testing.T) {
 	req := providers.StartRequest{
 		Experiment: "exp", ExperimentID: "eid", TrialID: "t1", Seq: 7,
-		Env: map[string]string{"FOO": "bar", "NNI_PLATFORM": "remote", "NNI_TRIAL_COMMAND_CHANNEL": "ws://x", "TRIALFORM_PARAMS": "/evil"},
+		Env: map[string]string{"FOO": "bar", "NNI_PLATFORM": "remote", "NNI_TRIAL_COMMAND_CHANNEL": "ws://x", "TRIALFORM_PARAMS": "/evil",
+			"ADAPTDL_TENSORBOARD_LOGDIR": "/evil"},
 	}
 	env := Env(req, "/sys", "/out", "/sys/params.json")
 	want := map[string]string{
@@ -93,6 +94,8 @@ func TestEnv(t *testing.T) {
 		"NNI_TRIAL_JOB_ID": "t1", "NNI_EXP_ID": "eid", "NNI_TRIAL_SEQ_ID": "7",
 		"TRIALFORM_EXPERIMENT": "exp", "TRIALFORM_TRIAL_ID": "t1", "TRIALFORM_PARAMS": "/sys/params.json",
 		"TRIALFORM_OUTPUT_DIR": "/out",
+		// TensorBoard: OUTPUT/tensorboard, under both names (AdaptDL's too).
+		"TRIALFORM_TENSORBOARD_DIR": "/out/tensorboard", "ADAPTDL_TENSORBOARD_LOGDIR": "/out/tensorboard",
 	}
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("Env = %v\nwant %v", env, want)
