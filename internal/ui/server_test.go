@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -271,5 +273,38 @@ func TestScalarsFollowNoLink(t *testing.T) {
 	}
 	if len(sc.Files) != 2 || sc.Tags["lr"] != nil {
 		t.Fatalf("files %v, tags %v: links were followed", sc.Files, len(sc.Tags))
+	}
+}
+
+// The table's rows are the `trials -q -sort` command's rows, in the same
+// order: one language, one implementation.
+func TestTableAgreesWithTrialsCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI")
+	}
+	dir := fixture(t, 60)
+	q, sortBy := "status:succeeded|early_stopped, params.x:>-3", "-params.layers,metric"
+	cmd := exec.Command(trialformBin(t), "-chdir", dir, "trials", "demo", "-q", q, "-sort", sortBy, "-o", "json")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("trials: %v", err)
+	}
+	var cli []struct{ ID string }
+	if err := json.Unmarshal(out, &cli); err != nil {
+		t.Fatalf("trials -o json: %v\n%s", err, out)
+	}
+	ts := newServer(t, dir, "")
+	code, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials?q="+url.QueryEscape(q)+"&sort="+url.QueryEscape(sortBy))
+	var api struct{ Rows []struct{ ID string } }
+	if code != 200 || json.Unmarshal([]byte(body), &api) != nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	if len(cli) < 5 || len(cli) != len(api.Rows) {
+		t.Fatalf("cli %d rows, api %d", len(cli), len(api.Rows))
+	}
+	for i := range cli {
+		if cli[i].ID != api.Rows[i].ID {
+			t.Fatalf("row %d: cli %s, api %s", i, cli[i].ID, api.Rows[i].ID)
+		}
 	}
 }
