@@ -114,9 +114,22 @@ func (s *Server) apiTrials(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, sortBy := r.URL.Query().Get("q"), r.URL.Query().Get("sort")
-	// The encoded answer is kept per state version and (q, sort): the page
-	// asks for the same rows for its charts and its table, and again on
-	// every live update of another page's data.
+	v := s.trialsAnswer(sn, e, q, sortBy)
+	switch v := v.(type) {
+	case *QueryError:
+		jsonError(w, http.StatusBadRequest, v)
+	case []byte:
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(v)
+	}
+}
+
+// trialsAnswer returns the encoded rows of e matching q in sortBy's order,
+// or a *QueryError. The answer is kept per state version and (q, sort):
+// the page asks for the same rows for its charts and its table, and the
+// watcher prepares the unfiltered one as soon as the state changes.
+func (s *Server) trialsAnswer(sn *snapshot, e *state.Experiment, q, sortBy string) any {
 	key := "trials\x00" + e.Name + "\x00" + q + "\x00" + sortBy
 	if sn.cachedCount() > 64 {
 		key = "" // many distinct queries: stop caching them
@@ -148,19 +161,22 @@ func (s *Server) apiTrials(w http.ResponseWriter, r *http.Request) {
 		}
 		return b
 	}
-	var v any
-	if key != "" {
-		v = sn.get(key, compute)
-	} else {
-		v = compute()
+	if key == "" {
+		return compute()
 	}
-	switch v := v.(type) {
-	case *QueryError:
-		jsonError(w, http.StatusBadRequest, v)
-	case []byte:
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Write(v)
+	return sn.get(key, compute)
+}
+
+// warm prepares what pages ask for first after a state change: every
+// experiment's unfiltered rows and its parameter importance.
+func (s *Server) warm(sn *snapshot) {
+	if sn.err != nil {
+		return
+	}
+	for _, name := range sortedNames(sn.st.Experiments) {
+		e := sn.st.Experiments[name]
+		s.trialsAnswer(sn, e, "", "")
+		s.data.importanceOf(e, s.params(sn, e))
 	}
 }
 
@@ -422,12 +438,11 @@ func (s *Server) apiLogs(w http.ResponseWriter, r *http.Request) {
 // last logTail bytes of what piled up in between (the first flush carries
 // the existing output: its tail is what a user wants).
 type logWriter struct {
-	mu   sync.Mutex
-	buf  []byte
-	cut  bool
-	w    http.ResponseWriter
-	fl   http.Flusher
-	sent bool
+	mu  sync.Mutex
+	buf []byte
+	cut bool
+	w   http.ResponseWriter
+	fl  http.Flusher
 }
 
 func newLogWriter(w http.ResponseWriter, fl http.Flusher) *logWriter {
@@ -459,9 +474,8 @@ func (l *logWriter) flush() {
 		}
 		writeEvent(l.w, "cut", "")
 	}
-	if len(b) > 0 || !l.sent {
+	if len(b) > 0 {
 		writeEvent(l.w, "log", string(b))
-		l.sent = true
 	}
 	l.fl.Flush()
 }

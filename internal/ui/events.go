@@ -24,14 +24,16 @@ func keyOf(fi fs.FileInfo) fileKey {
 // stat is cheap.
 type watcher struct {
 	data *store
-	mu   sync.Mutex
-	subs map[chan uint64]bool
-	done chan struct{}
-	once sync.Once
+	// onChange runs (in its own goroutine) for each new version read.
+	onChange func(*snapshot)
+	mu       sync.Mutex
+	subs     map[chan uint64]bool
+	done     chan struct{}
+	once     sync.Once
 }
 
-func newWatcher(d *store, every time.Duration) *watcher {
-	w := &watcher{data: d, subs: map[chan uint64]bool{}, done: make(chan struct{})}
+func newWatcher(d *store, every time.Duration, onChange func(*snapshot)) *watcher {
+	w := &watcher{data: d, onChange: onChange, subs: map[chan uint64]bool{}, done: make(chan struct{})}
 	go w.loop(every)
 	return w
 }
@@ -60,6 +62,9 @@ func (w *watcher) loop(every time.Duration) {
 		sn := w.data.current()
 		if sn.err != nil {
 			continue // caught mid-edit by hand: wait for a readable version
+		}
+		if w.onChange != nil {
+			go w.onChange(sn)
 		}
 		w.mu.Lock()
 		for c := range w.subs {

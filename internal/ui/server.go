@@ -78,8 +78,8 @@ func New(o Options) *Server {
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	s.data = newStore(o)
-	go s.data.current() // read a large state before the first page asks
-	s.watch = newWatcher(s.data, o.Poll)
+	s.watch = newWatcher(s.data, o.Poll, s.warm)
+	go s.warm(s.data.current()) // read a large state before the first page asks
 	s.routes()
 	return s
 }

@@ -203,11 +203,15 @@ func TestLogsTail(t *testing.T) {
 	s := ui.New(ui.Options{
 		StateDir: filepath.Join(dir, ".trialform"), WorkDir: dir,
 		Logs: func(ctx context.Context, e *state.Experiment, tr *state.Trial, follow bool, w io.Writer) error {
+			// The output that exists arrives in one write (a tick of the
+			// stream between writes would send each part whole).
+			var b strings.Builder
 			for i := 0; i < 40000; i++ {
-				n, _ := fmt.Fprintf(w, "line %06d of trial %s\n", i, tr.ID)
-				total += n
+				fmt.Fprintf(&b, "line %06d of trial %s\n", i, tr.ID)
 			}
-			return nil
+			total = b.Len()
+			_, err := io.WriteString(w, b.String())
+			return err
 		},
 	})
 	ts := httptest.NewServer(s)

@@ -671,6 +671,7 @@ async function pageTrial(exp, id) {
       logState.textContent = msg ? `ended: ${msg}` : 'end of output';
       src.close();
     });
+    src.onopen = () => { if (!logFailed) logState.textContent = 'following'; };
     src.onerror = () => { if (src.readyState === EventSource.CLOSED) logState.textContent = 'disconnected'; };
   }
   cleanup.push(() => { if (es) es.close(); });
