@@ -168,7 +168,8 @@ func (s *Server) trialsAnswer(sn *snapshot, e *state.Experiment, q, sortBy strin
 }
 
 // warm prepares what pages ask for first after a state change: every
-// experiment's unfiltered rows and its parameter importance.
+// experiment's unfiltered rows, its parameter importance and the series
+// of its "all trials" curves.
 func (s *Server) warm(sn *snapshot) {
 	if sn.err != nil {
 		return
@@ -177,6 +178,14 @@ func (s *Server) warm(sn *snapshot) {
 		e := sn.st.Experiments[name]
 		s.trialsAnswer(sn, e, "", "")
 		s.data.importanceOf(e, s.params(sn, e))
+		best := ""
+		if b := bestOf(e); b != nil {
+			best = b.ID
+		}
+		ts, _ := allCurves(e, best)
+		for _, t := range ts {
+			s.data.series(e, t)
+		}
 	}
 }
 

@@ -407,7 +407,10 @@ func (d *store) importanceOf(e *state.Experiment, params []ParamJSON) Importance
 	}
 	d.impMu.Lock()
 	defer d.impMu.Unlock()
-	if c, ok := d.imp[e.Name]; ok && c.n == len(ts) {
+	// Refit only when the succeeded trials changed by 2% or more (at least
+	// one): a large experiment's live updates do not refit the forest on
+	// every trial. The answer says how many trials it was fitted on.
+	if c, ok := d.imp[e.Name]; ok && abs(c.n-len(ts)) < max(1, c.n/50) {
 		return c.res.(ImportanceJSON)
 	}
 	var axes []importance.Param
@@ -480,4 +483,11 @@ func jsonString(s string) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
