@@ -620,6 +620,9 @@ func testList(e *env) {
 	e.start(e.req("a", "exit 0"))
 	e.start(e.req("b", "sleep 1000"))
 	e.collect("a").phase(providers.PhaseSucceeded)
+	// b may still be pending when a has ended (a loaded node, a slow
+	// scheduler): wait for it to run, not for a's end to imply it.
+	e.collect("b").phase(providers.PhaseRunning)
 	obs, err := l.List(e.ctx(), e.exp)
 	if err != nil {
 		e.t.Fatal(err)
