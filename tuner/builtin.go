@@ -13,4 +13,5 @@ func init() {
 	Register(annealInfo())
 	Register(evolutionInfo())
 	Register(batchInfo())
+	Register(gpInfo())
 }
