@@ -14,4 +14,5 @@ func init() {
 	Register(evolutionInfo())
 	Register(batchInfo())
 	Register(gpInfo())
+	Register(smacInfo())
 }

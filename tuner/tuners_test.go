@@ -23,6 +23,7 @@ var optimisers = []struct {
 	{"evolution", map[string]any{"population_size": 8.0}},
 	{"tpe", map[string]any{"multivariate": true, "startup_trials": 5.0}},
 	{"gp", map[string]any{"startup_trials": 5.0}},
+	{"smac", map[string]any{"startup_trials": 5.0}},
 }
 
 // TestOptimisersStayInSpace: over a space with every kind and a nested
@@ -114,7 +115,7 @@ func TestOptimisersDiscreteDistinct(t *testing.T) {
 		{Name: "a", Kind: space.Randint, Args: []float64{0, 6}},
 		{Name: "b", Kind: space.Choice, Options: []space.Option{{Value: "x"}, {Value: "y"}}},
 	}}
-	for _, name := range []string{"anneal", "evolution", "gp"} {
+	for _, name := range []string{"anneal", "evolution", "gp", "smac"} {
 		tn := mustNew(t, name, map[string]any{"seed": 2.0}, sp)
 		hist := loop(t, tn, sp, Minimize, 2, 3, func(p space.Params) float64 { return p["a"].(float64) })
 		out, err := tn.Suggest(Request{Space: sp, Goal: Minimize, History: hist, Seqs: []int{4, 5, 6, 7, 8, 9}})
@@ -353,6 +354,10 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{"gp", map[string]any{"restarts": 50.0}, []string{`"restarts"`, "at most 20"}},
 		{"gp", map[string]any{"liar": 1.0}, []string{`"liar"`, `one of "mean", "min", "max"`}},
 		{"gp", map[string]any{"cold_start_num": 3.0}, []string{`unknown setting "cold_start_num"`, "startup_trials"}},
+		{"smac", map[string]any{"trees": 5.0, "random_prob": 0.0, "startup_trials": 4.0}, nil},
+		{"smac", map[string]any{"trees": 0.0}, []string{`"trees"`, "at least 1"}},
+		{"smac", map[string]any{"random_prob": 1.5}, []string{`"random_prob"`, "between 0 and 1"}},
+		{"smac", map[string]any{"utility": "ei"}, []string{`unknown setting "utility"`, "valid: random_prob, seed, startup_trials, trees"}},
 		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0}}}, nil},
 		{"batch", nil, []string{`"params" is required`}},
 		{"batch", map[string]any{"params": "x=1"}, []string{`"params" must be a list of objects`}},
