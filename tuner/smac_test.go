@@ -55,4 +55,6 @@ func TestSMACLearnsChoice(t *testing.T) {
 	}
 }
 
-func BenchmarkSMACSuggest200(b *testing.B) { benchBO(b, "smac", map[string]any{"random_prob": 0.0}, 200) }
+func BenchmarkSMACSuggest200(b *testing.B) {
+	benchBO(b, "smac", map[string]any{"random_prob": 0.0}, 200)
+}
