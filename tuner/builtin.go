@@ -15,4 +15,5 @@ func init() {
 	Register(batchInfo())
 	Register(gpInfo())
 	Register(smacInfo())
+	Register(metisInfo())
 }

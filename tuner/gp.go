@@ -228,6 +228,7 @@ type boData struct {
 	loss    []float64   // their losses, failed ones at the worst completed loss
 	seqs    []int
 	params  []space.Params
+	done    []bool // completed with a value (not failed)
 	pending [][]float64
 	seen    map[string]bool
 	ndone   int // completed trials with a value
@@ -253,9 +254,11 @@ func boHistory(req Request, sign float64, c *gpCodec) *boData {
 			b.pending = append(b.pending, x)
 		case !math.IsInf(h.loss, 1):
 			b.X, b.loss, b.seqs, b.params = append(b.X, x), append(b.loss, h.loss), append(b.seqs, h.seq), append(b.params, h.params)
+			b.done = append(b.done, true)
 			b.ndone++
 		case !math.IsInf(worst, -1):
 			b.X, b.loss, b.seqs, b.params = append(b.X, x), append(b.loss, worst), append(b.seqs, h.seq), append(b.params, h.params)
+			b.done = append(b.done, false)
 		}
 	}
 	return b

@@ -142,7 +142,7 @@ func TestBOBeatsRandom(t *testing.T) {
 	}
 }
 
-var boNames = []string{"gp", "smac"}
+var boNames = []string{"gp", "smac", "metis"}
 
 // TestGPUtilities: each acquisition runs and stays in the space, and
 // settings are validated.

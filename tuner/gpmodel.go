@@ -355,12 +355,19 @@ func (p *gpPost) predictGrad(x []float64) (mu, sd float64, dmu, dsd []float64) {
 // leave-one-out residual (y_i - μ_-i) / σ_-i, from K⁻¹ (Rasmussen and
 // Williams, eq. 5.12).
 func (p *gpPost) looResiduals() []float64 {
+	z, _ := p.loo()
+	return z
+}
+
+// loo returns the standardised leave-one-out residuals and the residuals
+// y_i - μ_-i themselves.
+func (p *gpPost) loo() (z, resid []float64) {
 	n := len(p.X)
+	z, resid = make([]float64, n), make([]float64, n)
 	var Linv mat.TriDense
 	if err := Linv.InverseTri(&p.L); err != nil {
-		return make([]float64, n)
+		return
 	}
-	out := make([]float64, n)
 	for i := 0; i < n; i++ {
 		// (K⁻¹)_ii = sum_k (L⁻¹)_ki²
 		kii := 0.0
@@ -368,9 +375,10 @@ func (p *gpPost) looResiduals() []float64 {
 			v := Linv.At(k, i)
 			kii += v * v
 		}
-		out[i] = p.alpha[i] / math.Sqrt(kii)
+		z[i] = p.alpha[i] / math.Sqrt(kii)
+		resid[i] = p.alpha[i] / kii
 	}
-	return out
+	return
 }
 
 // acquisition scores of a standardised prediction; larger is better. best

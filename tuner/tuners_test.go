@@ -24,6 +24,7 @@ var optimisers = []struct {
 	{"tpe", map[string]any{"multivariate": true, "startup_trials": 5.0}},
 	{"gp", map[string]any{"startup_trials": 5.0}},
 	{"smac", map[string]any{"startup_trials": 5.0}},
+	{"metis", map[string]any{"startup_trials": 5.0}},
 }
 
 // TestOptimisersStayInSpace: over a space with every kind and a nested
@@ -358,6 +359,10 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{"smac", map[string]any{"trees": 0.0}, []string{`"trees"`, "at least 1"}},
 		{"smac", map[string]any{"random_prob": 1.5}, []string{`"random_prob"`, "between 0 and 1"}},
 		{"smac", map[string]any{"utility": "ei"}, []string{`unknown setting "utility"`, "valid: random_prob, seed, startup_trials, trees"}},
+		{"metis", map[string]any{"resample": false, "outlier_z": 4.0, "restarts": 1.0, "startup_trials": 3.0}, nil},
+		{"metis", map[string]any{"outlier_z": 0.5}, []string{`"outlier_z"`, "between 1"}},
+		{"metis", map[string]any{"resample": "no"}, []string{`"resample"`, "true or false"}},
+		{"metis", map[string]any{"utility": "ucb"}, []string{`unknown setting "utility"`, "valid: outlier_z, resample, restarts, seed, startup_trials"}},
 		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0}}}, nil},
 		{"batch", nil, []string{`"params" is required`}},
 		{"batch", map[string]any{"params": "x=1"}, []string{`"params" must be a list of objects`}},
