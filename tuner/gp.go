@@ -38,7 +38,7 @@ func gpInfo() Info {
 // Suggest keeps no state. Failed trials count with the worst completed
 // loss. Hyperparameters are fitted to the completed trials (at most
 // gpFitMax of them: the best half and an even spread of the rest); the
-// posterior uses them all plus every running trial at the liar's value, so
+// posterior uses them (at most gpMaxPoints, chosen alike) plus every running trial at the liar's value, so
 // trials asked for together, or while others run, spread out. Suggestions
 // for several trials are made in sequence order, each added as running
 // before the next, so the answer equals asking one at a time. A suggestion
@@ -54,7 +54,10 @@ type boTuner struct {
 	liar     string
 }
 
-const gpFitMax = 48
+const (
+	gpFitMax    = 48  // points of the hyperparameter fit
+	gpMaxPoints = 300 // points of the posterior
+)
 
 func newGP(in map[string]any, sp *space.Space) (Tuner, error) {
 	return newBO("gp", in, sp, gpSettings)
@@ -318,6 +321,22 @@ type boModel struct {
 	order []int // data.X indexes by increasing loss
 }
 
+// capPoints keeps at most gpMaxPoints of the completed and failed trials
+// (the best half and an even spread of the rest, by fitSubset): the GP's
+// cost grows with the cube of its points, and a long history adds little
+// that the best trials and a spread of the others do not say.
+func (b *boData) capPoints() {
+	if len(b.X) <= gpMaxPoints {
+		return
+	}
+	keep := fitSubset(b.loss, gpMaxPoints)
+	var nd boData
+	for _, i := range keep {
+		nd.X, nd.loss, nd.seqs, nd.params, nd.done = append(nd.X, b.X[i]), append(nd.loss, b.loss[i]), append(nd.seqs, b.seqs[i]), append(nd.params, b.params[i]), append(nd.done, b.done[i])
+	}
+	b.X, b.loss, b.seqs, b.params, b.done = nd.X, nd.loss, nd.seqs, nd.params, nd.done
+}
+
 func (t *boTuner) fit(c *gpCodec, data *boData, seed int64) *boModel {
 	y := standardise(data.loss)
 	sub := fitSubset(y, gpFitMax)
@@ -363,6 +382,7 @@ func (t *boTuner) suggest(req Request) ([]space.Params, *boModel, error) {
 	c := newGPCodec(sp)
 	seed := t.seedOf(req)
 	data := boHistory(req, sign, c)
+	data.capPoints()
 	var m *boModel
 	if c.d > 0 && data.ndone >= t.startup && data.ndone >= 2 {
 		m = t.fit(c, data, seed)

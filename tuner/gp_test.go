@@ -200,3 +200,6 @@ func cpuTime() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkGPSuggest2000: a long history is capped at gpMaxPoints.
+func BenchmarkGPSuggest2000(b *testing.B) { benchBO(b, "gp", nil, 2000) }
