@@ -64,6 +64,8 @@ var (
 	goSMAC    = Sampler{"go", "smac"}
 	optRandom = Sampler{"optuna", "random"}
 	optTPE    = Sampler{"optuna", "tpe"}
+	nniGP     = Sampler{"nni", "gp"}
+	nniMetis  = Sampler{"nni", "metis"}
 )
 
 var targets = []target{
@@ -73,11 +75,13 @@ var targets = []target{
 	{goAuto, optTPE, 0, 0.5, "≤ 0.5 (at 200 trials)"},
 	{goGP, optTPE, 0, 1.0, "≤ 1.0"},
 	{goSMAC, optTPE, 0, 1.0, "≤ 1.0 (at 100 trials)"},
+	{goGP, nniGP, 0, 1.0, "≤ 1.0"},
+	{Sampler{"go", "metis"}, nniMetis, 0, 1.0, "≤ 1.0"},
 }
 
 // pairs are the one-sided tests printed per problem: is a's regret smaller
 // than b's?
-var pairs = [][2]Sampler{{goTPE, optTPE}, {goTPE, goRandom}, {goAuto, optTPE}, {goGP, optTPE}, {goSMAC, optTPE}}
+var pairs = [][2]Sampler{{goTPE, optTPE}, {goTPE, goRandom}, {goAuto, optTPE}, {goGP, optTPE}, {goSMAC, optTPE}, {goGP, nniGP}}
 
 func has(ss []Sampler, s Sampler) bool {
 	for _, x := range ss {
