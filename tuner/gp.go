@@ -413,7 +413,7 @@ const (
 	gpRandomCands = 200
 	gpLocalBest   = 5
 	gpLocalCands  = 30
-	gpRefine      = 3
+	gpRefine      = 2
 )
 
 // propose maximises the acquisition over the posterior given the data and
@@ -498,8 +498,8 @@ func (t *boTuner) refine(post *gpPost, best float64, x0 []float64, nu int) ([]fl
 	ev := &cachedObj{f: obj}
 	p := optimize.Problem{Func: ev.fn, Grad: ev.grad}
 	_, _ = optimize.Minimize(p, append([]float64(nil), x0[:nu]...), &optimize.Settings{
-		MajorIterations:   30,
-		FuncEvaluations:   60,
+		MajorIterations:   20,
+		FuncEvaluations:   40,
 		GradientThreshold: 1e-8,
 		Converger:         &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-6, Iterations: 5},
 	}, &optimize.LBFGS{})

@@ -186,7 +186,7 @@ func fitGP(X [][]float64, y []float64, d, restarts int, rng *rand.Rand) gpHyper 
 		p := optimize.Problem{Func: ev.fn, Grad: ev.grad}
 		_, _ = optimize.Minimize(p, append([]float64(nil), s...), &optimize.Settings{
 			MajorIterations:   60,
-			FuncEvaluations:   80,
+			FuncEvaluations:   60,
 			GradientThreshold: 1e-5,
 			Converger:         &optimize.FunctionConverge{Absolute: 1e-6, Iterations: 10},
 		}, &optimize.LBFGS{})
