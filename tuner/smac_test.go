@@ -58,3 +58,14 @@ func TestSMACLearnsChoice(t *testing.T) {
 func BenchmarkSMACSuggest200(b *testing.B) {
 	benchBO(b, "smac", map[string]any{"random_prob": 0.0}, 200)
 }
+
+// TestCopula: normal scores of ranks, monotone, ties equal, symmetric.
+func TestCopula(t *testing.T) {
+	z := copula([]float64{5, 1e6, -2, 5, 0})
+	if !(z[2] < z[4] && z[4] < z[0] && z[0] == z[3] && z[3] < z[1]) {
+		t.Fatalf("copula %v is not the rank order", z)
+	}
+	if s := z[2] + z[1]; s > 1e-12 || s < -1e-12 {
+		t.Fatalf("lowest and highest scores %v, %v are not symmetric", z[2], z[1])
+	}
+}
