@@ -254,7 +254,19 @@ func specParts(e *schema.Experiment) map[string][]byte {
 		GPUs        int               `json:"gpus"`
 		MetricRegex string            `json:"metric_regex,omitempty"`
 	}
-	ts := trialSpec{CodeDir: e.Trial.CodeDir, Env: e.Trial.Env, GPUs: e.Trial.GPUs, MetricRegex: e.Trial.MetricRegex}
+	// A sensitive env value is not hashed: the hash is saved in the
+	// state, and a rotated secret is not a new trial spec.
+	env := e.Trial.Env
+	if len(e.Trial.SensitiveEnv) > 0 {
+		env = map[string]string{}
+		for k, v := range e.Trial.Env {
+			if e.Trial.SensitiveEnv[k] {
+				v = schema.SensitiveText
+			}
+			env[k] = v
+		}
+	}
+	ts := trialSpec{CodeDir: e.Trial.CodeDir, Env: env, GPUs: e.Trial.GPUs, MetricRegex: e.Trial.MetricRegex}
 	if e.Trial.Command != nil {
 		ts.Command = e.Trial.Command.String()
 	}
@@ -703,6 +715,9 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int,
 	}
 	res := make([]map[string]any, len(out))
 	for i, p := range out {
+		if err := checkSuggestion(cfg.SearchSpace.Space, p); err != nil {
+			return nil, fmt.Errorf("tuner %s: %w", cfg.Tuner.Name, err)
+		}
 		res[i] = map[string]any(p)
 	}
 	return res, nil
@@ -877,4 +892,23 @@ func bestOf(vals []float64, goal string) float64 {
 		}
 	}
 	return b
+}
+
+// checkSuggestion refuses a suggestion holding a value no trial can be
+// given: a missing or null value of a search-space param, or a number that
+// is not finite (it could not even be saved in the state).
+func checkSuggestion(sp *space.Space, ps space.Params) error {
+	if sp == nil {
+		return nil
+	}
+	for _, p := range sp.Params {
+		v, ok := ps[p.Name]
+		if !ok || v == nil {
+			return fmt.Errorf("suggested no value for param %q; this is a bug in the tuner, please report it", p.Name)
+		}
+		if x, isNum := space.ToFloat(v); isNum && (math.IsNaN(x) || math.IsInf(x, 0)) {
+			return fmt.Errorf("suggested %v for param %q, which is not a finite number; this is a bug in the tuner, please report it", x, p.Name)
+		}
+	}
+	return nil
 }

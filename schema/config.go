@@ -36,7 +36,11 @@ type Platform struct {
 	// Attrs holds every attribute of the block, evaluated, by name (nested
 	// blocks as []map[string]any, labels under "_labels"): what
 	// platform.KIND.NAME shows, and a fingerprint of the block.
-	Attrs     map[string]any
+	Attrs map[string]any
+	// Secrets are the values in the block that come from sensitive
+	// variables (a remote machine's password), for output that must not
+	// show them.
+	Secrets   []string
 	DeclRange hcl.Range
 }
 
@@ -100,20 +104,26 @@ type AssessorSpec struct {
 // kept as Segments so the planner can substitute concrete, shell-quoted
 // values per trial (see Render). Exactly one of Command and Args is set.
 type TrialSpec struct {
-	CodeDir     string // absolute
-	Command     *Template
-	Args        []*Template
-	Env         map[string]string
-	MaxDuration time.Duration // 0 = none
-	GPUs        int
-	MetricRegex string // optional user regexp with (?P<name>) and (?P<value>) groups
-	Range       hcl.Range
+	CodeDir string // absolute
+	Command *Template
+	Args    []*Template
+	Env     map[string]string
+	// SensitiveEnv names the Env entries whose values come from a
+	// sensitive variable: never printed, never saved in the state.
+	SensitiveEnv map[string]bool
+	MaxDuration  time.Duration // 0 = none
+	GPUs         int
+	MetricRegex  string // optional user regexp with (?P<name>) and (?P<value>) groups
+	Range        hcl.Range
 }
 
 // Template is a string with parameter placeholders.
 type Template struct {
 	Segments []Segment
 	Range    hcl.Range
+	// paramRanges gives the source range of each param segment (by index)
+	// for diagnostics.
+	paramRanges map[int]hcl.Range
 }
 
 // Segment is literal text (Param == "") or a parameter reference.

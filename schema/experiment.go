@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,6 +50,10 @@ var trialSchema = &hcl.BodySchema{
 // DefaultTuner is the tuner of an experiment without a tuner block.
 const DefaultTuner = "auto"
 
+// MaxExperimentName bounds an experiment name's length (a Kubernetes label
+// value holds 63 characters).
+const MaxExperimentName = 63
+
 // evalExperiment decodes an experiment block.
 func (l *loader) evalExperiment(b *hcl.Block) {
 	name := b.Labels[0]
@@ -75,7 +80,12 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	// platform (default local.default)
 	platVal := l.platVals["local.default"]
 	if a, ok := content.Attributes["platform"]; ok {
-		if v, ok := l.value(a.Expr); ok {
+		// Only the platform's kind and name are read here; a sensitive
+		// password inside it stays with the platform.
+		var v cty.Value
+		var ok bool
+		l.withSensitive(func() { v, ok = l.value(a.Expr) })
+		if ok {
 			kind, k1 := objString(v, "kind")
 			pname, k2 := objString(v, "name")
 			p := l.cfg.Platforms[kind+"."+pname]
@@ -145,6 +155,10 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		// checkpoint dirs) that templates may use.
 		l.tunerParams = tuner.ExtraParams(e.Tuner.Name)
 		l.decodeTrial(blk, e)
+		if len(e.Trial.SensitiveEnv) > 0 && e.Platform != nil && e.Platform.Kind != "local" && e.Platform.Kind != "remote" {
+			l.errorf(blk.DefRange.Ptr(), "Sensitive value not supported on this platform",
+				"trial.env holds a sensitive value, which the %s platform would write into objects anyone who can read them sees. Keep the secret in a Kubernetes Secret and reference it from the platform's pod spec instead.", e.Platform.Kind)
+		}
 		l.tunerParams = nil
 	} else {
 		l.errorf(b.DefRange.Ptr(), "Missing trial block",
@@ -353,7 +367,7 @@ func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
 		if tpl, ok := l.template(cmd.Expr.(hclsyntax.Expression), e.SearchSpace); ok {
 			if strings.TrimSpace(tpl.String()) == "" {
 				l.errorf(cmd.Expr.Range().Ptr(), "Empty command", "The trial command is empty.")
-			} else {
+			} else if l.checkShellTemplate(tpl, e.SearchSpace) {
 				t.Command = tpl
 			}
 		}
@@ -362,15 +376,30 @@ func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
 	}
 
 	if a, ok := content.Attributes["env"]; ok {
-		if v, ok := l.typed(a, cty.Map(cty.String), "a map of strings"); ok {
+		var v cty.Value
+		var ok bool
+		l.withSensitive(func() { v, ok = l.typed(a, cty.Map(cty.String), "a map of strings") })
+		if ok {
 			t.Env = map[string]string{}
+			v, whole := v.Unmark()
 			for k, ev := range v.AsValueMap() {
+				if len(whole) > 0 || isSensitive(ev) {
+					if t.SensitiveEnv == nil {
+						t.SensitiveEnv = map[string]bool{}
+					}
+					t.SensitiveEnv[k] = true
+					ev, _ = ev.UnmarkDeep()
+				}
 				if k == "" || strings.ContainsAny(k, "=\x00") {
 					l.errorf(a.Expr.Range().Ptr(), "Invalid environment variable name", "%q cannot be an environment variable name.", k)
 					continue
 				}
 				if ev.IsNull() {
 					l.errorf(a.Expr.Range().Ptr(), "Invalid environment value", "env %q is null; give a string.", k)
+					continue
+				}
+				if strings.IndexByte(ev.AsString(), 0) >= 0 {
+					l.errorf(a.Expr.Range().Ptr(), "Invalid environment value", "env %q holds a NUL byte, which no environment variable can carry; remove it.", k)
 					continue
 				}
 				t.Env[k] = ev.AsString()
@@ -457,6 +486,10 @@ func (l *loader) template(expr hclsyntax.Expression, ss *SearchSpace) (*Template
 				ok = false
 				continue
 			}
+			if t.paramRanges == nil {
+				t.paramRanges = map[int]hcl.Range{}
+			}
+			t.paramRanges[len(t.Segments)] = rng
 			t.Segments = append(t.Segments, Segment{Param: name})
 			continue
 		}
@@ -510,6 +543,9 @@ func experimentValue(e *Experiment, platVal, spaceVal cty.Value) cty.Value {
 	env := map[string]cty.Value{}
 	for k, v := range e.Trial.Env {
 		env[k] = cty.StringVal(v)
+		if e.Trial.SensitiveEnv[k] {
+			env[k] = env[k].Mark(sensitiveMark)
+		}
 	}
 	envVal := cty.MapValEmpty(cty.String)
 	if len(env) > 0 {
@@ -537,4 +573,53 @@ func experimentValue(e *Experiment, platVal, spaceVal cty.Value) cty.Value {
 			"metric_regex": cty.StringVal(e.Trial.MetricRegex),
 		}),
 	})
+}
+
+// checkShellTemplate checks that trial.command parses as shell and that
+// every ${param.X} stands where its value can be quoted (see ShellQuoting),
+// and that no choice value of such a param cannot be written where it
+// stands (a line break in a here-document).
+func (l *loader) checkShellTemplate(tpl *Template, ss *SearchSpace) bool {
+	quoting, err := tpl.ShellQuoting()
+	if err != nil {
+		rng := tpl.Range
+		var up *UnsafePlaceError
+		if errors.As(err, &up) {
+			if r, ok := tpl.paramRanges[up.Segment]; ok {
+				rng = r
+			}
+			l.errorf(&rng, "Unsafe parameter position",
+				"%s. Move it into a plain word (--%s=${param.%s}), into \"...\" or '...', or use args = [...] to run the trial without a shell.",
+				err, up.Param, up.Param)
+			return false
+		}
+		l.errorf(&rng, "Invalid trial command", "%s. Fix the command, or use args = [...] to run the trial without a shell.", err)
+		return false
+	}
+	if ss == nil {
+		return true
+	}
+	ok := true
+	for i, s := range tpl.Segments {
+		if s.Param == "" {
+			continue
+		}
+		for _, p := range ss.Space.Params {
+			if p.Name != s.Param {
+				continue
+			}
+			for _, o := range p.Options {
+				str, isStr := o.Value.(string)
+				if !isStr {
+					continue
+				}
+				if _, err := quoting[i].quote(str); err != nil {
+					rng := tpl.paramRanges[i]
+					l.errorf(&rng, "Unsafe parameter value", "choice value %q of param %q: %s. Use args = [...], or pass it another way.", str, s.Param, err)
+					ok = false
+				}
+			}
+		}
+	}
+	return ok
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/sergi/go-diff/diffmatchpatch"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 // FormatSource returns src in canonical HCL layout (hclwrite.Format).
@@ -48,7 +50,7 @@ func FormatDir(dir string) ([]FormatResult, hcl.Diagnostics) {
 	var out []FormatResult
 	for _, n := range names {
 		path := filepath.Join(dir, n)
-		src, err := os.ReadFile(path)
+		src, err := fsread.ReadFile(path, fsread.MaxConfig)
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot read configuration file",
 				Detail: fmt.Sprintf("Reading %s: %s.", path, err)})

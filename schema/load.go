@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/trialform/trialform/internal/fsread"
 	"github.com/trialform/trialform/providers/registry"
 )
 
@@ -93,12 +94,15 @@ type loader struct {
 	expDecls   map[string]*hcl.Block
 	expNames   []string
 
-	varVals   map[string]cty.Value
-	localVals map[string]cty.Value
-	platVals  map[string]cty.Value // "KIND.NAME"
-	spaceVals map[string]cty.Value
-	expVals   map[string]cty.Value
-	ctxCache  *hcl.EvalContext
+	varVals map[string]cty.Value
+	// allowSensitive > 0 while evaluating a place that may hold a
+	// sensitive value (see sensitive.go).
+	allowSensitive int
+	localVals      map[string]cty.Value
+	platVals       map[string]cty.Value // "KIND.NAME"
+	spaceVals      map[string]cty.Value
+	expVals        map[string]cty.Value
+	ctxCache       *hcl.EvalContext
 
 	nodes     map[string]*node
 	nodeOrder []*node
@@ -215,7 +219,7 @@ func (l *loader) parseDir() bool {
 	ok := true
 	for _, n := range names {
 		display := n
-		src, err := os.ReadFile(filepath.Join(l.cfg.Dir, n))
+		src, err := fsread.ReadFile(filepath.Join(l.cfg.Dir, n), fsread.MaxConfig)
 		if err != nil {
 			l.errorf(nil, "Cannot read configuration file", "Reading %s: %s.", display, err)
 			ok = false
@@ -298,6 +302,16 @@ func (l *loader) declare(b *hcl.Block) {
 		name := b.Labels[0]
 		if prev, ok := l.expDecls[name]; ok {
 			dup("experiment", name, prev)
+			return
+		}
+		if !hclsyntax.ValidIdentifier(name) || len(name) > MaxExperimentName {
+			shown := name
+			if len(shown) > 80 {
+				shown = shown[:80] + "..."
+			}
+			l.errorf(&b.LabelRanges[0], "Invalid experiment name",
+				"%q is not a valid experiment name: use at most %d letters, digits, underscores and dashes, starting with a letter (it names directories, platform objects and addresses such as experiment.NAME).",
+				shown, MaxExperimentName)
 			return
 		}
 		l.expDecls[name] = b
@@ -383,6 +397,9 @@ func (l *loader) value(expr hcl.Expression) (cty.Value, bool) {
 	l.addEvalDiags(diags)
 	if diags.HasErrors() || !v.IsWhollyKnown() {
 		l.incomplete++
+		return cty.DynamicVal, false
+	}
+	if l.refuseSensitive(v, expr.Range()) {
 		return cty.DynamicVal, false
 	}
 	return v, true

@@ -24,6 +24,13 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 	before := l.failures()
 	body := b.Body.(*hclsyntax.Body)
 	ctyAttrs, _ := l.permissive(body)
+	// Sensitive values (a password) are decoded as plain strings and
+	// listed in p.Secrets; platform.KIND.NAME keeps them marked.
+	plain := map[string]cty.Value{}
+	for k, v := range ctyAttrs {
+		p.Secrets = append(p.Secrets, sensitiveStrings(v)...)
+		plain[k], _ = v.UnmarkDeep()
+	}
 	kind := l.platforms.Lookup(p.Kind)
 	var cfg any
 	if kind != nil && kind.Config != nil && l.failures() == before {
@@ -34,10 +41,10 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 			return
 		}
 		w := registry.NewWhere(p.Name, b.DefRange)
-		l.checkBody(body, ctyAttrs, s, "platform \""+p.Kind+"\"", "a "+p.Kind+" platform", "", w)
+		l.checkBody(body, plain, s, "platform \""+p.Kind+"\"", "a "+p.Kind+" platform", "", w)
 		// Decode what converts (checkBody reported what does not) and
 		// let the kind check the rest, so one run shows every mistake.
-		if err := s.Decode(ctyAttrs, cfg, ParseDuration); err != nil && l.failures() == before {
+		if err := s.Decode(plain, cfg, ParseDuration); err != nil && l.failures() == before {
 			l.errorf(b.DefRange.Ptr(), "Invalid platform setting", "%s.", err)
 		}
 		if c, ok := cfg.(registry.Checker); ok {
@@ -47,7 +54,7 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 	if l.failures() > before {
 		return
 	}
-	for k, v := range ctyAttrs {
+	for k, v := range plain {
 		g, err := toGo(v)
 		if err != nil {
 			l.errorf(b.DefRange.Ptr(), "Invalid platform setting", "%s: %s.", k, err)
@@ -247,7 +254,13 @@ func (l *loader) permissive(body *hclsyntax.Body) (map[string]cty.Value, bool) {
 	}
 	sort.Slice(attrs, func(i, j int) bool { return attrs[i].SrcRange.Start.Byte < attrs[j].SrcRange.Start.Byte })
 	for _, a := range attrs {
-		v, good := l.value(a.Expr)
+		var v cty.Value
+		var good bool
+		if a.Name == "password" {
+			l.withSensitive(func() { v, good = l.value(a.Expr) })
+		} else {
+			v, good = l.value(a.Expr)
+		}
 		if !good {
 			ok = false
 			continue

@@ -29,11 +29,14 @@ func TestReadmeExample(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(rest[start+7:start+7+end]), 0o644)
 	os.WriteFile(filepath.Join(dir, "search_space.json"), []byte(`{"lr": {"_type": "loguniform", "_value": [0.0001, 0.1]},
  "layer": {"_type": "choice", "_value": [{"_name": "conv", "k": {"_type": "choice", "_value": [3, 5]}}, {"_name": "pool"}]}}`), 0o644)
-	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Environ: []string{"TRIALFORM_VAR_hf_token=hf_secret"}})
 	if diags.HasErrors() {
 		t.Fatalf("README example does not load: %s", diags.Error())
 	}
 	e := cfg.Experiments["svm"]
+	if e != nil && (e.Trial.Env["HF_TOKEN"] != "hf_secret" || !e.Trial.SensitiveEnv["HF_TOKEN"]) {
+		t.Errorf("README's sensitive env: %v %v", e.Trial.Env, e.Trial.SensitiveEnv)
+	}
 	if e == nil || e.MaxTrials != 20 || e.Concurrency != 2 || len(e.SearchSpace.Space.Params) != 11 {
 		t.Fatalf("README example loaded wrong: %+v", e)
 	}

@@ -327,7 +327,10 @@ func (l *loader) visit(n *node, stack []*node) {
 }
 
 func (l *loader) evalLocal(name string, a *hcl.Attribute) {
-	if v, ok := l.value(a.Expr); ok {
-		l.localVals[name] = v
-	}
+	// A local keeps the sensitivity of what it is computed from.
+	l.withSensitive(func() {
+		if v, ok := l.value(a.Expr); ok {
+			l.localVals[name] = v
+		}
+	})
 }

@@ -2,13 +2,14 @@ package schema
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/trialform/trialform/tuner/space"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 var spaceSchema = &hcl.BodySchema{
@@ -58,7 +59,7 @@ func (l *loader) evalSpace(b *hcl.Block) {
 		if !filepath.IsAbs(abs) {
 			abs = filepath.Join(l.cfg.Dir, path)
 		}
-		data, err := os.ReadFile(abs)
+		data, err := fsread.ReadFile(abs, fsread.MaxConfig)
 		if err != nil {
 			l.errorf(a.Expr.Range().Ptr(), "Cannot read NNI search space file",
 				"Reading %s (relative to the configuration directory): %s.", path, err)
@@ -67,6 +68,11 @@ func (l *loader) evalSpace(b *hcl.Block) {
 		sp, err := space.ParseNNI(data)
 		if err != nil {
 			l.errorf(a.Expr.Range().Ptr(), "Invalid NNI search space file", "%s: %s.", path, err)
+			return
+		}
+		if len(sp.Params) == 0 {
+			l.errorf(a.Expr.Range().Ptr(), "Empty search space",
+				"The NNI search space file %s has no parameters; add some, e.g. {\"lr\": {\"_type\": \"loguniform\", \"_value\": [1e-4, 0.1]}}.", path)
 			return
 		}
 		ss.Space, ss.NNIFile = sp, abs

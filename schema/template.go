@@ -8,16 +8,28 @@ import (
 )
 
 // Render substitutes params into the template. Each value is formatted
-// with space.FormatValue; with shell set every substituted value is
-// shell-quoted (see ShellQuote) while the literal text is kept as written,
-// so the result is a safe /bin/sh command line. A param without a value is
-// an error. A nil Template renders as "".
+// with space.FormatValue. With shell set the template is a /bin/sh command
+// line: it is parsed as shell (see ShellQuoting) and every value is quoted
+// for the context it stands in (an unquoted word, "...", '...', a
+// here-document), while the literal text is kept as written, so each value
+// reaches the command as data, never as code. A param without a value, a
+// param in a place that cannot be quoted, or a value that cannot be
+// written there (a NUL byte; a line break in a here-document) is an error.
+// A nil Template renders as "".
 func (t *Template) Render(params map[string]any, shell bool) (string, error) {
 	if t == nil {
 		return "", nil
 	}
+	var quoting []Quoting
+	if shell && !t.IsLiteral() {
+		q, err := t.ShellQuoting()
+		if err != nil {
+			return "", err
+		}
+		quoting = q
+	}
 	var b strings.Builder
-	for _, s := range t.Segments {
+	for i, s := range t.Segments {
 		if s.Param == "" {
 			b.WriteString(s.Literal)
 			continue
@@ -28,7 +40,13 @@ func (t *Template) Render(params map[string]any, shell bool) (string, error) {
 		}
 		txt := space.FormatValue(v)
 		if shell {
-			txt = ShellQuote(txt)
+			q, err := quoting[i].quote(txt)
+			if err != nil {
+				return "", fmt.Errorf("param %q: %w", s.Param, err)
+			}
+			txt = q
+		} else if strings.IndexByte(txt, 0) >= 0 {
+			return "", fmt.Errorf("param %q: a value with a NUL byte cannot be passed to a command", s.Param)
 		}
 		b.WriteString(txt)
 	}

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -10,6 +9,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 // variable is one variable block and the value it ends up with.
@@ -23,10 +24,13 @@ type variable struct {
 	value   cty.Value
 	hasVal  bool
 	valFrom string // where the value came from, for messages
+	// sensitive: declared with sensitive = true; the value is marked and
+	// never printed.
+	sensitive bool
 }
 
 var variableSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "default"}, {Name: "type"}, {Name: "description"}},
+	Attributes: []hcl.AttributeSchema{{Name: "default"}, {Name: "type"}, {Name: "description"}, {Name: "sensitive"}},
 }
 
 // decodeVariables decodes the variable blocks and applies values in
@@ -41,6 +45,15 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 		if diags.HasErrors() {
 			v.bad = true
 			continue
+		}
+		if a, ok := content.Attributes["sensitive"]; ok {
+			sv, diags := a.Expr.Value(nil)
+			l.diags = append(l.diags, diags...)
+			if !diags.HasErrors() && (sv.IsNull() || sv.Type() != cty.Bool) {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid sensitive", "sensitive of variable %q must be true or false.", name)
+			} else if !diags.HasErrors() {
+				v.sensitive = sv.True()
+			}
 		}
 		if a, ok := content.Attributes["type"]; ok {
 			ty, diags := typeexpr.TypeConstraint(a.Expr)
@@ -123,6 +136,8 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 			l.errorf(v.block.DefRange.Ptr(), "No value for required variable",
 				"The variable %q has no default, so it needs a value: use -var '%s=...', a -var-file that sets %s, or the environment variable %s%s.",
 				name, name, name, EnvPrefix, name)
+		case v.sensitive:
+			l.varVals[name] = v.value.Mark(sensitiveMark)
 		default:
 			l.varVals[name] = v.value
 		}
@@ -158,8 +173,12 @@ func (l *loader) setRaw(v *variable, raw, from string) {
 	}
 	cv, err := convertVar(val, v.typ)
 	if err != nil {
+		shown := fmt.Sprintf("%q", raw)
+		if v.sensitive {
+			shown = SensitiveText
+		}
 		l.errorf(nil, "Invalid value for variable",
-			"The value %q given for variable %q by %s is not suitable: %s.", raw, v.name, from, err)
+			"The value %s given for variable %q by %s is not suitable: %s.", shown, v.name, from, err)
 		v.hasVal = true // do not also report it as missing
 		v.bad = true
 		return
@@ -169,7 +188,7 @@ func (l *loader) setRaw(v *variable, raw, from string) {
 
 // readVarFile applies one -var-file (HCL attributes name = value).
 func (l *loader) readVarFile(path string) {
-	src, err := os.ReadFile(path)
+	src, err := fsread.ReadFile(path, fsread.MaxConfig)
 	if err != nil {
 		l.errorf(nil, "Cannot read variables file", "Reading -var-file %s: %s.", path, err)
 		return

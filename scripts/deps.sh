@@ -2,9 +2,17 @@
 # Installs what the test suite needs on a fresh Debian machine: Go's module
 # downloads, python3 for real trial processes, Debian's scikit-learn for
 # the sklearn example, openssh-server (sshd on 127.0.0.1 stands in for
-# remote machines) and Debian's Optuna for the tuner benchmark
-# (bench/tuners). Safe to run again.
+# remote machines), Debian's Optuna for the tuner benchmark (bench/tuners)
+# and gcc (the race detector needs cgo). It fails, naming what is missing,
+# rather than let the tests skip. Safe to run again.
 set -euo pipefail
+
+# fail stops here: the test suite fails rather than skips without a
+# dependency (TRIALFORM_REQUIRE_ALL=1 in CI), so say which one now.
+fail() {
+  echo "deps: $*" >&2
+  exit 1
+}
 
 apt_install() {
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
@@ -26,23 +34,34 @@ fi
 
 if ! /usr/bin/python3 -c 'import sklearn' >/dev/null 2>&1; then
   echo "deps: installing python3-sklearn (for examples/sklearn-digits)"
-  apt_install python3-sklearn || echo "deps: could not install python3-sklearn; its test will say so"
+  apt_install python3-sklearn || fail "could not install python3-sklearn (examples/sklearn-digits and the tuner benchmark need it)"
 fi
 
 if [ ! -x /usr/sbin/sshd ]; then
   echo "deps: installing openssh-server (real sshd for the remote platform's tests)"
-  apt_install openssh-server || echo "deps: could not install openssh-server; the remote SSH tests will be skipped"
+  apt_install openssh-server || fail "could not install openssh-server (the remote platform's tests need /usr/sbin/sshd)"
 fi
 
 if ! /usr/bin/python3 -c 'import optuna' >/dev/null 2>&1; then
   echo "deps: installing python3-optuna (the peer of the tuner benchmark, bench/tuners)"
-  apt_install python3-optuna || echo "deps: could not install python3-optuna; the tuner benchmark's peer tests will skip"
+  apt_install python3-optuna || fail "could not install python3-optuna (the tuner benchmark's peer tests need it)"
+fi
+
+if ! command -v gcc >/dev/null 2>&1; then
+  echo "deps: installing gcc (go test -race needs cgo)"
+  apt_install gcc libc6-dev
 fi
 
 if ! command -v openssl >/dev/null 2>&1; then
   echo "deps: installing openssl (certificates of the test Kubernetes control plane)"
   apt_install openssl
 fi
+
+# Check what the tests use, whatever installed it.
+command -v python3 >/dev/null 2>&1 || fail "python3 is not on PATH (real trial processes need it)"
+/usr/bin/python3 -c 'import sklearn, optuna' || fail "/usr/bin/python3 cannot import sklearn and optuna"
+[ -x /usr/sbin/sshd ] || fail "/usr/sbin/sshd is missing (Debian package openssh-server)"
+command -v ssh-agent >/dev/null 2>&1 || fail "ssh-agent is missing (Debian package openssh-client)"
 
 go mod download
 (cd tools/k8s && go mod download)

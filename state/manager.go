@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 // FileName is the name of the state file in the state directory. Every
@@ -148,7 +151,7 @@ func (m *Manager) Load() (*State, error) {
 // read reads and decodes state.json; (nil, nil, nil) if there is none.
 func (m *Manager) read() (*State, *diskState, error) {
 	path := m.statePath()
-	f, err := os.Open(path)
+	f, err := fsread.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -162,7 +165,10 @@ func (m *Manager) read() (*State, *diskState, error) {
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(fi.Size()) + 512)
-	if _, err := buf.ReadFrom(f); err != nil {
+	if fi.Size() > fsread.MaxState {
+		return nil, nil, fmt.Errorf("read state: %w", &fsread.TooLargeError{Path: path, Limit: fsread.MaxState})
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(f, fsread.MaxState+1)); err != nil {
 		return nil, nil, fmt.Errorf("read state %s: %w", path, err)
 	}
 	s, version, err := decode(path, buf.Bytes())
@@ -505,7 +511,7 @@ func (m *Manager) keepForeignBackup(dst, lineage string) error {
 // without decoding its experiments (they come after both in every format
 // this package wrote).
 func peekFile(path string) (lineage string, serial uint64, err error) {
-	f, err := os.Open(path)
+	f, err := fsread.Open(path)
 	if err != nil {
 		return "", 0, err
 	}
@@ -545,7 +551,7 @@ func peekFile(path string) (lineage string, serial uint64, err error) {
 }
 
 func copyFile(src, tmp, dst string) error {
-	data, err := os.ReadFile(src)
+	data, err := fsread.ReadFile(src, fsread.MaxState)
 	if err != nil {
 		return err
 	}

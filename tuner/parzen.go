@@ -59,6 +59,12 @@ func newNumDim(p space.Param) (*numDim, bool) {
 		q = p.Args[2]
 	}
 	quant := func(x float64) float64 { return space.RoundQ(x, q) }
+	// The normal kinds draw on the whole line; a draw is kept within
+	// mu ± space.MaxNormalZ·sigma (in log space for the log kinds), which
+	// Validate guarantees is finite.
+	zclamp := func(u float64) float64 {
+		return clampF(u, a0-space.MaxNormalZ*a1, a0+space.MaxNormalZ*a1)
+	}
 	d := &numDim{toModel: ident}
 	switch p.Kind {
 	case space.Uniform:
@@ -100,19 +106,19 @@ func newNumDim(p space.Param) (*numDim, bool) {
 		}
 	case space.Normal:
 		d.lo, d.hi = math.Inf(-1), math.Inf(1)
-		d.finish = func(u float64) (float64, float64, float64) { return u, 0, 0 }
+		d.finish = func(u float64) (float64, float64, float64) { return zclamp(u), 0, 0 }
 	case space.Qnormal:
 		if !(q > 0) {
 			return nil, false
 		}
 		d.lo, d.hi, d.discrete = math.Inf(-1), math.Inf(1), true
 		d.finish = func(u float64) (float64, float64, float64) {
-			k := quant(u)
+			k := quant(zclamp(u))
 			return k, k - q/2, k + q/2
 		}
 	case space.Lognormal:
 		d.lo, d.hi, d.toModel = math.Inf(-1), math.Inf(1), math.Log
-		d.finish = func(u float64) (float64, float64, float64) { return math.Exp(u), 0, 0 }
+		d.finish = func(u float64) (float64, float64, float64) { return math.Exp(zclamp(u)), 0, 0 }
 	case space.Qlognormal:
 		if !(q > 0) {
 			return nil, false
@@ -121,7 +127,7 @@ func newNumDim(p space.Param) (*numDim, bool) {
 		// 0 is the cell (-Inf, log(q/2)); its kernels sit at log(q/4).
 		d.toModel = func(v float64) float64 { return math.Log(math.Max(v, q/4)) }
 		d.finish = func(u float64) (float64, float64, float64) {
-			k := quant(math.Exp(u))
+			k := quant(math.Exp(zclamp(u)))
 			return k, math.Log(math.Max(0, k-q/2)), math.Log(k + q/2)
 		}
 	default:

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,31 +25,17 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
-func TestSettingsValidation(t *testing.T) {
-	sp := &space.Space{Params: []space.Param{{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}}}}
-	tests := []struct {
-		tuner    string
-		settings map[string]any
-		wantErr  []string // substrings; none = no error
-	}{
-		{"random", map[string]any{"seed": 3.0}, nil},
-		{"random", map[string]any{"seed": int64(-3)}, nil},
-		{"random", map[string]any{"sed": 3.0}, []string{`unknown setting "sed"`, "valid: seed"}},
-		{"random", map[string]any{"seed": "abc"}, []string{`"seed"`, "whole number"}},
-		{"random", map[string]any{"seed": 1.5}, []string{`"seed"`, "whole number"}},
-		{"tpe", map[string]any{"startup_trials": 5.0, "candidates": 48, "prior_weight": 0.5, "seed": 1}, nil},
-		{"tpe", map[string]any{"candidate": 5.0, "gamma": 1.0}, []string{`unknown settings "candidate", "gamma"`, "valid: candidates, multivariate, prior_weight, seed, startup_trials"}},
-		{"tpe", map[string]any{"candidates": 0.0}, []string{`"candidates"`, "at least 1"}},
-		{"tpe", map[string]any{"startup_trials": -1.0}, []string{`"startup_trials"`, "at least 0"}},
-		{"tpe", map[string]any{"prior_weight": "big"}, []string{`"prior_weight"`, "number"}},
-		{"tpe", map[string]any{"prior_weight": 0.0}, []string{`"prior_weight"`, "between"}},
-		{"grid", map[string]any{"grid_points": 5.0}, nil},
-		{"grid", map[string]any{"grid_points": 0.0}, []string{`"grid_points"`, "at least 1"}},
-		{"grid", map[string]any{"grid_points": true}, []string{`"grid_points"`, "whole number"}},
-		{"grid", map[string]any{"points": 5.0}, []string{`unknown setting "points"`, "valid: grid_points, repeat, seed"}},
-		{"grid", nil, []string{`parameter "x" is continuous (uniform)`, "grid_points"}},
-	}
-	for _, tc := range tests {
+// settingsCase is a tuner's settings and the error they give.
+type settingsCase struct {
+	tuner    string
+	settings map[string]any
+	wantErr  []string // substrings; none = no error
+}
+
+// checkSettings builds each case's tuner and checks its error.
+func checkSettings(t *testing.T, sp *space.Space, cases []settingsCase) {
+	t.Helper()
+	for _, tc := range cases {
 		_, err := New(tc.tuner, tc.settings, sp)
 		if len(tc.wantErr) == 0 {
 			if err != nil {
@@ -66,6 +53,28 @@ func TestSettingsValidation(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestSettingsValidation(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}}}}
+	checkSettings(t, sp, []settingsCase{
+		{"random", map[string]any{"seed": 3.0}, nil},
+		{"random", map[string]any{"seed": int64(-3)}, nil},
+		{"random", map[string]any{"sed": 3.0}, []string{`unknown setting "sed"`, "valid: seed"}},
+		{"random", map[string]any{"seed": "abc"}, []string{`"seed"`, "whole number"}},
+		{"random", map[string]any{"seed": 1.5}, []string{`"seed"`, "whole number"}},
+		{"tpe", map[string]any{"startup_trials": 5.0, "candidates": 48, "prior_weight": 0.5, "seed": 1}, nil},
+		{"tpe", map[string]any{"candidate": 5.0, "gamma": 1.0}, []string{`unknown settings "candidate", "gamma"`, "valid: candidates, multivariate, prior_weight, seed, startup_trials"}},
+		{"tpe", map[string]any{"candidates": 0.0}, []string{`"candidates"`, "at least 1"}},
+		{"tpe", map[string]any{"startup_trials": -1.0}, []string{`"startup_trials"`, "at least 0"}},
+		{"tpe", map[string]any{"prior_weight": "big"}, []string{`"prior_weight"`, "number"}},
+		{"tpe", map[string]any{"prior_weight": 0.0}, []string{`"prior_weight"`, "between"}},
+		{"grid", map[string]any{"grid_points": 5.0}, nil},
+		{"grid", map[string]any{"grid_points": 0.0}, []string{`"grid_points"`, "at least 1"}},
+		{"grid", map[string]any{"grid_points": true}, []string{`"grid_points"`, "whole number"}},
+		{"grid", map[string]any{"points": 5.0}, []string{`unknown setting "points"`, "valid: grid_points, repeat, seed"}},
+		{"grid", nil, []string{`parameter "x" is continuous (uniform)`, "grid_points"}},
+	})
 }
 
 // mixedSpace has every kind, and a nested choice.
@@ -107,16 +116,24 @@ func objective(p space.Params) float64 {
 func loop(t testing.TB, tn Tuner, sp *space.Space, goal Goal, seed int64, n int, f func(space.Params) float64) []Observation {
 	var hist []Observation
 	for seq := 1; seq <= n; seq++ {
-		out, err := tn.Suggest(Request{Space: sp, Goal: goal, Seed: seed, History: hist, Seqs: []int{seq}})
-		if err != nil {
-			t.Fatalf("trial %d: %v", seq, err)
-		}
-		if len(out) != 1 {
-			t.Fatalf("trial %d: %d suggestions", seq, len(out))
-		}
+		out := suggest(t, tn, Request{Space: sp, Goal: goal, Seed: seed, History: hist, Seqs: []int{seq}}, fmt.Sprintf("trial %d", seq))
 		hist = append(hist, Observation{Seq: seq, Params: out[0], State: Completed, Value: f(out[0])})
 	}
 	return hist
+}
+
+// suggest is tn.Suggest that fails t on an error or on an answer that
+// does not have one point per seq; what names the request.
+func suggest(t testing.TB, tn Tuner, req Request, what string) []space.Params {
+	t.Helper()
+	out, err := tn.Suggest(req)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if len(out) != len(req.Seqs) {
+		t.Fatalf("%s: %d suggestions for %d seqs: %v", what, len(out), len(req.Seqs), out)
+	}
+	return out
 }
 
 func mustNew(t testing.TB, name string, settings map[string]any, sp *space.Space) Tuner {
@@ -159,11 +176,8 @@ func TestDeterminism(t *testing.T) {
 			hist[3].State = Failed
 			hist[7].State = Pending
 			req := Request{Space: s, Goal: Maximize, Seed: 9, History: hist, Seqs: []int{13, 14, 15, 16}}
-			a, err := tn.Suggest(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, _ := tn.Suggest(req)
+			a := suggest(t, tn, req, "seqs 13-16")
+			b := suggest(t, tn, req, "seqs 13-16 again")
 			if !reflect.DeepEqual(a, b) {
 				t.Fatalf("same request, different answers:\n%v\n%v", a, b)
 			}
@@ -185,7 +199,7 @@ func TestDeterminism(t *testing.T) {
 				h = append(h, Observation{Seq: seq, Params: one[0], State: Pending})
 			}
 			// Seqs in another order: the same trial gets the same point.
-			rev, _ := tn.Suggest(Request{Space: s, Goal: Maximize, Seed: 9, History: hist, Seqs: []int{16, 15, 14, 13}})
+			rev := suggest(t, tn, Request{Space: s, Goal: Maximize, Seed: 9, History: hist, Seqs: []int{16, 15, 14, 13}}, "reversed seqs")
 			for i := range rev {
 				if !reflect.DeepEqual(rev[i], a[3-i]) {
 					t.Fatalf("reversed seqs: %v != %v", rev[i], a[3-i])
@@ -195,7 +209,7 @@ func TestDeterminism(t *testing.T) {
 				return
 			}
 			req.Seed = 10
-			c, _ := tn.Suggest(req)
+			c := suggest(t, tn, req, "seed 10")
 			if reflect.DeepEqual(a, c) {
 				t.Fatalf("seeds 9 and 10 gave the same %v", a)
 			}
@@ -208,10 +222,16 @@ func TestSeedSetting(t *testing.T) {
 	for _, name := range []string{"random", "tpe", "cmaes", "auto", "anneal", "evolution"} {
 		a := mustNew(t, name, map[string]any{"seed": 10.0}, sp)
 		b := mustNew(t, name, nil, sp)
-		pa, _ := a.Suggest(Request{Space: sp, Seed: 1, Seqs: []int{1}})
-		pb, _ := b.Suggest(Request{Space: sp, Seed: 10, Seqs: []int{1}})
+		pa := suggest(t, a, Request{Space: sp, Seed: 1, Seqs: []int{1}}, name+" with seed setting 10")
+		pb := suggest(t, b, Request{Space: sp, Seed: 10, Seqs: []int{1}}, name+" with request seed 10")
 		if !reflect.DeepEqual(pa, pb) {
 			t.Errorf("%s: seed setting 10 gave %v, request seed 10 gave %v", name, pa, pb)
+		}
+		// The seed is not ignored altogether: request seed 1 without the
+		// setting gives another point.
+		p1 := suggest(t, b, Request{Space: sp, Seed: 1, Seqs: []int{1}}, name+" with request seed 1")
+		if reflect.DeepEqual(p1, pa) {
+			t.Errorf("%s: request seed 1 gave the same %v as seed 10", name, pa)
 		}
 	}
 }

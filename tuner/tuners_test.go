@@ -329,11 +329,7 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}},
 		{Name: "n", Kind: space.Randint, Args: []float64{0, 3}},
 	}}
-	tests := []struct {
-		tuner    string
-		settings map[string]any
-		wantErr  []string
-	}{
+	checkSettings(t, sp, []settingsCase{
 		{"cmaes", map[string]any{"popsize": 6.0, "sigma0": 0.3, "seed": 1.0}, nil},
 		{"cmaes", map[string]any{"popsize": 1.0}, []string{`"popsize"`, "at least 2"}},
 		{"cmaes", map[string]any{"sigma0": 2.0}, []string{`"sigma0"`, "between"}},
@@ -356,23 +352,5 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{"batch", map[string]any{"params": []any{map[string]any{"x": 1.5, "n": 2.0}}}, []string{"set 0", `parameter "x" = 1.5 is not a value of its uniform`}},
 		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.5}}}, []string{`parameter "n" = 2.5`}},
 		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0, "y": 1.0}}}, []string{`"y" is not a parameter of the search space`}},
-	}
-	for _, tc := range tests {
-		_, err := New(tc.tuner, tc.settings, sp)
-		if len(tc.wantErr) == 0 {
-			if err != nil {
-				t.Errorf("%s %v: %v", tc.tuner, tc.settings, err)
-			}
-			continue
-		}
-		if err == nil {
-			t.Errorf("%s %v: no error, want %q", tc.tuner, tc.settings, tc.wantErr)
-			continue
-		}
-		for _, w := range tc.wantErr {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s %v: error %q lacks %q", tc.tuner, tc.settings, err, w)
-			}
-		}
-	}
+	})
 }

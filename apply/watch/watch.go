@@ -55,8 +55,9 @@ type Watcher struct {
 	wg    sync.WaitGroup
 	fsw   *fsnotify.Watcher
 	mu    sync.Mutex
-	extra map[string]bool // absolute paths
-	dirs  map[string]bool // directories added to fsw
+	extra map[string]bool    // absolute paths
+	dirs  map[string]bool    // directories added to fsw
+	prev  map[string]fileKey // polling: the last snapshot
 }
 
 type rawEvent struct {
@@ -88,6 +89,11 @@ func New(o Options) (*Watcher, error) {
 	w.C = w.out
 	w.extra = w.absAll(o.Extra)
 	if o.Poll > 0 {
+		// The first snapshot is taken now: a change made after New
+		// returns is seen by the first poll.
+		w.mu.Lock()
+		w.prev = w.snapshotLocked()
+		w.mu.Unlock()
 		w.wg.Add(1)
 		go w.poll()
 	} else {
@@ -110,9 +116,24 @@ func New(o Options) (*Watcher, error) {
 
 // SetExtra replaces the set of extra files (the configuration's own
 // references change as it is edited).
+//
+// Starting or stopping to watch a file is not a change of it: when
+// polling, the files added are taken into the snapshot as they are now.
 func (w *Watcher) SetExtra(paths []string) {
 	w.mu.Lock()
 	w.extra = w.absAll(paths)
+	if w.prev != nil {
+		for p := range w.prev {
+			if !Relevant(w.opts.Dir, w.extra, p) {
+				delete(w.prev, p)
+			}
+		}
+		for p := range w.extra {
+			if _, ok := w.prev[p]; !ok {
+				w.statInto(w.prev, p)
+			}
+		}
+	}
 	w.mu.Unlock()
 	if w.fsw != nil {
 		w.addExtraDirs()
@@ -243,34 +264,32 @@ type fileKey struct {
 	mode  os.FileMode
 }
 
-// snapshot stats every file that counts.
-func (w *Watcher) snapshot() map[string]fileKey {
-	m := map[string]fileKey{}
-	add := func(p string) {
-		if fi, err := os.Stat(p); err == nil {
-			m[p] = fileKey{fi.Size(), fi.ModTime(), fi.Mode()}
-		}
+func (w *Watcher) statInto(m map[string]fileKey, p string) {
+	if fi, err := os.Stat(p); err == nil {
+		m[p] = fileKey{fi.Size(), fi.ModTime(), fi.Mode()}
 	}
+}
+
+// snapshotLocked stats every file that counts; w.mu is held.
+func (w *Watcher) snapshotLocked() map[string]fileKey {
+	m := map[string]fileKey{}
 	if ents, err := os.ReadDir(w.opts.Dir); err == nil {
 		for _, e := range ents {
 			p := filepath.Join(w.opts.Dir, e.Name())
 			if Relevant(w.opts.Dir, nil, p) {
-				add(p)
+				w.statInto(m, p)
 			}
 		}
 	}
-	w.mu.Lock()
 	for p := range w.extra {
-		add(p)
+		w.statInto(m, p)
 	}
-	w.mu.Unlock()
 	return m
 }
 
 // poll compares snapshots every Poll.
 func (w *Watcher) poll() {
 	defer w.wg.Done()
-	prev := w.snapshot()
 	t := time.NewTicker(w.opts.Poll)
 	defer t.Stop()
 	for {
@@ -279,18 +298,24 @@ func (w *Watcher) poll() {
 			return
 		case <-t.C:
 		}
-		cur := w.snapshot()
+		var changed []string
+		w.mu.Lock()
+		cur := w.snapshotLocked()
 		for p, k := range cur {
-			if old, ok := prev[p]; !ok || old != k {
-				w.send(rawEvent{path: p})
+			if old, ok := w.prev[p]; !ok || old != k {
+				changed = append(changed, p)
 			}
 		}
-		for p := range prev {
+		for p := range w.prev {
 			if _, ok := cur[p]; !ok {
-				w.send(rawEvent{path: p})
+				changed = append(changed, p)
 			}
 		}
-		prev = cur
+		w.prev = cur
+		w.mu.Unlock()
+		for _, p := range changed {
+			w.send(rawEvent{path: p})
+		}
 	}
 }
 

@@ -29,6 +29,17 @@ func write(t *testing.T, path, s string) {
 	}
 }
 
+// only waits for the next batch and checks it holds exactly paths: an
+// earlier change that should have been dropped would show up in it or in
+// a batch before it.
+func only(t *testing.T, w *Watcher, what string, paths ...string) {
+	t.Helper()
+	b := next(t, w, 10*time.Second)
+	if b == nil || !reflect.DeepEqual(b.Paths, paths) {
+		t.Fatalf("%s: got batch %+v, want exactly %v", what, b, paths)
+	}
+}
+
 func start(t *testing.T, o Options) *Watcher {
 	t.Helper()
 	if o.Quiet == 0 {
@@ -53,7 +64,6 @@ func TestWriteAndRenameSave(t *testing.T) {
 		main := filepath.Join(dir, "main.hcl")
 		write(t, main, "a")
 		w := start(t, Options{Dir: dir, Poll: poll})
-		time.Sleep(30 * time.Millisecond) // let the poller take its first snapshot
 
 		write(t, main, "bb")
 		b := next(t, w, 5*time.Second)
@@ -80,7 +90,6 @@ func TestIgnored(t *testing.T) {
 		main := filepath.Join(dir, "main.hcl")
 		write(t, main, "a")
 		w := start(t, Options{Dir: dir, Poll: poll})
-		time.Sleep(30 * time.Millisecond)
 
 		for _, n := range []string{".#main.hcl", "main.hcl~", ".main.hcl.swp", "4913", "#main.hcl#", "train.py", "notes.txt"} {
 			write(t, filepath.Join(dir, n), "x")
@@ -94,34 +103,29 @@ func TestIgnored(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if b := next(t, w, 400*time.Millisecond); b != nil {
-			t.Fatalf("irrelevant changes gave a batch: %+v", b)
-		}
-		// Still alive: a real change goes through.
-		write(t, main, "changed")
-		if b := next(t, w, 5*time.Second); b == nil {
-			t.Fatal("no batch after a real change")
-		}
+		// A real change to another file: the first batch holds it alone.
+		other := filepath.Join(dir, "other.hcl")
+		write(t, other, "x")
+		only(t, w, "irrelevant changes, then other.hcl", other)
 	})
 }
 
 func TestDebounce(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.hcl"), filepath.Join(dir, "b.hcl")
-	w := start(t, Options{Dir: dir, Quiet: 150 * time.Millisecond, MaxDelay: 10 * time.Second})
-	// A burst of writes to two files, closer together than Quiet: one batch.
+	w := start(t, Options{Dir: dir, Quiet: 500 * time.Millisecond, MaxDelay: 30 * time.Second})
+	// A burst of writes to two files, far closer together than Quiet: one
+	// batch.
 	for i := 0; i < 5; i++ {
 		write(t, a, string(rune('a'+i)))
 		write(t, b, string(rune('a'+i)))
 		time.Sleep(20 * time.Millisecond)
 	}
-	got := next(t, w, 5*time.Second)
-	if got == nil || !reflect.DeepEqual(got.Paths, []string{a, b}) {
-		t.Fatalf("burst: %+v", got)
-	}
-	if extra := next(t, w, 400*time.Millisecond); extra != nil {
-		t.Fatalf("a burst gave a second batch: %+v", extra)
-	}
+	only(t, w, "burst", a, b)
+	// The next change comes alone: the burst gave no second batch.
+	c := filepath.Join(dir, "c.hcl")
+	write(t, c, "x")
+	only(t, w, "after the burst", c)
 }
 
 func TestMaxDelay(t *testing.T) {
@@ -150,24 +154,30 @@ func TestExtraFiles(t *testing.T) {
 		dir, other := t.TempDir(), t.TempDir()
 		space := filepath.Join(other, "space.json")
 		write(t, space, "{}")
+		main := filepath.Join(dir, "main.hcl")
 		w := start(t, Options{Dir: dir, Poll: poll})
-		time.Sleep(30 * time.Millisecond)
 		write(t, space, `{"x": 1}`)
-		if b := next(t, w, 300*time.Millisecond); b != nil {
-			t.Fatalf("a file not (yet) referenced gave a batch: %+v", b)
-		}
+		write(t, main, "1")
+		only(t, w, "a file not (yet) referenced, then main.hcl", main)
+
+		// Referring to a file is not a change of it.
 		w.SetExtra([]string{space})
-		time.Sleep(30 * time.Millisecond)
+		write(t, main, "22")
+		only(t, w, "SetExtra, then main.hcl", main)
+
 		write(t, space, `{"x": 2}`)
-		b := next(t, w, 5*time.Second)
-		if b == nil || !reflect.DeepEqual(b.Paths, []string{space}) {
-			t.Fatalf("extra file: %+v", b)
-		}
+		only(t, w, "extra file", space)
+
 		// A sibling of the extra file does not count.
 		write(t, filepath.Join(other, "unrelated.hcl"), "x")
-		if b := next(t, w, 300*time.Millisecond); b != nil {
-			t.Fatalf("sibling of an extra file gave a batch: %+v", b)
-		}
+		write(t, main, "333")
+		only(t, w, "a sibling of the extra file, then main.hcl", main)
+
+		// Nor does a file no longer referred to.
+		w.SetExtra(nil)
+		write(t, space, `{"x": 33}`)
+		write(t, main, "4444")
+		only(t, w, "a file no longer referenced, then main.hcl", main)
 	})
 }
 

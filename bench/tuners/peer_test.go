@@ -3,9 +3,9 @@ package main
 import (
 	"encoding/json"
 	"math"
-	"os/exec"
 	"testing"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -102,9 +102,7 @@ func needPython(t *testing.T, modules string) {
 	if testing.Short() {
 		t.Skip("-short: skipping the Python peer")
 	}
-	if err := exec.Command(python, "-c", "import "+modules).Run(); err != nil {
-		t.Skipf("%s cannot import %s (run scripts/deps.sh to install python3-optuna and python3-sklearn): %v", python, modules, err)
-	}
+	testdeps.Require(t, "python3-optuna and python3-sklearn", testdeps.PythonModules(python, modules))
 }
 
 // TestOptunaPeerSmoke drives optuna_peer.py through a short study of each

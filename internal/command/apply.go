@@ -207,7 +207,12 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			}
 		}
 	}
-	code := g.reportApply(ctx, s.Apply(ctx, p))
+	applyErr := s.Apply(ctx, p)
+	code := g.reportApply(ctx, applyErr)
+	if apply.IsFatal(applyErr) {
+		fmt.Fprintln(g.IO.Err, "Apply failed: the state could not be saved. Fix the cause above and run `trialform apply` again; trials already started are picked up.")
+		return 1
+	}
 	if ctx.Err() != nil {
 		return g.interrupted(op)
 	}
@@ -390,6 +395,14 @@ func checkPlanConfig(p *plan.Plan, cfg *schema.Config) error {
 		e := cfg.Experiments[ep.Name]
 		if e == nil || plan.SpecHash(e) != ep.SpecHash || plan.SettingsOf(e) != ep.Settings {
 			return fmt.Errorf("%w: experiment %q changed in the configuration since the plan was made; run plan again", apply.ErrStalePlan, ep.Name)
+		}
+		for _, ta := range ep.Trials {
+			if ta.Action != plan.Create {
+				continue
+			}
+			if err := plan.CheckTrialParams(e, ta.Params); err != nil {
+				return fmt.Errorf("the saved plan would create %s/%s with parameters outside the search space: %v; make a new plan with `trialform plan -out FILE`", ep.Name, ta.TrialID, err)
+			}
 		}
 	}
 	return nil

@@ -149,15 +149,59 @@ var platformRegistry = platforms.Registry()
 
 // providerSet builds each platform's provider on first use, through the
 // platform registry.
+//
+// The set is itself a Notifier: notify's channel gets a value whenever a
+// provider it built signals a change. One forwarding goroutine per such
+// provider runs under the set's context, which Close cancels; Close waits
+// for them, so a set that is closed (watch rebuilds it on every platform
+// edit) leaves no goroutine behind and nothing that keeps its providers.
 type providerSet struct {
 	cfg      *schema.Config
 	stateDir string
 	mu       sync.Mutex
 	built    map[string]providers.Provider
+
+	ctx     context.Context // the forwarders'; Close cancels it
+	cancel  context.CancelFunc
+	fwd     sync.WaitGroup // the running forwarders
+	changed chan struct{}  // what notify returns; never closed
 }
 
 func newProviderSet(cfg *schema.Config, stateDir string) *providerSet {
-	return &providerSet{cfg: cfg, stateDir: stateDir, built: map[string]providers.Provider{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &providerSet{
+		cfg: cfg, stateDir: stateDir, built: map[string]providers.Provider{},
+		ctx: ctx, cancel: cancel, changed: make(chan struct{}, 1),
+	}
+}
+
+// add records a built provider and forwards its Notifier, if it has
+// one, to the set's channel; ps.mu is held.
+func (ps *providerSet) add(key string, p providers.Provider) {
+	ps.built[key] = p
+	n, ok := p.(apply.Notifier)
+	if !ok || ps.ctx.Err() != nil {
+		return
+	}
+	c := n.Changed()
+	ps.fwd.Add(1)
+	go func() {
+		defer ps.fwd.Done()
+		for {
+			select {
+			case <-ps.ctx.Done():
+				return
+			case _, ok := <-c:
+				if !ok { // the provider closed it
+					return
+				}
+				select {
+				case ps.changed <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
 }
 
 func (ps *providerSet) Provider(key string) (providers.Provider, error) {
@@ -186,31 +230,21 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps.built[key] = p
+	ps.add(key, p)
 	return p, nil
 }
 
-// notify merges the Notifier channels of the built providers.
-func (ps *providerSet) notify() <-chan struct{} {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	out := make(chan struct{}, 1)
-	for _, p := range ps.built {
-		if n, ok := p.(apply.Notifier); ok {
-			go func(c <-chan struct{}) {
-				for range c {
-					select {
-					case out <- struct{}{}:
-					default:
-					}
-				}
-			}(n.Changed())
-		}
-	}
-	return out
-}
+// notify returns a channel that receives a value when a provider of the
+// set, built before or after the call, signals a change (apply's
+// Notifier). It is never closed; after Close it stays silent.
+func (ps *providerSet) notify() <-chan struct{} { return ps.changed }
 
+// Close stops the forwarders, waits for them and closes the providers.
 func (ps *providerSet) Close() {
+	ps.mu.Lock() // add starts no forwarder after this
+	ps.cancel()
+	ps.mu.Unlock()
+	ps.fwd.Wait()
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for _, p := range ps.built {

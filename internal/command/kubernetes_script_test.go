@@ -16,6 +16,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	k8s "github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/kubernetes/k8stest"
 )
@@ -43,7 +44,7 @@ func runKubernetesScripts(t *testing.T, dir string) {
 	defer cancel()
 	cp, err := k8stest.Start(ctx, k8stest.Options{CRDs: true})
 	if errors.Is(err, k8stest.ErrNotBuilt) {
-		t.Skip(err)
+		testdeps.Require(t, "the test Kubernetes control plane", err.Error())
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/state"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 type planOptions struct {
@@ -44,7 +46,7 @@ func runPlan(ctx context.Context, g *Globals, args []string) int {
 	}
 	if o.json {
 		if err := views.PlanJSON(g.IO.Out, p); err != nil {
-			return g.errorf("encode the plan: %v", err)
+			return g.errorf("write the plan as JSON: %v", err)
 		}
 	} else {
 		views.Plan(g.IO.Out, p, g.colors(o.noColor))
@@ -112,7 +114,7 @@ func writePlanFile(path string, p *plan.Plan) error {
 }
 
 func readPlanFile(path string) (*plan.Plan, error) {
-	b, err := os.ReadFile(path)
+	b, err := fsread.ReadFile(path, fsread.MaxState)
 	if err != nil {
 		return nil, err
 	}

@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/trialform/trialform/internal/command"
 )
 
 var update = os.Getenv("UPDATE_GOLDEN") != ""
@@ -22,6 +25,11 @@ var update = os.Getenv("UPDATE_GOLDEN") != ""
 var binDir string
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "__supervise" {
+		// In-process tests that start local trials: the test binary is
+		// os.Executable(), which the local platform runs as supervisor.
+		os.Exit(command.Main())
+	}
 	dir, err := os.MkdirTemp("", "trialform-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -68,6 +76,8 @@ func TestScripts(t *testing.T) {
 			"trialcount": cmdTrialCount,
 			"sleep":      cmdSleep,
 			"killtrial":  cmdKillTrial,
+			"trialprocs": cmdTrialProcs,
+			"procsalive": cmdProcsAlive,
 			"jsonfield":  cmdJSONField,
 			"waitfile":   cmdWaitFile,
 			"cpexample":  cmdCopyExample,
@@ -219,7 +229,9 @@ func cmdKillTrial(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	// The supervisor may run in its own group: kill every process whose
 	// command line names the trial dir.
-	dir := filepath.Join(".trialform", "trials", args[0], args[1])
+	// The absolute path: other scripts (other checkouts, on a shared
+	// machine) run trials of the same names.
+	dir := ts.MkAbs(filepath.Join(".trialform", "trials", args[0], args[1]))
 	out, _ := exec.Command("pgrep", "-f", dir).Output()
 	pids := strings.Fields(string(out))
 	for _, f := range pids {
@@ -239,6 +251,94 @@ func cmdKillTrial(ts *testscript.TestScript, neg bool, args []string) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+}
+
+// trialprocs EXP FILE: write the processes and process groups of EXP's
+// trials, from the state's handles, to FILE (for procsalive after the
+// state forgot them). It fails when there are none.
+func cmdTrialProcs(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: trialprocs EXP FILE")
+	}
+	st, err := readState(ts)
+	if err != nil {
+		ts.Fatalf("trialprocs: %v", err)
+	}
+	var lines []string
+	for _, id := range sortedTrialIDs(st, args[0]) {
+		h := st.Experiments[args[0]].Trials[id].Handle
+		for _, key := range []string{"supervisor_pid", "pid", "pgid"} {
+			if n, err := strconv.Atoi(h[key]); err == nil && n > 0 {
+				lines = append(lines, key+" "+h[key])
+			}
+		}
+	}
+	if len(lines) == 0 {
+		ts.Fatalf("trialprocs: no process of experiment %s in the state", args[0])
+	}
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(strings.Join(lines, "\n")+"\n"), 0o644))
+}
+
+func sortedTrialIDs(st *stateFile, exp string) []string {
+	var ids []string
+	for id := range st.Experiments[exp].Trials {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// procsalive FILE: succeed when a process, or a member of a process
+// group, that trialprocs wrote to FILE is alive (not a zombie). Unlike
+// pgrep on a command line, it cannot see another script's trials.
+func cmdProcsAlive(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: procsalive FILE")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	ts.Check(err)
+	var live []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		key, id, _ := strings.Cut(line, " ")
+		if key == "pgid" {
+			for _, pid := range groupMembers(id) {
+				live = append(live, "pid "+pid+" of process group "+id)
+			}
+		} else if alive(id) {
+			live = append(live, key+" "+id)
+		}
+	}
+	if neg && len(live) > 0 {
+		ts.Fatalf("alive: %s", strings.Join(live, ", "))
+	}
+	if !neg && len(live) == 0 {
+		ts.Fatalf("none of the processes in %s is alive", args[0])
+	}
+}
+
+// groupMembers lists the processes of process group pgid that are not
+// zombies.
+func groupMembers(pgid string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:])) // state ppid pgrp ...
+		if len(f) > 2 && f[0] != "Z" && f[2] == pgid {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // alive reports whether process pid exists and is not a zombie.

@@ -80,8 +80,10 @@ func runLogs(ctx context.Context, g *Globals, args []string) int {
 	}
 	sd, _ := g.stateDir()
 	cfgPS := newProviderSet(nil, sd)
+	var secrets []string
 	if cfg := g.loadConfigQuiet(); cfg != nil {
 		cfgPS = newProviderSet(cfg, sd)
+		secrets = cfg.Secrets()
 	}
 	defer cfgPS.Close()
 	p, err := cfgPS.Provider(e.Platform)
@@ -92,7 +94,10 @@ func runLogs(ctx context.Context, g *Globals, args []string) int {
 	if !ok {
 		return g.errorf("platform %s cannot show logs", e.Platform)
 	}
-	if err := ls.Logs(ctx, providers.LogsRequest{Experiment: e.OnPlatform(), TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: *follow, Out: g.IO.Out}); err != nil && ctx.Err() == nil {
+	out := views.Redactor(g.IO.Out, secrets)
+	err = ls.Logs(ctx, providers.LogsRequest{Experiment: e.OnPlatform(), TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: *follow, Out: out})
+	out.Close()
+	if err != nil && ctx.Err() == nil {
 		return g.errorf("logs of %s/%s: %v", e.Name, t.ID, err)
 	}
 	return 0

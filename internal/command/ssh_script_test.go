@@ -8,6 +8,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers/remote/sshtest"
 )
 
@@ -97,8 +98,11 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 
 // scriptCondition adds [sshd]: real sshd servers can run here.
 func scriptCondition(cond string) (bool, error) {
-	if cond == "sshd" {
-		return sshtest.Available() == "", nil
+	switch cond {
+	case "sshd":
+		return testdeps.Condition("sshd", sshtest.Available())
+	case "sklearn":
+		return testdeps.Condition("python3-sklearn", testdeps.PythonModules("/usr/bin/python3", "sklearn"))
 	}
 	return false, fmt.Errorf("unknown condition %q", cond)
 }

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,9 +16,10 @@ import (
 	"github.com/trialform/trialform/apply/watch"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
-	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 type watchOptions struct {
@@ -64,14 +64,10 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 	}
 	w := &watcher{
 		g: g, o: o, dir: wd, m: state.NewManager(sd), stateDir: sd,
-		c:      g.colors(o.noColor),
-		notify: make(chan struct{}, 1),
-		subbed: map[providers.Provider]bool{},
-		stop:   make(chan struct{}),
+		c: g.colors(o.noColor),
 	}
 	w.out = &statusWriter{w: g.IO.Out, tty: g.IO.IsTTY}
 	w.hooks = &printHooks{w: w.out, c: w.c}
-	defer close(w.stop)
 	defer func() {
 		if w.ps != nil {
 			w.ps.Close()
@@ -116,7 +112,7 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 				continue
 			}
 			w.reload(ctx, &b)
-		case <-w.notify:
+		case <-w.providerChanged():
 			w.reconcile(ctx, false)
 		case <-tick.C:
 			w.reconcile(ctx, false)
@@ -141,11 +137,8 @@ type watcher struct {
 	cfg      *schema.Config // last configuration that loaded
 	units    map[string]schema.Unit
 	extra    map[string][]byte // nni_file contents of cfg
-	ps       *providerSet
+	ps       *providerSet      // closed and replaced when the platforms change
 	psKey    string
-	notify   chan struct{}
-	subbed   map[providers.Provider]bool
-	stop     chan struct{}
 	lastPlan string // rendering of the last printed plan (plan-only mode)
 	held     string // what the last held plan would destroy
 	locked   string // holder of the lock the last pass could not get
@@ -205,7 +198,7 @@ func (w *watcher) reload(ctx context.Context, b *watch.Batch) {
 	for _, name := range sortedKeys(cfg.Spaces) {
 		if f := cfg.Spaces[name].NNIFile; f != "" {
 			extraPaths = append(extraPaths, f)
-			if src, err := os.ReadFile(f); err == nil {
+			if src, err := fsread.ReadFile(f, fsread.MaxConfig); err == nil {
 				extra[f] = src
 			}
 		}
@@ -283,31 +276,14 @@ func (w *watcher) buildProviders() {
 	w.ps, w.psKey = newProviderSet(w.cfg, w.stateDir), key.String()
 }
 
-// subscribe forwards the notifiers of providers built since the last call
-// (a trial process exited: reconcile now rather than at the interval).
-func (w *watcher) subscribe() {
-	w.ps.mu.Lock()
-	defer w.ps.mu.Unlock()
-	for _, p := range w.ps.built {
-		n, ok := p.(apply.Notifier)
-		if !ok || w.subbed[p] {
-			continue
-		}
-		w.subbed[p] = true
-		go func(c <-chan struct{}) {
-			for {
-				select {
-				case <-w.stop:
-					return
-				case <-c:
-					select {
-					case w.notify <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}(n.Changed())
+// providerChanged receives when a provider of the current set signals a
+// change (a trial process exited: reconcile now rather than at the
+// interval); nil, which never receives, before a configuration loads.
+func (w *watcher) providerChanged() <-chan struct{} {
+	if w.ps == nil {
+		return nil
 	}
+	return w.ps.notify()
 }
 
 // reconcile plans against the last good configuration and, with
@@ -322,7 +298,6 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	if !w.g.checkPlatformsTo(ctx, w.cfg, w.ps, w.out) {
 		return
 	}
-	defer w.subscribe()
 	if !w.o.autoApprove {
 		if err := lostError(w.m); err != nil {
 			fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)

@@ -101,6 +101,11 @@ func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 		if t.StartedAt != nil {
 			if t.EndedAt != nil {
 				d := t.EndedAt.Sub(*t.StartedAt)
+				if d < 0 {
+					// Start and end stamped by different clocks (an
+					// older state): never a negative duration.
+					d = 0
+				}
 				r.Duration = &d
 			} else if !state.Terminal(t.Status) && !now.IsZero() {
 				d := now.Sub(*t.StartedAt)

@@ -30,7 +30,7 @@ func testExperiment() *state.Experiment {
 // shows a negative duration.
 func TestTrialsNoNegativeDuration(t *testing.T) {
 	var b bytes.Buffer
-	Trials(&b, testExperiment(), Colors{})
+	Trials(&b, testExperiment(), time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC))
 	if strings.Contains(b.String(), "-2.") || strings.Contains(b.String(), " -") {
 		t.Fatalf("negative duration in the table:\n%s", b.String())
 	}
@@ -44,8 +44,9 @@ func TestTrialsNoNegativeDuration(t *testing.T) {
 func TestShowStateColumnsAligned(t *testing.T) {
 	e := testExperiment()
 	var table, show bytes.Buffer
-	Trials(&table, e, Colors{})
-	ShowState(&show, &state.State{Serial: 3, Lineage: "l", Experiments: map[string]*state.Experiment{"exp": e}}, Colors{})
+	now := time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)
+	Trials(&table, e, now)
+	ShowState(&show, &state.State{Serial: 3, Lineage: "l", Experiments: map[string]*state.Experiment{"exp": e}}, Colors{}, nil, now)
 	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
 		want := "  " + line
 		if line == "" {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers"
 )
 
@@ -147,7 +148,7 @@ func (e *env) script(name, body string) string {
 func (e *env) python() string {
 	e.t.Helper()
 	if e.s.opts.Python == "" {
-		e.t.Skip("no python3")
+		testdeps.Require(e.t, "python3", "not on PATH and not given in Options.Python")
 	}
 	return e.s.opts.Python
 }

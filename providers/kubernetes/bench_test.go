@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers"
 	k8s "github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/kubernetes/k8stest"
@@ -39,7 +40,7 @@ func TestBench1000(t *testing.T) {
 	bin, _ := k8stest.BinDir()
 	kwok := filepath.Join(bin, "kwok")
 	if _, err := os.Stat(kwok); err != nil {
-		t.Skip("kwok is not built: run scripts/build-k8s.sh")
+		testdeps.Require(t, "kwok", "not built: run scripts/build-k8s.sh")
 	}
 	ctx := context.Background()
 	// kwok keeps the pods running (our pod stages: ready, delete; not its

@@ -374,7 +374,9 @@ func TestCRDStatusDriven(t *testing.T) {
 		if _, err := r.Patch(ctx, h["name"], "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond) // a tick in flight ends
+		if err := operator.Sync(ctx); err != nil { // a tick in flight ends
+			t.Fatal(err)
+		}
 		bg := metav1.DeletePropagationBackground
 		sel := metav1.ListOptions{LabelSelector: k8s.LabelExperiment + "=" + exp + "," + k8s.LabelTrial + "=" + id}
 		_ = cp.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: &bg}, sel)

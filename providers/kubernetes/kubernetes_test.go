@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/conformance"
 	k8s "github.com/trialform/trialform/providers/kubernetes"
@@ -36,7 +37,6 @@ func TestMain(m *testing.M) {
 func run(m *testing.M) int {
 	flag.Parse()
 	if testing.Short() {
-		skipWhy = "-short: no control plane"
 		return m.Run()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -69,9 +69,10 @@ func run(m *testing.M) int {
 
 func need(t *testing.T) {
 	t.Helper()
-	if cp == nil {
-		t.Skip(skipWhy)
+	if testing.Short() {
+		t.Skip("-short: no control plane")
 	}
+	testdeps.Require(t, "the test Kubernetes control plane", skipWhy)
 }
 
 func namespace(t *testing.T, name string) string {

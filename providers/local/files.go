@@ -122,7 +122,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return trialproto.WriteFileAtomic(path, b, 0o644)
+	return trialproto.WriteFileAtomic(path, b, 0o600)
 }
 
 // replaceJSON is writeJSON without the directory sync (the caller syncs).
@@ -131,7 +131,7 @@ func replaceJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return trialproto.ReplaceFile(path, b, 0o644, true)
+	return trialproto.ReplaceFile(path, b, 0o600, true)
 }
 
 func encodeJSON(path string, v any) ([]byte, error) {

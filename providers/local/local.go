@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trialform/trialform/providers"
@@ -70,6 +71,8 @@ type Config struct {
 type Local struct {
 	cfg     Config
 	changed chan struct{}
+	closeMu sync.Mutex // guards sends on changed against Close closing it
+	closed  bool
 	list    listCache
 }
 
@@ -115,7 +118,7 @@ func New(cfg Config) (*Local, error) {
 		}
 	}
 	cfg.GPUIndices = append([]int(nil), cfg.GPUIndices...)
-	if err := os.MkdirAll(cfg.Root, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("local platform: create trial root: %w", err)
 	}
 	if err := InstallPython(cfg.LibDir); err != nil {
@@ -148,14 +151,29 @@ func (l *Local) Validate(ctx context.Context) error {
 	return nil
 }
 
-// Close releases nothing: trials keep running without the provider.
-func (l *Local) Close() error { return nil }
+// Close closes Changed's channel, so whoever listens stops; trials keep
+// running without the provider.
+func (l *Local) Close() error {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	if !l.closed {
+		l.closed = true
+		close(l.changed)
+	}
+	return nil
+}
 
 // Changed receives a value when a supervisor this Local launched exits,
-// i.e. a trial it started ended (apply's Notifier capability).
+// i.e. a trial it started ended (apply's Notifier capability). Close
+// closes it.
 func (l *Local) Changed() <-chan struct{} { return l.changed }
 
 func (l *Local) notify() {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
+	if l.closed {
+		return
+	}
 	select {
 	case l.changed <- struct{}{}:
 	default:

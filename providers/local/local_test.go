@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/conformance"
 )
@@ -447,10 +448,7 @@ func TestInstallPython(t *testing.T) {
 // observation and all metrics.
 func runPython(t *testing.T, l *Local, id, script string, env map[string]string) (providers.Observation, []providers.Metric) {
 	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
+	py := testdeps.Python3(t)
 	code := t.TempDir()
 	if err := os.WriteFile(filepath.Join(code, "trial.py"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
@@ -461,8 +459,8 @@ func runPython(t *testing.T, l *Local, id, script string, env map[string]string)
 	if _, err := l.Start(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	o := waitEnded(t, l, "exp", id)
-	o, err = l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: id})
+	waitEnded(t, l, "exp", id)
+	o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -686,12 +684,9 @@ print("trialform: %d" % n.value)
 // On a machine with an NVIDIA GPU: a trial given GPU 0 sees one device, a
 // trial given none sees none.
 func TestRealGPUVisibility(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
-	if exec.Command(py, "-c", `import ctypes; ctypes.CDLL("libcuda.so.1")`).Run() != nil {
-		t.Skip("no CUDA driver")
+	py := testdeps.Python3(t)
+	if err := exec.Command(py, "-c", `import ctypes; ctypes.CDLL("libcuda.so.1")`).Run(); err != nil {
+		testdeps.Hardware(t, "an NVIDIA GPU", "python3 cannot load libcuda.so.1 (no CUDA driver)")
 	}
 	l := newLocal(t, func(c *Config) { c.GPUIndices = []int{0} })
 	code := t.TempDir()

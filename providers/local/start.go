@@ -135,14 +135,15 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 }
 
 // mkdirs creates dir, and its parents only when they are missing (the
-// common case, a new trial of a known experiment, costs one mkdir).
+// common case, a new trial of a known experiment, costs one mkdir). They
+// are 0700: a trial's spec.json may hold a sensitive env value.
 func mkdirs(dir string) error {
-	err := os.Mkdir(dir, 0o755)
+	err := os.Mkdir(dir, 0o700)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		return os.MkdirAll(dir, 0o755)
+		return os.MkdirAll(dir, 0o700)
 	case errors.Is(err, fs.ErrExist):
 		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
 			return nil
@@ -210,7 +211,7 @@ func waitLaunch(ctx context.Context, dir string) error {
 // trial (or recorded why it could not).
 func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, error) {
 	logPath := filepath.Join(dir, supervisorLog)
-	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open supervisor log: %w", err)
 	}

@@ -344,11 +344,11 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 	cmd.Env = trialproto.Environ(os.Environ(), env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	out, err := os.OpenFile(s.path(stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	out, err := os.OpenFile(s.path(stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, err
 	}
-	errf, err := os.OpenFile(s.path(stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	errf, err := os.OpenFile(s.path(stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		out.Close()
 		return nil, nil, err
@@ -398,7 +398,7 @@ func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*ta
 		in.Close()
 		return nil, err
 	}
-	out, err := os.OpenFile(metricsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	out, err := os.OpenFile(metricsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		in.Close()
 		return nil, err

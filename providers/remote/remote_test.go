@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/conformance"
 	"github.com/trialform/trialform/providers/remote/sshtest"
@@ -29,9 +30,7 @@ var (
 // (stopped by TestMain).
 func testLab(t testing.TB) *sshtest.Lab {
 	t.Helper()
-	if why := sshtest.Available(); why != "" {
-		t.Skip("real SSH tests need sshd: " + why)
-	}
+	testdeps.Require(t, "sshd", sshtest.Available())
 	labOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "trialform-sshlab-")
 		if err != nil {
@@ -462,10 +461,7 @@ func waitSupervisorsGone(dir string) {
 
 func TestAgentAuth(t *testing.T) {
 	l := testLab(t)
-	agentBin, err := exec.LookPath("ssh-agent")
-	if err != nil {
-		t.Skip("no ssh-agent")
-	}
+	agentBin := testdeps.LookPath(t, "ssh-agent")
 	sock := filepath.Join(t.TempDir(), "agent.sock")
 	agent := exec.Command(agentBin, "-D", "-a", sock)
 	if err := agent.Start(); err != nil {

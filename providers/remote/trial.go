@@ -224,7 +224,9 @@ func (r *Remote) launch(ctx context.Context, m *machine, req providers.StartRequ
 		maxdur = seconds(req.MaxDuration)
 	}
 	var cmd strings.Builder
-	cmd.WriteString("umask 022 && mkdir -p " + shq(dir))
+	// 0700 directories and 0600 files: run.sh may hold a sensitive env
+	// value. The trial itself runs with the usual umask.
+	cmd.WriteString("umask 077 && mkdir -p " + shq(dir) + " && chmod 700 " + shq(dir))
 	for _, f := range []struct {
 		name string
 		data []byte
@@ -239,7 +241,7 @@ func (r *Remote) launch(ctx context.Context, m *machine, req providers.StartRequ
 		}
 		cmd.WriteString(" && printf '%s' " + shq(string(f.data)) + " >" + shq(path.Join(dir, f.name)))
 	}
-	cmd.WriteString(" && sh " + shline(path.Join(lib, "launch.sh"), dir, strconv.Itoa(attempt), codeDir, maxdur, seconds(r.cfg.StopGrace), joinInts(gpus)))
+	cmd.WriteString(" && umask 022 && sh " + shline(path.Join(lib, "launch.sh"), dir, strconv.Itoa(attempt), codeDir, maxdur, seconds(r.cfg.StopGrace), joinInts(gpus)))
 	out, err := m.sh(ctx, cmd.String())
 	if err != nil {
 		return nil, err

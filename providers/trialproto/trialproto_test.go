@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers"
 )
 
@@ -203,10 +204,7 @@ func TestParseMetricRecordsIncremental(t *testing.T) {
 // Records written exactly the way NNI's local platform writes them, by a
 // real Python.
 func TestParseMetricRecordsFromPython(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
+	py := testdeps.Python3(t)
 	f := filepath.Join(t.TempDir(), "metrics")
 	script := `
 import json, sys
@@ -389,10 +387,7 @@ func TestObjective(t *testing.T) {
 // Stdout lines printed the way NNI 1.x (bytes repr) and NNI 2+ print them
 // on non-local platforms, by a real Python.
 func TestParseStdoutLineFromPython(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
+	py := testdeps.Python3(t)
 	script := `
 import json
 def rec(seq, v):

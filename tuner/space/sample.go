@@ -58,14 +58,18 @@ func Sample(p Param, rng *rand.Rand) any {
 		x = math.Exp(math.Log(a[0]) + rng.Float64()*(math.Log(a[1])-math.Log(a[0])))
 		x = clamp(x, a[0], a[1])
 	case Normal, Qnormal:
-		x = a[0] + a[1]*rng.NormFloat64()
+		x = a[0] + a[1]*clampZ(rng.NormFloat64())
 	case Lognormal, Qlognormal:
-		x = math.Exp(a[0] + a[1]*rng.NormFloat64())
+		x = math.Exp(a[0] + a[1]*clampZ(rng.NormFloat64()))
 	default:
 		return nil
 	}
 	return Quantize(p, x)
 }
+
+// clampZ keeps a standard-normal draw within ±MaxNormalZ, so that a
+// validated normal or lognormal never yields an infinite value.
+func clampZ(z float64) float64 { return clamp(z, -MaxNormalZ, MaxNormalZ) }
 
 // OptionValue is the value a chosen option gives: its Value for a plain
 // option, or map{"_name": Name, sub params sampled with rng} for a nested one.

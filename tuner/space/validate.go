@@ -7,6 +7,18 @@ import (
 	"strings"
 )
 
+// MaxExactInt is the largest integer magnitude a randint bound may have:
+// float64 (and so a JSON number) holds every integer up to 2^53 exactly.
+const MaxExactInt = 1 << 53
+
+// MaxNormalZ bounds the standard-normal draw of the normal kinds (Sample
+// clamps it to ±MaxNormalZ, a probability below 1e-32 of ever mattering),
+// so that a validated space never samples an infinite value.
+const MaxNormalZ = 12
+
+// maxLogValue is the largest x with a finite exp(x).
+const maxLogValue = 709.0
+
 // argNames gives, per kind, the names of the numeric arguments in NNI's
 // "_value" order; its length is the number of arguments the kind takes.
 var argNames = map[Kind][]string{
@@ -86,9 +98,25 @@ func (p Param) Validate() error {
 			return fmt.Errorf("randint bounds must be integers, got [%s, %s]; use uniform or quniform for fractional ranges",
 				FormatValue(low), FormatValue(high))
 		}
+		if p.Kind == Randint && (math.Abs(low) > MaxExactInt || math.Abs(high) > MaxExactInt) {
+			return fmt.Errorf("randint bounds must lie within ±%s (2^53, the largest integers a float64 and a JSON number hold exactly), got [%s, %s]; use loguniform for wider ranges",
+				FormatValue(float64(MaxExactInt)), FormatValue(low), FormatValue(high))
+		}
+		if math.IsInf(high-low, 0) {
+			return fmt.Errorf("%s range [%s, %s] is wider than the largest float; narrow it", p.Kind, FormatValue(low), FormatValue(high))
+		}
 	case Normal, Qnormal, Lognormal, Qlognormal:
-		if sigma := p.Args[1]; sigma <= 0 {
+		mu, sigma := p.Args[0], p.Args[1]
+		if sigma <= 0 {
 			return fmt.Errorf("%s needs sigma > 0, got %s", p.Kind, FormatValue(sigma))
+		}
+		top, bottom := mu+MaxNormalZ*sigma, mu-MaxNormalZ*sigma
+		switch {
+		case (p.Kind == Lognormal || p.Kind == Qlognormal) && top > maxLogValue:
+			return fmt.Errorf("%s [%s, %s] gives values past the largest float (exp(mu + %g·sigma) overflows); mu and sigma are those of the logarithm: for values near 1000 use mu = %.4g (log 1000)",
+				p.Kind, FormatValue(mu), FormatValue(sigma), float64(MaxNormalZ), math.Log(1000))
+		case math.IsInf(top, 0) || math.IsInf(bottom, 0):
+			return fmt.Errorf("%s [%s, %s] gives values past the largest float; use a smaller mu or sigma", p.Kind, FormatValue(mu), FormatValue(sigma))
 		}
 	}
 	if len(names) == 3 {
@@ -127,7 +155,11 @@ func validateChoice(p Param) error {
 			continue
 		}
 		switch v := o.Value.(type) {
-		case string, bool:
+		case string:
+			if strings.IndexByte(v, 0) >= 0 {
+				return fmt.Errorf("option %d holds a NUL byte, which no command argument or environment variable can carry; remove it", i+1)
+			}
+		case bool:
 		case float64:
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("option %d must be a finite number, got %v", i+1, v)

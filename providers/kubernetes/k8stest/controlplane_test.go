@@ -7,6 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trialform/trialform/internal/testdeps"
 )
 
 // TestRestartAPIServer stops and starts kube-apiserver: clients made
@@ -19,7 +21,7 @@ func TestRestartAPIServer(t *testing.T) {
 	defer cancel()
 	cp, err := Start(ctx, Options{})
 	if errors.Is(err, ErrNotBuilt) {
-		t.Skip(err)
+		testdeps.Require(t, "the test Kubernetes control plane", err.Error())
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -123,6 +123,38 @@ type Operator struct {
 
 	mu   sync.Mutex
 	logf *os.File
+
+	// started and finished count ticks; tickDone is closed and replaced
+	// when one ends (Sync waits on it).
+	tickMu   sync.Mutex
+	started  uint64
+	finished uint64
+	tickDone chan struct{}
+}
+
+// Sync returns once a whole tick has run after the call: what the
+// operator does from then on sees every change made before it (an
+// OperatorPaused annotation, say), and no tick that began earlier is still
+// in flight.
+func (o *Operator) Sync(ctx context.Context) error {
+	o.tickMu.Lock()
+	target := o.started + 1
+	o.tickMu.Unlock()
+	for {
+		o.tickMu.Lock()
+		done, c := o.finished >= target, o.tickDone
+		o.tickMu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-c:
+		case <-o.done:
+			return fmt.Errorf("operator stopped")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // OperatorPaused is an annotation that makes the operator leave an object
@@ -144,7 +176,7 @@ func StartOperator(cp *ControlPlane) (*Operator, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	o := &Operator{dyn: dyn, client: cp.Client, cancel: cancel, done: make(chan struct{})}
+	o := &Operator{dyn: dyn, client: cp.Client, cancel: cancel, done: make(chan struct{}), tickDone: make(chan struct{})}
 	o.logf, _ = os.OpenFile(filepath.Join(cp.Dir, "operator.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	go o.loop(ctx)
 	return o, nil
@@ -170,7 +202,16 @@ func (o *Operator) log(format string, args ...any) {
 func (o *Operator) loop(ctx context.Context) {
 	defer close(o.done)
 	for ctx.Err() == nil {
+		o.tickMu.Lock()
+		o.started++
+		n := o.started
+		o.tickMu.Unlock()
 		o.tick(ctx)
+		o.tickMu.Lock()
+		o.finished = n
+		close(o.tickDone)
+		o.tickDone = make(chan struct{})
+		o.tickMu.Unlock()
 		sleep(ctx, 150*time.Millisecond)
 	}
 }
