@@ -30,5 +30,5 @@ func Registry() *registry.Registry {
 // notYet is a kind the language accepts (any settings) that trialform
 // does not run yet: validate warns, plan and apply refuse it.
 func notYet(name, what string) registry.Kind {
-	return registry.Kind{Name: name, Summary: what + " (not implemented yet)", NotYet: "not supported yet"}
+	return registry.Kind{Name: name, Summary: what + "; not implemented yet: validate warns, plan and apply refuse it (any settings are accepted)"}
 }

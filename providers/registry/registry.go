@@ -51,9 +51,9 @@ type Kind struct {
 	// New builds the provider from what Config returned, decoded. nil: the
 	// kind is declared in the language but not implemented yet.
 	New func(cfg any, env Env) (providers.Provider, error)
-	// NotYet, when set, is the warning validate gives for a block of a kind
-	// trialform does not run yet.
-	NotYet string
+	// Extends names a kind whose settings this one takes too (the CRD kinds
+	// extend kubernetes): the reference lists only what it adds.
+	Extends string
 }
 
 // Implemented reports whether the kind can run trials.

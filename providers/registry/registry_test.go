@@ -112,7 +112,7 @@ func TestRegistry(t *testing.T) {
 			built = cfg.(*sample).Name + "/" + env.Name
 			return nil, nil
 		}},
-		Kind{Name: "later", NotYet: "not yet"},
+		Kind{Name: "later"},
 	)
 	if got := strings.Join(r.Names(), ","); got != "a,later" {
 		t.Errorf("names %s", got)
