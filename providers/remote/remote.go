@@ -40,7 +40,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/providers"
-	"github.com/trialform/trialform/providers/local"
+	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // Config configures a remote platform (one platform "remote" block).
@@ -167,7 +167,7 @@ func libBundle() (*bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fsBundle(fsPart{"", sh}, fsPart{"python", local.PythonFS()})
+	return fsBundle(fsPart{"", sh}, fsPart{"python", trialproto.PythonFS()})
 }
 
 // scripts are the POSIX sh helpers run on the machines.
