@@ -96,6 +96,7 @@ var (
 	_ providers.Provider    = (*Remote)(nil)
 	_ providers.Lister      = (*Remote)(nil)
 	_ providers.LogStreamer = (*Remote)(nil)
+	_ providers.Locator     = (*Remote)(nil)
 )
 
 // New checks cfg and fills defaults. It does not connect.
