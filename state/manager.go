@@ -473,6 +473,10 @@ func (m *Manager) backup(path string) error {
 // keepForeignBackup moves the backup dst aside when it belongs to another
 // lineage than lineage.
 func (m *Manager) keepForeignBackup(dst, lineage string) error {
+	if fi, err := os.Lstat(dst); err == nil && !fi.Mode().IsRegular() {
+		// Not a file this package wrote: neither overwrite nor move it.
+		return fmt.Errorf("%s is not a regular file (%s): move it away, then run the command again", dst, fi.Mode().Type())
+	}
 	if lineage == "" || m.backupLineage == lineage {
 		return nil
 	}
