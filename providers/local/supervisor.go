@@ -380,11 +380,8 @@ type tailer struct {
 	buf      []byte
 	chunk    []byte // read buffer, grown up to maxChunk while reads fill it
 	skipping bool   // inside an over-long line
-	re       *regexp.Regexp
 	sp       *spec
-	seq      int
-	final    bool // a FINAL was reported on stdout
-	last     trialproto.LastValues
+	col      trialproto.Collector
 	err      error
 }
 
@@ -403,7 +400,7 @@ func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*ta
 		in.Close()
 		return nil, err
 	}
-	return &tailer{in: in, out: out, off: fi.Size(), re: re, sp: sp}, nil
+	return &tailer{in: in, out: out, off: fi.Size(), sp: sp, col: trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}}, nil
 }
 
 func (t *tailer) close() {
@@ -475,33 +472,9 @@ func (t *tailer) poll() int {
 }
 
 func (t *tailer) line(b []byte) {
-	line := string(b)
-	fromRegex := false
-	m, ok := trialproto.ParseStdoutLine(line, nil)
-	if !ok && t.re != nil {
-		m, ok = trialproto.ParseStdoutLine(line, t.re)
-		fromRegex = ok
+	if m, ok := t.col.Line(string(b)); ok {
+		t.write(m)
 	}
-	if !ok {
-		return
-	}
-	if m.ParameterID < 0 {
-		m.ParameterID = t.sp.ParameterID
-	}
-	if m.Sequence < 0 {
-		m.Sequence = 0
-		if m.Type == trialproto.TypePeriodical {
-			m.Sequence = t.seq
-			t.seq++
-		}
-	}
-	if m.Type == trialproto.TypeFinal && m.Garbage == "" {
-		t.final = true
-	}
-	if fromRegex {
-		t.last.Add(m)
-	}
-	t.write(m)
 }
 
 func (t *tailer) write(m providers.Metric) {
@@ -514,19 +487,16 @@ func (t *tailer) write(m providers.Metric) {
 // finish writes the synthetic FINAL of regexp metrics when the trial did
 // not report a final result itself.
 func (t *tailer) finish(nniMetrics string) error {
-	m, ok := t.last.FinalFromLast()
-	if !ok || t.final {
-		return nil
-	}
-	if data, err := os.ReadFile(nniMetrics); err == nil {
-		recs, _, _ := trialproto.ParseMetricRecords(data)
-		for _, r := range recs {
-			if r.Type == trialproto.TypeFinal && r.Garbage == "" {
-				return nil
-			}
+	nniFinal := false
+	if !t.col.Final {
+		if data, err := os.ReadFile(nniMetrics); err == nil {
+			nniFinal = trialproto.HasFinal(data)
 		}
 	}
-	m.ParameterID = t.sp.ParameterID
+	m, ok := t.col.Finish(nniFinal)
+	if !ok {
+		return nil
+	}
 	t.write(m)
 	return t.err
 }

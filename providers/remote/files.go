@@ -396,6 +396,7 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 		next[offSeq], next[offSeqAttempt] = 0, 0
 	}
 	pos := at
+	col := trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		var line []byte
@@ -415,24 +416,11 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 		if curStart >= 0 && lineAt >= curStart && next[offSeqAttempt] != int64(attempt) {
 			next[offSeq], next[offSeqAttempt] = 0, int64(attempt)
 		}
-		m, ok := trialproto.ParseStdoutLine(string(line), nil)
-		if !ok && re != nil {
-			m, ok = trialproto.ParseStdoutLine(string(line), re)
+		col.Seq = int(next[offSeq])
+		if m, ok := col.Line(string(line)); ok {
+			out = append(out, m)
 		}
-		if !ok {
-			continue
-		}
-		if m.ParameterID < 0 {
-			m.ParameterID = sp.ParameterID
-		}
-		if m.Sequence < 0 {
-			m.Sequence = 0
-			if m.Type == trialproto.TypePeriodical {
-				m.Sequence = int(next[offSeq])
-				next[offSeq]++
-			}
-		}
-		out = append(out, m)
+		next[offSeq] = int64(col.Seq)
 	}
 	next[offStdout] = pos
 
@@ -457,30 +445,18 @@ func (tf *trialFiles) regexFinal(re *regexp.Regexp, from int64) (providers.Metri
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
 	}
-	var last trialproto.LastValues
+	col := trialproto.Collector{ParameterID: tf.sp.ParameterID, Regex: re}
 	for _, line := range strings.Split(string(data), "\n") {
-		if m, ok := trialproto.ParseStdoutLine(line, nil); ok {
-			if m.Type == trialproto.TypeFinal && m.Garbage == "" {
-				return providers.Metric{}, false, nil
-			}
-			continue
-		}
-		if m, ok := trialproto.ParseStdoutLine(line, re); ok {
-			last.Add(m)
-		}
+		col.Line(line)
+	}
+	if col.Final {
+		return providers.Metric{}, false, nil
 	}
 	nni, _, err := readFrom(tf.s, path.Join(tf.dir, nniMetrics), 0, maxMetricRead)
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
 	}
-	recs, _, _ := trialproto.ParseMetricRecords(nni)
-	for _, r := range recs {
-		if r.Type == trialproto.TypeFinal && r.Garbage == "" {
-			return providers.Metric{}, false, nil
-		}
-	}
-	m, ok := last.FinalFromLast()
-	m.ParameterID = tf.sp.ParameterID
+	m, ok := col.Finish(trialproto.HasFinal(nni))
 	return m, ok, nil
 }
 
