@@ -11,7 +11,10 @@ import (
 )
 
 // Registry returns the registry of every platform kind.
-func Registry() *registry.Registry {
+func Registry() *registry.Registry { return registry.New(Kinds()...) }
+
+// Kinds is every platform kind's registration, in the README's order.
+func Kinds() []registry.Kind {
 	kinds := []registry.Kind{
 		local.Registration(),
 		remote.Registration(),
@@ -24,7 +27,7 @@ func Registry() *registry.Registry {
 		notYet("aml", "Azure Machine Learning jobs"),
 		notYet("dlts", "DLTS (DLWorkspace) jobs"),
 	)
-	return registry.New(kinds...)
+	return kinds
 }
 
 // notYet is a kind the language accepts (any settings) that trialform
