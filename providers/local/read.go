@@ -18,9 +18,9 @@ import (
 
 // Offset keys of Observation.MetricsOffset.
 const (
-	offAttempt = "attempt" // attempt whose .nni/metrics "nni" points into
-	offNNI     = "nni"     // byte offset in .nni/metrics of that attempt
-	offStdout  = "stdout"  // byte offset in metrics.stdout (all attempts)
+	// trialproto.OffsetAttempt and OffsetNNI: where NNI's metric files
+	// (.nni/metrics, archived as .nni/metrics.N) were read to.
+	offStdout = "stdout" // byte offset in metrics.stdout (all attempts)
 )
 
 // maxMetricRead bounds one Read's metric parse per file.
@@ -150,40 +150,23 @@ func observe(dir string, sp *spec, st *status) providers.Observation {
 
 // readMetrics returns the records past off and the new offsets.
 func readMetrics(dir string, attempt int, off map[string]int64) ([]providers.Metric, map[string]int64, error) {
-	fromAttempt := int(off[offAttempt])
-	if fromAttempt < 1 {
-		fromAttempt = 1
-	}
-	nniOff := off[offNNI]
-	if fromAttempt > attempt { // offsets from a purged and recreated trial
-		fromAttempt, nniOff = attempt, 0
-	}
-	var out []providers.Metric
-	for a := fromAttempt; a < attempt; a++ {
-		start := int64(0)
-		if a == fromAttempt {
-			start = nniOff
+	out, next, err := trialproto.ReadNNIAttempts(attempt, off, func(a int, current bool, from int64) ([]providers.Metric, int64, error) {
+		p := filepath.Join(dir, nniMetricsFile)
+		if !current {
+			p += "." + strconv.Itoa(a)
 		}
-		recs, _, err := readRecords(filepath.Join(dir, nniMetricsFile+"."+strconv.Itoa(a)), start)
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, recs...)
-	}
-	if fromAttempt < attempt {
-		nniOff = 0
-	}
-	recs, newNNI, err := readRecords(filepath.Join(dir, nniMetricsFile), nniOff)
+		return readRecords(p, from)
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	out = append(out, recs...)
 	recs, newStdout, err := readRecords(filepath.Join(dir, stdoutMetrics), off[offStdout])
 	if err != nil {
 		return nil, nil, err
 	}
 	out = append(out, recs...)
-	return out, map[string]int64{offAttempt: int64(attempt), offNNI: newNNI, offStdout: newStdout}, nil
+	next[offStdout] = newStdout
+	return out, next, nil
 }
 
 // readRecords parses the complete records of a metric file from off. A

@@ -329,8 +329,8 @@ func joinInts(v []int) string {
 
 // Offset keys of Observation.MetricsOffset.
 const (
-	offAttempt    = "attempt"     // attempt whose .nni/metrics "nni" points into
-	offNNI        = "nni"         // byte offset in that .nni/metrics
+	// trialproto.OffsetAttempt and OffsetNNI: where NNI's metric files
+	// (.nni/metrics, archived as .nni/metrics.N) were read to.
 	offStdout     = "stdout"      // byte offset in stdout (all attempts)
 	offSeq        = "seq"         // next sequence of stdout intermediate results
 	offSeqAttempt = "seq_attempt" // attempt "seq" counts for
@@ -352,33 +352,24 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	for k, v := range off {
 		next[k] = v
 	}
-	from := int(off[offAttempt])
-	if from < 1 {
-		from = 1
-	}
-	nniOff := off[offNNI]
-	if from > attempt {
-		from, nniOff = attempt, 0
-	}
-	var out []providers.Metric
-	for a := from; a <= attempt; a++ {
+	out, nniNext, err := trialproto.ReadNNIAttempts(attempt, off, func(a int, current bool, from int64) ([]providers.Metric, int64, error) {
 		p := path.Join(tf.dir, nniMetrics)
-		if a < attempt {
+		if !current {
 			p += "." + strconv.Itoa(a)
 		}
-		start := int64(0)
-		if a == from {
-			start = nniOff
-		}
-		data, at, err := readFrom(tf.s, p, start, maxMetricRead)
+		data, at, err := readFrom(tf.s, p, from, maxMetricRead)
 		if err != nil {
-			return nil, nil, tf.m.sftpErr(tf.c, err)
+			return nil, 0, tf.m.sftpErr(tf.c, err)
 		}
 		recs, consumed, _ := trialproto.ParseMetricRecords(data)
-		out = append(out, recs...)
-		nniOff = at + int64(consumed)
+		return recs, at + int64(consumed), nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	next[offAttempt], next[offNNI] = int64(attempt), nniOff
+	for k, v := range nniNext {
+		next[k] = v
+	}
 
 	var re *regexp.Regexp
 	if sp.MetricRegex != "" {

@@ -95,3 +95,42 @@ func HasFinal(nniMetrics []byte) bool {
 	}
 	return false
 }
+
+// Offset keys, in Observation.MetricsOffset, of where reading NNI's metric
+// files resumes (ReadNNIAttempts).
+const (
+	OffsetAttempt = "attempt" // the attempt whose metric file OffsetNNI points into
+	OffsetNNI     = "nni"     // the byte offset in that file
+)
+
+// ReadNNIAttempts reads NNI's metric files of a trial from where off says
+// the last read ended, through the current attempt: the archived files of
+// earlier attempts (an attempt archives its predecessor's file, since NNI
+// may truncate it), then the current one. read reads one attempt's file
+// from a byte offset and returns its complete records and the offset after
+// them. It returns the records and the new offsets of those two keys.
+func ReadNNIAttempts(attempt int, off map[string]int64,
+	read func(a int, current bool, from int64) ([]providers.Metric, int64, error)) ([]providers.Metric, map[string]int64, error) {
+	from := int(off[OffsetAttempt])
+	if from < 1 {
+		from = 1
+	}
+	nniOff := off[OffsetNNI]
+	if from > attempt { // offsets of a trial purged and created again
+		from, nniOff = attempt, 0
+	}
+	var out []providers.Metric
+	for a := from; a <= attempt; a++ {
+		start := int64(0)
+		if a == from {
+			start = nniOff
+		}
+		recs, next, err := read(a, a == attempt, start)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, recs...)
+		nniOff = next
+	}
+	return out, map[string]int64{OffsetAttempt: int64(attempt), OffsetNNI: nniOff}, nil
+}

@@ -1,6 +1,8 @@
 package trialproto
 
 import (
+	"errors"
+	"reflect"
 	"regexp"
 	"testing"
 
@@ -97,4 +99,38 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+func TestReadNNIAttempts(t *testing.T) {
+	type call struct {
+		a       int
+		current bool
+		from    int64
+	}
+	var calls []call
+	read := func(a int, current bool, from int64) ([]providers.Metric, int64, error) {
+		calls = append(calls, call{a, current, from})
+		return []providers.Metric{{Sequence: a}}, 100*int64(a) + from, nil
+	}
+	// From the middle of attempt 2's file, now at attempt 3: the rest of
+	// the archived file, then the current one from its start.
+	recs, next, err := ReadNNIAttempts(3, map[string]int64{OffsetAttempt: 2, OffsetNNI: 7, "other": 1}, read)
+	if err != nil || len(recs) != 2 || !reflect.DeepEqual(calls, []call{{2, false, 7}, {3, true, 0}}) ||
+		next[OffsetAttempt] != 3 || next[OffsetNNI] != 300 || len(next) != 2 {
+		t.Errorf("recs %v next %v calls %v err %v", recs, next, calls, err)
+	}
+	// No offsets yet: every attempt from the first.
+	calls = nil
+	if _, next, _ := ReadNNIAttempts(2, nil, read); !reflect.DeepEqual(calls, []call{{1, false, 0}, {2, true, 0}}) || next[OffsetNNI] != 200 {
+		t.Errorf("first read: calls %v next %v", calls, next)
+	}
+	// Offsets past the trial's attempt (it was purged and created again):
+	// the current file from its start.
+	calls = nil
+	if _, next, _ := ReadNNIAttempts(1, map[string]int64{OffsetAttempt: 4, OffsetNNI: 50}, read); !reflect.DeepEqual(calls, []call{{1, true, 0}}) || next[OffsetAttempt] != 1 {
+		t.Errorf("recreated trial: calls %v next %v", calls, next)
+	}
+	if _, _, err := ReadNNIAttempts(1, nil, func(int, bool, int64) ([]providers.Metric, int64, error) { return nil, 0, errors.New("gone") }); err == nil {
+		t.Error("a read error was dropped")
+	}
 }
