@@ -464,3 +464,46 @@ func TestTunerWaits(t *testing.T) {
 		t.Fatalf("promoted trial params %v, want trial 8's x with budget 3", a.Params)
 	}
 }
+
+// Issue 11, bug 15: start and end come from the platform's clock; apply's
+// own later stamp of the start never makes a duration negative.
+func TestObserveOneClock(t *testing.T) {
+	cfg := testConfig()
+	zero := 0
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running))
+	cliStart := t0.Add(2 * time.Second) // stamped after Start returned
+	for _, tr := range st.Experiments["exp"].Trials {
+		s := cliStart
+		tr.StartedAt = &s
+	}
+	pStart, pEnd := t0, t0.Add(time.Second)
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, StartedAt: &pStart, EndedAt: &pEnd},
+		"t0001": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, EndedAt: &pEnd}, // no start known
+	}}}
+	Observe(st, obs, t0.Add(3*time.Second))
+	tr := st.Experiments["exp"].Trials
+	if a := tr["t0000"]; !a.StartedAt.Equal(pStart) || !a.EndedAt.Equal(pEnd) {
+		t.Errorf("t0000 started %v ended %v, want the platform's %v %v", a.StartedAt, a.EndedAt, pStart, pEnd)
+	}
+	if b := tr["t0001"]; b.EndedAt.Before(*b.StartedAt) {
+		t.Errorf("t0001 ended %v before it started %v", b.EndedAt, b.StartedAt)
+	}
+}
+
+// Refresh keeps at most providers.MaxIntermediate intermediate results per
+// trial, on every platform; final results are always kept.
+func TestObserveCapsIntermediate(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running))
+	st.Experiments["exp"].Trials["t0000"].Intermediate = providers.MaxIntermediate - 1
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseRunning, Metrics: []providers.Metric{
+			{Type: "PERIODICAL", Sequence: 1, Value: "0.1"}, {Type: "PERIODICAL", Sequence: 2, Value: "0.2"}, {Type: "FINAL", Value: "0.3"}}},
+	}}}
+	_, batches := Observe(st, obs, t0)
+	tr := st.Experiments["exp"].Trials["t0000"]
+	if tr.Intermediate != providers.MaxIntermediate || len(batches) != 1 || len(batches[0].Points) != 2 || *tr.Value != 0.3 {
+		t.Fatalf("intermediate %d, batches %+v", tr.Intermediate, batches)
+	}
+}

@@ -697,3 +697,23 @@ experiment "copy" {
 		t.Errorf("platforms = %v", keys(cfg.Platforms))
 	}
 }
+
+// Issue 11, bug 15: a code_dir that is a symlink loop says so (it was
+// "does not exist").
+func TestCodeDirSymlinkLoop(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/errors/missing_code_dir/main.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nope", filepath.Join(dir, "nope")); err != nil {
+		t.Fatal(err)
+	}
+	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+	if len(diags) != 1 || !strings.Contains(describe(diags[0]), `main.hcl:9,16-24: Invalid code directory: code_dir "./nope"`) || !strings.Contains(diags[0].Detail, "symbolic link loop") {
+		t.Fatalf("diags = %v", diags)
+	}
+}

@@ -250,7 +250,7 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 	ph, reason := jobPhase(job, pod)
 	o := providers.Observation{
 		TrialID: job.Annotations[AnnTrial], Experiment: job.Annotations[AnnExperiment], Exists: true,
-		Phase: ph, Reason: reason, Handle: handle(job), Lineage: job.Annotations[AnnLineage],
+		Phase: ph, Reason: reason, Handle: handle(job), Lineage: job.Annotations[AnnLineage], Owner: ownerOf(job.Annotations),
 	}
 	o.Spec = renderSpec(job) // for drift (spec.go)
 	if t := started(pod); t != nil {

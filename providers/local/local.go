@@ -65,6 +65,10 @@ type Config struct {
 	// <workdir>/.trialform/tensorboard), so one `tensorboard --logdir ROOT`
 	// shows every trial. Unset: OUTPUT/tensorboard in the trial directory.
 	TensorBoardRoot string
+	// OutputLimit is how much of a trial's stdout, and of its stderr, is
+	// kept on disk: the first and the latest half (default
+	// DefaultOutputLimit; negative: no cap).
+	OutputLimit int64
 }
 
 // Local is the local platform. It is safe for concurrent use, and several

@@ -139,6 +139,9 @@ func supervise(dir string) error {
 		defer launch.Close() // also on the error paths before the first status
 	}
 	signal.Ignore(syscall.SIGHUP)
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(os.Stderr, "trialform supervisor: cannot become a child subreaper (processes the trial starts in a new session may outlive it): %v\n", err)
+	}
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT)
 
@@ -212,6 +215,7 @@ func supervise(dir string) error {
 	outcome, reason := "", ""
 	terminate := func(grace time.Duration) {
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		signalDescendants(syscall.SIGTERM)
 		killC = time.After(grace)
 	}
 wait:
@@ -225,6 +229,7 @@ wait:
 				terminate(grace)
 			} else {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				signalDescendants(syscall.SIGKILL)
 			}
 		case <-maxC:
 			if outcome == "" {
@@ -233,14 +238,19 @@ wait:
 			}
 		case <-killC:
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			signalDescendants(syscall.SIGKILL)
 		case <-waitc:
 			break wait
 		}
 	}
-	// Nothing of the trial outlives it.
+	// Nothing of the trial outlives it: its process group, and what it
+	// started in other sessions (re-parented to this subreaper).
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	killDescendants(5 * time.Second)
 	close(tailStop)
 	<-tailDone
+	tl.lastFinalWins()
+	s.st.Dropped = tl.dropped
 
 	var code *int
 	sig := ""
@@ -360,6 +370,13 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 		errf.Close()
 		return nil, nil, err
 	}
+	limit := sp.OutputLimit
+	if limit == 0 {
+		limit = DefaultOutputLimit
+	}
+	tl.outCap, tl.errCap = newCapper(s.path(stdoutFile), limit), newCapper(s.path(stderrFile), limit)
+	// The NNI file of this attempt (archived before it started) is new.
+	tl.nni = &nniFollower{path: s.path(nniMetricsFile)}
 	return cmd, tl, nil
 }
 
@@ -381,8 +398,18 @@ type tailer struct {
 	chunk    []byte // read buffer, grown up to maxChunk while reads fill it
 	skipping bool   // inside an over-long line
 	sp       *spec
-	col      trialproto.Collector
+	col      trialproto.Collector // col.Final: a FINAL was reported on stdout
 	err      error
+	// The output caps: stdout is trimmed only up to what was scanned.
+	outCap, errCap *capper
+	periodical     int   // PERIODICAL records written
+	dropped        int64 // PERIODICAL records not written, past the cap
+	// The last final result wins (lastfinal.go): nni follows NNI's file,
+	// events counts the tailer's checks, finalAt is the check in which
+	// stdout's last final result was seen.
+	nni     *nniFollower
+	events  int
+	finalAt int
 }
 
 func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*tailer, error) {
@@ -412,8 +439,16 @@ func (t *tailer) close() {
 func (t *tailer) follow(stop <-chan struct{}) {
 	for {
 		n := t.poll()
+		t.events++
+		t.nni.poll(t.events)
 		if n > 0 {
+			t.outCap.trim(t.off)
 			continue
+		}
+		if t.errCap != nil {
+			if fi, err := os.Stat(t.errCap.path); err == nil {
+				t.errCap.trim(fi.Size())
+			}
 		}
 		select {
 		case <-stop:
@@ -454,6 +489,7 @@ func (t *tailer) poll() int {
 			if !t.skipping {
 				t.buf = append(t.buf, data...)
 				if len(t.buf) > maxLine {
+					t.overlong(t.buf)
 					t.buf, t.skipping = nil, true
 				}
 			}
@@ -463,6 +499,8 @@ func (t *tailer) poll() int {
 			t.buf = append(t.buf, data[:i]...)
 			if len(t.buf) <= maxLine {
 				t.line(t.buf)
+			} else {
+				t.overlong(t.buf)
 			}
 		}
 		t.buf, t.skipping = t.buf[:0], false
@@ -472,15 +510,47 @@ func (t *tailer) poll() int {
 }
 
 func (t *tailer) line(b []byte) {
-	if m, ok := t.col.Line(string(b)); ok {
-		t.write(m)
+	m, ok := t.col.Line(string(b))
+	if !ok {
+		return
+	}
+	if m.Type == trialproto.TypeFinal && m.Garbage == "" {
+		t.finalAt = t.events + 1 // later than the file's of this check
+	}
+	t.write(m)
+}
+
+// overlong reports a metric line longer than maxLine, which is not read.
+func (t *tailer) overlong(b []byte) {
+	if trialproto.IsMetricLine(b[:min(len(b), 4096)]) {
+		t.write(providers.Metric{ParameterID: t.sp.ParameterID, Garbage: fmt.Sprintf("a metric line longer than %d bytes was not read (%q...)", maxLine, b[:min(len(b), 40)])})
 	}
 }
 
 func (t *tailer) write(m providers.Metric) {
+	if m.Type == trialproto.TypePeriodical && m.Garbage == "" {
+		if t.periodical >= providers.MaxIntermediate {
+			t.dropped++
+			return
+		}
+		t.periodical++
+	}
 	if _, err := t.out.Write(trialproto.EncodeMetricRecord(m, t.sp.TrialID)); err != nil && t.err == nil {
 		t.err = err
 		fmt.Fprintf(os.Stderr, "trialform supervisor: write metrics: %v\n", err)
+	}
+}
+
+// lastFinalWins copies the NNI file's final result to metrics.stdout when
+// it came after stdout's (see lastfinal.go).
+func (t *tailer) lastFinalWins() {
+	if t.nni == nil {
+		return
+	}
+	t.events++
+	t.nni.poll(t.events)
+	if t.col.Final && t.nni.final != nil && t.nni.seq > t.finalAt {
+		t.write(*t.nni.final)
 	}
 }
 

@@ -35,16 +35,25 @@ const (
 // spec is the trial's record on the machine, written before each launch:
 // the ownership marker.
 type spec struct {
-	Version     int       `json:"version"`
-	Experiment  string    `json:"experiment"`
-	TrialID     string    `json:"trial_id"`
-	Lineage     string    `json:"lineage"`
-	Attempt     int       `json:"attempt"`
-	ParameterID int       `json:"parameter_id"`
-	MetricRegex string    `json:"metric_regex,omitempty"`
-	Machine     string    `json:"machine"`
-	GPUs        []int     `json:"gpus,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
+	Version    int    `json:"version"`
+	Experiment string `json:"experiment"`
+	TrialID    string `json:"trial_id"`
+	Lineage    string `json:"lineage"`
+	// ExperimentID, Generation and ParamsDigest complete the ownership
+	// marker (providers.Owner).
+	ExperimentID string    `json:"experiment_id,omitempty"`
+	Generation   int       `json:"generation,omitempty"`
+	ParamsDigest string    `json:"params_digest,omitempty"`
+	Attempt      int       `json:"attempt"`
+	ParameterID  int       `json:"parameter_id"`
+	MetricRegex  string    `json:"metric_regex,omitempty"`
+	Machine      string    `json:"machine"`
+	GPUs         []int     `json:"gpus,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+func (sp *spec) owner() providers.Owner {
+	return providers.Owner{Lineage: sp.Lineage, ExperimentID: sp.ExperimentID, Generation: sp.Generation, ParamsDigest: sp.ParamsDigest}
 }
 
 // status is what the sh supervisor records (key=value lines).
@@ -251,7 +260,7 @@ func procStart(s *sftp.Client, pid int) string {
 // observe classifies the current attempt.
 func (tf *trialFiles) observe() providers.Observation {
 	sp, st := tf.sp, tf.st
-	o := providers.Observation{TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage}
+	o := providers.Observation{TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage, Owner: sp.owner()}
 	o.Handle = tf.handle()
 	if st == nil || st.Attempt != sp.Attempt {
 		o.Phase = providers.PhaseLost

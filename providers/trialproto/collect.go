@@ -70,7 +70,8 @@ func (c *Collector) fill(m *providers.Metric) {
 // Finish returns the synthetic FINAL of the regexp metrics fed since the
 // Collector was made: the last value of each name. ok is false when no
 // regexp metric was seen or the trial reported a FINAL itself (on stdout,
-// or in otherFinal: NNI's metric file).
+// or in otherFinal: NNI's metric file). It does not count as the trial's
+// own final result (Final stays as it was; Add it to count it).
 func (c *Collector) Finish(otherFinal bool) (providers.Metric, bool) {
 	if c.Final || otherFinal {
 		return providers.Metric{}, false
@@ -80,7 +81,6 @@ func (c *Collector) Finish(otherFinal bool) (providers.Metric, bool) {
 		return m, false
 	}
 	m.ParameterID = c.ParameterID
-	c.Final = true
 	return m, true
 }
 

@@ -33,11 +33,14 @@ func TestCollector(t *testing.T) {
 	}
 	// The synthetic final: the last value of each regexp name.
 	m, ok := c.Finish(false)
-	if !ok || m.Type != TypeFinal || m.ParameterID != 7 || m.Value != `{"loss":0.5,"acc":0.1}` || !c.Final {
-		t.Errorf("Finish = %+v, %v", m, ok)
+	if !ok || m.Type != TypeFinal || m.ParameterID != 7 || m.Value != `{"loss":0.5,"acc":0.1}` || c.Final {
+		t.Errorf("Finish = %+v, %v (final %v)", m, ok, c.Final)
+	}
+	if m = c.Add(m); !c.Final || m.Sequence != 0 {
+		t.Errorf("Add of the synthetic final: %+v, final %v", m, c.Final)
 	}
 	if _, ok := c.Finish(false); ok {
-		t.Error("Finish gave a second final")
+		t.Error("Finish gave a final after one was added")
 	}
 	// No synthetic final when the trial reported one, on stdout or in
 	// NNI's metric file, or when no regexp line came.
