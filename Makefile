@@ -72,13 +72,18 @@ bench: build
 bench-ui:
 	TRIALFORM_UI_BENCH=1 $(GO) test -count=1 -run TestDashboardBench -v ./internal/ui/ | grep -v '^=== RUN'
 
-# Our tuners next to Optuna 3.1 (python3-optuna) on the same problems; see
-# README.md, "Tuner benchmark". TUNERS_OUT: where the markdown report goes.
+# Our tuners next to Optuna 3.1 (python3-optuna) and NNI's own tuners on the
+# same problems; see README.md, "Tuner benchmark". TUNERS_OUT: where the
+# markdown report goes. NNI's tuners load from $(TRIALFORM_NNI_SRC), a
+# checkout of github.com/microsoft/nni (skipped with a note when unset; an
+# error with TRIALFORM_REQUIRE_ALL=1). NNI_TUNERS: which (gp, metis; metis
+# takes about 20 s a suggestion).
 TUNERS_OUT ?= bin/tuners-results.md
+NNI_TUNERS ?= gp
 
 bench-tuners: deps
 	@mkdir -p bin
-	$(GO) run ./bench/tuners -trials 100 -seeds 10 -out $(TUNERS_OUT)
+	$(GO) run ./bench/tuners -trials 100 -seeds 10 -go random,tpe,auto,gp,smac -nni $(NNI_TUNERS) -out $(TUNERS_OUT)
 
 bench-tuners-full: deps
 	@mkdir -p bin

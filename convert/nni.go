@@ -333,6 +333,10 @@ func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*bl
 			goal = c.goalFrom(n, args.field(k))
 			continue
 		}
+		if k == "no_resampling" && b.labels[0] == "metis" && n.Kind == yaml.ScalarNode && (n.Value == "true" || n.Value == "false") {
+			b.set("resample", n.Value == "false") // NNI's flag is the negation
+			continue
+		}
 		names := nniSettingNames[b.labels[0]]
 		to, mapped := names[k]
 		if mapped && settingOK(b.labels[0], to) && n.Kind == yaml.ScalarNode {
@@ -342,6 +346,9 @@ func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*bl
 		why := fmt.Sprintf("the %s tuner has no such setting", b.labels[0])
 		if k == "parallel_optimize" || k == "constant_liar_type" {
 			why = "trialform's tuners always count running trials as pending (constant liar)"
+		}
+		if w, ok := nniSettingWhy[k]; ok {
+			why = w
 		}
 		c.notConverted(b, args.keyNode(k), args.field(k), "%s", why)
 	}
@@ -390,6 +397,10 @@ func (c *conv) nniAssessor(o *obj, exp *block) (*block, string) {
 		}
 		if k == "optimize_mode" {
 			goal = c.goalFrom(n, args.field(k))
+			continue
+		}
+		if k == "no_resampling" && b.labels[0] == "metis" && n.Kind == yaml.ScalarNode && (n.Value == "true" || n.Value == "false") {
+			b.set("resample", n.Value == "false") // NNI's flag is the negation
 			continue
 		}
 		if to, ok := settings[k]; ok && assessorSettingOK(name, to) {

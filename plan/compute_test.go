@@ -507,3 +507,33 @@ func TestObserveCapsIntermediate(t *testing.T) {
 		t.Fatalf("intermediate %d, batches %+v", tr.Intermediate, batches)
 	}
 }
+
+// TestMetisRepeatOf: a metis experiment whose history has a result out of
+// line with the others plans a new trial with that trial's parameters and
+// a repeat_of note; the human view shows the note.
+func TestMetisRepeatOf(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.MaxTrials, e.Concurrency = 30, 2
+		e.Tuner = schema.TunerSpec{Name: "metis", Seed: 1}
+	})
+	var trials []*state.Trial
+	for i := 0; i < 16; i++ {
+		x := float64(i) / 15
+		tr := trial(i, state.Succeeded, -(x-0.3)*(x-0.3))
+		tr.Params["x"] = x
+		trials = append(trials, tr)
+	}
+	*trials[9].Value += 0.5 // maximize: trial 9 looks far too good
+	p := compute(t, cfg, applied(cfg, trials...), t0, Options{})
+	ep := p.Experiments[0]
+	if len(ep.Trials) != 2 {
+		t.Fatalf("actions = %q", actions(p))
+	}
+	rep, other := ep.Trials[0], ep.Trials[1]
+	if rep.RepeatOf != 9 || !reflect.DeepEqual(rep.Params, trials[9].Params) || !strings.Contains(rep.Reason, "repeat_of "+TrialID(9)) {
+		t.Fatalf("first create %+v, want a repeat of trial 9 (%v)", rep, trials[9].Params)
+	}
+	if other.RepeatOf != 0 || other.Reason != "" {
+		t.Fatalf("second create %+v is not a repeat", other)
+	}
+}

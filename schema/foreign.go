@@ -15,13 +15,12 @@ import (
 var nniTuners = map[string]string{
 	"TPE": "tpe", "Random": "random", "Anneal": "anneal", "Evolution": "evolution",
 	"GridSearch": "grid", "BatchTuner": "batch", "Hyperband": "hyperband", "BOHB": "bohb", "PBTTuner": "pbt",
+	"GP": "gp", "GPTuner": "gp", "SMAC": "smac", "Metis": "metis", "MetisTuner": "metis",
 }
 
 // nniMissingTuners are NNI tuners trialform does not have, with the
 // nearest one it has.
-var nniMissingTuners = map[string]string{
-	"GP": "auto", "GPTuner": "auto", "SMAC": "tpe", "Metis": "auto", "MetisTuner": "auto", "DNGO": "auto", "DNGOTuner": "auto",
-}
+var nniMissingTuners = map[string]string{"DNGO": "gp", "DNGOTuner": "gp"}
 
 // nniAssessors maps NNI's builtin assessor names to trialform's.
 var nniAssessors = map[string]string{"MedianStop": "medianstop", "Curvefitting": "curvefitting"}
@@ -42,7 +41,7 @@ func nniTunerHint(name string) string {
 		return fmt.Sprintf(" NNI's %q tuner is trialform's %q: tuner %q { }.", k, v, v)
 	}
 	if k, v, ok := foreignName(nniMissingTuners, name); ok {
-		return fmt.Sprintf(" NNI's %q tuner is not in trialform (yet); %q is the nearest it has.", k, v)
+		return fmt.Sprintf(" NNI's %q tuner is not available in trialform; %q (Bayesian optimisation with a Gaussian process) is the nearest it has: tuner %q { }.", k, v, v)
 	}
 	return ""
 }

@@ -58,6 +58,11 @@ if ! command -v chromium >/dev/null 2>&1; then
   apt_install chromium || fail "could not install chromium (the dashboard's browser tests need it)"
 fi
 
+if ! /usr/bin/python3 -c 'import schema' >/dev/null 2>&1; then
+  echo "deps: installing python3-schema (NNI's GP and Metis tuners, the NNI peer of bench/tuners)"
+  apt_install python3-schema || echo "deps: could not install python3-schema; the NNI peer cannot run"
+fi
+
 if ! command -v openssl >/dev/null 2>&1; then
   echo "deps: installing openssl (certificates of the test Kubernetes control plane)"
   apt_install openssl

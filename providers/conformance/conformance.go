@@ -81,7 +81,7 @@ func (e *env) need(capability string, has *bool) {
 	case declared && has != nil && *has:
 		e.t.Fatalf("the provider declares %s unimplemented (%s) but implements it: drop the declaration", capability, reason)
 	case declared:
-		e.t.Skipf("%s is declared unimplemented: %s", capability, reason)
+		e.t.Skipf("%s is declared unimplemented: %s", capability, reason) // not a dependency: a declared gap
 	case has != nil && !*has:
 		e.t.Fatalf("the provider does not implement %s and does not declare it in Options.Unimplemented", capability)
 	}

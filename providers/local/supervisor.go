@@ -452,7 +452,15 @@ func (t *tailer) follow(stop <-chan struct{}) {
 		}
 		select {
 		case <-stop:
+			// Drain what is left, capping as we go: a fast trial may
+			// have written all of its output since the last poll.
 			for t.poll() > 0 {
+				t.outCap.trim(t.off)
+			}
+			if t.errCap != nil {
+				if fi, err := os.Stat(t.errCap.path); err == nil {
+					t.errCap.trim(fi.Size())
+				}
 			}
 			if len(t.buf) > 0 && !t.skipping {
 				t.line(t.buf)
