@@ -229,7 +229,7 @@ component:
 				}
 			}
 			os.WriteFile(filepath.Join(dir, "main.hcl"), res.HCL, 0o644)
-			cfg, diags := schema.Load(dir, schema.LoadOptions{Vars: requiredVars(t, res.HCL)})
+			cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: testPlatforms, Vars: requiredVars(t, res.HCL)})
 			if diags.HasErrors() {
 				t.Fatalf("does not validate: %v\n%s", diags, hcl)
 			}

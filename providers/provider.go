@@ -112,6 +112,14 @@ type ReadParallelism interface {
 	ReadParallelism() int
 }
 
+// Locator is implemented by providers whose trials run somewhere a person
+// wants named when a trial starts: the machine, the pod, the job id.
+type Locator interface {
+	// Location is where the trial with handle h runs, as a person reads
+	// it ("10.0.0.5:22"); "" when there is nothing to say.
+	Location(h Handle) string
+}
+
 // LogStreamer is implemented by providers that can show a trial's output.
 type LogStreamer interface {
 	// Logs copies the trial's stdout+stderr to w; with Follow it keeps

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -67,21 +68,30 @@ func (l *loader) checkOptimizeMode(a *hcl.Attribute) bool {
 	return true
 }
 
-// NotYetPlatformKinds are platform kinds the language declares that
-// trialform does not run yet: validate warns, plan and apply refuse them.
-var NotYetPlatformKinds = []string{"openpai", "dlc", "aml", "dlts"}
-
-// warnNotYet warns about a platform block of a kind not supported yet.
+// warnNotYet warns about a platform block of a kind the registry declares
+// but trialform does not run yet: validate warns, plan and apply refuse it.
 func (l *loader) warnNotYet(b *hcl.Block) {
-	for _, k := range NotYetPlatformKinds {
-		if b.Labels[0] == k {
-			l.diags = append(l.diags, &hcl.Diagnostic{
-				Severity: hcl.DiagWarning,
-				Summary:  "Platform not supported yet",
-				Detail: fmt.Sprintf("trialform does not run %q platforms yet: validate accepts this block, but plan and apply refuse an experiment on it. "+
-					"Use platform \"local\", \"remote\", \"kubernetes\", \"kubeflow\", \"adaptdl\" or \"frameworkcontroller\" (see the status table in README.md).", k),
-				Subject: b.LabelRanges[0].Ptr(),
-			})
-		}
+	k := l.platforms.Lookup(b.Labels[0])
+	if k == nil || k.Implemented() {
+		return
 	}
+	l.diags = append(l.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  "Platform not supported yet",
+		Detail: fmt.Sprintf("trialform does not run %q platforms yet: validate accepts this block, but plan and apply refuse an experiment on it. "+
+			"Use platform %s (see the status table in README.md).", k.Name, quotedOr(l.platforms.ImplementedNames())),
+		Subject: b.LabelRanges[0].Ptr(),
+	})
+}
+
+// quotedOr is `"a", "b" or "c"`.
+func quotedOr(s []string) string {
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = strconv.Quote(x)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }

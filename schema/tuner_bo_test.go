@@ -21,7 +21,7 @@ func TestBOTunerSettings(t *testing.T) {
 		src := strings.Replace(minimalExperiment, `tuner "random" {}`, tt.block, 1)
 		src = strings.Replace(src, "    env     = local.env\n", "", 1)
 		dir := writeConfig(t, map[string]string{"main.hcl": src})
-		_, diags := Load(dir, LoadOptions{})
+		_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
 		var errs []*hcl.Diagnostic
 		for _, d := range diags {
 			if d.Severity == hcl.DiagError {

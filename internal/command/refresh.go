@@ -63,7 +63,7 @@ func runRefresh(ctx context.Context, g *Globals, args []string) int {
 	defer ps.Close()
 	s := apply.NewSession(cfg, st, m, ps)
 	out := &lineWriter{w: g.IO.Out}
-	s.Hooks = &printHooks{w: out, c: g.colors(*noColor), where: machineOf(cfg, s)}
+	s.Hooks = &printHooks{w: out, c: g.colors(*noColor), where: machineOf(cfg, s, ps)}
 	_, changes, err := s.Refresh(ctx)
 	if err != nil {
 		return g.errorf("refresh: %v", err)

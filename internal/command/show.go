@@ -110,7 +110,7 @@ func (g *Globals) loadConfigQuiet() *schema.Config {
 	if err != nil {
 		return nil
 	}
-	cfg, diags := schema.Load(wd, schema.LoadOptions{Environ: g.IO.Environ})
+	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Environ: g.IO.Environ})
 	if diags.HasErrors() {
 		return nil
 	}

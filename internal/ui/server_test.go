@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/trialform/trialform/internal/ui"
+	"github.com/trialform/trialform/providers/platforms"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 )
@@ -24,7 +25,7 @@ func newServer(t *testing.T, dir, token string) *httptest.Server {
 	s := ui.New(ui.Options{
 		StateDir: filepath.Join(dir, ".trialform"), WorkDir: dir, Token: token,
 		Config: func() *schema.Config {
-			cfg, diags := schema.Load(dir, schema.LoadOptions{})
+			cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platforms.Registry()})
 			if diags.HasErrors() {
 				t.Errorf("fixture config: %v", diags)
 				return nil

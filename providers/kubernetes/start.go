@@ -22,7 +22,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/trialform/trialform/providers"
-	"github.com/trialform/trialform/providers/local"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -225,7 +224,7 @@ func (k *Kubernetes) trialObjects(req providers.StartRequest, name string, attem
 	items := []corev1.KeyToPath{{Key: "parameter.cfg", Path: "parameter.cfg"}, {Key: "params.json", Path: "params.json"}}
 	var libs map[string][]byte
 	if withCode {
-		libs = local.PythonFiles()
+		libs = trialproto.PythonFiles()
 	}
 	var libNames []string
 	for n := range libs {

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // Config configures a local platform.
@@ -125,7 +126,7 @@ func New(cfg Config) (*Local, error) {
 	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("local platform: create trial root: %w", err)
 	}
-	if err := InstallPython(cfg.LibDir); err != nil {
+	if err := trialproto.InstallPython(cfg.LibDir); err != nil {
 		return nil, fmt.Errorf("local platform: %w", err)
 	}
 	return &Local{cfg: cfg, changed: make(chan struct{}, 1)}, nil

@@ -19,8 +19,8 @@ import (
 
 // Offset keys of Observation.MetricsOffset.
 const (
-	offAttempt = "attempt" // attempt whose .nni/metrics "nni" points into
-	offNNI     = "nni"     // byte offset in .nni/metrics of that attempt
+	// trialproto.OffsetAttempt and OffsetNNI: where NNI's metric files
+	// (.nni/metrics, archived as .nni/metrics.N) were read to.
 	offStdout  = "stdout"  // byte offset in metrics.stdout (all attempts)
 	offKept    = "kept"    // intermediate results returned so far
 	offDropped = "dropped" // intermediate results dropped past providers.MaxIntermediate
@@ -227,27 +227,14 @@ func capNote(dropped int64) string {
 // readMetrics returns the records past off and the new offsets.
 func readMetrics(dir string, attempt int, off map[string]int64) ([]providers.Metric, map[string]int64, error) {
 	sink := &metricSink{kept: off[offKept], dropped: off[offDropped]}
-	fromAttempt := int(off[offAttempt])
-	if fromAttempt < 1 {
-		fromAttempt = 1
-	}
-	nniOff := off[offNNI]
-	if fromAttempt > attempt { // offsets from a purged and recreated trial
-		fromAttempt, nniOff = attempt, 0
-	}
-	for a := fromAttempt; a < attempt; a++ {
-		start := int64(0)
-		if a == fromAttempt {
-			start = nniOff
+	_, noff, err := trialproto.ReadNNIAttempts(attempt, off, func(a int, current bool, from int64) ([]providers.Metric, int64, error) {
+		p := filepath.Join(dir, nniMetricsFile)
+		if !current {
+			p += "." + strconv.Itoa(a)
 		}
-		if _, err := readRecords(filepath.Join(dir, nniMetricsFile+"."+strconv.Itoa(a)), start, sink); err != nil {
-			return nil, nil, err
-		}
-	}
-	if fromAttempt < attempt {
-		nniOff = 0
-	}
-	newNNI, err := readRecords(filepath.Join(dir, nniMetricsFile), nniOff, sink)
+		next, err := readRecords(p, from, sink) // the records go to sink
+		return nil, next, err
+	})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -258,7 +245,7 @@ func readMetrics(dir string, attempt int, off map[string]int64) ([]providers.Met
 	if sink.garbage > maxGarbage {
 		sink.out = append(sink.out, providers.Metric{ParameterID: -1, Garbage: fmt.Sprintf("%d more unreadable metric records", sink.garbage-maxGarbage)})
 	}
-	noff := map[string]int64{offAttempt: int64(attempt), offNNI: newNNI, offStdout: newStdout, offKept: sink.kept}
+	noff[offStdout], noff[offKept] = newStdout, sink.kept
 	if sink.dropped > 0 {
 		noff[offDropped] = sink.dropped
 	}

@@ -397,11 +397,8 @@ type tailer struct {
 	buf      []byte
 	chunk    []byte // read buffer, grown up to maxChunk while reads fill it
 	skipping bool   // inside an over-long line
-	re       *regexp.Regexp
 	sp       *spec
-	seq      int
-	final    bool // a FINAL was reported on stdout
-	last     trialproto.LastValues
+	col      trialproto.Collector // col.Final: a FINAL was reported on stdout
 	err      error
 	// The output caps: stdout is trimmed only up to what was scanned.
 	outCap, errCap *capper
@@ -430,7 +427,7 @@ func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*ta
 		in.Close()
 		return nil, err
 	}
-	return &tailer{in: in, out: out, off: fi.Size(), re: re, sp: sp}, nil
+	return &tailer{in: in, out: out, off: fi.Size(), sp: sp, col: trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}}, nil
 }
 
 func (t *tailer) close() {
@@ -521,32 +518,12 @@ func (t *tailer) poll() int {
 }
 
 func (t *tailer) line(b []byte) {
-	line := string(b)
-	fromRegex := false
-	m, ok := trialproto.ParseStdoutLine(line, nil)
-	if !ok && t.re != nil {
-		m, ok = trialproto.ParseStdoutLine(line, t.re)
-		fromRegex = ok
-	}
+	m, ok := t.col.Line(string(b))
 	if !ok {
 		return
 	}
-	if m.ParameterID < 0 {
-		m.ParameterID = t.sp.ParameterID
-	}
-	if m.Sequence < 0 {
-		m.Sequence = 0
-		if m.Type == trialproto.TypePeriodical {
-			m.Sequence = t.seq
-			t.seq++
-		}
-	}
 	if m.Type == trialproto.TypeFinal && m.Garbage == "" {
-		t.final = true
 		t.finalAt = t.events + 1 // later than the file's of this check
-	}
-	if fromRegex {
-		t.last.Add(m)
 	}
 	t.write(m)
 }
@@ -580,7 +557,7 @@ func (t *tailer) lastFinalWins() {
 	}
 	t.events++
 	t.nni.poll(t.events)
-	if t.final && t.nni.final != nil && t.nni.seq > t.finalAt {
+	if t.col.Final && t.nni.final != nil && t.nni.seq > t.finalAt {
 		t.write(*t.nni.final)
 	}
 }
@@ -588,19 +565,16 @@ func (t *tailer) lastFinalWins() {
 // finish writes the synthetic FINAL of regexp metrics when the trial did
 // not report a final result itself.
 func (t *tailer) finish(nniMetrics string) error {
-	m, ok := t.last.FinalFromLast()
-	if !ok || t.final {
-		return nil
-	}
-	if data, err := os.ReadFile(nniMetrics); err == nil {
-		recs, _, _ := trialproto.ParseMetricRecords(data)
-		for _, r := range recs {
-			if r.Type == trialproto.TypeFinal && r.Garbage == "" {
-				return nil
-			}
+	nniFinal := false
+	if !t.col.Final {
+		if data, err := os.ReadFile(nniMetrics); err == nil {
+			nniFinal = trialproto.HasFinal(data)
 		}
 	}
-	m.ParameterID = t.sp.ParameterID
+	m, ok := t.col.Finish(nniFinal)
+	if !ok {
+		return nil
+	}
 	t.write(m)
 	return t.err
 }

@@ -338,8 +338,8 @@ func joinInts(v []int) string {
 
 // Offset keys of Observation.MetricsOffset.
 const (
-	offAttempt    = "attempt"     // attempt whose .nni/metrics "nni" points into
-	offNNI        = "nni"         // byte offset in that .nni/metrics
+	// trialproto.OffsetAttempt and OffsetNNI: where NNI's metric files
+	// (.nni/metrics, archived as .nni/metrics.N) were read to.
 	offStdout     = "stdout"      // byte offset in stdout (all attempts)
 	offSeq        = "seq"         // next sequence of stdout intermediate results
 	offSeqAttempt = "seq_attempt" // attempt "seq" counts for
@@ -361,33 +361,24 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	for k, v := range off {
 		next[k] = v
 	}
-	from := int(off[offAttempt])
-	if from < 1 {
-		from = 1
-	}
-	nniOff := off[offNNI]
-	if from > attempt {
-		from, nniOff = attempt, 0
-	}
-	var out []providers.Metric
-	for a := from; a <= attempt; a++ {
+	out, nniNext, err := trialproto.ReadNNIAttempts(attempt, off, func(a int, current bool, from int64) ([]providers.Metric, int64, error) {
 		p := path.Join(tf.dir, nniMetrics)
-		if a < attempt {
+		if !current {
 			p += "." + strconv.Itoa(a)
 		}
-		start := int64(0)
-		if a == from {
-			start = nniOff
-		}
-		data, at, err := readFrom(tf.s, p, start, maxMetricRead)
+		data, at, err := readFrom(tf.s, p, from, maxMetricRead)
 		if err != nil {
-			return nil, nil, tf.m.sftpErr(tf.c, err)
+			return nil, 0, tf.m.sftpErr(tf.c, err)
 		}
 		recs, consumed, _ := trialproto.ParseMetricRecords(data)
-		out = append(out, recs...)
-		nniOff = at + int64(consumed)
+		return recs, at + int64(consumed), nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	next[offAttempt], next[offNNI] = int64(attempt), nniOff
+	for k, v := range nniNext {
+		next[k] = v
+	}
 
 	var re *regexp.Regexp
 	if sp.MetricRegex != "" {
@@ -405,6 +396,7 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 		next[offSeq], next[offSeqAttempt] = 0, 0
 	}
 	pos := at
+	col := trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		var line []byte
@@ -424,24 +416,11 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 		if curStart >= 0 && lineAt >= curStart && next[offSeqAttempt] != int64(attempt) {
 			next[offSeq], next[offSeqAttempt] = 0, int64(attempt)
 		}
-		m, ok := trialproto.ParseStdoutLine(string(line), nil)
-		if !ok && re != nil {
-			m, ok = trialproto.ParseStdoutLine(string(line), re)
+		col.Seq = int(next[offSeq])
+		if m, ok := col.Line(string(line)); ok {
+			out = append(out, m)
 		}
-		if !ok {
-			continue
-		}
-		if m.ParameterID < 0 {
-			m.ParameterID = sp.ParameterID
-		}
-		if m.Sequence < 0 {
-			m.Sequence = 0
-			if m.Type == trialproto.TypePeriodical {
-				m.Sequence = int(next[offSeq])
-				next[offSeq]++
-			}
-		}
-		out = append(out, m)
+		next[offSeq] = int64(col.Seq)
 	}
 	next[offStdout] = pos
 
@@ -466,30 +445,18 @@ func (tf *trialFiles) regexFinal(re *regexp.Regexp, from int64) (providers.Metri
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
 	}
-	var last trialproto.LastValues
+	col := trialproto.Collector{ParameterID: tf.sp.ParameterID, Regex: re}
 	for _, line := range strings.Split(string(data), "\n") {
-		if m, ok := trialproto.ParseStdoutLine(line, nil); ok {
-			if m.Type == trialproto.TypeFinal && m.Garbage == "" {
-				return providers.Metric{}, false, nil
-			}
-			continue
-		}
-		if m, ok := trialproto.ParseStdoutLine(line, re); ok {
-			last.Add(m)
-		}
+		col.Line(line)
+	}
+	if col.Final {
+		return providers.Metric{}, false, nil
 	}
 	nni, _, err := readFrom(tf.s, path.Join(tf.dir, nniMetrics), 0, maxMetricRead)
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
 	}
-	recs, _, _ := trialproto.ParseMetricRecords(nni)
-	for _, r := range recs {
-		if r.Type == trialproto.TypeFinal && r.Garbage == "" {
-			return providers.Metric{}, false, nil
-		}
-	}
-	m, ok := last.FinalFromLast()
-	m.ParameterID = tf.sp.ParameterID
+	m, ok := col.Finish(trialproto.HasFinal(nni))
 	return m, ok, nil
 }
 

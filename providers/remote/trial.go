@@ -579,3 +579,6 @@ func (r *Remote) scan(ctx context.Context, m *machine) error {
 	m.busy, m.ncpu, m.scanned = busy, ncpu, time.Now()
 	return nil
 }
+
+// Location is the machine ("host:port") a trial's handle names.
+func (r *Remote) Location(h providers.Handle) string { return h["machine"] }
