@@ -118,7 +118,7 @@ func (t *metisTuner) SuggestNotes(req Request) ([]space.Params, []Note, error) {
 // outlier finds the completed trial to re-run, nil when none.
 func (t *metisTuner) outlier(req Request, sp *space.Space, sign float64) (*Observation, string) {
 	c := newGPCodec(sp)
-	data := boHistory(req, sign, c)
+	data := boHistory(req, sign, c.encode)
 	data.capPoints()
 	if c.d == 0 || data.ndone < t.bo.startup || data.ndone < 3 {
 		return nil, ""

@@ -69,6 +69,18 @@ func (s settings) int(name string, def, min int64) (int64, bool, error) {
 	return int64(f), true, nil
 }
 
+// intIn is int with an upper bound max as well.
+func (s settings) intIn(name string, def, min, max int64) (int64, bool, error) {
+	v, has, err := s.int(name, def, min)
+	if err != nil {
+		return 0, false, err
+	}
+	if v > max {
+		return 0, false, fmt.Errorf("tuner %q: setting %q must be at most %d, not %d", s.tuner, name, max, v)
+	}
+	return v, has, nil
+}
+
 // bool returns the boolean setting name (def when absent).
 func (s settings) bool(name string, def bool) (bool, error) {
 	v, ok := s.in[name]
