@@ -322,26 +322,16 @@ func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*bl
 			c.notConverted(b, t.keyNode(nameKey), t.field(nameKey), "%s: %s", nniName, tm.note)
 		}
 	}
-	goal := ""
-	args := t.sub("classArgs")
-	for _, k := range args.keys {
-		n := args.take(k)
-		if n == nil {
-			continue
-		}
-		if k == "optimize_mode" {
-			goal = c.goalFrom(n, args.field(k))
-			continue
-		}
+	goal := c.nniClassArgs(t.sub("classArgs"), b, func(k string, n *yaml.Node) string {
 		if k == "no_resampling" && b.labels[0] == "metis" && n.Kind == yaml.ScalarNode && (n.Value == "true" || n.Value == "false") {
 			b.set("resample", n.Value == "false") // NNI's flag is the negation
-			continue
+			return ""
 		}
 		names := nniSettingNames[b.labels[0]]
 		to, mapped := names[k]
 		if mapped && settingOK(b.labels[0], to) && n.Kind == yaml.ScalarNode {
 			b.set(to, c.goValue(n))
-			continue
+			return ""
 		}
 		why := fmt.Sprintf("the %s tuner has no such setting", b.labels[0])
 		if k == "parallel_optimize" || k == "constant_liar_type" {
@@ -350,8 +340,8 @@ func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*bl
 		if w, ok := nniSettingWhy[k]; ok {
 			why = w
 		}
-		c.notConverted(b, args.keyNode(k), args.field(k), "%s", why)
-	}
+		return why
+	})
 	// What trialform's tuners need that NNI defaults.
 	switch b.labels[0] {
 	case "hyperband":
@@ -387,9 +377,26 @@ func (c *conv) nniAssessor(o *obj, exp *block) (*block, string) {
 		return nil, ""
 	}
 	b := newBlock("assessor", name)
-	goal := ""
-	args := a.sub("classArgs")
 	settings := map[string]string{"start_step": "start_step", "epoch_num": "epoch_num", "threshold": "threshold", "gap": "gap"}
+	goal := c.nniClassArgs(a.sub("classArgs"), b, func(k string, n *yaml.Node) string {
+		if to, ok := settings[k]; ok && assessorSettingOK(name, to) {
+			b.set(to, c.goValue(n))
+			return ""
+		}
+		return fmt.Sprintf("the %s assessor has no such setting", name)
+	})
+	if name == "curvefitting" && !b.has("epoch_num") {
+		c.failf(a.node, "assessor Curvefitting needs classArgs.epoch_num (the step count of a full trial)")
+	}
+	a.done(b, nil)
+	return b, goal
+}
+
+// nniClassArgs converts a tuner's or assessor's classArgs into b:
+// optimize_mode is returned as the goal, every other key goes to setting,
+// which sets it on b and returns "" or returns why it is not converted.
+func (c *conv) nniClassArgs(args *obj, b *block, setting func(k string, n *yaml.Node) string) string {
+	goal := ""
 	for _, k := range args.keys {
 		n := args.take(k)
 		if n == nil {
@@ -399,21 +406,11 @@ func (c *conv) nniAssessor(o *obj, exp *block) (*block, string) {
 			goal = c.goalFrom(n, args.field(k))
 			continue
 		}
-		if k == "no_resampling" && b.labels[0] == "metis" && n.Kind == yaml.ScalarNode && (n.Value == "true" || n.Value == "false") {
-			b.set("resample", n.Value == "false") // NNI's flag is the negation
-			continue
+		if why := setting(k, n); why != "" {
+			c.notConverted(b, args.keyNode(k), args.field(k), "%s", why)
 		}
-		if to, ok := settings[k]; ok && assessorSettingOK(name, to) {
-			b.set(to, c.goValue(n))
-			continue
-		}
-		c.notConverted(b, args.keyNode(k), args.field(k), "the %s assessor has no such setting", name)
 	}
-	if name == "curvefitting" && !b.has("epoch_num") {
-		c.failf(a.node, "assessor Curvefitting needs classArgs.epoch_num (the step count of a full trial)")
-	}
-	a.done(b, nil)
-	return b, goal
+	return goal
 }
 
 // ---- platforms ----
@@ -467,24 +464,15 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 		p := newBlock("platform", "adaptdl", "default")
 		c.nniAdl(p, t, trial)
 		plats = append(plats, p)
-	case "pai", "openpai":
-		p := c.unsupported("openpai", o.keyNode("trainingServicePlatform"))
+	case "pai", "openpai", "dlts", "aml":
+		name, cfg := kind, kind+"Config"
+		if kind == "pai" || kind == "openpai" {
+			name, cfg = "openpai", "paiConfig"
+		}
+		p := c.unsupported(name, o.keyNode("trainingServicePlatform"))
 		c.nniTrialResources(p, t, trial)
-		pc := o.sub("paiConfig")
-		c.genericPlatform(pc, p, vs, "openpai")
-		c.genericPlatform(t, p, vs, "openpai", "codeDir")
-		plats = append(plats, p)
-	case "dlts":
-		p := c.unsupported("dlts", o.keyNode("trainingServicePlatform"))
-		c.nniTrialResources(p, t, trial)
-		c.genericPlatform(o.sub("dltsConfig"), p, vs, "dlts")
-		c.genericPlatform(t, p, vs, "dlts", "codeDir")
-		plats = append(plats, p)
-	case "aml":
-		p := c.unsupported("aml", o.keyNode("trainingServicePlatform"))
-		c.nniTrialResources(p, t, trial)
-		c.genericPlatform(o.sub("amlConfig"), p, vs, "aml")
-		c.genericPlatform(t, p, vs, "aml", "codeDir")
+		c.genericPlatform(o.sub(cfg), p, vs, name)
+		c.genericPlatform(t, p, vs, name, "codeDir")
 		plats = append(plats, p)
 	case "hybrid":
 		c.failf(o.keyNode("trainingServicePlatform"), "trainingServicePlatform: hybrid: trialform runs an experiment on one platform; convert the v2 form (trainingService: a list) or pick one platform")
