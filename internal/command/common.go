@@ -389,6 +389,20 @@ func (g *Globals) lockedState(ctx context.Context, m *state.Manager, op string, 
 	return lk, st, true
 }
 
+// openLockedState opens the state directory, takes the state lock for op
+// and loads the state (as lockedState), printing why when it cannot; the
+// caller unlocks lk.
+func (g *Globals) openLockedState(ctx context.Context, op string, lf lockFlags) (sd string, m *state.Manager, lk *state.Lock, st *state.State, ok bool) {
+	sd, err := g.stateDir()
+	if err != nil {
+		g.errorf("%v", err)
+		return "", nil, nil, nil, false
+	}
+	m = state.NewManager(sd)
+	lk, st, ok = g.lockedState(ctx, m, op, lf)
+	return sd, m, lk, st, ok
+}
+
 // confirm asks the user to type "yes"; Ctrl-C (ctx) ends the question.
 func (g *Globals) confirm(ctx context.Context, question string) (bool, error) {
 	fmt.Fprintf(g.IO.Out, "\n%s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", question)

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/trialform/trialform/apply"
-	"github.com/trialform/trialform/state"
 )
 
 // runRefresh is `trialform refresh [EXPERIMENT...]`, Terraform's
@@ -49,12 +48,7 @@ func runRefresh(ctx context.Context, g *Globals, args []string) int {
 		}
 		cfg = &only
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
-	}
-	m := state.NewManager(sd)
-	lk, st, ok := g.lockedState(ctx, m, "refresh", lf)
+	sd, m, lk, st, ok := g.openLockedState(ctx, "refresh", lf)
 	if !ok {
 		return 1
 	}
