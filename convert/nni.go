@@ -429,22 +429,12 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 	var plats []*block
 	switch kind {
 	case "local":
-		if s, ok := t.str("codeDir"); ok {
-			trial.set("code_dir", c.rebase(s))
-		}
-		if n, ok := t.integer("gpuNum", 0); ok && n > 0 {
-			trial.set("gpus", n)
-		}
+		c.nniTrialResources(t, trial)
 		if p := c.nniLocal(o.sub("localConfig")); p != nil {
 			plats = append(plats, p)
 		}
 	case "remote":
-		if s, ok := t.str("codeDir"); ok {
-			trial.set("code_dir", c.rebase(s))
-		}
-		if n, ok := t.integer("gpuNum", 0); ok && n > 0 {
-			trial.set("gpus", n)
-		}
+		c.nniTrialResources(t, trial)
 		p := newBlock("platform", "remote", "default")
 		rc := o.sub("remoteConfig")
 		rc.done(p, map[string]string{"reuse": nniReasons["reuseMode"]})
@@ -470,7 +460,7 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 			name, cfg = "openpai", "paiConfig"
 		}
 		p := c.unsupported(name, o.keyNode("trainingServicePlatform"))
-		c.nniTrialResources(p, t, trial)
+		c.nniTrialResources(t, trial)
 		c.genericPlatform(o.sub(cfg), p, vs, name)
 		c.genericPlatform(t, p, vs, name, "codeDir")
 		plats = append(plats, p)
@@ -498,9 +488,9 @@ func (c *conv) unsupported(kind string, n *yaml.Node) *block {
 	return p
 }
 
-// nniTrialResources takes v1 trial.gpuNum, cpuNum, memoryMB, image into
-// a generic platform block.
-func (c *conv) nniTrialResources(p *block, t *obj, trial *block) {
+// nniTrialResources takes v1 trial.codeDir and trial.gpuNum into the
+// trial block.
+func (c *conv) nniTrialResources(t *obj, trial *block) {
 	if s, ok := t.str("codeDir"); ok {
 		trial.set("code_dir", c.rebase(s))
 	}
@@ -509,18 +499,24 @@ func (c *conv) nniTrialResources(p *block, t *obj, trial *block) {
 	}
 }
 
+// nniGPUs takes a local or remote machine's gpuIndices and
+// maxTrialNumberPerGpu (v1 maxTrialNumPerGpu) into b.
+func (c *conv) nniGPUs(o *obj, b *block) {
+	if k := o.pick("gpuIndices"); k != "" {
+		if idx := c.gpuIndices(o, k); idx != nil {
+			b.set("gpu_indices", idx)
+		}
+	}
+	if k := o.pick("maxTrialNumberPerGpu", "maxTrialNumPerGpu"); k != "" {
+		if n, ok := o.integer(k, 1); ok {
+			b.set("max_trials_per_gpu", n)
+		}
+	}
+}
+
 func (c *conv) nniLocal(lc *obj) *block {
 	p := newBlock("platform", "local", "default")
-	if k := lc.pick("gpuIndices"); k != "" {
-		if idx := c.gpuIndices(lc, k); idx != nil {
-			p.set("gpu_indices", idx)
-		}
-	}
-	if k := lc.pick("maxTrialNumberPerGpu", "maxTrialNumPerGpu"); k != "" {
-		if n, ok := lc.integer(k, 1); ok {
-			p.set("max_trials_per_gpu", n)
-		}
-	}
+	c.nniGPUs(lc, p)
 	lc.done(p, nniReasons)
 	if len(p.items) == 0 {
 		return nil
@@ -576,16 +572,7 @@ func (c *conv) nniMachines(p *block, o *obj, key string, vs *vars) {
 			m.take(k)
 			mb.raw("password", c.secret(vs, mb, m.keyNode(k), m.field(k), fmt.Sprintf("remote_password_%d", i+1)))
 		}
-		if k := m.pick("gpuIndices"); k != "" {
-			if idx := c.gpuIndices(m, k); idx != nil {
-				mb.set("gpu_indices", idx)
-			}
-		}
-		if k := m.pick("maxTrialNumberPerGpu", "maxTrialNumPerGpu"); k != "" {
-			if n, ok := m.integer(k, 1); ok {
-				mb.set("max_trials_per_gpu", n)
-			}
-		}
+		c.nniGPUs(m, mb)
 		if s, ok := m.str("pythonPath"); ok {
 			mb.set("python_path", s)
 		}
