@@ -69,11 +69,7 @@ func newAuto(in map[string]any, sp *space.Space) (Tuner, error) {
 }
 
 func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
-	sp, err := spaceOf(req, t.sp)
-	if err != nil {
-		return nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, err
 	}

@@ -60,11 +60,7 @@ func newEvolution(in map[string]any, sp *space.Space) (Tuner, error) {
 }
 
 func (t *evolutionTuner) Suggest(req Request) ([]space.Params, error) {
-	sp, err := spaceOf(req, t.sp)
-	if err != nil {
-		return nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, err
 	}

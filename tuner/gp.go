@@ -370,11 +370,7 @@ func (t *boTuner) Suggest(req Request) ([]space.Params, error) {
 // suggest is Suggest, also returning the model (nil during startup) for
 // metis's diagnostic.
 func (t *boTuner) suggest(req Request) ([]space.Params, *boModel, error) {
-	sp, err := spaceOf(req, t.sp)
-	if err != nil {
-		return nil, nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -71,11 +71,7 @@ func (t *metisTuner) SuggestNotes(req Request) ([]space.Params, []Note, error) {
 		out, _, err := t.bo.suggest(req)
 		return out, notes, err
 	}
-	sp, err := spaceOf(req, t.bo.sp)
-	if err != nil {
-		return nil, nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.bo.sp)
 	if err != nil {
 		return nil, nil, err
 	}

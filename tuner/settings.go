@@ -148,6 +148,20 @@ func newRNG(seed int64, seq int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), uint64(int64(seq))^0x9e3779b97f4a7c15))
 }
 
+// spaceAndSign is spaceOf and the request goal's goalSign, which the
+// model-based tuners need together.
+func spaceAndSign(req Request, def *space.Space) (*space.Space, float64, error) {
+	sp, err := spaceOf(req, def)
+	if err != nil {
+		return nil, 0, err
+	}
+	sign, err := goalSign(req.Goal)
+	if err != nil {
+		return nil, 0, err
+	}
+	return sp, sign, nil
+}
+
 // spaceOf picks the request's space, falling back to the factory's.
 func spaceOf(req Request, sp *space.Space) (*space.Space, error) {
 	if req.Space != nil {

@@ -166,11 +166,7 @@ const (
 )
 
 func (t *smacTuner) Suggest(req Request) ([]space.Params, error) {
-	sp, err := spaceOf(req, t.sp)
-	if err != nil {
-		return nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, err
 	}
