@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/internal/views"
 )
 
@@ -55,14 +54,11 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 	if cfg.Experiments[exp] == nil {
 		return g.errorf("experiment %q is not in the configuration (experiments: %s); import adopts trials into experiments the configuration defines", exp, strings.Join(sortedKeys(cfg.Experiments), ", "))
 	}
-	sd, m, lk, st, ok := g.openLockedState(ctx, "import", lf)
+	s, st, done, ok := g.lockedSession(ctx, cfg, "import", lf)
 	if !ok {
 		return 1
 	}
-	defer lk.Unlock()
-	ps := newProviderSet(cfg, sd)
-	defer ps.Close()
-	s := apply.NewSession(cfg, st, m, ps)
+	defer done()
 	if *all {
 		var err error
 		if ids, err = s.Orphans(ctx, exp); err != nil {
