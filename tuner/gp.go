@@ -84,12 +84,9 @@ func newBO(name string, in map[string]any, sp *space.Space, valid map[string]str
 	if err != nil {
 		return nil, err
 	}
-	rs, _, err := s.int("restarts", 2, 0)
+	rs, _, err := s.intIn("restarts", 2, 0, 20)
 	if err != nil {
 		return nil, err
-	}
-	if rs > 20 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most 20, not %d", name, "restarts", rs)
 	}
 	t.startup, t.restarts = int(st), int(rs)
 	if t.liar, err = s.choice("liar", "mean", "mean", "min", "max"); err != nil {
@@ -237,7 +234,9 @@ type boData struct {
 	ndone   int // completed trials with a value
 }
 
-func boHistory(req Request, sign float64, c *gpCodec) *boData {
+// boHistory encodes the scored history with encode (a model's codec);
+// points that do not encode are only marked seen.
+func boHistory(req Request, sign float64, encode func(space.Params) ([]float64, bool)) *boData {
 	hist := scoredHistory(req, sign)
 	b := &boData{seen: make(map[string]bool, len(hist)+len(req.Seqs))}
 	worst := math.Inf(-1)
@@ -248,7 +247,7 @@ func boHistory(req Request, sign float64, c *gpCodec) *boData {
 	}
 	for _, h := range hist {
 		b.seen[pointKey(h.params)] = true
-		x, ok := c.encode(h.params)
+		x, ok := encode(h.params)
 		if !ok {
 			continue
 		}
@@ -371,29 +370,37 @@ func (t *boTuner) Suggest(req Request) ([]space.Params, error) {
 // suggest is Suggest, also returning the model (nil during startup) for
 // metis's diagnostic.
 func (t *boTuner) suggest(req Request) ([]space.Params, *boModel, error) {
-	sp, err := spaceOf(req, t.sp)
-	if err != nil {
-		return nil, nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, nil, err
 	}
 	c := newGPCodec(sp)
 	seed := t.seedOf(req)
-	data := boHistory(req, sign, c)
+	data := boHistory(req, sign, c.encode)
 	data.capPoints()
 	var m *boModel
 	if c.d > 0 && data.ndone >= t.startup && data.ndone >= 2 {
 		m = t.fit(c, data, seed)
 	}
+	out := drawEach(req, sp, seed, data, c.encode, func(rng *rand.Rand) space.Params {
+		if m == nil {
+			return nil
+		}
+		return t.propose(m, data, rng)
+	})
+	return out, m, nil
+}
+
+// drawEach suggests a point per requested seq, in ascending order, each
+// from its own rng: propose's, or when that is nil a random point (redrawn
+// while it repeats an earlier one, at most maxRedraws times). Each point is
+// marked seen and, when encode takes it, joins data.pending, so later
+// proposals treat it as running.
+func drawEach(req Request, sp *space.Space, seed int64, data *boData, encode func(space.Params) ([]float64, bool), propose func(*rand.Rand) space.Params) []space.Params {
 	out := make([]space.Params, len(req.Seqs))
 	for _, i := range ascending(req.Seqs) {
 		rng := newRNG(seed, req.Seqs[i])
-		var p space.Params
-		if m != nil {
-			p = t.propose(m, data, rng)
-		}
+		p := propose(rng)
 		if p == nil {
 			p = space.SampleSpace(sp, rng)
 			for n := 0; data.seen[pointKey(p)] && n < maxRedraws; n++ {
@@ -401,12 +408,12 @@ func (t *boTuner) suggest(req Request) ([]space.Params, *boModel, error) {
 			}
 		}
 		data.seen[pointKey(p)] = true
-		if x, ok := c.encode(p); ok {
+		if x, ok := encode(p); ok {
 			data.pending = append(data.pending, x)
 		}
 		out[i] = p
 	}
-	return out, m, nil
+	return out
 }
 
 const (

@@ -71,11 +71,7 @@ func (t *metisTuner) SuggestNotes(req Request) ([]space.Params, []Note, error) {
 		out, _, err := t.bo.suggest(req)
 		return out, notes, err
 	}
-	sp, err := spaceOf(req, t.bo.sp)
-	if err != nil {
-		return nil, nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.bo.sp)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -118,7 +114,7 @@ func (t *metisTuner) SuggestNotes(req Request) ([]space.Params, []Note, error) {
 // outlier finds the completed trial to re-run, nil when none.
 func (t *metisTuner) outlier(req Request, sp *space.Space, sign float64) (*Observation, string) {
 	c := newGPCodec(sp)
-	data := boHistory(req, sign, c)
+	data := boHistory(req, sign, c.encode)
 	data.capPoints()
 	if c.d == 0 || data.ndone < t.bo.startup || data.ndone < 3 {
 		return nil, ""

@@ -1,7 +1,6 @@
 package tuner
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -59,12 +58,9 @@ func newSMAC(in map[string]any, sp *space.Space) (Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	tr, _, err := s.int("trees", 10, 1)
+	tr, _, err := s.intIn("trees", 10, 1, 1000)
 	if err != nil {
 		return nil, err
-	}
-	if tr > 1000 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most 1000, not %d", "smac", "trees", tr)
 	}
 	rp, err := s.float("random_prob", 0.1, 0, 1)
 	if err != nil {
@@ -170,65 +166,19 @@ const (
 )
 
 func (t *smacTuner) Suggest(req Request) ([]space.Params, error) {
-	sp, err := spaceOf(req, t.sp)
-	if err != nil {
-		return nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, err
 	}
 	c := rfCodec{newGPCodec(sp)}
 	seed := t.seedOf(req)
-	data := rfHistory(req, sign, c)
-	out := make([]space.Params, len(req.Seqs))
-	for _, i := range ascending(req.Seqs) {
-		rng := newRNG(seed, req.Seqs[i])
-		var p space.Params
+	data := boHistory(req, sign, c.encode)
+	return drawEach(req, sp, seed, data, c.encode, func(rng *rand.Rand) space.Params {
 		if c.nfeat() > 0 && data.ndone >= t.startup && data.ndone >= 2 && rng.Float64() >= t.randProb {
-			p = t.propose(c, data, rng)
+			return t.propose(c, data, rng)
 		}
-		if p == nil {
-			p = space.SampleSpace(sp, rng)
-			for n := 0; data.seen[pointKey(p)] && n < maxRedraws; n++ {
-				p = space.SampleSpace(sp, rng)
-			}
-		}
-		data.seen[pointKey(p)] = true
-		if x, ok := c.encode(p); ok {
-			data.pending = append(data.pending, x)
-		}
-		out[i] = p
-	}
-	return out, nil
-}
-
-func rfHistory(req Request, sign float64, c rfCodec) *boData {
-	hist := scoredHistory(req, sign)
-	b := &boData{seen: make(map[string]bool, len(hist)+len(req.Seqs))}
-	worst := math.Inf(-1)
-	for _, h := range hist {
-		if !math.IsInf(h.loss, 1) {
-			worst = math.Max(worst, h.loss)
-		}
-	}
-	for _, h := range hist {
-		b.seen[pointKey(h.params)] = true
-		x, ok := c.encode(h.params)
-		if !ok {
-			continue
-		}
-		switch {
-		case h.pending:
-			b.pending = append(b.pending, x)
-		case !math.IsInf(h.loss, 1):
-			b.X, b.loss = append(b.X, x), append(b.loss, h.loss)
-			b.ndone++
-		case !math.IsInf(worst, -1):
-			b.X, b.loss = append(b.X, x), append(b.loss, worst)
-		}
-	}
-	return b
+		return nil
+	}), nil
 }
 
 func (t *smacTuner) propose(c rfCodec, data *boData, rng *rand.Rand) space.Params {

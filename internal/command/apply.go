@@ -108,16 +108,11 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	if cfg == nil {
 		return 1
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
-	}
-	m := state.NewManager(sd)
 	op := "apply"
 	if o.destroy {
 		op = "destroy"
 	}
-	lk, st, ok := g.lockedState(ctx, m, op, o.lock)
+	sd, m, lk, st, ok := g.openLockedState(ctx, op, o.lock)
 	if !ok {
 		return 1
 	}
@@ -143,6 +138,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	s.Hooks = hooks
 
 	var p *plan.Plan
+	var err error
 	if planFile != "" {
 		p, err = readPlanFile(planFile)
 		if err != nil {

@@ -370,6 +370,34 @@ func (g *Globals) lockedState(ctx context.Context, m *state.Manager, op string, 
 	return lk, st, true
 }
 
+// openLockedState opens the state directory, takes the state lock for op
+// and loads the state (as lockedState), printing why when it cannot; the
+// caller unlocks lk.
+func (g *Globals) openLockedState(ctx context.Context, op string, lf lockFlags) (sd string, m *state.Manager, lk *state.Lock, st *state.State, ok bool) {
+	sd, err := g.stateDir()
+	if err != nil {
+		g.errorf("%v", err)
+		return "", nil, nil, nil, false
+	}
+	m = state.NewManager(sd)
+	lk, st, ok = g.lockedState(ctx, m, op, lf)
+	return sd, m, lk, st, ok
+}
+
+// lockedSession is openLockedState with an apply session over the state
+// and cfg's providers; done closes the providers, then unlocks.
+func (g *Globals) lockedSession(ctx context.Context, cfg *schema.Config, op string, lf lockFlags) (s *apply.Session, st *state.State, done func(), ok bool) {
+	sd, m, lk, st, ok := g.openLockedState(ctx, op, lf)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	ps := newProviderSet(cfg, sd)
+	return apply.NewSession(cfg, st, m, ps), st, func() {
+		ps.Close()
+		lk.Unlock()
+	}, true
+}
+
 // confirm asks the user to type "yes"; Ctrl-C (ctx) ends the question.
 func (g *Globals) confirm(ctx context.Context, question string) (bool, error) {
 	fmt.Fprintf(g.IO.Out, "\n%s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", question)
