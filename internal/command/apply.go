@@ -131,9 +131,9 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	out := &lineWriter{w: g.IO.Out}
 	var hooks countingHooks
 	if g.events != nil {
-		hooks = &eventHooks{ev: g.events, where: machineOf(cfg, s, ps), started: map[*plan.TrialAction]time.Time{}}
+		hooks = &eventHooks{ev: g.events, where: machineOf(cfg, s), started: map[*plan.TrialAction]time.Time{}}
 	} else {
-		hooks = &printHooks{w: out, c: c, where: machineOf(cfg, s, ps)}
+		hooks = &printHooks{w: out, c: c, where: machineOf(cfg, s)}
 	}
 	s.Hooks = hooks
 
@@ -420,13 +420,13 @@ type printHooks struct {
 // machineOf returns printHooks.where: where a started trial runs, from
 // its platform's provider when that is a providers.Locator (remote names
 // the machine), else "".
-func machineOf(cfg *schema.Config, s *apply.Session, ps *providerSet) func(exp, id string) string {
+func machineOf(cfg *schema.Config, s *apply.Session) func(exp, id string) string {
 	return func(exp, id string) string {
 		e := cfg.Experiments[exp]
 		if e == nil || e.Platform == nil {
 			return ""
 		}
-		p, err := ps.Provider(e.Platform.Key())
+		p, err := s.Providers.Provider(e.Platform.Key())
 		if err != nil {
 			return ""
 		}

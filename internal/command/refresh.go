@@ -52,7 +52,7 @@ func runRefresh(ctx context.Context, g *Globals, args []string) int {
 	}
 	defer done()
 	out := &lineWriter{w: g.IO.Out}
-	s.Hooks = &printHooks{w: out, c: g.colors(*noColor), where: machineOf(cfg, s, ps)}
+	s.Hooks = &printHooks{w: out, c: g.colors(*noColor), where: machineOf(cfg, s)}
 	_, changes, err := s.Refresh(ctx)
 	if err != nil {
 		return g.errorf("refresh: %v", err)
