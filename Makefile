@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/trialform
 GOFLAGS ?=
 
-.PHONY: all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-full vet fmt-check clean
+.PHONY: ui-assets bench-ui all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-full vet fmt-check clean
 
 all: build
 
@@ -13,6 +13,12 @@ build:
 
 deps:
 	bash scripts/deps.sh
+
+# The dashboard's bundle (internal/ui/assets, committed so `go build` needs
+# no node): web/ sources with ECharts and esbuild at the versions pinned in
+# web/package-lock.json.
+ui-assets:
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 # The test control plane (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler) built from tools/k8s into ~/.cache/trialform/k8s/<version>/;
@@ -58,14 +64,26 @@ bench: build
 	bash scripts/build-k8s.sh >/dev/null
 	TRIALFORM_K8S_BENCH=1 $(GO) test -count=1 -run TestBench1000 -v ./providers/kubernetes/ | grep -E '^(kubernetes bench|--- )'
 	$(MAKE) bench-tuners
+	$(MAKE) bench-ui
 
-# Our tuners next to Optuna 3.1 (python3-optuna) on the same problems; see
-# README.md, "Tuner benchmark". TUNERS_OUT: where the markdown report goes.
+# The dashboard on 10,000 trials x 100 intermediate points (bench/genstate,
+# generated once into bin/bench-ui-state): API times, first render in
+# headless chromium, rows in the DOM.
+bench-ui:
+	TRIALFORM_UI_BENCH=1 $(GO) test -count=1 -run TestDashboardBench -v ./internal/ui/ | grep -v '^=== RUN'
+
+# Our tuners next to Optuna 3.1 (python3-optuna) and NNI's own tuners on the
+# same problems; see README.md, "Tuner benchmark". TUNERS_OUT: where the
+# markdown report goes. NNI's tuners load from $(TRIALFORM_NNI_SRC), a
+# checkout of github.com/microsoft/nni (skipped with a note when unset; an
+# error with TRIALFORM_REQUIRE_ALL=1). NNI_TUNERS: which (gp, metis; metis
+# takes about 20 s a suggestion).
 TUNERS_OUT ?= bin/tuners-results.md
+NNI_TUNERS ?= gp
 
 bench-tuners: deps
 	@mkdir -p bin
-	$(GO) run ./bench/tuners -trials 100 -seeds 10 -out $(TUNERS_OUT)
+	$(GO) run ./bench/tuners -trials 100 -seeds 10 -go random,tpe,auto,gp,smac -nni $(NNI_TUNERS) -out $(TUNERS_OUT)
 
 bench-tuners-full: deps
 	@mkdir -p bin

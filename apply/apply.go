@@ -157,6 +157,34 @@ type GroupStore interface {
 	Prepare(s *state.State) (commit func() error, err error)
 }
 
+// observe folds observations into the state and records them: the metric
+// points are appended to the metric files first, and only then is the
+// state, with the metric offsets past those points, saved. A crash between
+// the two, or an append error, leaves the offsets where they were, so the
+// next refresh reads the points again; readers drop the duplicates by
+// (type, sequence). On an append error the state does not change.
+func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observed, error) {
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.st.Clone()
+	changes, batches := plan.Observe(next, obs, now)
+	for _, b := range batches {
+		if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
+			return nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
+		}
+	}
+	s.st = next
+	s.version++
+	v := s.version
+	if err := s.Store.Save(s.st); err != nil {
+		return nil, fatal{fmt.Errorf("save state: %w", err)}
+	}
+	s.saved = v
+	return changes, nil
+}
+
 // Refresh reads the platforms, folds what they report into the state,
 // saves it (with the new metric points) and returns the observations.
 func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Observed, error) {
@@ -178,18 +206,9 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 	}
 	obs.Warnings = append(moveWarnings, obs.Warnings...)
 	plan.DetectDrift(s.Config, cur, obs, s.Providers)
-	var changes []plan.Observed
-	var batches []plan.MetricBatch
-	err = s.change(func(st *state.State) {
-		changes, batches = plan.Observe(st, obs, s.Now())
-	})
+	changes, err := s.observe(obs, s.Now())
 	if err != nil {
 		return nil, nil, err
-	}
-	for _, b := range batches {
-		if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
-			return nil, nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
-		}
 	}
 	if rm, ok := s.Store.(RefreshMarker); ok {
 		st := s.State()

@@ -52,7 +52,14 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	if !ok {
 		return nil, fmt.Errorf("platform %s cannot import trials (the %s platform does not support import); the next apply tears an orphan of this state down, and leaves another state's trials alone", platform, prov.Kind())
 	}
-	got, err := im.Import(ctx, providers.ImportRequest{Experiment: on, TrialID: id, Lineage: cur.Lineage})
+	// The trial is re-owned to this state's lineage, and to the
+	// experiment instance and generation it is recorded in, so that a
+	// later Start (a resume) adopts it.
+	expID, gen := plan.ExperimentID(cur.Lineage, exp, cur.Serial), 1
+	if e := cur.Experiment(exp); e != nil {
+		expID, gen = e.ID, e.Generation
+	}
+	got, err := im.Import(ctx, providers.ImportRequest{Experiment: on, TrialID: id, Lineage: cur.Lineage, ExperimentID: expID, Generation: gen})
 	if errors.Is(err, providers.ErrNotFound) {
 		return nil, fmt.Errorf("trial %s of experiment %s is not on platform %s (%v); `trialform plan` lists the orphans it finds", id, exp, platform, err)
 	}
@@ -63,8 +70,8 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	giveBack := func() {
 		// The state does not take the trial: its objects go back to
 		// their owner.
-		if got.PreviousLineage != cur.Lineage {
-			_, _ = im.Import(context.WithoutCancel(ctx), providers.ImportRequest{Experiment: on, TrialID: id, Lineage: got.PreviousLineage})
+		if prev := got.Previous; prev.Lineage != cur.Lineage || prev.ExperimentID != expID || prev.Generation != gen {
+			_, _ = im.Import(context.WithoutCancel(ctx), providers.ImportRequest{Experiment: on, TrialID: id, Lineage: got.PreviousLineage, ExperimentID: prev.ExperimentID, Generation: prev.Generation})
 		}
 	}
 	if !o.Exists {
@@ -81,7 +88,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 		e := st.Experiments[exp]
 		if e == nil {
 			ep := &plan.ExperimentPlan{
-				Name: exp, ID: plan.ExperimentID(st.Lineage, exp, st.Serial), Platform: platform,
+				Name: exp, ID: expID, Platform: platform,
 				Generation: 1, SpecHash: plan.SpecHash(cfg), Settings: plan.SettingsOf(cfg),
 			}
 			e = recordExperiment(st, ep, cfg, now)
@@ -116,20 +123,12 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	}
 	// Read it once as refresh does: an ended trial gets its result now.
 	if o2, err := prov.Read(ctx, providers.ReadRequest{Experiment: on, TrialID: id, Handle: o.Handle}); err == nil {
-		var batches []plan.MetricBatch
 		obs := &plan.Observations{Trials: map[string]map[string]providers.Observation{exp: {id: o2}}}
-		if err := s.change(func(st *state.State) {
-			_, batches = plan.Observe(st, obs, now)
-			if t := st.Experiments[exp].Trials[id]; t != nil {
-				rec = t.Clone()
-			}
-		}); err != nil {
+		if _, err := s.observe(obs, now); err != nil {
 			return nil, err
 		}
-		for _, b := range batches {
-			if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
-				return nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
-			}
+		if _, t, _ := s.trialView(exp, id); t != nil {
+			rec = t
 		}
 	}
 	return &Imported{Experiment: exp, Trial: rec, PreviousLineage: got.PreviousLineage}, nil

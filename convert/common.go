@@ -156,13 +156,13 @@ var nniTuners = map[string]tunerMap{
 	"hyperband":            {"hyperband", true, ""},
 	"bohb":                 {"bohb", true, ""},
 	"pbttuner":             {"pbt", true, ""},
-	"gptuner":              {"auto", false, "trialform has no Gaussian-process tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
-	"gp":                   {"auto", false, "trialform has no Gaussian-process tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
-	"metistuner":           {"auto", false, "trialform has no Metis tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
-	"metis":                {"auto", false, "trialform has no Metis tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
-	"smac":                 {"tpe", false, "trialform has no SMAC tuner (yet); tpe is the nearest model-based tuner"},
-	"dngo":                 {"auto", false, "trialform has no DNGO tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
-	"dngotuner":            {"auto", false, "trialform has no DNGO tuner (yet); auto (TPE, then CMA-ES) is the nearest"},
+	"gptuner":              {"gp", true, ""},
+	"gp":                   {"gp", true, ""},
+	"metistuner":           {"metis", true, ""},
+	"metis":                {"metis", true, ""},
+	"smac":                 {"smac", true, ""},
+	"dngo":                 {"gp", false, "DNGO (Bayesian linear regression on neural-network features) is not available in trialform; gp (Bayesian optimisation with a Gaussian process) is the nearest and is used"},
+	"dngotuner":            {"gp", false, "DNGO (Bayesian linear regression on neural-network features) is not available in trialform; gp (Bayesian optimisation with a Gaussian process) is the nearest and is used"},
 	"networkmorphism":      {"evolution", false, "trialform does not search network architectures; evolution is the nearest over the search space"},
 	"ppotuner":             {"evolution", false, "trialform has no PPO tuner; evolution is the nearest"},
 	"regularizedevolution": {"evolution", true, ""},
@@ -180,6 +180,21 @@ var nniSettingNames = map[string]map[string]string{
 	"bohb":      {"min_budget": "min_budget", "max_budget": "max_budget", "eta": "eta", "min_points_in_model": "startup_trials", "seed": "seed"},
 	"pbt":       {"population_size": "population_size", "factor": "factor", "resample_probability": "resample_probability", "all_checkpoint_dir": "checkpoint_dir", "seed": "seed"},
 	"auto":      {"seed": "seed"},
+	"gp":        {"utility": "utility", "kappa": "kappa", "xi": "xi", "cold_start_num": "startup_trials", "seed": "seed"},
+	"smac":      {"seed": "seed"},
+	"metis":     {"cold_start_num": "startup_trials", "seed": "seed"},
+}
+
+// nniSettingWhy says why an NNI classArgs setting of a tuner that trialform
+// has is not converted, where "no such setting" would not tell enough.
+var nniSettingWhy = map[string]string{
+	"nu":                            "trialform's gp always uses the Matern 5/2 kernel (NNI's nu = 2.5)",
+	"alpha":                         "trialform's gp fits the noise level to the results",
+	"selection_num_warm_up":         "trialform's gp maximises the acquisition over its own candidates, then by L-BFGS",
+	"selection_num_starting_points": "trialform's gp and metis maximise the acquisition over their own candidates, then by L-BFGS",
+	"config_dedup":                  "trialform's smac never proposes a point an earlier trial has",
+	"exploration_probability":       "trialform's metis explores by expected improvement",
+	"no_candidates":                 "trialform's metis proposes by expected improvement",
 }
 
 // settingOK says whether tuner name takes setting s.

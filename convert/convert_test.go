@@ -105,7 +105,7 @@ func validate(t *testing.T, c tcase, res *Result) *schema.Config {
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), res.HCL, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := schema.Load(dir, schema.LoadOptions{Vars: requiredVars(t, res.HCL)})
+	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: testPlatforms, Vars: requiredVars(t, res.HCL)})
 	if diags.HasErrors() {
 		var b strings.Builder
 		schema.WriteDiagnostics(&b, cfg.HCLFiles(), diags, 0, false)

@@ -70,9 +70,39 @@ maxTrialNumber: 3
 tuner: {name: GPTuner, classArgs: {optimize_mode: maximize, utility: ei, seed: 3}}
 assessor: {name: Medianstop, classArgs: {optimize_mode: maximize, start_step: 4}}
 trainingService: {platform: local, gpuIndices: [1, 2], maxTrialNumberPerGpu: 3}
-`, []string{`tuner "auto" {`, `seed = 3`, `# not converted: tuner.name: GPTuner: trialform has no Gaussian-process tuner (yet)`,
-			`# not converted: tuner.classArgs.utility: the auto tuner has no such setting`, `assessor "medianstop" {`, `start_step = 4`,
-			`gpu_indices        = [1, 2]`, `max_trials_per_gpu = 3`}, nil, []string{"tuner.name: not converted: GPTuner"}},
+`, []string{`tuner "gp" {`, `seed    = 3`, `utility = "ei"`, `assessor "medianstop" {`, `start_step = 4`,
+			`gpu_indices        = [1, 2]`, `max_trials_per_gpu = 3`}, []string{"not converted: tuner"}, nil},
+		{"nni GP, SMAC, Metis and DNGO classArgs", "nni", `
+searchSpaceFile: search_space.json
+trialCommand: python3 t.py
+maxTrialNumber: 3
+tuner: {name: GPTuner, classArgs: {optimize_mode: minimize, utility: ucb, kappa: 2, xi: 0.01, nu: 1.5, cold_start_num: 5}}
+trainingService: {platform: local}
+`, []string{`tuner "gp" {`, `utility        = "ucb"`, `kappa          = 2`, `xi             = 0.01`, `startup_trials = 5`,
+			`# not converted: tuner.classArgs.nu: trialform's gp always uses the Matern 5/2 kernel (NNI's nu = 2.5)`}, nil,
+			[]string{"tuner.classArgs.nu: not converted"}},
+		{"nni Metis", "nni", `
+searchSpaceFile: search_space.json
+trialCommand: python3 t.py
+maxTrialNumber: 3
+tuner: {name: MetisTuner, classArgs: {optimize_mode: maximize, no_resampling: true, cold_start_num: 4}}
+trainingService: {platform: local}
+`, []string{`tuner "metis" {`, `resample       = false`, `startup_trials = 4`}, []string{"not converted: tuner"}, nil},
+		{"nni SMAC", "nni", `
+searchSpaceFile: search_space.json
+trialCommand: python3 t.py
+maxTrialNumber: 3
+tuner: {name: SMAC, classArgs: {optimize_mode: maximize, config_dedup: true}}
+trainingService: {platform: local}
+`, []string{`tuner "smac" {`, `# not converted: tuner.classArgs.config_dedup: trialform's smac never proposes a point an earlier trial has`}, nil, nil},
+		{"nni DNGO", "nni", `
+searchSpaceFile: search_space.json
+trialCommand: python3 t.py
+maxTrialNumber: 3
+tuner: {name: DNGOTuner, classArgs: {optimize_mode: maximize}}
+trainingService: {platform: local}
+`, []string{`tuner "gp" {`, `DNGO (Bayesian linear regression on neural-network features) is not available in trialform; gp`}, nil,
+			[]string{"tuner.name: not converted: DNGOTuner"}},
 		{"nni nested inline space", "nni", `
 searchSpace:
   layer:
@@ -199,7 +229,7 @@ component:
 				}
 			}
 			os.WriteFile(filepath.Join(dir, "main.hcl"), res.HCL, 0o644)
-			cfg, diags := schema.Load(dir, schema.LoadOptions{Vars: requiredVars(t, res.HCL)})
+			cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: testPlatforms, Vars: requiredVars(t, res.HCL)})
 			if diags.HasErrors() {
 				t.Fatalf("does not validate: %v\n%s", diags, hcl)
 			}

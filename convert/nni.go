@@ -322,29 +322,26 @@ func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*bl
 			c.notConverted(b, t.keyNode(nameKey), t.field(nameKey), "%s: %s", nniName, tm.note)
 		}
 	}
-	goal := ""
-	args := t.sub("classArgs")
-	for _, k := range args.keys {
-		n := args.take(k)
-		if n == nil {
-			continue
-		}
-		if k == "optimize_mode" {
-			goal = c.goalFrom(n, args.field(k))
-			continue
+	goal := c.nniClassArgs(t.sub("classArgs"), b, func(k string, n *yaml.Node) string {
+		if k == "no_resampling" && b.labels[0] == "metis" && n.Kind == yaml.ScalarNode && (n.Value == "true" || n.Value == "false") {
+			b.set("resample", n.Value == "false") // NNI's flag is the negation
+			return ""
 		}
 		names := nniSettingNames[b.labels[0]]
 		to, mapped := names[k]
 		if mapped && settingOK(b.labels[0], to) && n.Kind == yaml.ScalarNode {
 			b.set(to, c.goValue(n))
-			continue
+			return ""
 		}
 		why := fmt.Sprintf("the %s tuner has no such setting", b.labels[0])
 		if k == "parallel_optimize" || k == "constant_liar_type" {
 			why = "trialform's tuners always count running trials as pending (constant liar)"
 		}
-		c.notConverted(b, args.keyNode(k), args.field(k), "%s", why)
-	}
+		if w, ok := nniSettingWhy[k]; ok {
+			why = w
+		}
+		return why
+	})
 	// What trialform's tuners need that NNI defaults.
 	switch b.labels[0] {
 	case "hyperband":
@@ -380,9 +377,26 @@ func (c *conv) nniAssessor(o *obj, exp *block) (*block, string) {
 		return nil, ""
 	}
 	b := newBlock("assessor", name)
-	goal := ""
-	args := a.sub("classArgs")
 	settings := map[string]string{"start_step": "start_step", "epoch_num": "epoch_num", "threshold": "threshold", "gap": "gap"}
+	goal := c.nniClassArgs(a.sub("classArgs"), b, func(k string, n *yaml.Node) string {
+		if to, ok := settings[k]; ok && assessorSettingOK(name, to) {
+			b.set(to, c.goValue(n))
+			return ""
+		}
+		return fmt.Sprintf("the %s assessor has no such setting", name)
+	})
+	if name == "curvefitting" && !b.has("epoch_num") {
+		c.failf(a.node, "assessor Curvefitting needs classArgs.epoch_num (the step count of a full trial)")
+	}
+	a.done(b, nil)
+	return b, goal
+}
+
+// nniClassArgs converts a tuner's or assessor's classArgs into b:
+// optimize_mode is returned as the goal, every other key goes to setting,
+// which sets it on b and returns "" or returns why it is not converted.
+func (c *conv) nniClassArgs(args *obj, b *block, setting func(k string, n *yaml.Node) string) string {
+	goal := ""
 	for _, k := range args.keys {
 		n := args.take(k)
 		if n == nil {
@@ -392,17 +406,11 @@ func (c *conv) nniAssessor(o *obj, exp *block) (*block, string) {
 			goal = c.goalFrom(n, args.field(k))
 			continue
 		}
-		if to, ok := settings[k]; ok && assessorSettingOK(name, to) {
-			b.set(to, c.goValue(n))
-			continue
+		if why := setting(k, n); why != "" {
+			c.notConverted(b, args.keyNode(k), args.field(k), "%s", why)
 		}
-		c.notConverted(b, args.keyNode(k), args.field(k), "the %s assessor has no such setting", name)
 	}
-	if name == "curvefitting" && !b.has("epoch_num") {
-		c.failf(a.node, "assessor Curvefitting needs classArgs.epoch_num (the step count of a full trial)")
-	}
-	a.done(b, nil)
-	return b, goal
+	return goal
 }
 
 // ---- platforms ----
@@ -421,22 +429,12 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 	var plats []*block
 	switch kind {
 	case "local":
-		if s, ok := t.str("codeDir"); ok {
-			trial.set("code_dir", c.rebase(s))
-		}
-		if n, ok := t.integer("gpuNum", 0); ok && n > 0 {
-			trial.set("gpus", n)
-		}
+		c.nniTrialResources(t, trial)
 		if p := c.nniLocal(o.sub("localConfig")); p != nil {
 			plats = append(plats, p)
 		}
 	case "remote":
-		if s, ok := t.str("codeDir"); ok {
-			trial.set("code_dir", c.rebase(s))
-		}
-		if n, ok := t.integer("gpuNum", 0); ok && n > 0 {
-			trial.set("gpus", n)
-		}
+		c.nniTrialResources(t, trial)
 		p := newBlock("platform", "remote", "default")
 		rc := o.sub("remoteConfig")
 		rc.done(p, map[string]string{"reuse": nniReasons["reuseMode"]})
@@ -456,24 +454,15 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 		p := newBlock("platform", "adaptdl", "default")
 		c.nniAdl(p, t, trial)
 		plats = append(plats, p)
-	case "pai", "openpai":
-		p := c.unsupported("openpai", o.keyNode("trainingServicePlatform"))
-		c.nniTrialResources(p, t, trial)
-		pc := o.sub("paiConfig")
-		c.genericPlatform(pc, p, vs, "openpai")
-		c.genericPlatform(t, p, vs, "openpai", "codeDir")
-		plats = append(plats, p)
-	case "dlts":
-		p := c.unsupported("dlts", o.keyNode("trainingServicePlatform"))
-		c.nniTrialResources(p, t, trial)
-		c.genericPlatform(o.sub("dltsConfig"), p, vs, "dlts")
-		c.genericPlatform(t, p, vs, "dlts", "codeDir")
-		plats = append(plats, p)
-	case "aml":
-		p := c.unsupported("aml", o.keyNode("trainingServicePlatform"))
-		c.nniTrialResources(p, t, trial)
-		c.genericPlatform(o.sub("amlConfig"), p, vs, "aml")
-		c.genericPlatform(t, p, vs, "aml", "codeDir")
+	case "pai", "openpai", "dlts", "aml":
+		name, cfg := kind, kind+"Config"
+		if kind == "pai" || kind == "openpai" {
+			name, cfg = "openpai", "paiConfig"
+		}
+		p := c.unsupported(name, o.keyNode("trainingServicePlatform"))
+		c.nniTrialResources(t, trial)
+		c.genericPlatform(o.sub(cfg), p, vs, name)
+		c.genericPlatform(t, p, vs, name, "codeDir")
 		plats = append(plats, p)
 	case "hybrid":
 		c.failf(o.keyNode("trainingServicePlatform"), "trainingServicePlatform: hybrid: trialform runs an experiment on one platform; convert the v2 form (trainingService: a list) or pick one platform")
@@ -499,9 +488,9 @@ func (c *conv) unsupported(kind string, n *yaml.Node) *block {
 	return p
 }
 
-// nniTrialResources takes v1 trial.gpuNum, cpuNum, memoryMB, image into
-// a generic platform block.
-func (c *conv) nniTrialResources(p *block, t *obj, trial *block) {
+// nniTrialResources takes v1 trial.codeDir and trial.gpuNum into the
+// trial block.
+func (c *conv) nniTrialResources(t *obj, trial *block) {
 	if s, ok := t.str("codeDir"); ok {
 		trial.set("code_dir", c.rebase(s))
 	}
@@ -510,18 +499,24 @@ func (c *conv) nniTrialResources(p *block, t *obj, trial *block) {
 	}
 }
 
+// nniGPUs takes a local or remote machine's gpuIndices and
+// maxTrialNumberPerGpu (v1 maxTrialNumPerGpu) into b.
+func (c *conv) nniGPUs(o *obj, b *block) {
+	if k := o.pick("gpuIndices"); k != "" {
+		if idx := c.gpuIndices(o, k); idx != nil {
+			b.set("gpu_indices", idx)
+		}
+	}
+	if k := o.pick("maxTrialNumberPerGpu", "maxTrialNumPerGpu"); k != "" {
+		if n, ok := o.integer(k, 1); ok {
+			b.set("max_trials_per_gpu", n)
+		}
+	}
+}
+
 func (c *conv) nniLocal(lc *obj) *block {
 	p := newBlock("platform", "local", "default")
-	if k := lc.pick("gpuIndices"); k != "" {
-		if idx := c.gpuIndices(lc, k); idx != nil {
-			p.set("gpu_indices", idx)
-		}
-	}
-	if k := lc.pick("maxTrialNumberPerGpu", "maxTrialNumPerGpu"); k != "" {
-		if n, ok := lc.integer(k, 1); ok {
-			p.set("max_trials_per_gpu", n)
-		}
-	}
+	c.nniGPUs(lc, p)
 	lc.done(p, nniReasons)
 	if len(p.items) == 0 {
 		return nil
@@ -577,16 +572,7 @@ func (c *conv) nniMachines(p *block, o *obj, key string, vs *vars) {
 			m.take(k)
 			mb.raw("password", c.secret(vs, mb, m.keyNode(k), m.field(k), fmt.Sprintf("remote_password_%d", i+1)))
 		}
-		if k := m.pick("gpuIndices"); k != "" {
-			if idx := c.gpuIndices(m, k); idx != nil {
-				mb.set("gpu_indices", idx)
-			}
-		}
-		if k := m.pick("maxTrialNumberPerGpu", "maxTrialNumPerGpu"); k != "" {
-			if n, ok := m.integer(k, 1); ok {
-				mb.set("max_trials_per_gpu", n)
-			}
-		}
+		c.nniGPUs(m, mb)
 		if s, ok := m.str("pythonPath"); ok {
 			mb.set("python_path", s)
 		}

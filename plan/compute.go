@@ -571,7 +571,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		for i := range seqs {
 			seqs[i] = cur.NextSeq + i
 		}
-		params, err := suggest(cfg, cur, ep.Generation, seqs, curves)
+		params, notes, err := suggest(cfg, cur, ep.Generation, seqs, curves)
 		var wait *tuner.WaitError
 		if errors.As(err, &wait) {
 			// The tuner can only propose the first wait.Ready now.
@@ -586,10 +586,15 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			return nil, err
 		}
 		for i, seq := range seqs {
-			ep.Trials = append(ep.Trials, &TrialAction{
+			ta := &TrialAction{
 				Action: Create, Experiment: cfg.Name, TrialID: TrialID(seq), Seq: seq, ParameterID: seq,
 				Generation: ep.Generation, Params: params[i], Command: renderCommand(cfg, params[i]),
-			})
+			}
+			if i < len(notes) && notes[i].RepeatOf > 0 {
+				ta.RepeatOf = notes[i].RepeatOf
+				ta.Reason = fmt.Sprintf("repeat_of %s: %s", TrialID(notes[i].RepeatOf), notes[i].Why)
+			}
+			ep.Trials = append(ep.Trials, ta)
 		}
 	}
 	finish(ep)
@@ -666,10 +671,12 @@ func renderCommand(cfg *schema.Experiment, params map[string]any) string {
 
 // suggest asks the experiment's tuner for the parameters of seqs, with the
 // history of every trial whose parameters still fit the space.
-func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int, curves map[string][]float64) ([]map[string]any, error) {
+// A tuner that explains its suggestions (tuner.Explainer) also gives a
+// note per suggestion.
+func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int, curves map[string][]float64) ([]map[string]any, []tuner.Note, error) {
 	tn, err := tuner.New(cfg.Tuner.Name, cfg.Tuner.Settings, cfg.SearchSpace.Space)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var hist []tuner.Observation
 	for _, t := range cur.SortedTrials() {
@@ -692,35 +699,42 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int,
 		}
 		hist = append(hist, o)
 	}
-	out, err := tn.Suggest(tuner.Request{
+	req := tuner.Request{
 		Space: cfg.SearchSpace.Space, Goal: tuner.Goal(cfg.Objective.Goal), Seed: cfg.Tuner.Seed,
 		History: hist, Seqs: seqs, Settings: cfg.Tuner.Settings,
-	})
+	}
+	var out []space.Params
+	var notes []tuner.Note
+	if ex, ok := tn.(tuner.Explainer); ok {
+		out, notes, err = ex.SuggestNotes(req)
+	} else {
+		out, err = tn.Suggest(req)
+	}
 	var wait *tuner.WaitError
 	if errors.As(err, &wait) {
 		if wait.Ready > len(out) || wait.Ready > len(seqs) {
-			return nil, fmt.Errorf("tuner %s: %d suggestions ready of %d returned", cfg.Tuner.Name, wait.Ready, len(out))
+			return nil, nil, fmt.Errorf("tuner %s: %d suggestions ready of %d returned", cfg.Tuner.Name, wait.Ready, len(out))
 		}
 		res := make([]map[string]any, wait.Ready)
 		for i := range res {
 			res[i] = map[string]any(out[i])
 		}
-		return res, err
+		return res, nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tuner %s: %w", cfg.Tuner.Name, err)
+		return nil, nil, fmt.Errorf("tuner %s: %w", cfg.Tuner.Name, err)
 	}
 	if len(out) != len(seqs) {
-		return nil, fmt.Errorf("tuner %s returned %d suggestions for %d trials", cfg.Tuner.Name, len(out), len(seqs))
+		return nil, nil, fmt.Errorf("tuner %s returned %d suggestions for %d trials", cfg.Tuner.Name, len(out), len(seqs))
 	}
 	res := make([]map[string]any, len(out))
 	for i, p := range out {
 		if err := checkSuggestion(cfg.SearchSpace.Space, p); err != nil {
-			return nil, fmt.Errorf("tuner %s: %w", cfg.Tuner.Name, err)
+			return nil, nil, fmt.Errorf("tuner %s: %w", cfg.Tuner.Name, err)
 		}
 		res[i] = map[string]any(p)
 	}
-	return res, nil
+	return res, notes, nil
 }
 
 func settingChanges(cur *state.Experiment, cfg *schema.Experiment) []Change {

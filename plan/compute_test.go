@@ -464,3 +464,76 @@ func TestTunerWaits(t *testing.T) {
 		t.Fatalf("promoted trial params %v, want trial 8's x with budget 3", a.Params)
 	}
 }
+
+// Issue 11, bug 15: start and end come from the platform's clock; apply's
+// own later stamp of the start never makes a duration negative.
+func TestObserveOneClock(t *testing.T) {
+	cfg := testConfig()
+	zero := 0
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running))
+	cliStart := t0.Add(2 * time.Second) // stamped after Start returned
+	for _, tr := range st.Experiments["exp"].Trials {
+		s := cliStart
+		tr.StartedAt = &s
+	}
+	pStart, pEnd := t0, t0.Add(time.Second)
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, StartedAt: &pStart, EndedAt: &pEnd},
+		"t0001": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, EndedAt: &pEnd}, // no start known
+	}}}
+	Observe(st, obs, t0.Add(3*time.Second))
+	tr := st.Experiments["exp"].Trials
+	if a := tr["t0000"]; !a.StartedAt.Equal(pStart) || !a.EndedAt.Equal(pEnd) {
+		t.Errorf("t0000 started %v ended %v, want the platform's %v %v", a.StartedAt, a.EndedAt, pStart, pEnd)
+	}
+	if b := tr["t0001"]; b.EndedAt.Before(*b.StartedAt) {
+		t.Errorf("t0001 ended %v before it started %v", b.EndedAt, b.StartedAt)
+	}
+}
+
+// Refresh keeps at most providers.MaxIntermediate intermediate results per
+// trial, on every platform; final results are always kept.
+func TestObserveCapsIntermediate(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running))
+	st.Experiments["exp"].Trials["t0000"].Intermediate = providers.MaxIntermediate - 1
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseRunning, Metrics: []providers.Metric{
+			{Type: "PERIODICAL", Sequence: 1, Value: "0.1"}, {Type: "PERIODICAL", Sequence: 2, Value: "0.2"}, {Type: "FINAL", Value: "0.3"}}},
+	}}}
+	_, batches := Observe(st, obs, t0)
+	tr := st.Experiments["exp"].Trials["t0000"]
+	if tr.Intermediate != providers.MaxIntermediate || len(batches) != 1 || len(batches[0].Points) != 2 || *tr.Value != 0.3 {
+		t.Fatalf("intermediate %d, batches %+v", tr.Intermediate, batches)
+	}
+}
+
+// TestMetisRepeatOf: a metis experiment whose history has a result out of
+// line with the others plans a new trial with that trial's parameters and
+// a repeat_of note; the human view shows the note.
+func TestMetisRepeatOf(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.MaxTrials, e.Concurrency = 30, 2
+		e.Tuner = schema.TunerSpec{Name: "metis", Seed: 1}
+	})
+	var trials []*state.Trial
+	for i := 0; i < 16; i++ {
+		x := float64(i) / 15
+		tr := trial(i, state.Succeeded, -(x-0.3)*(x-0.3))
+		tr.Params["x"] = x
+		trials = append(trials, tr)
+	}
+	*trials[9].Value += 0.5 // maximize: trial 9 looks far too good
+	p := compute(t, cfg, applied(cfg, trials...), t0, Options{})
+	ep := p.Experiments[0]
+	if len(ep.Trials) != 2 {
+		t.Fatalf("actions = %q", actions(p))
+	}
+	rep, other := ep.Trials[0], ep.Trials[1]
+	if rep.RepeatOf != 9 || !reflect.DeepEqual(rep.Params, trials[9].Params) || !strings.Contains(rep.Reason, "repeat_of "+TrialID(9)) {
+		t.Fatalf("first create %+v, want a repeat of trial 9 (%v)", rep, trials[9].Params)
+	}
+	if other.RepeatOf != 0 || other.Reason != "" {
+		t.Fatalf("second create %+v is not a repeat", other)
+	}
+}

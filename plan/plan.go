@@ -168,6 +168,10 @@ type TrialAction struct {
 	Command string `json:"command,omitempty"`
 	// Reason says why (display only, never drives apply).
 	Reason string `json:"reason,omitempty"`
+	// RepeatOf is, for a create, the sequence number of the trial whose
+	// parameters it runs again (the metis tuner re-runs a result that looks
+	// like an outlier); display only: the new trial is an ordinary trial.
+	RepeatOf int `json:"repeat_of,omitempty"`
 	// Cause classifies a teardown (one of the Cause constants), for
 	// policies such as watch's -allow-destroy; apply ignores it.
 	Cause string `json:"cause,omitempty"`

@@ -50,6 +50,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 	type job struct {
 		exp      string
 		on       string // the experiment's name on its platform
+		expID    string
 		trial    *state.Trial
 		prov     providers.Provider
 		platform string
@@ -86,7 +87,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 				if state.Terminal(t.Status) || t.Status == state.Paused {
 					continue // a PAUSED trial was stopped on purpose: its end is not news
 				}
-				jobs = append(jobs, job{name, e.OnPlatform(), t, prov, platform})
+				jobs = append(jobs, job{name, e.OnPlatform(), e.ID, t, prov, platform})
 			}
 		}
 		if l, ok := prov.(providers.Lister); ok {
@@ -146,6 +147,13 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 				// status and results are not this trial's.
 				obs.Warnings = append(obs.Warnings, fmt.Sprintf("trial %s/%s on %s belongs to another state (lineage %s), not to this one: its status and results are not read; adopt it with `trialform import %s %s`, or remove it",
 					j.exp, j.trial.ID, j.platform, o.Lineage, j.exp, j.trial.ID))
+				o = providers.Observation{TrialID: o.TrialID, Experiment: o.Experiment}
+			} else if want := (providers.Owner{ExperimentID: j.expID, Generation: j.trial.Generation, ParamsDigest: providers.ParamsDigest(j.trial.Params)}); o.Exists && want.Mismatch(o.Owner) != "" {
+				// The same id, but started for another instance of the
+				// experiment (destroyed and created again), generation or
+				// parameters: not this trial either.
+				obs.Warnings = append(obs.Warnings, fmt.Sprintf("trial %s/%s on %s was started for %s, not for this trial: its status and results are not read; adopt it with `trialform import %s %s`, or remove it",
+					j.exp, j.trial.ID, j.platform, want.Mismatch(o.Owner), j.exp, j.trial.ID))
 				o = providers.Observation{TrialID: o.TrialID, Experiment: o.Experiment}
 			}
 			if obs.Trials[j.exp] == nil {
@@ -213,8 +221,11 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 	if o.MetricsOffset != nil {
 		t.MetricsOffset = o.MetricsOffset
 	}
-	if o.StartedAt != nil && t.StartedAt == nil {
-		s := *o.StartedAt
+	// Start and end come from the platform's clock, which saw both
+	// (apply's own stamp of the start is only a placeholder until then):
+	// two clocks would give negative durations to short trials.
+	if o.StartedAt != nil {
+		s := o.StartedAt.UTC()
 		t.StartedAt = &s
 	}
 	var pts []state.MetricPoint
@@ -223,6 +234,9 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		if m.Garbage != "" {
 			garbage = append(garbage, m.Garbage)
 			continue
+		}
+		if m.Type != "FINAL" && t.Intermediate >= providers.MaxIntermediate {
+			continue // the cap per trial, whatever the platform kept
 		}
 		pts = append(pts, state.MetricPoint{Type: m.Type, Sequence: m.Sequence, Value: json.RawMessage(m.Value), Time: now.UTC()})
 		switch m.Type {
@@ -238,6 +252,8 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 			if ok {
 				vv := v
 				t.Value = &vv
+			} else if why := trialproto.MissingObjective(m.Value, e.Metric); why != "" {
+				garbage = append(garbage, why)
 			}
 		default:
 			t.Intermediate++
@@ -259,6 +275,9 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		if o.EndedAt != nil {
 			end = o.EndedAt.UTC()
 		}
+		if t.StartedAt != nil && end.Before(*t.StartedAt) {
+			end = *t.StartedAt // never a negative duration
+		}
 		t.EndedAt = &end
 		if o.ExitCode != nil {
 			c := *o.ExitCode
@@ -271,9 +290,14 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 				t.Reason = ""
 			} else {
 				t.Status = state.Failed
-				t.Reason = "metrics unavailable: exited 0 without reporting " + quoteMetric(e.Metric)
-				if len(garbage) > 0 {
-					t.Reason += "; unreadable metrics: " + strings.Join(limit(garbage, 3), "; ")
+				switch {
+				case len(garbage) > 0:
+					t.Reason = "metrics unavailable: " + strings.Join(limit(garbage, 3), "; ")
+				case strings.HasPrefix(t.Reason, unreadablePrefix):
+					// Reported while it ran (an earlier refresh).
+					t.Reason = "metrics unavailable: " + strings.TrimPrefix(t.Reason, unreadablePrefix)
+				default:
+					t.Reason = "metrics unavailable: exited 0 without reporting " + quoteMetric(e.Metric)
 				}
 			}
 		case providers.PhaseFailed:
@@ -285,9 +309,29 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		}
 	}
 	if len(garbage) > 0 && !state.Terminal(t.Status) {
-		t.Reason = "unreadable metrics: " + strings.Join(limit(garbage, 3), "; ")
+		t.Reason = unreadablePrefix + strings.Join(limit(garbage, 3), "; ")
+	}
+	// The platform's note (a limit it hit) replaces the reason of a
+	// trial that has no other, and is added to a failure's once.
+	switch {
+	case o.Note == "":
+	case (t.Status == state.Running || t.Status == state.Succeeded) && len(garbage) == 0:
+		t.Reason = o.Note
+	case o.Phase.Ended() && !strings.Contains(t.Reason, o.Note):
+		t.Reason = joinReason(t.Reason, o.Note)
 	}
 	return pts
+}
+
+// unreadablePrefix starts the reason of a running trial that reported
+// metrics trialform could not use.
+const unreadablePrefix = "unreadable metrics: "
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 func quoteMetric(m string) string {

@@ -12,7 +12,7 @@ import (
 func StartRequest(cfg *schema.Experiment, e *state.Experiment, t *state.Trial, resume bool) (providers.StartRequest, error) {
 	req := providers.StartRequest{
 		Experiment: e.OnPlatform(), ExperimentID: e.ID, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
-		Params: t.Params, Env: cfg.Trial.Env, CodeDir: cfg.Trial.CodeDir, MaxDuration: cfg.Trial.MaxDuration,
+		Params: t.Params, Generation: t.Generation, Env: cfg.Trial.Env, CodeDir: cfg.Trial.CodeDir, MaxDuration: cfg.Trial.MaxDuration,
 		GPUs: cfg.Trial.GPUs, MetricRegex: cfg.Trial.MetricRegex, Resume: resume,
 		Handle: providers.Handle(t.Handle),
 	}

@@ -73,6 +73,10 @@ type ImportRequest struct {
 	Experiment string
 	TrialID    string
 	Lineage    string // the adopting state's lineage
+	// ExperimentID and Generation re-own the trial to the adopting
+	// experiment instance and generation as well ("" and 0 leave them).
+	ExperimentID string
+	Generation   int
 }
 
 // Imported is what Import found of the trial.
@@ -80,8 +84,11 @@ type Imported struct {
 	Seq         int
 	ParameterID int
 	Params      map[string]any
-	// PreviousLineage is the ownership marker the objects had before.
+	// PreviousLineage is the ownership marker the objects had before
+	// (Previous has all of it: give the trial back with an ImportRequest
+	// naming those).
 	PreviousLineage string
+	Previous        Owner
 	// Observation is the trial as Read would see it (metrics not read:
 	// refresh collects them from the start).
 	Observation Observation
@@ -103,6 +110,14 @@ type SpecDiffer interface {
 // once (16 otherwise).
 type ReadParallelism interface {
 	ReadParallelism() int
+}
+
+// Locator is implemented by providers whose trials run somewhere a person
+// wants named when a trial starts: the machine, the pod, the job id.
+type Locator interface {
+	// Location is where the trial with handle h runs, as a person reads
+	// it ("10.0.0.5:22"); "" when there is nothing to say.
+	Location(h Handle) string
 }
 
 // LogStreamer is implemented by providers that can show a trial's output.
@@ -163,6 +178,7 @@ type StartRequest struct {
 	MetricRegex string
 	Resume      bool   // a resume of a lost trial: same id, same output dir
 	Lineage     string // lineage of the owning state, recorded as ownership marker
+	Generation  int    // the trial's generation, recorded with the lineage (0 = unknown)
 	Handle      Handle // the handle from state, if any (adopt hint)
 }
 
@@ -230,9 +246,15 @@ type Observation struct {
 	MetricsOffset map[string]int64
 	// Lineage is the ownership marker the trial was started with.
 	Lineage string
+	// Owner is the whole ownership marker (Lineage included) as far as
+	// the platform records it; zero fields are unknown.
+	Owner Owner
 	// Spec is the canonical rendering of the live object's spec, for
 	// providers that are SpecDiffers ("" when not known).
 	Spec string
+	// Note is what the platform says of the trial's output beside its
+	// phase: a limit it hit (MaxIntermediate, the stdout size cap).
+	Note string
 }
 
 // Metric is one reported result, as the NNI trial library reports it.
@@ -247,6 +269,12 @@ type Metric struct {
 	// decoded; it holds a short description of what was wrong.
 	Garbage string
 }
+
+// MaxIntermediate is how many intermediate results (PERIODICAL metrics)
+// trialform keeps per trial; a platform drops the ones past it (final
+// results are always kept) and says so in Observation.Note. It bounds the
+// memory and disk a trial that reports millions of values costs.
+const MaxIntermediate = 100_000
 
 // Error classes.
 var (

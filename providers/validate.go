@@ -36,15 +36,3 @@ func (req StartRequest) Validate() error {
 	}
 	return nil
 }
-
-// CheckLineage refuses to adopt a trial that another trialform state
-// started (what is its lineage ownership marker, owner the lineage found
-// on it): its parameters and results are that state's. Empty lineages
-// (objects from before lineages, tests) match anything.
-func CheckLineage(what string, req StartRequest, owner string) error {
-	if owner == "" || req.Lineage == "" || owner == req.Lineage {
-		return nil
-	}
-	return Permanent(fmt.Errorf("%s already holds trial %s/%s of another trialform state (lineage %s): adopt it with `trialform import %s %s`, remove it, or use another experiment name",
-		what, req.Experiment, req.TrialID, owner, req.Experiment, req.TrialID))
-}

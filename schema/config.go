@@ -24,20 +24,23 @@ type Config struct {
 	Moved []*Moved
 }
 
-// Platform is a platform "KIND" "NAME" block. Attributes other than the
-// common ones stay as evaluated cty values in Attrs so each provider package
-// decodes its own settings.
+// Platform is a platform "KIND" "NAME" block, decoded through the platform
+// registry (LoadOptions.Platforms).
 type Platform struct {
 	Kind string
 	Name string
-	// Local platform settings (kind "local").
-	GPUIndices      []int // nil = no GPU scheduling
-	MaxTrialsPerGPU int   // default 1
-	// Remote holds the checked settings of a "remote" platform.
-	Remote *RemotePlatform
-	// Attrs holds every attribute of the block, evaluated, by name
-	// (including the local ones above), for other kinds' providers.
-	Attrs     map[string]any
+	// Config is the kind's configuration struct (what its registry.Kind's
+	// Config returned), decoded and checked; nil for a kind not implemented
+	// yet, and for the implicit local.default (the kind's defaults).
+	Config any
+	// Attrs holds every attribute of the block, evaluated, by name (nested
+	// blocks as []map[string]any, labels under "_labels"): what
+	// platform.KIND.NAME shows, and a fingerprint of the block.
+	Attrs map[string]any
+	// Secrets are the values in the block that come from sensitive
+	// variables (a remote machine's password), for output that must not
+	// show them.
+	Secrets   []string
 	DeclRange hcl.Range
 }
 

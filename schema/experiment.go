@@ -3,12 +3,14 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -343,6 +345,12 @@ func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
 			dir = filepath.Clean(dir)
 			fi, err := os.Stat(dir)
 			switch {
+			case errors.Is(err, syscall.ELOOP):
+				l.errorf(a.Expr.Range().Ptr(), "Invalid code directory",
+					"code_dir %q (%s) is a symbolic link loop: a link in the path points, directly or through other links, back to itself. Point the link at a real directory.", s, dir)
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
+				l.errorf(a.Expr.Range().Ptr(), "Unreadable code directory",
+					"code_dir %q (%s) cannot be read: %v.", s, dir, errors.Unwrap(err))
 			case err != nil:
 				l.errorf(a.Expr.Range().Ptr(), "Missing code directory",
 					"code_dir %q does not exist (looked for %s). Create it or fix the path; a relative code_dir is relative to the configuration directory.", s, dir)

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -14,13 +15,12 @@ import (
 var nniTuners = map[string]string{
 	"TPE": "tpe", "Random": "random", "Anneal": "anneal", "Evolution": "evolution",
 	"GridSearch": "grid", "BatchTuner": "batch", "Hyperband": "hyperband", "BOHB": "bohb", "PBTTuner": "pbt",
+	"GP": "gp", "GPTuner": "gp", "SMAC": "smac", "Metis": "metis", "MetisTuner": "metis",
 }
 
 // nniMissingTuners are NNI tuners trialform does not have, with the
 // nearest one it has.
-var nniMissingTuners = map[string]string{
-	"GP": "auto", "GPTuner": "auto", "SMAC": "tpe", "Metis": "auto", "MetisTuner": "auto", "DNGO": "auto", "DNGOTuner": "auto",
-}
+var nniMissingTuners = map[string]string{"DNGO": "gp", "DNGOTuner": "gp"}
 
 // nniAssessors maps NNI's builtin assessor names to trialform's.
 var nniAssessors = map[string]string{"MedianStop": "medianstop", "Curvefitting": "curvefitting"}
@@ -41,7 +41,7 @@ func nniTunerHint(name string) string {
 		return fmt.Sprintf(" NNI's %q tuner is trialform's %q: tuner %q { }.", k, v, v)
 	}
 	if k, v, ok := foreignName(nniMissingTuners, name); ok {
-		return fmt.Sprintf(" NNI's %q tuner is not in trialform (yet); %q is the nearest it has.", k, v)
+		return fmt.Sprintf(" NNI's %q tuner is not available in trialform; %q (Bayesian optimisation with a Gaussian process) is the nearest it has: tuner %q { }.", k, v, v)
 	}
 	return ""
 }
@@ -68,21 +68,30 @@ func (l *loader) checkOptimizeMode(a *hcl.Attribute) bool {
 	return true
 }
 
-// NotYetPlatformKinds are platform kinds the language declares that
-// trialform does not run yet: validate warns, plan and apply refuse them.
-var NotYetPlatformKinds = []string{"openpai", "dlc", "aml", "dlts"}
-
-// warnNotYet warns about a platform block of a kind not supported yet.
+// warnNotYet warns about a platform block of a kind the registry declares
+// but trialform does not run yet: validate warns, plan and apply refuse it.
 func (l *loader) warnNotYet(b *hcl.Block) {
-	for _, k := range NotYetPlatformKinds {
-		if b.Labels[0] == k {
-			l.diags = append(l.diags, &hcl.Diagnostic{
-				Severity: hcl.DiagWarning,
-				Summary:  "Platform not supported yet",
-				Detail: fmt.Sprintf("trialform does not run %q platforms yet: validate accepts this block, but plan and apply refuse an experiment on it. "+
-					"Use platform \"local\", \"remote\", \"kubernetes\", \"kubeflow\", \"adaptdl\" or \"frameworkcontroller\" (see the status table in README.md).", k),
-				Subject: b.LabelRanges[0].Ptr(),
-			})
-		}
+	k := l.platforms.Lookup(b.Labels[0])
+	if k == nil || k.Implemented() {
+		return
 	}
+	l.diags = append(l.diags, &hcl.Diagnostic{
+		Severity: hcl.DiagWarning,
+		Summary:  "Platform not supported yet",
+		Detail: fmt.Sprintf("trialform does not run %q platforms yet: validate accepts this block, but plan and apply refuse an experiment on it. "+
+			"Use platform %s (see the status table in README.md).", k.Name, quotedOr(l.platforms.ImplementedNames())),
+		Subject: b.LabelRanges[0].Ptr(),
+	})
+}
+
+// quotedOr is `"a", "b" or "c"`.
+func quotedOr(s []string) string {
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = strconv.Quote(x)
+	}
+	if len(q) < 2 {
+		return strings.Join(q, "")
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }

@@ -22,10 +22,13 @@ func TestNNINames(t *testing.T) {
 		{`tuner "Hyperband" {}`, `trialform's "hyperband"`},
 		{`tuner "BOHB" {}`, `trialform's "bohb"`},
 		{`tuner "PBTTuner" {}`, `trialform's "pbt"`},
-		{`tuner "SMAC" {}`, `NNI's "SMAC" tuner is not in trialform (yet); "tpe" is the nearest it has.`},
-		{`tuner "GP" {}`, `NNI's "GP" tuner is not in trialform (yet)`},
-		{`tuner "Metis" {}`, `NNI's "Metis" tuner is not in trialform (yet)`},
-		{`tuner "DNGO" {}`, `NNI's "DNGO" tuner is not in trialform (yet)`},
+		{`tuner "SMAC" {}`, `NNI's "SMAC" tuner is trialform's "smac": tuner "smac" { }.`},
+		{`tuner "GP" {}`, `NNI's "GP" tuner is trialform's "gp"`},
+		{`tuner "GPTuner" {}`, `NNI's "GPTuner" tuner is trialform's "gp"`},
+		{`tuner "Metis" {}`, `NNI's "Metis" tuner is trialform's "metis"`},
+		{`tuner "MetisTuner" {}`, `trialform's "metis"`},
+		{`tuner "DNGO" {}`, `NNI's "DNGO" tuner is not available in trialform; "gp" (Bayesian optimisation with a Gaussian process) is the nearest it has: tuner "gp" { }.`},
+		{`tuner "DNGOTuner" {}`, `NNI's "DNGOTuner" tuner is not available in trialform`},
 		{"tuner \"random\" {}\n  assessor \"MedianStop\" {}", `NNI's "MedianStop" assessor is trialform's "medianstop"`},
 		{"tuner \"random\" {}\n  assessor \"Curvefitting\" { epoch_num = 10 }", `NNI's "Curvefitting" assessor is trialform's "curvefitting"`},
 		{"tuner \"tpe\" {\n    optimize_mode = \"minimize\"\n  }", `optimize_mode is NNI's classArgs setting; in trialform the direction belongs to the experiment: objective { goal = "minimize" }`},
@@ -35,7 +38,7 @@ func TestNNINames(t *testing.T) {
 		src := strings.Replace(minimalExperiment, `tuner "random" {}`, tt.block, 1)
 		src = strings.Replace(src, "    env     = local.env\n", "", 1)
 		dir := writeConfig(t, map[string]string{"main.hcl": src})
-		_, diags := Load(dir, LoadOptions{})
+		_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
 		var all []string
 		found := false
 		for _, d := range diags {
@@ -53,12 +56,12 @@ func TestNNINames(t *testing.T) {
 // A platform trialform declares but does not run validates with a
 // warning that says so.
 func TestNotYetPlatformWarns(t *testing.T) {
-	for _, kind := range NotYetPlatformKinds {
+	for _, kind := range []string{"openpai", "dlc", "aml", "dlts"} {
 		src := "platform \"" + kind + "\" \"x\" {\n  region = \"r\"\n}\n" +
 			strings.Replace(strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform."+kind+".x", 1),
 				"    env     = local.env\n", "", 1)
 		dir := writeConfig(t, map[string]string{"main.hcl": src})
-		cfg, diags := Load(dir, LoadOptions{})
+		cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
 		if diags.HasErrors() {
 			t.Fatalf("%s: %v", kind, diags)
 		}

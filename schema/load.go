@@ -13,6 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/trialform/trialform/internal/fsread"
+	"github.com/trialform/trialform/providers/registry"
 )
 
 // LoadOptions are the variable values given from outside the files.
@@ -20,6 +21,9 @@ type LoadOptions struct {
 	Vars     []string // "-var name=value" in command-line order
 	VarFiles []string // "-var-file" paths in order (HCL syntax, like terraform.tfvars)
 	Environ  []string // os.Environ(); TRIALFORM_VAR_name=value are read from it
+	// Platforms is the platform registry (providers/platforms.Registry()):
+	// the kinds platform blocks may name and how each is decoded.
+	Platforms *registry.Registry
 }
 
 // EnvPrefix starts the environment variables that set input variables.
@@ -38,6 +42,11 @@ const EnvPrefix = "TRIALFORM_VAR_"
 // within dir ("main.hcl"), as Terraform does; -var-files by the path given.
 func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	l := newLoader(dir)
+	l.platforms = opts.Platforms
+	if l.platforms == nil {
+		l.errorf(nil, "No platform registry", "schema.Load needs LoadOptions.Platforms (providers/platforms.Registry()); this is a bug in the caller.")
+		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
+	}
 	l.load(opts)
 	if l.diags.HasErrors() {
 		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
@@ -67,6 +76,7 @@ func (c *Config) HCLFiles() map[string]*hcl.File {
 type loader struct {
 	tunerParams []string // params the experiment's tuner adds, usable in templates
 	dir         string   // as given, for messages
+	platforms   *registry.Registry
 	cfg         *Config
 	diags       hcl.Diagnostics
 	files       []string // config file display names in order
@@ -157,18 +167,6 @@ var rootSchema = &hcl.BodySchema{
 	},
 }
 
-// PlatformKinds are the known platform kinds.
-var PlatformKinds = []string{"local", "remote", "kubernetes", "kubeflow", "adaptdl", "frameworkcontroller", "openpai", "dlc", "aml", "dlts"}
-
-func knownPlatformKind(k string) bool {
-	for _, x := range PlatformKinds {
-		if x == k {
-			return true
-		}
-	}
-	return false
-}
-
 func (l *loader) load(opts LoadOptions) {
 	if !l.parseDir() {
 		return
@@ -191,7 +189,7 @@ func (l *loader) load(opts LoadOptions) {
 	l.decodeVariables(opts)
 	if _, ok := l.platDecls["local.default"]; !ok {
 		first := hcl.Range{Filename: l.files[0], Start: hcl.InitialPos, End: hcl.InitialPos}
-		p := &Platform{Kind: "local", Name: "default", MaxTrialsPerGPU: 1, Attrs: map[string]any{}, DeclRange: first}
+		p := &Platform{Kind: "local", Name: "default", Attrs: map[string]any{}, DeclRange: first}
 		l.cfg.Platforms[p.Key()] = p
 		l.platVals[p.Key()] = platformValue(p, nil)
 	}
@@ -275,10 +273,11 @@ func (l *loader) declare(b *hcl.Block) {
 		}
 	case "platform":
 		kind, name := b.Labels[0], b.Labels[1]
-		if !knownPlatformKind(kind) {
+		if l.platforms.Lookup(kind) == nil {
+			known := l.platforms.Names()
 			l.errorf(&b.LabelRanges[0], "Unknown platform kind",
-				"Unknown platform kind %q; known kinds: %s.%s", kind, strings.Join(PlatformKinds, ", "),
-				didYouMean(kind, PlatformKinds, "%q"))
+				"Unknown platform kind %q; known kinds: %s.%s", kind, strings.Join(known, ", "),
+				didYouMean(kind, known, "%q"))
 			return
 		}
 		l.warnNotYet(b)

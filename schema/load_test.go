@@ -10,6 +10,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/trialform/trialform/providers/local"
+	"github.com/trialform/trialform/providers/registry"
+	"github.com/trialform/trialform/providers/remote"
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -41,7 +45,7 @@ func mustLoad(t *testing.T, dir string, opts LoadOptions) *Config {
 }
 
 func TestLoadOK(t *testing.T) {
-	cfg := mustLoad(t, "testdata/ok", LoadOptions{})
+	cfg := mustLoad(t, "testdata/ok", LoadOptions{Platforms: testPlatforms})
 	abs, _ := filepath.Abs("testdata/ok")
 	if cfg.Dir != abs {
 		t.Errorf("Dir = %q, want %q", cfg.Dir, abs)
@@ -54,7 +58,7 @@ func TestLoadOK(t *testing.T) {
 	if plat == nil || len(cfg.Platforms) != 1 {
 		t.Fatalf("Platforms = %v", cfg.Platforms)
 	}
-	if !reflect.DeepEqual(plat.GPUIndices, []int{0, 1}) || plat.MaxTrialsPerGPU != 1 {
+	if ls, ok := plat.Config.(*local.Settings); !ok || !reflect.DeepEqual(ls.GPUIndices, []int{0, 1}) || ls.MaxTrialsPerGPU != 1 {
 		t.Errorf("local platform = %+v", plat)
 	}
 	if want := map[string]any{"gpu_indices": []any{0.0, 1.0}, "max_trials_per_gpu": 1.0}; !reflect.DeepEqual(plat.Attrs, want) {
@@ -183,9 +187,9 @@ func TestImplicitDefaultPlatform(t *testing.T) {
 		"b.hcl": minimalExperiment,
 		"a.hcl": `locals { env = {} }`,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
 	p := cfg.Platforms["local.default"]
-	if p == nil || p.Kind != "local" || p.Name != "default" || p.MaxTrialsPerGPU != 1 || p.GPUIndices != nil {
+	if p == nil || p.Kind != "local" || p.Name != "default" || p.Config != nil {
 		t.Fatalf("implicit platform = %+v", p)
 	}
 	if p.DeclRange.Filename != "a.hcl" || p.DeclRange.Start.Line != 1 {
@@ -218,7 +222,7 @@ platform "openpai" "lab" {
 }
 ` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.openpai.lab", 1),
 	})
-	cfg := mustLoad(t, dir, LoadOptions{})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
 	p := cfg.Platforms["openpai.lab"]
 	want := map[string]any{
 		"reuse": true,
@@ -265,19 +269,20 @@ platform "remote" "lab" {
 }
 ` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.remote.lab", 1),
 	})
-	cfg := mustLoad(t, dir, LoadOptions{})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
 	p := cfg.Platforms["remote.lab"]
-	if p == nil || p.Remote == nil {
+	rs, ok := p.Config.(*remote.Settings)
+	if p == nil || !ok {
 		t.Fatalf("remote.lab = %+v", p)
 	}
 	home, _ := os.UserHomeDir()
-	r := p.Remote
-	if r.KnownHosts != filepath.Join(dir, "keys/known_hosts") || r.WorkDir != "~/tf" || r.LostGrace != 30*time.Second || len(r.Machines) != 2 {
+	r := remote.ConfigFrom(rs, registry.Env{Name: "lab", Dir: dir})
+	if r.KnownHosts != filepath.Join(dir, "keys/known_hosts") || r.WorkDir != "~/tf" || r.LostGrace != 30*time.Second || len(r.Machines) != 2 || r.Name != "lab" {
 		t.Errorf("remote = %+v", r)
 	}
 	m0, m1 := r.Machines[0], r.Machines[1]
-	if m0.Host != "10.0.0.5" || m0.Port != 22 || m0.User != "alice" || m0.SSHKeyFile != filepath.Join(home, ".ssh/id_ed25519") ||
-		!reflect.DeepEqual(m0.GPUIndices, []int{0, 1}) || m0.MaxTrialsPerGPU != 2 || m0.PythonPath != "/opt/conda/bin" || m0.DeclRange.Start.Line != 7 {
+	if m0.Host != "10.0.0.5" || m0.Port != 22 || m0.User != "alice" || m0.KeyFile != filepath.Join(home, ".ssh/id_ed25519") ||
+		!reflect.DeepEqual(m0.GPUIndices, []int{0, 1}) || m0.MaxTrialsPerGPU != 2 || m0.PythonPath != "/opt/conda/bin" {
 		t.Errorf("machine 0 = %+v", m0)
 	}
 	if m1.Host != "10.0.0.6" || m1.Port != 2222 || m1.Password != "s3cret" || m1.MaxTrials != 3 || m1.MaxTrialsPerGPU != 1 || m1.GPUIndices != nil {
@@ -313,7 +318,7 @@ locals {
 		"one.tfvars": "c = \"file1\"\nd = \"file1\"\ne = \"file1\"\n",
 		"two.tfvars": "d = \"file2\"\ne = \"file2\"\n",
 	})
-	opts := LoadOptions{
+	opts := LoadOptions{Platforms: testPlatforms,
 		Environ: []string{
 			"HOME=/x", "TRIALFORM_VAR_b=env", "TRIALFORM_VAR_c=env", "TRIALFORM_VAR_d=env", "TRIALFORM_VAR_e=env",
 			"TRIALFORM_VAR_undeclared=ignored", "TRIALFORM_VAR_n=41",
@@ -351,18 +356,18 @@ locals { env = {} }
 		opts LoadOptions
 		want []string // summary: detail fragment
 	}{
-		{"unknown -var", LoadOptions{Vars: []string{"n=1", "m=2"}},
+		{"unknown -var", LoadOptions{Platforms: testPlatforms, Vars: []string{"n=1", "m=2"}},
 			[]string{`Value for undeclared variable: A variable named "m" was given with -var`}},
-		{"-var without =", LoadOptions{Vars: []string{"n"}},
+		{"-var without =", LoadOptions{Platforms: testPlatforms, Vars: []string{"n"}},
 			[]string{`Invalid -var option: The given -var option "n" is not correctly specified`,
 				`No value for required variable: The variable "n" has no default`}},
-		{"wrong type", LoadOptions{Vars: []string{"n=abc"}},
+		{"wrong type", LoadOptions{Platforms: testPlatforms, Vars: []string{"n=abc"}},
 			[]string{`Invalid value for variable: The value "abc" given for variable "n" by -var n is not suitable: number is required`}},
-		{"wrong type from env", LoadOptions{Environ: []string{"TRIALFORM_VAR_n=x"}},
+		{"wrong type from env", LoadOptions{Platforms: testPlatforms, Environ: []string{"TRIALFORM_VAR_n=x"}},
 			[]string{`Invalid value for variable: The value "x" given for variable "n" by environment variable TRIALFORM_VAR_n is not suitable`}},
-		{"unknown in var file", LoadOptions{VarFiles: []string{filepath.Join(dir, "bad.tfvars")}},
+		{"unknown in var file", LoadOptions{Platforms: testPlatforms, VarFiles: []string{filepath.Join(dir, "bad.tfvars")}},
 			[]string{`Value for undeclared variable: The variable file sets "nope"`}},
-		{"missing var file", LoadOptions{Vars: []string{"n=1"}, VarFiles: []string{filepath.Join(dir, "none.tfvars")}},
+		{"missing var file", LoadOptions{Platforms: testPlatforms, Vars: []string{"n=1"}, VarFiles: []string{filepath.Join(dir, "none.tfvars")}},
 			[]string{`Cannot read variables file: Reading -var-file`}},
 	}
 	for _, tt := range tests {
@@ -386,7 +391,7 @@ locals { env = {} }
 		})
 	}
 	// The broken default itself.
-	_, diags := Load(dir, LoadOptions{Vars: []string{"n=1"}})
+	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Vars: []string{"n=1"}})
 	if len(diags) != 1 || diags[0].Summary != "Invalid default value for variable" || diags[0].Subject.Start.Line != 5 {
 		t.Errorf("default diagnostics = %v", diags)
 	}
@@ -418,7 +423,7 @@ locals {
 }
 ` + minimalExperiment,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
 	want := map[string]string{
 		"DOUBLED": "22", "UPPER": "A-B-C", "FMT": "007", "LEN": "4", "JSON": `{"k":[0,1,2]}`,
 		"COAL": "fallback", "TRY": "none", "FLOOR": "7", "REPL": "a/b/c",
@@ -458,7 +463,7 @@ experiment "f" {
 locals { argv = ["a", "b c"] }
 `,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
 	cmd := cfg.Experiments["e"].Trial.Command
 	want := []Segment{{Literal: "python3 -c 'print(1)' --x="}, {Param: "x"}, {Param: "k"}, {Literal: " ${HOME} 3"}}
 	if !reflect.DeepEqual(cmd.Segments, want) {
@@ -548,7 +553,7 @@ func TestLoadErrors(t *testing.T) {
 		seen[tt.dir] = true
 		t.Run(tt.dir, func(t *testing.T) {
 			dir := filepath.Join("testdata/errors", tt.dir)
-			cfg, diags := Load(dir, LoadOptions{})
+			cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
 			if !diags.HasErrors() {
 				t.Fatal("Load succeeded")
 			}
@@ -603,7 +608,7 @@ func TestLoadDirErrors(t *testing.T) {
 		{empty, "No configuration files"},
 	}
 	for _, tt := range tests {
-		cfg, diags := Load(tt.dir, LoadOptions{})
+		cfg, diags := Load(tt.dir, LoadOptions{Platforms: testPlatforms})
 		if len(diags) != 1 || diags[0].Summary != tt.summary || cfg == nil {
 			t.Errorf("Load(%s) = %v", tt.dir, diags)
 		}
@@ -675,7 +680,7 @@ experiment "copy" {
 }
 `,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
 	base, cp := cfg.Experiments["base"], cfg.Experiments["copy"]
 	gpu := cfg.Platforms["local.gpu"]
 	if base.Platform != gpu || cp.Platform != gpu || cp.SearchSpace != base.SearchSpace {
@@ -690,5 +695,25 @@ experiment "copy" {
 	// Both platforms exist: the declared one and the implicit default.
 	if len(cfg.Platforms) != 2 || cfg.Platforms["local.default"] == nil {
 		t.Errorf("platforms = %v", keys(cfg.Platforms))
+	}
+}
+
+// Issue 11, bug 15: a code_dir that is a symlink loop says so (it was
+// "does not exist").
+func TestCodeDirSymlinkLoop(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile("testdata/errors/missing_code_dir/main.hcl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nope", filepath.Join(dir, "nope")); err != nil {
+		t.Fatal(err)
+	}
+	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+	if len(diags) != 1 || !strings.Contains(describe(diags[0]), `main.hcl:9,16-24: Invalid code directory: code_dir "./nope"`) || !strings.Contains(diags[0].Detail, "symbolic link loop") {
+		t.Fatalf("diags = %v", diags)
 	}
 }

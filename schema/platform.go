@@ -2,72 +2,59 @@ package schema
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/trialform/trialform/providers/registry"
 )
 
-var localPlatformSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "gpu_indices"}, {Name: "max_trials_per_gpu"}},
-}
-
-// evalPlatform decodes a platform block. The local kind is checked
-// strictly; other kinds keep every attribute (and nested blocks, as
-// []map[string]any under the block type, labels under "_labels") in Attrs
-// for their provider to decode.
+// evalPlatform decodes a platform block through the registry: the kind's
+// configuration struct says which attributes and nested blocks it takes
+// and their types; unknown names get a did-you-mean, every mistake a
+// source range; then the struct's Check, if it has one, checks the rest.
+// A kind that takes any settings (not implemented yet) keeps them in Attrs
+// only.
 func (l *loader) evalPlatform(b *hcl.Block) {
 	p := &Platform{Kind: b.Labels[0], Name: b.Labels[1], Attrs: map[string]any{}, DeclRange: b.DefRange}
 	before := l.failures()
-	ctyAttrs := map[string]cty.Value{}
-	if p.Kind == "local" {
-		p.MaxTrialsPerGPU = 1
-		content, diags := b.Body.Content(localPlatformSchema)
-		l.diags = append(l.diags, diags...)
-		if a, ok := content.Attributes["gpu_indices"]; ok {
-			if v, ok := l.typed(a, cty.List(cty.Number), "a list of GPU indices (whole numbers)"); ok {
-				p.GPUIndices = []int{}
-				seen := map[int64]bool{}
-				for it := v.ElementIterator(); it.Next(); {
-					_, ev := it.Element()
-					i, whole := wholeNumber(ev)
-					if !whole || i < 0 {
-						l.errorf(a.Expr.Range().Ptr(), "Invalid value", "gpu_indices must hold whole numbers >= 0 (GPU indices as nvidia-smi shows them).")
-						break
-					}
-					if seen[i] {
-						l.errorf(a.Expr.Range().Ptr(), "Invalid value", "gpu_indices lists GPU %d twice.", i)
-						break
-					}
-					seen[i] = true
-					p.GPUIndices = append(p.GPUIndices, int(i))
-				}
-				ctyAttrs["gpu_indices"] = v
-			}
+	body := b.Body.(*hclsyntax.Body)
+	ctyAttrs, _ := l.permissive(body)
+	// Sensitive values (a password) are decoded as plain strings and
+	// listed in p.Secrets; platform.KIND.NAME keeps them marked.
+	plain := map[string]cty.Value{}
+	for k, v := range ctyAttrs {
+		p.Secrets = append(p.Secrets, sensitiveStrings(v)...)
+		plain[k], _ = v.UnmarkDeep()
+	}
+	kind := l.platforms.Lookup(p.Kind)
+	var cfg any
+	if kind != nil && kind.Config != nil && l.failures() == before {
+		cfg = kind.Config()
+		s, err := registry.SchemaOf(cfg)
+		if err != nil {
+			l.errorf(b.DefRange.Ptr(), "Invalid platform kind", "platform kind %q: %s.", p.Kind, err)
+			return
 		}
-		if a, ok := content.Attributes["max_trials_per_gpu"]; ok {
-			if i, ok := l.integer(a, 1); ok {
-				p.MaxTrialsPerGPU = int(i)
-				ctyAttrs["max_trials_per_gpu"] = cty.NumberIntVal(i)
-			}
+		w := registry.NewWhere(p.Name, b.DefRange)
+		l.checkBody(body, plain, s, "platform \""+p.Kind+"\"", "a "+p.Kind+" platform", "", w)
+		// Decode what converts (checkBody reported what does not) and
+		// let the kind check the rest, so one run shows every mistake.
+		if err := s.Decode(plain, cfg, ParseDuration); err != nil && l.failures() == before {
+			l.errorf(b.DefRange.Ptr(), "Invalid platform setting", "%s.", err)
 		}
-	} else {
-		ctyAttrs, _ = l.permissive(b.Body.(*hclsyntax.Body))
-		if p.Kind == "remote" {
-			l.decodeRemote(b, p)
-		}
-		switch p.Kind {
-		case "kubernetes":
-			l.checkKubernetesPlatform(b.Body.(*hclsyntax.Body), ctyAttrs)
-		case "kubeflow", "adaptdl", "frameworkcontroller":
-			l.checkCRDPlatform(p.Kind, b.DefRange, b.Body.(*hclsyntax.Body), ctyAttrs)
+		if c, ok := cfg.(registry.Checker); ok {
+			l.diags = append(l.diags, c.Check(w)...)
 		}
 	}
 	if l.failures() > before {
 		return
 	}
-	for k, v := range ctyAttrs {
-		v, _ = v.UnmarkDeep() // a password: the remote platform keeps it to itself
+	for k, v := range plain {
 		g, err := toGo(v)
 		if err != nil {
 			l.errorf(b.DefRange.Ptr(), "Invalid platform setting", "%s: %s.", k, err)
@@ -75,8 +62,173 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 		}
 		p.Attrs[k] = g
 	}
+	p.Config = cfg
 	l.cfg.Platforms[p.Key()] = p
 	l.platVals[p.Key()] = platformValue(p, ctyAttrs)
+}
+
+// checkBody checks the attributes and nested blocks of body against s
+// (vals holds their values, as permissive evaluated them) and records
+// their ranges in w under prefix. name is how an attribute's message
+// calls the body ("platform \"kubernetes\"", "resources"), where how a
+// block's does ("a kubernetes platform").
+func (l *loader) checkBody(body *hclsyntax.Body, vals map[string]cty.Value, s *registry.Schema, name, where, prefix string, w *registry.Where) {
+	l.checkAttrs(body, vals, s, name, prefix, w)
+	seen := map[string]hcl.Range{}
+	index := map[string]int{}
+	for _, blk := range body.Blocks {
+		bs := s.BlockNamed(blk.Type)
+		r := blk.DefRange()
+		if bs == nil {
+			if len(s.Blocks) == 0 {
+				l.errorf(&r, "Unsupported block type", "A %s block has no nested blocks.", strings.TrimPrefix(where, "a "))
+				continue
+			}
+			l.errorf(&r, "Unsupported block type", "Blocks of type %q are not expected in %s; it takes %s.%s",
+				blk.Type, where, joinQuoted(s.BlockNames()), didYouMean(blk.Type, s.BlockNames(), "%q"))
+			continue
+		}
+		i := index[blk.Type]
+		index[blk.Type]++
+		sub := bs.Schema
+		switch {
+		case sub.Label == "" && len(blk.Labels) > 0:
+			l.errorf(&r, "Extraneous label", "A %s block takes no labels.", blk.Type)
+		case sub.Label != "" && len(blk.Labels) != 1:
+			l.errorf(&r, "Missing name", "A %s block takes one label, its %s: %s \"worker\" { ... }.", blk.Type, sub.Label, blk.Type)
+		}
+		if first, dup := seen[blk.Type]; dup && !bs.Many {
+			l.errorf(&r, "Duplicate block", "Only one %s block is allowed; the first is at %s.", blk.Type, first.String())
+			continue
+		}
+		seen[blk.Type] = r
+		path := prefix + blk.Type + "." + strconv.Itoa(i)
+		w.Set(path, r)
+		subVals := map[string]cty.Value{}
+		if t, ok := vals[blk.Type]; ok && t.Type().IsTupleType() && t.LengthInt() > i {
+			v := t.Index(cty.NumberIntVal(int64(i)))
+			if v.Type().IsObjectType() {
+				for k := range v.Type().AttributeTypes() {
+					subVals[k] = v.GetAttr(k)
+				}
+			}
+		}
+		l.checkBody(blk.Body, subVals, sub, blk.Type, "a "+blk.Type+" block", path+".", w)
+		if req := sub.RequiredAttrs(); len(req) > 0 {
+			for _, n := range req {
+				if _, ok := blk.Body.Attributes[n]; !ok {
+					l.errorf(&r, "Missing required argument", "An %s block needs %q (%s).", blk.Type, n, joinAnd(req))
+				}
+			}
+		}
+	}
+	for _, bs := range s.Blocks {
+		if bs.Required && index[bs.Name] == 0 {
+			l.errorf(w.Range(strings.TrimSuffix(prefix, ".")), "Missing required block", "%s needs a %s block.", where, bs.Name)
+		}
+	}
+}
+
+// checkAttrs checks the attributes of body: known names, types, whole
+// numbers and their least value.
+func (l *loader) checkAttrs(body *hclsyntax.Body, vals map[string]cty.Value, s *registry.Schema, where, prefix string, w *registry.Where) {
+	names := s.AttrNames()
+	attrs := make([]*hclsyntax.Attribute, 0, len(body.Attributes))
+	for _, a := range body.Attributes {
+		attrs = append(attrs, a)
+	}
+	sort.Slice(attrs, func(i, j int) bool { return attrs[i].SrcRange.Start.Byte < attrs[j].SrcRange.Start.Byte })
+	for _, a := range attrs {
+		r := a.NameRange
+		at := s.AttrNamed(a.Name)
+		if at == nil {
+			hint := didYouMean(a.Name, append(append([]string{}, names...), s.BlockNames()...), "%q")
+			l.errorf(&r, "Unsupported argument", "An argument named %q is not expected in %s; it takes %s.%s", a.Name, where, joinQuoted(names), hint)
+			continue
+		}
+		w.Set(prefix+a.Name, a.Expr.Range())
+		v, ok := vals[a.Name]
+		if !ok || !v.IsKnown() {
+			continue
+		}
+		if v.IsNull() {
+			if at.Required {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must not be null; it must be %s.", a.Name, at.What)
+			}
+			continue
+		}
+		if at.Type == cty.DynamicPseudoType {
+			continue
+		}
+		cv, err := convert.Convert(v, at.Type)
+		if err != nil {
+			l.errorf(a.Expr.Range().Ptr(), "Incorrect attribute value type", "Inappropriate value for %s: %s is required.", a.Name, at.What)
+			continue
+		}
+		if at.Duration {
+			if _, err := ParseDuration(cv.AsString()); err != nil {
+				l.errorf(a.Expr.Range().Ptr(), "Invalid duration",
+					"%s %q: %s. Use a Go duration like \"90m\" or \"2h30m\", or days like \"1d\".", a.Name, cv.AsString(), err)
+			}
+		}
+		if at.Whole {
+			i, whole := wholeNumber(cv)
+			switch {
+			case at.What == "a whole number" && !whole:
+				l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be a whole number, got %s.", a.Name, cv.AsBigFloat().Text('g', -1))
+			case at.What == "a whole number" && at.Min != nil && i < *at.Min:
+				l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be at least %d, got %d.", a.Name, *at.Min, i)
+			case !whole || (at.Min != nil && i < *at.Min):
+				l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be %s.", a.Name, wholeWhat(at))
+			}
+		}
+	}
+	for _, n := range s.RequiredAttrs() {
+		if _, ok := body.Attributes[n]; !ok && prefix == "" {
+			l.errorf(w.Range(""), "Missing required argument", "%s needs %q.", where, n)
+		}
+	}
+}
+
+// wholeWhat is how a whole-number attribute looks in a message.
+func wholeWhat(a *registry.Attr) string {
+	if strings.HasPrefix(a.What, "a whole number") && a.What != "a whole number" {
+		return a.What
+	}
+	if a.Min != nil {
+		return "a whole number >= " + strconv.FormatInt(*a.Min, 10)
+	}
+	return "a whole number"
+}
+
+// joinAnd is "a, b and c".
+func joinAnd(s []string) string {
+	if len(s) < 2 {
+		return joinQuoted(s)
+	}
+	out := ""
+	for i, x := range s {
+		switch {
+		case i == 0:
+		case i == len(s)-1:
+			out += " and "
+		default:
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
+
+func joinQuoted(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += `"` + x + `"`
+	}
+	return out
 }
 
 // platformValue is what platform.KIND.NAME evaluates to: the attributes

@@ -59,7 +59,7 @@ platform "frameworkcontroller" "fc" {
 }
 `,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
 	tf := cfg.Platforms["kubeflow.tf"]
 	if tf == nil || tf.Attrs["operator"] != "tfjob" {
 		t.Fatalf("kubeflow.tf = %+v", tf)
@@ -104,7 +104,7 @@ func TestCRDPlatformErrors(t *testing.T) {
 		{"frameworkcontroller", "task_role \"w\" {\n  replicas = 2\n}", "main.hcl:4,", `An argument named "replicas" is not expected in task_role`},
 	} {
 		dir := writeConfig(t, map[string]string{"main.hcl": "\nplatform \"" + tt.kind + "\" \"k\" {\n" + tt.body + "\n}\n"})
-		_, diags := Load(dir, LoadOptions{})
+		_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
 		var got []string
 		found := false
 		for _, d := range diags {
@@ -124,7 +124,7 @@ func TestCRDPlatformErrors(t *testing.T) {
 // platforms section.
 func TestReadmeCRDBlocks(t *testing.T) {
 	dir := writeConfig(t, map[string]string{"main.hcl": readmeHCL(t, "## CRD platforms")})
-	cfg := mustLoad(t, dir, LoadOptions{})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
 	for _, k := range []string{"kubeflow.tf", "adaptdl.adl", "frameworkcontroller.fc"} {
 		if cfg.Platforms[k] == nil {
 			t.Errorf("README CRD blocks: no %s", k)

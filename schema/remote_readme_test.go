@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trialform/trialform/providers/remote"
 )
 
 // TestReadmeRemoteExample loads the HCL block of README.md's remote
@@ -27,12 +29,12 @@ func TestReadmeRemoteExample(t *testing.T) {
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(rest[start+7:start+7+end]), 0o644)
-	cfg, diags := Load(dir, LoadOptions{})
+	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
 	if diags.HasErrors() {
 		t.Fatalf("README remote example does not load: %s", diags.Error())
 	}
 	p := cfg.Platforms["remote.lab"]
-	if p == nil || p.Remote == nil || len(p.Remote.Machines) != 2 || p.Remote.Machines[0].MaxTrials != 4 {
+	if rs, ok := p.Config.(*remote.Settings); p == nil || !ok || len(rs.Machines) != 2 || rs.Machines[0].MaxTrials != 4 {
 		t.Fatalf("README remote example loaded wrong: %+v", p)
 	}
 }

@@ -59,13 +59,22 @@ func (c *Config) Secrets() []string {
 		}
 	}
 	for _, p := range c.Platforms {
-		if p.Remote != nil {
-			for _, m := range p.Remote.Machines {
-				if m.Password != "" {
-					out = append(out, m.Password)
-				}
+		out = append(out, p.Secrets...)
+	}
+	return out
+}
+
+// sensitiveStrings are the strings in v that are marked sensitive.
+func sensitiveStrings(v cty.Value) []string {
+	var out []string
+	_ = cty.Walk(v, func(_ cty.Path, x cty.Value) (bool, error) {
+		if x.IsMarked() && x.IsKnown() && !x.IsNull() {
+			u, _ := x.UnmarkDeep()
+			if u.Type() == cty.String && u.AsString() != "" {
+				out = append(out, u.AsString())
 			}
 		}
-	}
+		return true, nil
+	})
 	return out
 }

@@ -2,7 +2,8 @@
 # Installs what the test suite needs on a fresh Debian machine: Go's module
 # downloads, python3 for real trial processes, Debian's scikit-learn for
 # the sklearn example, openssh-server (sshd on 127.0.0.1 stands in for
-# remote machines), Debian's Optuna for the tuner benchmark (bench/tuners)
+# remote machines), Debian's Optuna for the tuner benchmark (bench/tuners),
+# Debian's chromium (the dashboard's browser tests, internal/ui)
 # and gcc (the race detector needs cgo). It fails, naming what is missing,
 # rather than let the tests skip. Safe to run again.
 set -euo pipefail
@@ -50,6 +51,16 @@ fi
 if ! command -v gcc >/dev/null 2>&1; then
   echo "deps: installing gcc (go test -race needs cgo)"
   apt_install gcc libc6-dev
+fi
+
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "deps: installing chromium (the dashboard's browser tests, internal/ui)"
+  apt_install chromium || fail "could not install chromium (the dashboard's browser tests need it)"
+fi
+
+if ! /usr/bin/python3 -c 'import schema' >/dev/null 2>&1; then
+  echo "deps: installing python3-schema (NNI's GP and Metis tuners, the NNI peer of bench/tuners)"
+  apt_install python3-schema || echo "deps: could not install python3-schema; the NNI peer cannot run"
 fi
 
 if ! command -v openssl >/dev/null 2>&1; then

@@ -133,7 +133,10 @@ func cutTornLine(f *os.File, size int64) error {
 
 // ReadMetrics returns a trial's metric series in the order it was
 // appended; nil if there is none. A torn last line (a crash during an
-// append) is ignored; a bad line elsewhere is an error.
+// append) is ignored; a bad line elsewhere is an error. A point appended
+// again (the same type, sequence and value: a refresh replayed after a
+// crash between appending and saving the state's offsets) is returned
+// once.
 func (m *Manager) ReadMetrics(experiment, trial string) ([]MetricPoint, error) {
 	path, err := m.metricsPath(experiment, trial)
 	if err != nil {
@@ -147,6 +150,12 @@ func (m *Manager) ReadMetrics(experiment, trial string) ([]MetricPoint, error) {
 		return nil, fmt.Errorf("read metrics: %w", err)
 	}
 	var pts []MetricPoint
+	type key struct {
+		typ   string
+		seq   int
+		value string
+	}
+	seen := map[key]bool{}
 	line := 0
 	for len(data) > 0 {
 		line++
@@ -162,6 +171,11 @@ func (m *Manager) ReadMetrics(experiment, trial string) ([]MetricPoint, error) {
 			}
 			return pts, fmt.Errorf("read metrics %s: line %d: %w", path, line, err)
 		}
+		k := key{p.Type, p.Sequence, string(p.Value)}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
 		pts = append(pts, p)
 	}
 	return pts, nil

@@ -58,11 +58,7 @@ func newAnneal(in map[string]any, sp *space.Space) (Tuner, error) {
 }
 
 func (t *annealTuner) Suggest(req Request) ([]space.Params, error) {
-	sp, err := spaceOf(req, t.sp)
-	if err != nil {
-		return nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package tuner
 
 import (
-	"fmt"
 	"math"
 	"sort"
 
@@ -57,30 +56,20 @@ func newAuto(in map[string]any, sp *space.Space) (Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	n0, hasN0, err := s.int("tpe_trials", 25, 0)
+	n0, hasN0, err := s.intIn("tpe_trials", 25, 0, 1<<30)
 	if err != nil {
 		return nil, err
 	}
-	if n0 > 1<<30 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most %d, not %d", "auto", "tpe_trials", 1<<30, n0)
-	}
-	pop, _, err := s.int("popsize", 0, 2)
+	pop, _, err := s.intIn("popsize", 0, 2, 4096)
 	if err != nil {
 		return nil, err
-	}
-	if pop > 4096 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most 4096, not %d", "auto", "popsize", pop)
 	}
 	tpe := &tpeTuner{seeder: sd, sp: sp, startup: 10, candidates: 24, priorWeight: 1}
 	return &autoTuner{seeder: sd, sp: sp, tpe: tpe, tpeTrials: int(n0), hasN0: hasN0, popsize: int(pop)}, nil
 }
 
 func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
-	sp, err := spaceOf(req, t.sp)
-	if err != nil {
-		return nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, err
 	}

@@ -13,4 +13,7 @@ func init() {
 	Register(annealInfo())
 	Register(evolutionInfo())
 	Register(batchInfo())
+	Register(gpInfo())
+	Register(smacInfo())
+	Register(metisInfo())
 }

@@ -52,12 +52,9 @@ func newCMAES(in map[string]any, sp *space.Space) (Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	pop, _, err := s.int("popsize", 0, 2)
+	pop, _, err := s.intIn("popsize", 0, 2, 4096)
 	if err != nil {
 		return nil, err
-	}
-	if pop > 4096 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most 4096, not %d", "cmaes", "popsize", pop)
 	}
 	sigma0, err := s.float("sigma0", 0.25, 1e-6, 1)
 	if err != nil {

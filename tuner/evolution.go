@@ -41,12 +41,9 @@ func newEvolution(in map[string]any, sp *space.Space) (Tuner, error) {
 	if err != nil {
 		return nil, err
 	}
-	pop, _, err := s.int("population_size", 20, 2)
+	pop, _, err := s.intIn("population_size", 20, 2, 1<<20)
 	if err != nil {
 		return nil, err
-	}
-	if pop > 1<<20 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most %d, not %d", "evolution", "population_size", 1<<20, pop)
 	}
 	sample, hasSample, err := s.int("sample_size", max(2, pop/4), 1)
 	if err != nil {
@@ -63,11 +60,7 @@ func newEvolution(in map[string]any, sp *space.Space) (Tuner, error) {
 }
 
 func (t *evolutionTuner) Suggest(req Request) ([]space.Params, error) {
-	sp, err := spaceOf(req, t.sp)
-	if err != nil {
-		return nil, err
-	}
-	sign, err := goalSign(req.Goal)
+	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, err
 	}

@@ -69,6 +69,18 @@ func (s settings) int(name string, def, min int64) (int64, bool, error) {
 	return int64(f), true, nil
 }
 
+// intIn is int with an upper bound max as well.
+func (s settings) intIn(name string, def, min, max int64) (int64, bool, error) {
+	v, has, err := s.int(name, def, min)
+	if err != nil {
+		return 0, false, err
+	}
+	if v > max {
+		return 0, false, fmt.Errorf("tuner %q: setting %q must be at most %d, not %d", s.tuner, name, max, v)
+	}
+	return v, has, nil
+}
+
 // bool returns the boolean setting name (def when absent).
 func (s settings) bool(name string, def bool) (bool, error) {
 	v, ok := s.in[name]
@@ -134,6 +146,20 @@ func (s seeder) rng(req Request, seq int) *rand.Rand {
 // how many trials were suggested together.
 func newRNG(seed int64, seq int) *rand.Rand {
 	return rand.New(rand.NewPCG(uint64(seed), uint64(int64(seq))^0x9e3779b97f4a7c15))
+}
+
+// spaceAndSign is spaceOf and the request goal's goalSign, which the
+// model-based tuners need together.
+func spaceAndSign(req Request, def *space.Space) (*space.Space, float64, error) {
+	sp, err := spaceOf(req, def)
+	if err != nil {
+		return nil, 0, err
+	}
+	sign, err := goalSign(req.Goal)
+	if err != nil {
+		return nil, 0, err
+	}
+	return sp, sign, nil
 }
 
 // spaceOf picks the request's space, falling back to the factory's.

@@ -102,3 +102,20 @@ func New(name string, settings map[string]any, sp *space.Space) (Tuner, error) {
 	}
 	return info.New(settings, sp)
 }
+
+// Note explains one suggestion of an Explainer.
+type Note struct {
+	// RepeatOf is the sequence number of the trial whose parameters this
+	// suggestion runs again (0: not a repeat).
+	RepeatOf int
+	// Why says why, for people (display only).
+	Why string
+}
+
+// Explainer is a Tuner that can say why it made some of its suggestions
+// (metis re-runs a trial whose result looks like an outlier).
+type Explainer interface {
+	Tuner
+	// SuggestNotes is Suggest with one Note per suggestion.
+	SuggestNotes(req Request) ([]space.Params, []Note, error)
+}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	if got, want := Names(), []string{"anneal", "auto", "batch", "bohb", "cmaes", "evolution", "grid", "hyperband", "pbt", "random", "tpe"}; !reflect.DeepEqual(got, want) {
+	if got, want := Names(), []string{"anneal", "auto", "batch", "bohb", "cmaes", "evolution", "gp", "grid", "hyperband", "metis", "pbt", "random", "smac", "tpe"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
 	for _, n := range Names() {
@@ -156,7 +156,7 @@ func key(p space.Params) string {
 func TestDeterminism(t *testing.T) {
 	sp := mixedSpace()
 	gridSp := &space.Space{Params: sp.Params[1:5]}
-	for _, name := range []string{"random", "tpe", "tpe-mv", "grid", "cmaes", "auto", "anneal", "evolution"} {
+	for _, name := range []string{"random", "tpe", "tpe-mv", "grid", "cmaes", "auto", "anneal", "evolution", "gp", "smac", "metis"} {
 		t.Run(name, func(t *testing.T) {
 			s, settings := sp, map[string]any{"startup_trials": 5.0}
 			switch name {
@@ -170,6 +170,12 @@ func TestDeterminism(t *testing.T) {
 				settings = map[string]any{"tpe_trials": 6.0, "popsize": 3.0}
 			case "evolution":
 				settings = map[string]any{"population_size": 4.0}
+			case "gp":
+				settings = map[string]any{"startup_trials": 5.0, "utility": "ucb", "kappa": 1.0}
+			case "metis":
+				settings = map[string]any{"startup_trials": 5.0}
+			case "smac":
+				settings = map[string]any{"startup_trials": 5.0, "random_prob": 0.3}
 			}
 			tn := mustNew(t, name, settings, s)
 			hist := loop(t, tn, s, Maximize, 9, 12, objective)
@@ -219,7 +225,7 @@ func TestDeterminism(t *testing.T) {
 
 func TestSeedSetting(t *testing.T) {
 	sp := mixedSpace()
-	for _, name := range []string{"random", "tpe", "cmaes", "auto", "anneal", "evolution"} {
+	for _, name := range []string{"random", "tpe", "cmaes", "auto", "anneal", "evolution", "gp", "smac", "metis"} {
 		a := mustNew(t, name, map[string]any{"seed": 10.0}, sp)
 		b := mustNew(t, name, nil, sp)
 		pa := suggest(t, a, Request{Space: sp, Seed: 1, Seqs: []int{1}}, name+" with seed setting 10")

@@ -23,6 +23,9 @@ var optimisers = []struct {
 	{"anneal", nil},
 	{"evolution", map[string]any{"population_size": 8.0}},
 	{"tpe", map[string]any{"multivariate": true, "startup_trials": 5.0}},
+	{"gp", map[string]any{"startup_trials": 5.0}},
+	{"smac", map[string]any{"startup_trials": 5.0}},
+	{"metis", map[string]any{"startup_trials": 5.0}},
 }
 
 // TestOptimisersStayInSpace: over a space with every kind and a nested
@@ -114,7 +117,7 @@ func TestOptimisersDiscreteDistinct(t *testing.T) {
 		{Name: "a", Kind: space.Randint, Args: []float64{0, 6}},
 		{Name: "b", Kind: space.Choice, Options: []space.Option{{Value: "x"}, {Value: "y"}}},
 	}}
-	for _, name := range []string{"anneal", "evolution"} {
+	for _, name := range []string{"anneal", "evolution", "gp", "smac"} {
 		tn := mustNew(t, name, map[string]any{"seed": 2.0}, sp)
 		hist := loop(t, tn, sp, Minimize, 2, 3, func(p space.Params) float64 { return p["a"].(float64) })
 		out, err := tn.Suggest(Request{Space: sp, Goal: Minimize, History: hist, Seqs: []int{4, 5, 6, 7, 8, 9}})
@@ -343,6 +346,21 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{"evolution", map[string]any{"population_size": 10.0, "sample_size": 10.0}, nil},
 		{"evolution", map[string]any{"population_size": 1.0}, []string{`"population_size"`, "at least 2"}},
 		{"evolution", map[string]any{"population_size": 10.0, "sample_size": 11.0}, []string{`"sample_size"`, "must not exceed population_size (10)"}},
+		{"gp", map[string]any{"utility": "poi", "xi": 0.1, "kappa": 2.0, "startup_trials": 3.0, "restarts": 0.0, "liar": "max"}, nil},
+		{"gp", map[string]any{"utility": "lcb"}, []string{`"utility"`, `one of "ei", "ucb", "poi", not "lcb"`}},
+		{"gp", map[string]any{"kappa": -1.0}, []string{`"kappa"`, "between 0"}},
+		{"gp", map[string]any{"startup_trials": 0.0}, []string{`"startup_trials"`, "at least 1"}},
+		{"gp", map[string]any{"restarts": 50.0}, []string{`"restarts"`, "at most 20"}},
+		{"gp", map[string]any{"liar": 1.0}, []string{`"liar"`, `one of "mean", "min", "max"`}},
+		{"gp", map[string]any{"cold_start_num": 3.0}, []string{`unknown setting "cold_start_num"`, "startup_trials"}},
+		{"smac", map[string]any{"trees": 5.0, "random_prob": 0.0, "startup_trials": 4.0}, nil},
+		{"smac", map[string]any{"trees": 0.0}, []string{`"trees"`, "at least 1"}},
+		{"smac", map[string]any{"random_prob": 1.5}, []string{`"random_prob"`, "between 0 and 1"}},
+		{"smac", map[string]any{"utility": "ei"}, []string{`unknown setting "utility"`, "valid: random_prob, seed, startup_trials, trees"}},
+		{"metis", map[string]any{"resample": false, "outlier_z": 4.0, "restarts": 1.0, "startup_trials": 3.0}, nil},
+		{"metis", map[string]any{"outlier_z": 0.5}, []string{`"outlier_z"`, "between 1"}},
+		{"metis", map[string]any{"resample": "no"}, []string{`"resample"`, "true or false"}},
+		{"metis", map[string]any{"utility": "ucb"}, []string{`unknown setting "utility"`, "valid: outlier_z, resample, restarts, seed, startup_trials"}},
 		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0}}}, nil},
 		{"batch", nil, []string{`"params" is required`}},
 		{"batch", map[string]any{"params": "x=1"}, []string{`"params" must be a list of objects`}},

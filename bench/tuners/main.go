@@ -29,6 +29,8 @@ type config struct {
 	pars                   []int
 	goTuners               []string
 	optuna                 []string
+	nni                    []string // NNI's own tuners (nni_peer.py), from TRIALFORM_NNI_SRC
+	nniMissing             string   // why the NNI tuners asked for are not run
 	problems               []*Problem
 	latency                []int
 	python, dir, out       string
@@ -74,6 +76,7 @@ func mainErr(args []string) error {
 	parFlag := fs.String("parallel", "1", "comma list of trials in flight per run, one report section each (e.g. 1,8)")
 	goFlag := fs.String("go", "random,tpe,auto", `Go tuners to run, comma list ("all": every registered one; "tpe-mv": tpe with multivariate = true); unregistered names are skipped with a note`)
 	optFlag := fs.String("optuna", "random,tpe", "Optuna samplers to run (random, tpe); empty for none")
+	nniFlag := fs.String("nni", "", "NNI's own tuners to run (gp, metis) from the sources in $TRIALFORM_NNI_SRC; missing sources skip them with a note, or fail with TRIALFORM_REQUIRE_ALL=1")
 	probFlag := fs.String("problems", "", "comma list of problems (default all)")
 	latFlag := fs.String("latency", "100,1000,10000", "history sizes for the suggest-latency table; empty to skip")
 	fs.StringVar(&c.python, "python", "/usr/bin/python3", "Python with Debian's python3-optuna and python3-sklearn")
@@ -109,6 +112,12 @@ func mainErr(args []string) error {
 			return fmt.Errorf("-optuna: unknown sampler %q (random, tpe)", n)
 		}
 		c.optuna = append(c.optuna, n)
+	}
+	for _, n := range splitList(*nniFlag) {
+		if n != "gp" && n != "metis" {
+			return fmt.Errorf("-nni: unknown tuner %q (gp, metis)", n)
+		}
+		c.nni = append(c.nni, n)
 	}
 	all := Problems()
 	if names := splitList(*probFlag); len(names) > 0 {
@@ -160,6 +169,16 @@ func preflight(c *config) error {
 			need[pr.Worker] = "sklearn"
 		}
 	}
+	if len(c.nni) > 0 {
+		if err := nniPreflight(c); err != nil {
+			if os.Getenv("TRIALFORM_REQUIRE_ALL") == "1" {
+				return fmt.Errorf("-nni %s: %v (TRIALFORM_REQUIRE_ALL=1)", strings.Join(c.nni, ","), err)
+			}
+			c.nniMissing = err.Error()
+			fmt.Fprintf(os.Stderr, "tuners: NNI's tuners skipped: %v\n", err)
+			c.nni = nil
+		}
+	}
 	for script, mod := range need {
 		if _, err := os.Stat(filepath.Join(c.dir, script)); err != nil {
 			return fmt.Errorf("%v (run from the repository root, or pass -dir)", err)
@@ -204,7 +223,14 @@ func header(w io.Writer, c *config, args []string) {
 	if len(c.skipped) > 0 {
 		fmt.Fprintf(w, " (not registered, skipped: %s)", strings.Join(c.skipped, ", "))
 	}
-	fmt.Fprintf(w, "; Optuna samplers: %s\n\n", strings.Join(c.optuna, ", "))
+	fmt.Fprintf(w, "; Optuna samplers: %s", strings.Join(c.optuna, ", "))
+	if len(c.nni) > 0 {
+		fmt.Fprintf(w, "; NNI tuners (NNI's sources from %s, class args at their defaults): %s", os.Getenv("TRIALFORM_NNI_SRC"), strings.Join(c.nni, ", "))
+	}
+	if c.nniMissing != "" {
+		fmt.Fprintf(w, "; NNI tuners skipped: %s", c.nniMissing)
+	}
+	fmt.Fprintf(w, "\n\n")
 	row(w, "problem", "params", "optimum", "note")
 	row(w, "---", "---", "---", "---")
 	for _, pr := range c.problems {
@@ -233,6 +259,9 @@ func (c *config) samplers() []Sampler {
 	for _, n := range c.optuna {
 		ss = append(ss, Sampler{"optuna", n})
 	}
+	for _, n := range c.nni {
+		ss = append(ss, Sampler{"nni", n})
+	}
 	return ss
 }
 
@@ -258,6 +287,9 @@ func runAll(c *config, par int) results {
 				cost := 1
 				if s.Side == "optuna" {
 					cost += 2
+				}
+				if s.Side == "nni" {
+					cost += 8
 				}
 				if pr.Worker != "" {
 					cost += 4
@@ -299,4 +331,20 @@ func runAll(c *config, par int) results {
 	wg.Wait()
 	fmt.Fprintln(os.Stderr)
 	return res
+}
+
+// nniPreflight checks that nni_peer.py can load NNI's tuners from
+// $TRIALFORM_NNI_SRC.
+func nniPreflight(c *config) error {
+	src := os.Getenv("TRIALFORM_NNI_SRC")
+	if src == "" {
+		return fmt.Errorf("TRIALFORM_NNI_SRC is not set; set it to a checkout of github.com/microsoft/nni (the folder that holds nni/)")
+	}
+	script := filepath.Join(c.dir, nniPeerScript)
+	cmd := exec.Command(c.python, "-c", "import runpy; runpy.run_path("+strconv.Quote(script)+", run_name='check')['load_nni']("+strconv.Quote(src)+")")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		return fmt.Errorf("%s cannot load NNI's tuners from %s: %s", c.python, src, lines[len(lines)-1])
+	}
+	return nil
 }

@@ -101,7 +101,10 @@ func (ps *procs) closeAll() {
 	ps.m = nil
 }
 
-const peerScript = "optuna_peer.py"
+const (
+	peerScript    = "optuna_peer.py"
+	nniPeerScript = "nni_peer.py"
+)
 
 // optunaParam is one parameter as optuna_peer.py takes it.
 type optunaParam struct {

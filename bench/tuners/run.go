@@ -9,15 +9,19 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-// Sampler is one contestant: a registered Go tuner or an Optuna sampler.
+// Sampler is one contestant: a registered Go tuner, an Optuna sampler or
+// one of NNI's own tuners.
 type Sampler struct {
-	Side string // "go" or "optuna"
-	Name string // tuner name, or "random"/"tpe" for Optuna
+	Side string // "go", "optuna" or "nni"
+	Name string // tuner name, or "random"/"tpe" for Optuna, "gp"/"metis" for NNI
 }
 
 func (s Sampler) String() string {
-	if s.Side == "go" {
+	switch s.Side {
+	case "go":
 		return "Go " + s.Name
+	case "nni":
+		return "NNI " + s.Name
 	}
 	return "Optuna " + s.Name
 }
@@ -155,6 +159,18 @@ func (e *runEnv) Run(s Sampler, pr *Problem, seed int64, trials, par int) Outcom
 			return Outcome{Err: err}
 		}
 		a = &goAsker{tn: tn, sp: pr.Space, seed: seed}
+	case "nni":
+		// nni_peer.py speaks optuna_peer.py's protocol.
+		peer, err := e.procs.get(nniPeerScript)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		st, err := newOptunaStudy(peer, s.Name, seed, false, pr.Space)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		defer st.close()
+		a = st
 	case "optuna":
 		peer, err := e.procs.get(peerScript)
 		if e.peerPerRun {

@@ -14,6 +14,7 @@ import (
 	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 )
@@ -107,16 +108,11 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	if cfg == nil {
 		return 1
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
-	}
-	m := state.NewManager(sd)
 	op := "apply"
 	if o.destroy {
 		op = "destroy"
 	}
-	lk, st, ok := g.lockedState(ctx, m, op, o.lock)
+	sd, m, lk, st, ok := g.openLockedState(ctx, op, o.lock)
 	if !ok {
 		return 1
 	}
@@ -148,6 +144,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	s.Hooks = hooks
 
 	var p *plan.Plan
+	var err error
 	if planFile != "" {
 		p, err = readPlanFile(planFile)
 		if err != nil {
@@ -421,29 +418,31 @@ type printHooks struct {
 	c      views.Colors
 	mu     sync.Mutex
 	counts map[plan.Action]int
-	// where names the machine a started trial went to ("" when the
-	// platform has one machine); nil for configurations without one.
+	// where names where a started trial went (the machine), "" when its
+	// provider does not say (machineOf).
 	where func(exp, id string) string
 }
 
-// machineOf returns printHooks.where for configurations with remote
-// platforms (their trials' handles name the machine), else nil.
+// machineOf returns printHooks.where: where a started trial runs, from
+// its platform's provider when that is a providers.Locator (remote names
+// the machine), else "".
 func machineOf(cfg *schema.Config, s *apply.Session) func(exp, id string) string {
-	remote := false
-	for _, p := range cfg.Platforms {
-		remote = remote || p.Kind == "remote"
-	}
-	if !remote {
-		return nil
-	}
 	return func(exp, id string) string {
-		if e := cfg.Experiments[exp]; e == nil || e.Platform == nil || e.Platform.Kind != "remote" {
+		e := cfg.Experiments[exp]
+		if e == nil || e.Platform == nil {
 			return ""
 		}
-		st := s.State()
-		if e := st.Experiments[exp]; e != nil {
-			if t := e.Trials[id]; t != nil {
-				return t.Handle["machine"]
+		p, err := s.Providers.Provider(e.Platform.Key())
+		if err != nil {
+			return ""
+		}
+		loc, ok := p.(providers.Locator)
+		if !ok {
+			return ""
+		}
+		if se := s.State().Experiments[exp]; se != nil {
+			if t := se.Trials[id]; t != nil {
+				return loc.Location(t.Handle)
 			}
 		}
 		return ""

@@ -20,9 +20,9 @@ import (
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
-	"github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/local"
-	"github.com/trialform/trialform/providers/remote"
+	"github.com/trialform/trialform/providers/platforms"
+	"github.com/trialform/trialform/providers/registry"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 )
@@ -106,7 +106,7 @@ func (g *Globals) loadConfig(v varFlags, noColor bool) *schema.Config {
 		g.errorf("%v", err)
 		return nil
 	}
-	cfg, diags := schema.Load(wd, schema.LoadOptions{Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
+	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
 	if len(diags) > 0 {
 		g.printDiags(cfg, diags, noColor)
 	}
@@ -150,12 +150,14 @@ func parsedFiles(cfg *schema.Config) map[string]*hcl.File {
 
 // localTrialsDir is where, under the state directory, the local platform
 // keeps its trial directories (localTrialsDir/EXPERIMENT/TRIAL).
-const localTrialsDir = "trials"
+const localTrialsDir = local.TrialsDir
 
-// providerSet builds each platform's provider on first use. Kinds other
-// than local, remote, kubernetes and the CRD kinds (kubeflow, adaptdl,
-// frameworkcontroller) are declared in the language but not implemented
-// yet.
+// platformRegistry is every platform kind, built in one place
+// (providers/platforms).
+var platformRegistry = platforms.Registry()
+
+// providerSet builds each platform's provider on first use, through the
+// platform registry.
 //
 // The set is itself a Notifier: notify's channel gets a value whenever a
 // provider it built signals a change. One forwarding goroutine per such
@@ -221,40 +223,19 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 	if ps.cfg != nil {
 		pl = ps.cfg.Platforms[key]
 	}
-	kind, _, _ := strings.Cut(key, ".")
+	kind, name, _ := strings.Cut(key, ".")
 	if pl == nil && key != "local.default" {
 		return nil, fmt.Errorf("platform %s is not in the configuration any more; add its block back to tear its trials down", key)
 	}
-	if kind == "remote" && pl != nil && pl.Remote != nil {
-		p, err := newRemote(pl, filepath.Join(ps.stateDir, "remote", pl.Name))
-		if err != nil {
-			return nil, err
-		}
-		ps.add(key, p)
-		return p, nil
-	}
-	if kubernetes.Serves(kind) {
-		p, err := kubernetes.FromAttrs(kind, pl.Attrs, ps.cfg.Dir)
-		if err != nil {
-			return nil, err
-		}
-		ps.add(key, p)
-		return p, nil
-	}
-	if kind != "local" {
-		return nil, fmt.Errorf("platform kind %q is not implemented yet (see the status table in README.md); use platform \"local\", \"remote\", \"kubernetes\", \"kubeflow\", \"adaptdl\" or \"frameworkcontroller\"", kind)
-	}
-	lc := local.Config{
-		Root:   filepath.Join(ps.stateDir, localTrialsDir),
-		LibDir: filepath.Join(ps.stateDir, "lib"),
-		// One tree for every local trial: .trialform/tensorboard/EXP/TRIAL.
-		TensorBoardRoot: filepath.Join(ps.stateDir, "tensorboard"),
+	env := registry.Env{Name: name, StateDir: ps.stateDir}
+	var cfg any
+	if ps.cfg != nil {
+		env.Dir = ps.cfg.Dir
 	}
 	if pl != nil {
-		lc.GPUIndices = pl.GPUIndices
-		lc.MaxTrialsPerGPU = pl.MaxTrialsPerGPU
+		cfg = pl.Config
 	}
-	p, err := local.New(lc)
+	p, err := platformRegistry.Build(kind, cfg, env)
 	if err != nil {
 		return nil, err
 	}
@@ -398,6 +379,34 @@ func (g *Globals) lockedState(ctx context.Context, m *state.Manager, op string, 
 	return lk, st, true
 }
 
+// openLockedState opens the state directory, takes the state lock for op
+// and loads the state (as lockedState), printing why when it cannot; the
+// caller unlocks lk.
+func (g *Globals) openLockedState(ctx context.Context, op string, lf lockFlags) (sd string, m *state.Manager, lk *state.Lock, st *state.State, ok bool) {
+	sd, err := g.stateDir()
+	if err != nil {
+		g.errorf("%v", err)
+		return "", nil, nil, nil, false
+	}
+	m = state.NewManager(sd)
+	lk, st, ok = g.lockedState(ctx, m, op, lf)
+	return sd, m, lk, st, ok
+}
+
+// lockedSession is openLockedState with an apply session over the state
+// and cfg's providers; done closes the providers, then unlocks.
+func (g *Globals) lockedSession(ctx context.Context, cfg *schema.Config, op string, lf lockFlags) (s *apply.Session, st *state.State, done func(), ok bool) {
+	sd, m, lk, st, ok := g.openLockedState(ctx, op, lf)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	ps := newProviderSet(cfg, sd)
+	return apply.NewSession(cfg, st, m, ps), st, func() {
+		ps.Close()
+		lk.Unlock()
+	}, true
+}
+
 // confirm asks the user to type "yes"; Ctrl-C (ctx) ends the question.
 func (g *Globals) confirm(ctx context.Context, question string) (bool, error) {
 	fmt.Fprintf(g.IO.Out, "\n%s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", question)
@@ -478,19 +487,3 @@ func lostError(m *state.Manager) error {
 }
 
 var _ = plan.FormatVersion
-
-// newRemote builds the provider of a platform "remote" block.
-func newRemote(pl *schema.Platform, stateDir string) (*remote.Remote, error) {
-	rc := remote.Config{
-		Name: pl.Name, KnownHosts: pl.Remote.KnownHosts, WorkDir: pl.Remote.WorkDir,
-		LostGrace: pl.Remote.LostGrace, StateDir: stateDir,
-	}
-	for _, m := range pl.Remote.Machines {
-		rc.Machines = append(rc.Machines, remote.Machine{
-			Host: m.Host, Port: m.Port, User: m.User, KeyFile: m.SSHKeyFile, Password: m.Password,
-			GPUIndices: m.GPUIndices, MaxTrialsPerGPU: m.MaxTrialsPerGPU, MaxTrials: m.MaxTrials,
-			PythonPath: m.PythonPath, WorkDir: m.WorkDir,
-		})
-	}
-	return remote.New(rc)
-}

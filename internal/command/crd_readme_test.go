@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	k8s "github.com/trialform/trialform/providers/kubernetes"
+	"github.com/trialform/trialform/providers/platforms"
 	"github.com/trialform/trialform/schema"
 )
 
@@ -23,7 +24,7 @@ func TestReadmeCRDPlatformsDecode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(rest[start:start+strings.Index(rest[start:], "```")]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := schema.Load(dir, schema.LoadOptions{})
+	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platforms.Registry()})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -32,7 +33,7 @@ func TestReadmeCRDPlatformsDecode(t *testing.T) {
 		if p == nil {
 			t.Fatalf("no %s", key)
 		}
-		c, err := k8s.CRDConfigFromAttrs(p.Kind, p.Attrs, dir)
+		c, err := k8s.CRDConfigFrom(p.Config, dir)
 		if err != nil {
 			t.Errorf("%s: %v", key, err)
 			continue

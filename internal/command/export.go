@@ -8,7 +8,6 @@ import (
 
 	"github.com/trialform/trialform/internal/results"
 	"github.com/trialform/trialform/internal/views"
-	"github.com/trialform/trialform/state"
 )
 
 // runExport is `trialform export EXPERIMENT... [-all] -o csv|json`: every
@@ -26,12 +25,7 @@ func runExport(ctx context.Context, g *Globals, args []string) int {
 	if *output != "json" && *output != "csv" {
 		return g.errorf("-o %q: export writes json or csv", *output)
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
-	}
-	m := state.NewManager(sd)
-	st := g.loadState(m)
+	m, st := g.readStateManager()
 	if st == nil {
 		return 1
 	}
@@ -73,6 +67,7 @@ func runExport(ctx context.Context, g *Globals, args []string) int {
 			},
 		})
 	}
+	var err error
 	if *output == "csv" {
 		err = views.ExportCSV(g.IO.Out, out)
 	} else {

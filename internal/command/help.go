@@ -206,6 +206,16 @@ warning on stderr; nothing is dropped silently. NNI's search space stays where i
 is (nni_file) unless -inline writes it as HCL.`,
 		example: "trialform convert nni config.yml -o main.hcl\n  trialform convert katib experiment.yaml -o katib.hcl\n  trialform convert polyaxon polyaxonfile.yaml",
 	},
+	"ui": {
+		synopsis: "trialform ui [options]",
+		desc: `Serves a live, read-only web dashboard of the state in the working directory:
+overview, experiment pages (trials table with the query language, charts,
+parameter importance), trial pages (logs, TensorBoard scalars), the current plan,
+the history of the definitions and a comparison. It reads the state without the
+lock, so it runs beside apply -wait and watch. Any address but 127.0.0.1 needs a
+token; without -token a random one is printed.`,
+		example: "trialform ui -open\n  trialform ui -addr 127.0.0.2:9000 -token s3cret",
+	},
 	"completion": {
 		synopsis: "trialform completion [options] SHELL",
 		args:     []string{"SHELL  bash, zsh or fish"},

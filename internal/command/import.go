@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/internal/views"
-	"github.com/trialform/trialform/state"
 )
 
 // runImport adopts trials the platform holds but the state does not know
@@ -56,20 +54,13 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 	if cfg.Experiments[exp] == nil {
 		return g.errorf("experiment %q is not in the configuration (experiments: %s); import adopts trials into experiments the configuration defines", exp, strings.Join(sortedKeys(cfg.Experiments), ", "))
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
-	}
-	m := state.NewManager(sd)
-	lk, st, ok := g.lockedState(ctx, m, "import", lf)
+	s, st, done, ok := g.lockedSession(ctx, cfg, "import", lf)
 	if !ok {
 		return 1
 	}
-	defer lk.Unlock()
-	ps := newProviderSet(cfg, sd)
-	defer ps.Close()
-	s := apply.NewSession(cfg, st, m, ps)
+	defer done()
 	if *all {
+		var err error
 		if ids, err = s.Orphans(ctx, exp); err != nil {
 			return g.errorf("%v", err)
 		}

@@ -78,6 +78,7 @@ func commands() []command {
 		{name: "refresh", summary: "Write what the platforms report into the state; start or stop nothing", run: runRefresh, graceful: true},
 		{name: "tensorboard", summary: "Start TensorBoard on the trials' logdirs (-print-logdir: only print it)", run: runTensorBoard, graceful: true},
 		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs, graceful: true},
+		{name: "ui", summary: "Serve a live, read-only web dashboard (127.0.0.1:8080)", run: runUI, graceful: true},
 		{name: "convert", summary: "Convert an NNI config, a Katib Experiment or a polyaxonfile to HCL", run: runConvert},
 		{name: "import", summary: "Adopt trials the platform runs but the state does not know (orphans)", run: runImport, graceful: true},
 		{name: "state", summary: "Inspect or edit the state (list, show, rm, mv)", run: runState},

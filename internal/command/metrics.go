@@ -30,12 +30,7 @@ func runMetrics(ctx context.Context, g *Globals, args []string) int {
 	if len(pos) != 2 {
 		return g.errorf("usage: trialform metrics EXPERIMENT TRIAL [-o table|csv|json]")
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
-	}
-	m := state.NewManager(sd)
-	st := g.loadState(m)
+	m, st := g.readStateManager()
 	if st == nil {
 		return 1
 	}

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-
-	"github.com/trialform/trialform/apply"
-	"github.com/trialform/trialform/state"
 )
 
 // runRefresh is `trialform refresh [EXPERIMENT...]`, Terraform's
@@ -49,19 +46,11 @@ func runRefresh(ctx context.Context, g *Globals, args []string) int {
 		}
 		cfg = &only
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
-	}
-	m := state.NewManager(sd)
-	lk, st, ok := g.lockedState(ctx, m, "refresh", lf)
+	s, st, done, ok := g.lockedSession(ctx, cfg, "refresh", lf)
 	if !ok {
 		return 1
 	}
-	defer lk.Unlock()
-	ps := newProviderSet(cfg, sd)
-	defer ps.Close()
-	s := apply.NewSession(cfg, st, m, ps)
+	defer done()
 	out := &lineWriter{w: g.IO.Out}
 	s.Hooks = &printHooks{w: out, c: g.colors(*noColor), where: machineOf(cfg, s)}
 	_, changes, err := s.Refresh(ctx)

@@ -51,12 +51,20 @@ func runShow(ctx context.Context, g *Globals, args []string) int {
 
 // readState loads the state without locking (reads are atomic).
 func (g *Globals) readState() *state.State {
+	_, st := g.readStateManager()
+	return st
+}
+
+// readStateManager is readState that also returns the state's manager;
+// st is nil when the state cannot be read (said).
+func (g *Globals) readStateManager() (*state.Manager, *state.State) {
 	sd, err := g.stateDir()
 	if err != nil {
 		g.errorf("%v", err)
-		return nil
+		return nil, nil
 	}
-	return g.loadState(state.NewManager(sd))
+	m := state.NewManager(sd)
+	return m, g.loadState(m)
 }
 
 func runLogs(ctx context.Context, g *Globals, args []string) int {
@@ -110,7 +118,7 @@ func (g *Globals) loadConfigQuiet() *schema.Config {
 	if err != nil {
 		return nil
 	}
-	cfg, diags := schema.Load(wd, schema.LoadOptions{Environ: g.IO.Environ})
+	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Environ: g.IO.Environ})
 	if diags.HasErrors() {
 		return nil
 	}
@@ -186,20 +194,11 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		enc.Encode(v)
 		return 0
 	case "rm":
-		sd, err := g.stateDir()
-		if err != nil {
-			return g.errorf("%v", err)
-		}
-		m := state.NewManager(sd)
-		lk, ok := g.lock(ctx, m, "state rm", lf)
+		_, m, lk, st, ok := g.openLockedState(ctx, "state rm", lf)
 		if !ok {
 			return 1
 		}
 		defer lk.Unlock()
-		st := g.loadState(m)
-		if st == nil {
-			return 1
-		}
 		for _, a := range pos {
 			exp, trial, err := parseAddress(a)
 			if err != nil {

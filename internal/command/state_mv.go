@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/trialform/trialform/state"
 )
 
 // stateMv renames an experiment in the state (`state mv experiment.OLD
@@ -36,20 +34,11 @@ func (g *Globals) stateMv(ctx context.Context, pos []string, lf lockFlags) int {
 	if from == to {
 		return g.errorf("experiment.%s is already called %s; nothing to move", from, to)
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
-	}
-	m := state.NewManager(sd)
-	lk, ok := g.lock(ctx, m, "state mv", lf)
+	_, m, lk, st, ok := g.openLockedState(ctx, "state mv", lf)
 	if !ok {
 		return 1
 	}
 	defer lk.Unlock()
-	st := g.loadState(m)
-	if st == nil {
-		return 1
-	}
 	if err := st.Clone().Move(from, to); err != nil {
 		return g.errorf("state mv: %v; nothing was moved", err)
 	}

@@ -71,12 +71,7 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 		return g.queryError("-sort", err)
 	}
 
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
-	}
-	m := state.NewManager(sd)
-	st := g.loadState(m)
+	m, st := g.readStateManager()
 	if st == nil {
 		return 1
 	}

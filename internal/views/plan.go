@@ -319,7 +319,7 @@ func trial(w io.Writer, t *plan.TrialAction, c Colors) {
 	switch t.Action {
 	case plan.Create:
 		fmt.Fprintf(w, "    %s trial %s  %s\n", c.symbol(t.Action), t.TrialID, FormatParams(t.Params))
-		if t.Recorded {
+		if t.Recorded || t.RepeatOf > 0 {
 			fmt.Fprintf(w, "        %s\n", c.Dim("# "+t.Reason))
 		}
 		if t.Command != "" {

@@ -47,3 +47,23 @@ func TestPlanShowsDrift(t *testing.T) {
 		t.Errorf("json:\n%s", b.String())
 	}
 }
+
+// A create that repeats an earlier trial (metis) shows why, in both
+// renderings.
+func TestPlanShowsRepeatOf(t *testing.T) {
+	ep := &plan.ExperimentPlan{Name: "exp", Action: plan.Update, Settings: plan.Settings{MaxTrials: 20},
+		Trials: []*plan.TrialAction{{Action: plan.Create, TrialID: "t0017", Seq: 17, Params: map[string]any{"x": 0.6},
+			RepeatOf: 9, Reason: "repeat_of t0009: the result of trial 9 lies 4.2 standard deviations from what the other trials predict"}}}
+	p := &plan.Plan{Experiments: []*plan.ExperimentPlan{ep}}
+	p.Summary.Create = 1
+	var b bytes.Buffer
+	Plan(&b, p, Colors{})
+	if !strings.Contains(b.String(), "+ trial t0017  x=0.6\n        # repeat_of t0009: the result of trial 9 lies 4.2") {
+		t.Errorf("human:\n%s", b.String())
+	}
+	b.Reset()
+	PlanJSON(&b, p)
+	if !strings.Contains(b.String(), `"repeat_of": 9`) {
+		t.Errorf("json:\n%s", b.String())
+	}
+}

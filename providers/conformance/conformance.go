@@ -25,7 +25,7 @@ import (
 // Options tell the suite about the provider under test.
 type Options struct {
 	// Python is the interpreter for the Python trial scripts; "" looks up
-	// python3 on PATH. Tests that need it are skipped when there is none.
+	// python3 on PATH. Tests that need it fail when there is none.
 	Python string
 	// CodeDir is where the suite writes its scripts and where trials leave
 	// the marker files it checks; it must be visible both to the test and to
@@ -33,8 +33,14 @@ type Options struct {
 	CodeDir func(t *testing.T) string
 	// Lose makes the platform lose a running trial the way a crash does
 	// (for local: kill -9 of the supervisor and of the trial's group). nil
-	// skips the resume-after-loss test.
+	// needs CapResume in Unimplemented.
 	Lose func(t *testing.T, h providers.Handle)
+	// Unimplemented declares the capabilities (Cap* names) the platform
+	// does not implement, each with the reason, as rclone's
+	// UnimplementableMethods do. A test of a capability the provider lacks
+	// fails unless it is declared here, and a declared capability the
+	// provider has fails too: nothing is skipped silently.
+	Unimplemented map[string]string
 	// Timeout bounds every wait for a trial to reach a phase (default 60s).
 	Timeout time.Duration
 	// StopGrace is the grace the suite passes to Stop (default 2s).
@@ -50,6 +56,38 @@ type Options struct {
 	// suite's hand-written NNI trial.
 	NNIPlatform string
 }
+
+// Capabilities a platform may declare unimplemented (Options.Unimplemented).
+const (
+	CapResume          = "Resume"          // a lost trial resumes (needs Options.Lose)
+	CapLogs            = "Logs"            // providers.LogStreamer
+	CapList            = "List"            // providers.Lister
+	CapImport          = "Import"          // providers.Importer
+	CapPurgeExperiment = "PurgeExperiment" // providers.ExperimentPurger
+	// CapKillNewSession: what a trial starts in a new session (setsid)
+	// dies with the trial and with Stop.
+	CapKillNewSession = "KillNewSession"
+)
+
+var capabilities = map[string]bool{CapResume: true, CapLogs: true, CapList: true, CapImport: true, CapPurgeExperiment: true, CapKillNewSession: true}
+
+// need checks that the provider has capability (has), or declared it
+// unimplemented (the test is then skipped, with the declared reason).
+// has is nil for capabilities the suite cannot see from the outside.
+func (e *env) need(capability string, has *bool) {
+	e.t.Helper()
+	reason, declared := e.s.opts.Unimplemented[capability]
+	switch {
+	case declared && has != nil && *has:
+		e.t.Fatalf("the provider declares %s unimplemented (%s) but implements it: drop the declaration", capability, reason)
+	case declared:
+		e.t.Skipf("%s is declared unimplemented: %s", capability, reason) // not a dependency: a declared gap
+	case has != nil && !*has:
+		e.t.Fatalf("the provider does not implement %s and does not declare it in Options.Unimplemented", capability)
+	}
+}
+
+func yes(b bool) *bool { return &b }
 
 type suite struct {
 	t    *testing.T
@@ -77,6 +115,11 @@ func Run(t *testing.T, newProvider func(t *testing.T) providers.Provider, opts O
 			opts.Python = p
 		}
 	}
+	for c := range opts.Unimplemented {
+		if !capabilities[c] {
+			t.Fatalf("Options.Unimplemented names an unknown capability %q", c)
+		}
+	}
 	s := &suite{t: t, newP: newProvider, opts: opts}
 	tests := []struct {
 		name string
@@ -98,6 +141,9 @@ func Run(t *testing.T, newProvider func(t *testing.T) providers.Provider, opts O
 		{"Logs", testLogs},
 		{"List", testList},
 		{"Import", testImport},
+		{"StartRefusesOtherOwner", testOtherOwner},
+		{"PurgeExperiment", testPurgeExperiment},
+		{"KillNewSession", testKillNewSession},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,7 +203,7 @@ func (e *env) req(id, shell string) providers.StartRequest {
 	return providers.StartRequest{
 		Experiment: e.exp, ExperimentID: "eid-" + e.exp, TrialID: id, Seq: 4, ParameterID: 7,
 		Params: map[string]any{"lr": 0.01, "opt": "adam"}, Shell: shell, CodeDir: e.code,
-		Lineage: "lineage-" + e.exp,
+		Lineage: "lineage-" + e.exp, Generation: 1,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/trialform/trialform/providers"
@@ -235,16 +236,143 @@ func testStartEnded(e *env) {
 	if o.Phase != providers.PhaseSucceeded {
 		e.t.Errorf("after Start of an ended trial: %s", show(o))
 	}
-	// Another state (lineage) with the same experiment and trial id must
-	// not take this trial's result for its own parameters.
-	other := req
-	other.Lineage = "another-state"
-	if _, err := e.p.Start(e.ctx(), other); err == nil || !providers.IsPermanent(err) || !strings.Contains(err.Error(), "import") {
-		e.t.Errorf("Start by another lineage: %v, want a permanent error naming import", err)
+	refuseOthers(e, req)
+	// Synchronise on the trial's end (a second run would have been
+	// launched by now, and would end: the go file exists), then count.
+	if o := c.phase(providers.PhaseSucceeded); fmt.Sprint(o.Handle) != fmt.Sprint(h) {
+		e.t.Errorf("after the refused Starts the handle is %v, was %v: the trial ran again", o.Handle, h)
 	}
-	time.Sleep(200 * time.Millisecond)
 	if r := runs(e, mark); r != 1 {
 		e.t.Errorf("the trial ran %d times, want 1", r)
+	}
+}
+
+// refuseOthers checks that Start refuses, with a permanent error naming
+// import, to take over req's trial for another trial of the same id:
+// another state (lineage), another instance of the experiment (destroyed
+// and created again), another generation, other parameters.
+func refuseOthers(e *env, req providers.StartRequest) {
+	e.t.Helper()
+	others := map[string]func(*providers.StartRequest){
+		"another lineage":             func(r *providers.StartRequest) { r.Lineage = "another-state" },
+		"another experiment instance": func(r *providers.StartRequest) { r.ExperimentID = "another-instance" },
+		"another generation":          func(r *providers.StartRequest) { r.Generation = req.Generation + 1 },
+		"other parameters":            func(r *providers.StartRequest) { r.Params = map[string]any{"lr": 0.5, "opt": "sgd"} },
+	}
+	for what, change := range others {
+		other := req
+		change(&other)
+		for _, resume := range []bool{false, true} {
+			other.Resume = resume
+			if _, err := e.p.Start(e.ctx(), other); err == nil || !providers.IsPermanent(err) || !strings.Contains(err.Error(), "trialform import "+req.Experiment+" "+req.TrialID) {
+				e.t.Errorf("Start (resume %v) for %s: %v, want a permanent error naming trialform import", resume, what, err)
+			}
+		}
+	}
+}
+
+// testOtherOwner: a running trial is not adopted for another trial of the
+// same id either.
+func testOtherOwner(e *env) {
+	req, mark := e.runCounter("t1")
+	req.Generation = 2
+	h := e.start(req)
+	c := e.collect("t1")
+	c.phase(providers.PhaseRunning)
+	refuseOthers(e, req)
+	// The same trial is still adopted, and a read reports its owner.
+	if h2 := e.start(req); fmt.Sprint(h2) != fmt.Sprint(h) {
+		e.t.Errorf("adopting Start returned %v, first Start %v", h2, h)
+	}
+	o := c.read()
+	if m := req.Owner().Mismatch(o.Owner); m != "" || o.Owner.Lineage == "" {
+		e.t.Errorf("Read reports owner %+v: %s", o.Owner, m)
+	}
+	e.touch(mark + ".go")
+	c.phase(providers.PhaseSucceeded)
+	if r := runs(e, mark); r != 1 {
+		e.t.Errorf("the trial ran %d times, want 1", r)
+	}
+}
+
+// testPurgeExperiment: destroy's PurgeExperiment removes every trial of
+// the experiment and lineage, ended and running ones, and nothing of
+// another lineage.
+func testPurgeExperiment(e *env) {
+	pg, ok := e.p.(providers.ExperimentPurger)
+	e.need(CapPurgeExperiment, &ok)
+	e.start(e.req("ended", "exit 0"))
+	e.collect("ended").phase(providers.PhaseSucceeded)
+	e.start(e.req("runs", "sleep 1000"))
+	e.collect("runs").phase(providers.PhaseRunning)
+	foreign := e.req("foreign", "exit 0")
+	foreign.Lineage = "another-state"
+	e.start(foreign)
+	e.collect("foreign").phase(providers.PhaseSucceeded)
+
+	if err := pg.PurgeExperiment(e.ctx(), e.exp, "lineage-"+e.exp); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, id := range []string{"ended", "runs"} {
+		if o := e.collect(id).read(); o.Exists {
+			e.t.Errorf("after PurgeExperiment trial %s: %s", id, show(o))
+		}
+	}
+	if o := e.collect("foreign").read(); !o.Exists {
+		e.t.Errorf("PurgeExperiment removed another state's trial")
+	}
+	if l, ok := e.p.(providers.Lister); ok {
+		obs, err := l.List(e.ctx(), e.exp)
+		if err != nil || len(obs) != 1 || obs[0].TrialID != "foreign" {
+			e.t.Errorf("List after PurgeExperiment = %d trials, %v; want only foreign", len(obs), err)
+		}
+	}
+	// A new trial under a purged id starts afresh.
+	r := e.req("ended", "echo 'trialform: 3'")
+	r.ExperimentID = "re-created"
+	e.start(r)
+	c := e.collect("ended")
+	c.phase(providers.PhaseSucceeded)
+	c.read()
+	checkMetrics(e.t, c.metrics, providers.Metric{Type: "FINAL", ParameterID: 7, Value: "3"})
+	if err := pg.PurgeExperiment(e.ctx(), e.exp, "another-state"); err != nil {
+		e.t.Fatal(err)
+	}
+	if o := e.collect("foreign").read(); o.Exists {
+		e.t.Errorf("after purging its lineage, trial foreign: %s", show(o))
+	}
+}
+
+// testKillNewSession: what a trial starts in a new session (setsid)
+// neither outlives Stop nor the trial's own end.
+func testKillNewSession(e *env) {
+	e.need(CapKillNewSession, nil)
+	for _, tc := range []struct {
+		id, tail string
+		stop     bool
+	}{
+		{"stopped", "wait", true},
+		{"exits", "exit 0", false},
+	} {
+		mark := filepath.Join(e.code, tc.id)
+		e.start(e.req(tc.id, "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $! > "+shq(mark+".tmp")+"; mv "+shq(mark+".tmp")+" "+shq(mark)+"; "+tc.tail))
+		e.waitFile(mark)
+		b, _ := os.ReadFile(mark)
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			e.t.Fatalf("pid %q: %v", b, err)
+		}
+		c := e.collect(tc.id)
+		if tc.stop {
+			c.phase(providers.PhaseRunning)
+			e.stop(tc.id, false)
+		} else {
+			c.phase(providers.PhaseSucceeded)
+		}
+		if !e.pidGone(pid) {
+			e.t.Errorf("trial %s: the process it started in a new session (%d) outlived it", tc.id, pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }
 
@@ -326,9 +454,7 @@ sleep 1000
 `
 
 func testResumeAfterLoss(e *env) {
-	if e.s.opts.Lose == nil {
-		e.t.Skip("the provider gave no way to lose a trial")
-	}
+	e.need(CapResume, yes(e.s.opts.Lose != nil))
 	req := e.req("t1", resumeScript)
 	e.start(req)
 	c := e.collect("t1")
@@ -431,9 +557,7 @@ func testNoInjection(e *env) {
 
 func testLogs(e *env) {
 	ls, ok := e.p.(providers.LogStreamer)
-	if !ok {
-		e.t.Skip("not a LogStreamer")
-	}
+	e.need(CapLogs, &ok)
 	e.start(e.req("t1", "echo hello out; echo hello err >&2"))
 	c := e.collect("t1")
 	c.phase(providers.PhaseSucceeded)
@@ -489,15 +613,16 @@ func (s *syncBuilder) String() string {
 
 func testList(e *env) {
 	l, ok := e.p.(providers.Lister)
-	if !ok {
-		e.t.Skip("not a Lister")
-	}
+	e.need(CapList, &ok)
 	if obs, err := l.List(e.ctx(), e.exp); err != nil || len(obs) != 0 {
 		e.t.Fatalf("List of an empty experiment = %v, %v", obs, err)
 	}
 	e.start(e.req("a", "exit 0"))
 	e.start(e.req("b", "sleep 1000"))
 	e.collect("a").phase(providers.PhaseSucceeded)
+	// b may still be pending when a has ended (a loaded node, a slow
+	// scheduler): wait for it to run, not for a's end to imply it.
+	e.collect("b").phase(providers.PhaseRunning)
 	obs, err := l.List(e.ctx(), e.exp)
 	if err != nil {
 		e.t.Fatal(err)
@@ -527,9 +652,7 @@ func testList(e *env) {
 // platform does not hold is ErrNotFound.
 func testImport(e *env) {
 	im, ok := e.p.(providers.Importer)
-	if !ok {
-		e.t.Skip("not an Importer")
-	}
+	e.need(CapImport, &ok)
 	r := e.req("imp", "sleep 1000")
 	r.Params = map[string]any{"lr": 0.5, "opt": "sgd", "layers": float64(3)}
 	e.start(r)

@@ -212,7 +212,7 @@ func (c *CRD) tombstoneObservation(cm *corev1.ConfigMap) providers.Observation {
 	o := providers.Observation{
 		TrialID: a[AnnTrial], Experiment: a[AnnExperiment], Exists: true, Phase: providers.PhaseKilled, Reason: a[AnnStopReason],
 		Handle:  providers.Handle{"namespace": cm.Namespace, "kind": c.kind.gvk().Kind, "name": cm.Name, "uid": ""},
-		Lineage: a[AnnLineage],
+		Lineage: a[AnnLineage], Owner: ownerOf(a),
 	}
 	if t, err := time.Parse(time.RFC3339Nano, a[AnnStoppedAt]); err == nil {
 		o.EndedAt = &t
@@ -275,7 +275,7 @@ func (c *CRD) Start(ctx context.Context, req providers.StartRequest) (providers.
 			if a[AnnExperiment] != req.Experiment || a[AnnTrial] != req.TrialID {
 				return nil, providers.Permanent(fmt.Errorf("%s %s/%s exists but is not trial %s/%s", c.kind.gvk().Kind, c.k.namespace, name, req.Experiment, req.TrialID))
 			}
-			if err := providers.CheckLineage(c.kind.gvk().Kind+" "+c.k.namespace+"/"+name, req, a[AnnLineage]); err != nil {
+			if err := providers.CheckOwner(c.kind.gvk().Kind+" "+c.k.namespace+"/"+name, req, ownerOf(a)); err != nil {
 				return nil, err
 			}
 			if n, err := strconv.Atoi(a[AnnAttempt]); err == nil {
@@ -535,7 +535,7 @@ func (c *CRD) observe(obj *unstructured.Unstructured, pods []corev1.Pod) provide
 	}
 	o := providers.Observation{
 		TrialID: a[AnnTrial], Experiment: a[AnnExperiment], Exists: true,
-		Phase: ph, Reason: reason, Handle: crdHandle(obj), Lineage: a[AnnLineage],
+		Phase: ph, Reason: reason, Handle: crdHandle(obj), Lineage: a[AnnLineage], Owner: ownerOf(a),
 	}
 	if holder, err := c.trialJob(obj); err == nil {
 		o.Spec = renderSpec(holder) // for drift (spec.go)

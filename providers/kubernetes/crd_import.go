@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -49,9 +48,8 @@ func (c *CRD) Import(ctx context.Context, req providers.ImportRequest) (provider
 	if err != nil {
 		return providers.Imported{}, err
 	}
-	imp := providers.Imported{Seq: seq, ParameterID: pid, Params: params, PreviousLineage: obj.GetAnnotations()[AnnLineage]}
-	if imp.PreviousLineage != req.Lineage {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnLineage: req.Lineage}}})
+	imp := providers.Imported{Seq: seq, ParameterID: pid, Params: params, PreviousLineage: obj.GetAnnotations()[AnnLineage], Previous: ownerOf(obj.GetAnnotations())}
+	if patch := reownPatch(obj.GetAnnotations(), req, params); patch != nil {
 		if err := retry(ctx, func() error {
 			o, err := c.res().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 			if err == nil {

@@ -91,6 +91,9 @@ func TestCRDConformance(t *testing.T) {
 				},
 				Timeout:  90 * time.Second,
 				Parallel: true,
+				Unimplemented: map[string]string{
+					conformance.CapKillNewSession: nodeAgentSessions,
+				},
 			})
 		})
 	}

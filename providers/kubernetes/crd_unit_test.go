@@ -2,6 +2,8 @@ package kubernetes
 
 import (
 	"strings"
+
+	"github.com/hashicorp/hcl/v2"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,54 +11,64 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/registry"
 )
 
-func TestCRDConfigFromAttrs(t *testing.T) {
-	c, err := CRDConfigFromAttrs(KindKubeflow, map[string]any{
-		"operator": "tfjob", "namespace": "ml", "image": "tf:2",
-		"worker": []any{map[string]any{"replicas": 2.0, "cpu": 2.0, "memory": "8Gi", "gpu": 1.0}},
-		"ps":     []any{map[string]any{"replicas": 1.0, "command": "python ps.py", "image": "tf:cpu"}},
+func TestCRDConfigFrom(t *testing.T) {
+	c, err := CRDConfigFrom(&KubeflowSettings{Settings: Settings{Namespace: "ml", Image: "tf:2"}, Operator: "tfjob",
+		Worker: &ReplicaSettings{Replicas: 2, RoleResources: RoleResources{CPU: 2.0, Memory: "8Gi", GPU: 1}},
+		PS:     &ReplicaSettings{Replicas: 1, RoleResources: RoleResources{Command: "python ps.py", Image: "tf:cpu"}},
 	}, "/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Namespace != "ml" || c.Image != "tf:2" || len(c.Roles) != 2 || c.Roles[0].Name != "worker" || c.Roles[0].Replicas != 2 ||
+	if c.Kind != KindKubeflow || c.Namespace != "ml" || c.Image != "tf:2" || len(c.Roles) != 2 || c.Roles[0].Name != "worker" || c.Roles[0].Replicas != 2 ||
 		c.Roles[0].CPU != "2" || c.Roles[0].GPU != 1 || c.Roles[1].Command != "python ps.py" || c.Roles[1].Image != "tf:cpu" {
 		t.Errorf("config %+v", c)
 	}
-	fc, err := CRDConfigFromAttrs(KindFrameworkController, map[string]any{
-		"task_role": []any{map[string]any{"_labels": []any{"worker"}, "task_number": 2.0,
-			"framework_attempt_completion_policy": []any{map[string]any{"min_failed_task_count": 1.0, "min_succeeded_task_count": 2.0}}}},
-	}, "/")
+	one, two := 1, 2
+	fc, err := CRDConfigFrom(&FrameworkControllerSettings{TaskRoles: []TaskRoleSettings{{Name: "worker", TaskNumber: 2,
+		Policy: &CompletionPolicy{MinFailedTaskCount: &one, MinSucceededTaskCount: &two}}, {Name: "ps"}}}, "/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := fc.Roles[0]; r.Name != "worker" || r.Replicas != 2 || r.MinFailedTaskCount != 1 || r.MinSucceededTaskCount != 2 {
 		t.Errorf("task role %+v", r)
 	}
-	adl, err := CRDConfigFromAttrs(KindAdaptDL, map[string]any{"adaptive": true, "max_replicas": 4.0,
-		"resources": []any{map[string]any{"gpu": 1.0}}}, "/")
-	if err != nil || !adl.Adaptive || adl.MaxReplicas != 4 || adl.GPU != 1 {
+	if r := fc.Roles[1]; r.Replicas != 1 || r.MinFailedTaskCount != 1 || r.MinSucceededTaskCount != -1 {
+		t.Errorf("default task role %+v", r)
+	}
+	adl, err := CRDConfigFrom(&AdaptDLSettings{Adaptive: true, MaxReplicas: 4, Settings: Settings{Resources: &ResourceSettings{GPU: 1}}}, "/")
+	if err != nil || adl.Kind != KindAdaptDL || !adl.Adaptive || adl.MaxReplicas != 4 || adl.GPU != 1 {
 		t.Errorf("adaptdl %+v %v", adl, err)
 	}
+	if _, err := CRDConfigFrom(&Settings{}, "/"); err == nil || !providers.IsPermanent(err) {
+		t.Errorf("plain kubernetes settings as a CRD kind: %v", err)
+	}
+	// The rules HCL types do not express are the kinds' Check methods.
 	for _, tc := range []struct {
-		kind  string
-		attrs map[string]any
-		want  string
+		cfg  registry.Checker
+		want string
 	}{
-		{KindKubeflow, map[string]any{"operator": "mxjob", "worker": []any{map[string]any{}}}, `operator = "mxjob"`},
-		{KindKubeflow, map[string]any{"operator": "pytorchjob", "worker": []any{map[string]any{}}, "ps": []any{map[string]any{}}}, "a ps block is for operator \"tfjob\""},
-		{KindKubeflow, map[string]any{"operator": "tfjob", "worker": []any{map[string]any{}}, "master": []any{map[string]any{}}}, "a master block is for operator \"pytorchjob\""},
-		{KindKubeflow, map[string]any{"operator": "tfjob"}, "a worker block is required"},
-		{KindKubeflow, map[string]any{"operator": "tfjob", "worker": []any{map[string]any{"replicas": 0.0}}}, "worker.replicas must be a whole number >= 1"},
-		{KindKubeflow, map[string]any{"operator": "tfjob", "worker": []any{map[string]any{"gpus": 1.0}}}, `worker: unknown setting "gpus"`},
-		{KindAdaptDL, map[string]any{"min_replicas": 2.0}, "need adaptive = true"},
-		{KindFrameworkController, map[string]any{}, "a task_role block is required"},
-		{KindFrameworkController, map[string]any{"namespce": "x", "task_role": []any{map[string]any{"_labels": []any{"w"}}}}, `unknown setting "namespce"`},
+		{&KubeflowSettings{Operator: "mxjob", Worker: &ReplicaSettings{}}, `operator = "mxjob"`},
+		{&KubeflowSettings{Operator: "pytorchjob", Worker: &ReplicaSettings{}, PS: &ReplicaSettings{}}, `A ps block is for operator "tfjob"`},
+		{&KubeflowSettings{Operator: "tfjob", Worker: &ReplicaSettings{}, Master: &ReplicaSettings{}}, `A master block is for operator "pytorchjob"`},
+		{&KubeflowSettings{Operator: "tfjob"}, "needs a worker block"},
+		{&KubeflowSettings{Operator: "pytorchjob", Master: &ReplicaSettings{Replicas: 2}}, "master.replicas must be 1"},
+		{&KubeflowSettings{Operator: "tfjob", Worker: &ReplicaSettings{RoleResources: RoleResources{Memory: "lots"}}}, `memory = "lots"`},
+		{&AdaptDLSettings{MinReplicas: 2}, "need adaptive = true"},
+		{&AdaptDLSettings{Adaptive: true, MinReplicas: 3, MaxReplicas: 2}, "min_replicas (3) is more than max_replicas (2)"},
+		{&FrameworkControllerSettings{}, "needs a task_role block"},
+		{&FrameworkControllerSettings{TaskRoles: []TaskRoleSettings{{Name: "w"}, {Name: "w"}}}, `task_role "w" is declared twice`},
 	} {
-		_, err := CRDConfigFromAttrs(tc.kind, tc.attrs, "/")
-		if err == nil || !strings.Contains(err.Error(), tc.want) || !providers.IsPermanent(err) {
-			t.Errorf("%s %v: err = %v, want %q", tc.kind, tc.attrs, err, tc.want)
+		w := registry.NewWhere("k", hcl.Range{Filename: "main.hcl"})
+		w.Set("operator", hcl.Range{Filename: "main.hcl"})
+		var got []string
+		for _, d := range tc.cfg.Check(w) {
+			got = append(got, d.Detail)
+		}
+		if !strings.Contains(strings.Join(got, "\n"), tc.want) {
+			t.Errorf("%+v: Check = %q, want %q", tc.cfg, got, tc.want)
 		}
 	}
 }

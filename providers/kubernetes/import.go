@@ -44,9 +44,9 @@ func (k *Kubernetes) Import(ctx context.Context, req providers.ImportRequest) (p
 	if err != nil {
 		return providers.Imported{}, err
 	}
-	imp := providers.Imported{Seq: seq, ParameterID: pid, Params: params, PreviousLineage: job.Annotations[AnnLineage]}
-	if imp.PreviousLineage != req.Lineage {
-		if err := k.reown(ctx, job, req.Lineage); err != nil {
+	imp := providers.Imported{Seq: seq, ParameterID: pid, Params: params, PreviousLineage: job.Annotations[AnnLineage], Previous: ownerOf(job.Annotations)}
+	if patch := reownPatch(job.Annotations, req, params); patch != nil {
+		if err := k.reown(ctx, job, patch); err != nil {
 			return providers.Imported{}, err
 		}
 	}
@@ -112,10 +112,53 @@ func templateSeq(what string, ps *corev1.PodSpec) (int, error) {
 	return 0, fmt.Errorf("%s has no %s in its trial container: not a trial trialform started", what, trialproto.EnvTrialSeqID)
 }
 
-// reown patches the lineage annotation of the trial's Job, ConfigMap and
-// checkpoint claim (those that exist).
-func (k *Kubernetes) reown(ctx context.Context, job *batchv1.Job, lineage string) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnLineage: lineage}}})
+// ownerAnnotations are the annotations that record an ownership marker.
+func ownerAnnotations(o providers.Owner) map[string]string {
+	a := map[string]string{AnnLineage: o.Lineage}
+	if o.ExperimentID != "" {
+		a[AnnExperimentID] = o.ExperimentID
+	}
+	if o.Generation > 0 {
+		a[AnnGeneration] = strconv.Itoa(o.Generation)
+	}
+	if o.ParamsDigest != "" {
+		a[AnnParamsDigest] = o.ParamsDigest
+	}
+	return a
+}
+
+// ownerOf reads the ownership marker from an object's annotations.
+func ownerOf(a map[string]string) providers.Owner {
+	gen, _ := strconv.Atoi(a[AnnGeneration])
+	return providers.Owner{Lineage: a[AnnLineage], ExperimentID: a[AnnExperimentID], Generation: gen, ParamsDigest: a[AnnParamsDigest]}
+}
+
+// reownPatch is the merge patch that re-owns an object annotated a to the
+// importing state, experiment instance and generation (nil when nothing
+// changes); params are the trial's, digested when the object lacks it.
+func reownPatch(a map[string]string, req providers.ImportRequest, params map[string]any) []byte {
+	o := ownerOf(a)
+	want := o
+	want.Lineage = req.Lineage
+	if req.ExperimentID != "" {
+		want.ExperimentID = req.ExperimentID
+	}
+	if req.Generation > 0 {
+		want.Generation = req.Generation
+	}
+	if want.ParamsDigest == "" {
+		want.ParamsDigest = providers.ParamsDigest(params)
+	}
+	if want == o {
+		return nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ownerAnnotations(want)}})
+	return patch
+}
+
+// reown applies an ownership patch (reownPatch) to the trial's Job,
+// ConfigMap and checkpoint claim (those that exist).
+func (k *Kubernetes) reown(ctx context.Context, job *batchv1.Job, patch []byte) error {
 	name := job.Name
 	if err := retry(ctx, func() error {
 		j, err := k.client.BatchV1().Jobs(k.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})

@@ -52,6 +52,12 @@ const (
 	AnnAttempt     = "trialform.io/attempt"
 	AnnStopReason  = "trialform.io/stop-reason"
 	AnnMaxDuration = "trialform.io/max-duration"
+	// The rest of the ownership marker (providers.Owner) beside the
+	// lineage: the experiment instance id, the generation and a digest of
+	// the parameters the trial was started with.
+	AnnExperimentID = "trialform.io/experiment-id"
+	AnnGeneration   = "trialform.io/generation"
+	AnnParamsDigest = "trialform.io/params-digest"
 
 	containerName = "trial"
 

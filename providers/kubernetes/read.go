@@ -250,7 +250,7 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 	ph, reason := jobPhase(job, pod)
 	o := providers.Observation{
 		TrialID: job.Annotations[AnnTrial], Experiment: job.Annotations[AnnExperiment], Exists: true,
-		Phase: ph, Reason: reason, Handle: handle(job), Lineage: job.Annotations[AnnLineage],
+		Phase: ph, Reason: reason, Handle: handle(job), Lineage: job.Annotations[AnnLineage], Owner: ownerOf(job.Annotations),
 	}
 	o.Spec = renderSpec(job) // for drift (spec.go)
 	if t := started(pod); t != nil {
@@ -357,19 +357,11 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 			}
 		}
 	}
-	var last trialproto.LastValues
+	col := trialproto.Collector{ParameterID: pid, Regex: re, Seq: int(newOff[offSeq]), Final: newOff[offFinal] == 1}
+	// add keeps the collector's state in the offsets.
 	add := func(m providers.Metric) {
-		if m.ParameterID < 0 {
-			m.ParameterID = pid
-		}
-		if m.Sequence < 0 {
-			m.Sequence = 0
-			if m.Type == trialproto.TypePeriodical {
-				m.Sequence = int(newOff[offSeq])
-				newOff[offSeq]++
-			}
-		}
-		if m.Type == trialproto.TypeFinal && m.Garbage == "" {
+		newOff[offSeq] = int64(col.Seq)
+		if col.Final {
 			newOff[offFinal] = 1
 		}
 		o.Metrics = append(o.Metrics, m)
@@ -377,11 +369,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	if raw != nil {
 		truncated := int64(len(raw)) >= maxLogRead
 		for _, line := range cur.consume(raw, haveTS, term != nil && !truncated) {
-			m, ok := trialproto.ParseStdoutLine(line, nil)
-			if !ok && re != nil {
-				m, ok = trialproto.ParseStdoutLine(line, re)
-			}
-			if ok {
+			if m, ok := col.Line(line); ok {
 				add(m)
 			}
 		}
@@ -394,16 +382,12 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		if term != nil && !truncated && term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
 			whole, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: trialContainer(pod), LimitBytes: ptr.To(int64(maxLogRead))}).DoRaw(ctx)
 			if err == nil {
+				all := trialproto.Collector{ParameterID: pid, Regex: re}
 				for _, line := range strings.SplitAfter(string(whole), "\n") {
-					if _, ok := trialproto.ParseStdoutLine(line, nil); ok {
-						continue
-					}
-					if m, ok := trialproto.ParseStdoutLine(line, re); ok {
-						last.Add(m)
-					}
+					all.Line(line)
 				}
-				if m, ok := last.FinalFromLast(); ok {
-					add(m)
+				if m, ok := all.Finish(false); ok {
+					add(col.Add(m))
 				}
 			}
 		}
@@ -411,7 +395,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	if term != nil && newOff[offFinal] == 0 && term.Message != "" {
 		for _, line := range strings.Split(term.Message, "\n") {
 			if m, ok := trialproto.ParseStdoutLine(line, nil); ok && m.Type == trialproto.TypeFinal {
-				add(m)
+				add(col.Add(m))
 				break
 			}
 		}

@@ -22,7 +22,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/trialform/trialform/providers"
-	"github.com/trialform/trialform/providers/local"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -76,7 +75,7 @@ func (k *Kubernetes) Start(ctx context.Context, req providers.StartRequest) (pro
 			if job.Annotations[AnnExperiment] != req.Experiment || job.Annotations[AnnTrial] != req.TrialID {
 				return nil, providers.Permanent(fmt.Errorf("job %s/%s exists but is not trial %s/%s", k.namespace, name, req.Experiment, req.TrialID))
 			}
-			if err := providers.CheckLineage("job "+k.namespace+"/"+name, req, job.Annotations[AnnLineage]); err != nil {
+			if err := providers.CheckOwner("job "+k.namespace+"/"+name, req, ownerOf(job.Annotations)); err != nil {
 				return nil, err
 			}
 			if n, err := strconv.Atoi(job.Annotations[AnnAttempt]); err == nil {
@@ -205,6 +204,9 @@ func (k *Kubernetes) trialObjects(req providers.StartRequest, name string, attem
 		AnnLineage: req.Lineage, AnnExperiment: req.Experiment, AnnTrial: req.TrialID,
 		AnnParameterID: strconv.Itoa(req.ParameterID), AnnAttempt: strconv.Itoa(attempt),
 	}
+	for k, v := range ownerAnnotations(req.Owner()) {
+		ann[k] = v
+	}
 	if req.MetricRegex != "" {
 		ann[AnnMetricRegex] = req.MetricRegex
 	}
@@ -222,7 +224,7 @@ func (k *Kubernetes) trialObjects(req providers.StartRequest, name string, attem
 	items := []corev1.KeyToPath{{Key: "parameter.cfg", Path: "parameter.cfg"}, {Key: "params.json", Path: "params.json"}}
 	var libs map[string][]byte
 	if withCode {
-		libs = local.PythonFiles()
+		libs = trialproto.PythonFiles()
 	}
 	var libNames []string
 	for n := range libs {

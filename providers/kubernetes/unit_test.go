@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/trialform/trialform/providers/registry"
 )
 
 func TestJobName(t *testing.T) {
@@ -71,24 +74,33 @@ func itoa(i int) string {
 	}
 }
 
-func TestConfigFromAttrs(t *testing.T) {
-	c, err := ConfigFromAttrs(map[string]any{
-		"namespace": "ml", "image": "python:3.11", "image_pull_secrets": []any{"regcred"},
-		"node_selector": map[string]any{"gpu": "a100"},
-		"tolerations":   []any{map[string]any{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}},
-		"resources":     []any{map[string]any{"cpu": 0.5, "memory": "8Gi", "gpu": 2.0}},
-		"nfs":           []any{map[string]any{"server": "10.0.0.5", "path": "/export", "mount_path": "/nfs"}},
-		"checkpoint":    []any{map[string]any{"storage_class": "dfs"}},
-	}, "/base")
+func TestConfigFrom(t *testing.T) {
+	s := &Settings{
+		Namespace: "ml", Image: "python:3.11", ImagePullSecrets: []string{"regcred"}, Kubeconfig: "kube/config",
+		NodeSelector: map[string]string{"gpu": "a100"},
+		Tolerations:  []any{map[string]any{"key": "gpu", "operator": "Exists", "effect": "NoSchedule", "toleration_seconds": 30.0}},
+		Resources:    &ResourceSettings{CPU: 0.5, Memory: "8Gi", GPU: 2},
+		NFS:          &NFSSettings{Server: "10.0.0.5", Path: "/export", MountPath: "/nfs"},
+		Checkpoint:   &CheckpointBlock{StorageClass: "dfs"},
+	}
+	c, err := ConfigFrom(s, "/base")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.CPU != "500m" || c.Memory != "8Gi" || c.GPU != 2 || c.NFS.LocalPath != "/nfs" || c.Checkpoint.Size != "1Gi" ||
-		c.NodeSelector["gpu"] != "a100" || len(c.Tolerations) != 1 || c.Tolerations[0].Effect != "NoSchedule" {
+	if c.CPU != "500m" || c.Memory != "8Gi" || c.GPU != 2 || c.NFS.LocalPath != "/nfs" || c.Checkpoint.Size != "1Gi" || c.Kubeconfig != "/base/kube/config" ||
+		c.NodeSelector["gpu"] != "a100" || len(c.Tolerations) != 1 || c.Tolerations[0].Effect != "NoSchedule" || *c.Tolerations[0].TolerationSeconds != 30 {
 		t.Errorf("config %+v", c)
 	}
-	if _, err := ConfigFromAttrs(map[string]any{"resources": []any{map[string]any{"memory": "lots"}}}, "/"); err == nil {
-		t.Error("a bad quantity was accepted")
+	w := registry.NewWhere("k", hcl.Range{Filename: "main.hcl"})
+	bad := &Settings{Resources: &ResourceSettings{Memory: "lots"}, Tolerations: []any{map[string]any{"keys": "x"}}, Checkpoint: &CheckpointBlock{Size: "big"}}
+	var got []string
+	for _, d := range bad.Check(w) {
+		got = append(got, d.Detail)
+	}
+	for _, want := range []string{`memory = "lots" is not a Kubernetes quantity`, `unknown field "keys"`, `checkpoint.size = "big"`} {
+		if !strings.Contains(strings.Join(got, "\n"), want) {
+			t.Errorf("Check of bad settings: %q, want %q", got, want)
+		}
 	}
 }
 
@@ -126,11 +138,15 @@ func TestLogCursorIncremental(t *testing.T) {
 }
 
 func TestConfigMetricsInterval(t *testing.T) {
-	c, err := ConfigFromAttrs(map[string]any{"metrics_interval": "30s"}, "/")
+	c, err := ConfigFrom(&Settings{MetricsInterval: "30s"}, "/")
 	if err != nil || c.MetricsInterval != 30*time.Second {
 		t.Errorf("metrics_interval 30s: %v, %v", c.MetricsInterval, err)
 	}
-	if _, err := ConfigFromAttrs(map[string]any{"metrics_interval": "soon"}, "/"); err == nil || !strings.Contains(err.Error(), "metrics_interval") {
+	if _, err := ConfigFrom(&Settings{MetricsInterval: "soon"}, "/"); err == nil || !strings.Contains(err.Error(), "metrics_interval") {
 		t.Errorf("a bad metrics_interval: %v", err)
+	}
+	d := (&Settings{MetricsInterval: "-1s"}).Check(registry.NewWhere("k", hcl.Range{}))
+	if len(d) != 1 || !strings.Contains(d[0].Detail, `metrics_interval = "-1s" is not a duration`) {
+		t.Errorf("Check of a negative metrics_interval: %v", d)
 	}
 }

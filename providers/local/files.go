@@ -52,6 +52,7 @@ type spec struct {
 	GPUs         int               `json:"gpus,omitempty"`
 	MetricRegex  string            `json:"metric_regex,omitempty"`
 	Lineage      string            `json:"lineage,omitempty"`
+	Generation   int               `json:"generation,omitempty"`
 	Attempt      int               `json:"attempt"`
 	// GPUScheduling says the platform schedules GPUs; AssignedGPUs are
 	// then the indices this attempt got (CUDA_VISIBLE_DEVICES).
@@ -59,10 +60,13 @@ type spec struct {
 	AssignedGPUs  []int         `json:"assigned_gpus,omitempty"`
 	LibDir        string        `json:"lib_dir"`
 	StopGrace     time.Duration `json:"stop_grace_ns"`
-	CreatedAt     time.Time     `json:"created_at"`
 	// TensorBoardDir is the trial's TensorBoard log directory
 	// (Config.TensorBoardRoot/EXPERIMENT/TRIAL); "" means output/tensorboard.
 	TensorBoardDir string `json:"tensorboard_dir,omitempty"`
+	// OutputLimit caps the stdout and the stderr kept on disk (bytes; 0 =
+	// DefaultOutputLimit, negative = no cap).
+	OutputLimit int64     `json:"output_limit,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // Supervisor states recorded in status.json.
@@ -97,6 +101,9 @@ type status struct {
 	Signal          string     `json:"signal,omitempty"`
 	Outcome         string     `json:"outcome,omitempty"`
 	Reason          string     `json:"reason,omitempty"`
+	// Dropped counts the intermediate results on stdout the supervisor
+	// did not record, past providers.MaxIntermediate.
+	Dropped int64 `json:"dropped_intermediate,omitempty"`
 }
 
 // stopRequest is what Stop leaves for the supervisor before SIGTERM.

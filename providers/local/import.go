@@ -41,13 +41,27 @@ func (l *Local) Import(ctx context.Context, req providers.ImportRequest) (provid
 	if err != nil {
 		return providers.Imported{}, fmt.Errorf("trial %s/%s: %w", req.Experiment, req.TrialID, err)
 	}
-	imp := providers.Imported{Seq: sp.Seq, ParameterID: pid, Params: params, PreviousLineage: sp.Lineage}
-	if sp.Lineage != req.Lineage {
-		sp.Lineage = req.Lineage
+	imp := providers.Imported{Seq: sp.Seq, ParameterID: pid, Params: params, PreviousLineage: sp.Lineage, Previous: sp.owner()}
+	if reown(&sp.Lineage, &sp.ExperimentID, &sp.Generation, req) {
 		if err := writeJSON(filepath.Join(dir, specFile), sp); err != nil {
 			return providers.Imported{}, fmt.Errorf("trial %s/%s: re-own it: %w", req.Experiment, req.TrialID, err)
 		}
 	}
 	imp.Observation = observe(dir, sp, st)
 	return imp, nil
+}
+
+// reown sets an ownership marker's fields to those req names (an empty
+// experiment id or a zero generation leaves that field) and reports
+// whether anything changed.
+func reown(lineage, expID *string, gen *int, req providers.ImportRequest) bool {
+	changed := *lineage != req.Lineage
+	*lineage = req.Lineage
+	if req.ExperimentID != "" && *expID != req.ExperimentID {
+		*expID, changed = req.ExperimentID, true
+	}
+	if req.Generation > 0 && *gen != req.Generation {
+		*gen, changed = req.Generation, true
+	}
+	return changed
 }

@@ -65,7 +65,8 @@ func (c *listCache) lookup(seen map[string]*listEntry, exp, trial, dir string) (
 		if v, ok := statVersion(dir + "/" + specFile); ok && v == sv {
 			e.specV = sv
 		}
-		e.sp = &spec{TrialID: sp.TrialID, Experiment: sp.Experiment, Lineage: sp.Lineage, Attempt: sp.Attempt}
+		e.sp = &spec{TrialID: sp.TrialID, Experiment: sp.Experiment, Lineage: sp.Lineage, Attempt: sp.Attempt,
+			ExperimentID: sp.ExperimentID, Generation: sp.Generation, Params: sp.Params}
 	}
 	stv, ok := statVersion(dir + "/" + statusFile)
 	switch {

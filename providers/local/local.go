@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // Config configures a local platform.
@@ -64,6 +65,10 @@ type Config struct {
 	// <workdir>/.trialform/tensorboard), so one `tensorboard --logdir ROOT`
 	// shows every trial. Unset: OUTPUT/tensorboard in the trial directory.
 	TensorBoardRoot string
+	// OutputLimit is how much of a trial's stdout, and of its stderr, is
+	// kept on disk: the first and the latest half (default
+	// DefaultOutputLimit; negative: no cap).
+	OutputLimit int64
 }
 
 // Local is the local platform. It is safe for concurrent use, and several
@@ -121,7 +126,7 @@ func New(cfg Config) (*Local, error) {
 	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("local platform: create trial root: %w", err)
 	}
-	if err := InstallPython(cfg.LibDir); err != nil {
+	if err := trialproto.InstallPython(cfg.LibDir); err != nil {
 		return nil, fmt.Errorf("local platform: %w", err)
 	}
 	return &Local{cfg: cfg, changed: make(chan struct{}, 1)}, nil

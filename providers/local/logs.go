@@ -64,7 +64,9 @@ func (l *Local) Logs(ctx context.Context, req providers.LogsRequest) error {
 	}
 }
 
-// copyFrom copies path from off to w and returns how many bytes it copied.
+// copyFrom copies path from off to w and returns how far it advanced. The
+// middle of an output file cut by the output cap is replaced by one line
+// that says so.
 func copyFrom(w io.Writer, path string, off int64) (int64, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -74,12 +76,25 @@ func copyFrom(w io.Writer, path string, off int64) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
+	start := off
+	if cut := outputCutOf(path); cut.To > cut.From && off < cut.To {
+		if off < cut.From {
+			n, err := io.Copy(w, io.NewSectionReader(f, off, cut.From-off))
+			off += n
+			if err != nil {
+				return off - start, fmt.Errorf("copy %s: %w", filepath.Base(path), err)
+			}
+		}
+		fmt.Fprintf(w, "\n[trialform: %d bytes of %s not kept here: the local platform keeps the first and the latest %d MiB of it]\n", cut.To-cut.From, filepath.Base(path), cut.Limit>>21)
+		off = cut.To
+	}
 	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return 0, err
+		return off - start, err
 	}
 	n, err := io.Copy(w, f)
+	off += n
 	if err != nil {
-		return n, fmt.Errorf("copy %s: %w", filepath.Base(path), err)
+		return off - start, fmt.Errorf("copy %s: %w", filepath.Base(path), err)
 	}
-	return n, nil
+	return off - start, nil
 }

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,13 +19,21 @@ import (
 
 // Offset keys of Observation.MetricsOffset.
 const (
-	offAttempt = "attempt" // attempt whose .nni/metrics "nni" points into
-	offNNI     = "nni"     // byte offset in .nni/metrics of that attempt
+	// trialproto.OffsetAttempt and OffsetNNI: where NNI's metric files
+	// (.nni/metrics, archived as .nni/metrics.N) were read to.
 	offStdout  = "stdout"  // byte offset in metrics.stdout (all attempts)
+	offKept    = "kept"    // intermediate results returned so far
+	offDropped = "dropped" // intermediate results dropped past providers.MaxIntermediate
 )
 
-// maxMetricRead bounds one Read's metric parse per file.
-const maxMetricRead = 64 << 20
+// metricChunk is how much of a metric file one step of a Read parses: a
+// Read goes on to the end of each file in such steps, keeping at most
+// providers.MaxIntermediate intermediate results per trial, so its memory
+// is bounded whatever the trial wrote.
+const metricChunk = 4 << 20
+
+// maxGarbage bounds the unreadable records one Read returns.
+const maxGarbage = 20
 
 // Read observes one trial: unknown -> Exists false; a live supervisor ->
 // pending/running; a recorded end -> succeeded (exit 0), failed (non-zero
@@ -47,6 +56,13 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 	defer unlock()
 	o := observe(dir, sp, st)
 	o.Metrics, o.MetricsOffset, err = readMetrics(dir, sp.Attempt, req.MetricsOffset)
+	if err == nil {
+		dropped := o.MetricsOffset[offDropped]
+		if st != nil && st.Attempt == sp.Attempt {
+			dropped += st.Dropped
+		}
+		o.Note = joinNotes(capNote(dropped), stdoutNote(dir))
+	}
 	if err != nil {
 		return providers.Observation{}, err
 	}
@@ -93,7 +109,7 @@ func openTrial(ctx context.Context, dir string, how int) (sp *spec, st *status, 
 // observe classifies an attempt from its files and the process table.
 func observe(dir string, sp *spec, st *status) providers.Observation {
 	o := providers.Observation{
-		TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage,
+		TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage, Owner: sp.owner(),
 	}
 	if st == nil || st.Attempt != sp.Attempt {
 		// Launched (spec written) but the supervisor never recorded
@@ -148,73 +164,137 @@ func observe(dir string, sp *spec, st *status) providers.Observation {
 	return o
 }
 
-// readMetrics returns the records past off and the new offsets.
-func readMetrics(dir string, attempt int, off map[string]int64) ([]providers.Metric, map[string]int64, error) {
-	fromAttempt := int(off[offAttempt])
-	if fromAttempt < 1 {
-		fromAttempt = 1
-	}
-	nniOff := off[offNNI]
-	if fromAttempt > attempt { // offsets from a purged and recreated trial
-		fromAttempt, nniOff = attempt, 0
-	}
-	var out []providers.Metric
-	for a := fromAttempt; a < attempt; a++ {
-		start := int64(0)
-		if a == fromAttempt {
-			start = nniOff
-		}
-		recs, _, err := readRecords(filepath.Join(dir, nniMetricsFile+"."+strconv.Itoa(a)), start)
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, recs...)
-	}
-	if fromAttempt < attempt {
-		nniOff = 0
-	}
-	recs, newNNI, err := readRecords(filepath.Join(dir, nniMetricsFile), nniOff)
-	if err != nil {
-		return nil, nil, err
-	}
-	out = append(out, recs...)
-	recs, newStdout, err := readRecords(filepath.Join(dir, stdoutMetrics), off[offStdout])
-	if err != nil {
-		return nil, nil, err
-	}
-	out = append(out, recs...)
-	return out, map[string]int64{offAttempt: int64(attempt), offNNI: newNNI, offStdout: newStdout}, nil
+// metricSink collects what a Read returns: every final result, the
+// intermediate results up to providers.MaxIntermediate for the trial
+// (counting those earlier Reads returned), a few unreadable records.
+type metricSink struct {
+	out              []providers.Metric
+	kept, dropped    int64
+	garbage, skipped int
 }
 
-// readRecords parses the complete records of a metric file from off. A
-// file shorter than off was truncated (or replaced): it is read from 0.
-func readRecords(path string, off int64) ([]providers.Metric, int64, error) {
+func (s *metricSink) add(recs []providers.Metric) {
+	for _, m := range recs {
+		switch {
+		case m.Garbage != "":
+			if s.garbage < maxGarbage {
+				s.out = append(s.out, m)
+			}
+			s.garbage++
+		case m.Type == trialproto.TypePeriodical:
+			if s.kept >= providers.MaxIntermediate {
+				s.dropped++
+				continue
+			}
+			s.kept++
+			s.out = append(s.out, m)
+		default:
+			s.out = append(s.out, m)
+		}
+	}
+}
+
+// skipDropped counts, without decoding them, the intermediate records at
+// the start of b once the cap is reached (a flood of them is then cheap),
+// and returns how many bytes it consumed; 0 hands b to the parser.
+func (s *metricSink) skipDropped(b []byte) int {
+	if s.kept < providers.MaxIntermediate {
+		return 0
+	}
+	off := 0
+	for {
+		n := walkOne(b[off:])
+		if n <= 0 {
+			return off
+		}
+		rec := b[off : off+n]
+		if !bytes.Contains(rec, []byte(`"PERIODICAL"`)) || bytes.Contains(rec, []byte(`"FINAL"`)) || bytes.Contains(rec, []byte(`"garbage"`)) {
+			return off
+		}
+		s.dropped++
+		off += n
+	}
+}
+
+// note says what the caps dropped so far ("" when nothing).
+func capNote(dropped int64) string {
+	if dropped == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d intermediate results past the first %d were not kept (the limit per trial)", dropped, providers.MaxIntermediate)
+}
+
+// readMetrics returns the records past off and the new offsets.
+func readMetrics(dir string, attempt int, off map[string]int64) ([]providers.Metric, map[string]int64, error) {
+	sink := &metricSink{kept: off[offKept], dropped: off[offDropped]}
+	_, noff, err := trialproto.ReadNNIAttempts(attempt, off, func(a int, current bool, from int64) ([]providers.Metric, int64, error) {
+		p := filepath.Join(dir, nniMetricsFile)
+		if !current {
+			p += "." + strconv.Itoa(a)
+		}
+		next, err := readRecords(p, from, sink) // the records go to sink
+		return nil, next, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	newStdout, err := readRecords(filepath.Join(dir, stdoutMetrics), off[offStdout], sink)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sink.garbage > maxGarbage {
+		sink.out = append(sink.out, providers.Metric{ParameterID: -1, Garbage: fmt.Sprintf("%d more unreadable metric records", sink.garbage-maxGarbage)})
+	}
+	noff[offStdout], noff[offKept] = newStdout, sink.kept
+	if sink.dropped > 0 {
+		noff[offDropped] = sink.dropped
+	}
+	return sink.out, noff, nil
+}
+
+// readRecords parses the complete records of a metric file from off to its
+// end, metricChunk bytes at a time, into sink, and returns the offset past
+// the last complete record. A file shorter than off was truncated (or
+// replaced): it is read from 0.
+func readRecords(path string, off int64, sink *metricSink) (int64, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
+		return 0, nil
 	}
 	if err != nil {
-		return nil, off, fmt.Errorf("read metrics: %w", err)
+		return off, fmt.Errorf("read metrics: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, off, fmt.Errorf("read metrics: %w", err)
+		return off, fmt.Errorf("read metrics: %w", err)
 	}
-	if fi.Size() < off {
+	size := fi.Size()
+	if size < off {
 		off = 0
 	}
-	n := fi.Size() - off
-	if n > maxMetricRead {
-		n = maxMetricRead
+	var buf []byte
+	for off < size {
+		n := min(size-off, metricChunk)
+		if int64(cap(buf)) < n {
+			buf = make([]byte, n)
+		}
+		k, err := f.ReadAt(buf[:n], off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return off, fmt.Errorf("read metrics: %w", err)
+		}
+		consumed := sink.skipDropped(buf[:k])
+		if consumed == 0 {
+			var recs []providers.Metric
+			recs, consumed, _ = trialproto.ParseMetricRecords(buf[:k])
+			sink.add(recs)
+		}
+		if consumed == 0 {
+			break // an incomplete record at the end: the next Read
+		}
+		off += int64(consumed)
 	}
-	buf := make([]byte, n)
-	k, err := f.ReadAt(buf, off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, off, fmt.Errorf("read metrics: %w", err)
-	}
-	recs, consumed, _ := trialproto.ParseMetricRecords(buf[:k])
-	return recs, off + int64(consumed), nil
+	return off, nil
 }
 
 // List returns every trial directory of experiment under Root with its

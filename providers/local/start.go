@@ -58,7 +58,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		return nil, err
 	}
 	if sp != nil {
-		if err := providers.CheckLineage("trial dir "+dir, req, sp.Lineage); err != nil {
+		if err := providers.CheckOwner("trial dir "+dir, req, sp.owner()); err != nil {
 			return nil, err
 		}
 	}
@@ -110,8 +110,8 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		Version: 1, Experiment: req.Experiment, ExperimentID: req.ExperimentID, TrialID: req.TrialID,
 		Seq: req.Seq, ParameterID: req.ParameterID, Params: req.Params, Shell: req.Shell, Args: req.Args,
 		Env: req.Env, CodeDir: req.CodeDir, MaxDuration: req.MaxDuration, GPUs: req.GPUs,
-		MetricRegex: req.MetricRegex, Lineage: req.Lineage, Attempt: attempt,
-		GPUScheduling: sched, AssignedGPUs: gpus, LibDir: l.cfg.LibDir, StopGrace: l.cfg.StopGrace,
+		MetricRegex: req.MetricRegex, Lineage: req.Lineage, Generation: req.Generation, Attempt: attempt,
+		GPUScheduling: sched, AssignedGPUs: gpus, LibDir: l.cfg.LibDir, StopGrace: l.cfg.StopGrace, OutputLimit: l.cfg.OutputLimit,
 		CreatedAt: time.Now().UTC(),
 	}
 	if l.cfg.TensorBoardRoot != "" {
@@ -132,6 +132,11 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		return nil, err
 	}
 	return handle(dir, st), nil
+}
+
+// owner is the ownership marker the spec records.
+func (sp *spec) owner() providers.Owner {
+	return providers.Owner{Lineage: sp.Lineage, ExperimentID: sp.ExperimentID, Generation: sp.Generation, ParamsDigest: providers.ParamsDigest(sp.Params)}
 }
 
 // mkdirs creates dir, and its parents only when they are missing (the

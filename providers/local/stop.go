@@ -37,6 +37,9 @@ func (l *Local) Stop(ctx context.Context, req providers.StopRequest) error {
 	if err := l.stop(ctx, dir, grace, reason); err != nil {
 		return err
 	}
+	// What the trial started in another session, left behind when its
+	// supervisor was gone (a live supervisor kills it itself).
+	killStragglers(dir)
 	if req.Purge {
 		if err := os.RemoveAll(dir); err != nil {
 			return fmt.Errorf("purge trial %s: %w", req.TrialID, err)

@@ -139,6 +139,9 @@ func supervise(dir string) error {
 		defer launch.Close() // also on the error paths before the first status
 	}
 	signal.Ignore(syscall.SIGHUP)
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintf(os.Stderr, "trialform supervisor: cannot become a child subreaper (processes the trial starts in a new session may outlive it): %v\n", err)
+	}
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT)
 
@@ -212,6 +215,7 @@ func supervise(dir string) error {
 	outcome, reason := "", ""
 	terminate := func(grace time.Duration) {
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		signalDescendants(syscall.SIGTERM)
 		killC = time.After(grace)
 	}
 wait:
@@ -225,6 +229,7 @@ wait:
 				terminate(grace)
 			} else {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				signalDescendants(syscall.SIGKILL)
 			}
 		case <-maxC:
 			if outcome == "" {
@@ -233,14 +238,19 @@ wait:
 			}
 		case <-killC:
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			signalDescendants(syscall.SIGKILL)
 		case <-waitc:
 			break wait
 		}
 	}
-	// Nothing of the trial outlives it.
+	// Nothing of the trial outlives it: its process group, and what it
+	// started in other sessions (re-parented to this subreaper).
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	killDescendants(5 * time.Second)
 	close(tailStop)
 	<-tailDone
+	tl.lastFinalWins()
+	s.st.Dropped = tl.dropped
 
 	var code *int
 	sig := ""
@@ -360,6 +370,13 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 		errf.Close()
 		return nil, nil, err
 	}
+	limit := sp.OutputLimit
+	if limit == 0 {
+		limit = DefaultOutputLimit
+	}
+	tl.outCap, tl.errCap = newCapper(s.path(stdoutFile), limit), newCapper(s.path(stderrFile), limit)
+	// The NNI file of this attempt (archived before it started) is new.
+	tl.nni = &nniFollower{path: s.path(nniMetricsFile)}
 	return cmd, tl, nil
 }
 
@@ -380,12 +397,19 @@ type tailer struct {
 	buf      []byte
 	chunk    []byte // read buffer, grown up to maxChunk while reads fill it
 	skipping bool   // inside an over-long line
-	re       *regexp.Regexp
 	sp       *spec
-	seq      int
-	final    bool // a FINAL was reported on stdout
-	last     trialproto.LastValues
+	col      trialproto.Collector // col.Final: a FINAL was reported on stdout
 	err      error
+	// The output caps: stdout is trimmed only up to what was scanned.
+	outCap, errCap *capper
+	periodical     int   // PERIODICAL records written
+	dropped        int64 // PERIODICAL records not written, past the cap
+	// The last final result wins (lastfinal.go): nni follows NNI's file,
+	// events counts the tailer's checks, finalAt is the check in which
+	// stdout's last final result was seen.
+	nni     *nniFollower
+	events  int
+	finalAt int
 }
 
 func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*tailer, error) {
@@ -403,7 +427,7 @@ func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*ta
 		in.Close()
 		return nil, err
 	}
-	return &tailer{in: in, out: out, off: fi.Size(), re: re, sp: sp}, nil
+	return &tailer{in: in, out: out, off: fi.Size(), sp: sp, col: trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}}, nil
 }
 
 func (t *tailer) close() {
@@ -415,12 +439,28 @@ func (t *tailer) close() {
 func (t *tailer) follow(stop <-chan struct{}) {
 	for {
 		n := t.poll()
+		t.events++
+		t.nni.poll(t.events)
 		if n > 0 {
+			t.outCap.trim(t.off)
 			continue
+		}
+		if t.errCap != nil {
+			if fi, err := os.Stat(t.errCap.path); err == nil {
+				t.errCap.trim(fi.Size())
+			}
 		}
 		select {
 		case <-stop:
+			// Drain what is left, capping as we go: a fast trial may
+			// have written all of its output since the last poll.
 			for t.poll() > 0 {
+				t.outCap.trim(t.off)
+			}
+			if t.errCap != nil {
+				if fi, err := os.Stat(t.errCap.path); err == nil {
+					t.errCap.trim(fi.Size())
+				}
 			}
 			if len(t.buf) > 0 && !t.skipping {
 				t.line(t.buf)
@@ -457,6 +497,7 @@ func (t *tailer) poll() int {
 			if !t.skipping {
 				t.buf = append(t.buf, data...)
 				if len(t.buf) > maxLine {
+					t.overlong(t.buf)
 					t.buf, t.skipping = nil, true
 				}
 			}
@@ -466,6 +507,8 @@ func (t *tailer) poll() int {
 			t.buf = append(t.buf, data[:i]...)
 			if len(t.buf) <= maxLine {
 				t.line(t.buf)
+			} else {
+				t.overlong(t.buf)
 			}
 		}
 		t.buf, t.skipping = t.buf[:0], false
@@ -475,58 +518,63 @@ func (t *tailer) poll() int {
 }
 
 func (t *tailer) line(b []byte) {
-	line := string(b)
-	fromRegex := false
-	m, ok := trialproto.ParseStdoutLine(line, nil)
-	if !ok && t.re != nil {
-		m, ok = trialproto.ParseStdoutLine(line, t.re)
-		fromRegex = ok
-	}
+	m, ok := t.col.Line(string(b))
 	if !ok {
 		return
 	}
-	if m.ParameterID < 0 {
-		m.ParameterID = t.sp.ParameterID
-	}
-	if m.Sequence < 0 {
-		m.Sequence = 0
-		if m.Type == trialproto.TypePeriodical {
-			m.Sequence = t.seq
-			t.seq++
-		}
-	}
 	if m.Type == trialproto.TypeFinal && m.Garbage == "" {
-		t.final = true
-	}
-	if fromRegex {
-		t.last.Add(m)
+		t.finalAt = t.events + 1 // later than the file's of this check
 	}
 	t.write(m)
 }
 
+// overlong reports a metric line longer than maxLine, which is not read.
+func (t *tailer) overlong(b []byte) {
+	if trialproto.IsMetricLine(b[:min(len(b), 4096)]) {
+		t.write(providers.Metric{ParameterID: t.sp.ParameterID, Garbage: fmt.Sprintf("a metric line longer than %d bytes was not read (%q...)", maxLine, b[:min(len(b), 40)])})
+	}
+}
+
 func (t *tailer) write(m providers.Metric) {
+	if m.Type == trialproto.TypePeriodical && m.Garbage == "" {
+		if t.periodical >= providers.MaxIntermediate {
+			t.dropped++
+			return
+		}
+		t.periodical++
+	}
 	if _, err := t.out.Write(trialproto.EncodeMetricRecord(m, t.sp.TrialID)); err != nil && t.err == nil {
 		t.err = err
 		fmt.Fprintf(os.Stderr, "trialform supervisor: write metrics: %v\n", err)
 	}
 }
 
+// lastFinalWins copies the NNI file's final result to metrics.stdout when
+// it came after stdout's (see lastfinal.go).
+func (t *tailer) lastFinalWins() {
+	if t.nni == nil {
+		return
+	}
+	t.events++
+	t.nni.poll(t.events)
+	if t.col.Final && t.nni.final != nil && t.nni.seq > t.finalAt {
+		t.write(*t.nni.final)
+	}
+}
+
 // finish writes the synthetic FINAL of regexp metrics when the trial did
 // not report a final result itself.
 func (t *tailer) finish(nniMetrics string) error {
-	m, ok := t.last.FinalFromLast()
-	if !ok || t.final {
-		return nil
-	}
-	if data, err := os.ReadFile(nniMetrics); err == nil {
-		recs, _, _ := trialproto.ParseMetricRecords(data)
-		for _, r := range recs {
-			if r.Type == trialproto.TypeFinal && r.Garbage == "" {
-				return nil
-			}
+	nniFinal := false
+	if !t.col.Final {
+		if data, err := os.ReadFile(nniMetrics); err == nil {
+			nniFinal = trialproto.HasFinal(data)
 		}
 	}
-	m.ParameterID = t.sp.ParameterID
+	m, ok := t.col.Finish(nniFinal)
+	if !ok {
+		return nil
+	}
 	t.write(m)
 	return t.err
 }

@@ -234,20 +234,30 @@ func (b *bundle) open(e entry) (fs.File, error) {
 
 func (b *bundle) computeHash() error {
 	h := sha256.New()
+	kept := b.entries[:0]
 	for _, e := range b.entries {
-		fmt.Fprintf(h, "%s\x00%o\x00%d\x00%s\x00", e.rel, e.mode, e.size, e.link)
+		var f fs.File
 		if e.mode.IsRegular() {
-			f, err := b.open(e)
+			var err error
+			f, err = b.open(e)
+			if errors.Is(err, fs.ErrNotExist) && e.src == nil {
+				continue // vanished since the walk: not part of the bundle
+			}
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(h, f)
+		}
+		kept = append(kept, e)
+		fmt.Fprintf(h, "%s\x00%o\x00%d\x00%s\x00", e.rel, e.mode, e.size, e.link)
+		if f != nil {
+			_, err := io.Copy(h, f)
 			f.Close()
 			if err != nil {
 				return err
 			}
 		}
 	}
+	b.entries = kept
 	b.hash = hex.EncodeToString(h.Sum(nil))[:24]
 	return nil
 }

@@ -35,16 +35,25 @@ const (
 // spec is the trial's record on the machine, written before each launch:
 // the ownership marker.
 type spec struct {
-	Version     int       `json:"version"`
-	Experiment  string    `json:"experiment"`
-	TrialID     string    `json:"trial_id"`
-	Lineage     string    `json:"lineage"`
-	Attempt     int       `json:"attempt"`
-	ParameterID int       `json:"parameter_id"`
-	MetricRegex string    `json:"metric_regex,omitempty"`
-	Machine     string    `json:"machine"`
-	GPUs        []int     `json:"gpus,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
+	Version    int    `json:"version"`
+	Experiment string `json:"experiment"`
+	TrialID    string `json:"trial_id"`
+	Lineage    string `json:"lineage"`
+	// ExperimentID, Generation and ParamsDigest complete the ownership
+	// marker (providers.Owner).
+	ExperimentID string    `json:"experiment_id,omitempty"`
+	Generation   int       `json:"generation,omitempty"`
+	ParamsDigest string    `json:"params_digest,omitempty"`
+	Attempt      int       `json:"attempt"`
+	ParameterID  int       `json:"parameter_id"`
+	MetricRegex  string    `json:"metric_regex,omitempty"`
+	Machine      string    `json:"machine"`
+	GPUs         []int     `json:"gpus,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+func (sp *spec) owner() providers.Owner {
+	return providers.Owner{Lineage: sp.Lineage, ExperimentID: sp.ExperimentID, Generation: sp.Generation, ParamsDigest: sp.ParamsDigest}
 }
 
 // status is what the sh supervisor records (key=value lines).
@@ -251,7 +260,7 @@ func procStart(s *sftp.Client, pid int) string {
 // observe classifies the current attempt.
 func (tf *trialFiles) observe() providers.Observation {
 	sp, st := tf.sp, tf.st
-	o := providers.Observation{TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage}
+	o := providers.Observation{TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage, Owner: sp.owner()}
 	o.Handle = tf.handle()
 	if st == nil || st.Attempt != sp.Attempt {
 		o.Phase = providers.PhaseLost
@@ -329,8 +338,8 @@ func joinInts(v []int) string {
 
 // Offset keys of Observation.MetricsOffset.
 const (
-	offAttempt    = "attempt"     // attempt whose .nni/metrics "nni" points into
-	offNNI        = "nni"         // byte offset in that .nni/metrics
+	// trialproto.OffsetAttempt and OffsetNNI: where NNI's metric files
+	// (.nni/metrics, archived as .nni/metrics.N) were read to.
 	offStdout     = "stdout"      // byte offset in stdout (all attempts)
 	offSeq        = "seq"         // next sequence of stdout intermediate results
 	offSeqAttempt = "seq_attempt" // attempt "seq" counts for
@@ -352,33 +361,24 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	for k, v := range off {
 		next[k] = v
 	}
-	from := int(off[offAttempt])
-	if from < 1 {
-		from = 1
-	}
-	nniOff := off[offNNI]
-	if from > attempt {
-		from, nniOff = attempt, 0
-	}
-	var out []providers.Metric
-	for a := from; a <= attempt; a++ {
+	out, nniNext, err := trialproto.ReadNNIAttempts(attempt, off, func(a int, current bool, from int64) ([]providers.Metric, int64, error) {
 		p := path.Join(tf.dir, nniMetrics)
-		if a < attempt {
+		if !current {
 			p += "." + strconv.Itoa(a)
 		}
-		start := int64(0)
-		if a == from {
-			start = nniOff
-		}
-		data, at, err := readFrom(tf.s, p, start, maxMetricRead)
+		data, at, err := readFrom(tf.s, p, from, maxMetricRead)
 		if err != nil {
-			return nil, nil, tf.m.sftpErr(tf.c, err)
+			return nil, 0, tf.m.sftpErr(tf.c, err)
 		}
 		recs, consumed, _ := trialproto.ParseMetricRecords(data)
-		out = append(out, recs...)
-		nniOff = at + int64(consumed)
+		return recs, at + int64(consumed), nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	next[offAttempt], next[offNNI] = int64(attempt), nniOff
+	for k, v := range nniNext {
+		next[k] = v
+	}
 
 	var re *regexp.Regexp
 	if sp.MetricRegex != "" {
@@ -396,6 +396,7 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 		next[offSeq], next[offSeqAttempt] = 0, 0
 	}
 	pos := at
+	col := trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		var line []byte
@@ -415,24 +416,11 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 		if curStart >= 0 && lineAt >= curStart && next[offSeqAttempt] != int64(attempt) {
 			next[offSeq], next[offSeqAttempt] = 0, int64(attempt)
 		}
-		m, ok := trialproto.ParseStdoutLine(string(line), nil)
-		if !ok && re != nil {
-			m, ok = trialproto.ParseStdoutLine(string(line), re)
+		col.Seq = int(next[offSeq])
+		if m, ok := col.Line(string(line)); ok {
+			out = append(out, m)
 		}
-		if !ok {
-			continue
-		}
-		if m.ParameterID < 0 {
-			m.ParameterID = sp.ParameterID
-		}
-		if m.Sequence < 0 {
-			m.Sequence = 0
-			if m.Type == trialproto.TypePeriodical {
-				m.Sequence = int(next[offSeq])
-				next[offSeq]++
-			}
-		}
-		out = append(out, m)
+		next[offSeq] = int64(col.Seq)
 	}
 	next[offStdout] = pos
 
@@ -457,30 +445,18 @@ func (tf *trialFiles) regexFinal(re *regexp.Regexp, from int64) (providers.Metri
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
 	}
-	var last trialproto.LastValues
+	col := trialproto.Collector{ParameterID: tf.sp.ParameterID, Regex: re}
 	for _, line := range strings.Split(string(data), "\n") {
-		if m, ok := trialproto.ParseStdoutLine(line, nil); ok {
-			if m.Type == trialproto.TypeFinal && m.Garbage == "" {
-				return providers.Metric{}, false, nil
-			}
-			continue
-		}
-		if m, ok := trialproto.ParseStdoutLine(line, re); ok {
-			last.Add(m)
-		}
+		col.Line(line)
+	}
+	if col.Final {
+		return providers.Metric{}, false, nil
 	}
 	nni, _, err := readFrom(tf.s, path.Join(tf.dir, nniMetrics), 0, maxMetricRead)
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
 	}
-	recs, _, _ := trialproto.ParseMetricRecords(nni)
-	for _, r := range recs {
-		if r.Type == trialproto.TypeFinal && r.Garbage == "" {
-			return providers.Metric{}, false, nil
-		}
-	}
-	m, ok := last.FinalFromLast()
-	m.ParameterID = tf.sp.ParameterID
+	m, ok := col.Finish(trialproto.HasFinal(nni))
 	return m, ok, nil
 }
 

@@ -52,10 +52,20 @@ func (r *Remote) Import(ctx context.Context, req providers.ImportRequest) (provi
 		return providers.Imported{}, fmt.Errorf("%s: run.sh sets no %s: not a trial trialform started", where, trialproto.EnvTrialSeqID)
 	}
 	seq, _ := strconv.Atoi(string(m[1]))
-	imp := providers.Imported{Seq: seq, ParameterID: pid, Params: params, PreviousLineage: tf.sp.Lineage}
-	if tf.sp.Lineage != req.Lineage {
-		sp := *tf.sp
-		sp.Lineage = req.Lineage
+	imp := providers.Imported{Seq: seq, ParameterID: pid, Params: params, PreviousLineage: tf.sp.Lineage, Previous: tf.sp.owner()}
+	sp := *tf.sp
+	if sp.ParamsDigest == "" {
+		sp.ParamsDigest = providers.ParamsDigest(params)
+	}
+	changed := sp.Lineage != req.Lineage || sp.ParamsDigest != tf.sp.ParamsDigest
+	sp.Lineage = req.Lineage
+	if req.ExperimentID != "" && sp.ExperimentID != req.ExperimentID {
+		sp.ExperimentID, changed = req.ExperimentID, true
+	}
+	if req.Generation > 0 && sp.Generation != req.Generation {
+		sp.Generation, changed = req.Generation, true
+	}
+	if changed {
 		spb, _ := json.Marshal(&sp)
 		file := path.Join(tf.dir, specFile)
 		if _, err := tf.m.sh(ctx, "printf '%s' "+shq(string(spb))+" >"+shq(file+".import")+" && mv -f "+shq(file+".import")+" "+shq(file)); err != nil {

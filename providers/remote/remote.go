@@ -40,7 +40,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/providers"
-	"github.com/trialform/trialform/providers/local"
+	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // Config configures a remote platform (one platform "remote" block).
@@ -96,6 +96,7 @@ var (
 	_ providers.Provider    = (*Remote)(nil)
 	_ providers.Lister      = (*Remote)(nil)
 	_ providers.LogStreamer = (*Remote)(nil)
+	_ providers.Locator     = (*Remote)(nil)
 )
 
 // New checks cfg and fills defaults. It does not connect.
@@ -167,7 +168,7 @@ func libBundle() (*bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	return fsBundle(fsPart{"", sh}, fsPart{"python", local.PythonFS()})
+	return fsBundle(fsPart{"", sh}, fsPart{"python", trialproto.PythonFS()})
 }
 
 // scripts are the POSIX sh helpers run on the machines.

@@ -164,7 +164,7 @@ func (r *Remote) Start(ctx context.Context, req providers.StartRequest) (provide
 	attempt := 1
 	var only *machine
 	if tf.sp != nil {
-		if err := providers.CheckLineage(tf.m.key+":"+tf.dir, req, tf.sp.Lineage); err != nil {
+		if err := providers.CheckOwner(tf.m.key+":"+tf.dir, req, tf.sp.owner()); err != nil {
 			return nil, err
 		}
 		o := tf.observe()
@@ -215,6 +215,7 @@ func (r *Remote) launch(ctx context.Context, m *machine, req providers.StartRequ
 		return nil, err
 	}
 	sp := &spec{Version: 1, Experiment: req.Experiment, TrialID: req.TrialID, Lineage: req.Lineage, Attempt: attempt,
+		ExperimentID: req.ExperimentID, Generation: req.Generation, ParamsDigest: providers.ParamsDigest(req.Params),
 		ParameterID: req.ParameterID, MetricRegex: req.MetricRegex, Machine: m.key, GPUs: gpus, CreatedAt: time.Now().UTC()}
 	spb, _ := json.Marshal(sp)
 	// The attempt's files travel in the launch command itself: a single
@@ -578,3 +579,6 @@ func (r *Remote) scan(ctx context.Context, m *machine) error {
 	m.busy, m.ncpu, m.scanned = busy, ncpu, time.Now()
 	return nil
 }
+
+// Location is the machine ("host:port") a trial's handle names.
+func (r *Remote) Location(h providers.Handle) string { return h["machine"] }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/trialform/trialform/providers"
 )
@@ -233,8 +234,29 @@ func (r record) metric() (providers.Metric, error) {
 	if err != nil {
 		return m, fmt.Errorf("metric value %q: %v", clip(string(raw)), err)
 	}
+	if m.Type == TypeFinal {
+		if why := FinalNotANumber(string(raw), v); why != "" {
+			m.Type, m.Garbage = "", why
+			return m, nil
+		}
+	}
 	m.Value = v
 	return m, nil
+}
+
+// FinalNotANumber says why a final result (raw as reported, norm as
+// NormalizeValue made it) has no value at all: it is NaN, Infinity,
+// -Infinity or null. "" when it is something else.
+func FinalNotANumber(raw, norm string) string {
+	if norm != "null" {
+		return ""
+	}
+	switch t := strings.TrimSpace(raw); t {
+	case "NaN", "Infinity", "-Infinity":
+		return "the final result is " + t + ", not a number"
+	default:
+		return "the final result is null, not a number"
+	}
 }
 
 func clip(s string) string {

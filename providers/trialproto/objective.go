@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 )
 
 // Objective extracts the objective from a FINAL value (providers.Metric.Value,
@@ -51,4 +54,36 @@ func Objective(value string, metric string) (v float64, all map[string]float64, 
 	}
 	v, ok = all[metric]
 	return v, all, ok, nil
+}
+
+// MissingObjective says why a final result value (JSON, as Objective
+// takes it) that Objective found no objective in does not hold it:
+// `no key "default" (got: acc, loss)`, or that the key's value is not a
+// number. "" when the value holds it.
+func MissingObjective(value, metric string) string {
+	if metric == "" {
+		metric = "default"
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(value), &obj); err != nil {
+		return ""
+	}
+	if v, ok := obj[metric]; ok {
+		if string(v) == "null" {
+			return fmt.Sprintf("the final result's %q is NaN, Infinity or null, not a number", metric)
+		}
+		if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+			return fmt.Sprintf("the final result's %q is %s, not a number", metric, clip(string(v)))
+		}
+		return ""
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) > 10 {
+		keys = append(keys[:10], "...")
+	}
+	return fmt.Sprintf("the final result has no key %q (got: %s)", metric, strings.Join(keys, ", "))
 }

@@ -26,6 +26,12 @@ const StdoutPrefix = "trialform: "
 
 const nniStdoutPrefix = "NNISDK_MEb'"
 
+// IsMetricLine reports whether a stdout line (or its beginning) is one of
+// the metric forms that do not depend on a metric_regex.
+func IsMetricLine(head []byte) bool {
+	return bytes.HasPrefix(head, []byte(StdoutPrefix)) || bytes.Contains(head, []byte(nniStdoutPrefix))
+}
+
 // ParseStdoutLine recognises a metric in one line of a trial's stdout (the
 // trailing newline may be present). In order:
 //
@@ -134,6 +140,12 @@ func parseTrialformLine(rest string) (providers.Metric, bool) {
 		rest = r
 	}
 	v, err := NormalizeValue(rest)
+	if err == nil && m.Type == TypeFinal {
+		if why := FinalNotANumber(rest, v); why != "" {
+			m.Type, m.Garbage = "", why
+			return m, true
+		}
+	}
 	if err == nil && !isNumberOrObject(v) {
 		err = fmt.Errorf("not a number or an object")
 	}

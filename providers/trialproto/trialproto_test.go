@@ -136,7 +136,8 @@ func TestParseMetricRecords(t *testing.T) {
 		{"incomplete header", rec(final) + "ME00", []providers.Metric{m93}, len(rec(final)), nil},
 		{"incomplete body", rec(final) + rec(per)[:20], []providers.Metric{m93}, len(rec(final)), nil},
 		{"request parameter skipped", rec(req) + rec(final), []providers.Metric{m93}, len(rec(req) + rec(final)), nil},
-		{"null parameter id", rec(nullID), []providers.Metric{{Type: "FINAL", ParameterID: -1, Value: "null"}}, len(rec(nullID)), nil},
+		// A final result of -Infinity has no value: it says so (issue 11, bug 15).
+		{"null parameter id", rec(nullID), []providers.Metric{{ParameterID: -1, Garbage: "the final result is -Infinity, not a number"}}, len(rec(nullID)), nil},
 		{"bad magic then record", "junk!" + rec(final), []providers.Metric{{}, m93}, 5 + len(rec(final)), []int{0}},
 		{"bad json framed", rec(`{"type": "FINAL", nope}`) + rec(final), []providers.Metric{{}, m93}, len(rec(`{"type": "FINAL", nope}`)) + len(rec(final)), []int{0}},
 		{"length too short resyncs", "ME000005" + final + "\n" + rec(final), []providers.Metric{{}, m93}, len("ME000005"+final+"\n") + len(rec(final)), []int{0}},
@@ -411,5 +412,32 @@ print("NNISDK_MEb'%s'" % rec(2, float('nan')))
 	}
 	if i != len(want) {
 		t.Errorf("%d lines", i)
+	}
+}
+
+// Issue 11, bugs 7 and 15: a final result without a usable objective says
+// why, on every channel.
+func TestFinalResultProblems(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{"trialform: NaN", "the final result is NaN, not a number"},
+		{"trialform: final Infinity", "the final result is Infinity, not a number"},
+		{"trialform: null", "the final result is null, not a number"},
+		{`NNISDK_MEb'{"parameter_id": 1, "trial_job_id": "t", "type": "FINAL", "sequence": 0, "value": "NaN"}'`, "the final result is NaN, not a number"},
+	} {
+		m, ok := ParseStdoutLine(tc.line, nil)
+		if !ok || m.Garbage != tc.want || m.Type == TypeFinal {
+			t.Errorf("%s: %+v, want garbage %q", tc.line, m, tc.want)
+		}
+	}
+	for _, tc := range []struct{ value, metric, want string }{
+		{`{"acc": 0.9}`, "default", `the final result has no key "default" (got: acc)`},
+		{`{"acc": 0.9, "loss": 1}`, "f1", `the final result has no key "f1" (got: acc, loss)`},
+		{`{"default": null}`, "", `the final result's "default" is NaN, Infinity or null, not a number`},
+		{`{"default": 0.5}`, "", ""},
+		{`0.5`, "", ""},
+	} {
+		if got := MissingObjective(tc.value, tc.metric); got != tc.want {
+			t.Errorf("MissingObjective(%s, %q) = %q, want %q", tc.value, tc.metric, got, tc.want)
+		}
 	}
 }

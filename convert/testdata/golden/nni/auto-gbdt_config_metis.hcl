@@ -21,9 +21,7 @@ experiment "config_metis" {
     metric = "default"
     goal   = "minimize"
   }
-  tuner "auto" {
-    # not converted: tuner.name: MetisTuner: trialform has no Metis tuner (yet); auto (TPE, then CMA-ES) is the nearest
-  }
+  tuner "metis" {}
   trial {
     command = "python3 main.py"
   }

@@ -14,9 +14,7 @@ experiment "auto_rocksdb_SMAC" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {
-    # not converted: tuner.name: SMAC: trialform has no SMAC tuner (yet); tpe is the nearest model-based tuner
-  }
+  tuner "smac" {}
   trial {
     command  = "python3 main.py"
     code_dir = "."

@@ -1,4 +1,4 @@
-package local
+package trialproto
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // python holds the helpers trials import (stdlib only):
@@ -46,7 +44,7 @@ func InstallPython(libDir string) error {
 		if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
 			return nil
 		}
-		if err := trialproto.WriteFileAtomic(dst, want, 0o644); err != nil {
+		if err := WriteFileAtomic(dst, want, 0o644); err != nil {
 			return fmt.Errorf("install python helpers: %w", err)
 		}
 		return nil

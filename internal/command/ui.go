@@ -1,0 +1,137 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"time"
+
+	"github.com/trialform/trialform/apply"
+	"github.com/trialform/trialform/internal/ui"
+	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+)
+
+// defaultUIAddr is the only address served without a token.
+const defaultUIAddr = "127.0.0.1:8080"
+
+func runUI(ctx context.Context, g *Globals, args []string) int {
+	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
+	addr := fs.String("addr", defaultUIAddr, "address to listen on; any host but 127.0.0.1 needs a token")
+	token := fs.String("token", "", "token every request must carry (?token=, a cookie, or Authorization: Bearer); with a non-default -addr and no -token a random one is made and printed")
+	open := fs.Bool("open", false, "open the dashboard in the default browser (xdg-open)")
+	if _, code, ok := g.parse(fs, args, argSpec{hint: "ui takes no arguments: trialform ui [-addr HOST:PORT] [-token T] [-open]"}); !ok {
+		return code
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return g.errorf("-addr %q: %v (write HOST:PORT, e.g. 127.0.0.1:8080)", *addr, err)
+	}
+	if host != "127.0.0.1" && *token == "" {
+		b := make([]byte, 16)
+		rand.Read(b)
+		*token = hex.EncodeToString(b)
+		fmt.Fprintf(g.IO.Err, "trialform ui: %s is not 127.0.0.1, so every request needs a token; made one (pass -token to choose it)\n", *addr)
+	}
+	wd, err := g.workDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	srv := ui.New(ui.Options{
+		StateDir: sd, WorkDir: wd, Token: *token,
+		Config: g.loadConfigQuiet,
+		Plan:   func(ctx context.Context) (string, error) { return g.uiPlan(ctx, sd) },
+		Logs: func(ctx context.Context, e *state.Experiment, t *state.Trial, follow bool, w io.Writer) error {
+			return g.uiLogs(ctx, sd, e, t, follow, w)
+		},
+	})
+	defer srv.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return g.errorf("listen on %s: %v (choose another port with -addr)", *addr, err)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	if *token != "" {
+		url += "?token=" + *token
+	}
+	fmt.Fprintln(g.IO.Out, url)
+	fmt.Fprintln(g.IO.Err, "trialform ui: serving the dashboard (read-only) of", wd, "; Ctrl-C to stop")
+	if *open {
+		if err := exec.Command("xdg-open", url).Start(); err != nil {
+			fmt.Fprintf(g.IO.Err, "trialform ui: could not open a browser (%v); open the URL above\n", err)
+		}
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		srv.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+		return 0
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return 0
+		}
+		return g.errorf("serve: %v", err)
+	}
+}
+
+// uiPlan computes what apply would do next, like `plan`, without a lock
+// and without printing: plan's human text.
+func (g *Globals) uiPlan(ctx context.Context, sd string) (string, error) {
+	cfg := g.loadConfigQuiet()
+	if cfg == nil {
+		return "", errors.New("the configuration does not load: run `trialform validate` to see why")
+	}
+	m := state.NewManager(sd)
+	st, err := m.Load()
+	if err != nil {
+		return "", err
+	}
+	ps := newProviderSet(cfg, sd)
+	defer ps.Close()
+	s := apply.NewSession(cfg, st, newMemStore(m), ps)
+	p, err := s.Plan(ctx, plan.Options{})
+	if err != nil {
+		return "", fmt.Errorf("plan: %w", err)
+	}
+	var b bytes.Buffer
+	views.Plan(&b, p, views.Colors{})
+	return b.String(), nil
+}
+
+func (g *Globals) uiLogs(ctx context.Context, sd string, e *state.Experiment, t *state.Trial, follow bool, w io.Writer) error {
+	var cfg *schema.Config
+	if c := g.loadConfigQuiet(); c != nil {
+		cfg = c
+	}
+	ps := newProviderSet(cfg, sd)
+	defer ps.Close()
+	p, err := ps.Provider(e.Platform)
+	if err != nil {
+		return err
+	}
+	ls, ok := p.(providers.LogStreamer)
+	if !ok {
+		return fmt.Errorf("platform %s cannot show logs", e.Platform)
+	}
+	return ls.Logs(ctx, providers.LogsRequest{Experiment: e.Name, TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: follow, Out: w})
+}

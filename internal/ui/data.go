@@ -1,0 +1,493 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/trialform/trialform/internal/importance"
+	"github.com/trialform/trialform/internal/results"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner/space"
+)
+
+// Querier filters and sorts an experiment's trials with the trials
+// command's query language. A mistake in q or sort is a *QueryError.
+type Querier interface {
+	Select(e *state.Experiment, q, sort string, now time.Time) ([]*state.Trial, error)
+}
+
+// QueryError locates a mistake in a query or sort string, for a caret.
+type QueryError struct {
+	Param string `json:"param"`  // "q" or "sort"
+	Msg   string `json:"error"`  // the message, without the caret
+	Col   int    `json:"column"` // 0-based column (in characters) in the string; -1 unknown
+}
+
+func (e *QueryError) Error() string { return e.Msg }
+
+// snapshot is one version of the state file with what was derived from it.
+type snapshot struct {
+	st      *state.State
+	modTime time.Time
+	id      fileKey
+	err     error
+
+	mu      sync.Mutex
+	derived map[string]*derived
+}
+
+type derived struct {
+	once sync.Once
+	v    any
+}
+
+// cachedCount returns how many values are derived.
+func (s *snapshot) cachedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.derived)
+}
+
+// get returns the value derived under key, computing it once (f may
+// call get for another key).
+func (s *snapshot) get(key string, f func() any) any {
+	s.mu.Lock()
+	d := s.derived[key]
+	if d == nil {
+		d = &derived{}
+		s.derived[key] = d
+	}
+	s.mu.Unlock()
+	d.once.Do(func() { d.v = f() })
+	return d.v
+}
+
+type fileKey struct {
+	size  int64
+	mtime time.Time
+	ino   uint64
+}
+
+// store reads the state without the lock (state.json is only ever
+// replaced by rename, so a read sees one whole version) and caches what
+// it derives per version.
+type store struct {
+	o  Options
+	mu sync.Mutex
+	sn *snapshot
+
+	metricsMu sync.Mutex
+	metrics   map[string]metricsEntry // "EXP/ID" -> series
+
+	impMu sync.Mutex
+	imp   map[string]impEntry // experiment -> last importance
+}
+
+type metricsEntry struct {
+	key fileKey
+	pts []point
+}
+
+type impEntry struct {
+	n   int // succeeded trials it was computed on
+	res any
+}
+
+func newStore(o Options) *store {
+	return &store{o: o, metrics: map[string]metricsEntry{}, imp: map[string]impEntry{}}
+}
+
+func statKey(path string) (fileKey, time.Time, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileKey{}, time.Time{}, err
+	}
+	return keyOf(fi), fi.ModTime(), nil
+}
+
+// current returns the snapshot of the state file as it is now.
+func (d *store) current() *snapshot {
+	path := filepath.Join(d.o.StateDir, "state.json")
+	k, mt, err := statKey(path)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.sn != nil && err == nil && d.sn.err == nil && d.sn.id == k {
+		return d.sn
+	}
+	sn := &snapshot{id: k, modTime: mt, derived: map[string]*derived{}}
+	if errors.Is(err, fs.ErrNotExist) {
+		sn.st = state.New()
+	} else {
+		sn.st, sn.err = state.NewManager(d.o.StateDir).Load()
+	}
+	d.sn = sn
+	return sn
+}
+
+// point is one intermediate value.
+type point struct {
+	Seq   int     `json:"seq"`
+	Value float64 `json:"value"`
+	Time  int64   `json:"t"` // unix milliseconds
+}
+
+// series returns the intermediate values of a trial (cached per file
+// version). The metrics file layout is state's: metrics/EXP/ID.jsonl.
+func (d *store) series(e *state.Experiment, t *state.Trial) []point {
+	path := filepath.Join(d.o.StateDir, "metrics", e.Name, t.ID+".jsonl")
+	k, _, err := statKey(path)
+	if err != nil {
+		return nil
+	}
+	key := e.Name + "/" + t.ID
+	d.metricsMu.Lock()
+	if m, ok := d.metrics[key]; ok && m.key == k {
+		d.metricsMu.Unlock()
+		return m.pts
+	}
+	d.metricsMu.Unlock()
+	// The shared parser of the trials command and export (a fast path for
+	// the lines the state writes).
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	parsed, err := results.ParseSeries(data, e.Metric)
+	if err != nil && parsed == nil {
+		return nil
+	}
+	pts := make([]point, 0, len(parsed))
+	for _, p := range parsed {
+		if p.Value == nil || math.IsNaN(*p.Value) || math.IsInf(*p.Value, 0) {
+			continue
+		}
+		pts = append(pts, point{Seq: p.Step, Value: *p.Value, Time: p.Time.UnixMilli()})
+	}
+	d.metricsMu.Lock()
+	d.metrics[key] = metricsEntry{key: k, pts: pts}
+	d.metricsMu.Unlock()
+	return pts
+}
+
+// ---- the JSON models of the API ----
+
+// ExperimentJSON is one experiment's summary (overview and header).
+type ExperimentJSON struct {
+	Name        string         `json:"name"`
+	ID          string         `json:"id"`
+	Platform    string         `json:"platform"`
+	Tuner       string         `json:"tuner"`
+	Generation  int            `json:"generation"`
+	Goal        string         `json:"goal"`
+	Metric      string         `json:"metric"`
+	Counts      map[string]int `json:"counts"`
+	Trials      int            `json:"trials"`
+	MaxTrials   int            `json:"max_trials"`
+	Concurrency int            `json:"concurrency"`
+	Best        *BestJSON      `json:"best"`
+	CreatedAt   time.Time      `json:"created_at"`
+	DoneAt      *time.Time     `json:"done_at,omitempty"`
+	DoneReason  string         `json:"done_reason,omitempty"`
+	ElapsedSec  float64        `json:"elapsed_s"`
+	Written     time.Time      `json:"written"`             // the state file's last write
+	Refreshed   *time.Time     `json:"refreshed,omitempty"` // last refresh from the platform (refreshed.json)
+	// Edit says where to change what the page cannot (read-only by design).
+	Edit *EditJSON `json:"edit,omitempty"`
+}
+
+// BestJSON is the best trial.
+type BestJSON struct {
+	ID    string  `json:"id"`
+	Seq   int     `json:"seq"`
+	Value float64 `json:"value"`
+}
+
+// EditJSON points at the HCL to edit.
+type EditJSON struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+}
+
+// ParamJSON describes one param's axis.
+type ParamJSON struct {
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`  // the NNI type, or "number"/"text" when inferred
+	Scale   string   `json:"scale"` // "linear" | "log" | "category"
+	Options []string `json:"options,omitempty"`
+	Lo      *float64 `json:"lo,omitempty"`
+	Hi      *float64 `json:"hi,omitempty"`
+}
+
+// RowJSON is one row of the trials table.
+type RowJSON struct {
+	ID           string             `json:"id"`
+	Seq          int                `json:"seq"`
+	Generation   int                `json:"gen"`
+	Status       string             `json:"status"`
+	Reason       string             `json:"reason,omitempty"`
+	Value        *float64           `json:"value"`
+	Params       map[string]any     `json:"params"`
+	Metrics      map[string]float64 `json:"metrics,omitempty"`
+	Intermediate int                `json:"intermediate"`
+	Attempts     int                `json:"attempts"`
+	Start        int64              `json:"start,omitempty"` // unix ms
+	End          int64              `json:"end,omitempty"`
+	Best         bool               `json:"best,omitempty"`
+}
+
+func bestOf(e *state.Experiment) *state.Trial {
+	var best *state.Trial
+	for _, t := range e.Trials {
+		if t.Status != state.Succeeded || t.Value == nil {
+			continue
+		}
+		if best == nil || better(e.Goal, *t.Value, *best.Value) || (*t.Value == *best.Value && t.Seq < best.Seq) {
+			best = t
+		}
+	}
+	return best
+}
+
+func better(goal string, a, b float64) bool {
+	if goal == "minimize" {
+		return a < b
+	}
+	return a > b
+}
+
+func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) ExperimentJSON {
+	j := ExperimentJSON{
+		Name: e.Name, ID: e.ID, Platform: e.Platform, Generation: e.Generation, Goal: e.Goal, Metric: e.Metric,
+		Counts: map[string]int{}, Trials: len(e.Trials), MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
+		CreatedAt: e.CreatedAt, DoneAt: e.DoneAt, DoneReason: e.DoneReason, Written: sn.modTime,
+	}
+	if at, ok := state.NewManager(d.o.StateDir).RefreshedAt(sn.st.Lineage)[e.Name]; ok && !at.IsZero() {
+		j.Refreshed = &at
+	}
+	for _, t := range e.Trials {
+		j.Counts[t.Status]++
+	}
+	if b := bestOf(e); b != nil {
+		j.Best = &BestJSON{ID: b.ID, Seq: b.Seq, Value: *b.Value}
+	}
+	end := time.Now()
+	if e.DoneAt != nil {
+		end = *e.DoneAt
+	}
+	if !e.CreatedAt.IsZero() {
+		j.ElapsedSec = end.Sub(e.CreatedAt).Seconds()
+	}
+	if cfg != nil {
+		if ce := cfg.Experiments[e.Name]; ce != nil {
+			j.Tuner = ce.Tuner.Name
+			j.Edit = &EditJSON{File: ce.DeclRange.Filename, Line: ce.DeclRange.Start.Line}
+		}
+	}
+	return j
+}
+
+func rowOf(t *state.Trial, best string) RowJSON {
+	r := RowJSON{
+		ID: t.ID, Seq: t.Seq, Generation: t.Generation, Status: t.Status, Reason: t.Reason, Value: t.Value,
+		Params: t.Params, Metrics: t.Final, Intermediate: t.Intermediate, Attempts: t.Attempts, Best: t.ID == best,
+	}
+	if r.Params == nil {
+		r.Params = map[string]any{}
+	}
+	if t.StartedAt != nil {
+		r.Start = t.StartedAt.UnixMilli()
+	}
+	if t.EndedAt != nil {
+		r.End = t.EndedAt.UnixMilli()
+	}
+	return r
+}
+
+// params describes the axes of e's params: from the search space of the
+// configuration when it has the experiment, else inferred from the values.
+func paramsOf(e *state.Experiment, cfg *schema.Config) []ParamJSON {
+	var out []ParamJSON
+	seen := map[string]bool{}
+	if cfg != nil {
+		if ce := cfg.Experiments[e.Name]; ce != nil && ce.SearchSpace != nil && ce.SearchSpace.Space != nil {
+			for _, p := range ce.SearchSpace.Space.Params {
+				pj := ParamJSON{Name: p.Name, Kind: string(p.Kind), Scale: "linear"}
+				switch p.Kind {
+				case space.Choice:
+					pj.Scale = "category"
+					for _, o := range p.Options {
+						if o.Name != "" {
+							pj.Options = append(pj.Options, o.Name)
+						} else {
+							pj.Options = append(pj.Options, space.FormatValue(o.Value))
+						}
+					}
+				case space.Loguniform, space.Qloguniform, space.Lognormal, space.Qlognormal:
+					pj.Scale = "log"
+				}
+				switch p.Kind {
+				case space.Uniform, space.Quniform, space.Loguniform, space.Qloguniform, space.Randint:
+					if len(p.Args) >= 2 {
+						lo, hi := p.Args[0], p.Args[1]
+						if p.Kind == space.Randint {
+							hi--
+						}
+						pj.Lo, pj.Hi = &lo, &hi
+					}
+				}
+				out = append(out, pj)
+				seen[p.Name] = true
+			}
+		}
+	}
+	// Params the space does not name (an older generation, no config).
+	kinds := map[string]string{}
+	for _, t := range e.Trials {
+		for k, v := range t.Params {
+			if seen[k] {
+				continue
+			}
+			if _, ok := v.(float64); ok && kinds[k] != "text" {
+				kinds[k] = "number"
+			} else {
+				kinds[k] = "text"
+			}
+		}
+	}
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		pj := ParamJSON{Name: k, Kind: kinds[k], Scale: "linear"}
+		if kinds[k] == "text" {
+			pj.Scale = "category"
+			opts := map[string]bool{}
+			for _, t := range e.Trials {
+				if v, ok := t.Params[k]; ok {
+					opts[space.FormatValue(v)] = true
+				}
+			}
+			for o := range opts {
+				pj.Options = append(pj.Options, o)
+			}
+			sort.Strings(pj.Options)
+		}
+		out = append(out, pj)
+	}
+	return out
+}
+
+// ImportanceJSON is the parameter importance answer.
+type ImportanceJSON struct {
+	Method  string              `json:"method"`
+	Trials  int                 `json:"trials"` // succeeded trials it was computed on
+	Params  []importance.Result `json:"params"`
+	Skipped []string            `json:"skipped,omitempty"` // params it cannot place on an axis
+}
+
+// importanceOf computes (or returns the cached) importance of e's params;
+// it is recomputed only when the number of succeeded trials changed.
+func (d *store) importanceOf(e *state.Experiment, params []ParamJSON) ImportanceJSON {
+	var ts []*state.Trial
+	for _, t := range e.SortedTrials() {
+		if t.Status == state.Succeeded && t.Value != nil {
+			ts = append(ts, t)
+		}
+	}
+	d.impMu.Lock()
+	defer d.impMu.Unlock()
+	// Refit only when the succeeded trials changed by 2% or more (at least
+	// one): a large experiment's live updates do not refit the forest on
+	// every trial. The answer says how many trials it was fitted on.
+	if c, ok := d.imp[e.Name]; ok && abs(c.n-len(ts)) < max(1, c.n/50) {
+		return c.res.(ImportanceJSON)
+	}
+	var axes []importance.Param
+	var use []ParamJSON
+	var skipped []string
+	for _, p := range params {
+		if p.Kind == "text" && len(p.Options) > 50 {
+			skipped = append(skipped, p.Name)
+			continue
+		}
+		a := importance.Param{Name: p.Name}
+		if p.Scale == "category" {
+			a.Lo, a.Hi = -0.5, float64(len(p.Options))-0.5
+		} else if p.Lo != nil && p.Hi != nil {
+			a.Lo, a.Hi = *p.Lo, *p.Hi
+		}
+		axes = append(axes, a)
+		use = append(use, p)
+	}
+	var X [][]float64
+	var y []float64
+rows:
+	for _, t := range ts {
+		row := make([]float64, len(use))
+		for j, p := range use {
+			v, ok := t.Params[p.Name]
+			if !ok {
+				continue rows
+			}
+			if p.Scale == "category" {
+				s := space.FormatValue(v)
+				if m, ok := v.(map[string]any); ok {
+					s, _ = m["_name"].(string)
+				}
+				idx := -1
+				for i, o := range p.Options {
+					if o == s {
+						idx = i
+					}
+				}
+				if idx < 0 {
+					continue rows
+				}
+				row[j] = float64(idx)
+			} else {
+				f, ok := v.(float64)
+				if !ok {
+					continue rows
+				}
+				row[j] = f
+			}
+		}
+		X = append(X, row)
+		y = append(y, *t.Value)
+	}
+	res := ImportanceJSON{
+		Method: importance.Method, Trials: len(X), Skipped: skipped,
+		Params: importance.Compute(axes, X, y, importance.Options{Trees: 32, MaxSamples: 400, Seed: 1}),
+	}
+	res.Method = "fANOVA on a random forest (32 trees, at most 400 trials sampled), the method of Optuna's default FanovaImportanceEvaluator"
+	d.imp[e.Name] = impEntry{n: len(ts), res: res}
+	return res
+}
+
+func jsonString(s string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(true)
+	if err := enc.Encode(s); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,132 @@
+package ui
+
+import (
+	"fmt"
+	"io/fs"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func keyOf(fi fs.FileInfo) fileKey {
+	k := fileKey{size: fi.Size(), mtime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		k.ino = uint64(st.Ino)
+	}
+	return k
+}
+
+// watcher polls the state file and tells subscribers when it changed.
+// Polling (every 200ms by default) rather than inotify: state.json is
+// replaced by rename, which a watch on the file itself would lose, and a
+// stat is cheap.
+type watcher struct {
+	data *store
+	// onChange runs (in its own goroutine) for each new version read.
+	onChange func(*snapshot)
+	mu       sync.Mutex
+	subs     map[chan uint64]bool
+	done     chan struct{}
+	once     sync.Once
+}
+
+func newWatcher(d *store, every time.Duration, onChange func(*snapshot)) *watcher {
+	w := &watcher{data: d, onChange: onChange, subs: map[chan uint64]bool{}, done: make(chan struct{})}
+	go w.loop(every)
+	return w
+}
+
+func (w *watcher) loop(every time.Duration) {
+	// state.json, and refreshed.json (a refresh that found nothing new
+	// writes only that one).
+	path := filepath.Join(w.data.o.StateDir, "state.json")
+	refreshed := filepath.Join(w.data.o.StateDir, "refreshed.json")
+	last, _, _ := statKey(path)
+	lastR, _, _ := statKey(refreshed)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-t.C:
+		}
+		k, _, err := statKey(path)
+		kr, _, _ := statKey(refreshed)
+		if err != nil || (k == last && kr == lastR) {
+			continue
+		}
+		last, lastR = k, kr
+		sn := w.data.current()
+		if sn.err != nil {
+			continue // caught mid-edit by hand: wait for a readable version
+		}
+		if w.onChange != nil {
+			go w.onChange(sn)
+		}
+		w.mu.Lock()
+		for c := range w.subs {
+			select {
+			case c <- sn.st.Serial:
+			default: // the subscriber has an event pending; it will refetch anyway
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *watcher) subscribe() chan uint64 {
+	c := make(chan uint64, 1)
+	w.mu.Lock()
+	w.subs[c] = true
+	w.mu.Unlock()
+	return c
+}
+
+func (w *watcher) unsubscribe(c chan uint64) {
+	w.mu.Lock()
+	delete(w.subs, c)
+	w.mu.Unlock()
+}
+
+func (w *watcher) stop() { w.once.Do(func() { close(w.done) }) }
+
+// apiEvents streams "state" events (data: the state's serial) when the
+// state file changes, and a comment every 15s to keep proxies open.
+func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	c := s.watch.subscribe()
+	defer s.watch.unsubscribe(c)
+	sn := s.data.current()
+	serial := uint64(0)
+	if sn.st != nil {
+		serial = sn.st.Serial
+	}
+	fmt.Fprintf(w, "retry: 1000\nevent: hello\ndata: %d\n\n", serial)
+	fl.Flush()
+	keep := time.NewTicker(15 * time.Second)
+	defer keep.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.watch.done:
+			return
+		case serial := <-c:
+			fmt.Fprintf(w, "event: state\ndata: %d\n\n", serial)
+			fl.Flush()
+		case <-keep.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+			fl.Flush()
+		}
+	}
+}

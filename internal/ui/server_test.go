@@ -1,0 +1,315 @@
+package ui_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trialform/trialform/internal/ui"
+	"github.com/trialform/trialform/providers/platforms"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+)
+
+func newServer(t *testing.T, dir, token string) *httptest.Server {
+	t.Helper()
+	s := ui.New(ui.Options{
+		StateDir: filepath.Join(dir, ".trialform"), WorkDir: dir, Token: token,
+		Config: func() *schema.Config {
+			cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platforms.Registry()})
+			if diags.HasErrors() {
+				t.Errorf("fixture config: %v", diags)
+				return nil
+			}
+			return cfg
+		},
+	})
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	return ts
+}
+
+func get(t *testing.T, c *http.Client, url string, hdr ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestPathTraversalIs404(t *testing.T) {
+	ts := newServer(t, fixture(t, 20), "")
+	for _, p := range []string{
+		"/api/experiments/demo/trials/..%2F..%2Fetc/logs",
+		"/api/experiments/demo/trials/..%2F..%2F..%2F..%2Fetc%2Fpasswd/scalars",
+		"/api/experiments/..%2F..%2Fetc/trials",
+		"/api/experiments/demo/trials/../../../etc/passwd",
+		"/api/experiments/demo/trials/t9999",
+		"/api/experiments/nope",
+		"/assets/../../../../etc/passwd",
+		"/assets/..%2f..%2f..%2fetc%2fpasswd",
+		"/assets/",
+		"/etc/passwd",
+	} {
+		code, body := get(t, ts.Client(), ts.URL+p)
+		if code != http.StatusNotFound {
+			t.Errorf("%s: %d %q, want 404", p, code, body)
+		}
+		if strings.Contains(body, "root:") {
+			t.Errorf("%s leaked a file: %q", p, body)
+		}
+	}
+	if code, _ := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials/t0003/scalars"); code != 200 {
+		t.Fatalf("a real trial: %d", code)
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "")
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH"} {
+		for _, p := range []string{"/", "/api/overview", "/api/experiments/demo/trials/t0001"} {
+			req, _ := http.NewRequest(m, ts.URL+p, strings.NewReader("{}"))
+			resp, err := ts.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: %d, want 405", m, p, resp.StatusCode)
+			}
+		}
+	}
+}
+
+func TestTokenChecked(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "s3cret")
+	c := ts.Client()
+	for _, p := range []string{"/", "/api/overview", "/api/events", "/assets/app.js", "/api/overview?token=wrong"} {
+		if code, _ := get(t, c, ts.URL+p); code != http.StatusUnauthorized {
+			t.Errorf("%s without the token: %d, want 401", p, code)
+		}
+	}
+	if code, _ := get(t, c, ts.URL+"/api/overview", "Authorization", "Bearer s3cret"); code != 200 {
+		t.Errorf("bearer: %d", code)
+	}
+	if code, _ := get(t, c, ts.URL+"/api/overview", "Cookie", "trialform_token=s3cret"); code != 200 {
+		t.Errorf("cookie: %d", code)
+	}
+	resp, err := c.Get(ts.URL + "/?token=s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Set-Cookie"), "HttpOnly") {
+		t.Errorf("?token=: %d, Set-Cookie %q", resp.StatusCode, resp.Header.Get("Set-Cookie"))
+	}
+}
+
+// Without a token only loopback Host names are served (DNS rebinding).
+func TestForeignHostRefusedWithoutToken(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "")
+	if code, _ := get(t, ts.Client(), ts.URL+"/api/overview", "Host", "evil.example:8080"); code != http.StatusForbidden {
+		t.Fatalf("foreign Host: %d, want 403", code)
+	}
+	if code, _ := get(t, ts.Client(), ts.URL+"/api/overview", "Host", "localhost:8080"); code != 200 {
+		t.Fatalf("localhost: %d", code)
+	}
+}
+
+func TestSecurityHeadersAndEscapedJSON(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "")
+	resp, err := ts.Client().Get(ts.URL + "/api/experiments/demo/trials/t0002")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+		t.Errorf("CSP %q", csp)
+	}
+	if strings.Contains(string(b), "<img") {
+		t.Errorf("raw HTML in JSON: %s", b)
+	}
+	var tr struct{ Params map[string]any }
+	if err := json.Unmarshal(b, &tr); err != nil || tr.Params["opt"] != xss {
+		t.Fatalf("params %v (%v)", tr.Params, err)
+	}
+}
+
+func TestTrialsQueryAndCaret(t *testing.T) {
+	ts := newServer(t, fixture(t, 60), "")
+	var ok struct {
+		Total int
+		Rows  []struct {
+			ID     string
+			Status string
+			Value  *float64
+		}
+	}
+	code, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials?q=status:succeeded&sort=-metric")
+	if code != 200 || json.Unmarshal([]byte(body), &ok) != nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	if ok.Total != 60 || len(ok.Rows) == 0 || len(ok.Rows) >= 60 {
+		t.Fatalf("total %d, rows %d", ok.Total, len(ok.Rows))
+	}
+	for i, r := range ok.Rows {
+		if r.Status != "SUCCEEDED" || (i > 0 && *r.Value > *ok.Rows[i-1].Value) {
+			t.Fatalf("row %d: %+v (want succeeded, by metric descending)", i, r)
+		}
+	}
+	code, body = get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials?q=status:succeeded,parms.lr:%3C1")
+	var qe ui.QueryError
+	if code != 400 || json.Unmarshal([]byte(body), &qe) != nil || qe.Param != "q" || qe.Col != len("status:succeeded,") || !strings.Contains(qe.Msg, "params.") {
+		t.Fatalf("%d %s (%+v): want the column of parms.lr and a did-you-mean", code, body, qe)
+	}
+}
+
+func TestScalarsFromEventFiles(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "")
+	_, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials/t0003/scalars")
+	var sc ui.ScalarsJSON
+	if err := json.Unmarshal([]byte(body), &sc); err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Files) != 3 || len(sc.Tags["loss"]) != 20 || len(sc.Tags["eval/accuracy"]) != 20 || len(sc.Tags["lr"]) != 20 || sc.Tags["loss"][19].Step != 19 {
+		t.Fatalf("scalars: files %v, tags %d", sc.Files, len(sc.Tags))
+	}
+}
+
+// A log longer than the tail is cut to its last 256 KiB (at a line start),
+// with a "cut" event first, and the stream ends with "end".
+func TestLogsTail(t *testing.T) {
+	dir := fixture(t, 5)
+	var total int
+	s := ui.New(ui.Options{
+		StateDir: filepath.Join(dir, ".trialform"), WorkDir: dir,
+		Logs: func(ctx context.Context, e *state.Experiment, tr *state.Trial, follow bool, w io.Writer) error {
+			// The output that exists arrives in one write (a tick of the
+			// stream between writes would send each part whole).
+			var b strings.Builder
+			for i := 0; i < 40000; i++ {
+				fmt.Fprintf(&b, "line %06d of trial %s\n", i, tr.ID)
+			}
+			total = b.Len()
+			_, err := io.WriteString(w, b.String())
+			return err
+		},
+	})
+	ts := httptest.NewServer(s)
+	defer func() { ts.Close(); s.Close() }()
+	code, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials/t0001/logs")
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var text strings.Builder
+	events := []string{}
+	for _, ev := range strings.Split(body, "\n\n") {
+		name, data, ok := strings.Cut(ev, "\ndata: ")
+		if !ok {
+			continue
+		}
+		name = strings.TrimPrefix(name, "event: ")
+		events = append(events, name)
+		if name == "log" {
+			var s string
+			if err := json.Unmarshal([]byte(data), &s); err != nil {
+				t.Fatal(err)
+			}
+			text.WriteString(s)
+		}
+	}
+	got := text.String()
+	if events[0] != "cut" || events[len(events)-1] != "end" {
+		t.Fatalf("events %v", events)
+	}
+	if len(got) > 256<<10 || len(got) < 200<<10 || !strings.HasPrefix(got, "line ") || !strings.HasSuffix(got, "line 039999 of trial t0001\n") {
+		t.Fatalf("tail of %d bytes: %d bytes, starts %q", total, len(got), got[:min(40, len(got))])
+	}
+}
+
+// A trial directory replaced by a symbolic link, or an event file that is
+// one, is not followed.
+func TestScalarsFollowNoLink(t *testing.T) {
+	dir := fixture(t, 10)
+	outside := t.TempDir()
+	src := filepath.Join(dir, ".trialform", "trials", "demo", "t0003", "output", "events.out.tfevents.1.host")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "events.out.tfevents.9.host"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tb := filepath.Join(dir, ".trialform", "tensorboard", "demo", "t0003")
+	if err := os.RemoveAll(tb); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, tb); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "events.out.tfevents.9.host"), filepath.Join(filepath.Dir(src), "events.out.tfevents.link")); err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, dir, "")
+	_, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials/t0003/scalars")
+	var sc ui.ScalarsJSON
+	if err := json.Unmarshal([]byte(body), &sc); err != nil {
+		t.Fatal(err)
+	}
+	if len(sc.Files) != 2 || sc.Tags["lr"] != nil {
+		t.Fatalf("files %v, tags %v: links were followed", sc.Files, len(sc.Tags))
+	}
+}
+
+// The table's rows are the `trials -q -sort` command's rows, in the same
+// order: one language, one implementation.
+func TestTableAgreesWithTrialsCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI")
+	}
+	dir := fixture(t, 60)
+	q, sortBy := "status:succeeded|early_stopped, params.x:>-3", "-params.layers,metric"
+	cmd := exec.Command(trialformBin(t), "-chdir", dir, "trials", "demo", "-q", q, "-sort", sortBy, "-o", "json")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("trials: %v", err)
+	}
+	var cli []struct{ ID string }
+	if err := json.Unmarshal(out, &cli); err != nil {
+		t.Fatalf("trials -o json: %v\n%s", err, out)
+	}
+	ts := newServer(t, dir, "")
+	code, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials?q="+url.QueryEscape(q)+"&sort="+url.QueryEscape(sortBy))
+	var api struct{ Rows []struct{ ID string } }
+	if code != 200 || json.Unmarshal([]byte(body), &api) != nil {
+		t.Fatalf("%d %s", code, body)
+	}
+	if len(cli) < 5 || len(cli) != len(api.Rows) {
+		t.Fatalf("cli %d rows, api %d", len(cli), len(api.Rows))
+	}
+	for i := range cli {
+		if cli[i].ID != api.Rows[i].ID {
+			t.Fatalf("row %d: cli %s, api %s", i, cli[i].ID, api.Rows[i].ID)
+		}
+	}
+}

@@ -1,0 +1,37 @@
+// Package platforms is the one place the platform registry is built: every
+// kind trialform knows, in the order the README lists them. Adding a
+// platform is one package plus one line here.
+package platforms
+
+import (
+	"github.com/trialform/trialform/providers/kubernetes"
+	"github.com/trialform/trialform/providers/local"
+	"github.com/trialform/trialform/providers/registry"
+	"github.com/trialform/trialform/providers/remote"
+)
+
+// Registry returns the registry of every platform kind.
+func Registry() *registry.Registry { return registry.New(Kinds()...) }
+
+// Kinds is every platform kind's registration, in the README's order.
+func Kinds() []registry.Kind {
+	kinds := []registry.Kind{
+		local.Registration(),
+		remote.Registration(),
+		kubernetes.Registration(),
+	}
+	kinds = append(kinds, kubernetes.CRDRegistrations()...)
+	kinds = append(kinds,
+		notYet("openpai", "OpenPAI jobs"),
+		notYet("dlc", "Alibaba Cloud PAI-DLC jobs"),
+		notYet("aml", "Azure Machine Learning jobs"),
+		notYet("dlts", "DLTS (DLWorkspace) jobs"),
+	)
+	return kinds
+}
+
+// notYet is a kind the language accepts (any settings) that trialform
+// does not run yet: validate warns, plan and apply refuse it.
+func notYet(name, what string) registry.Kind {
+	return registry.Kind{Name: name, Summary: what + "; not implemented yet: validate warns, plan and apply refuse it (any settings are accepted)"}
+}
