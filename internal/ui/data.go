@@ -39,6 +39,7 @@ type snapshot struct {
 	st      *state.State
 	modTime time.Time
 	id      fileKey
+	jid     fileKey // the state journal's (zero when there is none)
 	err     error
 
 	mu      sync.Mutex
@@ -118,12 +119,18 @@ func statKey(path string) (fileKey, time.Time, error) {
 func (d *store) current() *snapshot {
 	path := filepath.Join(d.o.StateDir, "state.json")
 	k, mt, err := statKey(path)
+	// Saves append to the journal and leave state.json alone until a
+	// compaction: a new version is a change of either.
+	jk, jmt, _ := statKey(filepath.Join(d.o.StateDir, state.JournalName))
+	if jmt.After(mt) {
+		mt = jmt
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.sn != nil && err == nil && d.sn.err == nil && d.sn.id == k {
+	if d.sn != nil && err == nil && d.sn.err == nil && d.sn.id == k && d.sn.jid == jk {
 		return d.sn
 	}
-	sn := &snapshot{id: k, modTime: mt, derived: map[string]*derived{}}
+	sn := &snapshot{id: k, jid: jk, modTime: mt, derived: map[string]*derived{}}
 	if errors.Is(err, fs.ErrNotExist) {
 		sn.st = state.New()
 	} else {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trialform/trialform/state"
 )
 
 func keyOf(fi fs.FileInfo) fileKey {
@@ -43,8 +45,10 @@ func (w *watcher) loop(every time.Duration) {
 	// writes only that one).
 	path := filepath.Join(w.data.o.StateDir, "state.json")
 	refreshed := filepath.Join(w.data.o.StateDir, "refreshed.json")
+	journal := filepath.Join(w.data.o.StateDir, state.JournalName)
 	last, _, _ := statKey(path)
 	lastR, _, _ := statKey(refreshed)
+	lastJ, _, _ := statKey(journal)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -55,10 +59,11 @@ func (w *watcher) loop(every time.Duration) {
 		}
 		k, _, err := statKey(path)
 		kr, _, _ := statKey(refreshed)
-		if err != nil || (k == last && kr == lastR) {
+		kj, _, _ := statKey(journal)
+		if err != nil || (k == last && kr == lastR && kj == lastJ) {
 			continue
 		}
-		last, lastR = k, kr
+		last, lastR, lastJ = k, kr, kj
 		sn := w.data.current()
 		if sn.err != nil {
 			continue // caught mid-edit by hand: wait for a readable version
