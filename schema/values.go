@@ -2,6 +2,7 @@ package schema
 
 import (
 	"fmt"
+	"github.com/trialform/trialform/providers/registry"
 	"math/big"
 	"sort"
 	"strings"
@@ -60,48 +61,9 @@ func FunctionNames() []string {
 
 // toGo converts a known cty value to a JSON-compatible Go value: strings,
 // float64 for every number, bools, []any for lists, sets and tuples,
-// map[string]any for maps and objects, nil for null.
-func toGo(v cty.Value) (any, error) {
-	if !v.IsKnown() {
-		return nil, fmt.Errorf("value is not known")
-	}
-	if v.IsNull() {
-		return nil, nil
-	}
-	ty := v.Type()
-	switch {
-	case ty == cty.String:
-		return v.AsString(), nil
-	case ty == cty.Bool:
-		return v.True(), nil
-	case ty == cty.Number:
-		f, _ := v.AsBigFloat().Float64()
-		return f, nil
-	case ty.IsListType() || ty.IsSetType() || ty.IsTupleType():
-		out := []any{}
-		for it := v.ElementIterator(); it.Next(); {
-			_, ev := it.Element()
-			g, err := toGo(ev)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, g)
-		}
-		return out, nil
-	case ty.IsMapType() || ty.IsObjectType():
-		out := map[string]any{}
-		for it := v.ElementIterator(); it.Next(); {
-			k, ev := it.Element()
-			g, err := toGo(ev)
-			if err != nil {
-				return nil, err
-			}
-			out[k.AsString()] = g
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("unsupported value of type %s", ty.FriendlyName())
-}
+// map[string]any for maps and objects, nil for null. The registry decodes
+// platform settings with the same conversion.
+func toGo(v cty.Value) (any, error) { return registry.ToGo(v) }
 
 // wholeNumber returns v as an int64 when it is an integral number.
 func wholeNumber(v cty.Value) (int64, bool) {
