@@ -2,7 +2,6 @@ package schema
 
 import (
 	"fmt"
-	"github.com/trialform/trialform/providers/registry"
 	"math/big"
 	"sort"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/trialform/trialform/providers/registry"
 )
 
 // functions are the functions every expression can call: a generous set
