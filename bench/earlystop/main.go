@@ -16,7 +16,8 @@
 // method reports as best, i.e. the completed full-length trial with the
 // best reported (noisy) final value; regret is the grid optimum minus it.
 // A setting reaches full-run quality when, over the seeds, both its median
-// and its mean regret are no worse than the baseline's.
+// and its mean regret are no worse than the baseline's (the table also
+// gives a paired signed-rank p-value for "better than the baseline").
 //
 // Settings are chosen on the tuning seeds (-seed0 1) and checked on
 // held-out seeds (-seed0 1001).
@@ -394,6 +395,7 @@ func main() {
 	seeds := flag.Int("seeds", 100, "seeds")
 	seed0 := flag.Int64("seed0", 1001, "first seed (1: the tuning seeds the settings were chosen on; 1001: held out)")
 	doSweep := flag.Bool("sweep", false, "run the grid of settings searched on the tuning seeds instead of the defaults")
+	only := flag.String("only", "", "run only the methods whose label starts with this (e.g. curvefitting)")
 	flag.Parse()
 	c, ok := problems[*prob]
 	if !ok {
@@ -420,8 +422,8 @@ func main() {
 	}
 	base := eval(func(s sim) result { return s.run(full, nil) })
 	half := eval(func(s sim) result { return s.run(full/2, nil) })
-	fmt.Printf("\n| method | median regret | mean regret | IQR | seeds no worse than baseline | trial-steps (max) | configs (mean) | full-length (mean) | full-run quality with ≤ half the steps |\n")
-	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Printf("\n| method | median regret | mean regret | IQR | seeds no worse than baseline | p: better than baseline | trial-steps (max) | configs (mean) | full-length (mean) | full-run quality with ≤ half the steps |\n")
+	fmt.Printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	row := func(label string, rs []result, verdict bool) {
 		reg := make([]float64, len(rs))
 		maxSteps, wins := 0, 0
@@ -444,8 +446,12 @@ func main() {
 				v = "**PASS**"
 			}
 		}
-		fmt.Printf("| %s | %.4f | %.4f | [%.4f, %.4f] | %d/%d | %d | %.1f | %.1f | %s |\n", label, q(reg, .5), mean(reg), q(reg, .25), q(reg, .75),
-			wins, len(rs), maxSteps, cfg/float64(len(rs)), fl/float64(len(rs)), v)
+		p := "-"
+		if verdict {
+			p = fmt.Sprintf("%.3g", signedRankP(regrets(base), reg))
+		}
+		fmt.Printf("| %s | %.4f | %.4f | [%.4f, %.4f] | %d/%d | %s | %d | %.1f | %.1f | %s |\n", label, q(reg, .5), mean(reg), q(reg, .25), q(reg, .75),
+			wins, len(rs), p, maxSteps, cfg/float64(len(rs)), fl/float64(len(rs)), v)
 	}
 	row("baseline: full runs, no early stopping", base, false)
 	row("half the steps, no early stopping", half, true)
@@ -454,9 +460,65 @@ func main() {
 		ms = sweep(*steps)
 	}
 	for _, m := range ms {
+		if !strings.HasPrefix(m.label, *only) {
+			continue
+		}
 		row(m.label, eval(func(s sim) result { return m.run(s, full/2) }), true)
 	}
 	fmt.Printf("\nwall time %.0f s\n", time.Since(start).Seconds())
+}
+
+// signedRankP is the one-sided p-value of Wilcoxon's signed-rank test
+// on the paired regrets (same seed, so the same random configurations in
+// the same order), H1: b has smaller regret than a. Normal approximation
+// with tie and continuity corrections; zero differences are left out.
+func signedRankP(a, b []float64) float64 {
+	var d []float64
+	for i := range a {
+		if x := a[i] - b[i]; math.Abs(x) > 1e-12 {
+			d = append(d, x)
+		}
+	}
+	n := float64(len(d))
+	if n == 0 {
+		return 1
+	}
+	abs := make([]float64, len(d))
+	for i, x := range d {
+		abs[i] = math.Abs(x)
+	}
+	idx := make([]int, len(d))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(x, y int) bool { return abs[idx[x]] < abs[idx[y]] })
+	rank := make([]float64, len(d))
+	ties := 0.0
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && abs[idx[j+1]] == abs[idx[i]] {
+			j++
+		}
+		for k := i; k <= j; k++ {
+			rank[idx[k]] = float64(i+j)/2 + 1
+		}
+		t := float64(j - i + 1)
+		ties += t*t*t - t
+		i = j + 1
+	}
+	w := 0.0
+	for i, x := range d {
+		if x > 0 {
+			w += rank[i]
+		}
+	}
+	mu := n * (n + 1) / 4
+	sd := math.Sqrt(n*(n+1)*(2*n+1)/24 - ties/48)
+	if sd == 0 {
+		return 1
+	}
+	z := (w - mu - 0.5) / sd
+	return 0.5 * math.Erfc(z/math.Sqrt2)
 }
 
 func regrets(rs []result) []float64 {
