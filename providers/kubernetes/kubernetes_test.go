@@ -25,7 +25,9 @@ import (
 var (
 	cp    *k8stest.ControlPlane
 	agent *k8stest.NodeAgent
-	// operator stands in for the operators of the CRD platforms.
+	// operator stands in for the operators of adaptdl and
+	// frameworkcontroller; the kubeflow kinds run on the real training
+	// operator.
 	operator *k8stest.Operator
 	skipWhy  string
 )
@@ -58,6 +60,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer agent.Stop()
+	if err := k8stest.StartTrainingOperator(ctx, cp); err != nil {
+		fmt.Fprintln(os.Stderr, "start the training operator:", err)
+		return 1
+	}
 	operator, err = k8stest.StartOperator(cp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the test operator:", err)
