@@ -71,8 +71,12 @@ func (k kubeflowKind) spec(cfg CRDConfig, req providers.StartRequest, pod func(R
 	}
 	// Once the job ends, delete only the pods still running (ps): the
 	// completed ones keep their logs, which hold the metrics. Never
-	// restart a failed trial: trialform decides about resumes.
-	return map[string]any{key: specs, "runPolicy": map[string]any{"cleanPodPolicy": "Running", "backoffLimit": int64(0)}}, nil
+	// restart a failed trial (trialform decides about resumes): that is
+	// restartPolicy Never, with which the operator fails the job when a
+	// replica fails. No backoffLimit: the operator deletes every pod of a
+	// job past its backoff limit, the failed one (its exit code, its log)
+	// included.
+	return map[string]any{key: specs, "runPolicy": map[string]any{"cleanPodPolicy": "Running"}}, nil
 }
 
 func (kubeflowKind) phase(obj *unstructured.Unstructured, main *corev1.Pod) (providers.Phase, string) {

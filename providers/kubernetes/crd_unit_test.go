@@ -168,3 +168,32 @@ func TestCRDPhases(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeflowPhase maps the training operator's conditions to phases (the
+// conditions as v1.8 writes them; TestKubeflowConditions has the operator
+// write them).
+func TestKubeflowPhase(t *testing.T) {
+	cond := func(typ, status, reason, msg string) any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "message": msg}
+	}
+	for _, tc := range []struct {
+		conds  []any
+		phase  providers.Phase
+		reason string
+	}{
+		{nil, providers.PhasePending, ""},
+		{[]any{cond("Created", "True", "TFJobCreated", "")}, providers.PhasePending, ""},
+		{[]any{cond("Created", "True", "", ""), cond("Running", "True", "TFJobRunning", "")}, providers.PhaseRunning, ""},
+		{[]any{cond("Created", "True", "", ""), cond("Restarting", "True", "TFJobRestarting", "")}, providers.PhaseRunning, ""},
+		{[]any{cond("Created", "True", "", ""), cond("Running", "False", "", ""), cond("Failed", "True", "TFJobFailed", "TFJob x has failed because 1 Worker replica(s) failed.")},
+			providers.PhaseFailed, "1 Worker replica(s) failed"},
+		{[]any{cond("Running", "False", "", ""), cond("Succeeded", "True", "PyTorchJobSucceeded", "")}, providers.PhaseSucceeded, ""},
+		{[]any{cond("Running", "False", "", ""), cond("Suspended", "True", "TFJobSuspended", "")}, providers.PhasePending, ""},
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": tc.conds}}}
+		ph, reason := kubeflowKind{tf: true}.phase(obj, nil)
+		if ph != tc.phase || !strings.Contains(reason, tc.reason) {
+			t.Errorf("%v: %s %q, want %s %q", tc.conds, ph, reason, tc.phase, tc.reason)
+		}
+	}
+}

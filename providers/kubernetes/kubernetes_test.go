@@ -209,7 +209,7 @@ func untilSucceeded(ctx context.Context, t *testing.T, p providers.Provider, ns,
 					ls.Logs(ctx, providers.LogsRequest{Experiment: exp, TrialID: trial, Out: &b})
 				}
 				dump(t, ns)
-				t.Fatalf("trial %s (%s): %s\noperator: %s", o.Phase, o.Reason, b.String(), cp.Log("operator"))
+				t.Fatalf("trial %s (%s): %s\noperator: %s\ntraining-operator: %s", o.Phase, o.Reason, b.String(), cp.Log("operator"), cp.Log("training-operator"))
 			}
 			return metrics
 		}

@@ -199,7 +199,20 @@ func StartTrainingOperator(ctx context.Context, cp *ControlPlane) error {
 			return err
 		}
 	}
-	return waitWebhook(ctx, cp)
+	// The operator may have looked for the files before they were
+	// written: the rotator only checks that the fixed path exists, which
+	// an earlier run may have left, and controller-runtime then fails to
+	// read its own cert dir and the operator exits. Its second start finds
+	// the secret valid (no new certificate) and the files in place.
+	if err := waitWebhook(ctx, cp); err != nil && !cp.Alive("training-operator") {
+		if err := cp.RestartComponent("training-operator"); err != nil {
+			return err
+		}
+		return waitWebhook(ctx, cp)
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // waitWebhook returns once the apiserver denies, through the operator's
