@@ -84,14 +84,11 @@ func NewCRD(cfg CRDConfig) (*CRD, error) {
 	var kind crdKind
 	switch cfg.Kind {
 	case KindKubeflow:
-		switch cfg.Operator {
-		case "tfjob":
-			kind = kubeflowKind{tf: true}
-		case "pytorchjob":
-			kind = kubeflowKind{}
-		default:
-			return nil, providers.Permanent(fmt.Errorf("kubeflow platform: operator = %q: want \"tfjob\" or \"pytorchjob\"", cfg.Operator))
+		k, ok := newKubeflowKind(cfg.Operator)
+		if !ok {
+			return nil, providers.Permanent(fmt.Errorf("kubeflow platform: operator = %q: want one of %s", cfg.Operator, strings.Join(KubeflowOperators, ", ")))
 		}
+		kind = k
 	case KindAdaptDL:
 		kind = adaptdlKind{}
 	case KindFrameworkController:

@@ -24,7 +24,7 @@ import (
 const envScript = `import json, os, time, nni
 p = nni.get_next_parameter()
 out = os.environ["OUT_DIR"]
-keys = ["TF_CONFIG", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "NNI_PLATFORM"]
+keys = ["TF_CONFIG", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "NNI_PLATFORM", "PADDLE_MASTER", "PADDLE_NNODES"]
 env = {k: os.environ[k] for k in keys if k in os.environ}
 host = os.environ["HOSTNAME"]
 with open(os.path.join(out, host + ".tmp"), "w") as f:
@@ -39,8 +39,10 @@ if host.endswith(os.environ["MAIN_SUFFIX"]):
 
 // TestKubeflowEnv: the environment the real operator injects reaches the
 // trial processes: TF_CONFIG (cluster and task) in every TFJob replica,
-// MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK in every PyTorchJob
-// replica.
+// MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK in every PyTorchJob and
+// XGBoostJob replica, PADDLE_MASTER and PADDLE_NNODES in a PaddleJob's.
+// Each kind runs end to end: a real python3 trial in every replica, the
+// operator's Succeeded condition, the master's final result.
 func TestKubeflowEnv(t *testing.T) {
 	need(t)
 	code := t.TempDir()
@@ -125,6 +127,28 @@ func TestKubeflowEnv(t *testing.T) {
 			addr := name + "-master-0" // the master's service
 			if env["MASTER_ADDR"] != addr || env["MASTER_PORT"] != "23456" || env["WORLD_SIZE"] != "3" || env["RANK"] != pod.rank {
 				t.Errorf("%s: %v, want MASTER_ADDR=%s MASTER_PORT=23456 WORLD_SIZE=3 RANK=%s", pod.suffix, env, addr, pod.rank)
+			}
+		}
+	})
+	t.Run("xgboostjob", func(t *testing.T) {
+		name, out := run(t, k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "xgboostjob", Roles: []k8s.Role{
+			{Name: "master", Replicas: 1}, {Name: "worker", Replicas: 1}}}, "-master-0", 2)
+		for _, pod := range []struct {
+			suffix, rank string
+		}{{"-master-0", "0"}, {"-worker-0", "1"}} {
+			env := read(t, out, name+pod.suffix)
+			if env["MASTER_ADDR"] != name+"-master-0" || env["MASTER_PORT"] != "9999" || env["WORLD_SIZE"] != "2" || env["RANK"] != pod.rank {
+				t.Errorf("%s: %v, want MASTER_ADDR=%s-master-0 MASTER_PORT=9999 WORLD_SIZE=2 RANK=%s", pod.suffix, env, name, pod.rank)
+			}
+		}
+	})
+	t.Run("paddlejob", func(t *testing.T) {
+		name, out := run(t, k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "paddlejob", Roles: []k8s.Role{
+			{Name: "master", Replicas: 1}, {Name: "worker", Replicas: 2}}}, "-master-0", 3)
+		for _, suffix := range []string{"-master-0", "-worker-0", "-worker-1"} {
+			env := read(t, out, name+suffix)
+			if !strings.Contains(env["PADDLE_MASTER"], ":36543") || env["PADDLE_NNODES"] != "3" {
+				t.Errorf("%s: %v, want PADDLE_MASTER on port 36543, PADDLE_NNODES=3", suffix, env)
 			}
 		}
 	})
