@@ -79,6 +79,8 @@ func (s *KubeflowSettings) Check(w *registry.Where) hcl.Diagnostics {
 	switch {
 	case !w.Has("operator"):
 		diags = append(diags, w.Error("", "Missing required argument", `A kubeflow platform needs operator = "tfjob" (or one of %s).`, quoted))
+	case op == "mpijob" || op == "mxjob":
+		diags = append(diags, w.Error("operator", "Invalid value", `operator = %q: the kubeflow platform does not run MPIJob or MXJob (their launcher or scheduler roles); it runs %s.`, op, quoted))
 	case !known:
 		diags = append(diags, w.Error("operator", "Invalid value", `operator = %q: the kubeflow platform runs %s.%s`,
 			op, quoted, registry.DidYouMean(op, KubeflowOperators, "%q")))
