@@ -167,7 +167,7 @@ func CRDRegistrations() []registry.Kind {
 		return NewCRD(c)
 	}
 	return []registry.Kind{
-		{Name: KindKubeflow, Summary: "one Kubeflow TFJob or PyTorchJob per trial", Config: func() any { return &KubeflowSettings{} }, New: build, Extends: "kubernetes"},
+		{Name: KindKubeflow, Summary: "one Kubeflow training-operator job (TFJob, PyTorchJob, XGBoostJob or PaddleJob) per trial", Config: func() any { return &KubeflowSettings{} }, New: build, Extends: "kubernetes"},
 		{Name: KindAdaptDL, Summary: "one AdaptDLJob per trial", Config: func() any { return &AdaptDLSettings{} }, New: build, Extends: "kubernetes"},
 		{Name: KindFrameworkController, Summary: "one FrameworkController Framework per trial", Config: func() any { return &FrameworkControllerSettings{} }, New: build, Extends: "kubernetes"},
 	}
