@@ -28,8 +28,10 @@ import (
 // training-operator.kubeflow.svc into the secret below and injects the CA
 // into the ValidatingWebhookConfiguration below. Out of a cluster three
 // things stand in for what a Deployment has:
-//   - the secret and the configuration exist before it starts (its
-//     manifests create them; the rotator only fills them);
+//   - the secret exists before it starts and the configuration once the
+//     files below are written (its manifests create both; the rotator
+//     only fills them, and the operator serves its webhooks only once the
+//     configuration has the CA);
 //   - nothing mounts the secret, so StartTrainingOperator copies its files
 //     into controller-runtime's cert dir ($TMPDIR/k8s-webhook-server/
 //     serving-certs, with a TMPDIR of the operator's own) and makes sure
@@ -124,35 +126,6 @@ func StartTrainingOperator(ctx context.Context, cp *ControlPlane) error {
 	if _, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	// The webhooks of the operator's manifests (config/webhook), on the
-	// service above at the operator's port.
-	fail := admissionv1.Fail
-	none := admissionv1.SideEffectClassNone
-	vwc := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: trainingOperatorVWC}}
-	for _, kind := range []string{"mxjob", "paddlejob", "pytorchjob", "tfjob", "xgboostjob"} {
-		path := "/validate-kubeflow-org-v1-" + kind
-		p := int32(port)
-		ops := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}
-		vwc.Webhooks = append(vwc.Webhooks, admissionv1.ValidatingWebhook{
-			Name:                    "validator." + kind + ".training-operator.kubeflow.org",
-			AdmissionReviewVersions: []string{"v1"},
-			ClientConfig:            admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Namespace: ns, Name: trainingOperatorService, Path: &path, Port: &p}},
-			FailurePolicy:           &fail,
-			SideEffects:             &none,
-			Rules: []admissionv1.RuleWithOperations{{Operations: ops, Rule: admissionv1.Rule{
-				APIGroups: []string{"kubeflow.org"}, APIVersions: []string{"v1"}, Resources: []string{kind + "s"}}}},
-		})
-	}
-	vwcs := c.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	if old, err := vwcs.Get(ctx, trainingOperatorVWC, metav1.GetOptions{}); err == nil {
-		vwc.ResourceVersion = old.ResourceVersion // a restart: another port
-		if _, err := vwcs.Update(ctx, vwc, metav1.UpdateOptions{}); err != nil {
-			return err
-		}
-	} else if _, err := vwcs.Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-
 	tmp := filepath.Join(cp.Dir, "training-operator-tmp")
 	certDir := filepath.Join(tmp, "k8s-webhook-server", "serving-certs")
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
@@ -199,11 +172,44 @@ func StartTrainingOperator(ctx context.Context, cp *ControlPlane) error {
 			return err
 		}
 	}
-	// The operator may have looked for the files before they were
-	// written: the rotator only checks that the fixed path exists, which
-	// an earlier run may have left, and controller-runtime then fails to
-	// read its own cert dir and the operator exits. Its second start finds
-	// the secret valid (no new certificate) and the files in place.
+	// Only now the webhook configuration: the operator registers its
+	// webhooks and starts serving them (reading the files above) once its
+	// rotator has injected the CA into it. The webhooks are those of the
+	// operator's manifests (config/webhook), on the service above at the
+	// operator's port.
+	fail := admissionv1.Fail
+	none := admissionv1.SideEffectClassNone
+	vwc := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: trainingOperatorVWC}}
+	for _, kind := range []string{"mxjob", "paddlejob", "pytorchjob", "tfjob", "xgboostjob"} {
+		path := "/validate-kubeflow-org-v1-" + kind
+		p := int32(port)
+		ops := []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}
+		vwc.Webhooks = append(vwc.Webhooks, admissionv1.ValidatingWebhook{
+			Name:                    "validator." + kind + ".training-operator.kubeflow.org",
+			AdmissionReviewVersions: []string{"v1"},
+			ClientConfig:            admissionv1.WebhookClientConfig{Service: &admissionv1.ServiceReference{Namespace: ns, Name: trainingOperatorService, Path: &path, Port: &p}},
+			FailurePolicy:           &fail,
+			SideEffects:             &none,
+			Rules: []admissionv1.RuleWithOperations{{Operations: ops, Rule: admissionv1.Rule{
+				APIGroups: []string{"kubeflow.org"}, APIVersions: []string{"v1"}, Resources: []string{kind + "s"}}}},
+		})
+	}
+	vwcs := c.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	if old, err := vwcs.Get(ctx, trainingOperatorVWC, metav1.GetOptions{}); err == nil {
+		vwc.ResourceVersion = old.ResourceVersion // a restart: another port
+		if _, err := vwcs.Update(ctx, vwc, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	} else if _, err := vwcs.Create(ctx, vwc, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+
+	// Should the operator have exited all the same (it did when the
+	// configuration existed before the files: the rotator only checks
+	// that the fixed path exists, which an earlier run may have left, and
+	// controller-runtime then failed to read its own cert dir), its second
+	// start finds the secret valid (no new certificate) and the files in
+	// place.
 	if err := waitWebhook(ctx, cp); err != nil && !cp.Alive("training-operator") {
 		if err := cp.RestartComponent("training-operator"); err != nil {
 			return err
