@@ -126,6 +126,11 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			return nil, fmt.Errorf("%w (%s missing)", ErrNotBuilt, b)
 		}
 	}
+	if opts.CRDs {
+		if _, _, err := trainingOperatorFiles(bin); err != nil {
+			return nil, err
+		}
+	}
 	dir := opts.Dir
 	owned := false
 	if dir == "" {
