@@ -58,7 +58,8 @@ func newCRD(t *testing.T, cfg k8s.CRDConfig, ns string) *k8s.CRD {
 }
 
 // TestCRDConformance runs the provider suite against the CRD platforms,
-// the test operator turning their objects into pods
+// the real training operator (tfjob, pytorchjob) or the test operator
+// (adaptdl, framework) turning their objects into pods
 // (TRIALFORM_CRD_CONFORMANCE=tfjob,framework picks kinds).
 func TestCRDConformance(t *testing.T) {
 	need(t)
@@ -121,7 +122,8 @@ if not main:
 `
 
 // TestCRDObjects starts a multi-replica trial on each CRD platform: the
-// apiserver accepts the object (the CRD schema validates it), the operator
+// apiserver accepts the object (the CRD schema, and for the kubeflow kinds
+// the real operator's webhook, validate it), the operator
 // makes a pod of every replica from its template, every replica gets
 // parameter.cfg, and the metrics are those of the trial's own pod.
 func TestCRDObjects(t *testing.T) {
