@@ -157,6 +157,15 @@ func TestCRDObjects(t *testing.T) {
 				if _, ok, _ := unstructured.NestedMap(obj.Object, "spec", "tfReplicaSpecs", "PS"); !ok {
 					t.Error("no PS replica spec")
 				}
+				// cleanPodPolicy Running, no backoffLimit or
+				// activeDeadlineSeconds (past which the operator deletes
+				// the failed pods too), not suspended (the CRD's default).
+				rp, _, _ := unstructured.NestedMap(obj.Object, "spec", "runPolicy")
+				_, backoff := rp["backoffLimit"]
+				_, deadline := rp["activeDeadlineSeconds"]
+				if rp["cleanPodPolicy"] != "Running" || backoff || deadline || rp["suspend"] == true {
+					t.Errorf("runPolicy %v", rp)
+				}
 			}, "-worker-0"},
 		{"pytorchjob", k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "pytorchjob", Roles: []k8s.Role{
 			{Name: "master", Replicas: 1}, {Name: "worker", Replicas: 2, GPU: 1}}},
