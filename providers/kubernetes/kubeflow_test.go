@@ -221,3 +221,56 @@ func TestKubeflowConditions(t *testing.T) {
 	}
 	noneLeft(t, ns, k8stest.TFJobs)
 }
+
+// TestKubeflowStopPurgeServices: the operator makes a Service per replica
+// (owned by the job); a stopped trial's (its job deleted with orphan
+// propagation) go with the purge as its pods do.
+func TestKubeflowStopPurgeServices(t *testing.T) {
+	need(t)
+	ns := namespace(t, "stop-services")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p := newCRD(t, k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "tfjob", Roles: []k8s.Role{{Name: "worker", Replicas: 2}}}, ns)
+	if _, err := p.Start(ctx, providers.StartRequest{Experiment: "stopsvc", TrialID: "t0", Shell: "sleep 1000", CodeDir: smallCodeDir(t), Lineage: "L"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: "stopsvc", TrialID: "t0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svcs, _ := cp.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		if o.Phase == providers.PhaseRunning && len(svcs.Items) == 2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("not running with 2 services: %s, %d services", o.Phase, len(svcs.Items))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := p.Stop(ctx, providers.StopRequest{Experiment: "stopsvc", TrialID: "t0", Grace: time.Second, Reason: "test stop"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.PurgeExperiment(ctx, "stopsvc", "L"); err != nil {
+		t.Fatal(err)
+	}
+	noneLeft(t, ns, k8stest.TFJobs)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		svcs, err := cp.Client.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(svcs.Items) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			var names []string
+			for _, s := range svcs.Items {
+				names = append(names, s.Name)
+			}
+			t.Fatalf("services left after the purge: %v", names)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
