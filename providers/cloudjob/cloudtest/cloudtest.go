@@ -12,9 +12,11 @@ package cloudtest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -49,12 +51,17 @@ type Runner struct {
 	jobs map[string]*proc
 	// Hold, when set, leaves newly started jobs Waiting until Release.
 	Hold bool
+	// Grace is how long Stop waits after SIGTERM before SIGKILL (0: 1s),
+	// as a container runtime does.
+	Grace time.Duration
 	// Starts counts Start calls per id (a duplicate-job detector for tests).
 	starts map[string]int
 }
 
 type proc struct {
 	cmd, dir string
+	marker   string // the value of markerVar in the job's processes
+	stopping bool   // Stop was called: the end is Stopped
 	env      map[string]string
 	st       Status
 	out      bytes.Buffer
@@ -80,7 +87,8 @@ func (r *Runner) Start(id, command string, env map[string]string, dir string) er
 	if _, ok := r.jobs[id]; ok {
 		return ErrExists
 	}
-	p := &proc{cmd: command, dir: dir, env: env, done: make(chan struct{}), st: Status{State: Waiting}}
+	p := &proc{cmd: command, dir: dir, env: env, done: make(chan struct{}), st: Status{State: Waiting},
+		marker: fmt.Sprintf("%p/%s/%d", r, id, r.starts[id])}
 	r.jobs[id] = p
 	if !r.Hold {
 		r.launch(p)
@@ -107,6 +115,7 @@ func (r *Runner) launch(p *proc) {
 	for k, v := range p.env {
 		env[k] = v
 	}
+	env[markerVar] = p.marker
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -128,11 +137,15 @@ func (r *Runner) launch(p *proc) {
 	p.c = c
 	go func() {
 		err := c.Wait()
+		// The container ends with its main process: nothing it started
+		// survives, not even in a new session.
+		killMarked(p.marker)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		p.st.Ended = time.Now()
 		switch {
-		case p.st.State == Stopped:
+		case p.stopping:
+			p.st.State = Stopped
 		case err == nil:
 			p.st.State = Succeeded
 		default:
@@ -199,12 +212,42 @@ func (r *Runner) Stop(id string) bool {
 		r.mu.Unlock()
 		return true
 	case Running:
-		p.st.State = Stopped
-		_ = syscall.Kill(-p.c.Process.Pid, syscall.SIGKILL)
+		p.stopping = true
+		_ = syscall.Kill(-p.c.Process.Pid, syscall.SIGTERM)
 	}
+	grace := r.Grace
 	r.mu.Unlock()
-	<-p.done
+	if grace <= 0 {
+		grace = time.Second
+	}
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.c.Process.Pid, syscall.SIGKILL)
+		killMarked(p.marker)
+		<-p.done
+	}
 	return true
+}
+
+// markerVar is set in every fake job's environment, so that what a job
+// started in a new session can be found and killed with it.
+const markerVar = "TRIALFORM_FAKE_JOB"
+
+// killMarked SIGKILLs every process whose environment holds marker.
+func killMarked(marker string) {
+	want := []byte(markerVar + "=" + marker + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && bytes.Contains(append([]byte{0}, b...), append([]byte{0}, want...)) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 // Forget drops the job as if the service lost it (killing it first).
