@@ -252,9 +252,6 @@ func (p *Provider) submit(ctx context.Context, req providers.StartRequest, r *re
 	a := r.last()
 	spec.Name = a.Name
 	spec.Tags = tags(r, a.Name)
-	if p.opts.LogsOnMount {
-		spec.Command = teeCommand(spec.Command, p.fs.inContainer(p.fs.logPath(r.Experiment, r.TrialID, a.Name)))
-	}
 	var id string
 	err = p.call(ctx, func(ctx context.Context) error {
 		var err error
@@ -271,8 +268,8 @@ func (p *Provider) submit(ctx context.Context, req providers.StartRequest, r *re
 	return p.handle(r), nil
 }
 
-// teeCommand makes command copy its output into log, keeping its exit
-// status.
+// teeCommand makes command copy its output into log (appending: every
+// attempt of the trial writes the same log), keeping its exit status.
 func teeCommand(command, log string) string {
 	rc := log + ".rc"
 	return fmt.Sprintf("{ ( %s\n) ; echo $? > %s; } 2>&1 | tee -a %s; exit \"$(cat %s 2>/dev/null || echo 1)\"", command, shq(rc), shq(log), shq(rc))
@@ -300,6 +297,9 @@ func (p *Provider) jobSpec(req providers.StartRequest) (JobSpec, error) {
 			q[i] = shq(a)
 		}
 		command = strings.Join(q, " ")
+	}
+	if p.opts.LogsOnMount {
+		command = teeCommand(command, in(p.fs.logPath(req.Experiment, req.TrialID)))
 	}
 	return JobSpec{Command: command, Env: env, WorkDir: in(code), GPUs: req.GPUs, Extra: p.opts.Extra}, nil
 }
@@ -443,6 +443,10 @@ func (p *Provider) metrics(ctx context.Context, r *record, phase providers.Phase
 		}
 		col.Regex = re
 	}
+	if p.opts.LogsOnMount {
+		// One log on the mount, which every attempt appends to.
+		from = cur
+	}
 	for n := from; n <= cur; n++ {
 		if n > from {
 			pos = 0
@@ -498,7 +502,7 @@ func (p *Provider) metrics(ctx context.Context, r *record, phase providers.Phase
 // log reads attempt a's output past from.
 func (p *Provider) log(ctx context.Context, r *record, a *attempt, from int64) ([]byte, int64, error) {
 	if p.opts.LogsOnMount {
-		f, err := os.Open(p.fs.logPath(r.Experiment, r.TrialID, a.Name))
+		f, err := os.Open(p.fs.logPath(r.Experiment, r.TrialID))
 		if os.IsNotExist(err) {
 			return nil, from, nil
 		}

@@ -89,8 +89,9 @@ func (l layout) recordPath(exp, trial string) string {
 	return filepath.Join(l.trialDir(exp, trial), "trial.json")
 }
 
-func (l layout) logPath(exp, trial, job string) string {
-	return filepath.Join(l.trialDir(exp, trial), job+".log")
+// logPath is the trial's output on the mount (Options.LogsOnMount).
+func (l layout) logPath(exp, trial string) string {
+	return filepath.Join(l.trialDir(exp, trial), "trial.log")
 }
 
 // readRecord returns the trial's record; nil when there is none.
