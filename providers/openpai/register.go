@@ -20,9 +20,9 @@ import (
 // Settings is a platform "openpai" block (NNI's openpai training service
 // fields, in HCL style).
 type Settings struct {
-	Host              string        `hcl:"host,attr" doc:"OpenPAI's address, e.g. \"https://pai.example.com\""`
+	Host              string        `hcl:"host,attr" doc:"OpenPAI's address, e.g. \"https://pai.example.com\" (a bare host means http://, as in NNI)"`
 	Username          string        `hcl:"username,attr" doc:"the OpenPAI user the jobs run as"`
-	Token             string        `hcl:"token,attr" doc:"an OpenPAI access token of that user (the web portal's profile page makes one); give it from a sensitive variable"`
+	Token             string        `hcl:"token,attr" sensitive:"true" doc:"an OpenPAI access token of that user (the web portal's profile page makes one); give it from a sensitive variable"`
 	DockerImage       string        `hcl:"docker_image,optional" doc:"the jobs' image, with python3 and the trial's libraries (default \"msranni/nni:latest\")"`
 	VirtualCluster    string        `hcl:"virtual_cluster,optional" doc:"the virtual cluster the jobs are queued in (default \"default\")"`
 	TrialCPUNumber    int           `hcl:"trial_cpu_number,optional" min:"1" doc:"CPUs of each trial's job (default 1)"`
@@ -56,8 +56,8 @@ func MemoryMB(s string) (int, error) {
 // Check checks what types do not.
 func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
 	diags := s.MountSettings.Check(w)
-	if u, err := url.Parse(s.Host); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		diags = append(diags, w.Error("host", "Invalid value", "host must be OpenPAI's address with its scheme, e.g. \"https://pai.example.com\", got %q.", s.Host))
+	if u, err := url.Parse(hostURL(s.Host)); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		diags = append(diags, w.Error("host", "Invalid value", "host must be OpenPAI's address, e.g. \"https://pai.example.com\" (a bare host name or address means http://), got %q.", s.Host))
 	}
 	if strings.TrimSpace(s.Username) == "" {
 		diags = append(diags, w.Error("username", "Invalid value", "username must name the OpenPAI user the jobs run as."))
@@ -129,7 +129,7 @@ func NewClient(s *Settings, name string) (*Client, error) {
 	if s.tokenAt != "" {
 		cred += " (" + s.tokenAt + ")"
 	}
-	return &Client{Host: strings.TrimRight(s.Host, "/"), Username: s.Username, Token: s.Token, Credential: cloudjob.Credential(cred),
+	return &Client{Host: strings.TrimRight(hostURL(s.Host), "/"), Username: s.Username, Token: s.Token, Credential: cloudjob.Credential(cred),
 		HTTP: &http.Client{Timeout: timeout}, Job: job}, nil
 }
 
@@ -147,4 +147,12 @@ func Options(c *Client, s *Settings, env registry.Env) cloudjob.Options {
 		Validate: func(ctx context.Context) error { return c.Ping(ctx) },
 		Secrets:  []string{s.Token},
 	}
+}
+
+// hostURL adds http:// to a bare host, as NNI does.
+func hostURL(h string) string {
+	if h != "" && !strings.Contains(h, "://") {
+		return "http://" + h
+	}
+	return h
 }
