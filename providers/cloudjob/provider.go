@@ -227,7 +227,7 @@ func (p *Provider) start(ctx context.Context, req providers.StartRequest) (provi
 // submit writes the trial's files and submits its next attempt (again, the
 // last one, when resubmit).
 func (p *Provider) submit(ctx context.Context, req providers.StartRequest, r *record, resubmit bool) (providers.Handle, error) {
-	spec, err := p.jobSpec(req)
+	spec, err := p.jobSpec(req, false)
 	if err != nil {
 		return nil, err
 	}
@@ -278,11 +278,12 @@ func teeCommand(command, log string) string {
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // jobSpec is what Start submits for req, name and tags aside.
-func (p *Provider) jobSpec(req providers.StartRequest) (JobSpec, error) {
+// With dry it computes the same spec without writing to the mount.
+func (p *Provider) jobSpec(req providers.StartRequest, dry bool) (JobSpec, error) {
 	if req.CodeDir == "" {
 		return JobSpec{}, providers.Permanent(errors.New("no code dir"))
 	}
-	code, err := p.fs.shipCode(req.CodeDir)
+	code, err := p.fs.shipCode(req.CodeDir, dry)
 	if err != nil {
 		return JobSpec{}, fmt.Errorf("copy the code dir to the shared storage: %w", err)
 	}
@@ -290,6 +291,20 @@ func (p *Provider) jobSpec(req providers.StartRequest) (JobSpec, error) {
 	in := p.fs.inContainer
 	env := trialproto.Env(req, in(dir), in(filepath.Join(dir, "output")), in(filepath.Join(dir, "params.json")))
 	env[trialproto.EnvPlatform] = p.opts.NNIPlatform
+	// The Python helpers (trialform.py, NNI's trial API) go first on
+	// PYTHONPATH, as on kubernetes, so unmodified NNI trials run on any
+	// image.
+	lib := filepath.Join(p.fs.root(), "lib")
+	if !dry {
+		if err := trialproto.InstallPython(lib); err != nil {
+			return JobSpec{}, err
+		}
+	}
+	py := in(lib)
+	if u := req.Env["PYTHONPATH"]; u != "" {
+		py += ":" + u
+	}
+	env["PYTHONPATH"] = py
 	command := req.Shell
 	if command == "" {
 		q := make([]string, len(req.Args))
@@ -311,7 +326,7 @@ func (p *Provider) Spec(req providers.StartRequest) (string, error) {
 	if !ok {
 		return "", nil
 	}
-	spec, err := p.jobSpec(req)
+	spec, err := p.jobSpec(req, true)
 	if err != nil {
 		return "", err
 	}

@@ -164,8 +164,9 @@ const (
 )
 
 // shipCode copies dir to the mount once per content digest and returns the
-// copy's local path. .git, .trialform and __pycache__ are left out.
-func (l layout) shipCode(dir string) (string, error) {
+// copy's local path (with dry, only the path). .git, .trialform and
+// __pycache__ are left out.
+func (l layout) shipCode(dir string, dry bool) (string, error) {
 	type file struct {
 		rel  string
 		mode fs.FileMode
@@ -222,6 +223,9 @@ func (l layout) shipCode(dir string) (string, error) {
 	}
 	digest := hex.EncodeToString(h.Sum(nil)[:12])
 	dest := filepath.Join(l.root(), "code", digest)
+	if dry {
+		return dest, nil
+	}
 	if _, err := os.Stat(filepath.Join(dest, ".trialform-complete")); err == nil {
 		return dest, nil
 	}
