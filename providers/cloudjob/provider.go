@@ -188,6 +188,9 @@ func (p *Provider) start(ctx context.Context, req providers.StartRequest) (provi
 	if err := checkNames(req.Experiment, req.TrialID); err != nil {
 		return nil, err
 	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	defer p.lock(req.Experiment, req.TrialID)()
 	r, err := p.fs.readRecord(req.Experiment, req.TrialID)
 	if err != nil {
