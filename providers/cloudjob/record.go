@@ -89,6 +89,11 @@ func (l layout) recordPath(exp, trial string) string {
 	return filepath.Join(l.trialDir(exp, trial), "trial.json")
 }
 
+// exitPath is where the job's command writes its exit status.
+func (l layout) exitPath(exp, trial string) string {
+	return filepath.Join(l.trialDir(exp, trial), "exit-status")
+}
+
 // logPath is the trial's output on the mount (Options.LogsOnMount).
 func (l layout) logPath(exp, trial string) string {
 	return filepath.Join(l.trialDir(exp, trial), "trial.log")

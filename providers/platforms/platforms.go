@@ -4,6 +4,7 @@
 package platforms
 
 import (
+	"github.com/trialform/trialform/providers/dlts"
 	"github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/local"
 	"github.com/trialform/trialform/providers/openpai"
@@ -26,7 +27,7 @@ func Kinds() []registry.Kind {
 		openpai.Registration(),
 		notYet("dlc", "Alibaba Cloud PAI-DLC jobs"),
 		notYet("aml", "Azure Machine Learning jobs"),
-		notYet("dlts", "DLTS (DLWorkspace) jobs"),
+		dlts.Registration(),
 	)
 	return kinds
 }
