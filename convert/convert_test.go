@@ -124,7 +124,11 @@ func requiredVars(t *testing.T, src []byte) []string {
 	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
 		if b.Type == "variable" {
 			if _, ok := b.Body.Attributes["default"]; !ok {
-				out = append(out, b.Labels[0]+"=x")
+				val := "x"
+				if strings.HasSuffix(b.Labels[0], "_mount_point") {
+					val = "/x" // a path where the platform wants an absolute one
+				}
+				out = append(out, b.Labels[0]+"="+val)
 			}
 		}
 	}

@@ -454,11 +454,19 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 		p := newBlock("platform", "adaptdl", "default")
 		c.nniAdl(p, t, trial)
 		plats = append(plats, p)
-	case "pai", "openpai", "dlts", "aml":
-		name, cfg := kind, kind+"Config"
-		if kind == "pai" || kind == "openpai" {
+	case "pai", "openpai", "dlts":
+		name, cfg := "dlts", "dltsConfig"
+		if kind != "dlts" {
 			name, cfg = "openpai", "paiConfig"
 		}
+		p := newBlock("platform", name, "default")
+		c.nniTrialResources(t, trial)
+		co := o.sub(cfg)
+		c.nniCloud(name, p, co, t)
+		co.done(p, cloudReasons)
+		plats = append(plats, p)
+	case "aml":
+		name, cfg := kind, kind+"Config"
 		p := c.unsupported(name, o.keyNode("trainingServicePlatform"))
 		c.nniTrialResources(t, trial)
 		c.genericPlatform(o.sub(cfg), p, vs, name)
@@ -876,10 +884,15 @@ func (c *conv) nniV2Platforms(o *obj, trial *block, vs *vars) []*block {
 			p = newBlock("platform", "adaptdl", "default")
 			c.nniAdl(p, ts, trial)
 			ts.done(p, nniReasons)
-		case "openpai", "pai", "aml", "dlc", "dlts":
+		case "openpai", "pai", "dlts":
 			if kind == "pai" {
 				kind = "openpai"
 			}
+			p = newBlock("platform", kind, "default")
+			ts.ignore("platform")
+			c.nniCloud(kind, p, ts)
+			ts.done(p, cloudReasons)
+		case "aml", "dlc":
 			p = c.unsupported(kind, ts.keyNode("platform"))
 			c.genericPlatform(ts, p, vs, kind)
 		case "":

@@ -56,12 +56,12 @@ func TestNNINames(t *testing.T) {
 // A platform trialform declares but does not run validates with a
 // warning that says so.
 func TestNotYetPlatformWarns(t *testing.T) {
-	for _, kind := range []string{"openpai", "dlc", "aml", "dlts"} {
+	for _, kind := range notYetKinds() {
 		src := "platform \"" + kind + "\" \"x\" {\n  region = \"r\"\n}\n" +
 			strings.Replace(strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform."+kind+".x", 1),
 				"    env     = local.env\n", "", 1)
 		dir := writeConfig(t, map[string]string{"main.hcl": src})
-		cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+		cfg, diags := Load(dir, LoadOptions{Platforms: notYetPlatforms})
 		if diags.HasErrors() {
 			t.Fatalf("%s: %v", kind, diags)
 		}

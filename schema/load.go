@@ -98,6 +98,9 @@ type loader struct {
 	// allowSensitive > 0 while evaluating a place that may hold a
 	// sensitive value (see sensitive.go).
 	allowSensitive int
+	// sensitiveAttrs names the attributes of the platform block being
+	// evaluated that may hold a sensitive value.
+	sensitiveAttrs map[string]bool
 	localVals      map[string]cty.Value
 	platVals       map[string]cty.Value // "KIND.NAME"
 	spaceVals      map[string]cty.Value

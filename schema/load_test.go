@@ -207,8 +207,8 @@ func TestImplicitDefaultPlatform(t *testing.T) {
 func TestOtherPlatformKindsArePermissive(t *testing.T) {
 	dir := writeConfig(t, map[string]string{
 		"main.hcl": `
-locals { env = { HOST = platform.openpai.lab.machine[1].host } }
-platform "openpai" "lab" {
+locals { env = { HOST = platform.futurecloud.lab.machine[1].host } }
+platform "futurecloud" "lab" {
   reuse = true
   machine {
     host = "10.0.0.1"
@@ -220,10 +220,10 @@ platform "openpai" "lab" {
   }
   storage "nfs" { server = "nas" }
 }
-` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.openpai.lab", 1),
+` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.futurecloud.lab", 1),
 	})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
-	p := cfg.Platforms["openpai.lab"]
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: notYetPlatforms})
+	p := cfg.Platforms["futurecloud.lab"]
 	want := map[string]any{
 		"reuse": true,
 		"machine": []any{
@@ -233,7 +233,7 @@ platform "openpai" "lab" {
 		"storage": []any{map[string]any{"server": "nas", "_labels": []any{"nfs"}}},
 	}
 	if p == nil || !reflect.DeepEqual(p.Attrs, want) {
-		t.Fatalf("openpai Attrs = %#v\nwant %#v", p, want)
+		t.Fatalf("futurecloud Attrs = %#v\nwant %#v", p, want)
 	}
 	e := cfg.Experiments["e"]
 	if e.Platform != p || e.Trial.Env["HOST"] != "10.0.0.2" {

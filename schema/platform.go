@@ -23,7 +23,9 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 	p := &Platform{Kind: b.Labels[0], Name: b.Labels[1], Attrs: map[string]any{}, DeclRange: b.DefRange}
 	before := l.failures()
 	body := b.Body.(*hclsyntax.Body)
+	l.sensitiveAttrs = sensitiveAttrs(l.platforms.Lookup(p.Kind))
 	ctyAttrs, _ := l.permissive(body)
+	l.sensitiveAttrs = nil
 	// Sensitive values (a password) are decoded as plain strings and
 	// listed in p.Secrets; platform.KIND.NAME keeps them marked.
 	plain := map[string]cty.Value{}
@@ -256,7 +258,7 @@ func (l *loader) permissive(body *hclsyntax.Body) (map[string]cty.Value, bool) {
 	for _, a := range attrs {
 		var v cty.Value
 		var good bool
-		if a.Name == "password" {
+		if a.Name == "password" || l.sensitiveAttrs[a.Name] {
 			l.withSensitive(func() { v, good = l.value(a.Expr) })
 		} else {
 			v, good = l.value(a.Expr)
@@ -297,4 +299,23 @@ func (l *loader) permissive(body *hclsyntax.Body) (map[string]cty.Value, bool) {
 		out[t] = cty.TupleVal(blocks[t])
 	}
 	return out, ok
+}
+
+// sensitiveAttrs names the attributes of kind's blocks that may hold a
+// sensitive value (registry tag sensitive:"true").
+func sensitiveAttrs(kind *registry.Kind) map[string]bool {
+	if kind == nil || kind.Config == nil {
+		return nil
+	}
+	s, err := registry.SchemaOf(kind.Config())
+	if err != nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, a := range s.Attrs {
+		if a.Sensitive {
+			out[a.Name] = true
+		}
+	}
+	return out
 }

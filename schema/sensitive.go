@@ -36,7 +36,7 @@ func (l *loader) refuseSensitive(v cty.Value, rng hcl.Range) bool {
 	}
 	l.errorf(&rng, "Sensitive value not allowed here",
 		"This value comes from a sensitive variable, and trialform would print it in plans or save it in the state if it were used here. "+
-			"A sensitive value can go into trial.env (read it in the command as \"$NAME\") or a remote machine's password.")
+			"A sensitive value can go into trial.env (read it in the command as \"$NAME\") a remote machine's password, or a platform's credential attribute (token, password).")
 	return true
 }
 

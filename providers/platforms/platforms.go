@@ -4,8 +4,10 @@
 package platforms
 
 import (
+	"github.com/trialform/trialform/providers/dlts"
 	"github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/local"
+	"github.com/trialform/trialform/providers/openpai"
 	"github.com/trialform/trialform/providers/registry"
 	"github.com/trialform/trialform/providers/remote"
 )
@@ -22,10 +24,10 @@ func Kinds() []registry.Kind {
 	}
 	kinds = append(kinds, kubernetes.CRDRegistrations()...)
 	kinds = append(kinds,
-		notYet("openpai", "OpenPAI jobs"),
+		openpai.Registration(),
 		notYet("dlc", "Alibaba Cloud PAI-DLC jobs"),
 		notYet("aml", "Azure Machine Learning jobs"),
-		notYet("dlts", "DLTS (DLWorkspace) jobs"),
+		dlts.Registration(),
 	)
 	return kinds
 }

@@ -41,6 +41,9 @@ func writeRows(b *strings.Builder, s, base *registry.Schema, prefix string) {
 			continue
 		}
 		doc := a.Doc
+		if a.Sensitive {
+			doc = "sensitive (may come from a sensitive variable); " + doc
+		}
 		if a.Required {
 			doc = "**required**; " + doc
 		}

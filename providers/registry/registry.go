@@ -17,6 +17,8 @@
 //	doc:"..."            what it means, for the README and did-you-mean
 //	type:"..."           how a value looks, for messages ("a quantity string")
 //	min:"N"              (whole numbers) the least value
+//	sensitive:"true"     the value may come from a sensitive variable (a
+//	                     token): allowed there, kept out of plans and state
 //
 // Field types: string, bool, int, float64, time.Duration (written as a
 // duration string), []string, []int, map[string]string, and any (a value of

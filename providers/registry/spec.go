@@ -30,10 +30,13 @@ type Attr struct {
 	What     string   // how a value looks: the type tag, or one made from the Go type
 	Type     cty.Type // what the value must convert to (DynamicPseudoType: anything)
 	Required bool
-	Min      *int64 // whole numbers: the least value
-	Duration bool
-	Whole    bool // an int
-	index    []int
+	// Sensitive (tag sensitive:"true"): the value may come from a sensitive
+	// variable (a token, a password); it stays out of plans and the state.
+	Sensitive bool
+	Min       *int64 // whole numbers: the least value
+	Duration  bool
+	Whole     bool // an int
+	index     []int
 }
 
 // Block is one nested block type.
@@ -157,7 +160,7 @@ func schemaOf(t reflect.Type) (*Schema, error) {
 				b.Schema = sub
 				s.Blocks = append(s.Blocks, b)
 			case "optional", "attr":
-				a := &Attr{Name: name, Doc: doc, Required: mode == "attr", index: index, What: f.Tag.Get("type")}
+				a := &Attr{Name: name, Doc: doc, Required: mode == "attr", index: index, What: f.Tag.Get("type"), Sensitive: f.Tag.Get("sensitive") == "true"}
 				ty, what, err := implied(f.Type)
 				if err != nil {
 					return fmt.Errorf("%s: %w", f.Name, err)

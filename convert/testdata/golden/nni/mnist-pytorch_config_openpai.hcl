@@ -9,6 +9,7 @@ variable "openpai_username" {
 variable "openpai_token" {
   type        = string
   description = "trainingService.token from config_openpai.yml (a secret: give it with -var or TRIALFORM_VAR_openpai_token)"
+  sensitive   = true
 }
 
 variable "openpai_storage_config_name" {
@@ -27,7 +28,6 @@ variable "openpai_container_storage_mount_point" {
 }
 
 platform "openpai" "default" {
-  # trialform does not run the openpai platform yet: validate accepts this block, plan and apply refuse it
   host                          = "http://123.123.123.123"
   username                      = var.openpai_username
   token                         = var.openpai_token

@@ -1,10 +1,21 @@
 # Converted by `trialform convert nni` from config_dlts.yml (NNI v1 schema).
 # Fields trialform has no place for are listed as "not converted" comments.
 
+variable "dlts_local_storage_mount_point" {
+  type        = string
+  description = "local_storage_mount_point: the shared storage trialform and the jobs both mount, which NNI's dlts configuration does not name: give it with -var or TRIALFORM_VAR_dlts_local_storage_mount_point"
+}
+
+variable "dlts_container_storage_mount_point" {
+  type        = string
+  description = "container_storage_mount_point: the shared storage trialform and the jobs both mount, which NNI's dlts configuration does not name: give it with -var or TRIALFORM_VAR_dlts_container_storage_mount_point"
+}
+
 platform "dlts" "default" {
-  # trialform does not run the dlts platform yet: validate accepts this block, plan and apply refuse it
-  dashboard = "http://azure-eastus-p40-dev1-infra01.eastus.cloudapp.azure.com/"
-  image     = "msranni/nni:latest"
+  dashboard                     = "http://azure-eastus-p40-dev1-infra01.eastus.cloudapp.azure.com/"
+  image                         = "msranni/nni:latest"
+  local_storage_mount_point     = var.dlts_local_storage_mount_point
+  container_storage_mount_point = var.dlts_container_storage_mount_point
 }
 
 search_space "example_mnist" {

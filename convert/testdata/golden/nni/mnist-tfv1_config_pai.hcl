@@ -4,34 +4,34 @@
 variable "openpai_token" {
   type        = string
   description = "paiConfig.token from config_pai.yml (a secret: give it with -var or TRIALFORM_VAR_openpai_token)"
+  sensitive   = true
 }
 
-variable "openpai_nni_manager_nfs_mount_path" {
+variable "openpai_local_storage_mount_point" {
   type        = string
-  description = "trial.nniManagerNFSMountPath from config_pai.yml, a placeholder there ({replace_to_your_nfs_mount_path}): give its value with -var or TRIALFORM_VAR_openpai_nni_manager_nfs_mount_path"
+  description = "trial.nniManagerNFSMountPath from config_pai.yml, a placeholder there ({replace_to_your_nfs_mount_path}): give its value with -var or TRIALFORM_VAR_openpai_local_storage_mount_point"
 }
 
-variable "openpai_container_nfs_mount_path" {
+variable "openpai_container_storage_mount_point" {
   type        = string
-  description = "trial.containerNFSMountPath from config_pai.yml, a placeholder there ({replace_to_your_container_mount_path}): give its value with -var or TRIALFORM_VAR_openpai_container_nfs_mount_path"
+  description = "trial.containerNFSMountPath from config_pai.yml, a placeholder there ({replace_to_your_container_mount_path}): give its value with -var or TRIALFORM_VAR_openpai_container_storage_mount_point"
 }
 
-variable "openpai_pai_storage_config_name" {
+variable "openpai_storage_config_name" {
   type        = string
-  description = "trial.paiStorageConfigName from config_pai.yml, a placeholder there ({replace_to_your_storage_config_name}): give its value with -var or TRIALFORM_VAR_openpai_pai_storage_config_name"
+  description = "trial.paiStorageConfigName from config_pai.yml, a placeholder there ({replace_to_your_storage_config_name}): give its value with -var or TRIALFORM_VAR_openpai_storage_config_name"
 }
 
 platform "openpai" "default" {
-  # trialform does not run the openpai platform yet: validate accepts this block, plan and apply refuse it
-  user_name                  = "username"
-  token                      = var.openpai_token
-  host                       = "10.10.10.10"
-  cpu_num                    = 1
-  memory_mb                  = 8196
-  image                      = "msranni/nni:latest"
-  nni_manager_nfs_mount_path = var.openpai_nni_manager_nfs_mount_path
-  container_nfs_mount_path   = var.openpai_container_nfs_mount_path
-  pai_storage_config_name    = var.openpai_pai_storage_config_name
+  username                      = "username"
+  token                         = var.openpai_token
+  host                          = "10.10.10.10"
+  trial_cpu_number              = 1
+  trial_memory_size             = "8196mb"
+  docker_image                  = "msranni/nni:latest"
+  local_storage_mount_point     = var.openpai_local_storage_mount_point
+  container_storage_mount_point = var.openpai_container_storage_mount_point
+  storage_config_name           = var.openpai_storage_config_name
 }
 
 search_space "example_mnist" {
