@@ -3,6 +3,7 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -40,6 +41,14 @@ type trialWire struct {
 type jsonFloat float64
 
 func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	// The decoder hands over one valid JSON value: one that starts like a
+	// number is a JSON number, which strconv parses as encoding/json does.
+	if len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9') {
+		if v, err := strconv.ParseFloat(string(b), 64); err == nil {
+			*f = jsonFloat(v)
+			return nil
+		}
+	}
 	v, ok := parseFloatJSON(b)
 	if !ok {
 		return fmt.Errorf("state: %s is not a number", b)
