@@ -199,6 +199,7 @@ func (s *Session) changeTrials(refs []state.TrialRef, fn func(st *state.State)) 
 		s.saved = cur
 		return nil
 	}
+	s.dirty, s.dirtyAll = nil, false
 	err := s.Store.Save(s.st)
 	s.mu.Unlock()
 	if err != nil {
@@ -286,6 +287,7 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 			err = commit()
 		}
 	} else {
+		s.dirty, s.dirtyAll = nil, false
 		err = s.Store.Save(s.st)
 	}
 	if err != nil {

@@ -422,6 +422,10 @@ var errCompact = errors.New("compact")
 // Prepare (see PrepareTrials): only those are compared.
 func (m *Manager) prepareJournal(s *State, disk *diskState, refs []TrialRef) ([]byte, error) {
 	if disk.snap == nil {
+		// A copy read from disk (the first save, or after a failed
+		// append): the names cover changes since the caller's last save,
+		// which may not be all the disk lacks. Compare everything.
+		refs = nil
 		snap, _, err := decode(m.statePath(), disk.src)
 		if err != nil {
 			return nil, err
