@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -436,11 +437,25 @@ func (c *Client) job(info JobInfo) cloudjob.Job {
 		}
 	}
 	j.Phase, j.Reason = phase(info)
+	switch j.Phase {
+	case providers.PhaseSucceeded:
+		zero := 0
+		j.ExitCode = &zero
+	case providers.PhaseFailed:
+		// GetJob has no exit code field: DLC's reason message says it.
+		if m := exitRE.FindStringSubmatch(info.ReasonMessage); m != nil {
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				j.ExitCode = &n
+			}
+		}
+	}
 	if j.Phase.Ended() && j.Started == nil {
 		j.Started = gmt(info.GmtCreateTime)
 	}
 	return j
 }
+
+var exitRE = regexp.MustCompile(`(?i)exit(?:ed with)? (?:code|status)[:= ]*(-?[0-9]+)`)
 
 func gmt(s string) *time.Time {
 	if s == "" {

@@ -86,8 +86,8 @@ func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
 	if s.Endpoint != "" && (strings.ContainsAny(s.Endpoint, " \t") || strings.HasPrefix(s.Endpoint, "/")) {
 		diags = append(diags, w.Error("endpoint", "Invalid value", "endpoint must be a host name (\"pai-dlc.cn-hangzhou.aliyuncs.com\") or a URL, got %q.", s.Endpoint))
 	}
-	if r := w.Range("access_key_id"); r != nil {
-		s.keyAt = r.String()
+	if w.Has("access_key_id") {
+		s.keyAt = w.Range("access_key_id").String()
 	}
 	return diags
 }
