@@ -4,6 +4,7 @@
 package platforms
 
 import (
+	"github.com/trialform/trialform/providers/dlc"
 	"github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/local"
 	"github.com/trialform/trialform/providers/openpai"
@@ -24,7 +25,7 @@ func Kinds() []registry.Kind {
 	kinds = append(kinds, kubernetes.CRDRegistrations()...)
 	kinds = append(kinds,
 		openpai.Registration(),
-		notYet("dlc", "Alibaba Cloud PAI-DLC jobs"),
+		dlc.Registration(),
 		notYet("aml", "Azure Machine Learning jobs"),
 		notYet("dlts", "DLTS (DLWorkspace) jobs"),
 	)
