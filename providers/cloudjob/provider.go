@@ -188,6 +188,9 @@ func (p *Provider) start(ctx context.Context, req providers.StartRequest) (provi
 	if err := checkNames(req.Experiment, req.TrialID); err != nil {
 		return nil, err
 	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	defer p.lock(req.Experiment, req.TrialID)()
 	r, err := p.fs.readRecord(req.Experiment, req.TrialID)
 	if err != nil {
@@ -244,6 +247,10 @@ func (p *Provider) submit(ctx context.Context, req providers.StartRequest, r *re
 		return nil, err
 	}
 	if !resubmit {
+		// The exit status file of the attempt before.
+		if err := os.Remove(p.fs.exitPath(r.Experiment, r.TrialID)); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
 		r.Attempts = append(r.Attempts, attempt{Name: jobName(r, len(r.Attempts)+1), Submitted: p.opts.Now().UTC()})
 		if err := p.fs.writeRecord(r, false); err != nil {
 			return nil, err
@@ -269,9 +276,9 @@ func (p *Provider) submit(ctx context.Context, req providers.StartRequest, r *re
 }
 
 // teeCommand makes command copy its output into log (appending: every
-// attempt of the trial writes the same log), keeping its exit status.
-func teeCommand(command, log string) string {
-	rc := log + ".rc"
+// attempt of the trial writes the same log), keeping its exit status
+// (written to rc, as without the tee).
+func teeCommand(command, log, rc string) string {
 	return fmt.Sprintf("{ ( %s\n) ; echo $? > %s; } 2>&1 | tee -a %s; exit \"$(cat %s 2>/dev/null || echo 1)\"", command, shq(rc), shq(log), shq(rc))
 }
 
@@ -313,8 +320,11 @@ func (p *Provider) jobSpec(req providers.StartRequest, dry bool) (JobSpec, error
 		}
 		command = strings.Join(q, " ")
 	}
+	rc := in(p.fs.exitPath(req.Experiment, req.TrialID))
 	if p.opts.LogsOnMount {
-		command = teeCommand(command, in(p.fs.logPath(req.Experiment, req.TrialID)))
+		command = teeCommand(command, in(p.fs.logPath(req.Experiment, req.TrialID)), rc)
+	} else {
+		command = fmt.Sprintf("( %s\n) ; rc=$?; echo $rc > %s; exit $rc", command, shq(rc))
 	}
 	return JobSpec{Command: command, Env: env, WorkDir: in(code), GPUs: req.GPUs, Extra: p.opts.Extra}, nil
 }
@@ -409,14 +419,22 @@ func (p *Provider) read(ctx context.Context, exp, trial string, off map[string]i
 			}
 		}
 		o.Phase, o.Reason, o.ExitCode, o.StartedAt, o.EndedAt, o.Spec = j.Phase, j.Reason, j.ExitCode, j.Started, j.Ended, j.Spec
+		if o.ExitCode == nil && j.Phase.Ended() {
+			// Services that report no exit status: the command wrote it.
+			if b, err := os.ReadFile(p.fs.exitPath(r.Experiment, r.TrialID)); err == nil {
+				if c, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+					o.ExitCode = &c
+				}
+			}
+		}
 		if j.Phase == providers.PhaseLost {
 			o.Phase = providers.PhaseFailed
 		}
 		if a.Stopped != "" && j.Phase.Ended() {
 			o.Phase, o.Reason = providers.PhaseKilled, a.Stopped
 		}
-		if o.Reason == "" && o.Phase == providers.PhaseFailed && j.ExitCode != nil {
-			o.Reason = fmt.Sprintf("exit status %d", *j.ExitCode)
+		if o.Reason == "" && o.Phase == providers.PhaseFailed && o.ExitCode != nil {
+			o.Reason = fmt.Sprintf("exit status %d", *o.ExitCode)
 		}
 	}
 	if metrics {

@@ -89,6 +89,11 @@ func (l layout) recordPath(exp, trial string) string {
 	return filepath.Join(l.trialDir(exp, trial), "trial.json")
 }
 
+// exitPath is where the job's command writes its exit status.
+func (l layout) exitPath(exp, trial string) string {
+	return filepath.Join(l.trialDir(exp, trial), "exit-status")
+}
+
 // logPath is the trial's output on the mount (Options.LogsOnMount).
 func (l layout) logPath(exp, trial string) string {
 	return filepath.Join(l.trialDir(exp, trial), "trial.log")
@@ -187,6 +192,9 @@ func (l layout) shipCode(dir string, dry bool) (string, error) {
 			case ".git", ".trialform", "__pycache__":
 				return fs.SkipDir
 			}
+			if same(p, l.local) {
+				return fs.SkipDir // the shared storage mounted inside the code dir
+			}
 			return nil
 		}
 		if !d.Type().IsRegular() {
@@ -271,4 +279,14 @@ func copyFile(from, to string, mode fs.FileMode) error {
 		return err
 	}
 	return dst.Close()
+}
+
+// same reports whether two paths name the same directory.
+func same(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }

@@ -5,6 +5,7 @@ package platforms
 
 import (
 	"github.com/trialform/trialform/providers/dlc"
+	"github.com/trialform/trialform/providers/dlts"
 	"github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/local"
 	"github.com/trialform/trialform/providers/openpai"
@@ -27,7 +28,7 @@ func Kinds() []registry.Kind {
 		openpai.Registration(),
 		dlc.Registration(),
 		notYet("aml", "Azure Machine Learning jobs"),
-		notYet("dlts", "DLTS (DLWorkspace) jobs"),
+		dlts.Registration(),
 	)
 	return kinds
 }

@@ -1,0 +1,208 @@
+package dlts_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/cloudjob"
+	"github.com/trialform/trialform/providers/cloudjob/cloudtest"
+	"github.com/trialform/trialform/providers/conformance"
+	"github.com/trialform/trialform/providers/dlts"
+	"github.com/trialform/trialform/providers/dlts/dltstest"
+	"github.com/trialform/trialform/providers/registry"
+)
+
+const password = "dlts-Pa55-4e3d2c"
+
+type lab struct {
+	srv *dltstest.Server
+	p   *cloudjob.Provider
+}
+
+func newLab(t *testing.T, s dlts.Settings, getenv func(string) string) *lab {
+	srv := dltstest.New("alice@example.com", password, "team1")
+	t.Cleanup(srv.Close)
+	d := t.TempDir()
+	local := filepath.Join(d, "nfs")
+	if err := os.Mkdir(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(local, filepath.Join(d, "mnt")); err != nil {
+		t.Fatal(err)
+	}
+	s.Dashboard = srv.URL
+	s.MountSettings = cloudjob.MountSettings{LocalMount: local, ContainerMount: filepath.Join(d, "mnt")}
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	env := registry.Env{Name: "lab", Dir: d}
+	c, err := dlts.NewClient(&s, env.Name, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.HTTP.Timeout = 2 * time.Second
+	opts := dlts.Options(c, &s, env)
+	opts.Poll = 200 * time.Millisecond
+	opts.Retry = cloudjob.Retry{Attempts: 8, Base: 10 * time.Millisecond, Max: 2 * time.Second}
+	return &lab{srv: srv, p: cloudjob.New(c, opts)}
+}
+
+func good() dlts.Settings {
+	return dlts.Settings{Team: "team1", Email: "alice@example.com", Password: password}
+}
+
+func TestConformance(t *testing.T) {
+	var l *lab
+	conformance.Run(t, func(t *testing.T) providers.Provider {
+		l = newLab(t, good(), nil)
+		return l.p
+	}, conformance.Options{
+		NNIPlatform: "dlts", CodeCopied: true,
+		Lose: func(t *testing.T, h providers.Handle) { l.srv.Vanish(h["job"]) },
+	})
+}
+
+func waitEnd(t *testing.T, l *lab, id string) providers.Observation {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var off map[string]int64
+	var all []providers.Metric
+	for {
+		o, err := l.p.Read(context.Background(), providers.ReadRequest{Experiment: "e", TrialID: id, MetricsOffset: off})
+		if err != nil {
+			t.Fatalf("Read %s: %v", id, err)
+		}
+		off = o.MetricsOffset
+		all = append(all, o.Metrics...)
+		if o.Phase.Ended() {
+			o.Metrics = all
+			return o
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trial %s did not end: %+v", id, o)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func start(t *testing.T, l *lab, id, shell string) (providers.Handle, error) {
+	return l.p.Start(context.Background(), providers.StartRequest{Experiment: "e", ExperimentID: "x1", TrialID: id, Seq: 1, ParameterID: 1,
+		Params: map[string]any{"lr": 0.1}, Shell: shell, CodeDir: t.TempDir(), Lineage: "L", Generation: 1})
+}
+
+// DLTS assigns job ids: a submit whose answer was lost is found by name,
+// never made twice.
+func TestFaultsConverge(t *testing.T) {
+	post := cloudtest.Method(http.MethodPost, "/jobs")
+	get := cloudtest.Method(http.MethodGet, "/v2/clusters/")
+	for _, tc := range []struct {
+		name  string
+		fault cloudtest.Fault
+		n     int
+		match func(*http.Request) bool
+	}{
+		{"throttled submit", cloudtest.Throttle, 3, post},
+		{"server error on submit", cloudtest.ServerError, 2, post},
+		{"connection dropped before submit", cloudtest.Drop, 2, post},
+		// the retry finds the job by name: one drop, no second POST
+		{"connection dropped after submit", cloudtest.DropAfter, 1, post},
+		{"slow submit past the client timeout", cloudtest.Slow, 1, post},
+		{"throttled reads", cloudtest.Throttle, 4, get},
+		{"dropped reads", cloudtest.Drop, 3, get},
+		{"slow reads", cloudtest.Slow, 1, get},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLab(t, good(), nil)
+			l.srv.Faults.RetryAfter = 1
+			l.srv.Faults.SlowFor = 3 * time.Second
+			l.srv.Faults.Inject(tc.fault, tc.n, tc.match)
+			if _, err := start(t, l, "t1", `echo "NNISDK_MEb'{\"parameter_id\": 1, \"trial_job_id\": \"t1\", \"type\": \"FINAL\", \"sequence\": 0, \"value\": \"0.5\"}'"`); err != nil {
+				t.Fatal(err)
+			}
+			o := waitEnd(t, l, "t1")
+			if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Value != "0.5" {
+				t.Errorf("after %s: %+v", tc.name, o)
+			}
+			if got := l.srv.Faults.Hits(tc.fault); got != tc.n {
+				t.Errorf("fault injected %d times, want %d", got, tc.n)
+			}
+			if n := l.srv.Submits(); n != 1 {
+				t.Errorf("%d jobs created, want 1", n)
+			}
+		})
+	}
+}
+
+// A wrong password is a permanent error naming its source, never showing
+// the password (which travels in every URL's query).
+func TestWrongPasswordIsClear(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		s      dlts.Settings
+		getenv func(string) string
+		source string
+	}{
+		{"attribute", dlts.Settings{Team: "team1", Email: "alice@example.com", Password: "wrong-" + password}, nil, `the password attribute of platform "dlts" "lab"`},
+		{"environment", dlts.Settings{Team: "team1", Email: "alice@example.com"},
+			func(k string) string { return map[string]string{dlts.EnvPassword: "wrong-" + password}[k] }, "the environment variable DLTS_JOB_TOKEN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLab(t, tc.s, tc.getenv)
+			_, err := start(t, l, "t1", "true")
+			if err == nil || !providers.IsPermanent(err) {
+				t.Fatalf("Start with a wrong password: %v, want a permanent error", err)
+			}
+			if !strings.Contains(err.Error(), "HTTP 403") || !strings.Contains(err.Error(), tc.source) {
+				t.Errorf("error %q does not name HTTP 403 and %s", err, tc.source)
+			}
+			if strings.Contains(err.Error(), password) {
+				t.Errorf("error shows the password: %v", err)
+			}
+			if l.srv.Submits() != 0 {
+				t.Error("a job was created with a wrong password")
+			}
+		})
+	}
+}
+
+// A transport error's URL holds the password in its query: it is dropped.
+func TestTransportErrorHidesPassword(t *testing.T) {
+	l := newLab(t, good(), nil)
+	l.srv.Close()
+	_, err := start(t, l, "t1", "true")
+	if err == nil {
+		t.Fatal("Start with the dashboard down succeeded")
+	}
+	if strings.Contains(err.Error(), password) || strings.Contains(err.Error(), "password=") {
+		t.Errorf("error shows the password: %v", err)
+	}
+}
+
+func TestMissingCredentials(t *testing.T) {
+	_, err := dlts.NewClient(&dlts.Settings{Dashboard: "http://x/", Team: "t", Email: "e"}, "lab", func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "password") || !strings.Contains(err.Error(), "DLTS_JOB_TOKEN") {
+		t.Errorf("no password: %v", err)
+	}
+}
+
+func TestSpecMatchesLiveJob(t *testing.T) {
+	l := newLab(t, good(), nil)
+	req := providers.StartRequest{Experiment: "e", TrialID: "t1", Shell: "sleep 1000", CodeDir: t.TempDir(), GPUs: 2}
+	if _, err := l.p.Start(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	o, err := l.p.Read(context.Background(), providers.ReadRequest{Experiment: "e", TrialID: "t1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := l.p.Spec(req)
+	if o.Spec == "" || o.Spec != want || !strings.Contains(want, "gpus = 2") {
+		t.Errorf("live spec:\n%s\nwant:\n%s", o.Spec, want)
+	}
+}
