@@ -44,14 +44,21 @@ func TestDLCScripts(t *testing.T) {
 				ts.Setenv("TRIALFORM_VAR_endpoint", srv.URL)
 				fakes.Store(ts, srv)
 			},
-			// dlcjobs N: the fake created N jobs, and refused M requests'
-			// signatures when a second number is given.
+			// dlcjobs N [REFUSED]: the fake created N jobs, and refused
+			// REFUSED requests' signatures when given.
+			// dlcjobs live N: the fake holds N jobs (not deleted).
 			"dlcjobs": func(ts *testscript.TestScript, neg bool, args []string) {
 				v, ok := fakes.Load(ts)
 				if !ok || len(args) < 1 {
 					ts.Fatalf("usage: dlcjobs N [REFUSED] (after dlcfake)")
 				}
 				srv := v.(*dlctest.Server)
+				if args[0] == "live" && len(args) == 2 {
+					if n, _ := strconv.Atoi(args[1]); len(srv.JobIDs()) != n {
+						ts.Fatalf("the fake holds %d jobs, want %d", len(srv.JobIDs()), n)
+					}
+					return
+				}
 				if n, _ := strconv.Atoi(args[0]); srv.Creates() != n {
 					ts.Fatalf("the fake created %d jobs, want %d: %v", srv.Creates(), n, srv.DisplayNames())
 				}

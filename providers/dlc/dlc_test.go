@@ -157,6 +157,20 @@ func TestFaultsConverge(t *testing.T) {
 	}
 }
 
+// Alibaba throttles with HTTP 400 and the code Throttling.User: retried,
+// one job.
+func TestThrottlingCodeIsRetried(t *testing.T) {
+	l := newLab(t, keySecret)
+	l.srv.ThrottleByCode(3)
+	start(t, l, "t1", finalLine)
+	if o := waitEnd(t, l, "t1"); o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 {
+		t.Errorf("after throttling: %+v", o)
+	}
+	if n := l.srv.Creates(); n != 1 {
+		t.Errorf("%d jobs created, want 1", n)
+	}
+}
+
 // Retry-After is honoured: a throttled call waits what the service said.
 func TestRetryAfterHonoured(t *testing.T) {
 	l := newLab(t, keySecret)

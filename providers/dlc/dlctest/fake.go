@@ -49,6 +49,17 @@ type Server struct {
 	nonces  map[string]bool
 	creates int
 	refused int
+	// throttleCodes: the next so many requests answer 400 with Alibaba's
+	// Throttling.User code (as the gateway throttles), not 429.
+	throttleCodes int
+}
+
+// ThrottleByCode makes the next n requests answer HTTP 400 with the code
+// Throttling.User, Alibaba's way of throttling a user.
+func (s *Server) ThrottleByCode(n int) {
+	s.mu.Lock()
+	s.throttleCodes = n
+	s.mu.Unlock()
 }
 
 type job struct {
@@ -182,6 +193,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.refused++
 		s.mu.Unlock()
 		apiError(w, st, code, msg)
+		return
+	}
+	s.mu.Lock()
+	throttle := s.throttleCodes > 0
+	if throttle {
+		s.throttleCodes--
+	}
+	s.mu.Unlock()
+	if throttle {
+		apiError(w, http.StatusBadRequest, "Throttling.User", "Request was denied due to user flow control.")
 		return
 	}
 	action, id, pod, ok := route(r.Method, r.URL.Path)
