@@ -395,9 +395,19 @@ func pathEscape(s string) string {
 
 // Get reads the job (GetJob).
 func (c *Client) Get(ctx context.Context, id string) (cloudjob.Job, error) {
+	info, err := c.getInfo(ctx, id)
+	if err != nil {
+		return cloudjob.Job{}, err
+	}
+	j := c.job(info)
+	j.Spec = render(info)
+	return j, nil
+}
+
+func (c *Client) getInfo(ctx context.Context, id string) (JobInfo, error) {
 	var info JobInfo
 	if err := c.call(ctx, "get job "+id, "GetJob", http.MethodGet, jobPath(id), nil, nil, &info); err != nil {
-		return cloudjob.Job{}, err
+		return info, err
 	}
 	if info.JobID == "" {
 		info.JobID = id
@@ -407,9 +417,7 @@ func (c *Client) Get(ctx context.Context, id string) (cloudjob.Job, error) {
 		c.pods[id] = firstPod(info.Pods)
 		c.mu.Unlock()
 	}
-	j := c.job(info)
-	j.Spec = render(info)
-	return j, nil
+	return info, nil
 }
 
 func firstPod(pods []Pod) string {
@@ -518,6 +526,17 @@ func (c *Client) List(ctx context.Context, tags map[string]string) ([]cloudjob.J
 			return nil, err
 		}
 		for _, info := range res.Jobs {
+			if (info.Settings == nil || len(info.Settings.Tags) == 0) && strings.HasPrefix(info.DisplayName, "tf-") {
+				// A list item without its settings: GetJob has the tags.
+				full, err := c.getInfo(ctx, info.JobID)
+				if errors.Is(err, providers.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return nil, err
+				}
+				info = full
+			}
 			j := c.job(info)
 			match := true
 			for k, v := range tags {

@@ -171,6 +171,25 @@ func TestThrottlingCodeIsRetried(t *testing.T) {
 	}
 }
 
+// A list without the jobs' settings: Submit reads each candidate's tags
+// with GetJob, so a create whose answer was lost still makes one job.
+func TestListWithoutSettings(t *testing.T) {
+	l := newLab(t, keySecret)
+	l.srv.ListWithoutSettings = true
+	l.srv.Faults.Inject(cloudtest.DropAfter, 1, cloudtest.Method(http.MethodPost, "/api/v1/jobs"))
+	start(t, l, "t1", finalLine)
+	if o := waitEnd(t, l, "t1"); o.Phase != providers.PhaseSucceeded {
+		t.Errorf("trial: %+v", o)
+	}
+	if n := l.srv.Creates(); n != 1 {
+		t.Errorf("%d jobs created, want 1", n)
+	}
+	jobs, err := l.p.List(context.Background(), "e")
+	if err != nil || len(jobs) != 1 {
+		t.Errorf("List: %v %v", jobs, err)
+	}
+}
+
 // Retry-After is honoured: a throttled call waits what the service said.
 func TestRetryAfterHonoured(t *testing.T) {
 	l := newLab(t, keySecret)

@@ -38,9 +38,12 @@ const Version = "2020-12-03"
 // Server is one fake DLC region with one account's AccessKey.
 type Server struct {
 	AccessKeyID, AccessKeySecret string
-	Runner                       *cloudtest.Runner
-	Faults                       *cloudtest.Faults
-	URL                          string
+	// ListWithoutSettings makes ListJobs' items lack Settings (and so the
+	// tags), as a service whose list answers only a summary would.
+	ListWithoutSettings bool
+	Runner              *cloudtest.Runner
+	Faults              *cloudtest.Faults
+	URL                 string
 
 	srv     *httptest.Server
 	mu      sync.Mutex
@@ -520,7 +523,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	hi := min(lo+size, total)
 	items := []map[string]any{}
 	for _, j := range js[lo:hi] {
-		items = append(items, s.info(j, false))
+		it := s.info(j, false)
+		if s.ListWithoutSettings {
+			delete(it, "Settings")
+		}
+		items = append(items, it)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"Jobs": items, "TotalCount": total})
 }
