@@ -34,7 +34,7 @@ type lab struct {
 	mount string
 }
 
-func settings(t *testing.T, srv *dlctest.Server, secret string) (*dlc.Settings, registry.Env, string) {
+func settings(t testing.TB, srv *dlctest.Server, secret string) (*dlc.Settings, registry.Env, string) {
 	d := t.TempDir()
 	local := filepath.Join(d, "nas")
 	if err := os.Mkdir(local, 0o755); err != nil {
@@ -51,7 +51,7 @@ func settings(t *testing.T, srv *dlctest.Server, secret string) (*dlc.Settings, 
 	return s, registry.Env{Name: "ali", Dir: d}, local
 }
 
-func newLab(t *testing.T, secret string) *lab {
+func newLab(t testing.TB, secret string) *lab {
 	srv := dlctest.New(keyID, keySecret)
 	t.Cleanup(srv.Close)
 	s, env, local := settings(t, srv, secret)
