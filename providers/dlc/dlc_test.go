@@ -190,6 +190,20 @@ func TestListWithoutSettings(t *testing.T) {
 	}
 }
 
+// The client reuses its connections (one TLS handshake, not one a call,
+// against the real service).
+func TestConnectionsReused(t *testing.T) {
+	l := newLab(t, keySecret)
+	for i := 0; i < 20; i++ {
+		if err := l.c.Ping(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := l.srv.Conns(); n > 2 {
+		t.Errorf("20 calls opened %d connections", n)
+	}
+}
+
 // Retry-After is honoured: a throttled call waits what the service said.
 func TestRetryAfterHonoured(t *testing.T) {
 	l := newLab(t, keySecret)

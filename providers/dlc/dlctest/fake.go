@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -52,6 +53,7 @@ type Server struct {
 	nonces  map[string]bool
 	creates int
 	refused int
+	conns   int
 	// throttleCodes: the next so many requests answer 400 with Alibaba's
 	// Throttling.User code (as the gateway throttles), not 429.
 	throttleCodes int
@@ -76,7 +78,15 @@ type job struct {
 func New(accessKeyID, accessKeySecret string) *Server {
 	s := &Server{AccessKeyID: accessKeyID, AccessKeySecret: accessKeySecret, Runner: cloudtest.NewRunner(), Faults: &cloudtest.Faults{},
 		jobs: map[string]*job{}, nonces: map[string]bool{}}
-	s.srv = httptest.NewServer(s.Faults.Wrap(http.HandlerFunc(s.serve)))
+	s.srv = httptest.NewUnstartedServer(s.Faults.Wrap(http.HandlerFunc(s.serve)))
+	s.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
+	s.srv.Start()
 	s.URL = s.srv.URL
 	return s
 }
@@ -93,6 +103,13 @@ func (s *Server) Creates() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.creates
+}
+
+// Conns returns how many connections clients opened.
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // Refused returns how many requests failed the signature check.
