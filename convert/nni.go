@@ -884,7 +884,7 @@ func (c *conv) nniV2Platforms(o *obj, trial *block, vs *vars) []*block {
 			p = newBlock("platform", "adaptdl", "default")
 			c.nniAdl(p, ts, trial)
 			ts.done(p, nniReasons)
-		case "openpai", "pai", "dlts":
+		case "openpai", "pai", "dlts", "dlc":
 			if kind == "pai" {
 				kind = "openpai"
 			}
@@ -892,7 +892,7 @@ func (c *conv) nniV2Platforms(o *obj, trial *block, vs *vars) []*block {
 			ts.ignore("platform")
 			c.nniCloud(kind, p, ts)
 			ts.done(p, cloudReasons)
-		case "aml", "dlc":
+		case "aml":
 			p = c.unsupported(kind, ts.keyNode("platform"))
 			c.genericPlatform(ts, p, vs, kind)
 		case "":

@@ -4,6 +4,7 @@
 package platforms
 
 import (
+	"github.com/trialform/trialform/providers/dlc"
 	"github.com/trialform/trialform/providers/dlts"
 	"github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/local"
@@ -25,7 +26,7 @@ func Kinds() []registry.Kind {
 	kinds = append(kinds, kubernetes.CRDRegistrations()...)
 	kinds = append(kinds,
 		openpai.Registration(),
-		notYet("dlc", "Alibaba Cloud PAI-DLC jobs"),
+		dlc.Registration(),
 		notYet("aml", "Azure Machine Learning jobs"),
 		dlts.Registration(),
 	)
