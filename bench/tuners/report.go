@@ -83,6 +83,15 @@ var targets = []target{
 // than b's?
 var pairs = [][2]Sampler{{goTPE, optTPE}, {goTPE, goRandom}, {goAuto, optTPE}, {goGP, optTPE}, {goSMAC, optTPE}, {goGP, nniGP}}
 
+func hasTarget(a, b Sampler) bool {
+	for _, t := range targets {
+		if t.a == a && t.b == b {
+			return true
+		}
+	}
+	return false
+}
+
 func has(ss []Sampler, s Sampler) bool {
 	for _, x := range ss {
 		if x == s {
@@ -177,6 +186,23 @@ func report(w io.Writer, c *config, par int, res results, took time.Duration) {
 		}
 		rs = append(rs, name, fmt.Sprintf("%.3f", R), t.text, "**"+verdict+"**", strings.Join(per, ", "))
 		row(w, rs...)
+	}
+	// Every other Go tuner run (variants included) against Optuna's TPE,
+	// without a target.
+	if has(ss, optTPE) {
+		for _, s := range ss {
+			if s.Side != "go" || hasTarget(s, optTPE) {
+				continue
+			}
+			var per []string
+			var xs []float64
+			for _, pr := range c.problems {
+				ra := Ratio(medianOf(res[pr.Name], s), medianOf(res[pr.Name], optTPE))
+				xs = append(xs, ra)
+				per = append(per, fmt.Sprintf("%s %s", pr.Name, g3(ra)))
+			}
+			row(w, fmt.Sprintf("%s / %s", s, optTPE), fmt.Sprintf("%.3f", GeoMean(xs)), "", "", strings.Join(per, ", "))
+		}
 	}
 	fmt.Fprintln(w)
 
