@@ -217,6 +217,32 @@ func TestAutoLearnsChoice(t *testing.T) {
 	}
 }
 
+// TestAutoGPPhase: in a space without nested choices, auto's trials 11 to
+// gp_trials are the gp tuner's (with its defaults and the same seed), and
+// later ones are not; in a space with a nested choice auto's first
+// trials are the tpe tuner's.
+func TestAutoGPPhase(t *testing.T) {
+	sp := mixedSpace()
+	flat := &space.Space{Params: sp.Params[:10]}
+	gp := mustNew(t, "gp", nil, flat)
+	for _, gpTrials := range []float64{100, 14} {
+		auto := mustNew(t, "auto", map[string]any{"gp_trials": gpTrials}, flat)
+		hist := loop(t, auto, flat, Maximize, 5, 16, objective)
+		for i := 10; i < 16; i++ {
+			req := Request{Space: flat, Goal: Maximize, Seed: 5, History: hist[:i], Seqs: []int{i + 1}}
+			want := suggest(t, gp, req, "gp")
+			if got := hist[i].Params; reflect.DeepEqual(got, want[0]) != (i < int(gpTrials)) {
+				t.Errorf("gp_trials %v, trial %d: auto %v, gp %v", gpTrials, i+1, got, want[0])
+			}
+		}
+	}
+	a := loop(t, mustNew(t, "auto", nil, sp), sp, Maximize, 5, 16, objective)
+	b := loop(t, mustNew(t, "tpe", nil, sp), sp, Maximize, 5, 16, objective)
+	if !reflect.DeepEqual(a, b) {
+		t.Error("auto and tpe differ in a space with a nested choice")
+	}
+}
+
 // TestAutoAllChoiceIsTPE: on a space without numbers, auto proposes what
 // TPE proposes.
 func TestAutoAllChoiceIsTPE(t *testing.T) {
@@ -339,7 +365,7 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{"cmaes", map[string]any{"sigma": 2.0}, []string{`unknown setting "sigma"`, "valid: popsize, seed, sigma0"}},
 		{"auto", map[string]any{"tpe_trials": 0.0, "popsize": 10.0}, nil},
 		{"auto", map[string]any{"tpe_trials": -1.0}, []string{`"tpe_trials"`, "at least 0"}},
-		{"auto", map[string]any{"startup_trials": 5.0}, []string{`unknown setting "startup_trials"`, "valid: popsize, seed, tpe_trials"}},
+		{"auto", map[string]any{"startup_trials": 5.0}, []string{`unknown setting "startup_trials"`, "valid: gp_trials, popsize, seed, tpe_trials"}},
 		{"anneal", map[string]any{"avg_best_idx": 3.0, "shrink_coef": 0.5}, nil},
 		{"anneal", map[string]any{"shrink_coef": 0.0}, []string{`"shrink_coef"`, "between"}},
 		{"anneal", map[string]any{"avg_best_idx": "best"}, []string{`"avg_best_idx"`, "number"}},
