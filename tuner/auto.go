@@ -27,8 +27,9 @@ func autoInfo() Info {
 //
 //   - In a space with a numeric parameter and no nested choice, the first
 //     gp_trials trials (100; by position in sequence order, counting every
-//     trial) are the gp tuner's (gp.go) with its defaults, the first 10 of
-//     them at random (TPE's random stream). A Gaussian process needs far
+//     trial) are the gp tuner's (gp.go) with its defaults, fitted to the
+//     losses warped by warpHistory, the first 10 of them at random (TPE's
+//     random stream). A Gaussian process needs far
 //     fewer trials than TPE on smooth problems: at 50 to 100 trials its
 //     median regret is a tenth of Optuna's TPE's on the benchmark
 //     (bench/tuners/RESULTS.md). Its suggestions cost milliseconds (about
@@ -151,9 +152,9 @@ func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
 			// One at a time, the earlier ones of this request pending, so
 			// that asking for several equals asking for them in turn.
 			if gpHist == nil {
-				gpHist = history(req)
+				gpHist = warpHistory(history(req), sign)
 			}
-			ps, err := t.gp.Suggest(Request{Space: req.Space, Goal: req.Goal, Seed: req.Seed, History: gpHist, Seqs: []int{req.Seqs[i]}})
+			ps, err := t.gp.Suggest(Request{Space: req.Space, Goal: Minimize, Seed: req.Seed, History: gpHist, Seqs: []int{req.Seqs[i]}})
 			if err != nil {
 				return nil, err
 			}
@@ -231,4 +232,47 @@ func startFrom(c *unitCodec, before []scored) ([]float64, float64) {
 	}
 	sigma := math.Sqrt(ss / float64((k-1)*len(best)))
 	return best, clampF(sigma, autoSigmaMin, autoSigmaMax)
+}
+
+// warpHistory returns hist with every finite completed value v replaced by
+// log(1 + (l - min) / (median - min)), l = sign v the loss (smaller is
+// better), for the GP phase. The warp is monotone, so the best trial stays
+// the best, and it compresses a heavy upper tail: Rosenbrock's losses span
+// six orders of magnitude, and a GP fitted to them as they are (standardised)
+// models the tail and is flat where the optimum is. With the warp, auto's
+// median regret at 100 trials (10 seeds, against Optuna's TPE) goes from
+// 1.54 to 0.03 on rosenbrock5, 1.30 to 0.44 on levy5 and 1.73 to 1.16 on
+// styblinski5; ranks instead of the log lost Branin's precision (0.17
+// against 0.003). When the median equals the minimum the scale is the
+// range; when every loss is equal, the values are left as they are.
+func warpHistory(hist []Observation, sign float64) []Observation {
+	out := make([]Observation, len(hist))
+	copy(out, hist)
+	finite := func(o Observation) bool {
+		return o.State == Completed && !math.IsNaN(o.Value) && !math.IsInf(o.Value, 0)
+	}
+	var ls []float64
+	for _, o := range out {
+		if finite(o) {
+			ls = append(ls, sign*o.Value)
+		}
+	}
+	if len(ls) == 0 {
+		return out
+	}
+	sort.Float64s(ls)
+	lmin := ls[0]
+	scale := ls[len(ls)/2] - lmin
+	if !(scale > 0) {
+		scale = ls[len(ls)-1] - lmin
+	}
+	if !(scale > 0) || math.IsInf(scale, 0) {
+		return out
+	}
+	for i, o := range out {
+		if finite(o) {
+			out[i].Value = math.Log1p((sign*o.Value - lmin) / scale)
+		}
+	}
+	return out
 }

@@ -229,7 +229,8 @@ func TestAutoGPPhase(t *testing.T) {
 		auto := mustNew(t, "auto", map[string]any{"gp_trials": gpTrials}, flat)
 		hist := loop(t, auto, flat, Maximize, 5, 16, objective)
 		for i := 10; i < 16; i++ {
-			req := Request{Space: flat, Goal: Maximize, Seed: 5, History: hist[:i], Seqs: []int{i + 1}}
+			// The GP sees the losses warped (warpHistory).
+			req := Request{Space: flat, Goal: Minimize, Seed: 5, History: warpHistory(hist[:i], -1), Seqs: []int{i + 1}}
 			want := suggest(t, gp, req, "gp")
 			if got := hist[i].Params; reflect.DeepEqual(got, want[0]) != (i < int(gpTrials)) {
 				t.Errorf("gp_trials %v, trial %d: auto %v, gp %v", gpTrials, i+1, got, want[0])
@@ -240,6 +241,46 @@ func TestAutoGPPhase(t *testing.T) {
 	b := loop(t, mustNew(t, "tpe", nil, sp), sp, Maximize, 5, 16, objective)
 	if !reflect.DeepEqual(a, b) {
 		t.Error("auto and tpe differ in a space with a nested choice")
+	}
+}
+
+// TestWarpHistory: the GP phase's warp keeps the order of the losses (the
+// best trial stays the best, the goal's sign applied), maps the best to 0
+// and the median to log 2, and leaves pending, failed and non-finite
+// trials, and a history of equal values, as they are.
+func TestWarpHistory(t *testing.T) {
+	hist := []Observation{
+		{Seq: 1, State: Completed, Value: 1e6},
+		{Seq: 2, State: Completed, Value: 3},
+		{Seq: 3, State: Pending},
+		{Seq: 4, State: Completed, Value: 1},
+		{Seq: 5, State: Failed, Value: 7},
+		{Seq: 6, State: Completed, Value: math.NaN()},
+		{Seq: 7, State: Completed, Value: 5},
+	}
+	w := warpHistory(hist, 1)
+	// losses 1e6, 3, 1, 5: min 1, median (upper) 5, scale 4.
+	want := map[int]float64{1: math.Log1p((1e6 - 1) / 4), 2: math.Log1p(0.5), 4: 0, 7: math.Log(2)}
+	for _, o := range w {
+		if v, ok := want[o.Seq]; ok {
+			if math.Abs(o.Value-v) > 1e-12 {
+				t.Errorf("seq %d: %v, want %v", o.Seq, o.Value, v)
+			}
+		} else if o.State != hist[o.Seq-1].State || !(o.Value == hist[o.Seq-1].Value || math.IsNaN(o.Value)) {
+			t.Errorf("seq %d changed: %+v", o.Seq, o)
+		}
+	}
+	if hist[0].Value != 1e6 {
+		t.Error("the input history was changed")
+	}
+	// Maximising: the largest value is the best, warped to 0.
+	m := warpHistory([]Observation{{Seq: 1, State: Completed, Value: 2}, {Seq: 2, State: Completed, Value: 9}, {Seq: 3, State: Completed, Value: 4}}, -1)
+	if m[1].Value != 0 || !(m[2].Value < m[0].Value) {
+		t.Errorf("maximise: %v", m)
+	}
+	eq := warpHistory([]Observation{{Seq: 1, State: Completed, Value: 2}, {Seq: 2, State: Completed, Value: 2}}, 1)
+	if eq[0].Value != 2 || eq[1].Value != 2 {
+		t.Errorf("equal values: %v", eq)
 	}
 }
 
