@@ -20,6 +20,7 @@ var optimisers = []struct {
 }{
 	{"cmaes", map[string]any{"popsize": 4.0}},
 	{"auto", map[string]any{"tpe_trials": 12.0}},
+	{"auto", map[string]any{"gp_trials": 12.0, "popsize": 4.0}}, // CMA-ES after the GP in spaces without nested choices
 	{"anneal", nil},
 	{"evolution", map[string]any{"population_size": 8.0}},
 	{"tpe", map[string]any{"multivariate": true, "startup_trials": 5.0}},
