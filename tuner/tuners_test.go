@@ -285,6 +285,27 @@ func TestWarpHistory(t *testing.T) {
 	}
 }
 
+// TestWarpedLie: the GP phase's liar is the warp of the raw losses' mean.
+func TestWarpedLie(t *testing.T) {
+	raw := []float64{1, 3, 5, 1e6}
+	hist := make([]Observation, len(raw))
+	for i, v := range raw {
+		hist[i] = Observation{Seq: i + 1, State: Completed, Value: v}
+	}
+	var w []float64
+	for _, o := range warpHistory(hist, 1) {
+		w = append(w, o.Value)
+	}
+	mean := (1 + 3 + 5 + 1e6) / 4.0
+	want := math.Log1p((mean - 1) / 4) // min 1, median (upper) 5
+	if got := warpedLie(w); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("lie %v, want %v", got, want)
+	}
+	if got := warpedLie([]float64{2e3, 2e3}); got != 2e3 {
+		t.Errorf("unwarped equal losses: lie %v, want 2000", got)
+	}
+}
+
 // TestAutoAllChoiceIsTPE: on a space without numbers, auto proposes what
 // TPE proposes.
 func TestAutoAllChoiceIsTPE(t *testing.T) {
