@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/trialform
 GOFLAGS ?=
 
-.PHONY: ui-assets bench-ui all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-full vet fmt-check clean
+.PHONY: ui-assets bench-ui all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-budgets bench-tuners-full vet fmt-check clean
 
 all: build
 
@@ -86,6 +86,14 @@ NNI_TUNERS ?= gp
 bench-tuners: deps
 	@mkdir -p bin
 	$(GO) run ./bench/tuners -trials 100 -seeds 10 -go random,tpe,auto,gp,smac -nni $(NNI_TUNERS) -out $(TUNERS_OUT)
+
+# TPE and auto at 50, 100 and 200 trials (issue 18): the pinned seeds 1-10,
+# then the held-out seeds 101-108. Optuna's runs are kept in bin/tuners-cache
+# and reused.
+bench-tuners-budgets: deps
+	@mkdir -p bin
+	$(GO) run ./bench/tuners -trials 200 -budgets 50,100 -seeds 10 -go random,tpe,auto -cache bin/tuners-cache -out $(TUNERS_OUT)
+	$(GO) run ./bench/tuners -trials 200 -budgets 20,50,80,100 -seeds 8 -seed0 101 -go tpe,auto -optuna tpe -latency '' -cache bin/tuners-cache -out $(TUNERS_OUT:.md=-heldout.md)
 
 bench-tuners-full: deps
 	@mkdir -p bin

@@ -52,6 +52,10 @@ type boTuner struct {
 	startup  int
 	restarts int
 	liar     string
+	// lieFor, when set, gives the running trials' value in loss units from
+	// the completed losses, instead of liar (auto's GP phase: see
+	// warpedLie).
+	lieFor func(loss []float64) float64
 }
 
 const (
@@ -268,12 +272,20 @@ func boHistory(req Request, sign float64, encode func(space.Params) ([]float64, 
 
 // standardise returns (y - mean) / sd.
 func standardise(y []float64) []float64 {
-	m := 0.0
+	m, s := standardScale(y)
+	out := make([]float64, len(y))
+	for i, v := range y {
+		out[i] = (v - m) / s
+	}
+	return out
+}
+
+// standardScale returns the mean and standard deviation (1 when zero) of y.
+func standardScale(y []float64) (m, s float64) {
 	for _, v := range y {
 		m += v
 	}
 	m /= float64(len(y))
-	s := 0.0
 	for _, v := range y {
 		s += (v - m) * (v - m)
 	}
@@ -281,11 +293,7 @@ func standardise(y []float64) []float64 {
 	if s == 0 || math.IsNaN(s) {
 		s = 1
 	}
-	out := make([]float64, len(y))
-	for i, v := range y {
-		out[i] = (v - m) / s
-	}
-	return out
+	return m, s
 }
 
 // fitSubset picks at most max indexes of y for the hyperparameter fit: the
@@ -358,6 +366,10 @@ func (t *boTuner) fit(c *gpCodec, data *boData, seed int64) *boModel {
 		m.lie = y[m.order[len(y)-1]]
 	default:
 		m.lie = 0 // the mean of standardised losses
+	}
+	if t.lieFor != nil {
+		mu, sd := standardScale(data.loss)
+		m.lie = (t.lieFor(data.loss) - mu) / sd
 	}
 	return m
 }

@@ -156,10 +156,15 @@ func key(p space.Params) string {
 func TestDeterminism(t *testing.T) {
 	sp := mixedSpace()
 	gridSp := &space.Space{Params: sp.Params[1:5]}
-	for _, name := range []string{"random", "tpe", "tpe-mv", "grid", "cmaes", "auto", "anneal", "evolution", "gp", "smac", "metis"} {
+	flatSp := &space.Space{Params: sp.Params[:10]} // without the nested choice
+	for _, name := range []string{"random", "tpe", "tpe-mv", "grid", "cmaes", "auto", "auto-gp", "auto-cma", "anneal", "evolution", "gp", "smac", "metis"} {
 		t.Run(name, func(t *testing.T) {
 			s, settings := sp, map[string]any{"startup_trials": 5.0}
 			switch name {
+			case "auto-gp": // the GP phase (trials 11 to 100)
+				name, s, settings = "auto", flatSp, nil
+			case "auto-cma": // CMA-ES after a GP phase
+				name, s, settings = "auto", flatSp, map[string]any{"gp_trials": 11.0, "popsize": 3.0}
 			case "tpe-mv":
 				name, settings = "tpe", map[string]any{"startup_trials": 5.0, "multivariate": true}
 			case "grid":

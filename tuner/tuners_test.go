@@ -20,6 +20,7 @@ var optimisers = []struct {
 }{
 	{"cmaes", map[string]any{"popsize": 4.0}},
 	{"auto", map[string]any{"tpe_trials": 12.0}},
+	{"auto", map[string]any{"gp_trials": 12.0, "popsize": 4.0}}, // CMA-ES after the GP in spaces without nested choices
 	{"anneal", nil},
 	{"evolution", map[string]any{"population_size": 8.0}},
 	{"tpe", map[string]any{"multivariate": true, "startup_trials": 5.0}},
@@ -217,6 +218,94 @@ func TestAutoLearnsChoice(t *testing.T) {
 	}
 }
 
+// TestAutoGPPhase: in a space without nested choices, auto's trials 11 to
+// gp_trials are the gp tuner's (with its defaults and the same seed), and
+// later ones are not; in a space with a nested choice auto's first
+// trials are the tpe tuner's.
+func TestAutoGPPhase(t *testing.T) {
+	sp := mixedSpace()
+	flat := &space.Space{Params: sp.Params[:10]}
+	gp := mustNew(t, "gp", nil, flat)
+	for _, gpTrials := range []float64{100, 14} {
+		auto := mustNew(t, "auto", map[string]any{"gp_trials": gpTrials}, flat)
+		hist := loop(t, auto, flat, Maximize, 5, 16, objective)
+		for i := 10; i < 16; i++ {
+			// The GP sees the losses warped (warpHistory).
+			req := Request{Space: flat, Goal: Minimize, Seed: 5, History: warpHistory(hist[:i], -1), Seqs: []int{i + 1}}
+			want := suggest(t, gp, req, "gp")
+			if got := hist[i].Params; reflect.DeepEqual(got, want[0]) != (i < int(gpTrials)) {
+				t.Errorf("gp_trials %v, trial %d: auto %v, gp %v", gpTrials, i+1, got, want[0])
+			}
+		}
+	}
+	a := loop(t, mustNew(t, "auto", nil, sp), sp, Maximize, 5, 16, objective)
+	b := loop(t, mustNew(t, "tpe", nil, sp), sp, Maximize, 5, 16, objective)
+	if !reflect.DeepEqual(a, b) {
+		t.Error("auto and tpe differ in a space with a nested choice")
+	}
+}
+
+// TestWarpHistory: the GP phase's warp keeps the order of the losses (the
+// best trial stays the best, the goal's sign applied), maps the best to 0
+// and the median to log 2, and leaves pending, failed and non-finite
+// trials, and a history of equal values, as they are.
+func TestWarpHistory(t *testing.T) {
+	hist := []Observation{
+		{Seq: 1, State: Completed, Value: 1e6},
+		{Seq: 2, State: Completed, Value: 3},
+		{Seq: 3, State: Pending},
+		{Seq: 4, State: Completed, Value: 1},
+		{Seq: 5, State: Failed, Value: 7},
+		{Seq: 6, State: Completed, Value: math.NaN()},
+		{Seq: 7, State: Completed, Value: 5},
+	}
+	w := warpHistory(hist, 1)
+	// losses 1e6, 3, 1, 5: min 1, median (upper) 5, scale 4.
+	want := map[int]float64{1: math.Log1p((1e6 - 1) / 4), 2: math.Log1p(0.5), 4: 0, 7: math.Log(2)}
+	for _, o := range w {
+		if v, ok := want[o.Seq]; ok {
+			if math.Abs(o.Value-v) > 1e-12 {
+				t.Errorf("seq %d: %v, want %v", o.Seq, o.Value, v)
+			}
+		} else if o.State != hist[o.Seq-1].State || !(o.Value == hist[o.Seq-1].Value || math.IsNaN(o.Value)) {
+			t.Errorf("seq %d changed: %+v", o.Seq, o)
+		}
+	}
+	if hist[0].Value != 1e6 {
+		t.Error("the input history was changed")
+	}
+	// Maximising: the largest value is the best, warped to 0.
+	m := warpHistory([]Observation{{Seq: 1, State: Completed, Value: 2}, {Seq: 2, State: Completed, Value: 9}, {Seq: 3, State: Completed, Value: 4}}, -1)
+	if m[1].Value != 0 || !(m[2].Value < m[0].Value) {
+		t.Errorf("maximise: %v", m)
+	}
+	eq := warpHistory([]Observation{{Seq: 1, State: Completed, Value: 2}, {Seq: 2, State: Completed, Value: 2}}, 1)
+	if eq[0].Value != 2 || eq[1].Value != 2 {
+		t.Errorf("equal values: %v", eq)
+	}
+}
+
+// TestWarpedLie: the GP phase's liar is the warp of the raw losses' mean.
+func TestWarpedLie(t *testing.T) {
+	raw := []float64{1, 3, 5, 1e6}
+	hist := make([]Observation, len(raw))
+	for i, v := range raw {
+		hist[i] = Observation{Seq: i + 1, State: Completed, Value: v}
+	}
+	var w []float64
+	for _, o := range warpHistory(hist, 1) {
+		w = append(w, o.Value)
+	}
+	mean := (1 + 3 + 5 + 1e6) / 4.0
+	want := math.Log1p((mean - 1) / 4) // min 1, median (upper) 5
+	if got := warpedLie(w); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("lie %v, want %v", got, want)
+	}
+	if got := warpedLie([]float64{2e3, 2e3}); got != 2e3 {
+		t.Errorf("unwarped equal losses: lie %v, want 2000", got)
+	}
+}
+
 // TestAutoAllChoiceIsTPE: on a space without numbers, auto proposes what
 // TPE proposes.
 func TestAutoAllChoiceIsTPE(t *testing.T) {
@@ -339,7 +428,7 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{"cmaes", map[string]any{"sigma": 2.0}, []string{`unknown setting "sigma"`, "valid: popsize, seed, sigma0"}},
 		{"auto", map[string]any{"tpe_trials": 0.0, "popsize": 10.0}, nil},
 		{"auto", map[string]any{"tpe_trials": -1.0}, []string{`"tpe_trials"`, "at least 0"}},
-		{"auto", map[string]any{"startup_trials": 5.0}, []string{`unknown setting "startup_trials"`, "valid: popsize, seed, tpe_trials"}},
+		{"auto", map[string]any{"startup_trials": 5.0}, []string{`unknown setting "startup_trials"`, "valid: gp_trials, popsize, seed, tpe_trials"}},
 		{"anneal", map[string]any{"avg_best_idx": 3.0, "shrink_coef": 0.5}, nil},
 		{"anneal", map[string]any{"shrink_coef": 0.0}, []string{`"shrink_coef"`, "between"}},
 		{"anneal", map[string]any{"avg_best_idx": "best"}, []string{`"avg_best_idx"`, "number"}},

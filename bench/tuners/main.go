@@ -8,6 +8,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -26,6 +27,9 @@ import (
 
 type config struct {
 	trials, seeds, workers int
+	seed0                  int   // the first seed
+	budgets                []int // also report at these trial counts (from the same runs)
+	cache                  string
 	pars                   []int
 	goTuners               []string
 	optuna                 []string
@@ -72,6 +76,9 @@ func mainErr(args []string) error {
 	var c config
 	fs.IntVar(&c.trials, "trials", 100, "trials per run")
 	fs.IntVar(&c.seeds, "seeds", 10, "seeds (runs) per problem and sampler")
+	fs.IntVar(&c.seed0, "seed0", 1, "first seed: the runs use seeds seed0 .. seed0+seeds-1 (another range is a held-out check)")
+	budFlag := fs.String("budgets", "", "comma list of trial counts up to -trials to report too, read off the same runs (each run's best after k trials)")
+	fs.StringVar(&c.cache, "cache", "", "folder that keeps the Optuna and NNI runs (by sampler, problem, seed, parallelism; deterministic) and reuses them, also for fewer trials; clear it when the peer changes")
 	fs.IntVar(&c.workers, "workers", runtime.NumCPU(), "runs at a time (each with its own Python processes)")
 	parFlag := fs.String("parallel", "1", "comma list of trials in flight per run, one report section each (e.g. 1,8)")
 	goFlag := fs.String("go", "random,tpe,auto", `Go tuners to run, comma list ("all": every registered one; "tpe-mv": tpe with multivariate = true); unregistered names are skipped with a note`)
@@ -89,6 +96,14 @@ func mainErr(args []string) error {
 	var err error
 	if c.pars, err = intList(*parFlag); err != nil {
 		return fmt.Errorf("-parallel: %v", err)
+	}
+	if c.budgets, err = intList(*budFlag); err != nil {
+		return fmt.Errorf("-budgets: %v", err)
+	}
+	for _, b := range c.budgets {
+		if b > c.trials {
+			return fmt.Errorf("-budgets: %d is more than -trials %d", b, c.trials)
+		}
 	}
 	if c.latency, err = intList(*latFlag); err != nil {
 		return fmt.Errorf("-latency: %v", err)
@@ -146,7 +161,15 @@ func mainErr(args []string) error {
 	for _, par := range c.pars {
 		t0 := time.Now()
 		res := runAll(&c, par)
-		report(w, &c, par, res, time.Since(t0))
+		took := time.Since(t0)
+		for _, b := range c.budgets {
+			if b != c.trials {
+				cb := c
+				cb.trials = b
+				report(w, &cb, par, atBudget(res, b), took)
+			}
+		}
+		report(w, &c, par, res, took)
 	}
 	if len(c.latency) > 0 {
 		latencyReport(w, &c)
@@ -218,8 +241,8 @@ func header(w io.Writer, c *config, args []string) {
 	fmt.Fprintf(w, "- machine: %d cores, %s; %s/%s, %s\n", runtime.NumCPU(), cpuModel(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(w, "- peer: Optuna %s via %s\n", optunaVersion(c), c.python)
 	fmt.Fprintf(w, "- command: `go run ./bench/tuners %s`\n", shellJoin(args))
-	fmt.Fprintf(w, "- %d trials x %d seeds per problem and sampler, %d runs at a time; Go tuners: %s",
-		c.trials, c.seeds, c.workers, strings.Join(c.goTuners, ", "))
+	fmt.Fprintf(w, "- %d trials x %d seeds (%d..%d) per problem and sampler, %d runs at a time; Go tuners: %s",
+		c.trials, c.seeds, c.seed0, c.seed0+c.seeds-1, c.workers, strings.Join(c.goTuners, ", "))
 	if len(c.skipped) > 0 {
 		fmt.Fprintf(w, " (not registered, skipped: %s)", strings.Join(c.skipped, ", "))
 	}
@@ -283,7 +306,7 @@ func runAll(c *config, par int) results {
 		res[pr.Name] = map[Sampler][]Outcome{}
 		for _, s := range c.samplers() {
 			res[pr.Name][s] = make([]Outcome, c.seeds)
-			for seed := 1; seed <= c.seeds; seed++ {
+			for seed := c.seed0; seed < c.seed0+c.seeds; seed++ {
 				cost := 1
 				if s.Side == "optuna" {
 					cost += 2
@@ -310,9 +333,13 @@ func runAll(c *config, par int) results {
 			env := &runEnv{procs: procs{python: c.python, dir: c.dir}, peerPerRun: c.peerPerRun}
 			defer env.procs.closeAll()
 			for j := range ch {
-				o := env.Run(j.s, j.pr, int64(j.seed), c.trials, par)
+				o, hit := c.cached(j.s, j.pr, j.seed, par)
+				if !hit {
+					o = env.Run(j.s, j.pr, int64(j.seed), c.trials, par)
+					c.store(j.s, j.pr, j.seed, par, o)
+				}
 				mu.Lock()
-				res[j.pr.Name][j.s][j.seed-1] = o
+				res[j.pr.Name][j.s][j.seed-c.seed0] = o
 				done++
 				if o.Err != nil {
 					fmt.Fprintf(os.Stderr, "tuners: %s on %s, seed %d: %v\n", j.s, j.pr.Name, j.seed, o.Err)
@@ -347,4 +374,85 @@ func nniPreflight(c *config) error {
 		return fmt.Errorf("%s cannot load NNI's tuners from %s: %s", c.python, src, lines[len(lines)-1])
 	}
 	return nil
+}
+
+// atBudget is res as it stood after b trials of every run.
+func atBudget(res results, b int) results {
+	out := results{}
+	for pn, bySampler := range res {
+		out[pn] = map[Sampler][]Outcome{}
+		for s, os := range bySampler {
+			cut := make([]Outcome, len(os))
+			for i, o := range os {
+				cut[i] = o
+				if o.Err == nil && len(o.Curve) >= b {
+					cut[i].Regret = o.Curve[b-1]
+					cut[i].Curve = o.Curve[:b]
+					cut[i].Suggest = o.Suggest * time.Duration(b) / time.Duration(len(o.Curve))
+				} else if o.Err == nil {
+					cut[i].Err = fmt.Errorf("run has %d trials, not %d", len(o.Curve), b)
+				}
+			}
+			out[pn][s] = cut
+		}
+	}
+	return out
+}
+
+// cachedRun is a peer run as -cache keeps it.
+type cachedRun struct {
+	Curve     []float64 `json:"curve"`
+	SuggestNs int64     `json:"suggest_ns"`
+}
+
+func (c *config) cacheFile(s Sampler, pr *Problem, seed, par int) string {
+	if c.cache == "" || s.Side == "go" {
+		return ""
+	}
+	return filepath.Join(c.cache, fmt.Sprintf("%s-%s-%s-seed%d-par%d.json", s.Side, s.Name, pr.Name, seed, par))
+}
+
+// cached returns a kept run of at least c.trials trials, cut to c.trials.
+func (c *config) cached(s Sampler, pr *Problem, seed, par int) (Outcome, bool) {
+	f := c.cacheFile(s, pr, seed, par)
+	if f == "" {
+		return Outcome{}, false
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return Outcome{}, false
+	}
+	var r cachedRun
+	if json.Unmarshal(b, &r) != nil || len(r.Curve) < c.trials {
+		return Outcome{}, false
+	}
+	o := Outcome{Curve: r.Curve[:c.trials], Regret: r.Curve[c.trials-1],
+		Suggest: time.Duration(r.SuggestNs) * time.Duration(c.trials) / time.Duration(len(r.Curve))}
+	return o, true
+}
+
+// store keeps a successful peer run, unless a longer one is kept.
+func (c *config) store(s Sampler, pr *Problem, seed, par int, o Outcome) {
+	f := c.cacheFile(s, pr, seed, par)
+	if f == "" || o.Err != nil {
+		return
+	}
+	if b, err := os.ReadFile(f); err == nil {
+		var r cachedRun
+		if json.Unmarshal(b, &r) == nil && len(r.Curve) >= len(o.Curve) {
+			return
+		}
+	}
+	b, _ := json.Marshal(cachedRun{Curve: o.Curve, SuggestNs: int64(o.Suggest)})
+	if err := os.MkdirAll(c.cache, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "tuners: -cache:", err)
+		return
+	}
+	tmp := f + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err == nil {
+		err = os.Rename(tmp, f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tuners: -cache:", err)
+		}
+	}
 }

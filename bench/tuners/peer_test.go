@@ -62,7 +62,7 @@ func TestOptunaSpace(t *testing.T) {
 // tell, and every tell answers the oldest pending trial.
 func TestScheduleParallel(t *testing.T) {
 	a := &recAsker{}
-	best, _, err := schedule(a, 20, 8, func(p space.Params) (float64, error) { return p["x0"].(float64), nil })
+	best, _, _, err := schedule(a, 20, 8, func(p space.Params) (float64, error) { return p["x0"].(float64), nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/trialform/trialform/tuner"
@@ -31,6 +33,11 @@ type Outcome struct {
 	Regret  float64
 	Suggest time.Duration // total time spent asking for parameters
 	Err     error
+	// Curve[k] is the regret of the best of the first k+1 completed trials
+	// (in completion order), so one run gives the regret at every smaller
+	// budget too: a sequential run's first k trials do not depend on the
+	// total (every tuner here is seeded and none reads the budget).
+	Curve []float64
 }
 
 // runEnv is what one worker goroutine owns: its Python processes.
@@ -68,7 +75,7 @@ type asker interface {
 // the oldest, and so on. With par = 1 that is the plain sequential loop; with
 // par = 8 the first 8 are asked before any is told. It returns the best value
 // and the time spent in ask.
-func schedule(a asker, trials, par int, eval func(space.Params) (float64, error)) (float64, time.Duration, error) {
+func schedule(a asker, trials, par int, eval func(space.Params) (float64, error)) (float64, []float64, time.Duration, error) {
 	type inflight struct {
 		h int
 		p space.Params
@@ -76,13 +83,14 @@ func schedule(a asker, trials, par int, eval func(space.Params) (float64, error)
 	var queue []inflight
 	best, asked := math.Inf(1), 0
 	var spent time.Duration
+	curve := make([]float64, 0, trials)
 	for asked < trials || len(queue) > 0 {
 		for len(queue) < par && asked < trials {
 			t0 := time.Now()
 			h, p, err := a.ask()
 			spent += time.Since(t0)
 			if err != nil {
-				return 0, spent, fmt.Errorf("trial %d: %w", asked+1, err)
+				return 0, nil, spent, fmt.Errorf("trial %d: %w", asked+1, err)
 			}
 			queue = append(queue, inflight{h, p})
 			asked++
@@ -91,14 +99,15 @@ func schedule(a asker, trials, par int, eval func(space.Params) (float64, error)
 		queue = queue[1:]
 		v, err := eval(tr.p)
 		if err != nil {
-			return 0, spent, err
+			return 0, nil, spent, err
 		}
 		if err := a.tell(tr.h, v); err != nil {
-			return 0, spent, err
+			return 0, nil, spent, err
 		}
 		best = math.Min(best, v)
+		curve = append(curve, best)
 	}
-	return best, spent, nil
+	return best, curve, spent, nil
 }
 
 // goAsker drives a Go tuner: the history holds every trial, pending ones
@@ -140,12 +149,46 @@ var tunerSettings = map[string]map[string]any{
 // (in tunerSettings); -go accepts them besides the registered names.
 var variants = map[string]string{"tpe-mv": "tpe"}
 
-// registeredName is the tuner that the benchmark name n runs.
+// registeredName is the tuner that the benchmark name n runs: a variant's,
+// or the part before the first ":" of "NAME:key=value:..." (see settingsOf).
 func registeredName(n string) string {
 	if r, ok := variants[n]; ok {
 		return r
 	}
-	return n
+	name, _, _ := strings.Cut(n, ":")
+	return name
+}
+
+// settingsOf is the settings that the benchmark name n runs its tuner with:
+// tunerSettings[n], or for "NAME:key=value:key=value" those pairs (a value
+// that parses as an integer is one, then a number, then true/false, else a
+// string), so that a setting can be compared without a code change, e.g.
+// -go 'tpe,tpe:prior_weight=0.5'.
+func settingsOf(n string) (map[string]any, error) {
+	if s, ok := tunerSettings[n]; ok {
+		return s, nil
+	}
+	parts := strings.Split(n, ":")
+	if len(parts) == 1 {
+		return nil, nil
+	}
+	out := map[string]any{}
+	for _, kv := range parts[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q: want NAME:key=value[:key=value...], not %q", n, kv)
+		}
+		if i, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[k] = i
+		} else if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[k] = f
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			out[k] = b
+		} else {
+			out[k] = v
+		}
+	}
+	return out, nil
 }
 
 // Run does one run of s on pr.
@@ -154,7 +197,11 @@ func (e *runEnv) Run(s Sampler, pr *Problem, seed int64, trials, par int) Outcom
 	var a asker
 	switch s.Side {
 	case "go":
-		tn, err := tuner.New(registeredName(s.Name), tunerSettings[s.Name], pr.Space)
+		set, err := settingsOf(s.Name)
+		if err != nil {
+			return Outcome{Err: err}
+		}
+		tn, err := tuner.New(registeredName(s.Name), set, pr.Space)
 		if err != nil {
 			return Outcome{Err: err}
 		}
@@ -191,6 +238,9 @@ func (e *runEnv) Run(s Sampler, pr *Problem, seed int64, trials, par int) Outcom
 	default:
 		return Outcome{Err: fmt.Errorf("unknown side %q", s.Side)}
 	}
-	best, spent, err := schedule(a, trials, par, eval)
-	return Outcome{Regret: best - pr.Optimum, Suggest: spent, Err: err}
+	best, curve, spent, err := schedule(a, trials, par, eval)
+	for i := range curve {
+		curve[i] -= pr.Optimum
+	}
+	return Outcome{Regret: best - pr.Optimum, Suggest: spent, Err: err, Curve: curve}
 }
