@@ -100,9 +100,6 @@ func TestConformance(t *testing.T) {
 		Lose:       loseTrial,
 		Parallel:   true,
 		CodeCopied: true,
-		Unimplemented: map[string]string{
-			conformance.CapKillNewSession: "the remote supervisor is POSIX sh on any host: it kills the trial's process group, and cannot follow a process the trial starts in a new session",
-		},
 	})
 }
 

@@ -4,6 +4,8 @@
 # removes DIR.
 #   sh stop.sh DIR GRACE_STEPS PURGE REASON
 d=$1 n=$2 purge=$3 reason=$4
+lib=${0%/*}
+. "$lib/reap.sh"
 [ -d "$d" ] || exit 0
 cd "$d" || exit 1
 get() { sed -n "s/^$1=//p" status 2>/dev/null | head -n 1; }
@@ -22,6 +24,8 @@ if [ "$state" = running ]; then
 		i=0
 		while alive "$pgid" && [ $i -lt 250 ]; do sleep 0.02; i=$((i + 1)); done
 	fi
+	# and what the trial started in a new session
+	reap "$d/$(get attempt)" "$n"
 	# the supervisor records the end; wait up to 5s for it
 	i=0
 	while [ "$(get state)" = running ] && [ -n "$sup" ] && kill -0 "$sup" 2>/dev/null && [ $i -lt 250 ]; do

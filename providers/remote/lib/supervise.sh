@@ -5,6 +5,8 @@
 # the attempt in DIR/status (key=value lines, replaced atomically) and, when
 # it exits, its exit code and why. A watchdog enforces max_duration.
 d=$1 a=$2 maxdur=$3 grace=$4 gpus=$5
+lib=${0%/*}
+. "$lib/reap.sh"
 cd "$d" || exit 1
 
 now() { date +%s.%N; }
@@ -44,7 +46,7 @@ pid= pid_start= code= outcome= reason= ended=
 stdout_off=$(wc -c <stdout 2>/dev/null || echo 0)
 stdout_off=$((stdout_off + 0))
 started=$(now)
-setsid sh ./run.sh >>stdout 2>>stderr </dev/null &
+TRIALFORM_SESSION="$d/$a" setsid sh ./run.sh >>stdout 2>>stderr </dev/null &
 pid=$!
 pstart $pid
 pid_start=$ps_start
@@ -61,6 +63,9 @@ wait "$pid"
 code=$?
 ended=$(now)
 [ -n "$wd" ] && kill -KILL "-$wd" 2>/dev/null
+# What the trial left running (background jobs, daemons in a new session)
+# does not outlive it.
+reap "$d/$a" 50
 if [ -e stop ]; then
 	outcome=stopped reason=$(head -c 300 stop | tr '\n' ' ')
 elif [ -e timeout ]; then
