@@ -55,6 +55,7 @@ func init() {
 		Settings: map[string]string{
 			"start_step": "int >= 1, the first step at which a trial can be stopped (default 1)",
 			"min_trials": "int >= 1, completed trials needed before any trial is stopped (default 1)",
+			"percentile": "number in (0, 100], a trial must be in the top percentile % of the completed trials' running averages to go on; 50 is the median (default 50)",
 		},
 		New: newMedianStop,
 	})
@@ -125,8 +126,12 @@ func better(goal Goal, a, b float64) bool {
 // assessor applies it: a running trial is stopped at step s (s >=
 // start_step) when its best value up to s is worse than the median of the
 // running averages, up to s, of the completed trials that reached s.
+// percentile generalises the median as Optuna's PercentilePruner does: a
+// trial goes on only if its best value is within the top percentile % of
+// those averages (50: the median).
 type medianStop struct {
 	startStep, minTrials int
+	percentile           float64
 }
 
 func newMedianStop(in map[string]any) (Assessor, error) {
@@ -142,7 +147,11 @@ func newMedianStop(in map[string]any) (Assessor, error) {
 	if err != nil {
 		return nil, relabel(err)
 	}
-	return &medianStop{startStep: int(start), minTrials: int(minT)}, nil
+	pct, err := s.float("percentile", 50, 1e-9, 100)
+	if err != nil {
+		return nil, relabel(err)
+	}
+	return &medianStop{startStep: int(start), minTrials: int(minT), percentile: pct}, nil
 }
 
 func (m *medianStop) Assess(req AssessRequest) map[string]string {
@@ -166,7 +175,13 @@ func (m *medianStop) Assess(req AssessRequest) map[string]string {
 		if len(avgs) < m.minTrials {
 			continue
 		}
-		med := medianOf(avgs)
+		// The bar: the running average that the top percentile % of the
+		// completed trials reach.
+		qt := 1 - m.percentile/100
+		if req.Goal == Minimize {
+			qt = m.percentile / 100
+		}
+		med := quantileOf(avgs, qt)
 		best := c.Values[0]
 		for _, v := range c.Values[1:step] {
 			if better(req.Goal, v, best) {
@@ -174,21 +189,28 @@ func (m *medianStop) Assess(req AssessRequest) map[string]string {
 			}
 		}
 		if better(req.Goal, med, best) {
-			out[c.TrialID] = fmt.Sprintf("medianstop: best %s by step %d is worse than the median %s of %d completed trial(s) at that step",
-				fmtNum(best), step, fmtNum(med), len(avgs))
+			bar := "the median"
+			if m.percentile != 50 {
+				bar = fmt.Sprintf("the top-%g%% bar", m.percentile)
+			}
+			out[c.TrialID] = fmt.Sprintf("medianstop: best %s by step %d is worse than %s %s of %d completed trial(s) at that step",
+				fmtNum(best), step, bar, fmtNum(med), len(avgs))
 		}
 	}
 	return out
 }
 
-func medianOf(xs []float64) float64 {
+// quantileOf is the p-quantile of xs (linear interpolation between order
+// statistics; p = 0.5 is the median).
+func quantileOf(xs []float64, p float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
+	pos := p * float64(len(s)-1)
+	i := int(math.Floor(pos))
+	if i+1 >= len(s) {
+		return s[len(s)-1]
 	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return s[i] + (pos-float64(i))*(s[i+1]-s[i])
 }
 
 func fmtNum(v float64) string { return fmt.Sprintf("%.6g", v) }
@@ -286,53 +308,13 @@ func (cf *curveFitting) Assess(req AssessRequest) map[string]string {
 	return out
 }
 
-// predictCurve extrapolates ys (ys[i] at x = i+1) to x = at.
+// predictCurve extrapolates ys (ys[i] at x = i+1) to x = at: the fits
+// of the model ensemble, weighted by 1/(sse + ε) so that the better fit
+// dominates.
 func predictCurve(ys []float64, at float64) (float64, bool) {
-	for _, y := range ys {
-		if math.IsNaN(y) || math.IsInf(y, 0) {
-			return 0, false
-		}
-	}
-	type fit struct{ pred, sse float64 }
-	var fits []fit
-	// log-linear: y = a ln x + b (linear least squares in ln x).
-	if a, b, ok := linfit(len(ys), func(i int) float64 { return math.Log(float64(i + 1)) }, ys); ok {
-		fits = append(fits, fit{a*math.Log(at) + b, sse(ys, func(x float64) float64 { return a*math.Log(x) + b })})
-	}
-	// pow3: y = c - a x^-α and exp3: y = c - a e^-βx, each linear in (a, c)
-	// for a fixed shape parameter: grid over the shape, keep the best fit.
-	for _, shape := range []struct {
-		g    func(x, s float64) float64
-		grid []float64
-	}{
-		{func(x, s float64) float64 { return math.Pow(x, -s) }, shapeGrid(0.05, 4)},
-		{func(x, s float64) float64 { return math.Exp(-s * x) }, shapeGrid(0.01, 2)},
-	} {
-		bestFit := fit{sse: math.Inf(1)}
-		for _, s := range shape.grid {
-			s := s
-			a, c, ok := linfit(len(ys), func(i int) float64 { return shape.g(float64(i+1), s) }, ys)
-			if !ok {
-				continue
-			}
-			e := sse(ys, func(x float64) float64 { return a*shape.g(x, s) + c })
-			if e < bestFit.sse {
-				bestFit = fit{a*shape.g(at, s) + c, e}
-			}
-		}
-		if !math.IsInf(bestFit.sse, 1) {
-			fits = append(fits, bestFit)
-		}
-	}
-	if len(fits) == 0 {
-		return 0, false
-	}
-	// Weight each model by 1/(sse + ε): the better fit dominates.
+	fits := curveFits(ys, at)
 	num, den := 0.0, 0.0
 	for _, f := range fits {
-		if math.IsNaN(f.pred) || math.IsInf(f.pred, 0) {
-			continue
-		}
 		w := 1 / (f.sse + 1e-12)
 		num += w * f.pred
 		den += w
@@ -341,6 +323,79 @@ func predictCurve(ys []float64, at float64) (float64, bool) {
 		return 0, false
 	}
 	return num / den, true
+}
+
+// curveFit is one model's least-squares fit: its value at the target step
+// and its sum of squared residuals.
+type curveFit struct {
+	model     string
+	pred, sse float64
+}
+
+// curveFits fits each model of the ensemble to ys (ys[i] at x = i+1) and
+// returns their values at x = at (models that do not fit are left out).
+func curveFits(ys []float64, at float64) []curveFit {
+	for _, y := range ys {
+		if math.IsNaN(y) || math.IsInf(y, 0) {
+			return nil
+		}
+	}
+	var fits []curveFit
+	// log-linear: y = a ln x + b (linear least squares in ln x).
+	if a, b, ok := linfit(len(ys), func(i int) float64 { return math.Log(float64(i + 1)) }, ys); ok {
+		fits = append(fits, curveFit{"loglinear", a*math.Log(at) + b, sse(ys, func(x float64) float64 { return a*math.Log(x) + b })})
+	}
+	// pow3: y = c - a x^-α and exp3: y = c - a e^-βx, each linear in (a, c)
+	// for a fixed shape parameter: grid over the shape, keep the best fit.
+	for _, shape := range []struct {
+		name string
+		g    func(x, s float64) float64
+		grid []float64
+	}{
+		{"pow3", func(x, s float64) float64 { return math.Pow(x, -s) }, shapeGrid(0.05, 4)},
+		{"exp3", func(x, s float64) float64 { return math.Exp(-s * x) }, shapeGrid(0.01, 2)},
+	} {
+		best := curveFit{model: shape.name, sse: math.Inf(1)}
+		for _, s := range shape.grid {
+			s := s
+			a, c, ok := linfit(len(ys), func(i int) float64 { return shape.g(float64(i+1), s) }, ys)
+			if !ok {
+				continue
+			}
+			e := sse(ys, func(x float64) float64 { return a*shape.g(x, s) + c })
+			if e < best.sse {
+				best.pred, best.sse = a*shape.g(at, s)+c, e
+			}
+		}
+		if !math.IsInf(best.sse, 1) {
+			fits = append(fits, best)
+		}
+	}
+	// pow4: y = c - a (x + b)^-α, a power law shifted by b steps, which
+	// also fits curves that rise linearly at first; grid over (b, α).
+	best := curveFit{model: "pow4", sse: math.Inf(1)}
+	for _, b := range []float64{0.5, 1, 2, 4, 8, 16, 32} {
+		for _, al := range shapeGrid(0.05, 4) {
+			g := func(x float64) float64 { return math.Pow(x+b, -al) }
+			a, c, ok := linfit(len(ys), func(i int) float64 { return g(float64(i + 1)) }, ys)
+			if !ok {
+				continue
+			}
+			if e := sse(ys, func(x float64) float64 { return a*g(x) + c }); e < best.sse {
+				best.pred, best.sse = a*g(at)+c, e
+			}
+		}
+	}
+	if !math.IsInf(best.sse, 1) {
+		fits = append(fits, best)
+	}
+	out := fits[:0]
+	for _, f := range fits {
+		if !math.IsNaN(f.pred) && !math.IsInf(f.pred, 0) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // shapeGrid is 32 shape parameters spaced geometrically over [lo, hi].
