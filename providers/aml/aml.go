@@ -222,6 +222,16 @@ type JobResource struct {
 	Name       string        `json:"name,omitempty"`
 	Type       string        `json:"type,omitempty"`
 	Properties JobProperties `json:"properties"`
+	SystemData *SystemData   `json:"systemData,omitempty"`
+}
+
+// SystemData is ARM's record of when the resource was created and last
+// changed: the job resource has no start or end time of its own, so the
+// job started (was queued) at createdAt and an ended job ended at
+// lastModifiedAt.
+type SystemData struct {
+	CreatedAt      *time.Time `json:"createdAt,omitempty"`
+	LastModifiedAt *time.Time `json:"lastModifiedAt,omitempty"`
 }
 
 // JobProperties are a command job's properties.
@@ -270,7 +280,8 @@ func (c *Client) Resource(spec cloudjob.JobSpec, envID string) JobResource {
 	if c.Job.Datastore != "" {
 		// The datastore is mounted where AML chooses; the container mount
 		// point becomes a link to it before the trial's command runs.
-		cmd = "mkdir -p " + shq(parent(c.Job.Mount)) + " && ln -sfn ${{inputs." + mountInput + "}} " + shq(c.Job.Mount) + " && " + cmd
+		m := shq(c.Job.Mount)
+		cmd = "mkdir -p " + shq(parent(c.Job.Mount)) + " && { [ -e " + m + " ] || ln -sfn ${{inputs." + mountInput + "}} " + m + " || [ -e " + m + " ]; } && " + cmd
 		inputs = map[string]JobInput{mountInput: {JobInputType: "uri_folder", URI: "azureml://datastores/" + c.Job.Datastore + "/paths/", Mode: "ReadWriteMount"}}
 	}
 	exp := c.Job.Experiment
@@ -338,8 +349,7 @@ func (c *Client) RenderSpec(spec cloudjob.JobSpec) (string, error) {
 }
 
 func render(p JobProperties) string {
-	lines := []string{"command = " + strings.ReplaceAll(p.Command, "\n", `\n`), "compute = " + p.ComputeID, "environment = " + p.EnvironmentID,
-		"experiment = " + p.ExperimentName}
+	lines := []string{"command = " + strings.ReplaceAll(p.Command, "\n", `\n`), "compute = " + p.ComputeID, "environment = " + p.EnvironmentID}
 	if p.Resources != nil {
 		lines = append(lines, fmt.Sprintf("instance_count = %d", p.Resources.InstanceCount))
 	}
@@ -401,6 +411,12 @@ func (c *Client) job(r JobResource) cloudjob.Job {
 		j.URL = s.Endpoint
 	}
 	j.Phase, j.Reason = phase(r.Properties.Status)
+	if sd := r.SystemData; sd != nil {
+		j.Started = sd.CreatedAt
+		if j.Phase.Ended() {
+			j.Ended = sd.LastModifiedAt
+		}
+	}
 	return j
 }
 
@@ -415,7 +431,7 @@ func phase(status string) (providers.Phase, string) {
 	case "Completed":
 		return providers.PhaseSucceeded, ""
 	case "Failed":
-		return providers.PhaseFailed, "Azure ML says Failed"
+		return providers.PhaseFailed, "" // the exit status from the mount says why
 	case "Canceled":
 		return providers.PhaseKilled, "canceled"
 	}
