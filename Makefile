@@ -60,9 +60,11 @@ demo-clean:
 bench: build
 	go build -o bin/genstate ./bench/genstate
 	go build -o bin/watchlat ./bench/watchlat
+	go build -o bin/loadstate ./bench/loadstate
 	bash scripts/bench.sh
 	bash scripts/build-k8s.sh >/dev/null
 	TRIALFORM_K8S_BENCH=1 $(GO) test -count=1 -run TestBench1000 -v ./providers/kubernetes/ | grep -E '^(kubernetes bench|--- )'
+	TRIALFORM_K8S_BENCH=1 $(GO) test -count=1 -run TestBenchKubeflow200 -v ./providers/kubernetes/ | grep -E '^(kubeflow bench|--- )'
 	$(MAKE) bench-tuners
 	$(MAKE) bench-ui
 

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -62,11 +63,18 @@ type Session struct {
 	// Hard is cancelled too (a second Ctrl-C). Nil: they always finish.
 	Hard context.Context
 
-	mu      sync.Mutex // guards st and version
+	mu      sync.Mutex // guards st, version and the dirty set
 	st      *state.State
 	version uint64
-	saveMu  sync.Mutex
-	saved   uint64
+	// The trials changed since the last save, for a store that saves
+	// only those (TrialStore); dirtyAll when a change did not name them.
+	dirty    []state.TrialRef
+	dirtyAll bool
+	// shared is set once view handed out trials of st: from then on a
+	// change replaces a trial by a copy instead of changing it in place.
+	shared bool
+	saveMu sync.Mutex
+	saved  uint64
 
 	moves []plan.Move // made by Refresh, for the next plan to show
 
@@ -84,6 +92,46 @@ func (s *Session) State() *state.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.st.Clone()
+}
+
+// view returns a snapshot of the state for reading only: its own maps and
+// experiment records, but the trials are st's (a change copies a trial
+// before changing it once a view exists), so it costs a map copy, not a
+// deep copy of every trial.
+func (s *Session) view() *state.State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shared = true
+	c := *s.st
+	c.Experiments = make(map[string]*state.Experiment, len(s.st.Experiments))
+	for name, e := range s.st.Experiments {
+		h := *e
+		h.Trials = nil
+		ce := h.Clone()
+		ce.Trials = maps.Clone(e.Trials)
+		c.Experiments[name] = ce
+	}
+	return &c
+}
+
+// unshare makes the trials refs names (every trial, for nil refs) st's own
+// before a change, when a view may share them. The caller holds mu.
+func (s *Session) unshare(refs []state.TrialRef) {
+	if !s.shared {
+		return
+	}
+	if refs == nil {
+		s.st = s.st.Clone()
+		s.shared = false
+		return
+	}
+	for _, r := range refs {
+		if e := s.st.Experiments[r.Experiment]; e != nil {
+			if t := e.Trials[r.ID]; t != nil {
+				e.Trials[r.ID] = t.Clone()
+			}
+		}
+	}
 }
 
 // trialView returns, under the lock, deep copies of experiment exp without
@@ -111,9 +159,20 @@ func (s *Session) trialView(exp, id string) (e *state.Experiment, t *state.Trial
 
 // change mutates the state under the lock and saves it. Concurrent changes
 // are group-committed: one Save covers every change made before it began.
+// fn may change anything: the save compares the whole state.
 func (s *Session) change(fn func(st *state.State)) error {
+	return s.changeTrials(nil, fn)
+}
+
+// changeTrials is change for an fn that changes (adds, modifies or removes)
+// only the trials refs names, and experiments' own fields: the save
+// compares and writes only those, so it costs what changed. A nil refs is
+// change.
+func (s *Session) changeTrials(refs []state.TrialRef, fn func(st *state.State)) error {
 	s.mu.Lock()
+	s.unshare(refs)
 	fn(s.st)
+	s.markDirty(refs)
 	s.version++
 	v := s.version
 	s.mu.Unlock()
@@ -129,7 +188,7 @@ func (s *Session) change(fn func(st *state.State)) error {
 		// Compute the change under the lock, make it durable without it:
 		// changes made during the fsync wait on saveMu and share the next
 		// one.
-		commit, err := gs.Prepare(s.st)
+		commit, err := s.prepare(gs)
 		s.mu.Unlock()
 		if err == nil && commit != nil {
 			err = commit()
@@ -140,6 +199,7 @@ func (s *Session) change(fn func(st *state.State)) error {
 		s.saved = cur
 		return nil
 	}
+	s.dirty, s.dirtyAll = nil, false
 	err := s.Store.Save(s.st)
 	s.mu.Unlock()
 	if err != nil {
@@ -147,6 +207,38 @@ func (s *Session) change(fn func(st *state.State)) error {
 	}
 	s.saved = cur
 	return nil
+}
+
+// markDirty adds refs to the trials the next save must look at (nil:
+// everything). The caller holds mu.
+func (s *Session) markDirty(refs []state.TrialRef) {
+	if refs == nil {
+		s.dirtyAll = true
+		return
+	}
+	s.dirty = append(s.dirty, refs...)
+}
+
+// prepare computes the next save with gs, naming the changed trials when
+// gs can use them. The caller holds mu.
+func (s *Session) prepare(gs GroupStore) (func() error, error) {
+	ts, ok := gs.(TrialStore)
+	if !ok || s.dirtyAll {
+		s.dirty, s.dirtyAll = nil, false
+		return gs.Prepare(s.st)
+	}
+	refs := s.dirty
+	if refs == nil {
+		refs = []state.TrialRef{}
+	}
+	s.dirty = nil
+	return ts.PrepareTrials(s.st, refs)
+}
+
+// TrialStore is the optional part of a GroupStore (state.Manager) that
+// saves only the trials a change names.
+type TrialStore interface {
+	PrepareTrials(s *state.State, refs []state.TrialRef) (commit func() error, err error)
 }
 
 // GroupStore is the optional part of a StateStore (state.Manager) that
@@ -168,21 +260,64 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 	defer s.saveMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := s.st.Clone()
-	changes, batches := plan.Observe(next, obs, now)
+	// Observe changes only the trials observed: it works on copies of
+	// those (the state is untouched if recording the metrics fails), which
+	// then replace the originals.
+	view, refs := observedView(s.st, obs)
+	changes, batches := plan.Observe(view, obs, now)
 	for _, b := range batches {
 		if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
 			return nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
 		}
 	}
-	s.st = next
+	for name, ve := range view.Experiments {
+		e := s.st.Experiments[name]
+		for id, t := range ve.Trials {
+			e.Trials[id] = t
+		}
+	}
+	s.markDirty(refs)
 	s.version++
 	v := s.version
-	if err := s.Store.Save(s.st); err != nil {
+	var err error
+	if gs, ok := s.Store.(GroupStore); ok {
+		var commit func() error
+		commit, err = s.prepare(gs)
+		if err == nil && commit != nil {
+			err = commit()
+		}
+	} else {
+		s.dirty, s.dirtyAll = nil, false
+		err = s.Store.Save(s.st)
+	}
+	if err != nil {
 		return nil, fatal{fmt.Errorf("save state: %w", err)}
 	}
 	s.saved = v
 	return changes, nil
+}
+
+// observedView returns a state holding copies of st's trials that obs
+// observed (and of their experiments' own fields), and their names.
+func observedView(st *state.State, obs *plan.Observations) (*state.State, []state.TrialRef) {
+	view := &state.State{Version: st.Version, Serial: st.Serial, Lineage: st.Lineage, Experiments: map[string]*state.Experiment{}}
+	refs := []state.TrialRef{}
+	for name, seen := range obs.Trials {
+		e := st.Experiments[name]
+		if e == nil {
+			continue
+		}
+		h := *e
+		h.Trials = make(map[string]*state.Trial, len(seen))
+		for id := range seen {
+			if t := e.Trials[id]; t != nil {
+				h.Trials[id] = t.Clone()
+				refs = append(refs, state.TrialRef{Experiment: name, ID: id})
+			}
+		}
+		view.Experiments[name] = &h
+	}
+	return view, refs
 }
 
 // Refresh reads the platforms, folds what they report into the state,
@@ -195,7 +330,7 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 	s.mu.Lock()
 	s.moves = append(s.moves, moves...)
 	s.mu.Unlock()
-	cur := s.State()
+	cur := s.view()
 	names := map[string]string{}
 	for n, e := range s.Config.Experiments {
 		names[n] = e.Platform.Key()
@@ -211,7 +346,7 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 		return nil, nil, err
 	}
 	if rm, ok := s.Store.(RefreshMarker); ok {
-		st := s.State()
+		st := s.view()
 		var refreshed []string
 		for n := range names {
 			if st.Experiments[n] != nil {
@@ -240,7 +375,7 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 	if err != nil {
 		return nil, err
 	}
-	st := s.State()
+	st := s.view()
 	curves, err := s.curves(st)
 	if err != nil {
 		return nil, err
@@ -403,7 +538,11 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 
 	// 4. Record the intent of every new trial, then start.
 	if ctx.Err() == nil && len(starts) > 0 {
-		err := s.change(func(st *state.State) {
+		refs := make([]state.TrialRef, 0, len(starts))
+		for _, a := range starts {
+			refs = append(refs, refOf(a)[0])
+		}
+		err := s.changeTrials(refs, func(st *state.State) {
 			for _, a := range starts {
 				if a.Action == plan.Resume && a.Cause == plan.CauseReplace {
 					// -replace of an ended trial: a new attempt, its old
@@ -565,7 +704,7 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 		return err
 	}
 	end := s.Now().UTC()
-	return s.change(func(st *state.State) {
+	return s.changeTrials(refOf(a), func(st *state.State) {
 		e := st.Experiments[a.Experiment]
 		if e == nil {
 			return
@@ -619,7 +758,7 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 	h, err := prov.Start(ctx, req)
 	if errors.Is(err, providers.ErrNoCapacity) {
 		why := err.Error()
-		_ = s.change(func(st *state.State) {
+		_ = s.changeTrials(refOf(a), func(st *state.State) {
 			if t := st.Experiments[a.Experiment].Trials[a.TrialID]; t != nil {
 				t.Reason = why
 			}
@@ -630,7 +769,7 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		msg := err.Error()
 		permanent := providers.IsPermanent(err)
 		end := s.Now().UTC()
-		_ = s.change(func(st *state.State) {
+		_ = s.changeTrials(refOf(a), func(st *state.State) {
 			t := st.Experiments[a.Experiment].Trials[a.TrialID]
 			if t == nil {
 				return
@@ -651,7 +790,7 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		return err
 	}
 	started := s.Now().UTC()
-	return s.change(func(st *state.State) {
+	return s.changeTrials(refOf(a), func(st *state.State) {
 		t := st.Experiments[a.Experiment].Trials[a.TrialID]
 		if t == nil {
 			return
@@ -705,4 +844,9 @@ func (s *Session) purge(ctx context.Context, ep *plan.ExperimentPlan, errs *[]er
 		return false
 	}
 	return true
+}
+
+// refOf names the trial of an action, for changeTrials.
+func refOf(a *plan.TrialAction) []state.TrialRef {
+	return []state.TrialRef{{Experiment: a.Experiment, ID: a.TrialID}}
 }

@@ -22,6 +22,12 @@ var cloudFields = map[string]map[string]string{
 		"localStorageMountPoint": "local_storage_mount_point", "nniManagerNFSMountPath": "local_storage_mount_point",
 		"containerStorageMountPoint": "container_storage_mount_point", "containerNFSMountPath": "container_storage_mount_point",
 	},
+	"dlc": {
+		"jobType": "job_type", "image": "image", "podCount": "pod_count", "ecsSpec": "ecs_spec", "region": "region",
+		"workspaceId": "workspace_id", "nasDataSourceId": "nas_data_source_id", "ossDataSourceId": "oss_data_source_id",
+		"accessKeyId": "access_key_id", "accessKeySecret": "access_key_secret",
+		"localStorageMountPoint": "local_storage_mount_point", "containerStorageMountPoint": "container_storage_mount_point",
+	},
 	"aml": {
 		"subscriptionId": "subscription_id", "resourceGroup": "resource_group", "workspaceName": "workspace_name",
 		"computeTarget": "compute_target", "dockerImage": "image", "image": "image",
@@ -41,6 +47,7 @@ var cloudReasons = map[string]string{
 	"openpaiConfigFile":    "a job protocol to merge: trialform writes the job from docker_image and the trial_* resources",
 	"paiConfigPath":        "a job protocol to merge: trialform writes the job from docker_image and the trial_* resources",
 	"platform":             "",
+	"type":                 "the DLC node type: trialform's dlc jobs have one kind of node, Worker (NNI's default)",
 	"maxTrialNumberPerGpu": "each trial is its own Azure ML job: the compute target's scheduler places jobs on GPUs",
 	"useActiveGpu":         "each trial is its own Azure ML job: the compute target's scheduler places jobs on GPUs",
 }

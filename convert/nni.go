@@ -877,7 +877,7 @@ func (c *conv) nniV2Platforms(o *obj, trial *block, vs *vars) []*block {
 			p = newBlock("platform", "adaptdl", "default")
 			c.nniAdl(p, ts, trial)
 			ts.done(p, nniReasons)
-		case "openpai", "pai", "dlts", "aml":
+		case "openpai", "pai", "dlts", "dlc", "aml":
 			if kind == "pai" {
 				kind = "openpai"
 			}
@@ -885,9 +885,6 @@ func (c *conv) nniV2Platforms(o *obj, trial *block, vs *vars) []*block {
 			ts.ignore("platform")
 			c.nniCloud(kind, p, ts)
 			ts.done(p, cloudReasons)
-		case "dlc":
-			p = c.unsupported(kind, ts.keyNode("platform"))
-			c.genericPlatform(ts, p, vs, kind)
 		case "":
 			c.failf(n, "%s needs platform (local, remote, openpai, aml, dlc, kubeflow, frameworkcontroller, adl)", path)
 		default:

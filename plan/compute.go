@@ -203,7 +203,7 @@ func warnUnknown(name, platform string, listed []providers.Observation, p *Plan)
 	if len(ids) == 0 {
 		return
 	}
-	p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s is not in the state but %s holds %d unfinished trial(s) of it (%s), started by another state or before the state lost it; a new trial with one of those ids would take it over with other parameters: adopt them first with `trialform import -all %s`, or remove them on the platform",
+	p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s is not in the state but %s holds %d unfinished trial(s) of it (%s), started by another state or before the state lost it; a new trial with one of those ids cannot start, since the platform refuses a trial that another state owns: adopt them first with `trialform import -all %s`, or remove them on the platform",
 		name, platform, len(ids), strings.Join(ids, ", "), name))
 }
 

@@ -158,8 +158,9 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		l.tunerParams = tuner.ExtraParams(e.Tuner.Name)
 		l.decodeTrial(blk, e)
 		if len(e.Trial.SensitiveEnv) > 0 && e.Platform != nil && e.Platform.Kind != "local" && e.Platform.Kind != "remote" {
+			where, fix := sensitiveEnvAdvice(e.Platform.Kind)
 			l.errorf(blk.DefRange.Ptr(), "Sensitive value not supported on this platform",
-				"trial.env holds a sensitive value, which the %s platform would write into objects anyone who can read them sees. Keep the secret in a Kubernetes Secret and reference it from the platform's pod spec instead.", e.Platform.Kind)
+				"trial.env holds a sensitive value, which the %s platform would write into %s. %s", e.Platform.Kind, where, fix)
 		}
 		l.tunerParams = nil
 	} else {
@@ -630,4 +631,16 @@ func (l *loader) checkShellTemplate(tpl *Template, ss *SearchSpace) bool {
 		}
 	}
 	return ok
+}
+
+// sensitiveEnvAdvice says where a platform would put a trial's environment
+// and where a secret belongs instead.
+func sensitiveEnvAdvice(kind string) (where, fix string) {
+	switch kind {
+	case "openpai", "dlc", "aml", "dlts":
+		return "the job definition, which anyone who can list the service's jobs sees",
+			"Keep the secret in the service's own secret store (a key vault, a credential the workspace holds) and read it from the trial instead."
+	}
+	return "objects anyone who can read them sees",
+		"Keep the secret in a Kubernetes Secret and reference it from the platform's pod spec instead."
 }

@@ -80,11 +80,12 @@ platform "frameworkcontroller" "fc" {
 func TestCRDPlatformErrors(t *testing.T) {
 	for _, tt := range []struct{ kind, body, pos, want string }{
 		{"kubeflow", "operator = \"tfjob\"\nworker {\n}\nnamespce = \"ml\"", "main.hcl:6,", `Unsupported argument: An argument named "namespce" is not expected in platform "kubeflow"`},
-		{"kubeflow", "operator = \"mxjob\"\nworker {\n}", "main.hcl:3,", `Invalid value: operator = "mxjob": the kubeflow platform runs "tfjob" (TFJob) or "pytorchjob"`},
+		{"kubeflow", "operator = \"mxjob\"\nworker {\n}", "main.hcl:3,", `Invalid value: operator = "mxjob": the kubeflow platform does not run MPIJob or MXJob`},
+		{"kubeflow", "operator = \"xgboostjob\"\nworker {\n}", "main.hcl:", `An XGBoostJob needs a master block`},
 		{"kubeflow", "operator = 3\nworker {\n}", "main.hcl:3,", `operator = "3"`},
 		{"kubeflow", "worker {\n}", "main.hcl:2,", `Missing required argument: A kubeflow platform needs operator`},
-		{"kubeflow", "operator = \"pytorchjob\"\nworker {\n}\nps {\n}", "main.hcl:6,", `A ps block is for operator "tfjob"`},
-		{"kubeflow", "operator = \"tfjob\"\nworker {\n}\nmaster {\n}", "main.hcl:6,", `A master block is for operator "pytorchjob"`},
+		{"kubeflow", "operator = \"pytorchjob\"\nworker {\n}\nps {\n}", "main.hcl:6,", `A ps block is not for operator "pytorchjob": a PyTorchJob has master and worker.`},
+		{"kubeflow", "operator = \"tfjob\"\nworker {\n}\nmaster {\n}", "main.hcl:6,", `A master block is not for operator "tfjob": a TFJob has worker and ps.`},
 		{"kubeflow", "operator = \"tfjob\"\nworker {\n  replicas = 0\n}", "main.hcl:5,", `Invalid value: replicas must be a whole number >= 1`},
 		{"kubeflow", "operator = \"tfjob\"\nworker {\n  replicas = 1.5\n}", "main.hcl:5,", `replicas must be a whole number >= 1`},
 		{"kubeflow", "operator = \"tfjob\"\nworker {\n  gpus = 1\n}", "main.hcl:5,", `An argument named "gpus" is not expected in worker`},

@@ -67,3 +67,29 @@ experiment "e" {
 		}
 	}
 }
+
+// TestSensitiveEnvRefusedOffMachine: a platform that writes trial.env into
+// objects others can read refuses a sensitive value there, and the advice
+// fits the platform (a cloud service has no Kubernetes Secret).
+func TestSensitiveEnvRefusedOffMachine(t *testing.T) {
+	for _, c := range []struct{ platform, want, not string }{
+		{"platform \"kubernetes\" \"k\" {\n  namespace = \"ml\"\n}\n", "Kubernetes Secret", "secret store"},
+		{"platform \"openpai\" \"k\" {\n  host = \"pai.example.com\"\n  username = \"u\"\n  token = \"t\"\n  local_storage_mount_point = \"/mnt/a\"\n  container_storage_mount_point = \"/mnt/b\"\n  docker_image = \"img\"\n}\n", "the job definition", "Kubernetes"},
+	} {
+		kind := strings.Fields(c.platform)[1]
+		_, errs := loadSensitiveSrc(t, sensitiveBase+c.platform+`
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 1
+  platform     = platform.`+strings.Trim(kind, `"`)+`.k
+  trial {
+    command = "true"
+    env     = { A = local.hdr }
+  }
+}
+`, "TRIALFORM_VAR_tok=zzsecretzz")
+		if !strings.Contains(errs, "Sensitive value not supported on this platform") || !strings.Contains(errs, c.want) || strings.Contains(errs, c.not) || strings.Contains(strings.ToLower(errs), "zzsecretzz") {
+			t.Errorf("%s: %s", kind, errs)
+		}
+	}
+}

@@ -6,8 +6,6 @@ cd "$(dirname "$0")/.."
 BIN="$PWD/bin/trialform"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-N=${BENCH_TRIALS:-300}
-P=${BENCH_CONCURRENCY:-16}
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
@@ -18,9 +16,16 @@ GENSTATE="$PWD/bin/genstate"
 WATCHLAT="$PWD/bin/watchlat"
 [ -x "$WATCHLAT" ] || go build -o "$WATCHLAT" ./bench/watchlat
 
-# 1. N trivial trials at concurrency P, next to xargs -P running the same commands.
-mkdir -p "$work/launch"
-cat > "$work/launch/main.hcl" <<HCL
+# 1. Trivial trials next to xargs -P running the same commands, each
+# ratio taken in one run (xargs, then trialform, back to back): 300 and
+# 1,000 trials at concurrency 16, 10,000 at concurrency 64. The CPU is the
+# CLI's plus everything it waited for (supervisors, trials). The load
+# average is printed: on a shared machine wall times swing, ratios less.
+# BENCH_LAUNCH="N:P ..." overrides the list; BENCH_REPEAT the repetitions.
+launch() {
+  local n=$1 p=$2 d="$work/launch-$1-$2"
+  mkdir -p "$d"
+  cat > "$d/main.hcl" <<HCL
 search_space "s" {
   param "x" { randint = [0, 1000000000] }
 }
@@ -29,29 +34,34 @@ experiment "bench" {
   tuner "random" {
     seed = 1
   }
-  max_trials  = $N
-  concurrency = $P
+  max_trials  = $n
+  concurrency = $p
   trial {
     command = "echo 'trialform: {\"default\": '\${param.x}'}'"
   }
 }
 HCL
-t0=$(now)
-seq "$N" | xargs -P "$P" -I{} sh -c "echo 'trialform: {\"default\": {}}' > /dev/null"
-t1=$(now)
-xargs_s=$(elapsed "$t0" "$t1")
+  local t0 t1 t2 xs ts ok cpu
+  t0=$(now)
+  seq "$n" | xargs -P "$p" -I{} sh -c "echo 'trialform: {\"default\": {}}' > /dev/null"
+  t1=$(now)
+  /usr/bin/env time -f "%U %S %M" -o "$d/time" "$BIN" -chdir="$d" apply -auto-approve -wait -parallelism "$p" > "$d/log" 2>&1
+  t2=$(now)
+  ok=$("$BIN" -chdir="$d" trials bench -json | grep -c '"status": "SUCCEEDED"' || true)
+  read -r u s kb < "$d/time"
+  awk -v a="$t0" -v b="$t1" -v c="$t2" -v u="$u" -v s="$s" -v kb="$kb" -v ok="$ok" -v n="$n" -v p="$p" -v l="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+    printf "  %5d trials @%-2d  xargs %6.2f s  trialform %7.2f s  ratio %5.1fx (target <= 3x)  CPU %6.2f s (%.1f ms/trial)  CLI RSS %d MB  %d SUCCEEDED  load %s\n",
+      n, p, b - a, c - b, (c - b) / (b - a), u + s, 1000 * (u + s) / n, kb / 1024, ok, l }'
+  rm -rf "$d"
+}
+echo "launch: trivial trials, apply -auto-approve -wait next to xargs -P (NNI 3.0 local mode: about 36x)"
+for r in $(seq "${BENCH_REPEAT:-1}"); do
+  for np in ${BENCH_LAUNCH:-300:16 1000:16 10000:64}; do
+    launch "${np%%:*}" "${np##*:}"
+  done
+done
 
-t0=$(now)
-"$BIN" -chdir="$work/launch" apply -auto-approve -wait -parallelism "$P" > "$work/launch.log"
-t1=$(now)
-tf_s=$(elapsed "$t0" "$t1")
-done_n=$("$BIN" -chdir="$work/launch" trials bench -json | grep -c '"status": "SUCCEEDED"' || true)
-echo "launch: $N trials of a trivial command, concurrency $P"
-echo "  xargs -P $P:          ${xargs_s} s"
-echo "  trialform apply -wait: ${tf_s} s  ($done_n SUCCEEDED)"
-awk -v a="$tf_s" -v b="$xargs_s" 'BEGIN { printf "  overhead ratio:        %.2fx (target <= 3x)\n", a / b }'
-
-# 2. plan with 10,000 trials in state.
+# 2. plan with 10,000 trials in state (wall best of 5, and CPU).
 for tuner in random tpe; do
   "$GENSTATE" -n 10000 -tuner "$tuner" -dir "$work/big-$tuner" >/dev/null
   best=""
@@ -62,16 +72,22 @@ for tuner in random tpe; do
     s=$(elapsed "$t0" "$t1")
     if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$s; fi
   done
-  echo "plan with 10,000 trials in state (tuner $tuner): best of 5 = ${best} s (target < 0.5 s)"
+  /usr/bin/env time -f "%U %S" -o "$work/k10.time" "$BIN" -chdir="$work/big-$tuner" plan > /dev/null
+  read -r u s < "$work/k10.time"
+  echo "plan with 10,000 trials in state (tuner $tuner): best of 5 = ${best} s, CPU $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }') s (target < 0.3 s)"
 done
 
-# 2a. plan with 100,000 trials in state: time and the CLI's peak RSS.
+# 2a. plan with 100,000 trials in state: time, CPU and the CLI's peak RSS;
+# then state load alone (bench/loadstate: wall and CPU, medians of 5).
 "$GENSTATE" -n 100000 -tuner random -dir "$work/huge" >/dev/null
 for i in 1 2 3; do
-  /usr/bin/env time -f "%e %M" -o "$work/huge.time" "$BIN" -chdir="$work/huge" plan > /dev/null
-  read -r s kb < "$work/huge.time"
-  echo "plan with 100,000 trials in state (tuner random), run $i: ${s} s, peak RSS $((kb / 1024)) MB (target < 2 s, < 500 MB)"
+  /usr/bin/env time -f "%e %U %S %M" -o "$work/huge.time" "$BIN" -chdir="$work/huge" plan > /dev/null
+  read -r s u sy kb < "$work/huge.time"
+  echo "plan with 100,000 trials in state (tuner random), run $i: ${s} s, CPU $(awk -v u="$u" -v s="$sy" 'BEGIN { printf "%.2f", u + s }') s, peak RSS $((kb / 1024)) MB (target < 2 s, < 500 MB)  load $(cut -d' ' -f1 /proc/loadavg)"
 done
+LOADSTATE="$PWD/bin/loadstate"
+[ -x "$LOADSTATE" ] || go build -o "$LOADSTATE" ./bench/loadstate
+echo "$("$LOADSTATE" -dir "$work/huge/.trialform") (target < 1 s)"
 rm -rf "$work/huge"
 
 # 2b. Results over 10,000 trials with 100 intermediate points each:

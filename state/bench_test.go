@@ -94,3 +94,31 @@ func BenchmarkLoad100000Trials(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSaveTrials100000Trials is BenchmarkSave100000Trials for a
+// caller that names the trial it changed (PrepareTrials, as apply does):
+// the cost is that of the change.
+func BenchmarkSaveTrials100000Trials(b *testing.B) {
+	m := NewManager(filepath.Join(b.TempDir(), ".trialform"))
+	s := sampleState(100000)
+	if err := m.Save(s); err != nil {
+		b.Fatal(err)
+	}
+	trials := s.Experiments["mnist"].Trials
+	i := 0
+	for b.Loop() {
+		id := fmt.Sprintf("t%05d", i%100000)
+		trials[id].Attempts++
+		i++
+		commit, err := m.PrepareTrials(s, []TrialRef{{"mnist", id}})
+		if err == nil && commit != nil {
+			err = commit()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if s.Serial != uint64(i+1) {
+		b.Fatalf("serial %d after %d changed saves", s.Serial, i+1)
+	}
+}

@@ -265,6 +265,81 @@ func diff(old, s *State) (*journalRecord, error) {
 	return rec, nil
 }
 
+// TrialRef names one trial: what a caller that knows which trials it
+// changed passes to PrepareTrials.
+type TrialRef struct{ Experiment, ID string }
+
+// diffTrials is diff for a caller that names the trials it changed (added,
+// modified or removed) since old was last brought up to date: it compares
+// only those and the experiments' own fields, so a Save costs what changed,
+// not the state's size. ok is false when the names cannot account for the
+// change (an experiment added or removed, or a trial count that the named
+// trials do not explain): the caller then diffs everything.
+func diffTrials(old, s *State, refs []TrialRef) (rec *journalRecord, ok bool, err error) {
+	if len(old.Experiments) != len(s.Experiments) {
+		return nil, false, nil
+	}
+	rec = &journalRecord{Lineage: s.Lineage}
+	delta := map[string]int{}
+	seen := make(map[TrialRef]bool, len(refs))
+	for _, r := range refs {
+		if seen[r] {
+			continue
+		}
+		seen[r] = true
+		e, o := s.Experiments[r.Experiment], old.Experiments[r.Experiment]
+		if e == nil || o == nil {
+			return nil, false, nil
+		}
+		t, ot := e.Trials[r.ID], o.Trials[r.ID]
+		switch {
+		case t == nil && ot == nil:
+			if _, present := e.Trials[r.ID]; present {
+				return nil, false, fmt.Errorf("trial %s of experiment %q is nil", r.ID, r.Experiment)
+			}
+			continue
+		case t == nil:
+			delta[r.Experiment]--
+		case ot == nil:
+			delta[r.Experiment]++
+		case trialEqual(ot, t):
+			continue
+		}
+		if rec.Trials == nil {
+			rec.Trials = map[string]map[string]*Trial{}
+		}
+		if rec.Trials[r.Experiment] == nil {
+			rec.Trials[r.Experiment] = map[string]*Trial{}
+		}
+		rec.Trials[r.Experiment][r.ID] = t
+	}
+	for name, e := range s.Experiments {
+		if e == nil {
+			return nil, false, fmt.Errorf("experiment %q is nil", name)
+		}
+		o := old.Experiments[name]
+		if o == nil || len(o.Trials)+delta[name] != len(e.Trials) {
+			return nil, false, nil
+		}
+		same, err := headEqual(o, e)
+		if err != nil {
+			return nil, false, err
+		}
+		if !same {
+			if rec.Experiments == nil {
+				rec.Experiments = map[string]*Experiment{}
+			}
+			h := *e
+			h.Trials = nil
+			rec.Experiments[name] = &h
+		}
+	}
+	if rec.Experiments == nil && rec.Trials == nil {
+		return nil, true, nil
+	}
+	return rec, true, nil
+}
+
 // headEqual reports whether two experiments' own fields (not their
 // trials) encode the same.
 func headEqual(a, b *Experiment) (bool, error) {

@@ -454,3 +454,80 @@ func TestUnlockCompacts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPrepareTrialsWritesNamedChanges: a Save that names the trials it
+// changed records them (and experiment heads), and a change the names do
+// not account for (a trial added that is not named) is still found, by a
+// full comparison.
+func TestPrepareTrialsWritesNamedChanges(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".trialform")
+	m := NewManager(dir)
+	s := sampleState(50)
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	save := func(refs []TrialRef) {
+		t.Helper()
+		commit, err := m.PrepareTrials(s, refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if commit != nil {
+			if err := commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mn := s.Experiments["mnist"]
+	// Named: one modified, one removed, one added; a head change.
+	mn.Trials["t00003"].Status = Failed
+	delete(mn.Trials, "t00004")
+	mn.Trials["new1"] = sampleTrial("new1", 99)
+	mn.NextSeq = 1000
+	save([]TrialRef{{"mnist", "t00003"}, {"mnist", "t00004"}, {"mnist", "new1"}, {"mnist", "t00003"}})
+	// Not named: an added trial the refs do not explain (count mismatch).
+	mn.Trials["new2"] = sampleTrial("new2", 100)
+	save([]TrialRef{})
+	// Named trial unchanged: nothing to write.
+	serial := s.Serial
+	save([]TrialRef{{"mnist", "t00007"}})
+	if s.Serial != serial {
+		t.Errorf("an unchanged named trial bumped the serial %d -> %d", serial, s.Serial)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, JournalName)); err != nil || fi.Size() == 0 {
+		t.Fatalf("no journal written: %v", err)
+	}
+	got, err := NewManager(dir).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got.Experiments["mnist"]
+	if g.Trials["t00003"].Status != Failed || g.Trials["t00004"] != nil || g.Trials["new1"] == nil || g.Trials["new2"] == nil || g.NextSeq != 1000 {
+		t.Errorf("loaded after named saves: t00003 %s, t00004 %v, new1 %v, new2 %v, next_seq %d",
+			g.Trials["t00003"].Status, g.Trials["t00004"], g.Trials["new1"], g.Trials["new2"], g.NextSeq)
+	}
+	if len(g.Trials) != len(mn.Trials) || got.Serial != s.Serial {
+		t.Errorf("loaded %d trials at serial %d, saved %d at %d", len(g.Trials), got.Serial, len(mn.Trials), s.Serial)
+	}
+}
+
+// TestDiffTrialsComparesOnlyNamed: the named diff does not look at trials
+// it was not told about (that is what makes it O(change)), and gives up
+// (ok false) when the trial count says something unnamed was added.
+func TestDiffTrialsComparesOnlyNamed(t *testing.T) {
+	old := sampleState(10)
+	s := old.Clone()
+	s.Experiments["mnist"].Trials["t00001"].Attempts = 42 // not named
+	s.Experiments["mnist"].Trials["t00002"].Attempts = 43
+	rec, ok, err := diffTrials(old, s, []TrialRef{{"mnist", "t00002"}})
+	if err != nil || !ok || rec == nil {
+		t.Fatalf("diffTrials = %v, %v, %v", rec, ok, err)
+	}
+	if len(rec.Trials["mnist"]) != 1 || rec.Trials["mnist"]["t00002"] == nil {
+		t.Errorf("record trials %v, want only t00002", rec.Trials)
+	}
+	s.Experiments["mnist"].Trials["x"] = sampleTrial("x", 1)
+	if _, ok, err := diffTrials(old, s, []TrialRef{{"mnist", "t00002"}}); ok || err != nil {
+		t.Errorf("an unnamed added trial: ok %v, err %v; want a fallback", ok, err)
+	}
+}

@@ -274,7 +274,7 @@ func decode(path string, data []byte) (*State, int, error) {
 		}
 		data = up
 	}
-	s, err := decodeWire(data)
+	s, err := decodeWireV1(data)
 	if err != nil {
 		return nil, 0, syntaxProblem(path, data, err)
 	}
@@ -404,7 +404,7 @@ func (m *Manager) journaling(disk *diskState) bool {
 // saveJournal appends what changed to the journal; errCompact when the
 // journal has grown past state.json's size (nothing was written).
 func (m *Manager) saveJournal(s *State, disk *diskState) error {
-	line, err := m.prepareJournal(s, disk)
+	line, err := m.prepareJournal(s, disk, nil)
 	if err != nil || line == nil {
 		return err
 	}
@@ -417,8 +417,15 @@ var errCompact = errors.New("compact")
 // prepareJournal computes the record that brings the journal to s, bumps
 // s.Serial and makes the Manager's copy of the state s; nil when nothing
 // changed. With errCompact nothing was changed.
-func (m *Manager) prepareJournal(s *State, disk *diskState) ([]byte, error) {
+//
+// refs, when not nil, names every trial changed since the last Save or
+// Prepare (see PrepareTrials): only those are compared.
+func (m *Manager) prepareJournal(s *State, disk *diskState, refs []TrialRef) ([]byte, error) {
 	if disk.snap == nil {
+		// A copy read from disk (the first save, or after a failed
+		// append): the names cover changes since the caller's last save,
+		// which may not be all the disk lacks. Compare everything.
+		refs = nil
 		snap, _, err := decode(m.statePath(), disk.src)
 		if err != nil {
 			return nil, err
@@ -429,7 +436,15 @@ func (m *Manager) prepareJournal(s *State, disk *diskState) ([]byte, error) {
 		}
 		disk.snap = snap
 	}
-	rec, err := diff(disk.snap, s)
+	var rec *journalRecord
+	var err error
+	ok := false
+	if refs != nil {
+		rec, ok, err = diffTrials(disk.snap, s, refs)
+	}
+	if !ok && err == nil {
+		rec, err = diff(disk.snap, s)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("save state: %w", err)
 	}
@@ -481,6 +496,25 @@ func (m *Manager) appendPrepared(line []byte, disk *diskState) error {
 // Prepare covers those changes. Call commit before the next Prepare; nil
 // means nothing is left to commit.
 func (m *Manager) Prepare(s *State) (commit func() error, err error) {
+	return m.prepare(s, nil)
+}
+
+// PrepareTrials is Prepare for a caller that knows which trials it
+// changed: refs names every trial added, modified or removed since the
+// last Save, Prepare or PrepareTrials of s (experiments' own fields are
+// always compared). Only those trials are compared and encoded, so the
+// cost is that of the change, not of the state. When the names do not
+// account for the change (an experiment added or removed, a trial count
+// they do not explain), it compares everything, as Prepare does. A nil
+// refs is Prepare.
+func (m *Manager) PrepareTrials(s *State, refs []TrialRef) (commit func() error, err error) {
+	if refs == nil {
+		refs = []TrialRef{}
+	}
+	return m.prepare(s, refs)
+}
+
+func (m *Manager) prepare(s *State, refs []TrialRef) (commit func() error, err error) {
 	if s == nil || s.Lineage == "" || s.Version > FormatVersion {
 		return nil, m.Save(s)
 	}
@@ -496,7 +530,7 @@ func (m *Manager) Prepare(s *State) (commit func() error, err error) {
 	if disk == nil || !m.journaling(disk) {
 		return nil, m.saveWhole(s, disk)
 	}
-	line, err := m.prepareJournal(s, disk)
+	line, err := m.prepareJournal(s, disk, refs)
 	if errors.Is(err, errCompact) {
 		return nil, m.saveWhole(s, disk)
 	}

@@ -3,6 +3,10 @@ package state
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Wire types for decoding a whole state in one pass. Trial has its own
@@ -37,6 +41,14 @@ type trialWire struct {
 type jsonFloat float64
 
 func (f *jsonFloat) UnmarshalJSON(b []byte) error {
+	// The decoder hands over one valid JSON value: one that starts like a
+	// number is a JSON number, which strconv parses as encoding/json does.
+	if len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9') {
+		if v, err := strconv.ParseFloat(string(b), 64); err == nil {
+			*f = jsonFloat(v)
+			return nil
+		}
+	}
 	v, ok := parseFloatJSON(b)
 	if !ok {
 		return fmt.Errorf("state: %s is not a number", b)
@@ -45,11 +57,27 @@ func (f *jsonFloat) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// wireOptions make the decoder (go-json-experiment/json, about twice as
+// fast as encoding/json on a long history) accept what encoding/json
+// accepts in a state file: invalid UTF-8 in strings (replaced) and a name
+// given twice (the last wins), as a hand-edited file may have.
+var wireOptions = jsonv2.JoinOptions(jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true), jsonv2.MatchCaseInsensitiveNames(true))
+
 // decodeWire decodes data into a State; nil entries stay nil (decode
-// reports them).
+// reports them). A file it refuses goes through decodeWireV1, whose
+// errors (encoding/json's) say what is wrong in the words users know.
 func decodeWire(data []byte) (*State, error) {
+	return decodeWireWith(data, func(w *stateWire) error { return jsonv2.Unmarshal(data, w, wireOptions) })
+}
+
+// decodeWireV1 is decodeWire with encoding/json.
+func decodeWireV1(data []byte) (*State, error) {
+	return decodeWireWith(data, func(w *stateWire) error { return json.Unmarshal(data, w) })
+}
+
+func decodeWireWith(data []byte, unmarshal func(*stateWire) error) (*State, error) {
 	w := stateWire{stateJSON: new(stateJSON)}
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := unmarshal(&w); err != nil {
 		return nil, err
 	}
 	s := (*State)(w.stateJSON)

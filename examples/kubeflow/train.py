@@ -6,6 +6,7 @@ chief), so the other replicas may report or not. The ps here only waits
 to be cleaned up: the operator deletes running pods once the job ends.
 """
 import argparse
+import json
 import math
 import os
 import time
@@ -27,3 +28,5 @@ for epoch in range(1, 4):
     nni.report_intermediate_result(loss * (1 + 1.0 / epoch))
 nni.report_final_result(loss)
 print("trained on", os.environ.get("HOSTNAME", "?"))
+# The operator tells every replica its place in the cluster (TF_CONFIG).
+print("TF_CONFIG task", json.loads(os.environ.get("TF_CONFIG", "{}")).get("task"))

@@ -9,13 +9,15 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/trialform/trialform/providers/aml/amltest"
+	"github.com/trialform/trialform/providers/dlts/dltstest"
 	"github.com/trialform/trialform/providers/openpai/openpaitest"
 )
 
 // Each script's fake cloud services.
 var (
-	fakesMu  sync.Mutex
-	paiFakes = map[*testscript.TestScript]*openpaitest.Server{}
+	fakesMu   sync.Mutex
+	paiFakes  = map[*testscript.TestScript]*openpaitest.Server{}
+	dltsFakes = map[*testscript.TestScript]*dltstest.Server{}
 )
 
 // openpaifake TOKEN: starts a fake OpenPAI (REST v2) for user alice with
@@ -56,6 +58,48 @@ func cmdOpenPAIFake(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Setenv("TRIALFORM_VAR_pai_host", s.URL)
 	ts.Setenv("TRIALFORM_VAR_mount", mount)
+}
+
+// dltsfake PASSWORD: starts a fake DLTS dashboard (user alice@example.com,
+// team my-team) for this script, and sets TRIALFORM_VAR_dashboard,
+// TRIALFORM_VAR_team, TRIALFORM_VAR_local_mount and
+// TRIALFORM_VAR_container_mount (the same path: the fake's jobs run here).
+// dltsfake jobs N: the fake holds N jobs.
+func cmdDLTSFake(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) == 2 && args[0] == "jobs" {
+		fakesMu.Lock()
+		s := dltsFakes[ts]
+		fakesMu.Unlock()
+		if s == nil {
+			ts.Fatalf("dltsfake: start it first")
+		}
+		n := len(s.JobIDs())
+		if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
+			ts.Fatalf("the fake holds %d jobs, want %s %d (created %d)", n, map[bool]string{true: "not", false: ""}[neg], want, s.Submits())
+		}
+		return
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: dltsfake PASSWORD | dltsfake jobs N")
+	}
+	s := dltstest.New("alice@example.com", args[0], "my-team")
+	fakesMu.Lock()
+	dltsFakes[ts] = s
+	fakesMu.Unlock()
+	ts.Defer(func() {
+		s.Close()
+		fakesMu.Lock()
+		delete(dltsFakes, ts)
+		fakesMu.Unlock()
+	})
+	mount := filepath.Join(ts.Getenv("WORK"), "dlts-storage")
+	if err := os.MkdirAll(mount, 0o755); err != nil {
+		ts.Fatalf("dltsfake: %v", err)
+	}
+	ts.Setenv("TRIALFORM_VAR_dashboard", s.URL)
+	ts.Setenv("TRIALFORM_VAR_team", "my-team")
+	ts.Setenv("TRIALFORM_VAR_local_mount", mount)
+	ts.Setenv("TRIALFORM_VAR_container_mount", mount)
 }
 
 var amlFakes = map[*testscript.TestScript]*amltest.Server{}

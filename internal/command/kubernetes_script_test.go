@@ -55,8 +55,11 @@ func runKubernetesScripts(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(agent.Stop)
-	// The stand-in for the operators of the CRD platforms (kubeflow,
-	// adaptdl, frameworkcontroller).
+	// The real Kubeflow training operator, and the stand-in for the
+	// operators of adaptdl and frameworkcontroller.
+	if err := k8stest.StartTrainingOperator(ctx, cp); err != nil {
+		t.Fatal(err)
+	}
 	operator, err := k8stest.StartOperator(cp)
 	if err != nil {
 		t.Fatal(err)

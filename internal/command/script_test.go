@@ -88,6 +88,7 @@ func TestScripts(t *testing.T) {
 			"sshd":        cmdSSHD,
 			"jsonschema":  cmdJSONSchema,
 			"openpaifake": cmdOpenPAIFake,
+			"dltsfake":    cmdDLTSFake,
 			"amlfake":     cmdAMLFake,
 		},
 	})

@@ -7,9 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,6 +47,16 @@ func TestBench1000(t *testing.T) {
 		testdeps.Require(t, "kwok", "not built: run scripts/build-k8s.sh")
 	}
 	ctx := context.Background()
+	// The test operator (TestMain) lists every pod of the cluster every
+	// 150 ms: with 1,000 pods that alone keeps the apiserver busy. The
+	// bench measures trialform's requests, so it pauses the operator.
+	operator.Stop()
+	defer func() {
+		var err error
+		if operator, err = k8stest.StartOperator(cp); err != nil {
+			t.Error(err)
+		}
+	}()
 	// kwok keeps the pods running (our pod stages: ready, delete; not its
 	// default completion of Job pods) and serves every trial container
 	// the same CRI log, as a kubelet would, so each Read fetches a real
@@ -150,6 +164,50 @@ func TestBench1000(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	allRunning := time.Since(begin)
+	// The job controller catches up on the Jobs' status (ready counts)
+	// after the pods run: wait for it, so that the refreshes are not
+	// measured against its writes, and print what the cluster uses idle.
+	for time.Since(begin) < 120*time.Second {
+		jobs, err := cp.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := 0
+		for _, j := range jobs.Items {
+			if j.Status.Ready != nil && *j.Status.Ready == 1 {
+				ready++
+			}
+		}
+		if ready == n {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// The controllers' events of the 1,000 starts drain (rate-limited) for
+	// a while after: wait until fewer than 10 a second are posted.
+	for i := 0; i < 60; i++ {
+		r0 := apiRequests(ctx)
+		time.Sleep(time.Second)
+		r1 := apiRequests(ctx)
+		var ev float64
+		for k, v := range r1 {
+			// keys: component, resource, subresource, verb
+			if f := strings.Fields(k); len(f) >= 2 && f[len(f)-2] == "events" && (f[len(f)-1] == "POST" || f[len(f)-1] == "PATCH") {
+				ev += v - r0[k]
+			}
+		}
+		if ev < 10 {
+			break
+		}
+	}
+	idle0, reqs0 := cpuTimes(), apiRequests(ctx)
+	time.Sleep(time.Second)
+	idle := cpuDelta(idle0, cpuTimes())
+	idleReqs := requestDelta(reqs0, apiRequests(ctx))
+	par := p.ReadParallelism()
+	if s := os.Getenv("TRIALFORM_K8S_BENCH_PARALLEL"); s != "" {
+		fmt.Sscan(s, &par)
+	}
 
 	// A refresh as plan.Refresh does it: List, then Read every trial,
 	// ReadParallelism at a time. The first reads every running pod's log;
@@ -157,14 +215,25 @@ func TestBench1000(t *testing.T) {
 	// lists.
 	offsets := make([]map[string]int64, n)
 	var metrics atomic.Int64
+	var cpuNotes []string
 	refresh := func(p *k8s.Kubernetes) (list, all time.Duration, calls int64) {
 		requests.Store(0)
+		cpu0 := cpuTimes()
+		if dir := os.Getenv("TRIALFORM_K8S_BENCH_PROFILE"); dir != "" {
+			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("refresh%d.pprof", len(cpuNotes)+1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+		defer func() { cpuNotes = append(cpuNotes, cpuDelta(cpu0, cpuTimes())) }()
 		rbegin := time.Now()
 		if _, err := p.List(ctx, exp); err != nil {
 			t.Fatal(err)
 		}
 		list = time.Since(rbegin)
-		sem := make(chan struct{}, p.ReadParallelism())
+		sem := make(chan struct{}, par)
 		for i := 0; i < n; i++ {
 			wg.Add(1)
 			sem <- struct{}{}
@@ -198,8 +267,25 @@ func TestBench1000(t *testing.T) {
 	if got := metrics.Load(); got != 0 {
 		t.Errorf("a refresh with the kept cursors read %d metrics again", got)
 	}
+	// The first refresh again, on a warm cluster: a new process without
+	// cursors (a state that lost them) reads every whole log.
+	p3, err := k8s.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(offsets)
+	metrics.Store(0)
+	_, fourth, fourthCalls := refresh(p3)
+	if got := metrics.Load(); got != int64(20*n) {
+		t.Errorf("a refresh without cursors read %d metrics, want %d", got, 20*n)
+	}
 	fmt.Printf("kubernetes bench: %d trials: created in %.1fs, %d running after %.1fs (target < 60s); refresh: List %.2fs, List + %d Reads with logs %.2fs (%d requests), again within metrics_interval %.2fs (%d requests), a new process with the kept cursors %.2fs (%d requests) (target < 1s)\n",
 		n, created.Seconds(), running, allRunning.Seconds(), listTook.Seconds(), n, first.Seconds(), firstCalls, second.Seconds(), secondCalls, third.Seconds(), thirdCalls)
+	fmt.Printf("kubernetes bench: the first refresh again (a new process without cursors, warm cluster) %.2fs (%d requests)\n", fourth.Seconds(), fourthCalls)
+	fmt.Printf("kubernetes bench: %d Reads at once; CPU of the cluster idle for 1 s before: %s; its requests: %s\n", par, idle, idleReqs)
+	for i, c := range cpuNotes {
+		fmt.Printf("kubernetes bench: CPU of refresh %d: %s\n", i+1, c)
+	}
 	if running != n {
 		b, _ := os.ReadFile(kwokLog)
 		if len(b) > 3000 {
@@ -211,6 +297,92 @@ func TestBench1000(t *testing.T) {
 		}
 		t.Errorf("%d of %d trials running; kwok log:\n%s", running, n, b)
 	}
+}
+
+// cpuTimes is the CPU time (user + system) used so far by this process
+// (the client) and by each of its child processes (the control plane and
+// kwok), by command name, from /proc.
+func cpuTimes() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		out["client"] = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	me := strconv.Itoa(os.Getpid())
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime(14) stime(15)
+		s := string(b)
+		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if i < 0 || j < i {
+			continue
+		}
+		f := strings.Fields(s[j+1:])
+		if len(f) < 13 || f[1] != me {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out[s[i+1:j]] += time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ 100
+	}
+	return out
+}
+
+func cpuDelta(a, b map[string]time.Duration) string {
+	var names []string
+	for n := range b {
+		if b[n]-a[n] >= 10*time.Millisecond {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2fs", n, (b[n]-a[n]).Seconds()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// apiRequests is the apiserver's request counters (apiserver_request_total
+// by verb, resource, subresource and client) from its /metrics.
+func apiRequests(ctx context.Context) map[string]float64 {
+	out := map[string]float64{}
+	raw, err := cp.Client.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		var v float64
+		fmt.Sscan(line[i+1:], &v)
+		var key []string
+		for _, kv := range strings.Split(line[len("apiserver_request_total{"):i-1], ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			if k == "verb" || k == "resource" || k == "subresource" || k == "component" {
+				key = append(key, strings.Trim(val, `"`))
+			}
+		}
+		out[strings.Join(key, " ")] += v
+	}
+	return out
+}
+
+func requestDelta(a, b map[string]float64) string {
+	var parts []string
+	for k, v := range b {
+		if d := v - a[k]; d >= 1 {
+			parts = append(parts, fmt.Sprintf("%s: %.0f", strings.TrimSpace(k), d))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -84,14 +84,11 @@ func NewCRD(cfg CRDConfig) (*CRD, error) {
 	var kind crdKind
 	switch cfg.Kind {
 	case KindKubeflow:
-		switch cfg.Operator {
-		case "tfjob":
-			kind = kubeflowKind{tf: true}
-		case "pytorchjob":
-			kind = kubeflowKind{}
-		default:
-			return nil, providers.Permanent(fmt.Errorf("kubeflow platform: operator = %q: want \"tfjob\" or \"pytorchjob\"", cfg.Operator))
+		k, ok := newKubeflowKind(cfg.Operator)
+		if !ok {
+			return nil, providers.Permanent(fmt.Errorf("kubeflow platform: operator = %q: want one of %s", cfg.Operator, strings.Join(KubeflowOperators, ", ")))
 		}
+		kind = k
 	case KindAdaptDL:
 		kind = adaptdlKind{}
 	case KindFrameworkController:
@@ -728,6 +725,9 @@ func (c *CRD) kill(ctx context.Context, obj *unstructured.Unstructured, reason s
 	}); err != nil {
 		return fmt.Errorf("stop the pods of %s %s: %w", obj.GetKind(), name, err)
 	}
+	if err := c.deleteServices(ctx, name); err != nil {
+		return fmt.Errorf("stop %s %s: %w", obj.GetKind(), name, err)
+	}
 	if !wait {
 		return nil
 	}
@@ -746,6 +746,33 @@ func (c *CRD) kill(ctx context.Context, obj *unstructured.Unstructured, reason s
 		}
 	}
 	return fmt.Errorf("stop %s %s: its pods were not gone %s after their deletion", obj.GetKind(), name, grace+30*time.Second)
+}
+
+// deleteServices deletes the Services the Kubeflow training operator made
+// for a job's replicas (labelled with the job's name; other kinds make
+// none). They are owned by the job, so they go with it, but not when a
+// Stop orphans them with the pods.
+func (c *CRD) deleteServices(ctx context.Context, job string) error {
+	if _, ok := c.kind.(kubeflowKind); !ok {
+		return nil
+	}
+	var svcs *corev1.ServiceList
+	sel := metav1.ListOptions{LabelSelector: labels.Set{KubeflowJobNameLabel: job}.String()}
+	if err := retry(ctx, func() (err error) {
+		svcs, err = c.k.client.CoreV1().Services(c.k.namespace).List(ctx, sel)
+		return err
+	}); err != nil {
+		return fmt.Errorf("list the services of %s: %w", job, err)
+	}
+	for i := range svcs.Items {
+		n := svcs.Items[i].Name
+		if err := retry(ctx, func() error {
+			return c.k.client.CoreV1().Services(c.k.namespace).Delete(ctx, n, metav1.DeleteOptions{})
+		}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete service %s: %w", n, err)
+		}
+	}
+	return nil
 }
 
 // PurgeExperiment deletes every object (background propagation), pod,
@@ -777,6 +804,24 @@ func (c *CRD) PurgeExperiment(ctx context.Context, experiment, lineage string) e
 		}
 		deleted = append(deleted, obj.GetName())
 		c.k.markSeen(experiment, obj.GetAnnotations()[AnnTrial], false)
+	}
+	// The Services a kubeflow operator made for stopped trials (orphaned
+	// with their pods) are found by the tombstones' names.
+	if _, ok := c.kind.(kubeflowKind); ok {
+		var cms *corev1.ConfigMapList
+		if err := retry(ctx, func() (err error) {
+			cms, err = c.k.client.CoreV1().ConfigMaps(c.k.namespace).List(ctx, opts)
+			return err
+		}); err != nil {
+			return fmt.Errorf("list configmaps: %w", err)
+		}
+		for i := range cms.Items {
+			if ours(&cms.Items[i]) {
+				if err := c.deleteServices(ctx, cms.Items[i].Name); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	if err := c.k.purgeOwned(ctx, opts, ours); err != nil {
 		return err

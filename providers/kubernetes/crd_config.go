@@ -13,7 +13,7 @@ const (
 type CRDConfig struct {
 	Config
 	Kind     string // KindKubeflow, KindAdaptDL or KindFrameworkController
-	Operator string // kubeflow: "tfjob" or "pytorchjob"
+	Operator string // kubeflow: one of KubeflowOperators
 	// Roles are kubeflow's replica types (worker, ps, master) or
 	// frameworkcontroller's task roles, in order; the trial's metrics come
 	// from the first pod of the first role (kubeflow: of the master when

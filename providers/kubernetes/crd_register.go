@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -34,10 +35,10 @@ type RoleResources struct {
 // KubeflowSettings is a platform "kubeflow" block.
 type KubeflowSettings struct {
 	Settings
-	Operator string           `hcl:"operator,optional" type:"\"tfjob\" or \"pytorchjob\"" doc:"tfjob (TFJob) or pytorchjob (PyTorchJob); required"`
-	Worker   *ReplicaSettings `hcl:"worker,block" doc:"the worker replicas (required, except a PyTorchJob with a master)"`
+	Operator string           `hcl:"operator,optional" type:"\"tfjob\", \"pytorchjob\", \"xgboostjob\" or \"paddlejob\"" doc:"the job kind: TFJob, PyTorchJob, XGBoostJob or PaddleJob; required"`
+	Worker   *ReplicaSettings `hcl:"worker,block" doc:"the worker replicas (required, except with a master)"`
 	PS       *ReplicaSettings `hcl:"ps,block" doc:"TFJob parameter servers"`
-	Master   *ReplicaSettings `hcl:"master,block" doc:"the PyTorchJob master (replicas = 1)"`
+	Master   *ReplicaSettings `hcl:"master,block" doc:"the PyTorchJob, XGBoostJob (required) or PaddleJob master (replicas = 1)"`
 }
 
 // AdaptDLSettings is a platform "adaptdl" block.
@@ -73,12 +74,27 @@ type CompletionPolicy struct {
 func (s *KubeflowSettings) Check(w *registry.Where) hcl.Diagnostics {
 	diags := s.Settings.Check(w)
 	op := s.Operator
+	job, known := kubeflowJobs[op]
+	quoted := `"` + strings.Join(KubeflowOperators, `", "`) + `"`
 	switch {
 	case !w.Has("operator"):
-		diags = append(diags, w.Error("", "Missing required argument", `A kubeflow platform needs operator = "tfjob" or "pytorchjob".`))
-	case op != "tfjob" && op != "pytorchjob":
-		diags = append(diags, w.Error("operator", "Invalid value", `operator = %q: the kubeflow platform runs "tfjob" (TFJob) or "pytorchjob" (PyTorchJob).%s`,
-			op, registry.DidYouMean(op, []string{"tfjob", "pytorchjob"}, "%q")))
+		diags = append(diags, w.Error("", "Missing required argument", `A kubeflow platform needs operator = "tfjob" (or one of %s).`, quoted))
+	case op == "mpijob" || op == "mxjob":
+		diags = append(diags, w.Error("operator", "Invalid value", `operator = %q: the kubeflow platform does not run MPIJob or MXJob (their launcher or scheduler roles); it runs %s.`, op, quoted))
+	case !known:
+		diags = append(diags, w.Error("operator", "Invalid value", `operator = %q: the kubeflow platform runs %s.%s`,
+			op, quoted, registry.DidYouMean(op, KubeflowOperators, "%q")))
+	}
+	has := func(role string) bool {
+		if job == nil {
+			return true // reported above
+		}
+		for _, r := range job.roles {
+			if r == role {
+				return true
+			}
+		}
+		return false
 	}
 	for _, r := range []struct {
 		name string
@@ -89,15 +105,17 @@ func (s *KubeflowSettings) Check(w *registry.Where) hcl.Diagnostics {
 		}
 		diags = append(diags, checkQuantities(w, r.name+".0", r.rs.CPU, r.rs.Memory)...)
 		switch {
-		case r.name == "ps" && op == "pytorchjob":
-			diags = append(diags, w.Error("ps.0", "Unsupported block type", `A ps block is for operator "tfjob"; a PyTorchJob has master and worker.`))
-		case r.name == "master" && op == "tfjob":
-			diags = append(diags, w.Error("master.0", "Unsupported block type", `A master block is for operator "pytorchjob"; a TFJob has worker and ps.`))
+		case !has(r.name):
+			diags = append(diags, w.Error(r.name+".0", "Unsupported block type", `A %s block is not for operator %q: a %s has %s.`,
+				r.name, op, job.kind, strings.Join(job.roles, " and ")))
 		case r.name == "master" && r.rs.Replicas > 1:
-			diags = append(diags, w.Error("master.0.replicas", "Invalid value", "master.replicas must be 1: a PyTorchJob has one master."))
+			diags = append(diags, w.Error("master.0.replicas", "Invalid value", "master.replicas must be 1: a %s has one master.", job.kind))
 		}
 	}
-	if s.Worker == nil && !(op == "pytorchjob" && s.Master != nil) {
+	switch {
+	case op == "xgboostjob" && s.Master == nil:
+		diags = append(diags, w.Error("", "Missing required block", `An XGBoostJob needs a master block: master { }.`))
+	case s.Worker == nil && !(has("master") && s.Master != nil):
 		diags = append(diags, w.Error("", "Missing required block", `A kubeflow platform needs a worker block: worker { replicas = 1 }.`))
 	}
 	return diags
@@ -149,7 +167,7 @@ func CRDRegistrations() []registry.Kind {
 		return NewCRD(c)
 	}
 	return []registry.Kind{
-		{Name: KindKubeflow, Summary: "one Kubeflow TFJob or PyTorchJob per trial", Config: func() any { return &KubeflowSettings{} }, New: build, Extends: "kubernetes"},
+		{Name: KindKubeflow, Summary: "one Kubeflow training-operator job (TFJob, PyTorchJob, XGBoostJob or PaddleJob) per trial", Config: func() any { return &KubeflowSettings{} }, New: build, Extends: "kubernetes"},
 		{Name: KindAdaptDL, Summary: "one AdaptDLJob per trial", Config: func() any { return &AdaptDLSettings{} }, New: build, Extends: "kubernetes"},
 		{Name: KindFrameworkController, Summary: "one FrameworkController Framework per trial", Config: func() any { return &FrameworkControllerSettings{} }, New: build, Extends: "kubernetes"},
 	}

@@ -51,8 +51,11 @@ func TestCRDConfigFrom(t *testing.T) {
 		want string
 	}{
 		{&KubeflowSettings{Operator: "mxjob", Worker: &ReplicaSettings{}}, `operator = "mxjob"`},
-		{&KubeflowSettings{Operator: "pytorchjob", Worker: &ReplicaSettings{}, PS: &ReplicaSettings{}}, `A ps block is for operator "tfjob"`},
-		{&KubeflowSettings{Operator: "tfjob", Worker: &ReplicaSettings{}, Master: &ReplicaSettings{}}, `A master block is for operator "pytorchjob"`},
+		{&KubeflowSettings{Operator: "pytorchjob", Worker: &ReplicaSettings{}, PS: &ReplicaSettings{}}, `A ps block is not for operator "pytorchjob": a PyTorchJob has master and worker.`},
+		{&KubeflowSettings{Operator: "tfjob", Worker: &ReplicaSettings{}, Master: &ReplicaSettings{}}, `A master block is not for operator "tfjob": a TFJob has worker and ps.`},
+		{&KubeflowSettings{Operator: "xgboostjob", Worker: &ReplicaSettings{}}, "An XGBoostJob needs a master block"},
+		{&KubeflowSettings{Operator: "paddlejob", Worker: &ReplicaSettings{}, PS: &ReplicaSettings{}}, `a PaddleJob has master and worker`},
+		{&KubeflowSettings{Operator: "pytorchjb", Worker: &ReplicaSettings{}}, `Did you mean "pytorchjob"?`},
 		{&KubeflowSettings{Operator: "tfjob"}, "needs a worker block"},
 		{&KubeflowSettings{Operator: "pytorchjob", Master: &ReplicaSettings{Replicas: 2}}, "master.replicas must be 1"},
 		{&KubeflowSettings{Operator: "tfjob", Worker: &ReplicaSettings{RoleResources: RoleResources{Memory: "lots"}}}, `memory = "lots"`},
@@ -105,7 +108,7 @@ func TestCRDPhases(t *testing.T) {
 			map[string]any{"type": "Failed", "status": "True", "reason": "TFJobFailed", "message": "worker failed"}}})
 	pods := []corev1.Pod{pod("j-ps-0", kf("ps", "0"), nil, corev1.PodRunning, nil), pod("j-worker-1", kf("worker", "1"), nil, corev1.PodSucceeded, nil),
 		pod("j-worker-0", kf("Worker", "0"), nil, corev1.PodFailed, &three)}
-	k := kubeflowKind{tf: true}
+	k := kubeflowKind{kubeflowJobs["tfjob"]}
 	main := k.main(tf, pods)
 	if main == nil || main.Name != "j-worker-0" {
 		t.Fatalf("tfjob main %v", main)
@@ -117,14 +120,14 @@ func TestCRDPhases(t *testing.T) {
 		t.Errorf("tfjob failed without pod: %s %q", ph, r)
 	}
 	pt := crObj("PyTorchJob", "j", map[string]any{"pytorchReplicaSpecs": map[string]any{"Master": map[string]any{}, "Worker": map[string]any{}}}, nil)
-	if m := (kubeflowKind{}).main(pt, pods); m != nil {
+	if m := (kubeflowKind{kubeflowJobs["pytorchjob"]}).main(pt, pods); m != nil {
 		t.Errorf("pytorchjob main before its master exists: %s", m.Name)
 	}
 	pods = append(pods, pod("j-master-0", kf("master", "0"), nil, corev1.PodRunning, nil))
-	if m := (kubeflowKind{}).main(pt, pods); m == nil || m.Name != "j-master-0" {
+	if m := (kubeflowKind{kubeflowJobs["pytorchjob"]}).main(pt, pods); m == nil || m.Name != "j-master-0" {
 		t.Errorf("pytorchjob main %v", m)
 	}
-	if ph, _ := (kubeflowKind{}).phase(pt, nil); ph != providers.PhasePending {
+	if ph, _ := (kubeflowKind{kubeflowJobs["pytorchjob"]}).phase(pt, nil); ph != providers.PhasePending {
 		t.Errorf("pytorchjob without status: %s", ph)
 	}
 
@@ -165,6 +168,35 @@ func TestCRDPhases(t *testing.T) {
 		adl.Object["status"] = map[string]any{"phase": ph}
 		if got, _ := (adaptdlKind{}).phase(adl, nil); got != want {
 			t.Errorf("adaptdl %s: %s, want %s", ph, got, want)
+		}
+	}
+}
+
+// TestKubeflowPhase maps the training operator's conditions to phases (the
+// conditions as v1.8 writes them; TestKubeflowConditions has the operator
+// write them).
+func TestKubeflowPhase(t *testing.T) {
+	cond := func(typ, status, reason, msg string) any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "message": msg}
+	}
+	for _, tc := range []struct {
+		conds  []any
+		phase  providers.Phase
+		reason string
+	}{
+		{nil, providers.PhasePending, ""},
+		{[]any{cond("Created", "True", "TFJobCreated", "")}, providers.PhasePending, ""},
+		{[]any{cond("Created", "True", "", ""), cond("Running", "True", "TFJobRunning", "")}, providers.PhaseRunning, ""},
+		{[]any{cond("Created", "True", "", ""), cond("Restarting", "True", "TFJobRestarting", "")}, providers.PhaseRunning, ""},
+		{[]any{cond("Created", "True", "", ""), cond("Running", "False", "", ""), cond("Failed", "True", "TFJobFailed", "TFJob x has failed because 1 Worker replica(s) failed.")},
+			providers.PhaseFailed, "1 Worker replica(s) failed"},
+		{[]any{cond("Running", "False", "", ""), cond("Succeeded", "True", "PyTorchJobSucceeded", "")}, providers.PhaseSucceeded, ""},
+		{[]any{cond("Running", "False", "", ""), cond("Suspended", "True", "TFJobSuspended", "")}, providers.PhasePending, ""},
+	} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": tc.conds}}}
+		ph, reason := kubeflowKind{kubeflowJobs["tfjob"]}.phase(obj, nil)
+		if ph != tc.phase || !strings.Contains(reason, tc.reason) {
+			t.Errorf("%v: %s %q, want %s %q", tc.conds, ph, reason, tc.phase, tc.reason)
 		}
 	}
 }

@@ -25,7 +25,9 @@ import (
 var (
 	cp    *k8stest.ControlPlane
 	agent *k8stest.NodeAgent
-	// operator stands in for the operators of the CRD platforms.
+	// operator stands in for the operators of adaptdl and
+	// frameworkcontroller; the kubeflow kinds run on the real training
+	// operator.
 	operator *k8stest.Operator
 	skipWhy  string
 )
@@ -58,6 +60,10 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer agent.Stop()
+	if err := k8stest.StartTrainingOperator(ctx, cp); err != nil {
+		fmt.Fprintln(os.Stderr, "start the training operator:", err)
+		return 1
+	}
 	operator, err = k8stest.StartOperator(cp)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the test operator:", err)
@@ -203,7 +209,7 @@ func untilSucceeded(ctx context.Context, t *testing.T, p providers.Provider, ns,
 					ls.Logs(ctx, providers.LogsRequest{Experiment: exp, TrialID: trial, Out: &b})
 				}
 				dump(t, ns)
-				t.Fatalf("trial %s (%s): %s\noperator: %s", o.Phase, o.Reason, b.String(), cp.Log("operator"))
+				t.Fatalf("trial %s (%s): %s\noperator: %s\ntraining-operator: %s", o.Phase, o.Reason, b.String(), cp.Log("operator"), cp.Log("training-operator"))
 			}
 			return metrics
 		}

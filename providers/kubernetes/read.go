@@ -252,7 +252,7 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 		TrialID: job.Annotations[AnnTrial], Experiment: job.Annotations[AnnExperiment], Exists: true,
 		Phase: ph, Reason: reason, Handle: handle(job), Lineage: job.Annotations[AnnLineage], Owner: ownerOf(job.Annotations),
 	}
-	o.Spec = renderSpec(job) // for drift (spec.go)
+	o.Spec = cachedSpec(job) // for drift (spec.go)
 	if t := started(pod); t != nil {
 		o.StartedAt = t
 	} else if job.Status.StartTime != nil {
@@ -313,15 +313,18 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	}
 	pod := &pods[len(pods)-1]
 	term := terminated(pod)
-	if pod.Status.Phase == corev1.PodPending && term == nil {
-		return nil
-	}
 	keep := func() {
 		for _, key := range []string{offLog, offDone, offTS, offTSN, offErr} {
 			if v, ok := offsets[key+pod.Name]; ok {
 				newOff[key+pod.Name] = v
 			}
 		}
+	}
+	// A trial container that has not started (the pod is pending, an
+	// init container or the image pull still runs) has no log yet.
+	if term == nil && started(pod) == nil {
+		keep()
+		return nil
 	}
 	if term != nil && offsets[offDone+pod.Name] == 1 {
 		keep()

@@ -5,9 +5,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
@@ -39,6 +41,42 @@ func (k *Kubernetes) Spec(req providers.StartRequest) (string, error) {
 // ConfigMap's items, which list the code files) are left out, so a Job
 // trialform created renders like the Job it would create from the same
 // request.
+// cachedSpec is renderSpec of a Job trialform or the cluster created (it
+// has a UID), rendered once per UID and generation: a Job's pod template
+// is immutable, and a refresh observes every Job twice (List, then Read).
+func cachedSpec(job *batchv1.Job) string {
+	if job.UID == "" {
+		return renderSpec(job)
+	}
+	key := specKey{job.UID, job.Generation}
+	specCache.Lock()
+	s, ok := specCache.m[key]
+	specCache.Unlock()
+	if ok {
+		return s
+	}
+	s = renderSpec(job)
+	specCache.Lock()
+	if len(specCache.m) >= maxCachedSpecs {
+		clear(specCache.m) // bounded: the next refresh renders again
+	}
+	specCache.m[key] = s
+	specCache.Unlock()
+	return s
+}
+
+type specKey struct {
+	uid types.UID
+	gen int64
+}
+
+const maxCachedSpecs = 20000
+
+var specCache = struct {
+	sync.Mutex
+	m map[specKey]string
+}{m: map[specKey]string{}}
+
 func renderSpec(job *batchv1.Job) string {
 	ps := &job.Spec.Template.Spec
 	var c *corev1.Container

@@ -27,7 +27,7 @@ type lab struct {
 	mount string
 }
 
-func newLab(t *testing.T, tok string, tweak func(*cloudjob.Options, *openpai.Client)) *lab {
+func newLab(t testing.TB, tok string, tweak func(*cloudjob.Options, *openpai.Client)) *lab {
 	srv := openpaitest.New("alice", token)
 	t.Cleanup(srv.Close)
 	d := t.TempDir()

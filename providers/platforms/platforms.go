@@ -5,6 +5,7 @@ package platforms
 
 import (
 	"github.com/trialform/trialform/providers/aml"
+	"github.com/trialform/trialform/providers/dlc"
 	"github.com/trialform/trialform/providers/dlts"
 	"github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/local"
@@ -26,7 +27,7 @@ func Kinds() []registry.Kind {
 	kinds = append(kinds, kubernetes.CRDRegistrations()...)
 	kinds = append(kinds,
 		openpai.Registration(),
-		notYet("dlc", "Alibaba Cloud PAI-DLC jobs"),
+		dlc.Registration(),
 		aml.Registration(),
 		dlts.Registration(),
 	)

@@ -89,6 +89,7 @@ type ControlPlane struct {
 	ports    map[string]int
 	ownedDir bool
 	args     map[string][]string
+	exes     map[string]exeEnv
 
 	mu    sync.Mutex
 	procs map[string]*exec.Cmd
@@ -104,7 +105,8 @@ type Options struct {
 	// Controllers for kube-controller-manager (default job,
 	// garbagecollector, serviceaccount, serviceaccount-token, namespace).
 	Controllers []string
-	// CRDs installs the CRDs of TFJob, PyTorchJob, AdaptDLJob and
+	// CRDs installs the training operator's CRDs (TFJob, PyTorchJob,
+	// MPIJob, XGBoostJob, PaddleJob, MXJob) and those of AdaptDLJob and
 	// Framework (InstallCRDs) before the controller manager starts, so
 	// that its garbage collector knows them from the start (it looks for
 	// new resources only every 30 s).
@@ -124,6 +126,11 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 			return nil, fmt.Errorf("%w (%s missing)", ErrNotBuilt, b)
 		}
 	}
+	if opts.CRDs {
+		if _, _, err := trainingOperatorFiles(bin); err != nil {
+			return nil, err
+		}
+	}
 	dir := opts.Dir
 	owned := false
 	if dir == "" {
@@ -132,7 +139,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		}
 		owned = true
 	}
-	cp := &ControlPlane{Dir: dir, bin: bin, ports: map[string]int{}, procs: map[string]*exec.Cmd{}, done: map[string]chan struct{}{}, args: map[string][]string{}}
+	cp := &ControlPlane{Dir: dir, bin: bin, ports: map[string]int{}, procs: map[string]*exec.Cmd{}, done: map[string]chan struct{}{}, args: map[string][]string{}, exes: map[string]exeEnv{}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -236,6 +243,11 @@ leaderElection:
 	}
 	ok = true
 	return cp, nil
+}
+
+type exeEnv struct {
+	exe string
+	env []string
 }
 
 func randHex(n int) string {
@@ -354,11 +366,17 @@ current-context: trialform-test
 
 // run starts one binary with its output in DIR/NAME.log.
 func (cp *ControlPlane) run(name string, args ...string) error {
+	return cp.runEnv(name, filepath.Join(cp.bin, name), nil, args...)
+}
+
+// runEnv starts exe as component name, with env (nil: this process's).
+func (cp *ControlPlane) runEnv(name, exe string, env []string, args ...string) error {
 	logf, err := os.OpenFile(filepath.Join(cp.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(cp.bin, name), args...)
+	cmd := exec.Command(exe, args...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = cp.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -369,7 +387,7 @@ func (cp *ControlPlane) run(name string, args ...string) error {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); logf.Close(); close(done) }()
 	cp.mu.Lock()
-	cp.procs[name], cp.done[name], cp.args[name] = cmd, done, args
+	cp.procs[name], cp.done[name], cp.args[name], cp.exes[name] = cmd, done, args, exeEnv{exe, env}
 	cp.mu.Unlock()
 	return nil
 }
@@ -487,16 +505,17 @@ func (cp *ControlPlane) StopComponent(name string) {
 func (cp *ControlPlane) RestartComponent(name string) error {
 	cp.mu.Lock()
 	args, ok := cp.args[name]
+	e := cp.exes[name]
 	cp.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("k8stest: %s was never started", name)
 	}
-	return cp.run(name, args...)
+	return cp.runEnv(name, e.exe, e.env, args...)
 }
 
 // Stop stops every component and removes Dir when Start made it.
 func (cp *ControlPlane) Stop() {
-	for _, n := range []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+	for _, n := range []string{"training-operator", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		cp.StopComponent(n)
 	}
 	if cp.ownedDir && os.Getenv("TRIALFORM_K8S_KEEP") == "" {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,12 +27,15 @@ import (
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// InstallCRDs creates the CRDs of providers/kubernetes/crds (TFJob,
-// PyTorchJob, AdaptDLJob, Framework) unless they exist and waits until
-// each is Established and served.
+// InstallCRDs creates the training operator's own CRDs (from the bin dir)
+// and those of providers/kubernetes/crds (AdaptDLJob, Framework) unless
+// they exist and waits until each is Established and served.
 func InstallCRDs(ctx context.Context, cp *ControlPlane) error {
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
+		return err
+	}
+	if err := installTrainingOperatorCRDs(ctx, cp, dyn); err != nil {
 		return err
 	}
 	for _, n := range crds.Names {
@@ -105,16 +107,16 @@ func waitEstablished(ctx context.Context, cp *ControlPlane, dyn dynamic.Interfac
 	return errors.New("not established after 60s")
 }
 
-// Operator is a minimal stand-in for the Kubeflow training operator, the
-// AdaptDL scheduler and FrameworkController, for tests: it polls TFJobs,
-// PyTorchJobs, AdaptDLJobs and Frameworks, creates each replica's pod
-// from its template with the real operator's labels (and annotations) and
-// an owner reference to the object, and mirrors the pods' states into the
-// object's status through the status subresource as the operator does
-// (kubeflow conditions and replicaStatuses; AdaptDL status.phase;
-// Framework status.state and completionStatus). Nothing else (gang
-// scheduling, rescaling, retries, services, TF_CONFIG) is done. Unlike the
-// real FrameworkController it keeps the pods of completed Frameworks.
+// Operator is a minimal stand-in for the AdaptDL scheduler and
+// FrameworkController, which have no operator that runs here (the Kubeflow
+// kinds run on the real training operator: StartTrainingOperator). It
+// polls AdaptDLJobs and Frameworks, creates each replica's pod from its
+// template with the real operators' labels and annotations and an owner
+// reference to the object, and mirrors the pods' states into the object's
+// status through the status subresource as the operators do (AdaptDL
+// status.phase; Framework status.state and completionStatus). Nothing else
+// (rescaling, retries) is done. Unlike the real FrameworkController it
+// keeps the pods of completed Frameworks.
 type Operator struct {
 	dyn    dynamic.Interface
 	client kubernetes.Interface
@@ -163,8 +165,6 @@ const OperatorPaused = "k8stest.trialform.io/operator-paused"
 
 // Operator kinds.
 var (
-	TFJobs      = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "tfjobs"}
-	PyTorchJobs = schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}
 	AdaptDLJobs = schema.GroupVersionResource{Group: "adaptdl.petuum.com", Version: "v1", Resource: "adaptdljobs"}
 	Frameworks  = schema.GroupVersionResource{Group: "frameworkcontroller.microsoft.com", Version: "v1", Resource: "frameworks"}
 )
@@ -230,7 +230,7 @@ func (o *Operator) tick(ctx context.Context) {
 			}
 		}
 	}
-	for _, gvr := range []schema.GroupVersionResource{TFJobs, PyTorchJobs, AdaptDLJobs, Frameworks} {
+	for _, gvr := range []schema.GroupVersionResource{AdaptDLJobs, Frameworks} {
 		list, err := o.dyn.Resource(gvr).Namespace("").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			continue // the CRD may not be installed
@@ -260,31 +260,6 @@ func (o *Operator) replicas(gvr schema.GroupVersionResource, obj *unstructured.U
 	name := obj.GetName()
 	var out []replica
 	switch gvr {
-	case TFJobs, PyTorchJobs:
-		key := "tfReplicaSpecs"
-		if gvr == PyTorchJobs {
-			key = "pytorchReplicaSpecs"
-		}
-		specs, _, _ := unstructured.NestedMap(obj.Object, "spec", key)
-		for rtype, s := range specs {
-			m, _ := s.(map[string]any)
-			n, ok, _ := unstructured.NestedInt64(m, "replicas")
-			if !ok {
-				n = 1
-			}
-			t, _ := m["template"].(map[string]any)
-			for i := 0; i < int(n); i++ {
-				rt := strings.ToLower(rtype)
-				l := map[string]string{
-					"training.kubeflow.org/job-name": name, "training.kubeflow.org/replica-type": rt,
-					"training.kubeflow.org/replica-index": strconv.Itoa(i), "training.kubeflow.org/operator-name": strings.TrimSuffix(gvr.Resource, "s") + "-controller",
-				}
-				if rt == "master" || rt == "chief" {
-					l["training.kubeflow.org/job-role"] = "master"
-				}
-				out = append(out, replica{name: fmt.Sprintf("%s-%s-%d", name, rt, i), role: rtype, index: i, template: t, labels: l})
-			}
-		}
 	case AdaptDLJobs:
 		t, _, _ := unstructured.NestedMap(obj.Object, "spec", "template")
 		n, _, _ := unstructured.NestedInt64(obj.Object, "spec", "minReplicas")
@@ -334,8 +309,6 @@ func (o *Operator) reconcile(ctx context.Context, gvr schema.GroupVersionResourc
 	}
 	status := copyMap(obj.Object["status"])
 	switch gvr {
-	case TFJobs, PyTorchJobs:
-		o.kubeflowStatus(ctx, obj, want, have, status)
 	case AdaptDLJobs:
 		adaptdlStatus(want, have, status)
 	case Frameworks:
@@ -374,14 +347,6 @@ func copyMap(v any) map[string]any {
 // any more).
 func (o *Operator) ended(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) bool {
 	switch gvr {
-	case TFJobs, PyTorchJobs:
-		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-		for _, c := range conds {
-			m, _ := c.(map[string]any)
-			if (m["type"] == "Succeeded" || m["type"] == "Failed") && m["status"] == "True" {
-				return true
-			}
-		}
 	case AdaptDLJobs:
 		ph, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
 		return ph == "Succeeded" || ph == "Failed"
@@ -435,109 +400,6 @@ func exitOf(p *corev1.Pod) (int64, bool) {
 		}
 	}
 	return 0, false
-}
-
-// kubeflowStatus sets conditions (Created, Running, Succeeded, Failed),
-// replicaStatuses, startTime and completionTime as the training operator
-// does: the job fails when a pod fails (restartPolicy Never, backoffLimit
-// 0) and succeeds when its master/chief (else worker 0) succeeds; then
-// the pods still running are deleted (cleanPodPolicy Running).
-func (o *Operator) kubeflowStatus(ctx context.Context, obj *unstructured.Unstructured, want []replica, have map[string]*corev1.Pod, st map[string]any) {
-	kind := obj.GetKind()
-	conds, _ := st["conditions"].([]any)
-	has := func(t string) bool {
-		for _, c := range conds {
-			m, _ := c.(map[string]any)
-			if m["type"] == t && m["status"] == "True" {
-				return true
-			}
-		}
-		return false
-	}
-	set := func(t, status, reason, msg string) {
-		for i, c := range conds {
-			m, _ := c.(map[string]any)
-			if m["type"] == t {
-				if m["status"] != status {
-					conds[i] = map[string]any{"type": t, "status": status, "reason": reason, "message": msg, "lastUpdateTime": now(), "lastTransitionTime": now()}
-				}
-				return
-			}
-		}
-		conds = append(conds, map[string]any{"type": t, "status": status, "reason": reason, "message": msg, "lastUpdateTime": now(), "lastTransitionTime": now()})
-	}
-	if !has("Created") {
-		set("Created", "True", kind+"Created", fmt.Sprintf("%s %s is created.", kind, obj.GetName()))
-	}
-	if _, ok := st["startTime"]; !ok {
-		st["startTime"] = now()
-	}
-	rs := map[string]any{}
-	running, failed := false, ""
-	var main *corev1.Pod
-	hasMaster := false
-	for _, r := range want {
-		lr := strings.ToLower(r.role)
-		if lr == "master" || lr == "chief" {
-			hasMaster = true
-		}
-	}
-	for _, r := range want {
-		s, _ := rs[r.role].(map[string]any)
-		if s == nil {
-			s = map[string]any{}
-			rs[r.role] = s
-		}
-		p := have[r.name]
-		if p == nil {
-			continue
-		}
-		lr := strings.ToLower(r.role)
-		if r.index == 0 && ((hasMaster && (lr == "master" || lr == "chief")) || (!hasMaster && lr == "worker")) {
-			main = p
-		}
-		switch p.Status.Phase {
-		case corev1.PodRunning, corev1.PodPending:
-			s["active"] = toInt(s["active"]) + 1
-			running = running || p.Status.Phase == corev1.PodRunning
-		case corev1.PodSucceeded:
-			s["succeeded"] = toInt(s["succeeded"]) + 1
-		case corev1.PodFailed:
-			s["failed"] = toInt(s["failed"]) + 1
-			code, _ := exitOf(p)
-			failed = fmt.Sprintf("%s %s replica %d failed with exit code %d", kind, obj.GetName(), r.index, code)
-		}
-	}
-	st["replicaStatuses"] = rs
-	ended := has("Succeeded") || has("Failed")
-	switch {
-	case ended:
-	case failed != "":
-		set("Running", "False", kind+"Failed", failed)
-		set("Failed", "True", kind+"Failed", failed)
-		ended = true
-	case main != nil && main.Status.Phase == corev1.PodSucceeded:
-		msg := fmt.Sprintf("%s %s successfully completed.", kind, obj.GetName())
-		set("Running", "False", kind+"Succeeded", msg)
-		set("Succeeded", "True", kind+"Succeeded", msg)
-		ended = true
-	case running:
-		set("Running", "True", kind+"Running", fmt.Sprintf("%s %s is running.", kind, obj.GetName()))
-	}
-	st["conditions"] = conds
-	if ended {
-		if _, ok := st["completionTime"]; !ok {
-			st["completionTime"] = now()
-		}
-		policy, _, _ := unstructured.NestedString(obj.Object, "spec", "runPolicy", "cleanPodPolicy")
-		for _, p := range have {
-			if policy == "All" || (policy == "Running" && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodPending)) {
-				if p.DeletionTimestamp == nil {
-					_ = o.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
-				}
-			}
-		}
-	}
 }
 
 func toInt(v any) int64 {

@@ -4,11 +4,13 @@
 variable "dlc_access_key_id" {
   type        = string
   description = "trainingService.accessKeyId from config.yml (a secret: give it with -var or TRIALFORM_VAR_dlc_access_key_id)"
+  sensitive   = true
 }
 
 variable "dlc_access_key_secret" {
   type        = string
   description = "trainingService.accessKeySecret from config.yml (a secret: give it with -var or TRIALFORM_VAR_dlc_access_key_secret)"
+  sensitive   = true
 }
 
 variable "dlc_nas_data_source_id" {
@@ -22,8 +24,6 @@ variable "dlc_oss_data_source_id" {
 }
 
 platform "dlc" "default" {
-  # trialform does not run the dlc platform yet: validate accepts this block, plan and apply refuse it
-  type                          = "Worker"
   image                         = "registry-vpc.cn-beijing.aliyuncs.com/pai-dlc/pytorch-training:1.6.0-gpu-py37-cu101-ubuntu18.04"
   job_type                      = "PyTorchJob"
   pod_count                     = 1
@@ -35,6 +35,7 @@ platform "dlc" "default" {
   oss_data_source_id            = var.dlc_oss_data_source_id
   local_storage_mount_point     = "/home/admin/workspace/"
   container_storage_mount_point = "/root/data/"
+  # not converted: trainingService.type: the DLC node type: trialform's dlc jobs have one kind of node, Worker (NNI's default)
 }
 
 search_space "config" {

@@ -1,0 +1,170 @@
+package command_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/state"
+)
+
+// TestKillSupervisorMidRun kills -9 the supervisor of a running trial
+// while `apply -wait` runs (real processes; the test acts when the trial
+// says, through a FIFO, that it runs). The trial is then let go. The end:
+// exactly max_trials trials, all SUCCEEDED with their metric, no trial id
+// twice; the killed trial's attempt, whose outcome nobody recorded, is the
+// only one resumed (attempt 2, same id and parameters), every other trial
+// ran exactly once.
+func TestKillSupervisorMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	dir := t.TempDir()
+	const maxTrials = 6
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("main.hcl", `
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+experiment "k" {
+  search_space = search_space.s
+  tuner "random" {
+    seed = 3
+  }
+  max_trials  = 6
+  concurrency = 3
+  trial {
+    command = "python3 trial.py"
+  }
+}
+`)
+	// The first trial's first attempt tells the test it runs (its id, on
+	// the FIFO), then waits for the release file.
+	write("trial.py", `
+import os, time, trialform
+tid = os.environ["TRIALFORM_TRIAL_ID"]
+with open("runs.log", "a") as f:
+    f.write(tid + "\n")
+if os.environ["NNI_TRIAL_SEQ_ID"] == "0" and not os.path.exists("released"):
+    with open("started.fifo", "w") as f:
+        f.write(tid + "\n")
+    while not os.path.exists("released"):
+        time.sleep(0.01)
+trialform.report(trialform.get_params()["x"])
+`)
+	if err := syscall.Mkfifo(filepath.Join(dir, "started.fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(binDir, "trialform")
+	cmd := exec.Command(bin, "apply", "-auto-approve", "-wait", "-interval=100ms")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+
+	// Blocks until the trial opens the FIFO.
+	fifo, err := os.Open(filepath.Join(dir, "started.fifo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := bufio.NewReader(fifo).ReadString('\n')
+	fifo.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id = strings.TrimSpace(id)
+	// The supervisor records the running attempt right after starting
+	// the trial, which may be just after the trial wrote to the FIFO.
+	statusPath := filepath.Join(dir, ".trialform", "trials", "k", id, "status.json")
+	var st struct {
+		State         string `json:"state"`
+		SupervisorPID int    `json:"supervisor_pid"`
+		PID           int    `json:"pid"`
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, err := os.ReadFile(statusPath)
+		if err == nil && json.Unmarshal(b, &st) == nil && st.State == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trial %s: no running status in %s: %v %s", id, statusPath, err, b)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := syscall.Kill(st.SupervisorPID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill supervisor %d: %v", st.SupervisorPID, err)
+	}
+	// The trial outlives its supervisor.
+	if err := syscall.Kill(st.PID, 0); err != nil {
+		t.Fatalf("the trial %d died with its supervisor: %v", st.PID, err)
+	}
+	write("released", "")
+
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("apply: %v\n%s", err, out.String())
+		}
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("apply did not finish\n%s", out.String())
+	}
+
+	s, err := state.NewManager(filepath.Join(dir, ".trialform")).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := s.Experiments["k"]
+	if e == nil || len(e.Trials) != maxTrials {
+		t.Fatalf("state has %v trials, want %d\n%s", e, maxTrials, out.String())
+	}
+	for tid, tr := range e.Trials {
+		if tr.Status != state.Succeeded || tr.Value == nil {
+			t.Errorf("trial %s: %s (%s), value %v", tid, tr.Status, tr.Reason, tr.Value)
+		}
+		want := 1
+		if tid == id {
+			want = 2
+		}
+		if tr.Attempts != want {
+			t.Errorf("trial %s: %d attempts, want %d", tid, tr.Attempts, want)
+		}
+	}
+	runs, err := os.ReadFile(filepath.Join(dir, "runs.log"))
+	if errors.Is(err, os.ErrNotExist) || err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range strings.Fields(string(runs)) {
+		seen[r]++
+	}
+	for tid, n := range seen {
+		want := 1
+		if tid == id {
+			want = 2
+		}
+		if n != want {
+			t.Errorf("trial %s ran %d times, want %d", tid, n, want)
+		}
+	}
+	if len(seen) != maxTrials {
+		t.Errorf("%d distinct trials ran, want %d", len(seen), maxTrials)
+	}
+}
