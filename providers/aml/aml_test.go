@@ -329,3 +329,30 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// Without client_secret, DefaultAzureCredential is used: here its
+// environment credential (AZURE_TENANT_ID, AZURE_CLIENT_ID,
+// AZURE_CLIENT_SECRET) gets the token from the fake's Entra ID. A wrong
+// secret there names DefaultAzureCredential as the source.
+func TestDefaultAzureCredentialFromEnvironment(t *testing.T) {
+	t.Setenv("AZURE_TOKEN_CREDENTIALS", "EnvironmentCredential")
+	t.Setenv("AZURE_TENANT_ID", tenant)
+	t.Setenv("AZURE_CLIENT_ID", client)
+	t.Setenv("AZURE_CLIENT_SECRET", secret)
+	l := newLab(t, "", func(s *aml.Settings) { s.TenantID, s.ClientID = "", "" })
+	start(t, l, "t1", finalLine)
+	if o := waitEnd(t, l, "t1"); o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 {
+		t.Errorf("trial with DefaultAzureCredential: %+v", o)
+	}
+	if l.srv.Tokens() == 0 {
+		t.Errorf("no token was issued")
+	}
+
+	t.Setenv("AZURE_CLIENT_SECRET", "wrong-"+secret)
+	l = newLab(t, "", func(s *aml.Settings) { s.TenantID, s.ClientID = "", "" })
+	err := l.p.Validate(context.Background())
+	t.Logf("wrong AZURE_CLIENT_SECRET: %v", err)
+	if err == nil || !providers.IsPermanent(err) || !strings.Contains(err.Error(), "DefaultAzureCredential") || strings.Contains(err.Error(), secret) {
+		t.Errorf("a wrong AZURE_CLIENT_SECRET: %v", err)
+	}
+}
