@@ -28,6 +28,11 @@ var cloudFields = map[string]map[string]string{
 		"accessKeyId": "access_key_id", "accessKeySecret": "access_key_secret",
 		"localStorageMountPoint": "local_storage_mount_point", "containerStorageMountPoint": "container_storage_mount_point",
 	},
+	"aml": {
+		"subscriptionId": "subscription_id", "resourceGroup": "resource_group", "workspaceName": "workspace_name",
+		"computeTarget": "compute_target", "dockerImage": "image", "image": "image",
+		"localStorageMountPoint": "local_storage_mount_point", "containerStorageMountPoint": "container_storage_mount_point",
+	},
 	"dlts": {
 		"dashboard": "dashboard", "cluster": "cluster", "team": "team", "email": "email", "password": "password",
 		"gpuType": "gpu_type", "image": "image",
@@ -36,13 +41,15 @@ var cloudFields = map[string]map[string]string{
 
 // cloudReasons say why NNI fields of the cloud platforms are not converted.
 var cloudReasons = map[string]string{
-	"reuse":             "trialform starts one job per trial (no reused environments)",
-	"reuseMode":         "trialform starts one job per trial (no reused environments)",
-	"openpaiConfig":     "a job protocol to merge: trialform writes the job from docker_image and the trial_* resources",
-	"openpaiConfigFile": "a job protocol to merge: trialform writes the job from docker_image and the trial_* resources",
-	"paiConfigPath":     "a job protocol to merge: trialform writes the job from docker_image and the trial_* resources",
-	"platform":          "",
-	"type":              "the DLC node type: trialform's dlc jobs have one kind of node, Worker (NNI's default)",
+	"reuse":                "trialform starts one job per trial (no reused environments)",
+	"reuseMode":            "trialform starts one job per trial (no reused environments)",
+	"openpaiConfig":        "a job protocol to merge: trialform writes the job from docker_image and the trial_* resources",
+	"openpaiConfigFile":    "a job protocol to merge: trialform writes the job from docker_image and the trial_* resources",
+	"paiConfigPath":        "a job protocol to merge: trialform writes the job from docker_image and the trial_* resources",
+	"platform":             "",
+	"type":                 "the DLC node type: trialform's dlc jobs have one kind of node, Worker (NNI's default)",
+	"maxTrialNumberPerGpu": "each trial is its own Azure ML job: the compute target's scheduler places jobs on GPUs",
+	"useActiveGpu":         "each trial is its own Azure ML job: the compute target's scheduler places jobs on GPUs",
 }
 
 // nniCloud converts the fields of the cloud platform kind from objs into p:

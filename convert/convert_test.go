@@ -125,8 +125,13 @@ func requiredVars(t *testing.T, src []byte) []string {
 		if b.Type == "variable" {
 			if _, ok := b.Body.Attributes["default"]; !ok {
 				val := "x"
-				if strings.HasSuffix(b.Labels[0], "_mount_point") {
+				switch {
+				case strings.HasSuffix(b.Labels[0], "_mount_point"):
 					val = "/x" // a path where the platform wants an absolute one
+				case strings.HasSuffix(b.Labels[0], "_subscription_id"):
+					val = "00000000-0000-0000-0000-000000000000" // a GUID
+				case strings.HasSuffix(b.Labels[0], "_workspace_name"):
+					val = "ws-x" // 3 characters at least
 				}
 				out = append(out, b.Labels[0]+"="+val)
 			}

@@ -454,9 +454,9 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 		p := newBlock("platform", "adaptdl", "default")
 		c.nniAdl(p, t, trial)
 		plats = append(plats, p)
-	case "pai", "openpai", "dlts":
-		name, cfg := "dlts", "dltsConfig"
-		if kind != "dlts" {
+	case "pai", "openpai", "dlts", "aml":
+		name, cfg := kind, kind+"Config"
+		if kind == "pai" || kind == "openpai" {
 			name, cfg = "openpai", "paiConfig"
 		}
 		p := newBlock("platform", name, "default")
@@ -464,13 +464,6 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 		co := o.sub(cfg)
 		c.nniCloud(name, p, co, t)
 		co.done(p, cloudReasons)
-		plats = append(plats, p)
-	case "aml":
-		name, cfg := kind, kind+"Config"
-		p := c.unsupported(name, o.keyNode("trainingServicePlatform"))
-		c.nniTrialResources(t, trial)
-		c.genericPlatform(o.sub(cfg), p, vs, name)
-		c.genericPlatform(t, p, vs, name, "codeDir")
 		plats = append(plats, p)
 	case "hybrid":
 		c.failf(o.keyNode("trainingServicePlatform"), "trainingServicePlatform: hybrid: trialform runs an experiment on one platform; convert the v2 form (trainingService: a list) or pick one platform")
@@ -884,7 +877,7 @@ func (c *conv) nniV2Platforms(o *obj, trial *block, vs *vars) []*block {
 			p = newBlock("platform", "adaptdl", "default")
 			c.nniAdl(p, ts, trial)
 			ts.done(p, nniReasons)
-		case "openpai", "pai", "dlts", "dlc":
+		case "openpai", "pai", "dlts", "dlc", "aml":
 			if kind == "pai" {
 				kind = "openpai"
 			}
@@ -892,9 +885,6 @@ func (c *conv) nniV2Platforms(o *obj, trial *block, vs *vars) []*block {
 			ts.ignore("platform")
 			c.nniCloud(kind, p, ts)
 			ts.done(p, cloudReasons)
-		case "aml":
-			p = c.unsupported(kind, ts.keyNode("platform"))
-			c.genericPlatform(ts, p, vs, kind)
 		case "":
 			c.failf(n, "%s needs platform (local, remote, openpai, aml, dlc, kubeflow, frameworkcontroller, adl)", path)
 		default:

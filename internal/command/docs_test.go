@@ -52,7 +52,7 @@ func TestDocsAreFormatted(t *testing.T) {
 			t.Errorf("fmt -check %s: exit %d\n%s", d, code, out)
 		}
 	}
-	for _, doc := range []string{"README.md", "examples/quickstart/README.md", "examples/remote/README.md", "examples/kubernetes/README.md", "examples/kubeflow/README.md", "examples/sklearn-digits/README.md", "examples/openpai/README.md", "examples/dlts/README.md"} {
+	for _, doc := range []string{"README.md", "examples/quickstart/README.md", "examples/remote/README.md", "examples/kubernetes/README.md", "examples/kubeflow/README.md", "examples/sklearn-digits/README.md", "examples/openpai/README.md", "examples/dlts/README.md", "examples/aml/README.md"} {
 		text := repoFile(t, doc)
 		blocks := regexp.MustCompile("(?s)```hcl\n(.*?)```").FindAllStringSubmatch(text, -1)
 		if doc == "README.md" && len(blocks) < 4 {

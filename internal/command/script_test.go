@@ -89,6 +89,7 @@ func TestScripts(t *testing.T) {
 			"jsonschema":  cmdJSONSchema,
 			"openpaifake": cmdOpenPAIFake,
 			"dltsfake":    cmdDLTSFake,
+			"amlfake":     cmdAMLFake,
 		},
 	})
 }

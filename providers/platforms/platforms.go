@@ -4,6 +4,7 @@
 package platforms
 
 import (
+	"github.com/trialform/trialform/providers/aml"
 	"github.com/trialform/trialform/providers/dlc"
 	"github.com/trialform/trialform/providers/dlts"
 	"github.com/trialform/trialform/providers/kubernetes"
@@ -27,7 +28,7 @@ func Kinds() []registry.Kind {
 	kinds = append(kinds,
 		openpai.Registration(),
 		dlc.Registration(),
-		notYet("aml", "Azure Machine Learning jobs"),
+		aml.Registration(),
 		dlts.Registration(),
 	)
 	return kinds

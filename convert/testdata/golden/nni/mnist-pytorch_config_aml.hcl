@@ -21,13 +21,24 @@ variable "aml_compute_target" {
   description = "trainingService.computeTarget from config_aml.yml, a placeholder there ($${your compute target}): give its value with -var or TRIALFORM_VAR_aml_compute_target"
 }
 
+variable "aml_local_storage_mount_point" {
+  type        = string
+  description = "local_storage_mount_point: the shared storage trialform and the jobs both mount, which NNI's aml configuration does not name: give it with -var or TRIALFORM_VAR_aml_local_storage_mount_point"
+}
+
+variable "aml_container_storage_mount_point" {
+  type        = string
+  description = "container_storage_mount_point: the shared storage trialform and the jobs both mount, which NNI's aml configuration does not name: give it with -var or TRIALFORM_VAR_aml_container_storage_mount_point"
+}
+
 platform "aml" "default" {
-  # trialform does not run the aml platform yet: validate accepts this block, plan and apply refuse it
-  docker_image    = "msranni/nni"
-  subscription_id = var.aml_subscription_id
-  resource_group  = var.aml_resource_group
-  workspace_name  = var.aml_workspace_name
-  compute_target  = var.aml_compute_target
+  image                         = "msranni/nni"
+  subscription_id               = var.aml_subscription_id
+  resource_group                = var.aml_resource_group
+  workspace_name                = var.aml_workspace_name
+  compute_target                = var.aml_compute_target
+  local_storage_mount_point     = var.aml_local_storage_mount_point
+  container_storage_mount_point = var.aml_container_storage_mount_point
 }
 
 search_space "config_aml" {
