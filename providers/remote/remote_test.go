@@ -16,6 +16,7 @@ import (
 
 	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/codedir"
 	"github.com/trialform/trialform/providers/conformance"
 	"github.com/trialform/trialform/providers/remote/sshtest"
 )
@@ -227,7 +228,7 @@ func TestCodeUploadIgnoresAndCopies(t *testing.T) {
 
 func TestCodeLimits(t *testing.T) {
 	many := t.TempDir()
-	for i := 0; i <= maxCodeFiles; i++ {
+	for i := 0; i <= codedir.MaxFiles; i++ {
 		if err := os.WriteFile(filepath.Join(many, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +250,7 @@ func TestCodeLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Truncate(maxCodeBytes + 1) // sparse
+	f.Truncate(codedir.MaxBytes + 1) // sparse
 	f.Close()
 	if _, err := codeBundle(big); err == nil || !strings.Contains(err.Error(), "300 MB") || !strings.Contains(err.Error(), ".trialformignore") {
 		t.Errorf("301 MB: %v", err)
