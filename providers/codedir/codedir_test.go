@@ -74,6 +74,9 @@ func TestGitignoreSemantics(t *testing.T) {
 		{"*.log\n!keep.log", "sub/keep.log", false, false},
 		{"!keep.log\n*.log", "keep.log", false, true},
 		{"logs/**\n!logs/keep.txt", "logs/keep.txt", false, false},
+		// unlike git (which keeps logs/keep/a.txt out: "logs/**" matches
+		// it), a re-included directory re-includes what it holds (README)
+		{"logs/**\n!logs/keep/", "logs/keep/a.txt", false, false},
 		// never shipped
 		{"", ".git", true, true},
 		{"", "sub/.trialform", true, true},
