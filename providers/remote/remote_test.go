@@ -226,25 +226,8 @@ func TestCodeUploadIgnoresAndCopies(t *testing.T) {
 	}
 }
 
+// The limits are providers/codedir's (tested there); the bundle keeps them.
 func TestCodeLimits(t *testing.T) {
-	many := t.TempDir()
-	for i := 0; i <= codedir.MaxFiles; i++ {
-		if err := os.WriteFile(filepath.Join(many, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, err := codeBundle(many)
-	if err == nil || !providers.IsPermanent(err) || !strings.Contains(err.Error(), filepath.Join(many, ".trialformignore")) || !strings.Contains(err.Error(), "2000 files") {
-		t.Errorf("2001 files: %v", err)
-	}
-	// Ignoring them fixes it.
-	if err := os.WriteFile(filepath.Join(many, ".nniignore"), []byte("f1*\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := codeBundle(many); err != nil {
-		t.Errorf("with .nniignore: %v", err)
-	}
-
 	big := t.TempDir()
 	f, err := os.Create(filepath.Join(big, "huge.bin"))
 	if err != nil {
