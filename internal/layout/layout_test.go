@@ -14,8 +14,8 @@ const module = "github.com/trialform/trialform/"
 // platformPackage is the platform a package belongs to ("local" for
 // providers/local, "kubernetes" for providers/kubernetes/crds), or "" when
 // it is no platform's: the contract (providers), the shared packages
-// (registry, trialproto, conformance, cloudjob: the base of the cloud job
-// platforms) and the list (platforms).
+// (registry, trialproto, conformance, codedir: how a code dir is shipped,
+// cloudjob: the base of the cloud job platforms) and the list (platforms).
 func platformPackage(p string) string {
 	rest, ok := strings.CutPrefix(p, "providers/")
 	if !ok {
@@ -23,7 +23,7 @@ func platformPackage(p string) string {
 	}
 	name, _, _ := strings.Cut(rest, "/")
 	switch name {
-	case "registry", "trialproto", "conformance", "cloudjob", "platforms":
+	case "registry", "trialproto", "conformance", "codedir", "cloudjob", "platforms":
 		return ""
 	}
 	return name

@@ -13,11 +13,11 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/codedir"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -162,74 +162,20 @@ func jobName(r *record, n int) string {
 	return fmt.Sprintf("tf-%s-%s-%d", strings.Trim(slug, "-"), hex.EncodeToString(sum[:4]), n)
 }
 
-// Limits on a code dir shipped to the mount (NNI's limits).
-const (
-	maxCodeFiles = 2000
-	maxCodeBytes = 300 << 20
-)
-
 // shipCode copies dir to the mount once per content digest and returns the
-// copy's local path (with dry, only the path). .git, .trialform and
-// __pycache__ are left out.
+// copy's local path (with dry, only the path). What is shipped is the same
+// on every platform (providers/codedir): the ignore files' rules, never
+// .git, .trialform or __pycache__, nor the mount itself when it is inside
+// dir; NNI's limits.
 func (l layout) shipCode(dir string, dry bool) (string, error) {
-	type file struct {
-		rel  string
-		mode fs.FileMode
-		size int64
-	}
-	var files []file
-	var total int64
-	h := sha256.New()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if p == dir {
-			return nil
-		}
-		if d.IsDir() {
-			switch d.Name() {
-			case ".git", ".trialform", "__pycache__":
-				return fs.SkipDir
-			}
-			if same(p, l.local) {
-				return fs.SkipDir // the shared storage mounted inside the code dir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		total += info.Size()
-		if len(files) >= maxCodeFiles || total > maxCodeBytes {
-			return providers.Permanent(fmt.Errorf("code dir %s has more than %d files or %d MB: move data, checkpoints and virtualenvs out of it", dir, maxCodeFiles, maxCodeBytes>>20))
-		}
-		files = append(files, file{filepath.ToSlash(rel), info.Mode().Perm(), info.Size()})
-		return nil
-	})
+	code, err := codedir.Scan(dir, l.local)
 	if err != nil {
 		return "", err
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
-	for _, f := range files {
-		fmt.Fprintf(h, "%s\x00%o\x00", f.rel, f.mode)
-		src, err := os.Open(filepath.Join(dir, filepath.FromSlash(f.rel)))
-		if err != nil {
-			return "", err
-		}
-		n, err := io.Copy(h, src)
-		src.Close()
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "\x00%d\x00", n)
+	digest, err := code.Digest()
+	if err != nil {
+		return "", err
 	}
-	digest := hex.EncodeToString(h.Sum(nil)[:12])
 	dest := filepath.Join(l.root(), "code", digest)
 	if dry {
 		return dest, nil
@@ -242,12 +188,15 @@ func (l layout) shipCode(dir string, dry bool) (string, error) {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return "", err
 	}
-	for _, f := range files {
-		to := filepath.Join(tmp, filepath.FromSlash(f.rel))
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return "", err
+	for _, f := range code.Files {
+		to := filepath.Join(tmp, filepath.FromSlash(f.Rel))
+		switch {
+		case f.Mode.IsDir():
+			err = os.MkdirAll(to, 0o755)
+		case f.Mode.IsRegular():
+			err = copyFile(code.Path(f), to, f.Mode.Perm())
 		}
-		if err := copyFile(filepath.Join(dir, filepath.FromSlash(f.rel)), to, f.mode); err != nil {
+		if err != nil {
 			return "", err
 		}
 	}
@@ -279,14 +228,4 @@ func copyFile(from, to string, mode fs.FileMode) error {
 		return err
 	}
 	return dst.Close()
-}
-
-// same reports whether two paths name the same directory.
-func same(a, b string) bool {
-	if filepath.Clean(a) == filepath.Clean(b) {
-		return true
-	}
-	sa, err1 := os.Stat(a)
-	sb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/codedir"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -269,7 +270,7 @@ func (k *Kubernetes) trialObjects(req providers.StartRequest, name string, attem
 			total += len(f.data)
 			if total > configMapCodeLimit {
 				return nil, providers.Permanent(fmt.Errorf("code dir %s holds more than a ConfigMap can carry (%d KiB so far, limit %d KiB): put it on the NFS share (an nfs { } block) or in the image (code_dir), or exclude files in %s",
-					req.CodeDir, total>>10, configMapCodeLimit>>10, ignoreFileFor(req.CodeDir)))
+					req.CodeDir, total>>10, configMapCodeLimit>>10, codedir.IgnoreFile(req.CodeDir)))
 			}
 			key := fmt.Sprintf("code-%04d", i)
 			if utf8.Valid(f.data) {

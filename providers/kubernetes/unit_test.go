@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/trialform/trialform/providers/codedir"
 	"github.com/trialform/trialform/providers/registry"
 )
 
@@ -54,7 +55,7 @@ func TestScanCodeIgnore(t *testing.T) {
 
 func TestScanCodeTooMany(t *testing.T) {
 	dir := t.TempDir()
-	for i := 0; i <= maxCodeFiles; i++ {
+	for i := 0; i <= codedir.MaxFiles; i++ {
 		os.WriteFile(filepath.Join(dir, "f"+strings.Repeat("0", 4)+string(rune('a'+i%26))+itoa(i)), nil, 0o644)
 	}
 	_, err := scanCode(dir)

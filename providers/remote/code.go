@@ -2,7 +2,6 @@ package remote
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,24 +11,10 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
-	"strings"
 	"sync"
 
-	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/codedir"
 )
-
-// Limits on an uploaded code dir, as NNI has them.
-const (
-	maxCodeFiles = 2000
-	maxCodeBytes = 300 << 20
-)
-
-// ignoreFiles are read from the code dir's root, in this order.
-var ignoreFiles = []string{".trialformignore", ".nniignore"}
-
-// alwaysIgnored never leave the user's machine.
-var alwaysIgnored = map[string]bool{".trialform": true, ".git": true, "__pycache__": true}
 
 // bundle is a set of files to upload, content-hashed.
 type bundle struct {
@@ -47,139 +32,16 @@ type entry struct {
 	link string // symlink target
 }
 
-type ignoreRule struct {
-	pat      string
-	neg      bool
-	dirOnly  bool
-	anchored bool
-}
-
-// readIgnore parses the gitignore-style rules of the ignore files in root.
-func readIgnore(root string) ([]ignoreRule, error) {
-	var rules []ignoreRule
-	for _, name := range ignoreFiles {
-		f, err := os.Open(filepath.Join(root, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			line := strings.TrimRight(sc.Text(), " \t\r")
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			r := ignoreRule{}
-			if strings.HasPrefix(line, "!") {
-				r.neg, line = true, line[1:]
-			}
-			if strings.HasSuffix(line, "/") {
-				r.dirOnly, line = true, strings.TrimRight(line, "/")
-			}
-			line = strings.TrimPrefix(line, "**/")
-			line = strings.TrimSuffix(line, "/**")
-			if strings.HasPrefix(line, "/") {
-				r.anchored, line = true, strings.TrimLeft(line, "/")
-			} else if strings.Contains(line, "/") {
-				r.anchored = true
-			}
-			if line == "" {
-				continue
-			}
-			r.pat = line
-			rules = append(rules, r)
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("read %s: %w", name, err)
-		}
-	}
-	return rules, nil
-}
-
-// ignored applies the rules to rel (last match wins).
-func ignored(rules []ignoreRule, rel string, dir bool) bool {
-	if alwaysIgnored[path.Base(rel)] {
-		return true
-	}
-	out := false
-	for _, r := range rules {
-		if r.dirOnly && !dir {
-			continue
-		}
-		target := path.Base(rel)
-		if r.anchored {
-			target = rel
-		}
-		if ok, _ := path.Match(r.pat, target); ok {
-			out = !r.neg
-		}
-	}
-	return out
-}
-
-// codeBundle walks a code dir with its ignore rules, enforces the limits
-// and hashes the content.
+// codeBundle is a code dir as every platform ships it (providers/codedir:
+// ignore files, limits), content-hashed.
 func codeBundle(root string) (*bundle, error) {
-	rules, err := readIgnore(root)
+	code, err := codedir.Scan(root)
 	if err != nil {
-		return nil, providers.Permanent(fmt.Errorf("code dir %s: %w", root, err))
+		return nil, err
 	}
 	b := &bundle{fsys: os.DirFS(root)}
-	var total int64
-	err = fs.WalkDir(b.fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p != "." {
-				return nil // vanished while we walk
-			}
-			return err
-		}
-		if p == "." {
-			return nil
-		}
-		if ignored(rules, p, d.IsDir()) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		info, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		e := entry{rel: p, mode: info.Mode()}
-		switch {
-		case d.IsDir():
-		case info.Mode()&fs.ModeSymlink != 0:
-			e.link, err = os.Readlink(filepath.Join(root, filepath.FromSlash(p)))
-			if err != nil {
-				return nil
-			}
-		case info.Mode().IsRegular():
-			e.size = info.Size()
-			total += e.size
-		default:
-			return nil // sockets, fifos
-		}
-		b.entries = append(b.entries, e)
-		if n := len(b.entries); n > maxCodeFiles {
-			return providers.Permanent(fmt.Errorf("code dir %s has more than %d files and directories; trials upload it to every machine. List what trials do not need (data, outputs, virtualenvs) in %s (gitignore syntax, e.g. a line \"data/\"); .nniignore is read too", root, maxCodeFiles, filepath.Join(root, ".trialformignore")))
-		}
-		if total > maxCodeBytes {
-			return providers.Permanent(fmt.Errorf("code dir %s holds more than %d MB; trials upload it to every machine. List large files trials do not need in %s (gitignore syntax, e.g. \"*.ckpt\" or \"data/\"); .nniignore is read too", root, maxCodeBytes>>20, filepath.Join(root, ".trialformignore")))
-		}
-		return nil
-	})
-	if err != nil {
-		if providers.IsPermanent(err) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("read code dir %s: %w", root, err)
+	for _, f := range code.Files {
+		b.entries = append(b.entries, entry{rel: f.Rel, mode: f.Mode, size: f.Size, link: f.Link})
 	}
 	if err := b.computeHash(); err != nil {
 		return nil, fmt.Errorf("read code dir %s: %w", root, err)

@@ -22,35 +22,6 @@ func TestShellQuoting(t *testing.T) {
 	}
 }
 
-func TestIgnoreRules(t *testing.T) {
-	rules := []ignoreRule{
-		{pat: "data", dirOnly: true},
-		{pat: "*.ckpt"},
-		{pat: "keep.ckpt", neg: true},
-		{pat: "logs/*.txt", anchored: true},
-	}
-	cases := map[string]bool{
-		"data":            true, // as a dir
-		"sub/data":        true,
-		"model.ckpt":      true,
-		"sub/model.ckpt":  true,
-		"keep.ckpt":       false,
-		"logs/a.txt":      true,
-		"sub/logs/a.txt":  false,
-		"train.py":        false,
-		".git":            true,
-		"pkg/__pycache__": true,
-	}
-	for p, want := range cases {
-		if got := ignored(rules, p, p == "data" || p == "sub/data" || p == ".git" || p == "pkg/__pycache__"); got != want {
-			t.Errorf("ignored(%s) = %v, want %v", p, got, want)
-		}
-	}
-	if ignored(rules, "data", false) {
-		t.Error("a file named data matched the dir-only rule data/")
-	}
-}
-
 // A file of the code dir that vanishes between the walk and the hash
 // (a trial writing into its code dir, another trial's files under it) is
 // left out of the bundle instead of failing every start with "no such

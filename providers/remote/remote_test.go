@@ -16,6 +16,7 @@ import (
 
 	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/codedir"
 	"github.com/trialform/trialform/providers/conformance"
 	"github.com/trialform/trialform/providers/remote/sshtest"
 )
@@ -222,31 +223,14 @@ func TestCodeUploadIgnoresAndCopies(t *testing.T) {
 	}
 }
 
+// The limits are providers/codedir's (tested there); the bundle keeps them.
 func TestCodeLimits(t *testing.T) {
-	many := t.TempDir()
-	for i := 0; i <= maxCodeFiles; i++ {
-		if err := os.WriteFile(filepath.Join(many, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, err := codeBundle(many)
-	if err == nil || !providers.IsPermanent(err) || !strings.Contains(err.Error(), filepath.Join(many, ".trialformignore")) || !strings.Contains(err.Error(), "2000 files") {
-		t.Errorf("2001 files: %v", err)
-	}
-	// Ignoring them fixes it.
-	if err := os.WriteFile(filepath.Join(many, ".nniignore"), []byte("f1*\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := codeBundle(many); err != nil {
-		t.Errorf("with .nniignore: %v", err)
-	}
-
 	big := t.TempDir()
 	f, err := os.Create(filepath.Join(big, "huge.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Truncate(maxCodeBytes + 1) // sparse
+	f.Truncate(codedir.MaxBytes + 1) // sparse
 	f.Close()
 	if _, err := codeBundle(big); err == nil || !strings.Contains(err.Error(), "300 MB") || !strings.Contains(err.Error(), ".trialformignore") {
 		t.Errorf("301 MB: %v", err)
