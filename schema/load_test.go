@@ -302,7 +302,9 @@ variable "e" {
   default = "default"
 }
 variable "n" { type = number }
-variable "l" {}
+variable "l" { type = list(string) }
+variable "y" { type = any }
+variable "g" {}
 variable "p" {}
 variable "s" { type = string }
 locals {
@@ -310,6 +312,8 @@ locals {
     A = var.a, B = var.b, C = var.c, D = var.d, E = var.e
     N = var.n + 1
     L = join(",", var.l)
+    Y = join(",", var.y)
+    G = var.g
     P = var.p
     S = var.s
   }
@@ -322,14 +326,17 @@ locals {
 		Environ: []string{
 			"HOME=/x", "TRIALFORM_VAR_b=env", "TRIALFORM_VAR_c=env", "TRIALFORM_VAR_d=env", "TRIALFORM_VAR_e=env",
 			"TRIALFORM_VAR_undeclared=ignored", "TRIALFORM_VAR_n=41",
+			// an untyped variable takes the text as it is (a subscription
+			// id read as an expression would be a subtraction)
+			"TRIALFORM_VAR_g=00000000-1111-2222-3333-444444444444",
 		},
 		VarFiles: []string{filepath.Join(dir, "one.tfvars"), filepath.Join(dir, "two.tfvars")},
-		Vars:     []string{"e=first", "e=cli", `l=["x","y"]`, "p=/usr/bin/python3", "s=[1]"},
+		Vars:     []string{"e=first", "e=cli", `l=["x","y"]`, `y=["u","v"]`, "p=/usr/bin/python3", "s=[1]"},
 	}
 	cfg := mustLoad(t, dir, opts)
 	want := map[string]string{
 		"A": "default", "B": "env", "C": "file1", "D": "file2", "E": "cli",
-		"N": "42", "L": "x,y", "P": "/usr/bin/python3", "S": "[1]",
+		"N": "42", "L": "x,y", "Y": "u,v", "G": "00000000-1111-2222-3333-444444444444", "P": "/usr/bin/python3", "S": "[1]",
 	}
 	if got := cfg.Experiments["e"].Trial.Env; !reflect.DeepEqual(got, want) {
 		t.Errorf("env = %v\nwant  %v", got, want)

@@ -157,13 +157,15 @@ func convertVar(val cty.Value, ty cty.Type) (cty.Value, error) {
 	return cv, nil
 }
 
-// setRaw applies a -var or environment value: parsed as an HCL expression
-// unless the variable's type is string (or it does not parse or evaluate
-// without references), else taken as a raw string; then converted to the
-// declared type.
+// setRaw applies a -var or environment value, read as Terraform reads
+// them: a literal string when the variable has no type or a primitive one
+// (string, number, bool; converted to it), an HCL expression only when its
+// type is a collection, an object or `any` (and it parses and evaluates
+// without references; else, a string). So an id such as
+// 0000-1111 given to an untyped variable stays that text, not a sum.
 func (l *loader) setRaw(v *variable, raw, from string) {
 	val := cty.StringVal(raw)
-	if !v.typ.Equals(cty.String) {
+	if v.typed && !v.typ.IsPrimitiveType() {
 		expr, diags := hclsyntax.ParseExpression([]byte(raw), from, hcl.InitialPos)
 		if !diags.HasErrors() {
 			if pv, diags := expr.Value(nil); !diags.HasErrors() && pv.IsWhollyKnown() {
