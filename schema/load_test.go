@@ -305,6 +305,8 @@ variable "n" { type = number }
 variable "l" { type = list(string) }
 variable "y" { type = any }
 variable "g" {}
+variable "u" {}
+variable "k" {}
 variable "p" {}
 variable "s" { type = string }
 locals {
@@ -314,6 +316,8 @@ locals {
     L = join(",", var.l)
     Y = join(",", var.y)
     G = var.g
+    U = join(",", var.u)
+    K = var.k * 2
     P = var.p
     S = var.s
   }
@@ -331,12 +335,12 @@ locals {
 			"TRIALFORM_VAR_g=00000000-1111-2222-3333-444444444444",
 		},
 		VarFiles: []string{filepath.Join(dir, "one.tfvars"), filepath.Join(dir, "two.tfvars")},
-		Vars:     []string{"e=first", "e=cli", `l=["x","y"]`, `y=["u","v"]`, "p=/usr/bin/python3", "s=[1]"},
+		Vars:     []string{"e=first", "e=cli", `l=["x","y"]`, `y=["u","v"]`, `u=["w", -1, true]`, "k=-2.5", "p=/usr/bin/python3", "s=[1]"},
 	}
 	cfg := mustLoad(t, dir, opts)
 	want := map[string]string{
 		"A": "default", "B": "env", "C": "file1", "D": "file2", "E": "cli",
-		"N": "42", "L": "x,y", "Y": "u,v", "G": "00000000-1111-2222-3333-444444444444", "P": "/usr/bin/python3", "S": "[1]",
+		"N": "42", "L": "x,y", "Y": "u,v", "G": "00000000-1111-2222-3333-444444444444", "U": "w,-1,true", "K": "-5", "P": "/usr/bin/python3", "S": "[1]",
 	}
 	if got := cfg.Experiments["e"].Trial.Env; !reflect.DeepEqual(got, want) {
 		t.Errorf("env = %v\nwant  %v", got, want)

@@ -157,17 +157,18 @@ func convertVar(val cty.Value, ty cty.Type) (cty.Value, error) {
 	return cv, nil
 }
 
-// setRaw applies a -var or environment value, read as Terraform reads
-// them: a literal string when the variable has no type or a primitive one
-// (string, number, bool; converted to it), an HCL expression only when its
-// type is a collection, an object or `any` (and it parses and evaluates
-// without references; else, a string). So an id such as
-// 0000-1111 given to an untyped variable stays that text, not a sum.
+// setRaw applies a -var or environment value. A variable typed string
+// (or number, bool) takes the text, converted to its type. One typed as a
+// collection, an object or `any` takes it as an HCL expression (when it
+// parses and evaluates without references; else as text). An untyped one
+// takes a plain literal (20, 0.5, -3, true, ["a", "b"], {k = 1}) as that
+// value and anything else — with an operator, a call, a reference — as
+// text, so an id such as 0000-1111 stays that text, never a subtraction.
 func (l *loader) setRaw(v *variable, raw, from string) {
 	val := cty.StringVal(raw)
-	if v.typed && !v.typ.IsPrimitiveType() {
+	if !v.typ.IsPrimitiveType() {
 		expr, diags := hclsyntax.ParseExpression([]byte(raw), from, hcl.InitialPos)
-		if !diags.HasErrors() {
+		if !diags.HasErrors() && (v.typed || plainLiteral(expr)) {
 			if pv, diags := expr.Value(nil); !diags.HasErrors() && pv.IsWhollyKnown() {
 				val = pv
 			}
@@ -225,4 +226,37 @@ func (l *loader) readVarFile(path string) {
 		}
 		v.value, v.hasVal, v.valFrom = cv, true, path
 	}
+}
+
+// plainLiteral reports whether expr is a literal as a person writes a
+// value: a number (negative too), a bool, a quoted string without
+// interpolation, or a list or object of those.
+func plainLiteral(expr hclsyntax.Expression) bool {
+	switch e := expr.(type) {
+	case *hclsyntax.LiteralValueExpr:
+		return true
+	case *hclsyntax.UnaryOpExpr:
+		_, ok := e.Val.(*hclsyntax.LiteralValueExpr)
+		return e.Op == hclsyntax.OpNegate && ok
+	case *hclsyntax.TemplateExpr:
+		return e.IsStringLiteral()
+	case *hclsyntax.TupleConsExpr:
+		for _, item := range e.Exprs {
+			if !plainLiteral(item) {
+				return false
+			}
+		}
+		return true
+	case *hclsyntax.ObjectConsExpr:
+		for _, item := range e.Items {
+			if !plainLiteral(item.ValueExpr) {
+				return false
+			}
+			if k, ok := item.KeyExpr.(*hclsyntax.ObjectConsKeyExpr); !ok || (hcl.ExprAsKeyword(k.Wrapped) == "" && !plainLiteral(k.Wrapped)) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
