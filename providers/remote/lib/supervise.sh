@@ -52,6 +52,20 @@ pstart $pid
 pid_start=$ps_start
 status running
 
+# tick: appends "STDOUT_SIZE NNI_FILE_SIZE" to ticks when either grew, so
+# that the order of a final result on stdout and one in NNI's file is
+# known (to a tick, 100 ms; the reader counts stdout as later within one).
+last=
+tick() {
+	set -- $(stat -c %s stdout .nni/metrics 2>/dev/null) 0
+	[ "$1 $2" = "$last" ] && return 0
+	last="$1 $2"
+	echo "$last" >>ticks
+}
+: >ticks
+( while kill -0 "$pid" 2>/dev/null; do tick; sleep 0.1; done ) </dev/null >/dev/null 2>&1 &
+ticker=$!
+
 wd=
 if [ "$maxdur" != 0 ]; then
 	setsid sh -c 'sleep "$1"; [ -e stop ] || echo "max_duration $1s exceeded" >timeout
@@ -62,6 +76,9 @@ fi
 wait "$pid"
 code=$?
 ended=$(now)
+kill "$ticker" 2>/dev/null
+wait "$ticker" 2>/dev/null
+tick
 [ -n "$wd" ] && kill -KILL "-$wd" 2>/dev/null
 # What the trial left running (background jobs, daemons in a new session)
 # does not outlive it.
