@@ -392,7 +392,7 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	if st != nil && st.Attempt == attempt {
 		curStart = st.StdoutOff
 	}
-	data, at, err := readFrom(tf.s, path.Join(tf.dir, stdoutFile), off[offStdout], maxMetricRead)
+	segs, at, partial, err := tf.stdoutFrom(off[offStdout], maxMetricRead)
 	if err != nil {
 		return nil, nil, tf.m.sftpErr(tf.c, err)
 	}
@@ -401,33 +401,42 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	}
 	pos := at
 	col := trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		var line []byte
-		if i < 0 {
-			if !ended && len(data) < 1<<20 {
-				break // an unfinished line
+	var data []byte
+	if len(segs) > 0 {
+		j := join(segs)
+		data = j.data
+		for i := 0; i < len(j.data); {
+			k := bytes.IndexByte(j.data[i:], '\n')
+			var line []byte
+			lineAt := j.at(i)
+			if k < 0 {
+				if partial || !ended && len(j.data)-i < 1<<20 {
+					break // an unfinished line
+				}
+				line = j.data[i:]
+				i = len(j.data)
+				pos = j.at(i)
+			} else {
+				line = j.data[i : i+k]
+				pos = j.at(i+k) + 1
+				i += k + 1
 			}
-			line, data = data, nil
-		} else {
-			line, data = data[:i], data[i+1:]
-		}
-		lineAt := pos
-		pos += int64(len(line))
-		if i >= 0 {
-			pos++
-		}
-		if curStart >= 0 && lineAt >= curStart && next[offSeqAttempt] != int64(attempt) {
-			next[offSeq], next[offSeqAttempt] = 0, int64(attempt)
-		}
-		col.Seq = int(next[offSeq])
-		if m, ok := col.Line(string(line)); ok {
-			out = append(out, m)
-			if m.Type == trialproto.TypeFinal && m.Garbage == "" && curStart >= 0 && lineAt >= curStart {
-				next[offOutFinal], next[offOutFinalA] = pos, int64(attempt)
+			data = j.data[i:]
+			if curStart >= 0 && lineAt >= curStart && next[offSeqAttempt] != int64(attempt) {
+				next[offSeq], next[offSeqAttempt] = 0, int64(attempt)
 			}
+			col.Seq = int(next[offSeq])
+			if m, ok := col.Line(string(line)); ok {
+				out = append(out, m)
+				if m.Type == trialproto.TypeFinal && m.Garbage == "" && curStart >= 0 && lineAt >= curStart {
+					next[offOutFinal], next[offOutFinalA] = pos, int64(attempt)
+				}
+			}
+			next[offSeq] = int64(col.Seq)
 		}
-		next[offSeq] = int64(col.Seq)
+	}
+	if partial {
+		data = []byte{0} // more to read: nothing is settled yet
 	}
 	next[offStdout] = pos
 
@@ -518,9 +527,13 @@ func (tf *trialFiles) laterNNIFinal(outEnd int64) (providers.Metric, bool, error
 // only through metric_regex lines: the last value of each name, unless the
 // attempt reported a final result itself.
 func (tf *trialFiles) regexFinal(re *regexp.Regexp, from int64) (providers.Metric, bool, error) {
-	data, _, err := readFrom(tf.s, path.Join(tf.dir, stdoutFile), from, maxMetricRead)
+	segs, _, _, err := tf.stdoutFrom(from, maxMetricRead)
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
+	}
+	var data []byte
+	if len(segs) > 0 {
+		data = join(segs).data
 	}
 	col := trialproto.Collector{ParameterID: tf.sp.ParameterID, Regex: re}
 	for _, line := range strings.Split(string(data), "\n") {
