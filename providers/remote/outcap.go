@@ -60,37 +60,58 @@ type segment struct {
 // concatenated, are its lines: what the cut freed is replaced by the
 // metric lines kept of it. partial says the bytes after the cut were left
 // out because it grew while they were read (read again later).
+// The cut is read before and after: bytes read while the supervisor
+// punched a hole may be zeros, so a read that saw the cut change is done
+// again (and after three tries left for the next refresh).
 func (tf *trialFiles) stdoutFrom(r, max int64) (segs []segment, at int64, partial bool, err error) {
+	for try := 0; try < 3; try++ {
+		var cut outputCut
+		segs, at, partial, cut, err = tf.stdoutOnce(r, max)
+		if err != nil {
+			return nil, r, false, err
+		}
+		again, err := readCut(tf.s, path.Join(tf.dir, stdoutFile))
+		if err != nil {
+			return nil, r, false, err
+		}
+		if again == cut {
+			return segs, at, partial, nil
+		}
+	}
+	return nil, r, true, nil
+}
+
+func (tf *trialFiles) stdoutOnce(r, max int64) (segs []segment, at int64, partial bool, cut outputCut, err error) {
 	p := path.Join(tf.dir, stdoutFile)
-	cut, err := readCut(tf.s, p)
+	cut, err = readCut(tf.s, p)
 	if err != nil {
-		return nil, r, false, err
+		return nil, r, false, cut, err
 	}
 	if !cut.ok() || r >= cut.To {
 		data, at, err := readFrom(tf.s, p, r, max)
 		if err != nil {
-			return nil, r, false, err
+			return nil, r, false, cut, err
 		}
 		if cut.ok() && at < cut.To { // the file was replaced under us
-			return nil, at, true, nil
+			return nil, at, true, cut, nil
 		}
-		return []segment{{At: at, B: data}}, at, false, nil
+		return []segment{{At: at, B: data}}, at, false, cut, nil
 	}
 	at = r
 	if r < cut.From {
 		head, hat, err := readFrom(tf.s, p, r, min(max, cut.From-r))
 		if err != nil {
-			return nil, r, false, err
+			return nil, r, false, cut, err
 		}
 		at = hat
 		segs = append(segs, segment{At: hat, B: head})
 		if hat+int64(len(head)) < cut.From {
-			return segs, at, true, nil
+			return segs, at, true, cut, nil
 		}
 	}
 	kept, _, err := readFrom(tf.s, path.Join(tf.dir, keptFile), 0, cut.KeptLen)
 	if err != nil {
-		return nil, r, false, err
+		return nil, r, false, cut, err
 	}
 	next := int64(-1) // where the previous entry ended
 	lastI := -1
@@ -129,16 +150,12 @@ func (tf *trialFiles) stdoutFrom(r, max int64) (segs []segment, at int64, partia
 	}
 	tail, tat, err := readFrom(tf.s, p, cut.To, max)
 	if err != nil {
-		return nil, r, false, err
+		return nil, r, false, cut, err
 	}
-	again, err := readCut(tf.s, p)
-	if err != nil {
-		return nil, r, false, err
+	if tat != cut.To {
+		return segs, at, true, cut, nil
 	}
-	if again != cut || tat != cut.To {
-		return segs, at, true, nil
-	}
-	return append(segs, segment{At: tat, B: tail}), at, false, nil
+	return append(segs, segment{At: tat, B: tail}), at, false, cut, nil
 }
 
 // joined concatenates segments and maps an index in the result back to

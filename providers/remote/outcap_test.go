@@ -61,6 +61,9 @@ print("trialform: 7")
 			if o.Phase != providers.PhaseSucceeded {
 				t.Fatalf("trial ended %s: %s", o.Phase, o.Reason)
 			}
+			if !strings.Contains(o.Note, "stdout is over the 4 MiB kept per trial") || !strings.Contains(o.Note, "stderr is over") {
+				t.Errorf("note %q does not say the output was cut", o.Note)
+			}
 			// one more: what the last read left
 			o, err = r.Read(ctx(t), providers.ReadRequest{Experiment: "cap", TrialID: "t", MetricsOffset: off})
 			if err != nil {

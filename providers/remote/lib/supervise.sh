@@ -126,7 +126,8 @@ fi
 wait "$pid"
 code=$?
 ended=$(now)
-kill "$ticker" 2>/dev/null
+# (the ticker ends by itself within a tick: killing it could leave a cap
+# pass's pipeline writing to stdout.kept under the last pass below)
 wait "$ticker" 2>/dev/null
 tick
 cap stdout
