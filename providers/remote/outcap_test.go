@@ -33,7 +33,10 @@ func TestOutputCappedMetricsKept(t *testing.T) {
 	cfg.OutputLimit = limit
 	r := newRemote(t, cfg)
 	code := t.TempDir()
+	// The first metric line crosses the start of the freed middle (2 MiB).
 	prog := `import sys
+sys.stdout.write("a" * (2 * 1024 * 1024 - 11) + "\n")
+print("trialform: intermediate -1")
 line = "x" * 1023 + "\n"
 for i in range(100):
     sys.stdout.write(line * 1024)
@@ -80,7 +83,7 @@ print("trialform: 7")
 		}
 		got = append(got, m.Type+":"+m.Value)
 	}
-	var want []string
+	want := []string{"PERIODICAL:-1"}
 	for i := 0; i < 100; i++ {
 		want = append(want, fmt.Sprintf("PERIODICAL:%d", i))
 	}
