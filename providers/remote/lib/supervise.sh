@@ -52,7 +52,7 @@ pstart $pid
 pid_start=$ps_start
 status running
 
-# cap FILE: keeps FILE (stdout or stderr) within the output limit on disk:
+# cap FILE SIZE: keeps FILE (stdout or stderr, SIZE bytes long) within the output limit on disk:
 # the first and the latest half are kept, the middle is freed with a hole
 # (fallocate --punch-hole: offsets stay valid). Before stdout's middle goes,
 # its metric lines ("trialform: ", NNI's "NNISDK_MEb'", split at CR as the
@@ -79,8 +79,8 @@ END {
 capfailed=
 cap() {
 	[ -z "$capfailed" ] && [ "$limit" -gt 0 ] || return 0
-	set -- "$1" $(stat -c %s "$1" 2>/dev/null) 0
 	f=$1 size=$2 half=$((limit / 2))
+	[ "$size" -gt "$limit" ] || return 0
 	from=$(((half + 4095) / 4096 * 4096))
 	to=$(((size - half) / 4096 * 4096))
 	cfrom= cto= klen=0
@@ -104,16 +104,20 @@ cap() {
 
 # tick: appends "STDOUT_SIZE NNI_FILE_SIZE" to ticks when either grew, so
 # that the order of a final result on stdout and one in NNI's file is
-# known (to a tick, 100 ms; the reader counts stdout as later within one).
+# known (to a tick, 100 ms; the reader counts stdout as later within one),
+# and caps the output files. One fork (stat) a tick.
 last=
 tick() {
-	set -- $(stat -c %s stdout .nni/metrics 2>/dev/null) 0
-	[ "$1 $2" = "$last" ] && return 0
-	last="$1 $2"
-	echo "$last" >>ticks
+	set -- $(stat -c %s stdout stderr .nni/metrics 2>/dev/null) 0 0 0
+	if [ "$1 $3" != "$last" ]; then
+		last="$1 $3"
+		echo "$last" >>ticks
+	fi
+	cap stdout "$1"
+	cap stderr "$2"
 }
 : >ticks
-( while kill -0 "$pid" 2>/dev/null; do tick; cap stdout; cap stderr; sleep 0.1; done ) </dev/null >>supervisor.log 2>&1 &
+( while kill -0 "$pid" 2>/dev/null; do tick; sleep 0.1; done ) </dev/null >>supervisor.log 2>&1 &
 ticker=$!
 
 wd=
@@ -130,8 +134,6 @@ ended=$(now)
 # pass's pipeline writing to stdout.kept under the last pass below)
 wait "$ticker" 2>/dev/null
 tick
-cap stdout
-cap stderr
 [ -n "$wd" ] && kill -KILL "-$wd" 2>/dev/null
 # What the trial left running (background jobs, daemons in a new session)
 # does not outlive it.
