@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,5 +101,59 @@ print("trialform: 7")
 	lg := logs(t, r, "cap", "t")
 	if !strings.Contains(lg, "not kept") || !strings.HasSuffix(lg, strings.Repeat("e", 1023)+"\n") || strings.Contains(lg, "\x00") || len(lg) > 2*limit+(1<<20) {
 		t.Errorf("logs: %d bytes, want about %d with a line in place of the dropped middle and no NUL", len(lg), 2*limit)
+	}
+}
+
+// The cap goes on when the supervisor alone is killed (kill -9, the OOM
+// killer): it runs in a child that ends with the trial.
+func TestOutputCappedAfterSupervisorKilled(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	const limit = 4 << 20
+	cfg.OutputLimit = limit
+	r := newRemote(t, cfg)
+	code := t.TempDir()
+	// Waits for "go", floods, then waits (up to 20s) until the cut
+	// reaches the latest 2 MiB, so the check below sees the last pass.
+	prog := `import os, sys, time
+d = os.environ["NNI_SYS_DIR"]
+for _ in range(2000):
+    if os.path.exists(os.path.join(d, "go")):
+        break
+    time.sleep(0.01)
+for i in range(60):
+    sys.stdout.write(("x" * 1023 + "\n") * 1024)
+sys.stdout.flush()
+size = os.path.getsize(os.path.join(d, "stdout"))
+for _ in range(2000):
+    try:
+        if int(open(os.path.join(d, "stdout.cut")).read().split()[1]) >= size - (3 << 20):
+            break
+    except (OSError, ValueError, IndexError):
+        pass
+    time.sleep(0.01)
+`
+	if err := os.WriteFile(filepath.Join(code, "flood.py"), []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Start(ctx(t), trialReq("cap", "k", "python3 flood.py", code)); err != nil {
+		t.Fatal(err)
+	}
+	o := waitPhase(t, r, "cap", "k", providers.PhaseRunning)
+	sup, err := strconv.Atoi(o.Handle["supervisor_pid"])
+	if err != nil {
+		t.Fatalf("no supervisor pid in %v", o.Handle)
+	}
+	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	dir := o.Handle["dir"]
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, r, "cap", "k", providers.PhaseLost) // ended without its supervisor
+	if n := onDisk(t, filepath.Join(dir, "stdout")); n > limit+(1<<20) {
+		t.Errorf("stdout takes %d bytes on disk after its supervisor was killed, over the %d limit", n, limit)
 	}
 }
