@@ -19,7 +19,9 @@
 //	code/HASH/           the experiment's code dir, uploaded once (content hash)
 //	trials/EXP/TRIAL/    spec.json, run.sh, parameter.cfg, params.json,
 //	                     status, stdout, stderr, .nni/metrics, output/,
-//	                     code/ (the trial's own copy of the code dir)
+//	                     code/ (the trial's own copy of the code dir),
+//	                     ticks (output sizes, to order final results),
+//	                     stdout.cut, stderr.cut, stdout.kept (output cap)
 //
 // Every value put into a remote command line is shell-quoted. The package
 // must not import plan or apply, and must not print.
