@@ -28,6 +28,7 @@ const (
 	specFile   = "spec.json"
 	statusFile = "status"
 	stdoutFile = "stdout"
+	ticksFile  = "ticks" // the supervisor's record of output sizes
 	stderrFile = "stderr"
 	nniMetrics = ".nni/metrics"
 )
@@ -344,6 +345,9 @@ const (
 	offSeq        = "seq"         // next sequence of stdout intermediate results
 	offSeqAttempt = "seq_attempt" // attempt "seq" counts for
 	offFinal      = "final"       // attempt whose regex final result was settled
+	offOrder      = "order"       // attempt whose last final result was ordered
+	offOutFinal   = "out_final"   // end in stdout of the attempt's last final line
+	offOutFinalA  = "out_final_a" // attempt offOutFinal is for
 )
 
 const maxMetricRead = 64 << 20
@@ -388,7 +392,7 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	if st != nil && st.Attempt == attempt {
 		curStart = st.StdoutOff
 	}
-	data, at, err := readFrom(tf.s, path.Join(tf.dir, stdoutFile), off[offStdout], maxMetricRead)
+	segs, at, partial, err := tf.stdoutFrom(off[offStdout], maxMetricRead)
 	if err != nil {
 		return nil, nil, tf.m.sftpErr(tf.c, err)
 	}
@@ -397,33 +401,57 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	}
 	pos := at
 	col := trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		var line []byte
-		if i < 0 {
-			if !ended && len(data) < 1<<20 {
-				break // an unfinished line
+	var data []byte
+	if len(segs) > 0 {
+		j := join(segs)
+		data = j.data
+		for i := 0; i < len(j.data); {
+			k := bytes.IndexByte(j.data[i:], '\n')
+			var line []byte
+			lineAt := j.at(i)
+			if k < 0 {
+				if partial || !ended && len(j.data)-i < 1<<20 {
+					break // an unfinished line
+				}
+				line = j.data[i:]
+				i = len(j.data)
+				pos = j.at(i)
+			} else {
+				line = j.data[i : i+k]
+				pos = j.at(i+k) + 1
+				i += k + 1
 			}
-			line, data = data, nil
-		} else {
-			line, data = data[:i], data[i+1:]
+			data = j.data[i:]
+			if curStart >= 0 && lineAt >= curStart && next[offSeqAttempt] != int64(attempt) {
+				next[offSeq], next[offSeqAttempt] = 0, int64(attempt)
+			}
+			col.Seq = int(next[offSeq])
+			if m, ok := col.Line(string(line)); ok {
+				out = append(out, m)
+				if m.Type == trialproto.TypeFinal && m.Garbage == "" && curStart >= 0 && lineAt >= curStart {
+					next[offOutFinal], next[offOutFinalA] = pos, int64(attempt)
+				}
+			}
+			next[offSeq] = int64(col.Seq)
 		}
-		lineAt := pos
-		pos += int64(len(line))
-		if i >= 0 {
-			pos++
-		}
-		if curStart >= 0 && lineAt >= curStart && next[offSeqAttempt] != int64(attempt) {
-			next[offSeq], next[offSeqAttempt] = 0, int64(attempt)
-		}
-		col.Seq = int(next[offSeq])
-		if m, ok := col.Line(string(line)); ok {
-			out = append(out, m)
-		}
-		next[offSeq] = int64(col.Seq)
+	}
+	if partial {
+		data = []byte{0} // more to read: nothing is settled yet
 	}
 	next[offStdout] = pos
 
+	if ended && settled && next[offOrder] != int64(attempt) && pos >= at && len(data) == 0 {
+		next[offOrder] = int64(attempt)
+		if next[offOutFinalA] == int64(attempt) {
+			m, ok, err := tf.laterNNIFinal(next[offOutFinal])
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				out = append(out, m)
+			}
+		}
+	}
 	if ended && settled && re != nil && next[offFinal] != int64(attempt) && pos >= at && len(data) == 0 {
 		next[offFinal] = int64(attempt)
 		if succeeded && curStart >= 0 {
@@ -437,13 +465,75 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	return out, next, nil
 }
 
+// laterNNIFinal returns the attempt's last final result in NNI's file
+// when the supervisor's ticks say it was written after the last one on
+// stdout (which ends at outEnd), so that the caller reports it again,
+// last: the last final result a refresh sees is the trial's. Within one
+// tick stdout counts as later, as on the local platform.
+func (tf *trialFiles) laterNNIFinal(outEnd int64) (providers.Metric, bool, error) {
+	nni, _, err := readFrom(tf.s, path.Join(tf.dir, nniMetrics), 0, maxMetricRead)
+	if err != nil {
+		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
+	}
+	var final providers.Metric
+	nniEnd := int64(-1)
+	// Walk the records one by one (by their "ME" + 6-digit length
+	// headers) for the end of the last final result.
+	for off := 0; off+8 <= len(nni) && string(nni[off:off+2]) == "ME"; {
+		l, err := strconv.Atoi(string(nni[off+2 : off+8]))
+		if err != nil || l < 0 || off+8+l > len(nni) {
+			break
+		}
+		recs, _, _ := trialproto.ParseMetricRecords(nni[off : off+8+l])
+		off += 8 + l
+		for _, m := range recs {
+			if m.Type == trialproto.TypeFinal && m.Garbage == "" {
+				final, nniEnd = m, int64(off)
+			}
+		}
+	}
+	if nniEnd < 0 {
+		return providers.Metric{}, false, nil
+	}
+	ticks, err := readSmall(tf.s, path.Join(tf.dir, ticksFile))
+	if err != nil || ticks == nil {
+		return providers.Metric{}, false, err
+	}
+	tOut, tNNI := -1, -1
+	for i, line := range strings.Split(string(ticks), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		so, err1 := strconv.ParseInt(f[0], 10, 64)
+		sn, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if tOut < 0 && so >= outEnd {
+			tOut = i
+		}
+		if tNNI < 0 && sn >= nniEnd {
+			tNNI = i
+		}
+	}
+	if tOut < 0 || tNNI < 0 || tNNI <= tOut {
+		return providers.Metric{}, false, nil
+	}
+	return final, true, nil
+}
+
 // regexFinal is the synthetic FINAL of a trial that reported its metrics
 // only through metric_regex lines: the last value of each name, unless the
 // attempt reported a final result itself.
 func (tf *trialFiles) regexFinal(re *regexp.Regexp, from int64) (providers.Metric, bool, error) {
-	data, _, err := readFrom(tf.s, path.Join(tf.dir, stdoutFile), from, maxMetricRead)
+	segs, _, _, err := tf.stdoutFrom(from, maxMetricRead)
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
+	}
+	var data []byte
+	if len(segs) > 0 {
+		data = join(segs).data
 	}
 	col := trialproto.Collector{ParameterID: tf.sp.ParameterID, Regex: re}
 	for _, line := range strings.Split(string(data), "\n") {

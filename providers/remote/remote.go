@@ -19,7 +19,9 @@
 //	code/HASH/           the experiment's code dir, uploaded once (content hash)
 //	trials/EXP/TRIAL/    spec.json, run.sh, parameter.cfg, params.json,
 //	                     status, stdout, stderr, .nni/metrics, output/,
-//	                     code/ (the trial's own copy of the code dir)
+//	                     code/ (the trial's own copy of the code dir),
+//	                     ticks (output sizes, to order final results),
+//	                     stdout.cut, stderr.cut, stdout.kept (output cap)
 //
 // Every value put into a remote command line is shell-quoted. The package
 // must not import plan or apply, and must not print.
@@ -51,6 +53,9 @@ type Config struct {
 	WorkDir    string        // on each machine; "~/x", relative (to home) or absolute; default ~/trialform
 	LostGrace  time.Duration // how long a machine may be unreachable before its trials are LOST (default 2m)
 	StopGrace  time.Duration // SIGTERM to SIGKILL (default 10s)
+	// OutputLimit is how much of a trial's stdout and of its stderr is
+	// kept on the machine (default DefaultOutputLimit).
+	OutputLimit int64
 	// StateDir is a local directory where the provider remembers since when
 	// a machine is unreachable, across CLI runs ("" keeps it in memory).
 	StateDir string
@@ -116,6 +121,9 @@ func New(cfg Config) (*Remote, error) {
 	}
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 10 * time.Second
+	}
+	if cfg.OutputLimit <= 0 {
+		cfg.OutputLimit = DefaultOutputLimit
 	}
 	lib, err := libBundle()
 	if err != nil {

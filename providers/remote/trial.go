@@ -116,6 +116,9 @@ func (r *Remote) Read(ctx context.Context, req providers.ReadRequest) (providers
 	if err != nil {
 		return providers.Observation{}, err
 	}
+	if o.Phase.Ended() { // (read once the trial ended: two more round trips)
+		o.Note = tf.cutNote()
+	}
 	return o, nil
 }
 
@@ -242,7 +245,7 @@ func (r *Remote) launch(ctx context.Context, m *machine, req providers.StartRequ
 		}
 		cmd.WriteString(" && printf '%s' " + shq(string(f.data)) + " >" + shq(path.Join(dir, f.name)))
 	}
-	cmd.WriteString(" && umask 022 && sh " + shline(path.Join(lib, "launch.sh"), dir, strconv.Itoa(attempt), codeDir, maxdur, seconds(r.cfg.StopGrace), joinInts(gpus)))
+	cmd.WriteString(" && umask 022 && sh " + shline(path.Join(lib, "launch.sh"), dir, strconv.Itoa(attempt), codeDir, maxdur, seconds(r.cfg.StopGrace), joinInts(gpus), strconv.FormatInt(r.cfg.OutputLimit, 10)))
 	out, err := m.sh(ctx, cmd.String())
 	if err != nil {
 		return nil, err
@@ -375,7 +378,23 @@ func (r *Remote) Logs(ctx context.Context, req providers.LogsRequest) error {
 	copyNew := func() error {
 		for i, f := range files {
 			for {
-				data, at, err := readFrom(tf.s, f, offs[i], 4<<20)
+				// The middle the output cap freed is one line here.
+				cut, err := readCut(tf.s, f)
+				if err != nil {
+					return tf.m.sftpErr(tf.c, err)
+				}
+				max := int64(4 << 20)
+				if cut.ok() && offs[i] < cut.To {
+					if offs[i] >= cut.From {
+						if _, err := fmt.Fprintf(req.Out, "\n[trialform: %d bytes of %s not kept here: the remote platform keeps the first and the latest %d MiB of it]\n", cut.To-cut.From, path.Base(f), cut.Limit>>21); err != nil {
+							return err
+						}
+						offs[i] = cut.To
+						continue
+					}
+					max = min(max, cut.From-offs[i])
+				}
+				data, at, err := readFrom(tf.s, f, offs[i], max)
 				if err != nil {
 					return tf.m.sftpErr(tf.c, err)
 				}

@@ -1,11 +1,11 @@
 #!/bin/sh
 # trialform: start attempt ATTEMPT of the trial in DIR (run.sh, the
 # parameter files and spec.json are in place):
-#   sh launch.sh DIR ATTEMPT CODE_SRC MAX_DURATION_S GRACE_S GPUS
+#   sh launch.sh DIR ATTEMPT CODE_SRC MAX_DURATION_S GRACE_S GPUS OUTPUT_LIMIT
 # Copies CODE_SRC to DIR/code once, archives the previous attempt's NNI
 # metric file, starts the supervisor detached (setsid + nohup: it outlives
 # this SSH session) and prints DIR/status once the attempt runs or ended.
-d=$1 a=$2 src=$3 maxdur=$4 grace=$5 gpus=$6
+d=$1 a=$2 src=$3 maxdur=$4 grace=$5 gpus=$6 limit=$7
 # (Builtins where they do: every fork is latency on a busy machine.)
 lib=${0%/*}
 cd "$d" || exit 1
@@ -19,7 +19,7 @@ if [ "$a" -gt 1 ] && [ -f .nni/metrics ]; then
 fi
 if [ -e stop ] || [ -e timeout ]; then rm -f stop timeout; fi
 : >>stdout && : >>stderr || exit 1
-setsid nohup sh "$lib/supervise.sh" "$d" "$a" "$maxdur" "$grace" "$gpus" </dev/null >>supervisor.log 2>&1 &
+setsid nohup sh "$lib/supervise.sh" "$d" "$a" "$maxdur" "$grace" "$gpus" "$limit" </dev/null >>supervisor.log 2>&1 &
 # started: the status records this attempt (builtins only: no fork).
 started() {
 	[ -f status ] || return 1

@@ -1,10 +1,10 @@
 #!/bin/sh
 # trialform's remote supervisor (POSIX sh, started detached by launch.sh):
-#   sh supervise.sh DIR ATTEMPT MAX_DURATION_S GRACE_S GPUS
+#   sh supervise.sh DIR ATTEMPT MAX_DURATION_S GRACE_S GPUS OUTPUT_LIMIT
 # Runs DIR/run.sh in its own session (process group = its pid), records
 # the attempt in DIR/status (key=value lines, replaced atomically) and, when
 # it exits, its exit code and why. A watchdog enforces max_duration.
-d=$1 a=$2 maxdur=$3 grace=$4 gpus=$5
+d=$1 a=$2 maxdur=$3 grace=$4 gpus=$5 limit=${6:-67108864}
 lib=${0%/*}
 . "$lib/reap.sh"
 cd "$d" || exit 1
@@ -52,6 +52,74 @@ pstart $pid
 pid_start=$ps_start
 status running
 
+# cap FILE SIZE: keeps FILE (stdout or stderr, SIZE bytes long) within the output limit on disk:
+# the first and the latest half are kept, the middle is freed with a hole
+# (fallocate --punch-hole: offsets stay valid). Before stdout's middle goes,
+# its metric lines ("trialform: ", NNI's "NNISDK_MEb'", split at CR as the
+# reader does) are appended to stdout.kept as "OFFSET NEWLINE TEXT" lines,
+# with the first and last piece of the freed range (lines that cross its
+# edges). FILE.cut, "FROM TO LIMIT KEPT_LEN", is written before the hole is
+# punched: the reader takes [FROM, TO) from stdout.kept's first KEPT_LEN
+# bytes. A pass cut short (kill -9) leaves the cut file as it was.
+keep_awk='{
+	off = base + pos; pos += length($0) + 1; nl = (base + pos <= end)
+	if (NR == 1 || index($0, "trialform: ") == 1 || index($0, "NNISDK_MEb'"'"'") > 0) {
+		if (length($0) > 1048576) { $0 = ""; nl = 1 }
+		print off, nl, $0; shown = NR
+	}
+	last = $0; lastoff = off
+}
+END {
+	if (NR > 0 && shown != NR) {
+		nl = (base + pos <= end)
+		if (length(last) > 1048576) { last = ""; nl = 1 }
+		print lastoff, nl, last
+	}
+}'
+capfailed=
+cap() {
+	[ -z "$capfailed" ] && [ "$limit" -gt 0 ] || return 0
+	f=$1 size=$2 half=$((limit / 2))
+	[ "$size" -gt "$limit" ] || return 0
+	from=$(((half + 4095) / 4096 * 4096))
+	to=$(((size - half) / 4096 * 4096))
+	cfrom= cto= klen=0
+	[ -f "$f.cut" ] && read -r cfrom cto climit klen <"$f.cut"
+	[ -n "$cto" ] && [ "$cto" -gt "$from" ] && from=$cto
+	[ $((to - from)) -ge $((limit / 16 + 65536)) ] || return 0
+	if [ "$f" = stdout ]; then
+		[ -f stdout.kept ] && truncate -s "${klen:-0}" stdout.kept
+		tail -c +$((from + 1)) stdout | head -c $((to - from)) | tr '\r' '\n' |
+			LC_ALL=C awk -v base="$from" -v end="$to" "$keep_awk" >>stdout.kept || { capfailed=1; return 1; }
+		set -- $(stat -c %s stdout.kept)
+		klen=$1
+	fi
+	echo "${cfrom:-$from} $to $limit ${klen:-0}" >"$f.cut.tmp" && mv -f "$f.cut.tmp" "$f.cut" || { capfailed=1; return 1; }
+	fallocate -p -o "$from" -l $((to - from)) "$f" || {
+		capfailed=1
+		echo "trialform supervisor: cannot free the middle of $f: it is not capped" >&2
+		return 1
+	}
+}
+
+# tick: appends "STDOUT_SIZE NNI_FILE_SIZE" to ticks when either grew, so
+# that the order of a final result on stdout and one in NNI's file is
+# known (to a tick, 100 ms; the reader counts stdout as later within one),
+# and caps the output files. One fork (stat) a tick.
+last=
+tick() {
+	set -- $(stat -c %s stdout stderr .nni/metrics 2>/dev/null) 0 0 0
+	if [ "$1 $3" != "$last" ]; then
+		last="$1 $3"
+		echo "$last" >>ticks
+	fi
+	cap stdout "$1"
+	cap stderr "$2"
+}
+: >ticks
+( while kill -0 "$pid" 2>/dev/null; do tick; sleep 0.1; done ) </dev/null >>supervisor.log 2>&1 &
+ticker=$!
+
 wd=
 if [ "$maxdur" != 0 ]; then
 	setsid sh -c 'sleep "$1"; [ -e stop ] || echo "max_duration $1s exceeded" >timeout
@@ -62,6 +130,10 @@ fi
 wait "$pid"
 code=$?
 ended=$(now)
+# (the ticker ends by itself within a tick: killing it could leave a cap
+# pass's pipeline writing to stdout.kept under the last pass below)
+wait "$ticker" 2>/dev/null
+tick
 [ -n "$wd" ] && kill -KILL "-$wd" 2>/dev/null
 # What the trial left running (background jobs, daemons in a new session)
 # does not outlive it.

@@ -1,0 +1,159 @@
+package remote
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/trialform/trialform/providers"
+)
+
+// onDisk is the space a file takes on disk (holes not counted).
+func onDisk(t *testing.T, p string) int64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Blocks * 512
+}
+
+// A trial's stdout and stderr are capped on the machine (the first and
+// the latest half of the limit kept), and every metric line printed on
+// stdout still arrives: the intermediate results in the dropped middle
+// and a final result after 100 MB of output.
+func TestOutputCappedMetricsKept(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	const limit = 4 << 20
+	cfg.OutputLimit = limit
+	r := newRemote(t, cfg)
+	code := t.TempDir()
+	// The first metric line crosses the start of the freed middle (2 MiB).
+	prog := `import sys
+sys.stdout.write("a" * (2 * 1024 * 1024 - 11) + "\n")
+print("trialform: intermediate -1")
+line = "x" * 1023 + "\n"
+for i in range(100):
+    sys.stdout.write(line * 1024)
+    sys.stdout.write("y" * 100 + "\r" + "trialform: intermediate %d\n" % i)
+sys.stderr.write(("e" * 1023 + "\n") * 20480)
+print("trialform: 7")
+`
+	if err := os.WriteFile(filepath.Join(code, "flood.py"), []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := r.Start(ctx(t), trialReq("cap", "t", "python3 flood.py", code))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []providers.Metric
+	off := map[string]int64{}
+	for {
+		o, err := r.Read(ctx(t), providers.ReadRequest{Experiment: "cap", TrialID: "t", MetricsOffset: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, o.Metrics...)
+		off = o.MetricsOffset
+		if o.Phase.Ended() {
+			if o.Phase != providers.PhaseSucceeded {
+				t.Fatalf("trial ended %s: %s", o.Phase, o.Reason)
+			}
+			if !strings.Contains(o.Note, "stdout is over the 4 MiB kept per trial") || !strings.Contains(o.Note, "stderr is over") {
+				t.Errorf("note %q does not say the output was cut", o.Note)
+			}
+			// one more: what the last read left
+			o, err = r.Read(ctx(t), providers.ReadRequest{Experiment: "cap", TrialID: "t", MetricsOffset: off})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, o.Metrics...)
+			break
+		}
+	}
+	var got []string
+	for _, m := range ms {
+		if m.Garbage != "" {
+			t.Fatalf("garbage metric %+v", m)
+		}
+		got = append(got, m.Type+":"+m.Value)
+	}
+	want := []string{"PERIODICAL:-1"}
+	for i := 0; i < 100; i++ {
+		want = append(want, fmt.Sprintf("PERIODICAL:%d", i))
+	}
+	want = append(want, "FINAL:7")
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("metrics\n got %v\nwant %v", got, want)
+	}
+	dir := h["dir"]
+	for _, f := range []string{"stdout", "stderr"} {
+		if n := onDisk(t, filepath.Join(dir, f)); n > limit+(1<<20) {
+			t.Errorf("%s takes %d bytes on disk, over the %d limit", f, n, limit)
+		}
+	}
+	lg := logs(t, r, "cap", "t")
+	if !strings.Contains(lg, "not kept") || !strings.HasSuffix(lg, strings.Repeat("e", 1023)+"\n") || strings.Contains(lg, "\x00") || len(lg) > 2*limit+(1<<20) {
+		t.Errorf("logs: %d bytes, want about %d with a line in place of the dropped middle and no NUL", len(lg), 2*limit)
+	}
+}
+
+// The cap goes on when the supervisor alone is killed (kill -9, the OOM
+// killer): it runs in a child that ends with the trial.
+func TestOutputCappedAfterSupervisorKilled(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	const limit = 4 << 20
+	cfg.OutputLimit = limit
+	r := newRemote(t, cfg)
+	code := t.TempDir()
+	// Waits for "go", floods, then waits (up to 20s) until the cut
+	// reaches the latest 2 MiB, so the check below sees the last pass.
+	prog := `import os, sys, time
+d = os.environ["NNI_SYS_DIR"]
+for _ in range(2000):
+    if os.path.exists(os.path.join(d, "go")):
+        break
+    time.sleep(0.01)
+for i in range(60):
+    sys.stdout.write(("x" * 1023 + "\n") * 1024)
+sys.stdout.flush()
+size = os.path.getsize(os.path.join(d, "stdout"))
+for _ in range(2000):
+    try:
+        if int(open(os.path.join(d, "stdout.cut")).read().split()[1]) >= size - (3 << 20):
+            break
+    except (OSError, ValueError, IndexError):
+        pass
+    time.sleep(0.01)
+`
+	if err := os.WriteFile(filepath.Join(code, "flood.py"), []byte(prog), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Start(ctx(t), trialReq("cap", "k", "python3 flood.py", code)); err != nil {
+		t.Fatal(err)
+	}
+	o := waitPhase(t, r, "cap", "k", providers.PhaseRunning)
+	sup, err := strconv.Atoi(o.Handle["supervisor_pid"])
+	if err != nil {
+		t.Fatalf("no supervisor pid in %v", o.Handle)
+	}
+	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	dir := o.Handle["dir"]
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, r, "cap", "k", providers.PhaseLost) // ended without its supervisor
+	if n := onDisk(t, filepath.Join(dir, "stdout")); n > limit+(1<<20) {
+		t.Errorf("stdout takes %d bytes on disk after its supervisor was killed, over the %d limit", n, limit)
+	}
+}
