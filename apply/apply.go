@@ -303,7 +303,22 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 	s.version++
 	v := s.version
 	var err error
-	if gs, ok := s.Store.(GroupStore); ok {
+	if ds, ok := s.Store.(DeferredStore); ok && s.async && !s.dirtyAll {
+		// Run: the observations need not reach the disk before the next
+		// pass goes on; the intent commit of its starts (synced) covers
+		// them, and Run syncs before it returns. Lost to a power cut, they
+		// are observed again: the platform still holds them.
+		var commit func() error
+		refs := s.dirty
+		if refs == nil {
+			refs = []state.TrialRef{}
+		}
+		s.dirty = nil
+		commit, err = ds.PrepareTrialsDeferred(s.st, refs)
+		if err == nil && commit != nil {
+			err = commit()
+		}
+	} else if gs, ok := s.Store.(GroupStore); ok {
 		var commit func() error
 		commit, err = s.prepare(gs)
 		if err == nil && commit != nil {
@@ -318,6 +333,14 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 	}
 	s.saved = v
 	return changes, nil
+}
+
+// DeferredStore is the optional part of a StateStore (state.Manager) that
+// appends a change without waiting for the disk, and makes such changes
+// durable on Sync.
+type DeferredStore interface {
+	PrepareTrialsDeferred(s *state.State, refs []state.TrialRef) (commit func() error, err error)
+	Sync() error
 }
 
 // BatchMetricsStore is the optional part of a StateStore (state.Manager)

@@ -71,6 +71,21 @@ func (s *Session) Run(ctx context.Context, opts RunOptions) (*plan.Plan, error) 
 		s.startWG.Wait()
 		s.async = false
 	}()
+	last, err := s.run(ctx, opts)
+	if ds, ok := s.Store.(DeferredStore); ok {
+		// What the passes observed without syncing is made durable.
+		s.startWG.Wait()
+		s.saveMu.Lock()
+		serr := ds.Sync()
+		s.saveMu.Unlock()
+		if serr != nil && err == nil {
+			err = fatal{serr}
+		}
+	}
+	return last, err
+}
+
+func (s *Session) run(ctx context.Context, opts RunOptions) (*plan.Plan, error) {
 	var last *plan.Plan
 	failures := 0 // consecutive passes with errors
 	for {
