@@ -87,7 +87,7 @@ type Session struct {
 	async     bool
 	inflight  map[state.TrialRef]int
 	startWG   sync.WaitGroup
-	startDone chan struct{} // a value after each batch of starts ended
+	startDone chan struct{} // a value after a batch of starts with errors ended
 	asyncErrs []error       // errors of ended batches not yet reported (mu)
 
 	curveMu    sync.Mutex
@@ -682,6 +682,11 @@ func (s *Session) startAsync(ctx context.Context, starts []*plan.TrialAction, re
 		}
 		s.asyncErrs = append(s.asyncErrs, errs...)
 		s.mu.Unlock()
+		if len(errs) == 0 {
+			// Started trials change nothing a plan needs: their ends
+			// wake the loop (or its interval does).
+			return
+		}
 		select {
 		case s.startDone <- struct{}{}:
 		default:
