@@ -531,3 +531,65 @@ func TestDiffTrialsComparesOnlyNamed(t *testing.T) {
 		t.Errorf("an unnamed added trial: ok %v, err %v; want a fallback", ok, err)
 	}
 }
+
+// A deferred commit (PrepareTrialsDeferred) is in the journal at once for
+// every reader, in order with the synced commits around it; it is marked
+// for Sync until a synced commit or Sync made it durable.
+func TestPrepareTrialsDeferred(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), ".trialform")
+	m := NewManager(dir)
+	s := sampleState(20)
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	commitWith := func(prep func(*State, []TrialRef) (func() error, error), refs []TrialRef) {
+		t.Helper()
+		commit, err := prep(s, refs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if commit == nil {
+			t.Fatal("nothing to commit")
+		}
+		if err := commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mn := s.Experiments["mnist"]
+	// The journal is created by a synced commit.
+	mn.Trials["t00001"].Status = Failed
+	commitWith(m.PrepareTrials, []TrialRef{{"mnist", "t00001"}})
+	mn.Trials["t00002"].Status = Lost
+	commitWith(m.PrepareTrialsDeferred, []TrialRef{{"mnist", "t00002"}})
+	if !m.unsynced {
+		t.Fatal("a deferred commit is not marked for Sync")
+	}
+	got, err := NewManager(dir).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := got.Experiments["mnist"].Trials["t00002"].Status; st != Lost {
+		t.Fatalf("a reader sees t00002 %s, want the deferred change (LOST)", st)
+	}
+	// A synced commit after it makes both durable.
+	mn.Trials["new"] = sampleTrial("new", 50)
+	commitWith(m.PrepareTrials, []TrialRef{{"mnist", "new"}})
+	if m.unsynced {
+		t.Error("a synced commit left the deferred one marked")
+	}
+	mn.Trials["t00003"].Status = Failed
+	commitWith(m.PrepareTrialsDeferred, []TrialRef{{"mnist", "t00003"}})
+	if err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if m.unsynced {
+		t.Error("Sync left the deferred commit marked")
+	}
+	got, err = NewManager(dir).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Serial != s.Serial || got.Experiments["mnist"].Trials["t00003"].Status != Failed || got.Experiments["mnist"].Trials["new"] == nil {
+		t.Fatalf("reloaded state (serial %d, want %d) lacks the commits", got.Serial, s.Serial)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/trialform/trialform/internal/launchtrace"
 	"io"
 	"os"
 	"os/exec"
@@ -130,6 +131,8 @@ func (s *supervisor) end(outcome, reason string, code *int, sig string) error {
 }
 
 func supervise(dir string) error {
+	launchtrace.Event("sup.begin", filepath.Base(dir))
+	defer launchtrace.Event("sup.end", filepath.Base(dir))
 	ready := readyPipe()
 	if ready != nil {
 		defer ready.Close()
@@ -196,9 +199,14 @@ func supervise(dir string) error {
 		return err
 	}
 	s.signalReady()
+	launchtrace.Event("sup.running", filepath.Base(dir))
 
 	waitc := make(chan error, 1)
-	go func() { waitc <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		launchtrace.Event("sup.trialexit", filepath.Base(dir))
+		waitc <- err
+	}()
 	tailStop := make(chan struct{})
 	tailDone := make(chan struct{})
 	go func() {
