@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/trialform/trialform/schema"
@@ -288,20 +287,6 @@ func (c *conv) setStr(b *block, attr string, n *yaml.Node, field, varName string
 	b.raw(attr, "var."+name)
 }
 
-// ctyRaw marks a raw expression for block.set in variable blocks.
-type rawExpr string
-
-func ctyRaw(s string) rawExpr { return rawExpr(s) }
-
-// setAny sets an attribute that may be a raw expression.
-func (b *block) setAny(name string, v any) {
-	if r, ok := v.(rawExpr); ok {
-		b.raw(name, string(r))
-		return
-	}
-	b.set(name, v)
-}
-
 // isSecret says whether a field name holds a secret.
 func isSecret(k string) bool {
 	l := strings.ToLower(k)
@@ -313,34 +298,6 @@ func isSecret(k string) bool {
 	return false
 }
 
-// genericPlatform copies every field of o into b in snake_case (for the
-// platforms trialform does not implement yet), secrets as variables.
-func (c *conv) genericPlatform(o *obj, b *block, v *vars, prefix string, skip ...string) {
-	skipped := map[string]bool{}
-	for _, k := range skip {
-		skipped[k] = true
-	}
-	for _, k := range o.unused() {
-		if skipped[k] {
-			continue
-		}
-		val := o.take(k)
-		if val == nil {
-			continue
-		}
-		name := snake(k)
-		if isSecret(k) {
-			b.raw(name, c.secret(v, b, o.keyNode(k), o.field(k), prefix+"_"+name))
-			continue
-		}
-		if _, ok := placeholder(val); ok || (val.Kind == yaml.ScalarNode && isPlaceholder(val.Value)) {
-			c.setStr(b, name, val, o.field(k), prefix+"_"+name)
-			continue
-		}
-		b.set(name, c.goValue(val))
-	}
-}
-
 // metricRegex reads Katib-style "name=value" lines.
 const metricRegex = `(?P<name>[\w|-]+)\s*=\s*(?P<value>[-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)`
 
@@ -349,18 +306,6 @@ func header(tool, file, schemaName string) []string {
 	return []string{
 		fmt.Sprintf("Converted by `trialform convert %s` from %s (%s).", tool, file, schemaName),
 		"Fields trialform has no place for are listed as \"not converted\" comments.",
-	}
-}
-
-// sortedSettings writes a settings map in a stable order.
-func setSettings(b *block, settings map[string]any) {
-	keys := make([]string, 0, len(settings))
-	for k := range settings {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		b.set(k, settings[k])
 	}
 }
 

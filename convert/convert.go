@@ -768,27 +768,6 @@ func (c *conv) rebase(p string) string {
 	return path.Clean(path.Join(c.opt.BaseDir, p))
 }
 
-// snake turns camelCase into snake_case ("trialCpuNumber" → "trial_cpu_number").
-func snake(s string) string {
-	var sb strings.Builder
-	rs := []rune(s)
-	for i, r := range rs {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 && (rs[i-1] < 'A' || rs[i-1] > 'Z' || (i+1 < len(rs) && rs[i+1] >= 'a' && rs[i+1] <= 'z')) {
-				sb.WriteByte('_')
-			}
-			sb.WriteRune(r + 'a' - 'A')
-			continue
-		}
-		if r == '-' || r == ' ' || r == '.' {
-			sb.WriteByte('_')
-			continue
-		}
-		sb.WriteRune(r)
-	}
-	return sb.String()
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -480,15 +480,6 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 	return plats
 }
 
-// unsupported starts the block of a platform trialform declares but does
-// not run yet.
-func (c *conv) unsupported(kind string, n *yaml.Node) *block {
-	p := newBlock("platform", kind, "default")
-	p.comment(fmt.Sprintf("trialform does not run the %s platform yet: validate accepts this block, plan and apply refuse it", kind))
-	c.warn(n, "platform", "%s is not supported by trialform yet: the platform block is written, plan and apply will refuse it", kind)
-	return p
-}
-
 // nniTrialResources takes v1 trial.codeDir and trial.gpuNum into the
 // trial block.
 func (c *conv) nniTrialResources(t *obj, trial *block) {

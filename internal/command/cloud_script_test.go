@@ -13,12 +13,59 @@ import (
 	"github.com/trialform/trialform/providers/openpai/openpaitest"
 )
 
-// Each script's fake cloud services.
-var (
-	fakesMu   sync.Mutex
-	paiFakes  = map[*testscript.TestScript]*openpaitest.Server{}
-	dltsFakes = map[*testscript.TestScript]*dltstest.Server{}
-)
+// cloudFake is a fake cloud service a script starts.
+type cloudFake interface {
+	Submits() int
+	Close()
+}
+
+// fakeKey names one script's fake of one command.
+type fakeKey struct {
+	cmd string
+	ts  *testscript.TestScript
+}
+
+// cloudFakes are each script's fake cloud services, by fakeKey.
+var cloudFakes sync.Map
+
+// keepFake records s as this script's CMD fake and closes it when the
+// script ends.
+func keepFake(ts *testscript.TestScript, cmd string, s cloudFake) {
+	k := fakeKey{cmd, ts}
+	cloudFakes.Store(k, s)
+	ts.Defer(func() {
+		s.Close()
+		cloudFakes.Delete(k)
+	})
+}
+
+// fakeJobs runs `CMD jobs N` (the fake holds N jobs, as held counts
+// them) when args are that form, and reports whether they were.
+func fakeJobs[S cloudFake](ts *testscript.TestScript, neg bool, args []string, cmd string, held func(S) int) bool {
+	if len(args) != 2 || args[0] != "jobs" {
+		return false
+	}
+	v, ok := cloudFakes.Load(fakeKey{cmd, ts})
+	if !ok {
+		ts.Fatalf("%s: start it first", cmd)
+	}
+	s := v.(S)
+	n := held(s)
+	if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
+		ts.Fatalf("the fake holds %d jobs, want %s %d (created %d)", n, map[bool]string{true: "not", false: ""}[neg], want, s.Submits())
+	}
+	return true
+}
+
+// fakeMount makes the folder NAME under the script's work dir (a fake's
+// shared storage) and returns its path.
+func fakeMount(ts *testscript.TestScript, cmd, name string) string {
+	mount := filepath.Join(ts.Getenv("WORK"), name)
+	if err := os.MkdirAll(mount, 0o755); err != nil {
+		ts.Fatalf("%s: %v", cmd, err)
+	}
+	return mount
+}
 
 // openpaifake TOKEN: starts a fake OpenPAI (REST v2) for user alice with
 // TOKEN for this script, and sets TRIALFORM_VAR_pai_host and
@@ -26,36 +73,15 @@ var (
 // the same path).
 // openpaifake jobs N: the fake holds N jobs.
 func cmdOpenPAIFake(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) == 2 && args[0] == "jobs" {
-		fakesMu.Lock()
-		s := paiFakes[ts]
-		fakesMu.Unlock()
-		if s == nil {
-			ts.Fatalf("openpaifake: start it first")
-		}
-		n := len(s.JobNames())
-		if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
-			ts.Fatalf("the fake holds %d jobs, want %s %d (created %d)", n, map[bool]string{true: "not", false: ""}[neg], want, s.Submits())
-		}
+	if fakeJobs(ts, neg, args, "openpaifake", func(s *openpaitest.Server) int { return len(s.JobNames()) }) {
 		return
 	}
 	if len(args) != 1 {
 		ts.Fatalf("usage: openpaifake TOKEN | openpaifake jobs N")
 	}
 	s := openpaitest.New("alice", args[0])
-	fakesMu.Lock()
-	paiFakes[ts] = s
-	fakesMu.Unlock()
-	ts.Defer(func() {
-		s.Close()
-		fakesMu.Lock()
-		delete(paiFakes, ts)
-		fakesMu.Unlock()
-	})
-	mount := filepath.Join(ts.Getenv("WORK"), "nfs")
-	if err := os.MkdirAll(mount, 0o755); err != nil {
-		ts.Fatalf("openpaifake: %v", err)
-	}
+	keepFake(ts, "openpaifake", s)
+	mount := fakeMount(ts, "openpaifake", "nfs")
 	ts.Setenv("TRIALFORM_VAR_pai_host", s.URL)
 	ts.Setenv("TRIALFORM_VAR_mount", mount)
 }
@@ -66,43 +92,20 @@ func cmdOpenPAIFake(ts *testscript.TestScript, neg bool, args []string) {
 // TRIALFORM_VAR_container_mount (the same path: the fake's jobs run here).
 // dltsfake jobs N: the fake holds N jobs.
 func cmdDLTSFake(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) == 2 && args[0] == "jobs" {
-		fakesMu.Lock()
-		s := dltsFakes[ts]
-		fakesMu.Unlock()
-		if s == nil {
-			ts.Fatalf("dltsfake: start it first")
-		}
-		n := len(s.JobIDs())
-		if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
-			ts.Fatalf("the fake holds %d jobs, want %s %d (created %d)", n, map[bool]string{true: "not", false: ""}[neg], want, s.Submits())
-		}
+	if fakeJobs(ts, neg, args, "dltsfake", func(s *dltstest.Server) int { return len(s.JobIDs()) }) {
 		return
 	}
 	if len(args) != 1 {
 		ts.Fatalf("usage: dltsfake PASSWORD | dltsfake jobs N")
 	}
 	s := dltstest.New("alice@example.com", args[0], "my-team")
-	fakesMu.Lock()
-	dltsFakes[ts] = s
-	fakesMu.Unlock()
-	ts.Defer(func() {
-		s.Close()
-		fakesMu.Lock()
-		delete(dltsFakes, ts)
-		fakesMu.Unlock()
-	})
-	mount := filepath.Join(ts.Getenv("WORK"), "dlts-storage")
-	if err := os.MkdirAll(mount, 0o755); err != nil {
-		ts.Fatalf("dltsfake: %v", err)
-	}
+	keepFake(ts, "dltsfake", s)
+	mount := fakeMount(ts, "dltsfake", "dlts-storage")
 	ts.Setenv("TRIALFORM_VAR_dashboard", s.URL)
 	ts.Setenv("TRIALFORM_VAR_team", "my-team")
 	ts.Setenv("TRIALFORM_VAR_local_mount", mount)
 	ts.Setenv("TRIALFORM_VAR_container_mount", mount)
 }
-
-var amlFakes = map[*testscript.TestScript]*amltest.Server{}
 
 // The fake Azure ML workspace's fixed identities.
 const (
@@ -119,17 +122,7 @@ const (
 // SSL_CERT_FILE (the fake's certificate, which trialform then trusts).
 // amlfake jobs N: the fake holds N jobs.
 func cmdAMLFake(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) == 2 && args[0] == "jobs" {
-		fakesMu.Lock()
-		s := amlFakes[ts]
-		fakesMu.Unlock()
-		if s == nil {
-			ts.Fatalf("amlfake: start it first")
-		}
-		n := len(s.JobNames())
-		if want, _ := strconv.Atoi(args[1]); (n == want) == neg {
-			ts.Fatalf("the fake holds %d jobs, want %s %d (created %d)", n, map[bool]string{true: "not", false: ""}[neg], want, s.Submits())
-		}
+	if fakeJobs(ts, neg, args, "amlfake", func(s *amltest.Server) int { return len(s.JobNames()) }) {
 		return
 	}
 	if len(args) != 1 {
@@ -137,24 +130,13 @@ func cmdAMLFake(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	s := amltest.New(amlTenant, amlClient, args[0], amlSub, "rg-ml", "ws1")
 	work := ts.Getenv("WORK")
-	mount := filepath.Join(work, "blobfuse")
-	if err := os.MkdirAll(mount, 0o755); err != nil {
-		ts.Fatalf("amlfake: %v", err)
-	}
+	mount := fakeMount(ts, "amlfake", "blobfuse")
 	s.Datastores["trialstore"] = mount
 	cert, err := s.CertFile(work)
 	if err != nil {
 		ts.Fatalf("amlfake: %v", err)
 	}
-	fakesMu.Lock()
-	amlFakes[ts] = s
-	fakesMu.Unlock()
-	ts.Defer(func() {
-		s.Close()
-		fakesMu.Lock()
-		delete(amlFakes, ts)
-		fakesMu.Unlock()
-	})
+	keepFake(ts, "amlfake", s)
 	ts.Setenv("TRIALFORM_VAR_aml_url", s.URL)
 	ts.Setenv("TRIALFORM_VAR_mount", mount)
 	ts.Setenv("TRIALFORM_VAR_cmount", filepath.Join(work, "job", "mnt", "trialstore"))

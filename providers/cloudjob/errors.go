@@ -1,7 +1,6 @@
 package cloudjob
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -98,6 +97,3 @@ func RetryAfter(h string, now time.Time) time.Duration {
 	}
 	return 0
 }
-
-// IsNotFound reports whether err says the service does not know the job.
-func IsNotFound(err error) bool { return errors.Is(err, providers.ErrNotFound) }

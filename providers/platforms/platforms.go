@@ -33,9 +33,3 @@ func Kinds() []registry.Kind {
 	)
 	return kinds
 }
-
-// notYet is a kind the language accepts (any settings) that trialform
-// does not run yet: validate warns, plan and apply refuse it.
-func notYet(name, what string) registry.Kind {
-	return registry.Kind{Name: name, Summary: what + "; not implemented yet: validate warns, plan and apply refuse it (any settings are accepted)"}
-}

@@ -325,28 +325,16 @@ func (s *Server) put(w http.ResponseWriter, r *http.Request, name string) {
 	s.getCode(w, name, http.StatusCreated)
 }
 
+// amlStates are AML's job statuses.
+var amlStates = cloudtest.StateNames{Unknown: "NotResponding", Waiting: "Queued", Running: "Running",
+	Stopping: "CancelRequested", Succeeded: "Completed", Failed: "Failed", Stopped: "Canceled"}
+
 func (s *Server) status(j *job) string {
 	st, ok := s.Runner.Status(j.name)
-	if !ok {
-		return "NotResponding"
-	}
 	s.mu.Lock()
 	canceled := j.canceled
 	s.mu.Unlock()
-	switch st.State {
-	case cloudtest.Waiting:
-		return "Queued"
-	case cloudtest.Running:
-		if canceled {
-			return "CancelRequested"
-		}
-		return "Running"
-	case cloudtest.Succeeded:
-		return "Completed"
-	case cloudtest.Stopped:
-		return "Canceled"
-	}
-	return "Failed"
+	return amlStates.Name(st, ok, canceled)
 }
 
 func (s *Server) resource(j *job) map[string]any {

@@ -293,3 +293,30 @@ func (r *Runner) Close() {
 		r.Stop(id)
 	}
 }
+
+// StateNames are a fake service's own words for the Runner's states.
+type StateNames struct {
+	Unknown, Waiting, Running, Stopping, Succeeded, Failed, Stopped string
+}
+
+// Name is the service's word for a job: Unknown when the Runner does not
+// know it (known false), Stopping while a job asked to stop still runs.
+func (n StateNames) Name(st Status, known, stopping bool) string {
+	if !known {
+		return n.Unknown
+	}
+	switch st.State {
+	case Waiting:
+		return n.Waiting
+	case Running:
+		if stopping {
+			return n.Stopping
+		}
+		return n.Running
+	case Succeeded:
+		return n.Succeeded
+	case Stopped:
+		return n.Stopped
+	}
+	return n.Failed
+}

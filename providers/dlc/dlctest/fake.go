@@ -447,28 +447,16 @@ func (s *Server) create(w http.ResponseWriter, body []byte) {
 	writeJSON(w, http.StatusOK, map[string]any{"JobId": id})
 }
 
+// dlcStates are DLC's job statuses.
+var dlcStates = cloudtest.StateNames{Unknown: "Failed", Waiting: "Queuing", Running: "Running",
+	Stopping: "Stopping", Succeeded: "Succeeded", Failed: "Failed", Stopped: "Stopped"}
+
 func (s *Server) status(j *job) (string, cloudtest.Status) {
 	st, ok := s.Runner.Status(j.id)
-	if !ok {
-		return "Failed", st
-	}
 	s.mu.Lock()
 	stopped := j.stopped
 	s.mu.Unlock()
-	switch st.State {
-	case cloudtest.Waiting:
-		return "Queuing", st
-	case cloudtest.Running:
-		if stopped {
-			return "Stopping", st
-		}
-		return "Running", st
-	case cloudtest.Succeeded:
-		return "Succeeded", st
-	case cloudtest.Stopped:
-		return "Stopped", st
-	}
-	return "Failed", st
+	return dlcStates.Name(st, ok, stopped), st
 }
 
 func stamp(t time.Time) string {

@@ -209,28 +209,16 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"status": 202, "message": "update job " + p.Name + " successfully"})
 }
 
+// paiStates are OpenPAI's job states.
+var paiStates = cloudtest.StateNames{Unknown: "UNKNOWN", Waiting: "WAITING", Running: "RUNNING",
+	Stopping: "STOPPING", Succeeded: "SUCCEEDED", Failed: "FAILED", Stopped: "STOPPED"}
+
 func (s *Server) state(j *job) (string, cloudtest.Status) {
 	st, ok := s.Runner.Status(j.name)
-	if !ok {
-		return "UNKNOWN", st
-	}
 	s.mu.Lock()
 	stopped := j.stopped
 	s.mu.Unlock()
-	switch st.State {
-	case cloudtest.Waiting:
-		return "WAITING", st
-	case cloudtest.Running:
-		if stopped {
-			return "STOPPING", st
-		}
-		return "RUNNING", st
-	case cloudtest.Succeeded:
-		return "SUCCEEDED", st
-	case cloudtest.Stopped:
-		return "STOPPED", st
-	}
-	return "FAILED", st
+	return paiStates.Name(st, ok, stopped), st
 }
 
 func (s *Server) get(w http.ResponseWriter, j *job) {
