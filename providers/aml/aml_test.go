@@ -78,38 +78,15 @@ func TestConformance(t *testing.T) {
 
 func start(t *testing.T, l *lab, id, shell string) providers.Handle {
 	t.Helper()
-	h, err := l.p.Start(context.Background(), providers.StartRequest{Experiment: "e", ExperimentID: "x1", TrialID: id, Seq: 1, ParameterID: 1,
-		Params: map[string]any{"lr": 0.1}, Shell: shell, CodeDir: t.TempDir(), Lineage: "L", Generation: 1})
-	if err != nil {
-		t.Fatalf("Start %s: %v", id, err)
-	}
-	return h
+	return cloudtest.Start(t, l.p, id, shell)
 }
 
 func waitEnd(t *testing.T, l *lab, id string) providers.Observation {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var off map[string]int64
-	var all []providers.Metric
-	for {
-		o, err := l.p.Read(context.Background(), providers.ReadRequest{Experiment: "e", TrialID: id, MetricsOffset: off})
-		if err != nil {
-			t.Fatalf("Read %s: %v", id, err)
-		}
-		off = o.MetricsOffset
-		all = append(all, o.Metrics...)
-		if o.Phase.Ended() {
-			o.Metrics = all
-			return o
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("trial %s did not end: %+v", id, o)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return cloudtest.WaitEnd(t, l.p, id)
 }
 
-const finalLine = `echo "NNISDK_MEb'{\"parameter_id\": 1, \"trial_job_id\": \"t1\", \"type\": \"FINAL\", \"sequence\": 0, \"value\": \"0.5\"}'"`
+const finalLine = cloudtest.FinalLine
 
 // Every fault converges: the trial runs once, and its job exists once.
 func TestFaultsConverge(t *testing.T) {
