@@ -11,10 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/trialform/trialform/internal/launchtrace"
 	"maps"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -79,16 +77,6 @@ type Session struct {
 	saved  uint64
 
 	moves []plan.Move // made by Refresh, for the next plan to show
-
-	// Run's pipelined starts (async): Apply returns once the intent of its
-	// starts is durable and the starts are under way; the next pass plans
-	// with the trials still being started (inflight, guarded by mu) shown
-	// as running, so none is started twice or left out of the concurrency.
-	async     bool
-	inflight  map[state.TrialRef]int
-	startWG   sync.WaitGroup
-	startDone chan struct{} // a value after a batch of starts with errors ended
-	asyncErrs []error       // errors of ended batches not yet reported (mu)
 
 	curveMu    sync.Mutex
 	curveCache map[string]curveEntry
@@ -277,20 +265,9 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 	// then replace the originals.
 	view, refs := observedView(s.st, obs)
 	changes, batches := plan.Observe(view, obs, now)
-	if bs, ok := s.Store.(BatchMetricsStore); ok && len(batches) > 1 {
-		// One round of parallel fsyncs for every trial observed.
-		mb := make([]state.MetricsBatch, len(batches))
-		for i, b := range batches {
-			mb[i] = state.MetricsBatch{Experiment: b.Experiment, Trial: b.TrialID, Points: b.Points}
-		}
-		if err := bs.AppendMetricsBatch(mb); err != nil {
-			return nil, fmt.Errorf("record metrics of %d trials: %w", len(batches), err)
-		}
-	} else {
-		for _, b := range batches {
-			if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
-				return nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
-			}
+	for _, b := range batches {
+		if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
+			return nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
 		}
 	}
 	for name, ve := range view.Experiments {
@@ -303,22 +280,7 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 	s.version++
 	v := s.version
 	var err error
-	if ds, ok := s.Store.(DeferredStore); ok && s.async && !s.dirtyAll {
-		// Run: the observations need not reach the disk before the next
-		// pass goes on; the intent commit of its starts (synced) covers
-		// them, and Run syncs before it returns. Lost to a power cut, they
-		// are observed again: the platform still holds them.
-		var commit func() error
-		refs := s.dirty
-		if refs == nil {
-			refs = []state.TrialRef{}
-		}
-		s.dirty = nil
-		commit, err = ds.PrepareTrialsDeferred(s.st, refs)
-		if err == nil && commit != nil {
-			err = commit()
-		}
-	} else if gs, ok := s.Store.(GroupStore); ok {
+	if gs, ok := s.Store.(GroupStore); ok {
 		var commit func() error
 		commit, err = s.prepare(gs)
 		if err == nil && commit != nil {
@@ -333,20 +295,6 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 	}
 	s.saved = v
 	return changes, nil
-}
-
-// DeferredStore is the optional part of a StateStore (state.Manager) that
-// appends a change without waiting for the disk, and makes such changes
-// durable on Sync.
-type DeferredStore interface {
-	PrepareTrialsDeferred(s *state.State, refs []state.TrialRef) (commit func() error, err error)
-	Sync() error
-}
-
-// BatchMetricsStore is the optional part of a StateStore (state.Manager)
-// that appends several trials' metric points with one round of fsyncs.
-type BatchMetricsStore interface {
-	AppendMetricsBatch(batches []state.MetricsBatch) error
 }
 
 // observedView returns a state holding copies of st's trials that obs
@@ -383,25 +331,17 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 	s.moves = append(s.moves, moves...)
 	s.mu.Unlock()
 	cur := s.view()
-	if s.async {
-		// A trial whose start is under way is not read: its reader would
-		// wait for the launch, and the start records what it became.
-		s.inflightAs(cur, state.Paused)
-	}
 	names := map[string]string{}
 	for n, e := range s.Config.Experiments {
 		names[n] = e.Platform.Key()
 	}
-	launchtrace.Event("refresh.begin")
 	obs, err := plan.Refresh(ctx, cur, s.Providers, names)
-	launchtrace.Event("refresh.read")
 	if err != nil {
 		return nil, nil, err
 	}
 	obs.Warnings = append(moveWarnings, obs.Warnings...)
 	plan.DetectDrift(s.Config, cur, obs, s.Providers)
 	changes, err := s.observe(obs, s.Now())
-	launchtrace.Event("refresh.observed")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -436,9 +376,6 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 		return nil, err
 	}
 	st := s.view()
-	if s.async {
-		s.inflightAs(st, state.Running)
-	}
 	curves, err := s.curves(st)
 	if err != nil {
 		return nil, err
@@ -540,10 +477,8 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 	now := s.Now().UTC()
 	var errs []error
 
-	// 1. Experiment records: their own fields only, so the save compares
-	// those and no trial (a pass of apply -wait costs what changed, not
-	// the history).
-	err := s.changeTrials([]state.TrialRef{}, func(st *state.State) {
+	// 1. Experiment records.
+	err := s.change(func(st *state.State) {
 		for _, ep := range p.Experiments {
 			if ep.Action == plan.Delete {
 				continue
@@ -553,7 +488,6 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 			}
 		}
 	})
-	launchtrace.Event("apply.records")
 	if err != nil {
 		return err
 	}
@@ -569,9 +503,6 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 				starts = append(starts, a)
 			}
 		}
-	}
-	if s.async {
-		teardowns = s.dropInflight(teardowns, &errs)
 	}
 	errs = append(errs, s.parallel(ctx, teardowns, s.teardown)...)
 
@@ -639,96 +570,15 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 				}
 			}
 		})
-		launchtrace.Event("apply.intent", strconv.Itoa(len(starts)))
 		if err != nil {
 			return err
 		}
-		if s.async {
-			s.startAsync(ctx, starts, refs)
-		} else {
-			errs = append(errs, s.parallel(ctx, starts, s.start)...)
-		}
-	}
-	if s.async {
-		s.mu.Lock()
-		errs = append(errs, s.asyncErrs...)
-		s.asyncErrs = nil
-		s.mu.Unlock()
+		errs = append(errs, s.parallel(ctx, starts, s.start)...)
 	}
 	if ctx.Err() != nil {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
-}
-
-// startAsync runs starts (their intent already recorded) in the
-// background for Run: refs stay in flight until their starts returned.
-func (s *Session) startAsync(ctx context.Context, starts []*plan.TrialAction, refs []state.TrialRef) {
-	s.mu.Lock()
-	if s.inflight == nil {
-		s.inflight = map[state.TrialRef]int{}
-	}
-	for _, r := range refs {
-		s.inflight[r]++
-	}
-	s.mu.Unlock()
-	s.startWG.Add(1)
-	go func() {
-		defer s.startWG.Done()
-		errs := s.parallel(ctx, starts, s.start)
-		s.mu.Lock()
-		for _, r := range refs {
-			if s.inflight[r]--; s.inflight[r] <= 0 {
-				delete(s.inflight, r)
-			}
-		}
-		s.asyncErrs = append(s.asyncErrs, errs...)
-		s.mu.Unlock()
-		if len(errs) == 0 {
-			// Started trials change nothing a plan needs: their ends
-			// wake the loop (or its interval does).
-			return
-		}
-		select {
-		case s.startDone <- struct{}{}:
-		default:
-		}
-	}()
-}
-
-// dropInflight leaves out the teardowns of trials whose start has not
-// returned yet (a later pass tears them down), counting them as skipped.
-func (s *Session) dropInflight(ts []*plan.TrialAction, errs *[]error) []*plan.TrialAction {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := ts[:0:0]
-	for _, a := range ts {
-		if s.inflight[refOf(a)[0]] > 0 {
-			*errs = append(*errs, fmt.Errorf("%s trial %s/%s: %w", a.Action, a.Experiment, a.TrialID, skipped{"its start is still under way"}))
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
-}
-
-// inflightAs shows st's trials whose start is under way with status (on
-// copies): running to the plan, which must neither start them again nor
-// give their slots away; paused to the refresh, which then skips them.
-func (s *Session) inflightAs(st *state.State, status string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for r := range s.inflight {
-		e := st.Experiments[r.Experiment]
-		if e == nil {
-			continue
-		}
-		if t := e.Trials[r.ID]; t != nil && (t.Status == state.Waiting || t.Status == state.Lost || t.Status == state.Paused) {
-			c := t.Clone()
-			c.Status = status
-			e.Trials[r.ID] = c
-		}
-	}
 }
 
 // recordExperiment writes ep (planned from cfg) into st's experiment
@@ -905,9 +755,7 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 	if err != nil {
 		return err
 	}
-	launchtrace.Event("start.begin", a.TrialID)
 	h, err := prov.Start(ctx, req)
-	launchtrace.Event("start.end", a.TrialID)
 	if errors.Is(err, providers.ErrNoCapacity) {
 		why := err.Error()
 		_ = s.changeTrials(refOf(a), func(st *state.State) {

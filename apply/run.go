@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"github.com/trialform/trialform/internal/launchtrace"
 	"time"
 
 	"github.com/trialform/trialform/plan"
@@ -61,43 +60,15 @@ func (s *Session) Run(ctx context.Context, opts RunOptions) (*plan.Plan, error) 
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
 	}
-	// Starts run in the background (see Session.async): a slot freed
-	// while other trials are still being started is filled by the next
-	// pass at once, not after the slowest start of the batch. Every start
-	// has returned, and recorded its result, before Run returns.
-	s.async = true
-	s.startDone = make(chan struct{}, 1)
-	defer func() {
-		s.startWG.Wait()
-		s.async = false
-	}()
-	last, err := s.run(ctx, opts)
-	if ds, ok := s.Store.(DeferredStore); ok {
-		// What the passes observed without syncing is made durable.
-		s.startWG.Wait()
-		s.saveMu.Lock()
-		serr := ds.Sync()
-		s.saveMu.Unlock()
-		if serr != nil && err == nil {
-			err = fatal{serr}
-		}
-	}
-	return last, err
-}
-
-func (s *Session) run(ctx context.Context, opts RunOptions) (*plan.Plan, error) {
 	var last *plan.Plan
 	failures := 0 // consecutive passes with errors
 	for {
-		launchtrace.Event("pass.begin")
 		p, err := s.Plan(ctx, opts.Plan)
-		launchtrace.Event("pass.planned")
 		if err == nil {
 			last = p
 			// Apply even a plan without trial actions: it records the
 			// experiments' settings and done reasons.
 			err = s.Apply(ctx, p)
-			launchtrace.Event("pass.applied")
 			if err == nil && Finished(p) {
 				if opts.OnPass != nil {
 					opts.OnPass(p, nil)
@@ -129,12 +100,7 @@ func (s *Session) run(ctx context.Context, opts RunOptions) (*plan.Plan, error) 
 			return last, ctx.Err()
 		case <-opts.Notify:
 			t.Stop()
-			launchtrace.Event("wait.notify")
-		case <-s.startDone:
-			t.Stop()
-			launchtrace.Event("wait.started")
 		case <-t.C:
-			launchtrace.Event("wait.timer")
 		}
 	}
 }

@@ -425,9 +425,7 @@ func (m *Manager) readJournal() ([]byte, fileID, error) {
 
 // appendJournal appends line to the journal, first cutting off an
 // incomplete record a crashed write left at valid, and makes it durable.
-// Without sync it leaves the fdatasync to the next synced append or to
-// Sync (m.unsynced), unless it creates the journal. The caller holds mu.
-func (m *Manager) appendJournal(line []byte, js *journalState, sync bool) error {
+func (m *Manager) appendJournal(line []byte, js *journalState) error {
 	path := m.journalPath()
 	f, err := openJournal(path, os.O_WRONLY|os.O_CREATE)
 	if err != nil {
@@ -447,13 +445,8 @@ func (m *Manager) appendJournal(line []byte, js *journalState, sync bool) error 
 	if _, err := f.WriteAt(line, js.valid); err != nil {
 		return err
 	}
-	if sync || created {
-		if err := unix.Fdatasync(int(f.Fd())); err != nil {
-			return err
-		}
-		m.unsynced = false
-	} else {
-		m.unsynced = true
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return err
 	}
 	if created {
 		if err := syncDir(m.dir); err != nil {

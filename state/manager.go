@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io"
 	"io/fs"
 	"os"
@@ -55,11 +54,6 @@ type Manager struct {
 	// path); journalLimit, when set, replaces the compaction threshold.
 	noJournal    bool
 	journalLimit int64
-
-	// unsynced: a record was appended to the journal without fdatasync
-	// (PrepareTrialsDeferred); the next append's fdatasync, or Sync,
-	// makes it durable.
-	unsynced bool
 
 	metricsMu sync.Mutex
 	// backupLineage is the lineage state.json.backup is known to hold
@@ -481,11 +475,7 @@ func (m *Manager) prepareJournal(s *State, disk *diskState, refs []TrialRef) ([]
 
 // appendPrepared appends a prepared record and makes it durable.
 func (m *Manager) appendPrepared(line []byte, disk *diskState) error {
-	return m.appendPreparedSync(line, disk, true)
-}
-
-func (m *Manager) appendPreparedSync(line []byte, disk *diskState, sync bool) error {
-	if err := m.appendJournal(line, &disk.journal, sync); err != nil {
+	if err := m.appendJournal(line, &disk.journal); err != nil {
 		m.disk = nil // read again: what the journal holds is unknown
 		return fmt.Errorf("save state %s: %w", m.journalPath(), err)
 	}
@@ -524,49 +514,7 @@ func (m *Manager) PrepareTrials(s *State, refs []TrialRef) (commit func() error,
 	return m.prepare(s, refs)
 }
 
-// PrepareTrialsDeferred is PrepareTrials whose commit appends the record to
-// the journal without waiting for the disk: a crash of the process loses
-// nothing (the record is in the page cache), and the next commit's
-// fdatasync, or Sync, makes it durable on the disk as well, in order
-// (the journal is one file, appended to). For a change a later commit
-// will cover, or that is safe to lose on power loss because it can be
-// observed again (a refresh's observations: the platform still holds
-// them). When the journal is created by this commit it is synced anyway.
-func (m *Manager) PrepareTrialsDeferred(s *State, refs []TrialRef) (commit func() error, err error) {
-	if refs == nil {
-		refs = []TrialRef{}
-	}
-	return m.prepareSync(s, refs, false)
-}
-
-// Sync makes durable what PrepareTrialsDeferred's commits appended.
-func (m *Manager) Sync() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.unsynced {
-		return nil
-	}
-	f, err := openJournal(m.journalPath(), os.O_WRONLY)
-	if err != nil {
-		if os.IsNotExist(err) {
-			m.unsynced = false // compacted into state.json, which was synced
-			return nil
-		}
-		return fmt.Errorf("save state %s: %w", m.journalPath(), err)
-	}
-	defer f.Close()
-	if err := unix.Fdatasync(int(f.Fd())); err != nil {
-		return fmt.Errorf("save state %s: %w", m.journalPath(), err)
-	}
-	m.unsynced = false
-	return nil
-}
-
 func (m *Manager) prepare(s *State, refs []TrialRef) (commit func() error, err error) {
-	return m.prepareSync(s, refs, true)
-}
-
-func (m *Manager) prepareSync(s *State, refs []TrialRef, sync bool) (commit func() error, err error) {
 	if s == nil || s.Lineage == "" || s.Version > FormatVersion {
 		return nil, m.Save(s)
 	}
@@ -595,7 +543,7 @@ func (m *Manager) prepareSync(s *State, refs []TrialRef, sync bool) (commit func
 		if m.disk != disk {
 			return fmt.Errorf("save state: the state was read again between Prepare and its commit")
 		}
-		return m.appendPreparedSync(line, disk, sync)
+		return m.appendPrepared(line, disk)
 	}, nil
 }
 

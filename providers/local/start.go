@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/trialform/trialform/internal/launchtrace"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -260,7 +259,6 @@ func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, e
 	go func() {
 		// Reap it (a zombie would look alive) and wake apply's loop.
 		_ = cmd.Wait()
-		launchtrace.Event("sup.reaped", filepath.Base(dir))
 		close(exited)
 		l.notify()
 	}()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/trialform/trialform/internal/launchtrace"
 	"io"
 	"os"
 	"os/exec"
@@ -131,8 +130,6 @@ func (s *supervisor) end(outcome, reason string, code *int, sig string) error {
 }
 
 func supervise(dir string) error {
-	launchtrace.Event("sup.begin", filepath.Base(dir))
-	defer launchtrace.Event("sup.end", filepath.Base(dir))
 	ready := readyPipe()
 	if ready != nil {
 		defer ready.Close()
@@ -199,14 +196,9 @@ func supervise(dir string) error {
 		return err
 	}
 	s.signalReady()
-	launchtrace.Event("sup.running", filepath.Base(dir))
 
 	waitc := make(chan error, 1)
-	go func() {
-		err := cmd.Wait()
-		launchtrace.Event("sup.trialexit", filepath.Base(dir))
-		waitc <- err
-	}()
+	go func() { waitc <- cmd.Wait() }()
 	tailStop := make(chan struct{})
 	tailDone := make(chan struct{})
 	go func() {
