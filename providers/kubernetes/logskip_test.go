@@ -2,6 +2,7 @@ package kubernetes_test
 
 import (
 	"context"
+	"k8s.io/client-go/util/retry"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -72,13 +73,19 @@ func TestNoLogReadBeforeTheContainerStarts(t *testing.T) {
 	}
 	setState := func(st corev1.ContainerState) {
 		t.Helper()
-		cur, err := cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		// The job controller and the scheduler write the pod too: take
+		// the latest version again when the update loses that race.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := cp.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status.Phase = corev1.PodRunning
+			cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: cur.Spec.Containers[0].Name, Image: cur.Spec.Containers[0].Image, State: st}}
+			_, err = cp.Client.CoreV1().Pods(ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		cur.Status.Phase = corev1.PodRunning
-		cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: cur.Spec.Containers[0].Name, Image: cur.Spec.Containers[0].Image, State: st}}
-		if _, err := cp.Client.CoreV1().Pods(ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
