@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/trialform/trialform/internal/testdeps"
 )
 
 // problem: on the params' own scales x matters most (variance about
@@ -63,13 +64,7 @@ func TestNoVariance(t *testing.T) {
 // TestAgreesWithOptuna fits the same trials with Optuna's fANOVA
 // (Debian's python3-optuna) and compares the rankings.
 func TestAgreesWithOptuna(t *testing.T) {
-	if err := exec.Command("/usr/bin/python3", "-c", "import optuna").Run(); err != nil {
-		msg := "python3-optuna is not installed (scripts/deps.sh installs it)"
-		if v := os.Getenv("TRIALFORM_REQUIRE_ALL"); v != "" && v != "0" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	testdeps.Require(t, "python3-optuna", testdeps.PythonModules("/usr/bin/python3", "optuna"))
 	params, X, y, raw := problem(200)
 	in, _ := json.Marshal(raw)
 	cmd := exec.Command("/usr/bin/python3", "testdata/optuna_importance.py")

@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/state"
 )
 
@@ -43,16 +44,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
-}
-
-// requireOrSkip skips, or fails under TRIALFORM_REQUIRE_ALL=1 (CI: nothing
-// skips).
-func requireOrSkip(t testing.TB, msg string) {
-	t.Helper()
-	if v := os.Getenv("TRIALFORM_REQUIRE_ALL"); v != "" && v != "0" {
-		t.Fatal(msg + " (TRIALFORM_REQUIRE_ALL=1: this fails instead of skipping)")
-	}
-	t.Skip(msg)
 }
 
 // trialformBin builds the CLI and the supervisor once.
@@ -127,7 +118,7 @@ func newBrowser(t *testing.T) *browser {
 		}
 	}
 	if path == "" {
-		requireOrSkip(t, "chromium is not installed (scripts/deps.sh installs it: apt-get install chromium)")
+		testdeps.Require(t, "chromium", "not installed (scripts/deps.sh installs it: apt-get install chromium)")
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(path),
@@ -450,9 +441,7 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser tests are not short")
 	}
-	if _, err := exec.LookPath("python3"); err != nil {
-		requireOrSkip(t, "python3 is not installed")
-	}
+	testdeps.Python3(t)
 	dir := t.TempDir()
 	for name, body := range map[string]string{"main.hcl": liveHCL, "train.py": liveTrain} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
