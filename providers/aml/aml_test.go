@@ -232,6 +232,13 @@ func TestSpecMatchesLiveJob(t *testing.T) {
 	if _, err := l.p.Start(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
+	// Stop the job before the test's directories go: its wrapper writes
+	// the exit status on the mount when it ends.
+	t.Cleanup(func() {
+		if err := l.p.Stop(context.Background(), providers.StopRequest{Experiment: "e", TrialID: "t1"}); err != nil {
+			t.Error(err)
+		}
+	})
 	o, err := l.p.Read(context.Background(), providers.ReadRequest{Experiment: "e", TrialID: "t1"})
 	if err != nil {
 		t.Fatal(err)
