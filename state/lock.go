@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
+
+	"github.com/trialform/trialform/internal/topdir"
 )
 
 // Lock is a held state lock. The lock is an flock(2) on state.lock, so the
@@ -37,7 +39,7 @@ func (m *Manager) lockPath() string { return filepath.Join(m.dir, lockFile) }
 // it gets it, the timeout passes (an error wrapping *LockedError) or ctx is
 // done.
 func (m *Manager) Lock(ctx context.Context, operation, version string, timeout time.Duration) (*Lock, error) {
-	if err := os.MkdirAll(m.dir, 0o755); err != nil {
+	if err := mkdirState(m.dir); err != nil {
 		return nil, fmt.Errorf("lock state: %w", err)
 	}
 	info := LockInfo{
@@ -257,5 +259,16 @@ func (m *Manager) ForceUnlock(id string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("force-unlock: %w", err)
 	}
+	return nil
+}
+
+// mkdirState creates the state directory and marks it for ext4's Orlov
+// allocator (internal/topdir): the trial and metric directories below it
+// go to quiet inode groups.
+func mkdirState(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	topdir.Mark(dir)
 	return nil
 }

@@ -92,7 +92,7 @@ trialform.report(trialform.get_params()["x"])
 	id = strings.TrimSpace(id)
 	// The supervisor records the running attempt right after starting
 	// the trial, which may be just after the trial wrote to the FIFO.
-	statusPath := filepath.Join(dir, ".trialform", "trials", "k", id, "status.json")
+	statusPath := filepath.Join(dir, ".trialform", "trials", "k", id, "status.log")
 	var st struct {
 		State         string `json:"state"`
 		SupervisorPID int    `json:"supervisor_pid"`
@@ -101,7 +101,9 @@ trialform.report(trialform.get_params()["x"])
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		b, err := os.ReadFile(statusPath)
-		if err == nil && json.Unmarshal(b, &st) == nil && st.State == "running" {
+		// One JSON record per line; the last complete one is current.
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		if err == nil && json.Unmarshal([]byte(lines[len(lines)-1]), &st) == nil && st.State == "running" {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -20,7 +20,8 @@ import (
 // File names inside a trial directory.
 const (
 	specFile       = "spec.json"
-	statusFile     = "status.json"
+	statusLog      = "status.log"
+	statusFile     = "status.json" // before status.log: read, never written
 	stopFile       = "stop.json"
 	paramCfgFile   = "parameter.cfg"
 	paramsFile     = "params.json"
@@ -69,7 +70,7 @@ type spec struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-// Supervisor states recorded in status.json.
+// Supervisor states recorded in status.log.
 const (
 	stateStarting = "starting" // supervisor up, trial not started yet
 	stateRunning  = "running"
@@ -161,8 +162,18 @@ func readSpec(dir string) (*spec, error) {
 	return &s, nil
 }
 
-// readStatus returns nil, nil when there is no status.
+// readStatus returns the attempt's status: the last complete record of
+// status.log, or nil, nil when there is none. A trial dir written before
+// status.log existed has status.json instead, read when the log holds no
+// record.
 func readStatus(dir string) (*status, error) {
+	b, err := os.ReadFile(filepath.Join(dir, statusLog))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if st := lastStatus(b); st != nil {
+		return st, nil
+	}
 	var s status
 	if err := readJSON(filepath.Join(dir, statusFile), &s); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -171,6 +182,56 @@ func readStatus(dir string) (*status, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// lastStatus decodes the last newline-terminated record of a status log
+// that decodes. A record cut short by a crash (no newline, or not JSON) is
+// skipped: the one before it is what the disk kept.
+func lastStatus(b []byte) *status {
+	for len(b) > 0 {
+		if b[len(b)-1] != '\n' {
+			i := bytes.LastIndexByte(b, '\n')
+			b = b[:i+1]
+			continue
+		}
+		line := b[:len(b)-1]
+		i := bytes.LastIndexByte(line, '\n')
+		rec := line[i+1:]
+		var s status
+		if len(rec) > 0 && json.Unmarshal(rec, &s) == nil && s.Attempt > 0 {
+			return &s
+		}
+		b = b[:i+1]
+	}
+	return nil
+}
+
+// appendStatus appends st to the status log f as one line (one write);
+// sync makes it durable (the log's name is made durable by Start's
+// directory sync, before any supervisor runs).
+func appendStatus(f *os.File, st *status, sync bool) error {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode status: %w", err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write %s: %w", statusLog, err)
+	}
+	if sync {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("write %s: sync: %w", statusLog, err)
+		}
+	}
+	return nil
+}
+
+// openStatusLog opens dir's status log for appending, creating it.
+func openStatusLog(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, statusLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", statusLog, err)
+	}
+	return f, nil
 }
 
 // procInfo reads a process's state letter and start time (clock ticks since
@@ -243,23 +304,30 @@ func lockFile(ctx context.Context, path string, how int) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	if err := flockWait(ctx, f, how); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// flockWait takes a flock on f, polling until ctx is done.
+func flockWait(ctx context.Context, f *os.File, how int) error {
 	wait := time.Millisecond
 	for {
 		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				f.Close()
-			}, nil
+			return nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return fmt.Errorf("lock %s: %w", f.Name(), err)
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, ctx.Err())
+			return fmt.Errorf("lock %s: %w", f.Name(), ctx.Err())
 		case <-time.After(wait):
 		}
 		if wait < 50*time.Millisecond {

@@ -65,7 +65,13 @@ func TestListSeesReplacedFiles(t *testing.T) {
 			}
 		}
 		if s.st != nil {
-			if err := writeJSON(filepath.Join(dir, statusFile), s.st); err != nil {
+			f, err := openStatusLog(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = appendStatus(f, s.st, false)
+			f.Close()
+			if err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -90,5 +96,49 @@ func TestListSeesReplacedFiles(t *testing.T) {
 	}
 	if obs, err := l.List(context.Background(), "exp"); err != nil || len(obs) != 0 {
 		t.Fatalf("List after purge = %+v, %v", obs, err)
+	}
+}
+
+// A status log's last complete record is the status; a record cut short
+// by a crash is skipped; a trial dir from before status.log (status.json
+// only) is still read.
+func TestStatusLogRecords(t *testing.T) {
+	dir := t.TempDir()
+	if st, err := readStatus(dir); err != nil || st != nil {
+		t.Fatalf("empty dir: %+v, %v", st, err)
+	}
+	if err := writeJSON(filepath.Join(dir, statusFile), &status{Attempt: 1, State: stateEnded, Outcome: outcomeExited}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := openStatusLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if st, err := readStatus(dir); err != nil || st == nil || st.Attempt != 1 || st.State != stateEnded {
+		t.Fatalf("legacy status.json beside an empty log: %+v, %v", st, err)
+	}
+	for _, st := range []status{{Attempt: 2, State: stateStarting}, {Attempt: 2, State: stateRunning, PID: 42}} {
+		if err := appendStatus(f, &st, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, err := readStatus(dir); err != nil || st == nil || st.Attempt != 2 || st.State != stateRunning || st.PID != 42 {
+		t.Fatalf("log over legacy file: %+v, %v", st, err)
+	}
+	// A torn last record (a crash mid-write), then garbage ending a line.
+	for _, torn := range []string{`{"attempt":2,"state":"ended","outc`, "\n{not json\n"} {
+		if _, err := f.WriteString(torn); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := readStatus(dir); err != nil || st == nil || st.State != stateRunning || st.PID != 42 {
+			t.Fatalf("after %q: %+v, %v", torn, st, err)
+		}
+	}
+	if err := appendStatus(f, &status{Attempt: 2, State: stateEnded, Outcome: outcomeExited}, true); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := readStatus(dir); err != nil || st == nil || st.State != stateEnded {
+		t.Fatalf("after the end record: %+v, %v", st, err)
 	}
 }

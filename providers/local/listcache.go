@@ -7,8 +7,8 @@ import (
 )
 
 // fileVersion identifies one version of a file that is only ever replaced
-// by a rename (spec.json, status.json): a replacement is a new inode, with
-// a new change time.
+// by a rename (spec.json: a replacement is a new inode, with a new change
+// time) or appended to (status.log: an append changes its size).
 type fileVersion struct {
 	dev, ino     uint64
 	size         int64
@@ -25,8 +25,19 @@ func statVersion(path string) (v fileVersion, ok bool) {
 	return fileVersion{dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size, mtime: st.Mtim, ctime: st.Ctim}, true
 }
 
+// statusVersion is the version of dir's status log, or of the status.json
+// of a trial dir written before status.log existed. An empty log is no
+// version: the status may be the legacy file's, read each time.
+func statusVersion(dir string) (fileVersion, bool) {
+	v, ok := statVersion(dir + "/" + statusLog)
+	if ok && v.size > 0 {
+		return v, true
+	}
+	return statVersion(dir + "/" + statusFile)
+}
+
 // listCache keeps, per experiment and trial, the parts of spec.json and
-// status.json that List decoded last, so a List pass costs a stat per
+// status.log that List decoded last, so a List pass costs a stat per
 // unchanged file instead of a read and a decode. Entries are dropped when
 // their trial is no longer listed.
 type listCache struct {
@@ -68,7 +79,7 @@ func (c *listCache) lookup(seen map[string]*listEntry, exp, trial, dir string) (
 		e.sp = &spec{TrialID: sp.TrialID, Experiment: sp.Experiment, Lineage: sp.Lineage, Attempt: sp.Attempt,
 			ExperimentID: sp.ExperimentID, Generation: sp.Generation, Params: sp.Params}
 	}
-	stv, ok := statVersion(dir + "/" + statusFile)
+	stv, ok := statusVersion(dir)
 	switch {
 	case !ok:
 		// No status: read below (it may appear meanwhile), never cached.
@@ -80,7 +91,7 @@ func (c *listCache) lookup(seen map[string]*listEntry, exp, trial, dir string) (
 		st, err := readStatus(dir)
 		e.st = st
 		if err == nil && st != nil {
-			if v, ok := statVersion(dir + "/" + statusFile); ok && v == stv {
+			if v, ok := statusVersion(dir); ok && v == stv {
 				e.statusV, e.hasStatus = stv, true
 			}
 		}

@@ -11,10 +11,12 @@
 //	                 atomically before launching: the ownership marker
 //	parameter.cfg    NNI's parameter file; params.json = TRIALFORM_PARAMS
 //	stdout, stderr   the trial's output, appended across attempts
-//	.nni/metrics     NNI's metric file (archived as .nni/metrics.N when
+//	.nni/metrics     NNI's metric file, made by the trial library (archived as .nni/metrics.N when
 //	                 attempt N+1 starts, since NNI may truncate it)
 //	metrics.stdout   metric records the supervisor parsed from stdout
-//	status.json      the supervisor's record: pids, start times, outcome
+//	status.log       the supervisor's records, one JSON line per change (pids,
+//	                 start times, outcome); the last complete line is current.
+//	                 It is also the launch lock (see launchFDEnv)
 //	stop.json        Stop's reason and grace, read by the supervisor
 //	supervisor.log   the supervisor's own output
 //	output/          NNI_OUTPUT_DIR, kept across attempts
@@ -32,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trialform/trialform/internal/topdir"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -79,6 +82,9 @@ type Local struct {
 	closeMu sync.Mutex // guards sends on changed against Close closing it
 	closed  bool
 	list    listCache
+	// expDirs: the experiment dirs this process made sure of (created
+	// and marked for ext4's allocator, see internal/topdir).
+	expDirs sync.Map
 }
 
 var (
@@ -126,6 +132,7 @@ func New(cfg Config) (*Local, error) {
 	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("local platform: create trial root: %w", err)
 	}
+	topdir.Mark(cfg.Root) // experiments' trial dirs in quiet inode groups
 	if err := trialproto.InstallPython(cfg.LibDir); err != nil {
 		return nil, fmt.Errorf("local platform: %w", err)
 	}

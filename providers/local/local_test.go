@@ -191,9 +191,39 @@ func TestTrialDirFiles(t *testing.T) {
 	if err := readJSON(filepath.Join(dir, specFile), &sp); err != nil || sp.Lineage != "lin" || sp.Attempt != 1 || sp.ExperimentID != "eid" {
 		t.Errorf("spec %+v, %v", sp, err)
 	}
-	var st status
-	if err := readJSON(filepath.Join(dir, statusFile), &st); err != nil || st.State != stateEnded || st.PID == 0 || st.StartTime == 0 || st.SupervisorStart == 0 {
+	// status.log: one record per change of the attempt, the last current.
+	b, err := os.ReadFile(filepath.Join(dir, statusLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var st status
+		if err := json.Unmarshal([]byte(line), &st); err != nil || st.Attempt != 1 {
+			t.Fatalf("status.log line %q: %v", line, err)
+		}
+		states = append(states, st.State)
+	}
+	if strings.Join(states, ",") != "starting,running,ended" {
+		t.Errorf("status.log states %v, want starting,running,ended", states)
+	}
+	st, err := readStatus(dir)
+	if err != nil || st == nil || st.State != stateEnded || st.PID == 0 || st.StartTime == 0 || st.SupervisorStart == 0 {
 		t.Errorf("status %+v, %v", st, err)
+	}
+	// Nothing but these: every file a trial creates costs an inode (and
+	// on ext4 without a journal, a scan past recently deleted ones), and
+	// no temporary file is left or replaced per trial.
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if got, want := strings.Join(names, " "), ".lock output parameter.cfg params.json spec.json status.log stderr stdout supervisor.log"; got != want {
+		t.Errorf("trial dir holds %q, want %q", got, want)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, outputDir)); err != nil || !fi.IsDir() {
 		t.Errorf("output dir: %v", err)

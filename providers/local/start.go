@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trialform/trialform/internal/topdir"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -39,6 +40,9 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	}
 	if len(l.cfg.GPUIndices) > 0 && req.GPUs > len(l.cfg.GPUIndices) {
 		return nil, providers.Permanent(fmt.Errorf("trial needs %d GPUs but the platform has %d (gpu_indices %v)", req.GPUs, len(l.cfg.GPUIndices), l.cfg.GPUIndices))
+	}
+	if err := l.expDir(filepath.Dir(dir)); err != nil {
+		return nil, fmt.Errorf("create trial dir: %w", err)
 	}
 	if err := mkdirs(dir); err != nil {
 		return nil, fmt.Errorf("create trial dir: %w", err)
@@ -123,11 +127,18 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if err := replaceJSON(filepath.Join(dir, specFile), ns); err != nil {
 		return nil, err
 	}
+	// The status log exists before any supervisor appends to it, so the
+	// directory sync below makes its name durable too.
+	slog, err := openStatusLog(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer slog.Close() // the supervisor keeps its inherited copy
 	// One directory sync makes the protocol files and the spec durable.
 	if err := trialproto.SyncDir(dir); err != nil {
 		return nil, fmt.Errorf("write %s: %w", specFile, err)
 	}
-	st, err = l.launch(ctx, dir, attempt)
+	st, err = l.launch(ctx, dir, attempt, slog)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +148,25 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 // owner is the ownership marker the spec records.
 func (sp *spec) owner() providers.Owner {
 	return providers.Owner{Lineage: sp.Lineage, ExperimentID: sp.ExperimentID, Generation: sp.Generation, ParamsDigest: providers.ParamsDigest(sp.Params)}
+}
+
+// expDir creates an experiment's dir, once per process, and marks it as a
+// top directory for ext4's Orlov allocator: its trial dirs, and the files
+// each trial creates in its own, are spread over the block groups instead
+// of packed in one, where the inodes of trials just destroyed (or of an
+// earlier run's files) would make every creation scan past them (see
+// internal/topdir). Measured on ext4 without a journal, 300 trials in a
+// row after a destroy: 3.2 s of system CPU before, 1.2 s after.
+func (l *Local) expDir(dir string) error {
+	if _, ok := l.expDirs.Load(dir); ok {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	topdir.Mark(dir)
+	l.expDirs.Store(dir, true)
+	return nil
 }
 
 // mkdirs creates dir, and its parents only when they are missing (the
@@ -160,10 +190,10 @@ func mkdirs(dir string) error {
 // prepare writes the attempt's protocol files and archives the previous
 // attempt's NNI metric file. The caller syncs dir afterwards.
 func (l *Local) prepare(dir string, req providers.StartRequest, attempt int) error {
-	for _, d := range []string{nniDir, outputDir} {
-		if err := mkdirs(filepath.Join(dir, d)); err != nil {
-			return fmt.Errorf("create trial dir: %w", err)
-		}
+	// .nni is made by NNI's trial library (and ours) when it writes a
+	// metric: one directory fewer to create per trial.
+	if err := mkdirs(filepath.Join(dir, outputDir)); err != nil {
+		return fmt.Errorf("create trial dir: %w", err)
 	}
 	if attempt > 1 {
 		old := filepath.Join(dir, nniMetricsFile)
@@ -192,45 +222,44 @@ func (l *Local) prepare(dir string, req providers.StartRequest, attempt int) err
 const readyFDEnv = "TRIALFORM_SUPERVISOR_READY_FD"
 
 // launchFDEnv names the descriptor of the launch lock a supervisor inherits:
-// Start holds an exclusive flock on DIR/.launch.lock from before the
-// supervisor exists until it has recorded its first status (the
-// supervisor closes its copy then). A reader that finds a spec without a
-// status for its attempt waits on that lock (waitLaunch) instead of
-// calling the attempt lost while its supervisor is still starting, which
-// would start the trial twice.
+// Start holds an exclusive flock on DIR/status.log from before the
+// supervisor exists until it has appended its first record (the
+// supervisor, which appends its records through that same descriptor,
+// unlocks it then). A reader that finds a spec without a status for its
+// attempt waits on that lock (waitLaunch) instead of calling the attempt
+// lost while its supervisor is still starting, which would start the trial
+// twice.
 const launchFDEnv = "TRIALFORM_SUPERVISOR_LAUNCH_FD"
-
-// launchLockName is the launch lock's file in the trial dir.
-const launchLockName = ".launch.lock"
 
 // waitLaunch waits until no supervisor holds dir's launch lock, i.e. any
 // supervisor launched for the current attempt has recorded its status or
 // is gone.
 func waitLaunch(ctx context.Context, dir string) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
-	defer cancel()
-	unlock, err := lockFile(ctx, filepath.Join(dir, launchLockName), syscall.LOCK_SH)
+	f, err := os.Open(filepath.Join(dir, statusLog))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // no attempt was ever launched here by this version
+	}
 	if err != nil {
 		return err
 	}
-	unlock()
-	return nil
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := flockWait(ctx, f, syscall.LOCK_SH); err != nil {
+		return err
+	}
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
 
 // launch starts the supervisor for dir and waits until it has started the
-// trial (or recorded why it could not).
-func (l *Local) launch(ctx context.Context, dir string, attempt int) (*status, error) {
+// trial (or recorded why it could not). launchLock is dir's status log,
+// open for appending: the supervisor inherits it, locked.
+func (l *Local) launch(ctx context.Context, dir string, attempt int, launchLock *os.File) (*status, error) {
 	logPath := filepath.Join(dir, supervisorLog)
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open supervisor log: %w", err)
 	}
-	launchLock, err := os.OpenFile(filepath.Join(dir, launchLockName), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start supervisor: %w", err)
-	}
-	defer launchLock.Close() // the supervisor keeps its inherited copy
 	if err := syscall.Flock(int(launchLock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start supervisor: another supervisor of this trial is starting: %w", err)

@@ -107,7 +107,12 @@ func (l *Local) stop(ctx context.Context, dir string, grace time.Duration, reaso
 	}
 	now := time.Now().UTC()
 	cur.State, cur.Outcome, cur.Reason, cur.EndedAt = stateEnded, outcomeStopped, reason, &now
-	return writeJSON(filepath.Join(dir, statusFile), cur)
+	f, err := openStatusLog(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return appendStatus(f, cur, true)
 }
 
 // waitFor polls cond until it holds (true) or d passed (false).

@@ -72,6 +72,10 @@ type supervisor struct {
 	sp    *spec
 	st    status
 	ready *os.File // Start's readiness pipe, nil once signalled
+	log   *os.File // the status log, open for appending
+	// syncDir: the supervisor created the status log itself (it was not
+	// launched by Start), so recording the end also syncs the directory.
+	syncDir bool
 }
 
 // readyPipe returns the readiness pipe Start passed (see readyFDEnv), or
@@ -108,14 +112,18 @@ func (s *supervisor) signalReady() {
 
 func (s *supervisor) path(name string) string { return filepath.Join(s.dir, name) }
 
-// writeStatus replaces status.json. Only the end is made durable (the
-// directory synced): after a machine crash an attempt is over whichever of
-// its starting or running records the disk kept.
+// writeStatus appends the status to status.log. Only the end is made
+// durable: after a machine crash an attempt is over whichever of its
+// starting or running records the disk kept.
 func (s *supervisor) writeStatus() error {
-	if s.st.State == stateEnded {
-		return writeJSON(s.path(statusFile), &s.st)
+	end := s.st.State == stateEnded
+	if err := appendStatus(s.log, &s.st, end); err != nil {
+		return err
 	}
-	return replaceJSON(s.path(statusFile), &s.st)
+	if end && s.syncDir {
+		return trialproto.SyncDir(s.dir)
+	}
+	return nil
 }
 
 // end records the outcome.
@@ -134,6 +142,8 @@ func supervise(dir string) error {
 	if ready != nil {
 		defer ready.Close()
 	}
+	// The launch lock is the status log Start opened for appending, and
+	// locked: the records go through it.
 	launch := inheritedFile(launchFDEnv, "launch-lock")
 	if launch != nil {
 		defer launch.Close() // also on the error paths before the first status
@@ -156,7 +166,14 @@ func supervise(dir string) error {
 	if sp == nil {
 		return fmt.Errorf("%s has no %s", dir, specFile)
 	}
-	s := &supervisor{dir: dir, sp: sp, ready: ready}
+	s := &supervisor{dir: dir, sp: sp, ready: ready, log: launch}
+	if s.log == nil {
+		if s.log, err = openStatusLog(dir); err != nil {
+			return err
+		}
+		defer s.log.Close()
+		s.syncDir = true
+	}
 	s.st = status{
 		Attempt: sp.Attempt, State: stateStarting, SupervisorPID: os.Getpid(),
 		SupervisorStart: procStartTime(os.Getpid()), GPUs: sp.AssignedGPUs,
@@ -167,7 +184,7 @@ func supervise(dir string) error {
 	if launch != nil {
 		// The status shows this attempt (and this live supervisor): readers
 		// need not wait any more.
-		launch.Close()
+		_ = syscall.Flock(int(launch.Fd()), syscall.LOCK_UN)
 	}
 	select {
 	case <-sigc:
@@ -306,9 +323,6 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 	if err := os.MkdirAll(s.path(outputDir), 0o755); err != nil {
 		return nil, nil, err
 	}
-	if err := os.MkdirAll(s.path(nniDir), 0o755); err != nil {
-		return nil, nil, err
-	}
 	req := providers.StartRequest{
 		Experiment: sp.Experiment, ExperimentID: sp.ExperimentID, TrialID: sp.TrialID, Seq: sp.Seq, Env: sp.Env,
 	}
@@ -392,7 +406,8 @@ func closeFiles(cmd *exec.Cmd) {
 // appends the metric records it finds to metrics.stdout.
 type tailer struct {
 	in       *os.File
-	out      *os.File
+	out      *os.File // metrics.stdout, opened at the first record
+	outPath  string
 	off      int64
 	buf      []byte
 	chunk    []byte // read buffer, grown up to maxChunk while reads fill it
@@ -422,17 +437,14 @@ func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*ta
 		in.Close()
 		return nil, err
 	}
-	out, err := os.OpenFile(metricsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		in.Close()
-		return nil, err
-	}
-	return &tailer{in: in, out: out, off: fi.Size(), sp: sp, col: trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}}, nil
+	return &tailer{in: in, outPath: metricsPath, off: fi.Size(), sp: sp, col: trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}}, nil
 }
 
 func (t *tailer) close() {
 	t.in.Close()
-	t.out.Close()
+	if t.out != nil {
+		t.out.Close()
+	}
 }
 
 // follow reads until stop is closed, then drains what is left.
@@ -542,6 +554,17 @@ func (t *tailer) write(m providers.Metric) {
 			return
 		}
 		t.periodical++
+	}
+	if t.out == nil && t.err == nil {
+		// Created at the first record: a trial that prints no metric on
+		// stdout costs no file.
+		t.out, t.err = os.OpenFile(t.outPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if t.err != nil {
+			fmt.Fprintf(os.Stderr, "trialform supervisor: write metrics: %v\n", t.err)
+		}
+	}
+	if t.out == nil {
+		return
 	}
 	if _, err := t.out.Write(trialproto.EncodeMetricRecord(m, t.sp.TrialID)); err != nil && t.err == nil {
 		t.err = err
