@@ -2,6 +2,8 @@ package local
 
 import (
 	"bytes"
+	"errors"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -24,8 +26,57 @@ func becomeSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// descendants lists the live processes below root, read from /proc.
+// descendants lists the live processes below root, read from /proc: the
+// children files of root's threads, and of theirs (Linux 3.5+ with
+// CONFIG_PROC_CHILDREN, a few reads), else a scan of every process's stat.
 func descendants(root int) []int {
+	if out, ok := childrenTree(root); ok {
+		return out
+	}
+	return scanDescendants(root)
+}
+
+// childrenTree walks /proc/PID/task/TID/children from root; ok is false
+// when the kernel has no children files.
+func childrenTree(root int) (out []int, ok bool) {
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		base := "/proc/" + strconv.Itoa(p) + "/task/"
+		tasks, err := os.ReadDir(base)
+		if err != nil {
+			if p == root {
+				return nil, false
+			}
+			continue // it exited meanwhile
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(base + t.Name() + "/children")
+			if err != nil {
+				if p == root && errors.Is(err, fs.ErrNotExist) {
+					return nil, false
+				}
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				c, err := strconv.Atoi(f)
+				if err != nil {
+					continue
+				}
+				if state, _, err := procInfo(c); err != nil || state == 'Z' || state == 'X' {
+					continue
+				}
+				out = append(out, c)
+				queue = append(queue, c)
+			}
+		}
+	}
+	return out, true
+}
+
+// scanDescendants is descendants from a scan of every process's stat.
+func scanDescendants(root int) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

@@ -1,0 +1,49 @@
+package local
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The children-file walk finds the same processes as the scan of every
+// process: a child, and two grandchildren (one in its own session).
+func TestDescendantsWalkMatchesScan(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 60 & setsid sleep 60 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		for _, p := range scanDescendants(os.Getpid()) {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		_ = cmd.Wait()
+	})
+	var walk, scan []int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var ok bool
+		walk, ok = childrenTree(os.Getpid())
+		if !ok {
+			t.Fatal("no /proc/PID/task/TID/children here (a kernel without CONFIG_PROC_CHILDREN): descendants falls back to scanning /proc, untested by this test")
+		}
+		scan = scanDescendants(os.Getpid())
+		slices.Sort(walk)
+		slices.Sort(scan)
+		if len(scan) == 3 && slices.Equal(walk, scan) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("walk %v, scan %v (want the same 3 processes)", walk, scan)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !slices.Contains(walk, cmd.Process.Pid) {
+		t.Fatalf("walk %v lacks the child %d", walk, cmd.Process.Pid)
+	}
+}
