@@ -38,8 +38,10 @@ type lab struct {
 
 func newLab(t *testing.T, sec string, tweak func(*aml.Settings)) *lab {
 	srv := amltest.New(tenant, client, secret, sub, "rg-ml", "ws1")
-	t.Cleanup(srv.Close)
 	d := t.TempDir()
+	// Registered after the first TempDir, so it runs before the test's
+	// directories are removed: a job still writing there would fail that.
+	t.Cleanup(srv.Close)
 	local := filepath.Join(d, "blobfuse")
 	if err := os.Mkdir(local, 0o755); err != nil {
 		t.Fatal(err)

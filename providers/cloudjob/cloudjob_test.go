@@ -29,6 +29,10 @@ type memAPI struct {
 
 func newMemAPI(t *testing.T) *memAPI {
 	r := cloudtest.NewRunner()
+	// The test's TempDir root first: its removal is registered now, so it
+	// runs after r.Close (cleanups run last-in first-out), once no job
+	// writes there any more.
+	_ = t.TempDir()
 	t.Cleanup(r.Close)
 	return &memAPI{run: r, jobs: map[string]cloudjob.JobSpec{}}
 }

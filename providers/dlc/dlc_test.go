@@ -53,8 +53,10 @@ func settings(t testing.TB, srv *dlctest.Server, secret string) (*dlc.Settings, 
 
 func newLab(t testing.TB, secret string) *lab {
 	srv := dlctest.New(keyID, keySecret)
-	t.Cleanup(srv.Close)
 	s, env, local := settings(t, srv, secret)
+	// Registered after settings' TempDir, so it runs before the test's
+	// directories are removed: a job still writing there would fail that.
+	t.Cleanup(srv.Close)
 	s.RequestTimeout = 2 * time.Second
 	c, err := dlc.NewClientFor(s, env.Name)
 	if err != nil {
@@ -246,8 +248,8 @@ func TestWrongSecretIsClear(t *testing.T) {
 // An unknown AccessKey ID from the environment: 401, naming the variables.
 func TestWrongKeyFromEnvironment(t *testing.T) {
 	srv := dlctest.New(keyID, keySecret)
-	t.Cleanup(srv.Close)
 	s, env, _ := settings(t, srv, "")
+	t.Cleanup(srv.Close) // after settings' TempDir: runs before its removal
 	s.AccessKeyID = ""
 	t.Setenv(dlc.EnvAccessKeyID, "LTAI5tSomeoneElse")
 	t.Setenv(dlc.EnvAccessKeySecret, keySecret)

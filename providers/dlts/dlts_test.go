@@ -27,8 +27,10 @@ type lab struct {
 
 func newLab(t *testing.T, s dlts.Settings, getenv func(string) string) *lab {
 	srv := dltstest.New("alice@example.com", password, "team1")
-	t.Cleanup(srv.Close)
 	d := t.TempDir()
+	// Registered after the first TempDir, so it runs before the test's
+	// directories are removed: a job still writing there would fail that.
+	t.Cleanup(srv.Close)
 	local := filepath.Join(d, "nfs")
 	if err := os.Mkdir(local, 0o755); err != nil {
 		t.Fatal(err)

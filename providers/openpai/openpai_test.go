@@ -29,8 +29,10 @@ type lab struct {
 
 func newLab(t testing.TB, tok string, tweak func(*cloudjob.Options, *openpai.Client)) *lab {
 	srv := openpaitest.New("alice", token)
-	t.Cleanup(srv.Close)
 	d := t.TempDir()
+	// Registered after the first TempDir, so it runs before the test's
+	// directories are removed: a job still writing there would fail that.
+	t.Cleanup(srv.Close)
 	local := filepath.Join(d, "nfs")
 	if err := os.Mkdir(local, 0o755); err != nil {
 		t.Fatal(err)
