@@ -19,9 +19,11 @@ import (
 // while `apply -wait` runs (real processes; the test acts when the trial
 // says, through a FIFO, that it runs). The trial is then let go. The end:
 // exactly max_trials trials, all SUCCEEDED with their metric, no trial id
-// twice; the killed trial's attempt, whose outcome nobody recorded, is the
-// only one resumed (attempt 2, same id and parameters), every other trial
-// ran exactly once.
+// twice. The supervisor is the host of every trial of the run: the
+// attempts it had not seen end, whose outcome nobody recorded, are
+// resumed (attempt 2, same id and parameters), the blocked trial's among
+// them (it ran twice); no attempt ran twice, and every other trial ran
+// exactly once.
 func TestKillSupervisorMidRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
@@ -118,6 +120,36 @@ trialform.report(trialform.get_params()["x"])
 	if err := syscall.Kill(st.PID, 0); err != nil {
 		t.Fatalf("the trial %d died with its supervisor: %v", st.PID, err)
 	}
+	// The supervisor is the host of every trial this apply started: each
+	// attempt it had not seen end is over without a record, and resumed.
+	// hit: the trials whose attempt that was (a spec without the status of
+	// its attempt, or the killed host's status of a running attempt).
+	hit := map[string]bool{}
+	trialsDir := filepath.Join(dir, ".trialform", "trials", "k")
+	ents, _ := os.ReadDir(trialsDir)
+	for _, e := range ents {
+		var sp struct {
+			Attempt int `json:"attempt"`
+		}
+		b, err := os.ReadFile(filepath.Join(trialsDir, e.Name(), "spec.json"))
+		if err != nil || json.Unmarshal(b, &sp) != nil {
+			continue // no attempt launched yet
+		}
+		var last struct {
+			Attempt       int    `json:"attempt"`
+			State         string `json:"state"`
+			SupervisorPID int    `json:"supervisor_pid"`
+		}
+		b, _ = os.ReadFile(filepath.Join(trialsDir, e.Name(), "status.log"))
+		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		_ = json.Unmarshal([]byte(lines[len(lines)-1]), &last)
+		if last.Attempt != sp.Attempt || (last.SupervisorPID == st.SupervisorPID && last.State != "ended") {
+			hit[e.Name()] = true
+		}
+	}
+	if !hit[id] {
+		t.Fatalf("the blocked trial %s is not among the killed host's: %v", id, hit)
+	}
 	write("released", "")
 
 	select {
@@ -137,18 +169,6 @@ trialform.report(trialform.get_params()["x"])
 	if e == nil || len(e.Trials) != maxTrials {
 		t.Fatalf("state has %v trials, want %d\n%s", e, maxTrials, out.String())
 	}
-	for tid, tr := range e.Trials {
-		if tr.Status != state.Succeeded || tr.Value == nil {
-			t.Errorf("trial %s: %s (%s), value %v", tid, tr.Status, tr.Reason, tr.Value)
-		}
-		want := 1
-		if tid == id {
-			want = 2
-		}
-		if tr.Attempts != want {
-			t.Errorf("trial %s: %d attempts, want %d", tid, tr.Attempts, want)
-		}
-	}
 	runs, err := os.ReadFile(filepath.Join(dir, "runs.log"))
 	if errors.Is(err, os.ErrNotExist) || err != nil {
 		t.Fatal(err)
@@ -157,13 +177,26 @@ trialform.report(trialform.get_params()["x"])
 	for _, r := range strings.Fields(string(runs)) {
 		seen[r]++
 	}
-	for tid, n := range seen {
-		want := 1
-		if tid == id {
-			want = 2
+	for tid, tr := range e.Trials {
+		if tr.Status != state.Succeeded || tr.Value == nil {
+			t.Errorf("trial %s: %s (%s), value %v", tid, tr.Status, tr.Reason, tr.Value)
 		}
-		if n != want {
-			t.Errorf("trial %s ran %d times, want %d", tid, n, want)
+		switch {
+		case tid == id:
+			// Killed while it ran: attempt 2 did its work again.
+			if tr.Attempts != 2 || seen[tid] != 2 {
+				t.Errorf("trial %s: %d attempts, ran %d times; want 2 and 2", tid, tr.Attempts, seen[tid])
+			}
+		case hit[tid]:
+			// Resumed; it ran once per attempt at most (an attempt the
+			// host had not started yet did not run).
+			if tr.Attempts != 2 || seen[tid] < 1 || seen[tid] > tr.Attempts {
+				t.Errorf("trial %s (the killed host's): %d attempts, ran %d times; want 2 attempts, 1 or 2 runs", tid, tr.Attempts, seen[tid])
+			}
+		default:
+			if tr.Attempts != 1 || seen[tid] != 1 {
+				t.Errorf("trial %s: %d attempts, ran %d times; want 1 and 1", tid, tr.Attempts, seen[tid])
+			}
 		}
 	}
 	if len(seen) != maxTrials {

@@ -88,20 +88,23 @@ const (
 
 // status is the supervisor's record of the current attempt.
 type status struct {
-	Attempt         int        `json:"attempt"`
-	State           string     `json:"state"`
-	SupervisorPID   int        `json:"supervisor_pid"`
-	SupervisorStart uint64     `json:"supervisor_start_time"`
-	PID             int        `json:"pid,omitempty"`
-	PGID            int        `json:"pgid,omitempty"`
-	StartTime       uint64     `json:"start_time,omitempty"` // /proc/PID/stat field 22
-	GPUs            []int      `json:"gpus,omitempty"`
-	StartedAt       *time.Time `json:"started_at,omitempty"`
-	EndedAt         *time.Time `json:"ended_at,omitempty"`
-	ExitCode        *int       `json:"exit_code,omitempty"`
-	Signal          string     `json:"signal,omitempty"`
-	Outcome         string     `json:"outcome,omitempty"`
-	Reason          string     `json:"reason,omitempty"`
+	Attempt         int    `json:"attempt"`
+	State           string `json:"state"`
+	SupervisorPID   int    `json:"supervisor_pid"`
+	SupervisorStart uint64 `json:"supervisor_start_time"`
+	// Host: the supervisor is a host supervising many trials (host.go):
+	// Stop must not kill it to take over.
+	Host      bool       `json:"host,omitempty"`
+	PID       int        `json:"pid,omitempty"`
+	PGID      int        `json:"pgid,omitempty"`
+	StartTime uint64     `json:"start_time,omitempty"` // /proc/PID/stat field 22
+	GPUs      []int      `json:"gpus,omitempty"`
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	ExitCode  *int       `json:"exit_code,omitempty"`
+	Signal    string     `json:"signal,omitempty"`
+	Outcome   string     `json:"outcome,omitempty"`
+	Reason    string     `json:"reason,omitempty"`
 	// Dropped counts the intermediate results on stdout the supervisor
 	// did not record, past providers.MaxIntermediate.
 	Dropped int64 `json:"dropped_intermediate,omitempty"`

@@ -56,6 +56,10 @@ type Config struct {
 	// Supervisor is the argv prefix that runs the supervisor; the trial
 	// directory is appended. Default {os.Executable(), "__supervise"}.
 	Supervisor []string
+	// PerTrialSupervisor runs a supervisor process per trial instead of
+	// one supervisor host per Local (host.go); the environment variable
+	// TRIALFORM_LOCAL_SUPERVISOR=per-trial sets it.
+	PerTrialSupervisor bool
 	// SupervisorEnv is added to the supervisor's environment (tests use it
 	// to make the test binary act as the supervisor). The trial does not
 	// see names starting with TRIALFORM_ or NNI_ from it.
@@ -85,6 +89,10 @@ type Local struct {
 	// expDirs: the experiment dirs this process made sure of (created
 	// and marked for ext4's allocator, see internal/topdir).
 	expDirs sync.Map
+	// h is the supervisor host of the trials this Local starts (see
+	// host.go), started at the first Start.
+	hostMu sync.Mutex
+	h      *hostConn
 }
 
 var (
@@ -109,6 +117,9 @@ func New(cfg Config) (*Local, error) {
 	}
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 10 * time.Second
+	}
+	if os.Getenv(hostModeEnv) == "per-trial" {
+		cfg.PerTrialSupervisor = true
 	}
 	seen := map[int]bool{}
 	for _, g := range cfg.GPUIndices {
@@ -167,11 +178,17 @@ func (l *Local) Validate(ctx context.Context) error {
 // running without the provider.
 func (l *Local) Close() error {
 	l.closeMu.Lock()
-	defer l.closeMu.Unlock()
 	if !l.closed {
 		l.closed = true
 		close(l.changed)
 	}
+	l.closeMu.Unlock()
+	// The host finishes supervising what runs, then exits.
+	l.hostMu.Lock()
+	if l.h != nil {
+		l.h.close()
+	}
+	l.hostMu.Unlock()
 	return nil
 }
 

@@ -87,6 +87,17 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// The same contract with a supervisor process per trial
+// (TRIALFORM_LOCAL_SUPERVISOR=per-trial) instead of the host.
+func TestConformancePerTrialSupervisor(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) providers.Provider {
+		return newLocal(t, func(c *Config) { c.PerTrialSupervisor = true })
+	}, conformance.Options{
+		Lose:     loseTrial,
+		Parallel: true,
+	})
+}
+
 func req(l *Local, exp, id, shell string) providers.StartRequest {
 	return providers.StartRequest{
 		Experiment: exp, ExperimentID: "eid", TrialID: id, ParameterID: 3,
@@ -222,7 +233,7 @@ func TestTrialDirFiles(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if got, want := strings.Join(names, " "), ".lock output parameter.cfg params.json spec.json status.log stderr stdout supervisor.log"; got != want {
+	if got, want := strings.Join(names, " "), ".lock output parameter.cfg params.json spec.json status.log stderr stdout"; got != want {
 		t.Errorf("trial dir holds %q, want %q", got, want)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, outputDir)); err != nil || !fi.IsDir() {

@@ -92,6 +92,12 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if st != nil && st.Attempt >= attempt {
 		attempt = st.Attempt + 1
 	}
+	if attempt > 1 && (st == nil || st.State != stateEnded) {
+		// The last attempt's supervisor died before recording its end (or
+		// even that the trial runs): whatever it started must not run
+		// beside the new attempt.
+		killStragglers(dir)
+	}
 
 	var gpus []int
 	sched := len(l.cfg.GPUIndices) > 0
@@ -255,6 +261,12 @@ func waitLaunch(ctx context.Context, dir string) error {
 // trial (or recorded why it could not). launchLock is dir's status log,
 // open for appending: the supervisor inherits it, locked.
 func (l *Local) launch(ctx context.Context, dir string, attempt int, launchLock *os.File) (*status, error) {
+	if l.useHost() {
+		if err := syscall.Flock(int(launchLock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			return nil, fmt.Errorf("start supervisor: another supervisor of this trial is starting: %w", err)
+		}
+		return l.launchInHost(ctx, dir, attempt, launchLock)
+	}
 	logPath := filepath.Join(dir, supervisorLog)
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

@@ -56,8 +56,15 @@ func SupervisorMain(args []string) int {
 	if len(args) > 0 && args[0] == "__supervise" {
 		args = args[1:]
 	}
+	if len(args) == 1 && args[0] == hostArg {
+		if err := hostMain(); err != nil {
+			fmt.Fprintf(os.Stderr, "trialform supervisor host: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "usage: trialform __supervise TRIAL_DIR")
+		fmt.Fprintln(os.Stderr, "usage: trialform __supervise TRIAL_DIR | -host")
 		return 2
 	}
 	if err := supervise(args[0]); err != nil {
@@ -71,7 +78,8 @@ type supervisor struct {
 	dir   string
 	sp    *spec
 	st    status
-	ready *os.File // Start's readiness pipe, nil once signalled
+	ctl   attemptCtl
+	ready func()   // tells Start the status shows the attempt running or ended; nil once called
 	log   *os.File // the status log, open for appending
 	// syncDir: the supervisor created the status log itself (it was not
 	// launched by Start), so recording the end also syncs the directory.
@@ -99,15 +107,37 @@ func inheritedFile(env, name string) *os.File {
 	return os.NewFile(uintptr(fd), name)
 }
 
-// signalReady tells Start that status.json shows the attempt running or
+// signalReady tells Start that status.log shows the attempt running or
 // ended.
 func (s *supervisor) signalReady() {
 	if s.ready == nil {
 		return
 	}
-	_, _ = s.ready.Write([]byte{1})
-	s.ready.Close()
+	s.ready()
 	s.ready = nil
+}
+
+// attemptCtl is what differs between a supervisor of one trial (its own
+// process: supervise) and one trial of a supervisor host (host.go).
+type attemptCtl struct {
+	// ready is called once the status shows the attempt running or ended.
+	ready func()
+	// stop receives a value for each stop request (Stop left stop.json):
+	// the first terminates the trial, a second kills it.
+	stop <-chan struct{}
+	// signalRest sends sig to the trial's processes outside its process
+	// group (started in other sessions or groups); main is the trial's
+	// main process, 0 once it was reaped.
+	signalRest func(main int, sig syscall.Signal)
+	// killRest kills them until none is left, or d passed.
+	killRest func(d time.Duration)
+	// host marks the status of an attempt run by a supervisor host.
+	host bool
+	// startProc starts the trial's main process (default cmd.Start), and
+	// waited is told when it was reaped: a host keeps its reaper of
+	// orphans off the trials' main processes in between.
+	startProc func(*exec.Cmd) error
+	waited    func(pid int)
 }
 
 func (s *supervisor) path(name string) string { return filepath.Join(s.dir, name) }
@@ -154,7 +184,32 @@ func supervise(dir string) error {
 	}
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGTERM, syscall.SIGINT)
+	stop := make(chan struct{}, 4)
+	go func() {
+		for range sigc {
+			stop <- struct{}{}
+		}
+	}()
+	ctl := attemptCtl{
+		stop: stop,
+		// Everything below this process but the trial's group: this
+		// subreaper's orphans and what the trial made in other groups.
+		signalRest: func(_ int, sig syscall.Signal) { signalDescendants(sig) },
+		killRest:   killDescendants,
+	}
+	if ready != nil {
+		ctl.ready = func() {
+			_, _ = ready.Write([]byte{1})
+			ready.Close()
+		}
+	}
+	return runAttempt(dir, launch, ctl)
+}
 
+// runAttempt runs the attempt described by dir/spec.json to its end and
+// records it in dir's status log: through launch (Start's locked
+// descriptor, unlocked once the first record is written) when not nil.
+func runAttempt(dir string, launch *os.File, ctl attemptCtl) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -166,7 +221,7 @@ func supervise(dir string) error {
 	if sp == nil {
 		return fmt.Errorf("%s has no %s", dir, specFile)
 	}
-	s := &supervisor{dir: dir, sp: sp, ready: ready, log: launch}
+	s := &supervisor{dir: dir, sp: sp, ctl: ctl, ready: ctl.ready, log: launch}
 	if s.log == nil {
 		if s.log, err = openStatusLog(dir); err != nil {
 			return err
@@ -176,7 +231,7 @@ func supervise(dir string) error {
 	}
 	s.st = status{
 		Attempt: sp.Attempt, State: stateStarting, SupervisorPID: os.Getpid(),
-		SupervisorStart: procStartTime(os.Getpid()), GPUs: sp.AssignedGPUs,
+		SupervisorStart: procStartTime(os.Getpid()), GPUs: sp.AssignedGPUs, Host: ctl.host,
 	}
 	if err := s.writeStatus(); err != nil {
 		return err
@@ -187,7 +242,7 @@ func supervise(dir string) error {
 		_ = syscall.Flock(int(launch.Fd()), syscall.LOCK_UN)
 	}
 	select {
-	case <-sigc:
+	case <-ctl.stop:
 		reason, _ := s.stopRequest()
 		return s.end(outcomeStopped, reason, nil, "")
 	default:
@@ -198,7 +253,14 @@ func supervise(dir string) error {
 		return s.end(outcomeStartFailed, "could not start the trial: "+err.Error(), nil, "")
 	}
 	defer tl.close()
-	if err := cmd.Start(); err != nil {
+	startProc, waited := ctl.startProc, ctl.waited
+	if startProc == nil {
+		startProc = (*exec.Cmd).Start
+	}
+	if waited == nil {
+		waited = func(int) {}
+	}
+	if err := startProc(cmd); err != nil {
 		closeFiles(cmd)
 		return s.end(outcomeStartFailed, "could not start the trial: "+err.Error(), nil, "")
 	}
@@ -210,12 +272,17 @@ func supervise(dir string) error {
 		// Without a status nobody can find the trial: do not let it run.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		waited(pid)
 		return err
 	}
 	s.signalReady()
 
 	waitc := make(chan error, 1)
-	go func() { waitc <- cmd.Wait() }()
+	go func() {
+		err := cmd.Wait()
+		waited(pid)
+		waitc <- err
+	}()
 	tailStop := make(chan struct{})
 	tailDone := make(chan struct{})
 	go func() {
@@ -232,13 +299,13 @@ func supervise(dir string) error {
 	outcome, reason := "", ""
 	terminate := func(grace time.Duration) {
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		signalDescendants(syscall.SIGTERM)
+		ctl.signalRest(pid, syscall.SIGTERM)
 		killC = time.After(grace)
 	}
 wait:
 	for {
 		select {
-		case <-sigc:
+		case <-ctl.stop:
 			if outcome == "" {
 				var grace time.Duration
 				reason, grace = s.stopRequest()
@@ -246,7 +313,7 @@ wait:
 				terminate(grace)
 			} else {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
-				signalDescendants(syscall.SIGKILL)
+				ctl.signalRest(pid, syscall.SIGKILL)
 			}
 		case <-maxC:
 			if outcome == "" {
@@ -255,7 +322,7 @@ wait:
 			}
 		case <-killC:
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			signalDescendants(syscall.SIGKILL)
+			ctl.signalRest(pid, syscall.SIGKILL)
 		case <-waitc:
 			break wait
 		}
@@ -263,7 +330,7 @@ wait:
 	// Nothing of the trial outlives it: its process group, and what it
 	// started in other sessions (re-parented to this subreaper).
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	killDescendants(5 * time.Second)
+	ctl.killRest(5 * time.Second)
 	close(tailStop)
 	<-tailDone
 	tl.lastFinalWins()

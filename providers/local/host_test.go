@@ -1,0 +1,182 @@
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+)
+
+// waitFile returns the trimmed content of path once it is not empty.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s stayed empty", path)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func pidIn(t *testing.T, path string) int {
+	t.Helper()
+	p, err := strconv.Atoi(waitFile(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// One host supervises the trials of one Local; stopping one trial stops
+// that trial only.
+func TestHostStopsOnlyTheTrialAsked(t *testing.T) {
+	l := newLocal(t, nil)
+	h1, err := l.Start(context.Background(), req(l, "exp", "t1", "sleep 1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := l.Start(context.Background(), req(l, "exp", "t2", "sleep 1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h1["supervisor_pid"] != h2["supervisor_pid"] || h1["pid"] == h2["pid"] {
+		t.Fatalf("handles %v and %v: want one supervisor, two trials", h1, h2)
+	}
+	if err := l.Stop(context.Background(), providers.StopRequest{Experiment: "exp", TrialID: "t1", Reason: "enough"}); err != nil {
+		t.Fatal(err)
+	}
+	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseKilled || o.Reason != "enough" {
+		t.Fatalf("t1 after Stop: %+v", o)
+	}
+	o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t2"})
+	if err != nil || o.Phase != providers.PhaseRunning {
+		t.Fatalf("t2 after t1's Stop: %+v, %v", o, err)
+	}
+	sup, _ := strconv.Atoi(h1["supervisor_pid"])
+	if !alive(sup, 0) {
+		t.Fatal("the host exited with a trial still running")
+	}
+}
+
+// What a trial leaves in another session dies with it, and only its own:
+// the other trial's stays until that trial ends.
+func TestHostKillsOnlyItsTrialsOrphans(t *testing.T) {
+	l := newLocal(t, nil)
+	code := t.TempDir()
+	r1 := req(l, "exp", "t1", `setsid sleep 1001 & echo $! > t1.orphan; while [ ! -e go ]; do sleep 0.02; done`)
+	r2 := req(l, "exp", "t2", `setsid sleep 1002 & echo $! > t2.orphan; sleep 1000`)
+	r1.CodeDir, r2.CodeDir = code, code
+	for _, r := range []providers.StartRequest{r1, r2} {
+		if _, err := l.Start(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o1, o2 := pidIn(t, filepath.Join(code, "t1.orphan")), pidIn(t, filepath.Join(code, "t2.orphan"))
+	if err := os.WriteFile(filepath.Join(code, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded {
+		t.Fatalf("t1: %+v", o)
+	}
+	if alive(o1, 0) {
+		t.Errorf("t1's process in another session (%d) outlived t1", o1)
+	}
+	if !alive(o2, 0) {
+		t.Fatalf("t2's process in another session (%d) died with t1", o2)
+	}
+	if err := l.Stop(context.Background(), providers.StopRequest{Experiment: "exp", TrialID: "t2"}); err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, l, "exp", "t2")
+	if alive(o2, 0) {
+		t.Errorf("t2's process in another session (%d) outlived t2's stop", o2)
+	}
+}
+
+// Closing the Local (the CLI exits) leaves the host supervising what
+// runs; it records the end, then exits.
+func TestHostOutlivesItsLocal(t *testing.T) {
+	l := newLocal(t, nil)
+	code := t.TempDir()
+	r := req(l, "exp", "t1", `while [ ! -e go ]; do sleep 0.02; done; echo 'trialform: {"default": 0.25}'`)
+	r.CodeDir = code
+	h, err := l.Start(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, _ := strconv.Atoi(h["supervisor_pid"])
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !alive(sup, 0) {
+		t.Fatal("the host exited with its trial running")
+	}
+	if err := os.WriteFile(filepath.Join(code, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l2 := newLocal(t, func(c *Config) { c.Root, c.LibDir = l.cfg.Root, l.cfg.LibDir })
+	o := waitEnded(t, l2, "exp", "t1")
+	if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 {
+		t.Fatalf("after the Local closed: %+v", o)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for alive(sup, 0) {
+		if time.Now().After(deadline) {
+			t.Fatal("the host did not exit once its last trial ended")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A supervisor killed between starting the trial and recording it leaves
+// a trial nobody knows the pid of; the attempt is lost, and resuming it
+// must first kill that process, or two attempts would run at once.
+func TestResumeKillsTheLostAttemptsProcesses(t *testing.T) {
+	l := newLocal(t, nil)
+	h, err := l.Start(context.Background(), req(l, "exp", "t1", "sleep 1000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, _ := strconv.Atoi(h["supervisor_pid"])
+	pid, _ := strconv.Atoi(h["pid"])
+	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for alive(sup, 0) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// As if the supervisor had died before its "running" record.
+	dir := filepath.Join(l.cfg.Root, "exp", "t1")
+	f, err := openStatusLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = appendStatus(f, &status{Attempt: 1, State: stateStarting, SupervisorPID: sup}, false)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
+	if err != nil || o.Phase != providers.PhaseLost {
+		t.Fatalf("after the supervisor died unrecorded: %+v, %v", o, err)
+	}
+	r := req(l, "exp", "t1", "sleep 1000")
+	r.Resume = true
+	h2, err := l.Start(context.Background(), r)
+	if err != nil || h2["attempt"] != "2" {
+		t.Fatalf("resume: %v, %v", h2, err)
+	}
+	if alive(pid, 0) {
+		t.Fatalf("attempt 1's process %d runs beside attempt 2", pid)
+	}
+}

@@ -1,0 +1,205 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// hostLogName is the supervisor hosts' own log in the trial root (their
+// stdout and stderr, appended by each).
+const hostLogName = "supervisor-host.log"
+
+// hostConn is the CLI's end of its supervisor host (see host.go).
+type hostConn struct {
+	conn    *net.UnixConn
+	logPath string
+	gone    chan struct{} // closed when the host's end closed (it exited)
+	exited  chan struct{} // closed once the host process was reaped
+
+	mu      sync.Mutex
+	next    int
+	pending map[int]chan hostReply
+	active  int // attempts asked for and not ended
+}
+
+// useHost reports whether trials start under a supervisor host (the
+// default) rather than a supervisor each.
+func (l *Local) useHost() bool { return !l.cfg.PerTrialSupervisor }
+
+// host returns the running supervisor host of this Local, starting one
+// when there is none or the last one exited.
+func (l *Local) host() (*hostConn, error) {
+	l.hostMu.Lock()
+	defer l.hostMu.Unlock()
+	if l.h != nil {
+		select {
+		case <-l.h.gone:
+		default:
+			return l.h, nil
+		}
+	}
+	l.closeMu.Lock()
+	closed := l.closed
+	l.closeMu.Unlock()
+	if closed {
+		return nil, errors.New("the local platform is closed")
+	}
+	h, err := l.startHost()
+	if err != nil {
+		return nil, err
+	}
+	l.h = h
+	return h, nil
+}
+
+func (l *Local) startHost() (*hostConn, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor host: %w", err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "host")
+	defer theirs.Close()
+	logPath := filepath.Join(l.cfg.Root, hostLogName)
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		mine.Close()
+		return nil, fmt.Errorf("start supervisor host: %w", err)
+	}
+	defer logf.Close()
+	argv := append(append([]string(nil), l.cfg.Supervisor...), hostArg)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = l.cfg.Root
+	cmd.Env = append(os.Environ(), l.cfg.SupervisorEnv...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{theirs} // fd 3
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		mine.Close()
+		return nil, fmt.Errorf("start supervisor host %s: %w", argv[0], err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // reap it; a zombie would look alive
+		close(exited)
+	}()
+	c, err := net.FileConn(mine)
+	mine.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor host: %w", err)
+	}
+	h := &hostConn{conn: c.(*net.UnixConn), logPath: logPath, gone: make(chan struct{}), exited: exited, pending: map[int]chan hostReply{}}
+	go h.read(l)
+	return h, nil
+}
+
+// read dispatches the host's replies until its end closes.
+func (h *hostConn) read(l *Local) {
+	defer func() {
+		close(h.gone)
+		l.notify()
+	}()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := h.conn.Read(buf)
+		if err != nil || n == 0 {
+			return
+		}
+		var r hostReply
+		if json.Unmarshal(buf[:n], &r) != nil {
+			continue
+		}
+		if r.Ended {
+			h.mu.Lock()
+			h.active--
+			h.mu.Unlock()
+			l.notify() // a trial ended: apply's loop looks again
+			continue
+		}
+		h.mu.Lock()
+		ch := h.pending[r.ID]
+		delete(h.pending, r.ID)
+		h.mu.Unlock()
+		if ch != nil {
+			ch <- r
+		}
+	}
+}
+
+// close closes the CLI's end: the host finishes what runs, then exits.
+// With nothing running it exits at once: close waits for that (up to a
+// second), so the host is reaped by this process (its CPU time counted
+// with the CLI's) rather than left to init.
+func (h *hostConn) close() {
+	h.mu.Lock()
+	idle := h.active == 0
+	h.mu.Unlock()
+	h.conn.Close()
+	if idle {
+		select {
+		case <-h.exited:
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// launchInHost asks the host to run dir's attempt and waits until it has
+// started the trial (or recorded why it could not). launchLock is dir's
+// status log, locked: the host gets it with the request.
+func (l *Local) launchInHost(ctx context.Context, dir string, attempt int, launchLock *os.File) (*status, error) {
+	h, err := l.host()
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.next++
+	id := h.next
+	ch := make(chan hostReply, 1)
+	h.pending[id] = ch
+	h.active++
+	h.mu.Unlock()
+	b, _ := json.Marshal(hostRequest{ID: id, Dir: dir})
+	if _, _, err := h.conn.WriteMsgUnix(b, syscall.UnixRights(int(launchLock.Fd())), nil); err != nil {
+		h.mu.Lock()
+		delete(h.pending, id)
+		h.active--
+		h.mu.Unlock()
+		return nil, fmt.Errorf("start the trial in the supervisor host: %w: %s", err, lastLines(tail(h.logPath, 2000)))
+	}
+	started := func() *status {
+		st, err := readStatus(dir)
+		if err == nil && st != nil && st.Attempt == attempt && st.State != stateStarting {
+			return st
+		}
+		return nil
+	}
+	deadline := time.NewTimer(startTimeout)
+	defer deadline.Stop()
+	select {
+	case r := <-ch:
+		if st := started(); st != nil {
+			return st, nil
+		}
+		if r.Error != "" {
+			return nil, fmt.Errorf("the supervisor could not start the trial: %s", r.Error)
+		}
+		return nil, errors.New("the supervisor said the trial started, but its status does not show it")
+	case <-h.gone:
+		if st := started(); st != nil {
+			return st, nil
+		}
+		return nil, fmt.Errorf("the supervisor host exited before starting the trial: %s", lastLines(tail(h.logPath, 2000)))
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the supervisor to start the trial: %w", ctx.Err())
+	case <-deadline.C:
+		return nil, fmt.Errorf("the supervisor did not start the trial within %s: %s", startTimeout, lastLines(tail(h.logPath, 2000)))
+	}
+}
