@@ -134,6 +134,37 @@ func (h *hostConn) read(l *Local) {
 	}
 }
 
+// send asks the host to run dir's attempt, handing it launchLock.
+func (h *hostConn) send(dir string, launchLock *os.File) (chan hostReply, error) {
+	h.mu.Lock()
+	h.next++
+	id := h.next
+	ch := make(chan hostReply, 1)
+	h.pending[id] = ch
+	h.active++
+	h.mu.Unlock()
+	b, _ := json.Marshal(hostRequest{ID: id, Dir: dir})
+	if _, _, err := h.conn.WriteMsgUnix(b, syscall.UnixRights(int(launchLock.Fd())), nil); err != nil {
+		h.mu.Lock()
+		delete(h.pending, id)
+		h.active--
+		h.mu.Unlock()
+		return nil, err
+	}
+	return ch, nil
+}
+
+// dropHost forgets h when it is still this Local's host, so the next
+// Start starts another.
+func (l *Local) dropHost(h *hostConn) {
+	l.hostMu.Lock()
+	defer l.hostMu.Unlock()
+	if l.h == h {
+		l.h = nil
+		h.conn.Close()
+	}
+}
+
 // close closes the CLI's end: the host finishes what runs, then exits.
 // With nothing running it exits at once: close waits for that (up to a
 // second), so the host is reaped by this process (its CPU time counted
@@ -155,24 +186,22 @@ func (h *hostConn) close() {
 // started the trial (or recorded why it could not). launchLock is dir's
 // status log, locked: the host gets it with the request.
 func (l *Local) launchInHost(ctx context.Context, dir string, attempt int, launchLock *os.File) (*status, error) {
-	h, err := l.host()
-	if err != nil {
-		return nil, err
-	}
-	h.mu.Lock()
-	h.next++
-	id := h.next
-	ch := make(chan hostReply, 1)
-	h.pending[id] = ch
-	h.active++
-	h.mu.Unlock()
-	b, _ := json.Marshal(hostRequest{ID: id, Dir: dir})
-	if _, _, err := h.conn.WriteMsgUnix(b, syscall.UnixRights(int(launchLock.Fd())), nil); err != nil {
-		h.mu.Lock()
-		delete(h.pending, id)
-		h.active--
-		h.mu.Unlock()
-		return nil, fmt.Errorf("start the trial in the supervisor host: %w: %s", err, lastLines(tail(h.logPath, 2000)))
+	var h *hostConn
+	var ch chan hostReply
+	for try := 0; ; try++ {
+		var err error
+		if h, err = l.host(); err != nil {
+			return nil, err
+		}
+		if ch, err = h.send(dir, launchLock); err == nil {
+			break
+		}
+		// The host is gone (killed) and its reader has not seen it yet:
+		// nothing was handed over, the next host takes the request.
+		l.dropHost(h)
+		if try == 1 {
+			return nil, fmt.Errorf("start the trial in the supervisor host: %w: %s", err, lastLines(tail(h.logPath, 2000)))
+		}
 	}
 	started := func() *status {
 		st, err := readStatus(dir)
