@@ -1,9 +1,11 @@
-// Package local runs trials as processes on this machine. Each trial gets a
-// detached supervisor process (the hidden `trialform __supervise DIR`
-// command, SupervisorMain) that starts the trial in its own process group,
-// tees its stdout for metric lines, enforces max_duration, forwards Stop and
-// records the outcome in the trial directory, so trials outlive the CLI and
-// a later CLI finds them again from the files alone.
+// Package local runs trials as processes on this machine. A detached
+// supervisor (the hidden `trialform __supervise` command, SupervisorMain)
+// starts each trial in its own process group, tees its stdout for metric
+// lines, enforces max_duration, forwards Stop and records the outcome in
+// the trial directory, so trials outlive the CLI and a later CLI finds
+// them again from the files alone. By default one supervisor host per
+// Local supervises every trial it starts (host.go); a supervisor process
+// per trial is the other way (Config.PerTrialSupervisor).
 //
 // Trial directory ROOT/EXPERIMENT/TRIAL/:
 //
@@ -18,7 +20,8 @@
 //	                 start times, outcome); the last complete line is current.
 //	                 It is also the launch lock (see launchFDEnv)
 //	stop.json        Stop's reason and grace, read by the supervisor
-//	supervisor.log   the supervisor's own output
+//	supervisor.log   a per-trial supervisor's own output (a host writes
+//	                 ROOT/supervisor-host.log)
 //	output/          NNI_OUTPUT_DIR, kept across attempts
 //
 // The package must not import plan or apply, and must not print: the
