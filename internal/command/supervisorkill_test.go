@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,11 +121,25 @@ trialform.report(trialform.get_params()["x"])
 	if err := syscall.Kill(st.PID, 0); err != nil {
 		t.Fatalf("the trial %d died with its supervisor: %v", st.PID, err)
 	}
+	// SIGKILL is delivered asynchronously: until the host is really gone,
+	// a thread of it may still append a record. Wait for that first.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", st.SupervisorPID))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed supervisor %d is still there", st.SupervisorPID)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	// The supervisor is the host of every trial this apply started: each
 	// attempt it had not seen end is over without a record, and resumed.
-	// hit: the trials whose attempt that was (a spec without the status of
-	// its attempt, or the killed host's status of a running attempt).
-	hit := map[string]bool{}
+	// hit: the trials the killed host ran (its status of an attempt
+	// running); unsure: the trials being launched (a spec without the
+	// status of its attempt yet, or the host's "starting").
+	hit, unsure := map[string]bool{}, map[string]bool{}
+	snap := map[string]string{} // status.log at the snapshot, for failures
 	trialsDir := filepath.Join(dir, ".trialform", "trials", "k")
 	ents, _ := os.ReadDir(trialsDir)
 	for _, e := range ents {
@@ -141,10 +156,17 @@ trialform.report(trialform.get_params()["x"])
 			SupervisorPID int    `json:"supervisor_pid"`
 		}
 		b, _ = os.ReadFile(filepath.Join(trialsDir, e.Name(), "status.log"))
+		snap[e.Name()] = string(b)
 		lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 		_ = json.Unmarshal([]byte(lines[len(lines)-1]), &last)
-		if last.Attempt != sp.Attempt || (last.SupervisorPID == st.SupervisorPID && last.State != "ended") {
+		switch {
+		case last.Attempt == sp.Attempt && last.SupervisorPID == st.SupervisorPID && last.State == "running":
 			hit[e.Name()] = true
+		case last.Attempt != sp.Attempt || (last.SupervisorPID == st.SupervisorPID && last.State == "starting"):
+			// Being launched: by the killed host (its start then failed,
+			// or it is lost before running, and started again) or already
+			// by the next one.
+			unsure[e.Name()] = true
 		}
 	}
 	if !hit[id] {
@@ -191,7 +213,12 @@ trialform.report(trialform.get_params()["x"])
 			// Resumed; it ran once per attempt at most (an attempt the
 			// host had not started yet did not run).
 			if tr.Attempts != 2 || seen[tid] < 1 || seen[tid] > tr.Attempts {
-				t.Errorf("trial %s (the killed host's): %d attempts, ran %d times; want 2 attempts, 1 or 2 runs", tid, tr.Attempts, seen[tid])
+				now, _ := os.ReadFile(filepath.Join(trialsDir, tid, "status.log"))
+				t.Errorf("trial %s (the killed host's): %d attempts, ran %d times; want 2 attempts, 1 or 2 runs\nstatus.log at the kill:\n%s\nnow:\n%s", tid, tr.Attempts, seen[tid], snap[tid], now)
+			}
+		case unsure[tid]:
+			if tr.Attempts < 1 || tr.Attempts > 2 || seen[tid] < 1 || seen[tid] > tr.Attempts {
+				t.Errorf("trial %s (launched as the host was killed): %d attempts, ran %d times; want 1 or 2 attempts, 1 run per attempt at most", tid, tr.Attempts, seen[tid])
 			}
 		default:
 			if tr.Attempts != 1 || seen[tid] != 1 {
