@@ -80,6 +80,14 @@ type Session struct {
 
 	curveMu    sync.Mutex
 	curveCache map[string]curveEntry
+
+	// ListInterval, when set (Run sets it), is how often a refresh lists
+	// the trials a platform holds for an experiment the state has: the
+	// passes in between only read the state's unfinished trials. A
+	// listing looks at every trial of the experiment's history, so
+	// listing at every pass made a run's cost grow with its length.
+	ListInterval time.Duration
+	listed       map[string]time.Time // guarded by mu
 }
 
 // NewSession starts a session on st (as loaded from the store).
@@ -335,10 +343,27 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 	for n, e := range s.Config.Experiments {
 		names[n] = e.Platform.Key()
 	}
-	obs, err := plan.Refresh(ctx, cur, s.Providers, names)
+	now := s.Now()
+	noList := map[string]bool{}
+	s.mu.Lock()
+	for n := range names {
+		if at, ok := s.listed[n]; ok && s.ListInterval > 0 && cur.Experiments[n] != nil && now.Sub(at) < s.ListInterval {
+			noList[n] = true
+		}
+	}
+	s.mu.Unlock()
+	obs, err := plan.RefreshWith(ctx, cur, s.Providers, names, plan.RefreshOptions{NoList: noList})
 	if err != nil {
 		return nil, nil, err
 	}
+	s.mu.Lock()
+	if s.listed == nil {
+		s.listed = map[string]time.Time{}
+	}
+	for n := range obs.Listed {
+		s.listed[n] = now
+	}
+	s.mu.Unlock()
 	obs.Warnings = append(moveWarnings, obs.Warnings...)
 	plan.DetectDrift(s.Config, cur, obs, s.Providers)
 	changes, err := s.observe(obs, s.Now())

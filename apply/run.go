@@ -27,6 +27,10 @@ type RunOptions struct {
 	Notify <-chan struct{}
 }
 
+// DefaultListInterval is how often Run lists each experiment's trials on
+// its platform (to find orphans); every pass reads the unfinished ones.
+const DefaultListInterval = 10 * time.Second
+
 // Finished reports whether every experiment of p is done and has no
 // trial left running, waiting or lost.
 func Finished(p *plan.Plan) bool {
@@ -59,6 +63,9 @@ func Finished(p *plan.Plan) bool {
 func (s *Session) Run(ctx context.Context, opts RunOptions) (*plan.Plan, error) {
 	if opts.Interval <= 0 {
 		opts.Interval = time.Second
+	}
+	if s.ListInterval == 0 {
+		s.ListInterval = DefaultListInterval
 	}
 	var last *plan.Plan
 	failures := 0 // consecutive passes with errors

@@ -43,6 +43,20 @@ const defaultReadParallelism = 16
 // their configured platform. It does not change st. A platform that cannot
 // be reached becomes a warning and its trials keep their recorded status.
 func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments map[string]string) (*Observations, error) {
+	return RefreshWith(ctx, st, ps, experiments, RefreshOptions{})
+}
+
+// RefreshOptions tune a refresh.
+type RefreshOptions struct {
+	// NoList names experiments whose platform is not listed this time
+	// (their trials are still read): a run loop lists an experiment it
+	// listed a moment ago only now and then, since a listing costs a look
+	// at every trial the platform ever held for it.
+	NoList map[string]bool
+}
+
+// RefreshWith is Refresh with options.
+func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experiments map[string]string, opts RefreshOptions) (*Observations, error) {
 	obs := &Observations{
 		Trials: map[string]map[string]providers.Observation{},
 		Listed: map[string][]providers.Observation{},
@@ -90,7 +104,7 @@ func Refresh(ctx context.Context, st *state.State, ps ProviderSet, experiments m
 				jobs = append(jobs, job{name, e.OnPlatform(), e.ID, t, prov, platform})
 			}
 		}
-		if l, ok := prov.(providers.Lister); ok {
+		if l, ok := prov.(providers.Lister); ok && !opts.NoList[name] {
 			on := name
 			if e != nil {
 				on = e.OnPlatform()
