@@ -56,6 +56,9 @@ type Manager struct {
 	journalLimit int64
 
 	metricsMu sync.Mutex
+	// metricsMarked: the metrics root was made and marked (guarded by
+	// metricsMu).
+	metricsMarked bool
 	// backupLineage is the lineage state.json.backup is known to hold
 	// ("" when unknown), so only the first backup of a process reads it.
 	backupLineage string

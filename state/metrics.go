@@ -72,6 +72,15 @@ func (m *Manager) AppendMetrics(experiment, trial string, pts []MetricPoint) err
 	m.metricsMu.Lock()
 	defer m.metricsMu.Unlock()
 	dir := filepath.Dir(path)
+	if !m.metricsMarked {
+		// The metrics root is a top directory for ext4's allocator, so
+		// each experiment's series (a file per trial) lands in a quiet
+		// inode group (see internal/topdir).
+		if err := mkdirState(filepath.Dir(dir)); err != nil {
+			return fmt.Errorf("record metrics: %w", err)
+		}
+		m.metricsMarked = true
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("record metrics: %w", err)
 	}
