@@ -502,8 +502,10 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 	now := s.Now().UTC()
 	var errs []error
 
-	// 1. Experiment records.
-	err := s.change(func(st *state.State) {
+	// 1. Experiment records: their own fields only, so the save compares
+	// those and no trial (a pass of apply -wait costs what changed, not
+	// the history).
+	err := s.changeTrials([]state.TrialRef{}, func(st *state.State) {
 		for _, ep := range p.Experiments {
 			if ep.Action == plan.Delete {
 				continue
