@@ -372,7 +372,9 @@ func commit(old *State, rec *journalRecord, s *State) {
 			cp.Experiments[name] = nil
 			continue
 		}
-		c := s.Experiments[name].Clone()
+		h := *s.Experiments[name] // the head only: cloning every trial made each commit O(history)
+		h.Trials = nil
+		c := h.Clone()
 		c.Trials = nil
 		cp.Experiments[name] = c
 	}
