@@ -273,9 +273,20 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 	// then replace the originals.
 	view, refs := observedView(s.st, obs)
 	changes, batches := plan.Observe(view, obs, now)
-	for _, b := range batches {
-		if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
-			return nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
+	if bs, ok := s.Store.(BatchMetricsStore); ok && len(batches) > 1 {
+		// One round of parallel fsyncs for every trial observed.
+		mb := make([]state.MetricsBatch, len(batches))
+		for i, b := range batches {
+			mb[i] = state.MetricsBatch{Experiment: b.Experiment, Trial: b.TrialID, Points: b.Points}
+		}
+		if err := bs.AppendMetricsBatch(mb); err != nil {
+			return nil, fmt.Errorf("record metrics of %d trials: %w", len(batches), err)
+		}
+	} else {
+		for _, b := range batches {
+			if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
+				return nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
+			}
 		}
 	}
 	for name, ve := range view.Experiments {
@@ -303,6 +314,12 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 	}
 	s.saved = v
 	return changes, nil
+}
+
+// BatchMetricsStore is the optional part of a StateStore (state.Manager)
+// that appends several trials' metric points with one round of fsyncs.
+type BatchMetricsStore interface {
+	AppendMetricsBatch(batches []state.MetricsBatch) error
 }
 
 // observedView returns a state holding copies of st's trials that obs

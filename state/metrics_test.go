@@ -154,3 +154,52 @@ func TestMetricsRejectEscapingNames(t *testing.T) {
 		t.Error("refused appends created files")
 	}
 }
+
+// AppendMetricsBatch appends to several series at once (new and existing
+// files, two experiments), repairs a torn last line as AppendMetrics does,
+// and refuses an escaping name before writing anything of that batch.
+func TestMetricsAppendBatch(t *testing.T) {
+	m := newManager(t)
+	a := []MetricPoint{point("PERIODICAL", 0, `0.5`)}
+	b := []MetricPoint{point("FINAL", 1, `0.7`)}
+	if err := m.AppendMetrics("e1", "t1", a); err != nil {
+		t.Fatal(err)
+	}
+	// A crash tore t1's next line.
+	path := filepath.Join(m.Dir(), "metrics", "e1", "t1.jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"type":"FIN`)
+	f.Close()
+	err = m.AppendMetricsBatch([]MetricsBatch{
+		{Experiment: "e1", Trial: "t1", Points: b},
+		{Experiment: "e1", Trial: "t2", Points: a},
+		{Experiment: "e1", Trial: "t3"},
+		{Experiment: "e2", Trial: "t1", Points: append(append([]MetricPoint{}, a...), b...)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		exp, trial string
+		want       []MetricPoint
+	}{
+		{"e1", "t1", append(append([]MetricPoint{}, a...), b...)},
+		{"e1", "t2", a},
+		{"e1", "t3", nil},
+		{"e2", "t1", append(append([]MetricPoint{}, a...), b...)},
+	} {
+		got, err := m.ReadMetrics(c.exp, c.trial)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s/%s: ReadMetrics = %+v\nwant %+v", c.exp, c.trial, got, c.want)
+		}
+	}
+	if err := m.AppendMetricsBatch([]MetricsBatch{{Experiment: "e1", Trial: "../x", Points: a}}); err == nil {
+		t.Error("AppendMetricsBatch accepted the trial name ../x")
+	}
+}
