@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 
@@ -385,3 +386,60 @@ func benchTPE(b *testing.B, n int) {
 func BenchmarkTPESuggest100(b *testing.B)   { benchTPE(b, 100) }
 func BenchmarkTPESuggest1000(b *testing.B)  { benchTPE(b, 1000) }
 func BenchmarkTPESuggest10000(b *testing.B) { benchTPE(b, 10000) }
+
+func BenchmarkTPESuggest100000(b *testing.B) { benchTPE(b, 100000) }
+
+// resample leaves a history up to the cap alone; past it, it draws k
+// points whose weighted picture is the original one: the weighted mean is
+// kept, later (heavier) trials are drawn more often, and the draw is the
+// same every time.
+func TestResample(t *testing.T) {
+	xs := []float64{3, 1, 2}
+	ws := []float64{1, 2, 3}
+	if gx, gw := resample(xs, ws, 3); &gx[0] != &xs[0] || &gw[0] != &ws[0] {
+		t.Fatal("a history within the cap was copied or changed")
+	}
+	n, k := 100000, 8192
+	xs = make([]float64, n)
+	for i := range xs {
+		xs[i] = float64(i)
+	}
+	ws = rampWeights(n)
+	gx, gw := resample(xs, ws, k)
+	if len(gx) != k || len(gw) != k {
+		t.Fatalf("resampled %d points, %d weights; want %d", len(gx), len(gw), k)
+	}
+	want, total := 0.0, 0.0
+	for i, w := range ws {
+		want += w * xs[i]
+		total += w
+	}
+	want /= total
+	got := 0.0
+	for i, x := range gx {
+		if gw[i] != 1 || x != math.Trunc(x) || x < 0 || x >= float64(n) {
+			t.Fatalf("point %d: %v weight %v", i, x, gw[i])
+		}
+		got += x
+	}
+	got /= float64(k)
+	if math.Abs(got-want) > float64(n)/float64(k) {
+		t.Fatalf("weighted mean %v, resampled mean %v", want, got)
+	}
+	first, last := 0, 0
+	for _, x := range gx {
+		switch {
+		case x < float64(n)/10:
+			first++
+		case x >= float64(n)*9/10:
+			last++
+		}
+	}
+	if last <= 5*first {
+		t.Fatalf("oldest tenth drawn %d times, newest %d: the ramp of weights is lost", first, last)
+	}
+	again, _ := resample(xs, ws, k)
+	if !slices.Equal(again, gx) {
+		t.Fatal("two draws differ")
+	}
+}
