@@ -361,30 +361,6 @@ func directChildren(pid int) []int {
 	return out
 }
 
-// scanChildren lists pid's children from every process's stat.
-func scanChildren(pid int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		c, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 2 && f[1] == strconv.Itoa(pid) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+// scanChildren lists pid's children (zombies included) from every
+// process's stat.
+func scanChildren(pid int) []int { return childrenByParent(true)[pid] }

@@ -77,6 +77,23 @@ func childrenTree(root int) (out []int, ok bool) {
 
 // scanDescendants is descendants from a scan of every process's stat.
 func scanDescendants(root int) []int {
+	children := childrenByParent(false)
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// childrenByParent maps each process's parent to it, from a scan of
+// every process's /proc/PID/stat; zombies only when asked.
+func childrenByParent(zombies bool) map[int][]int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -96,7 +113,7 @@ func scanDescendants(root int) []int {
 			continue
 		}
 		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 || f[0] == "Z" || f[0] == "X" {
+		if len(f) < 2 || f[0] == "X" || (f[0] == "Z" && !zombies) {
 			continue
 		}
 		ppid, err := strconv.Atoi(f[1])
@@ -105,17 +122,7 @@ func scanDescendants(root int) []int {
 		}
 		children[ppid] = append(children[ppid], pid)
 	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
+	return children
 }
 
 // signalDescendants sends sig to every live descendant of this process.

@@ -43,6 +43,14 @@ func TestDescendantsWalkMatchesScan(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// Its direct children, both ways (the host's fallback without
+	// children files): here, the same two.
+	direct, scanned := directChildren(cmd.Process.Pid), scanChildren(cmd.Process.Pid)
+	slices.Sort(direct)
+	slices.Sort(scanned)
+	if !slices.Equal(direct, walk) || !slices.Equal(scanned, walk) {
+		t.Fatalf("children of %d: from children files %v, from a scan %v; want %v", cmd.Process.Pid, direct, scanned, walk)
+	}
 	// And from this process: the child is found, with them.
 	all, _ := childrenTree(os.Getpid())
 	for _, p := range append(walk, cmd.Process.Pid) {
