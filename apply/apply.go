@@ -88,6 +88,9 @@ type Session struct {
 	// listing at every pass made a run's cost grow with its length.
 	ListInterval time.Duration
 	listed       map[string]time.Time // guarded by mu
+	// handoff: starts return once the platform's supervisor has the
+	// trial (StartRequest.Handoff); Run sets it.
+	handoff bool
 }
 
 // NewSession starts a session on st (as loaded from the store).
@@ -795,6 +798,11 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		return err
 	}
 	req.Lineage = lineage
+	// The run loop needs no pid: the trial is recorded once its
+	// supervisor has it, and the next pass's refresh reads the rest (it
+	// plans while the supervisor starts the trial). A single apply waits,
+	// so the state it leaves holds the trial's pids.
+	req.Handoff = s.handoff
 	prov, err := s.Providers.Provider(e.Platform)
 	if err != nil {
 		return err

@@ -67,6 +67,8 @@ func (s *Session) Run(ctx context.Context, opts RunOptions) (*plan.Plan, error) 
 	if s.ListInterval == 0 {
 		s.ListInterval = DefaultListInterval
 	}
+	s.handoff = true
+	defer func() { s.handoff = false }()
 	var last *plan.Plan
 	failures := 0 // consecutive passes with errors
 	for {

@@ -180,6 +180,11 @@ type StartRequest struct {
 	Lineage     string // lineage of the owning state, recorded as ownership marker
 	Generation  int    // the trial's generation, recorded with the lineage (0 = unknown)
 	Handle      Handle // the handle from state, if any (adopt hint)
+	// Handoff lets Start return once a supervisor that will record the
+	// attempt has it, before the trial process runs: the handle may then
+	// lack its pids, and a Read may see the trial pending. Apply sets it;
+	// a platform may ignore it.
+	Handoff bool
 }
 
 // ReadRequest identifies a trial to observe.

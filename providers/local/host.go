@@ -167,6 +167,12 @@ func (h *host) run(req hostRequest, launch *os.File) {
 	t := &hostTrial{dir: req.Dir, stop: make(chan struct{}, 4)}
 	h.mu.Lock()
 	h.trials[t] = true
+	// Start removed any stop.json before asking: one here came from a
+	// Stop sent while the request waited (its SIGTERM found no trial).
+	if v, ok := statVersion(filepath.Join(t.dir, stopFile)); ok {
+		t.stopV = v
+		t.stop <- struct{}{}
+	}
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()

@@ -180,3 +180,92 @@ func TestResumeKillsTheLostAttemptsProcesses(t *testing.T) {
 		t.Fatalf("attempt 1's process %d runs beside attempt 2", pid)
 	}
 }
+
+// Start with Handoff returns once the host has the request; a Read at
+// once sees the trial pending or running, never lost, and it ends with
+// its result.
+func TestStartHandoff(t *testing.T) {
+	l := newLocal(t, nil)
+	r := req(l, "exp", "t1", `echo 'trialform: {"default": 0.5}'`)
+	r.Handoff = true
+	if _, err := l.Start(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
+	if err != nil || o.Phase == providers.PhaseLost || !o.Exists {
+		t.Fatalf("right after a handed-off Start: %+v, %v", o, err)
+	}
+	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded {
+		t.Fatalf("%+v", o)
+	}
+}
+
+// A Read of an attempt whose supervisor holds the launch lock (it has
+// not written its first record yet) says pending at once, without
+// waiting for the lock.
+func TestReadDoesNotWaitForALaunch(t *testing.T) {
+	l := newLocal(t, nil)
+	if _, err := l.Start(context.Background(), req(l, "exp", "t1", "true")); err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, l, "exp", "t1")
+	dir := filepath.Join(l.cfg.Root, "exp", "t1")
+	sp, err := readSpec(dir)
+	if err != nil || sp == nil {
+		t.Fatal(sp, err)
+	}
+	sp.Attempt = 2 // launched, not recorded yet
+	if err := writeJSON(filepath.Join(dir, specFile), sp); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(dir, statusLog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	done := make(chan providers.Observation, 1)
+	go func() {
+		o, _ := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
+		done <- o
+	}()
+	select {
+	case o := <-done:
+		if o.Phase != providers.PhasePending {
+			t.Fatalf("Read during the launch: %+v", o)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("Read still waits for the launch lock after %s", time.Since(begin))
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+}
+
+// A Stop right after a handed-off Start, while the host has not taken the
+// attempt yet (it starts slowly here), reaches the trial: it ends stopped
+// and does not run on.
+func TestStopRightAfterHandoff(t *testing.T) {
+	l := newLocal(t, func(c *Config) {
+		c.Supervisor = []string{"sh", "-c", `sleep 0.7; exec "$0" "$@"`, os.Args[0]}
+	})
+	code := t.TempDir()
+	r := req(l, "exp", "t1", `echo $$ > pid; sleep 1000`)
+	r.CodeDir, r.Handoff = code, true
+	if _, err := l.Start(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Stop(context.Background(), providers.StopRequest{Experiment: "exp", TrialID: "t1", Reason: "torn down"}); err != nil {
+		t.Fatal(err)
+	}
+	o := waitEnded(t, l, "exp", "t1")
+	if o.Phase != providers.PhaseKilled || o.Reason != "torn down" {
+		t.Fatalf("after a Stop right after the Start: %+v", o)
+	}
+	if b, err := os.ReadFile(filepath.Join(code, "pid")); err == nil {
+		if p, _ := strconv.Atoi(strings.TrimSpace(string(b))); p > 0 && alive(p, 0) {
+			t.Fatalf("the trial %d runs on after its stop", p)
+		}
+	}
+}

@@ -185,7 +185,11 @@ func (h *hostConn) close() {
 // launchInHost asks the host to run dir's attempt and waits until it has
 // started the trial (or recorded why it could not). launchLock is dir's
 // status log, locked: the host gets it with the request.
-func (l *Local) launchInHost(ctx context.Context, dir string, attempt int, launchLock *os.File) (*status, error) {
+//
+// With handoff it returns (a nil status) as soon as the request is sent:
+// the host records the attempt whatever happens to this process, so
+// Start need not wait for the trial to run.
+func (l *Local) launchInHost(ctx context.Context, dir string, attempt int, launchLock *os.File, handoff bool) (*status, error) {
 	var h *hostConn
 	var ch chan hostReply
 	for try := 0; ; try++ {
@@ -202,6 +206,14 @@ func (l *Local) launchInHost(ctx context.Context, dir string, attempt int, launc
 		if try == 1 {
 			return nil, fmt.Errorf("start the trial in the supervisor host: %w: %s", err, lastLines(tail(h.logPath, 2000)))
 		}
+	}
+	if handoff {
+		// The request holds the locked status log: queued in the socket
+		// or read by the host, it keeps the lock until the host has
+		// recorded the attempt; if the host dies first, the lock goes
+		// with it and the attempt is lost (and resumed), as without
+		// handoff.
+		return nil, nil
 	}
 	started := func() *status {
 		st, err := readStatus(dir)

@@ -25,7 +25,7 @@ func (l *Local) Import(ctx context.Context, req providers.ImportRequest) (provid
 		return providers.Imported{}, err
 	}
 	notFound := fmt.Errorf("no trial %s of experiment %s in %s: %w", req.TrialID, req.Experiment, filepath.Join(l.cfg.Root, req.Experiment), providers.ErrNotFound)
-	sp, st, unlock, err := openTrial(ctx, dir, syscall.LOCK_EX)
+	sp, st, unlock, err := openTrial(ctx, dir, syscall.LOCK_EX, true)
 	if err != nil {
 		return providers.Imported{}, err
 	}

@@ -46,7 +46,7 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 	if err != nil {
 		return providers.Observation{}, err
 	}
-	sp, st, unlock, err := openTrial(ctx, dir, syscall.LOCK_SH)
+	sp, st, unlock, err := openTrial(ctx, dir, syscall.LOCK_SH, false)
 	if err != nil {
 		return providers.Observation{}, err
 	}
@@ -54,6 +54,15 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 		return providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}, nil
 	}
 	defer unlock()
+	if st == nil && launching(dir) {
+		// Its supervisor holds the launch lock: the attempt is being
+		// started (Start handed it over and returned). Pending, without
+		// waiting for it; its metrics come with the next Read.
+		return providers.Observation{
+			TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage, Owner: sp.owner(),
+			Phase: providers.PhasePending, Handle: handle(dir, nil), MetricsOffset: req.MetricsOffset,
+		}, nil
+	}
 	o := observe(dir, sp, st)
 	o.Metrics, o.MetricsOffset, err = readMetrics(dir, sp.Attempt, req.MetricsOffset)
 	if err == nil {
@@ -74,7 +83,10 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 // starting (launched by a CLI that died) rather than call the attempt
 // lost. sp is nil, and nothing is held, when there is no trial (or it was
 // purged meanwhile); else the caller calls unlock.
-func openTrial(ctx context.Context, dir string, how int) (sp *spec, st *status, unlock func(), err error) {
+//
+// With wait false a supervisor still starting is not waited for: st is
+// then nil (launching tells it apart from no supervisor at all).
+func openTrial(ctx context.Context, dir string, how int, wait bool) (sp *spec, st *status, unlock func(), err error) {
 	if _, err := os.Stat(filepath.Join(dir, specFile)); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil, nil
 	}
@@ -96,6 +108,9 @@ func openTrial(ctx context.Context, dir string, how int) (sp *spec, st *status, 
 		return fail(err)
 	}
 	if st == nil || st.Attempt != sp.Attempt {
+		if !wait && launching(dir) {
+			return sp, nil, unlock, nil
+		}
 		if err := waitLaunch(ctx, dir); err != nil {
 			return fail(err)
 		}

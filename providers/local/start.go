@@ -147,7 +147,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if err := trialproto.SyncDir(dir); err != nil {
 		return nil, fmt.Errorf("write %s: %w", specFile, err)
 	}
-	st, err = l.launch(ctx, dir, attempt, slog)
+	st, err = l.launch(ctx, dir, attempt, slog, req)
 	if err != nil {
 		return nil, err
 	}
@@ -261,15 +261,31 @@ func waitLaunch(ctx context.Context, dir string) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
 
+// launching reports whether a supervisor holds dir's launch lock: an
+// attempt is being started, and its first record is not written yet.
+func launching(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, statusLog))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return false
+	}
+	return errors.Is(err, syscall.EWOULDBLOCK)
+}
+
 // launch starts the supervisor for dir and waits until it has started the
 // trial (or recorded why it could not). launchLock is dir's status log,
 // open for appending: the supervisor inherits it, locked.
-func (l *Local) launch(ctx context.Context, dir string, attempt int, launchLock *os.File) (*status, error) {
+func (l *Local) launch(ctx context.Context, dir string, attempt int, launchLock *os.File, req providers.StartRequest) (*status, error) {
 	if l.useHost() {
 		if err := syscall.Flock(int(launchLock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			return nil, fmt.Errorf("start supervisor: another supervisor of this trial is starting: %w", err)
 		}
-		return l.launchInHost(ctx, dir, attempt, launchLock)
+		return l.launchInHost(ctx, dir, attempt, launchLock, req.Handoff)
 	}
 	logPath := filepath.Join(dir, supervisorLog)
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)

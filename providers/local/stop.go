@@ -55,6 +55,17 @@ func (l *Local) stop(ctx context.Context, dir string, grace time.Duration, reaso
 	if err != nil {
 		return err
 	}
+	if sp, _ := readSpec(dir); sp != nil && (st == nil || st.Attempt != sp.Attempt) {
+		// An attempt being launched (Start handed it over and returned):
+		// wait for its supervisor's first record, so the stop reaches it
+		// instead of finding nothing to stop.
+		if err := waitLaunch(ctx, dir); err != nil {
+			return err
+		}
+		if st, err = readStatus(dir); err != nil {
+			return err
+		}
+	}
 	if st == nil || st.State == stateEnded {
 		return nil
 	}
