@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,11 +194,23 @@ func (b *browser) consoleErrors() []string {
 	return append([]string(nil), b.errs...)
 }
 
-// open navigates and waits until the page rendered.
+// open navigates and waits until the new page rendered: its path is the
+// one asked for, so a wait that began while the previous page still ran
+// (and saw it ready) cannot end early, leaving the next step to run in a
+// context the navigation then destroys ("Cannot find context with
+// specified id", once in CI).
 func (b *browser) open(url string) {
 	b.t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
 	b.do(chromedp.Navigate(url),
-		chromedp.Poll[chromedp.Void](`window.__trialform && window.__trialform.ready && window.__trialform.renders > 0`, chromedp.WithPollingTimeout(60*time.Second)))
+		chromedp.Poll[chromedp.Void](fmt.Sprintf(`location.pathname === %q && window.__trialform && window.__trialform.ready && window.__trialform.renders > 0`, path), chromedp.WithPollingTimeout(60*time.Second)))
 }
 
 // screenshot saves the viewport as bin/ui-screens/NAME.png.
