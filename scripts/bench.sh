@@ -62,6 +62,10 @@ for r in $(seq "${BENCH_REPEAT:-1}"); do
     launch "${np%%:*}" "${np##*:}"
   done
 done
+# The same 300 trials with a supervisor process per trial instead of the
+# supervisor host (README, "How trials report results").
+echo "launch with TRIALFORM_LOCAL_SUPERVISOR=per-trial:"
+TRIALFORM_LOCAL_SUPERVISOR=per-trial launch 300 16
 
 # 2. plan with 10,000 trials in state (wall best of 5, and CPU).
 for tuner in random tpe; do
