@@ -23,7 +23,8 @@ WATCHLAT="$PWD/bin/watchlat"
 # average is printed: on a shared machine wall times swing, ratios less.
 # BENCH_LAUNCH="N:P ..." overrides the list; BENCH_REPEAT the repetitions.
 launch() {
-  local n=$1 p=$2 d="$work/launch-$1-$2"
+  local n=$1 p=$2 d
+  d=$(mktemp -d "$work/launch-$1-$2-XXXX")
   mkdir -p "$d"
   cat > "$d/main.hcl" <<HCL
 search_space "s" {
