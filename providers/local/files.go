@@ -136,13 +136,14 @@ func writeJSON(path string, v any) error {
 	return trialproto.WriteFileAtomic(path, b, 0o600)
 }
 
-// replaceJSON is writeJSON without the directory sync (the caller syncs).
-func replaceJSON(path string, v any) error {
-	b, err := encodeJSON(path, v)
+// replaceSpec replaces a spec atomically (temp file and rename), without
+// an fsync (see Start).
+func replaceSpec(path string, sp *spec) error {
+	b, err := encodeJSON(path, sp)
 	if err != nil {
 		return err
 	}
-	return trialproto.ReplaceFile(path, b, 0o600, true)
+	return trialproto.ReplaceFile(path, b, 0o600, false)
 }
 
 func encodeJSON(path string, v any) ([]byte, error) {
@@ -163,6 +164,46 @@ func readSpec(dir string) (*spec, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// readSpecExact is readSpec that also returns the spec's parameters with
+// their numbers as written (json.Number), so that an integer past 2^53
+// reaches parameter.cfg unrounded.
+func readSpecExact(dir string) (*spec, map[string]any, error) {
+	path := filepath.Join(dir, specFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var s spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var exact struct {
+		Params map[string]any `json:"params"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&exact); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &s, exact.Params, nil
+}
+
+// mkdirOnce creates dir (its parents too when missing); one that exists is
+// fine.
+func mkdirOnce(dir string, perm fs.FileMode) error {
+	err := os.Mkdir(dir, perm)
+	switch {
+	case err == nil || errors.Is(err, fs.ErrExist):
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return os.MkdirAll(dir, perm)
+	}
+	return err
 }
 
 // readStatus returns the attempt's status: the last complete record of

@@ -15,7 +15,6 @@ import (
 
 	"github.com/trialform/trialform/internal/topdir"
 	"github.com/trialform/trialform/providers"
-	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // startTimeout bounds the wait for a launched supervisor to start the trial.
@@ -113,7 +112,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		}
 	}
 
-	if err := l.prepare(dir, req, attempt); err != nil {
+	if err := l.prepare(dir, attempt); err != nil {
 		return nil, err
 	}
 	ns := &spec{
@@ -125,28 +124,26 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		CreatedAt: time.Now().UTC(),
 	}
 	if l.cfg.TensorBoardRoot != "" {
+		// The trial's own dir is made by its supervisor (prepare).
 		ns.TensorBoardDir = filepath.Join(l.cfg.TensorBoardRoot, req.Experiment, req.TrialID)
 		if err := l.expDir(filepath.Dir(ns.TensorBoardDir), 0o755); err != nil {
 			return nil, fmt.Errorf("tensorboard dir: %w", err)
 		}
-		if err := os.Mkdir(ns.TensorBoardDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("tensorboard dir: %w", err)
-		}
 	}
-	if err := replaceJSON(filepath.Join(dir, specFile), ns); err != nil {
+	// Replaced atomically (a reader never sees half a spec; a kill -9
+	// leaves the old one or the new one) but not fsynced: the files of a
+	// trial dir are not made durable one by one. The state's journal is
+	// what survives a machine crash; a crash also ends every trial, and
+	// one the state does not record as ended is run again (README,
+	// "State").
+	if err := replaceSpec(filepath.Join(dir, specFile), ns); err != nil {
 		return nil, err
 	}
-	// The status log exists before any supervisor appends to it, so the
-	// directory sync below makes its name durable too.
 	slog, err := openStatusLog(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer slog.Close() // the supervisor keeps its inherited copy
-	// One directory sync makes the protocol files and the spec durable.
-	if err := trialproto.SyncDir(dir); err != nil {
-		return nil, fmt.Errorf("write %s: %w", specFile, err)
-	}
 	st, err = l.launch(ctx, dir, attempt, slog, req)
 	if err != nil {
 		return nil, err
@@ -197,32 +194,23 @@ func mkdirs(dir string) error {
 	return err
 }
 
-// prepare writes the attempt's protocol files and archives the previous
-// attempt's NNI metric file. The caller syncs dir afterwards.
-func (l *Local) prepare(dir string, req providers.StartRequest, attempt int) error {
-	// .nni is made by NNI's trial library (and ours) when it writes a
-	// metric: one directory fewer to create per trial.
-	if err := mkdirs(filepath.Join(dir, outputDir)); err != nil {
-		return fmt.Errorf("create trial dir: %w", err)
-	}
+// prepare archives the previous attempt's NNI metric file and removes a
+// stop request left by it. The attempt's protocol files (parameter.cfg,
+// params.json) and its output dirs are written by its supervisor, right
+// before it starts the trial (supervisor.prepare): nothing reads them
+// before, and the CLI's part of a launch is what bounds how fast trials
+// start.
+func (l *Local) prepare(dir string, attempt int) error {
 	if attempt > 1 {
 		old := filepath.Join(dir, nniMetricsFile)
 		if err := os.Rename(old, old+"."+strconv.Itoa(attempt-1)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("archive metrics of attempt %d: %w", attempt-1, err)
 		}
 	}
-	if err := os.Remove(filepath.Join(dir, stopFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	if err := syscall.Unlink(filepath.Join(dir, stopFile)); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("remove %s: %w", stopFile, err)
 	}
-	// Written in place, not through a temporary file and a rename: nothing
-	// reads them before spec.json (replaced atomically after them, under
-	// the trial lock) names this attempt, and no process of an earlier
-	// attempt is left (Start resumes only ended or lost attempts). Two
-	// files fewer to create and rename per trial.
-	if err := os.WriteFile(filepath.Join(dir, paramCfgFile), trialproto.ParameterCfg(req.ParameterID, req.Params), 0o644); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, paramsFile), trialproto.ParamsJSON(req.Params), 0o644)
+	return nil
 }
 
 // readyFDEnv names the supervisor's environment variable holding the file

@@ -75,12 +75,15 @@ func SupervisorMain(args []string) int {
 }
 
 type supervisor struct {
-	dir   string
-	sp    *spec
-	st    status
-	ctl   attemptCtl
-	ready func()   // tells Start the status shows the attempt running or ended; nil once called
-	log   *os.File // the status log, open for appending
+	dir string
+	sp  *spec
+	// params are the spec's parameters with their numbers as written
+	// (json.Number): parameter.cfg shows exactly what the plan chose.
+	params map[string]any
+	st     status
+	ctl    attemptCtl
+	ready  func()   // tells Start the status shows the attempt running or ended; nil once called
+	log    *os.File // the status log, open for appending
 	// syncDir: the supervisor created the status log itself (it was not
 	// launched by Start), so recording the end also syncs the directory.
 	syncDir bool
@@ -214,14 +217,14 @@ func runAttempt(dir string, launch *os.File, ctl attemptCtl) error {
 	if err != nil {
 		return err
 	}
-	sp, err := readSpec(dir)
+	sp, params, err := readSpecExact(dir)
 	if err != nil {
 		return err
 	}
 	if sp == nil {
 		return fmt.Errorf("%s has no %s", dir, specFile)
 	}
-	s := &supervisor{dir: dir, sp: sp, ctl: ctl, ready: ctl.ready, log: launch}
+	s := &supervisor{dir: dir, sp: sp, params: params, ctl: ctl, ready: ctl.ready, log: launch}
 	if s.log == nil {
 		if s.log, err = openStatusLog(dir); err != nil {
 			return err
@@ -387,8 +390,22 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 			return nil, nil, fmt.Errorf("metric regex: %w", err)
 		}
 	}
-	if err := os.MkdirAll(s.path(outputDir), 0o755); err != nil {
+	// The attempt's protocol files, written in place: no process of an
+	// earlier attempt is left (Start resumes only ended or lost attempts,
+	// after killing what a lost one left), and the trial does not run yet.
+	if err := os.WriteFile(s.path(paramCfgFile), trialproto.ParameterCfg(sp.ParameterID, s.params), 0o644); err != nil {
 		return nil, nil, err
+	}
+	if err := os.WriteFile(s.path(paramsFile), trialproto.ParamsJSON(s.params), 0o644); err != nil {
+		return nil, nil, err
+	}
+	if err := mkdirOnce(s.path(outputDir), 0o755); err != nil {
+		return nil, nil, err
+	}
+	if sp.TensorBoardDir != "" {
+		if err := mkdirOnce(sp.TensorBoardDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("tensorboard dir: %w", err)
+		}
 	}
 	req := providers.StartRequest{
 		Experiment: sp.Experiment, ExperimentID: sp.ExperimentID, TrialID: sp.TrialID, Seq: sp.Seq, Env: sp.Env,
