@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/trialform/trialform/providers"
@@ -90,7 +91,7 @@ func openTrial(ctx context.Context, dir string, how int, wait bool) (sp *spec, s
 	if _, err := os.Stat(filepath.Join(dir, specFile)); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil, nil
 	}
-	unlock, err = lockFile(ctx, filepath.Join(dir, lockFileName), how)
+	unlock, err = lockDir(ctx, dir, how)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) { // purged meanwhile
 			return nil, nil, nil, nil
@@ -101,7 +102,7 @@ func openTrial(ctx context.Context, dir string, how int, wait bool) (sp *spec, s
 		unlock()
 		return nil, nil, nil, err
 	}
-	if sp, err = readSpec(dir); err != nil || sp == nil {
+	if sp, err = specs.read(dir); err != nil || sp == nil {
 		return fail(err)
 	}
 	if st, err = readStatus(dir); err != nil {
@@ -119,6 +120,55 @@ func openTrial(ctx context.Context, dir string, how int, wait bool) (sp *spec, s
 		}
 	}
 	return sp, st, unlock, nil
+}
+
+// specs caches the specs openTrial read: a running trial is read at every
+// pass of apply's loop, and its spec changes only when Start replaces it
+// (a new file: a new inode). An entry is used while the file's inode,
+// size, modification and change times are those it was read with; the
+// cache is emptied past specCacheMax entries. Its specs are shared:
+// nobody modifies a spec it read.
+var specs = &specCache{m: map[string]cachedSpec{}}
+
+const specCacheMax = 4096
+
+type specCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSpec
+}
+
+type cachedSpec struct {
+	key [4]int64 // inode, size, mtime, ctime (ns)
+	sp  *spec
+}
+
+func (c *specCache) read(dir string) (*spec, error) {
+	path := filepath.Join(dir, specFile)
+	var fi syscall.Stat_t
+	if err := syscall.Stat(path, &fi); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	key := [4]int64{int64(fi.Ino), fi.Size, fi.Mtim.Nano(), fi.Ctim.Nano()}
+	c.mu.Lock()
+	e, ok := c.m[dir]
+	c.mu.Unlock()
+	if ok && e.key == key {
+		return e.sp, nil
+	}
+	sp, err := readSpec(dir)
+	if err != nil || sp == nil {
+		return sp, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= specCacheMax {
+		clear(c.m)
+	}
+	c.m[dir] = cachedSpec{key: key, sp: sp}
+	c.mu.Unlock()
+	return sp, nil
 }
 
 // observe classifies an attempt from its files and the process table.

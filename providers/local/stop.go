@@ -107,7 +107,7 @@ func (l *Local) stop(ctx context.Context, dir string, grace time.Duration, reaso
 		}
 	}
 	// Record the end the supervisor could not.
-	unlock, err := lockFile(ctx, filepath.Join(dir, lockFileName), syscall.LOCK_EX)
+	unlock, err := lockDir(ctx, dir, syscall.LOCK_EX)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (l *Local) stop(ctx context.Context, dir string, grace time.Duration, reaso
 		return err
 	}
 	defer f.Close()
-	return appendStatus(f, cur, true)
+	return appendStatus(f, cur, false) // not fsynced: see writeStatus
 }
 
 // waitFor polls cond until it holds (true) or d passed (false).

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -84,9 +85,6 @@ type supervisor struct {
 	ctl    attemptCtl
 	ready  func()   // tells Start the status shows the attempt running or ended; nil once called
 	log    *os.File // the status log, open for appending
-	// syncDir: the supervisor created the status log itself (it was not
-	// launched by Start), so recording the end also syncs the directory.
-	syncDir bool
 }
 
 // readyPipe returns the readiness pipe Start passed (see readyFDEnv), or
@@ -145,18 +143,12 @@ type attemptCtl struct {
 
 func (s *supervisor) path(name string) string { return filepath.Join(s.dir, name) }
 
-// writeStatus appends the status to status.log. Only the end is made
-// durable: after a machine crash an attempt is over whichever of its
-// starting or running records the disk kept.
+// writeStatus appends the status to status.log, without an fsync: no file
+// of a trial dir is made durable by itself. After a machine crash (which
+// ends every trial) the state's journal says which trials ended; one it
+// does not record as ended is run again, whatever its status.log kept.
 func (s *supervisor) writeStatus() error {
-	end := s.st.State == stateEnded
-	if err := appendStatus(s.log, &s.st, end); err != nil {
-		return err
-	}
-	if end && s.syncDir {
-		return trialproto.SyncDir(s.dir)
-	}
-	return nil
+	return appendStatus(s.log, &s.st, false)
 }
 
 // end records the outcome.
@@ -169,6 +161,10 @@ func (s *supervisor) end(outcome, reason string, code *int, sig string) error {
 	}
 	return err
 }
+
+// selfStart is this process's start time (procStartTime), read once: a
+// supervisor host records it for every attempt it runs.
+var selfStart = sync.OnceValue(func() uint64 { return procStartTime(os.Getpid()) })
 
 func supervise(dir string) error {
 	ready := readyPipe()
@@ -230,11 +226,10 @@ func runAttempt(dir string, launch *os.File, ctl attemptCtl) error {
 			return err
 		}
 		defer s.log.Close()
-		s.syncDir = true
 	}
 	s.st = status{
 		Attempt: sp.Attempt, State: stateStarting, SupervisorPID: os.Getpid(),
-		SupervisorStart: procStartTime(os.Getpid()), GPUs: sp.AssignedGPUs, Host: ctl.host,
+		SupervisorStart: selfStart(), GPUs: sp.AssignedGPUs, Host: ctl.host,
 	}
 	if err := s.writeStatus(); err != nil {
 		return err
