@@ -32,7 +32,6 @@ const (
 	stdoutMetrics  = "metrics.stdout"
 	supervisorLog  = "supervisor.log"
 	outputDir      = "output"
-	lockFileName   = ".lock"
 	gpuLockName    = ".gpu.lock"
 )
 
@@ -251,8 +250,7 @@ func lastStatus(b []byte) *status {
 }
 
 // appendStatus appends st to the status log f as one line (one write);
-// sync makes it durable (the log's name is made durable by Start's
-// directory sync, before any supervisor runs).
+// sync also fsyncs it (only tests ask: see supervisor.writeStatus).
 func appendStatus(f *os.File, st *status, sync bool) error {
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -356,6 +354,39 @@ func lockFile(ctx context.Context, path string, how int) (func(), error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// lockDir takes a flock (syscall.LOCK_EX or LOCK_SH) on the trial dir
+// itself, polling until ctx is done: the trial lock Start and Stop take
+// exclusive and Read shared. (A lock file in the dir cost one more inode
+// per trial; trial dirs made before keep a stale .lock, unused.) The
+// returned func releases it.
+func lockDir(ctx context.Context, dir string, how int) (func(), error) {
+	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, &fs.PathError{Op: "open", Path: dir, Err: err})
+	}
+	wait := time.Millisecond
+	for {
+		err := syscall.Flock(fd, how|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+			syscall.Close(fd)
+			return nil, fmt.Errorf("lock %s: %w", dir, err)
+		}
+		select {
+		case <-ctx.Done():
+			syscall.Close(fd)
+			return nil, fmt.Errorf("lock %s: %w", dir, ctx.Err())
+		case <-time.After(wait):
+		}
+		if wait < 50*time.Millisecond {
+			wait *= 2
+		}
+	}
+	return func() { syscall.Close(fd) }, nil // closing releases the lock
 }
 
 // flockWait takes a flock on f, polling until ctx is done.

@@ -233,7 +233,7 @@ func TestTrialDirFiles(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if got, want := strings.Join(names, " "), ".lock output parameter.cfg params.json spec.json status.log stderr stdout"; got != want {
+	if got, want := strings.Join(names, " "), "output parameter.cfg params.json spec.json status.log stderr stdout"; got != want {
 		t.Errorf("trial dir holds %q, want %q", got, want)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, outputDir)); err != nil || !fi.IsDir() {

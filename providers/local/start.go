@@ -46,7 +46,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if err := mkdirs(dir); err != nil {
 		return nil, fmt.Errorf("create trial dir: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(dir, lockFileName), syscall.LOCK_EX)
+	unlock, err := lockDir(ctx, dir, syscall.LOCK_EX)
 	if err != nil {
 		return nil, err
 	}
