@@ -177,19 +177,15 @@ func readSpecExact(dir string) (*spec, map[string]any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// One decode: json.Number reaches only the interface values, the
+	// parameters (the supervisor does not digest them).
 	var s spec
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	var exact struct {
-		Params map[string]any `json:"params"`
-	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	if err := dec.Decode(&exact); err != nil {
+	if err := dec.Decode(&s); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &s, exact.Params, nil
+	return &s, s.Params, nil
 }
 
 // mkdirOnce creates dir (its parents too when missing); one that exists is
@@ -211,11 +207,13 @@ func mkdirOnce(dir string, perm fs.FileMode) error {
 // record.
 func readStatus(dir string) (*status, error) {
 	b, err := os.ReadFile(filepath.Join(dir, statusLog))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case err == nil:
+		// Start creates the log before it launches an attempt: a dir
+		// that has one never needs its status.json.
+		return lastStatus(b), nil
+	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
-	}
-	if st := lastStatus(b); st != nil {
-		return st, nil
 	}
 	var s status
 	if err := readJSON(filepath.Join(dir, statusFile), &s); err != nil {

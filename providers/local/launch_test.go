@@ -110,12 +110,17 @@ func TestStatusLogRecords(t *testing.T) {
 	if err := writeJSON(filepath.Join(dir, statusFile), &status{Attempt: 1, State: stateEnded, Outcome: outcomeExited}); err != nil {
 		t.Fatal(err)
 	}
+	if st, err := readStatus(dir); err != nil || st == nil || st.Attempt != 1 || st.State != stateEnded {
+		t.Fatalf("legacy status.json alone: %+v, %v", st, err)
+	}
 	f, err := openStatusLog(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if st, err := readStatus(dir); err != nil || st == nil || st.Attempt != 1 || st.State != stateEnded {
+	// Start creates the log before it launches a new attempt: until that
+	// attempt's first record there is no status (not the old attempt's).
+	if st, err := readStatus(dir); err != nil || st != nil {
 		t.Fatalf("legacy status.json beside an empty log: %+v, %v", st, err)
 	}
 	for _, st := range []status{{Attempt: 2, State: stateStarting}, {Attempt: 2, State: stateRunning, PID: 42}} {

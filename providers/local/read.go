@@ -151,7 +151,7 @@ func (c *specCache) read(dir string) (*spec, error) {
 		}
 		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
-	key := [4]int64{int64(fi.Ino), fi.Size, fi.Mtim.Nano(), fi.Ctim.Nano()}
+	key := specKey(&fi)
 	c.mu.Lock()
 	e, ok := c.m[dir]
 	c.mu.Unlock()
@@ -162,13 +162,30 @@ func (c *specCache) read(dir string) (*spec, error) {
 	if err != nil || sp == nil {
 		return sp, err
 	}
+	c.store(dir, key, sp)
+	return sp, nil
+}
+
+// put caches the spec Start just wrote (under the trial lock) at dir.
+func (c *specCache) put(dir string, sp *spec) {
+	var fi syscall.Stat_t
+	if syscall.Stat(filepath.Join(dir, specFile), &fi) != nil {
+		return
+	}
+	c.store(dir, specKey(&fi), sp)
+}
+
+func specKey(fi *syscall.Stat_t) [4]int64 {
+	return [4]int64{int64(fi.Ino), fi.Size, fi.Mtim.Nano(), fi.Ctim.Nano()}
+}
+
+func (c *specCache) store(dir string, key [4]int64, sp *spec) {
 	c.mu.Lock()
 	if len(c.m) >= specCacheMax {
 		clear(c.m)
 	}
 	c.m[dir] = cachedSpec{key: key, sp: sp}
 	c.mu.Unlock()
-	return sp, nil
 }
 
 // observe classifies an attempt from its files and the process table.

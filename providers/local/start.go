@@ -139,6 +139,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if err := replaceSpec(filepath.Join(dir, specFile), ns); err != nil {
 		return nil, err
 	}
+	specs.put(dir, ns) // the next Read need not read it back
 	slog, err := openStatusLog(dir)
 	if err != nil {
 		return nil, err
