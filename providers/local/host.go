@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,6 +103,11 @@ func hostMain() error {
 	signal.Ignore(syscall.SIGHUP)
 	if err := becomeSubreaper(); err != nil {
 		fmt.Fprintf(os.Stderr, "trialform supervisor host: cannot become a child subreaper (processes trials start in a new session may outlive them): %v\n", err)
+	}
+	if os.Getenv("GOGC") == "" {
+		// Its heap stays small (a few KiB per running trial), so the
+		// default would collect every few hundred trials' garbage.
+		debug.SetGCPercent(400)
 	}
 	h := &host{conn: uc, mains: map[int]bool{}, trials: map[*hostTrial]bool{}}
 	go h.signals()
