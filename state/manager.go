@@ -62,6 +62,13 @@ type Manager struct {
 	// backupLineage is the lineage state.json.backup is known to hold
 	// ("" when unknown), so only the first backup of a process reads it.
 	backupLineage string
+
+	// marked is what this Manager last wrote to refreshed.json (the file
+	// markedID), of the state with lineage markedLineage (MarkRefreshed).
+	markMu        sync.Mutex
+	marked        map[string]time.Time
+	markedLineage string
+	markedID      fileID
 }
 
 // diskState is what the Manager knows of state.json.

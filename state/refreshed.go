@@ -29,11 +29,36 @@ type refreshedDoc struct {
 	Experiments map[string]time.Time `json:"experiments"`
 }
 
+// markResolution is how stale a refresh time may be left: the ages `trials`
+// and `show` print are in seconds.
+const markResolution = time.Second
+
 // MarkRefreshed records that the named experiments of the state with
-// lineage were refreshed at t. Callers hold the state lock.
+// lineage were refreshed at t. Callers hold the state lock. A mark that
+// would move every named experiment's time by less than markResolution is
+// not written: apply's loop refreshes many times a second when trials are
+// short, and each write replaces the file (an inode created and one
+// deleted, which on ext4 without a journal slows every file created after
+// it, see internal/topdir).
 func (m *Manager) MarkRefreshed(lineage string, experiments []string, t time.Time) error {
 	if len(experiments) == 0 {
 		return nil
+	}
+	m.markMu.Lock()
+	defer m.markMu.Unlock()
+	path := filepath.Join(m.dir, refreshedFile)
+	if fi, err := os.Stat(path); err == nil && m.markedLineage == lineage && idOf(fi) == m.markedID {
+		fresh := true
+		for _, e := range experiments {
+			at, ok := m.marked[e]
+			if d := t.Sub(at); !ok || d < 0 || d >= markResolution {
+				fresh = false
+				break
+			}
+		}
+		if fresh {
+			return nil
+		}
 	}
 	doc := m.readRefreshed(lineage)
 	for _, e := range experiments {
@@ -43,7 +68,6 @@ func (m *Manager) MarkRefreshed(lineage string, experiments []string, t time.Tim
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(m.dir, refreshedFile)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("record refresh time: %w", err)
@@ -51,6 +75,10 @@ func (m *Manager) MarkRefreshed(lineage string, experiments []string, t time.Tim
 	if err := os.Rename(tmp, path); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("record refresh time: %w", err)
+	}
+	m.marked, m.markedLineage, m.markedID = doc.Experiments, lineage, fileID{}
+	if fi, err := os.Stat(path); err == nil {
+		m.markedID = idOf(fi)
 	}
 	return nil
 }
