@@ -269,3 +269,32 @@ func TestStopRightAfterHandoff(t *testing.T) {
 		}
 	}
 }
+
+// A Read of an attempt this process handed to its host, which has not
+// answered yet (it starts slowly here), says pending from what Start
+// wrote: it does not even take the trial lock (held here by somebody
+// else, it would wait for it).
+func TestReadOfAHandedOffAttemptTouchesNoFile(t *testing.T) {
+	l := newLocal(t, func(c *Config) {
+		c.Supervisor = []string{"sh", "-c", `sleep 0.7; exec "$0" "$@"`, os.Args[0]}
+	})
+	r := req(l, "exp", "t1", `echo 'trialform: {"default": 0.5}'`)
+	r.Handoff = true
+	if _, err := l.Start(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockDir(context.Background(), filepath.Join(l.cfg.Root, "exp", "t1"), syscall.LOCK_EX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	o, err := l.Read(ctx, providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
+	cancel()
+	unlock()
+	if err != nil || o.Phase != providers.PhasePending || !o.Exists || o.Owner.ParamsDigest != providers.ParamsDigest(r.Params) {
+		t.Fatalf("Read of a handed-off attempt the host has not answered: %+v, %v", o, err)
+	}
+	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded {
+		t.Fatalf("%+v", o)
+	}
+}

@@ -29,6 +29,36 @@ type hostConn struct {
 	next    int
 	pending map[int]chan hostReply
 	active  int // attempts asked for and not ended
+	// launching maps the trial dir of each request to its id until the
+	// host replies to it (the trial runs, or could not start): till then
+	// the attempt is being launched, whatever its files say yet. dirs is
+	// the other way round.
+	launching map[string]int
+	dirs      map[int]string
+}
+
+// isLaunching reports whether dir's attempt was handed to this host, which
+// has not said yet that it runs (or could not start) and is alive.
+func (h *hostConn) isLaunching(dir string) bool {
+	select {
+	case <-h.gone:
+		return false
+	default:
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.launching[dir]
+	return ok
+}
+
+// answered forgets request id's dir as launching. The caller holds h.mu.
+func (h *hostConn) answered(id int) {
+	if dir, ok := h.dirs[id]; ok {
+		delete(h.dirs, id)
+		if h.launching[dir] == id {
+			delete(h.launching, dir)
+		}
+	}
 }
 
 // useHost reports whether trials start under a supervisor host (the
@@ -96,7 +126,7 @@ func (l *Local) startHost() (*hostConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start supervisor host: %w", err)
 	}
-	h := &hostConn{conn: c.(*net.UnixConn), logPath: logPath, gone: make(chan struct{}), exited: exited, pending: map[int]chan hostReply{}}
+	h := &hostConn{conn: c.(*net.UnixConn), logPath: logPath, gone: make(chan struct{}), exited: exited, pending: map[int]chan hostReply{}, launching: map[string]int{}, dirs: map[int]string{}}
 	go h.read(l)
 	return h, nil
 }
@@ -120,6 +150,7 @@ func (h *hostConn) read(l *Local) {
 		if r.Ended {
 			h.mu.Lock()
 			h.active--
+			h.answered(r.ID)
 			h.mu.Unlock()
 			l.notify() // a trial ended: apply's loop looks again
 			continue
@@ -127,6 +158,7 @@ func (h *hostConn) read(l *Local) {
 		h.mu.Lock()
 		ch := h.pending[r.ID]
 		delete(h.pending, r.ID)
+		h.answered(r.ID)
 		h.mu.Unlock()
 		if ch != nil {
 			ch <- r
@@ -142,12 +174,14 @@ func (h *hostConn) send(dir string, launchLock *os.File) (chan hostReply, error)
 	ch := make(chan hostReply, 1)
 	h.pending[id] = ch
 	h.active++
+	h.launching[dir], h.dirs[id] = id, dir
 	h.mu.Unlock()
 	b, _ := json.Marshal(hostRequest{ID: id, Dir: dir})
 	if _, _, err := h.conn.WriteMsgUnix(b, syscall.UnixRights(int(launchLock.Fd())), nil); err != nil {
 		h.mu.Lock()
 		delete(h.pending, id)
 		h.active--
+		h.answered(id)
 		h.mu.Unlock()
 		return nil, err
 	}

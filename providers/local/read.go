@@ -47,6 +47,9 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 	if err != nil {
 		return providers.Observation{}, err
 	}
+	if o, ok := l.launchingObservation(dir, req); ok {
+		return o, nil
+	}
 	sp, st, unlock, err := openTrial(ctx, dir, syscall.LOCK_SH, false)
 	if err != nil {
 		return providers.Observation{}, err
@@ -59,10 +62,7 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 		// Its supervisor holds the launch lock: the attempt is being
 		// started (Start handed it over and returned). Pending, without
 		// waiting for it; its metrics come with the next Read.
-		return providers.Observation{
-			TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage, Owner: sp.owner(),
-			Phase: providers.PhasePending, Handle: handle(dir, nil), MetricsOffset: req.MetricsOffset,
-		}, nil
+		return pendingObservation(dir, sp, sp.owner(), req), nil
 	}
 	o := observe(dir, sp, st)
 	o.Metrics, o.MetricsOffset, err = readMetrics(dir, sp.Attempt, req.MetricsOffset)
@@ -77,6 +77,33 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 		return providers.Observation{}, err
 	}
 	return o, nil
+}
+
+// pendingObservation is what Read says of an attempt being launched.
+func pendingObservation(dir string, sp *spec, owner providers.Owner, req providers.ReadRequest) providers.Observation {
+	return providers.Observation{
+		TrialID: sp.TrialID, Experiment: sp.Experiment, Exists: true, Lineage: sp.Lineage, Owner: owner,
+		Phase: providers.PhasePending, Handle: handle(dir, nil), MetricsOffset: req.MetricsOffset,
+	}
+}
+
+// launchingObservation answers a Read of an attempt this process handed to
+// its supervisor host (Start with Handoff) that the host has not said runs
+// yet: pending, from the spec Start wrote, without a look at the trial
+// dir. The host answers once the attempt's first records are written, so
+// until then the files can only say the same.
+func (l *Local) launchingObservation(dir string, req providers.ReadRequest) (providers.Observation, bool) {
+	l.hostMu.Lock()
+	h := l.h
+	l.hostMu.Unlock()
+	if h == nil || !h.isLaunching(dir) {
+		return providers.Observation{}, false
+	}
+	e, ok := specs.cached(dir)
+	if !ok {
+		return providers.Observation{}, false
+	}
+	return pendingObservation(dir, e.sp, e.owner, req), true
 }
 
 // openTrial locks the trial dir (how: syscall.LOCK_SH or LOCK_EX) and
@@ -138,8 +165,18 @@ type specCache struct {
 }
 
 type cachedSpec struct {
-	key [4]int64 // inode, size, mtime, ctime (ns)
-	sp  *spec
+	key   [4]int64 // inode, size, mtime, ctime (ns)
+	sp    *spec
+	owner providers.Owner // sp.owner()
+}
+
+// cached returns dir's entry as it is, without looking at the file: for an
+// attempt this process launched and nobody else can have replaced.
+func (c *specCache) cached(dir string) (cachedSpec, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[dir]
+	return e, ok
 }
 
 func (c *specCache) read(dir string) (*spec, error) {
@@ -180,11 +217,12 @@ func specKey(fi *syscall.Stat_t) [4]int64 {
 }
 
 func (c *specCache) store(dir string, key [4]int64, sp *spec) {
+	owner := sp.owner()
 	c.mu.Lock()
 	if len(c.m) >= specCacheMax {
 		clear(c.m)
 	}
-	c.m[dir] = cachedSpec{key: key, sp: sp}
+	c.m[dir] = cachedSpec{key: key, sp: sp, owner: owner}
 	c.mu.Unlock()
 }
 
