@@ -298,3 +298,28 @@ func TestReadOfAHandedOffAttemptTouchesNoFile(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 }
+
+// A host that exits without taking the request (as one killed a moment
+// before does: its socket closes a while after the process looks dead)
+// started nothing: Start hands the attempt to the next host instead of
+// failing.
+func TestStartRetriesWhenTheHostDiesUnanswered(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "first-host-ran")
+	l := newLocal(t, func(c *Config) {
+		c.Supervisor = []string{"sh", "-c", `if [ -e "$MARKER" ]; then exec "$0" "$@"; fi; : > "$MARKER"; sleep 0.3`, os.Args[0]}
+		c.SupervisorEnv = append(c.SupervisorEnv, "MARKER="+marker)
+	})
+	h, err := l.Start(context.Background(), req(l, "exp", "t1", `echo 'trialform: {"default": 0.5}'`))
+	if err != nil {
+		t.Fatalf("Start after a host that exited unanswered: %v", err)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the first host did not run: %v", err)
+	}
+	if h["pid"] == "" {
+		t.Fatalf("handle %v", h)
+	}
+	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded {
+		t.Fatalf("%+v", o)
+	}
+}

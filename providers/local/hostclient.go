@@ -224,31 +224,64 @@ func (h *hostConn) close() {
 // the host records the attempt whatever happens to this process, so
 // Start need not wait for the trial to run.
 func (l *Local) launchInHost(ctx context.Context, dir string, attempt int, launchLock *os.File, handoff bool) (*status, error) {
-	var h *hostConn
-	var ch chan hostReply
-	for try := 0; ; try++ {
-		var err error
-		if h, err = l.host(); err != nil {
+	deadline := time.NewTimer(startTimeout)
+	defer deadline.Stop()
+	for round := 0; ; round++ {
+		h, ch, err := l.sendToHost(dir, launchLock)
+		if err != nil {
 			return nil, err
 		}
-		if ch, err = h.send(dir, launchLock); err == nil {
-			break
+		if handoff {
+			// The request holds the locked status log: queued in the
+			// socket or read by the host, it keeps the lock until the host
+			// has recorded the attempt; if the host dies first, the lock
+			// goes with it and the attempt is lost (and resumed), as
+			// without handoff.
+			return nil, nil
+		}
+		st, err := l.awaitHost(ctx, h, ch, dir, attempt, deadline.C)
+		if errors.Is(err, errHostGone) && round == 0 {
+			// The host was dying when the request went out (a SIGKILL
+			// takes effect a while after the process looks dead: its
+			// socket closes last). If it recorded nothing of the attempt
+			// it started nothing; the lock is still this process's: the
+			// next host takes the request.
+			if cur, rerr := readStatus(dir); rerr == nil && (cur == nil || cur.Attempt != attempt) {
+				l.dropHost(h)
+				continue
+			}
+		}
+		return st, err
+	}
+}
+
+// errHostGone: the host exited before it answered a request.
+var errHostGone = errors.New("the supervisor host exited before starting the trial")
+
+// sendToHost sends dir's request to this Local's host, starting another
+// once when the current one turns out to be gone.
+func (l *Local) sendToHost(dir string, launchLock *os.File) (*hostConn, chan hostReply, error) {
+	for try := 0; ; try++ {
+		h, err := l.host()
+		if err != nil {
+			return nil, nil, err
+		}
+		ch, err := h.send(dir, launchLock)
+		if err == nil {
+			return h, ch, nil
 		}
 		// The host is gone (killed) and its reader has not seen it yet:
 		// nothing was handed over, the next host takes the request.
 		l.dropHost(h)
 		if try == 1 {
-			return nil, fmt.Errorf("start the trial in the supervisor host: %w: %s", err, lastLines(tail(h.logPath, 2000)))
+			return nil, nil, fmt.Errorf("start the trial in the supervisor host: %w: %s", err, lastLines(tail(h.logPath, 2000)))
 		}
 	}
-	if handoff {
-		// The request holds the locked status log: queued in the socket
-		// or read by the host, it keeps the lock until the host has
-		// recorded the attempt; if the host dies first, the lock goes
-		// with it and the attempt is lost (and resumed), as without
-		// handoff.
-		return nil, nil
-	}
+}
+
+// awaitHost waits for the host's answer to a request and returns the
+// attempt's status once it shows the trial started (or ended).
+func (l *Local) awaitHost(ctx context.Context, h *hostConn, ch chan hostReply, dir string, attempt int, deadline <-chan time.Time) (*status, error) {
 	started := func() *status {
 		st, err := readStatus(dir)
 		if err == nil && st != nil && st.Attempt == attempt && st.State != stateStarting {
@@ -256,8 +289,6 @@ func (l *Local) launchInHost(ctx context.Context, dir string, attempt int, launc
 		}
 		return nil
 	}
-	deadline := time.NewTimer(startTimeout)
-	defer deadline.Stop()
 	select {
 	case r := <-ch:
 		if st := started(); st != nil {
@@ -271,10 +302,10 @@ func (l *Local) launchInHost(ctx context.Context, dir string, attempt int, launc
 		if st := started(); st != nil {
 			return st, nil
 		}
-		return nil, fmt.Errorf("the supervisor host exited before starting the trial: %s", lastLines(tail(h.logPath, 2000)))
+		return nil, fmt.Errorf("%w: %s", errHostGone, lastLines(tail(h.logPath, 2000)))
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the supervisor to start the trial: %w", ctx.Err())
-	case <-deadline.C:
+	case <-deadline:
 		return nil, fmt.Errorf("the supervisor did not start the trial within %s: %s", startTimeout, lastLines(tail(h.logPath, 2000)))
 	}
 }
