@@ -175,6 +175,18 @@ func (s *Session) change(fn func(st *state.State)) error {
 	return s.changeTrials(nil, fn)
 }
 
+// noteTrials changes the trials named like changeTrials, in memory only:
+// the next save carries the change (see start).
+func (s *Session) noteTrials(refs []state.TrialRef, fn func(st *state.State)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unshare(refs)
+	fn(s.st)
+	s.markDirty(refs)
+	s.version++
+	return nil
+}
+
 // changeTrials is change for an fn that changes (adds, modifies or removes)
 // only the trials refs names, and experiments' own fields: the save
 // compares and writes only those, so it costs what changed. A nil refs is
@@ -842,7 +854,16 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		return err
 	}
 	started := s.Now().UTC()
-	return s.changeTrials(refOf(a), func(st *state.State) {
+	record := s.changeTrials
+	if req.Handoff {
+		// Not saved on its own: the platform's supervisor has the attempt
+		// and records it whatever happens to this process, and the trial
+		// is already recorded as being created, so after a crash the next
+		// apply's Start adopts it. The next save (the pass's observations)
+		// carries it: a launch costs one journal fsync fewer.
+		record = s.noteTrials
+	}
+	return record(refOf(a), func(st *state.State) {
 		t := st.Experiments[a.Experiment].Trials[a.TrialID]
 		if t == nil {
 			return
