@@ -153,14 +153,22 @@ func encodeJSON(path string, v any) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// readSpec returns nil, nil when there is no spec.
+// readSpec returns nil, nil when there is no spec, or an empty one: spec.json
+// is not fsynced (see Start), so a machine crash can leave it empty (its
+// rename on disk, its data not); no supervisor of that attempt outlived
+// the crash, and the next attempt is numbered past what status.log kept.
 func readSpec(dir string) (*spec, error) {
-	var s spec
-	if err := readJSON(filepath.Join(dir, specFile), &s); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
+	path := filepath.Join(dir, specFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(bytes.TrimSpace(b)) == 0) {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, err
+	}
+	var s spec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &s, nil
 }

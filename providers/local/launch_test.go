@@ -147,3 +147,30 @@ func TestStatusLogRecords(t *testing.T) {
 		t.Fatalf("after the end record: %+v, %v", st, err)
 	}
 }
+
+// A machine crash can leave spec.json empty (it is not fsynced): the trial
+// reads as not there (the state then resumes it), and its next attempt is
+// numbered past what status.log kept.
+func TestEmptySpecAfterACrash(t *testing.T) {
+	l := newLocal(t, nil)
+	r := req(l, "exp", "t1", `echo 'trialform: {"default": 0.5}'`)
+	if _, err := l.Start(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, l, "exp", "t1")
+	dir := filepath.Join(l.cfg.Root, "exp", "t1")
+	if err := os.WriteFile(filepath.Join(dir, specFile), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
+	if err != nil || o.Exists {
+		t.Fatalf("Read with an empty spec.json: %+v, %v", o, err)
+	}
+	r.Resume = true
+	if _, err := l.Start(context.Background(), r); err != nil {
+		t.Fatalf("Start over an empty spec.json: %v", err)
+	}
+	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded || o.Handle["attempt"] != "2" {
+		t.Fatalf("after the resume: %+v", o)
+	}
+}
