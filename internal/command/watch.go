@@ -36,6 +36,7 @@ type watchOptions struct {
 }
 
 func runWatch(ctx context.Context, g *Globals, args []string) int {
+	defer loopGC()()
 	var o watchOptions
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	o.vars.register(fs)

@@ -126,7 +126,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if l.cfg.TensorBoardRoot != "" {
 		// The trial's own dir is made by its supervisor (prepare).
 		ns.TensorBoardDir = filepath.Join(l.cfg.TensorBoardRoot, req.Experiment, req.TrialID)
-		if err := l.expDir(filepath.Dir(ns.TensorBoardDir), 0o755); err != nil {
+		if err := l.tensorBoardDir(filepath.Dir(ns.TensorBoardDir)); err != nil {
 			return nil, fmt.Errorf("tensorboard dir: %w", err)
 		}
 	}
@@ -157,9 +157,8 @@ func (sp *spec) owner() providers.Owner {
 	return providers.Owner{Lineage: sp.Lineage, ExperimentID: sp.ExperimentID, Generation: sp.Generation, ParamsDigest: providers.ParamsDigest(sp.Params)}
 }
 
-// expDir creates an experiment's dir (of trials, or of TensorBoard logs),
-// once per process, and marks it as a
-// top directory for ext4's Orlov allocator: its trial dirs, and the files
+// expDir creates an experiment's dir of trials once per process, and
+// marks it as a top directory for ext4's Orlov allocator: its trial dirs, and the files
 // each trial creates in its own, are spread over the block groups instead
 // of packed in one, where the inodes of trials just destroyed (or of an
 // earlier run's files) would make every creation scan past them (see
@@ -173,6 +172,24 @@ func (l *Local) expDir(dir string, perm fs.FileMode) error {
 		return err
 	}
 	topdir.Mark(dir)
+	l.expDirs.Store(dir, true)
+	return nil
+}
+
+// tensorBoardDir creates an experiment's dir of TensorBoard logs once per
+// process. Unlike a trials dir it is not marked (its parent, the root of
+// the tree, is): each trial's TensorBoard dir, empty unless the trial logs
+// there, goes next to it (one inode per trial) instead of being spread
+// over the block groups by a scan of them all (0.2 ms of the supervisor
+// host's CPU per trial on this 2-core VM, perf).
+func (l *Local) tensorBoardDir(dir string) error {
+	if _, ok := l.expDirs.Load(dir); ok {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	topdir.Mark(filepath.Dir(dir))
 	l.expDirs.Store(dir, true)
 	return nil
 }
