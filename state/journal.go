@@ -14,6 +14,7 @@ import (
 	"sort"
 
 	"github.com/trialform/trialform/internal/fsread"
+	"github.com/trialform/trialform/internal/fsx"
 	"golang.org/x/sys/unix"
 )
 
@@ -549,7 +550,7 @@ func (m *Manager) journalOf(disk *diskState) *journalState {
 // openJournal opens the journal for writing, refusing (without blocking)
 // anything but a regular file.
 func openJournal(path string, flag int) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|unix.O_NONBLOCK, 0o644)
+	f, err := fsx.OpenFile(path, flag|unix.O_NONBLOCK, 0o644)
 	if err != nil {
 		return nil, err
 	}

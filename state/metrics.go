@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // metricsPath returns the series file of one trial.
@@ -30,7 +32,7 @@ func (m *Manager) ReadMetricsFile(experiment, trial string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := fsx.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -152,7 +154,7 @@ func (m *Manager) writeMetrics(experiment, trial string, pts []MetricPoint) (*os
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, false, fmt.Errorf("record metrics: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := fsx.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, false, fmt.Errorf("record metrics: %w", err)
 	}
@@ -212,7 +214,7 @@ func (m *Manager) ReadMetrics(experiment, trial string) ([]MetricPoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := fsx.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

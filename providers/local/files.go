@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -116,7 +117,7 @@ type stopRequest struct {
 }
 
 func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := fsx.ReadFile(path)
 	if err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func encodeJSON(path string, v any) ([]byte, error) {
 // the crash, and the next attempt is numbered past what status.log kept.
 func readSpec(dir string) (*spec, error) {
 	path := filepath.Join(dir, specFile)
-	b, err := os.ReadFile(path)
+	b, err := fsx.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(bytes.TrimSpace(b)) == 0) {
 		return nil, nil
 	}
@@ -178,7 +179,7 @@ func readSpec(dir string) (*spec, error) {
 // reaches parameter.cfg unrounded.
 func readSpecExact(dir string) (*spec, map[string]any, error) {
 	path := filepath.Join(dir, specFile)
-	b, err := os.ReadFile(path)
+	b, err := fsx.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
@@ -214,7 +215,7 @@ func mkdirOnce(dir string, perm fs.FileMode) error {
 // status.log existed has status.json instead, read when the log holds no
 // record.
 func readStatus(dir string) (*status, error) {
-	b, err := os.ReadFile(filepath.Join(dir, statusLog))
+	b, err := fsx.ReadFile(filepath.Join(dir, statusLog))
 	switch {
 	case err == nil:
 		// Start creates the log before it launches an attempt: a dir
@@ -275,7 +276,7 @@ func appendStatus(f *os.File, st *status, sync bool) error {
 
 // openStatusLog opens dir's status log for appending, creating it.
 func openStatusLog(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, statusLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := fsx.OpenFile(filepath.Join(dir, statusLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", statusLog, err)
 	}
@@ -285,7 +286,7 @@ func openStatusLog(dir string) (*os.File, error) {
 // procInfo reads a process's state letter and start time (clock ticks since
 // boot) from /proc/PID/stat.
 func procInfo(pid int) (state byte, start uint64, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := fsx.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -348,7 +349,7 @@ func groupAlive(pgid int) bool {
 // lockFile takes a flock (syscall.LOCK_EX or LOCK_SH) on path, creating it,
 // polling until ctx is done. The returned func releases it.
 func lockFile(ctx context.Context, path string, how int) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := fsx.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -419,7 +420,7 @@ func flockWait(ctx context.Context, f *os.File, how int) error {
 
 // tail returns the last n bytes of a file, for error messages.
 func tail(path string, n int64) string {
-	f, err := os.Open(path)
+	f, err := fsx.Open(path)
 	if err != nil {
 		return ""
 	}

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -293,7 +294,7 @@ func (h *host) rest(dir string, main int) []int {
 	}
 	h.mu.Unlock()
 	for _, c := range kids {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(c) + "/environ")
+		b, err := fsx.ReadFile("/proc/" + strconv.Itoa(c) + "/environ")
 		if err != nil || !bytes.Contains(append([]byte{0}, b...), marker) {
 			continue
 		}
@@ -333,7 +334,7 @@ func (h *host) killRest(dir string, d time.Duration) {
 // One read per call, where directChildren reads every thread's list.
 func orphans() []int {
 	pid := strconv.Itoa(os.Getpid())
-	b, err := os.ReadFile("/proc/" + pid + "/task/" + pid + "/children")
+	b, err := fsx.ReadFile("/proc/" + pid + "/task/" + pid + "/children")
 	if err != nil {
 		return directChildren(os.Getpid())
 	}
@@ -357,7 +358,7 @@ func directChildren(pid int) []int {
 	}
 	var out []int
 	for _, t := range tasks {
-		b, err := os.ReadFile(base + t.Name() + "/children")
+		b, err := fsx.ReadFile(base + t.Name() + "/children")
 		if errors.Is(err, fs.ErrNotExist) {
 			return scanChildren(pid)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trialform/trialform/internal/fsx"
 	"net"
 	"os"
 	"os/exec"
@@ -99,7 +100,7 @@ func (l *Local) startHost() (*hostConn, error) {
 	mine, theirs := os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "host")
 	defer theirs.Close()
 	logPath := filepath.Join(l.cfg.Root, hostLogName)
-	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := fsx.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		mine.Close()
 		return nil, fmt.Errorf("start supervisor host: %w", err)

@@ -3,10 +3,10 @@ package local
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -33,7 +33,7 @@ func (l *Local) Import(ctx context.Context, req providers.ImportRequest) (provid
 		return providers.Imported{}, notFound
 	}
 	defer unlock()
-	b, err := os.ReadFile(filepath.Join(dir, paramCfgFile))
+	b, err := fsx.ReadFile(filepath.Join(dir, paramCfgFile))
 	if err != nil {
 		return providers.Imported{}, fmt.Errorf("trial %s/%s: %w", req.Experiment, req.TrialID, err)
 	}

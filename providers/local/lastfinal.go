@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 	"strconv"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -36,7 +36,7 @@ func (f *nniFollower) poll(event int) {
 	if f == nil {
 		return
 	}
-	fh, err := os.Open(f.path)
+	fh, err := fsx.Open(f.path)
 	if err != nil {
 		return
 	}

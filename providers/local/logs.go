@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
 )
 
@@ -68,7 +68,7 @@ func (l *Local) Logs(ctx context.Context, req providers.LogsRequest) error {
 // middle of an output file cut by the output cap is replaced by one line
 // that says so.
 func copyFrom(w io.Writer, path string, off int64) (int64, error) {
-	f, err := os.Open(path)
+	f, err := fsx.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

@@ -3,6 +3,7 @@ package local
 import (
 	"errors"
 	"fmt"
+	"github.com/trialform/trialform/internal/fsx"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +61,7 @@ func (c *capper) trim(upto int64) {
 	if to-from < 4*pageSize {
 		return
 	}
-	f, err := os.OpenFile(c.path, os.O_WRONLY, 0)
+	f, err := fsx.OpenFile(c.path, os.O_WRONLY, 0)
 	if err != nil {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -377,7 +378,7 @@ func readMetrics(dir string, attempt int, off map[string]int64) ([]providers.Met
 // the last complete record. A file shorter than off was truncated (or
 // replaced): it is read from 0.
 func readRecords(path string, off int64, sink *metricSink) (int64, error) {
-	f, err := os.Open(path)
+	f, err := fsx.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -52,7 +53,7 @@ func childrenTree(root int) (out []int, ok bool) {
 			continue // it exited meanwhile
 		}
 		for _, t := range tasks {
-			b, err := os.ReadFile(base + t.Name() + "/children")
+			b, err := fsx.ReadFile(base + t.Name() + "/children")
 			if err != nil {
 				if p == root && errors.Is(err, fs.ErrNotExist) {
 					return nil, false
@@ -104,7 +105,7 @@ func childrenByParent(zombies bool) map[int][]int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		b, err := fsx.ReadFile("/proc/" + e.Name() + "/stat")
 		if err != nil {
 			continue
 		}
@@ -178,7 +179,7 @@ func killStragglers(dir string) int {
 		if err != nil || pid == self {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		b, err := fsx.ReadFile("/proc/" + e.Name() + "/environ")
 		if err != nil || !bytes.Contains(append([]byte{0}, b...), marker) {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/internal/topdir"
 	"github.com/trialform/trialform/providers"
 )
@@ -251,7 +252,7 @@ const launchFDEnv = "TRIALFORM_SUPERVISOR_LAUNCH_FD"
 // supervisor launched for the current attempt has recorded its status or
 // is gone.
 func waitLaunch(ctx context.Context, dir string) error {
-	f, err := os.Open(filepath.Join(dir, statusLog))
+	f, err := fsx.Open(filepath.Join(dir, statusLog))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // no attempt was ever launched here by this version
 	}
@@ -270,7 +271,7 @@ func waitLaunch(ctx context.Context, dir string) error {
 // launching reports whether a supervisor holds dir's launch lock: an
 // attempt is being started, and its first record is not written yet.
 func launching(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, statusLog))
+	f, err := fsx.Open(filepath.Join(dir, statusLog))
 	if err != nil {
 		return false
 	}
@@ -294,7 +295,7 @@ func (l *Local) launch(ctx context.Context, dir string, attempt int, launchLock 
 		return l.launchInHost(ctx, dir, attempt, launchLock, req.Handoff)
 	}
 	logPath := filepath.Join(dir, supervisorLog)
-	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := fsx.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open supervisor log: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -388,10 +389,10 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 	// The attempt's protocol files, written in place: no process of an
 	// earlier attempt is left (Start resumes only ended or lost attempts,
 	// after killing what a lost one left), and the trial does not run yet.
-	if err := os.WriteFile(s.path(paramCfgFile), trialproto.ParameterCfg(sp.ParameterID, s.params), 0o644); err != nil {
+	if err := fsx.WriteFile(s.path(paramCfgFile), trialproto.ParameterCfg(sp.ParameterID, s.params), 0o644); err != nil {
 		return nil, nil, err
 	}
-	if err := os.WriteFile(s.path(paramsFile), trialproto.ParamsJSON(s.params), 0o644); err != nil {
+	if err := fsx.WriteFile(s.path(paramsFile), trialproto.ParamsJSON(s.params), 0o644); err != nil {
 		return nil, nil, err
 	}
 	if err := mkdirOnce(s.path(outputDir), 0o755); err != nil {
@@ -447,11 +448,11 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 	cmd.Env = trialproto.Environ(os.Environ(), env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	out, err := os.OpenFile(s.path(stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	out, err := fsx.OpenFile(s.path(stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, err
 	}
-	errf, err := os.OpenFile(s.path(stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	errf, err := fsx.OpenFile(s.path(stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		out.Close()
 		return nil, nil, err
@@ -507,7 +508,7 @@ type tailer struct {
 }
 
 func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*tailer, error) {
-	in, err := os.Open(stdoutPath)
+	in, err := fsx.Open(stdoutPath)
 	if err != nil {
 		return nil, err
 	}
@@ -637,7 +638,7 @@ func (t *tailer) write(m providers.Metric) {
 	if t.out == nil && t.err == nil {
 		// Created at the first record: a trial that prints no metric on
 		// stdout costs no file.
-		t.out, t.err = os.OpenFile(t.outPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		t.out, t.err = fsx.OpenFile(t.outPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if t.err != nil {
 			fmt.Fprintf(os.Stderr, "trialform supervisor: write metrics: %v\n", t.err)
 		}
@@ -669,7 +670,7 @@ func (t *tailer) lastFinalWins() {
 func (t *tailer) finish(nniMetrics string) error {
 	nniFinal := false
 	if !t.col.Final {
-		if data, err := os.ReadFile(nniMetrics); err == nil {
+		if data, err := fsx.ReadFile(nniMetrics); err == nil {
 			nniFinal = trialproto.HasFinal(data)
 		}
 	}

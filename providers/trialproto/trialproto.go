@@ -17,6 +17,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // ParameterCfg renders the parameter.cfg an NNI trial reads in local mode:
@@ -131,7 +133,7 @@ func ReplaceFile(path string, data []byte, perm os.FileMode, sync bool) (err err
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	f, err := fsx.CreateTemp(dir, "."+base+".tmp-")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
