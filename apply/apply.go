@@ -856,11 +856,11 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 	started := s.Now().UTC()
 	record := s.changeTrials
 	if req.Handoff {
-		// Not saved on its own: the platform's supervisor has the attempt
-		// and records it whatever happens to this process, and the trial
-		// is already recorded as being created, so after a crash the next
-		// apply's Start adopts it. The next save (the pass's observations)
-		// carries it: a launch costs one journal fsync fewer.
+		// Not saved on its own (the run loop's starts): the trial is
+		// already saved as being created, and Start adopts what an
+		// earlier Start made (the providers contract), so after a crash
+		// the next apply finds it again. The next save (the pass's
+		// observations) carries it: a launch costs one journal fsync fewer.
 		record = s.noteTrials
 	}
 	return record(refOf(a), func(st *state.State) {
