@@ -174,3 +174,28 @@ func TestEmptySpecAfterACrash(t *testing.T) {
 		t.Fatalf("after the resume: %+v", o)
 	}
 }
+
+// parameter.cfg, written by the supervisor from spec.json, shows the
+// planned numbers exactly: an integer past 2^53 is not rounded through a
+// float64.
+func TestParameterCfgKeepsBigIntegers(t *testing.T) {
+	l := newLocal(t, nil)
+	r := req(l, "exp", "t1", `cat "$NNI_SYS_DIR/parameter.cfg" > /dev/null`)
+	r.Params = map[string]any{"n": int64(9007199254740993), "lr": 0.1}
+	if _, err := l.Start(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, l, "exp", "t1")
+	dir := filepath.Join(l.cfg.Root, "exp", "t1")
+	b, err := os.ReadFile(filepath.Join(dir, paramCfgFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"parameter_id":3,"parameter_source":"algorithm","parameters":{"lr":0.1,"n":9007199254740993},"parameter_index":0}`
+	if string(b) != want {
+		t.Errorf("parameter.cfg = %s\nwant %s", b, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, paramsFile)); err != nil || string(b) != `{"lr":0.1,"n":9007199254740993}` {
+		t.Errorf("params.json = %s, %v", b, err)
+	}
+}
