@@ -122,10 +122,15 @@ trialform.report(trialform.get_params()["x"])
 		t.Fatalf("the trial %d died with its supervisor: %v", st.PID, err)
 	}
 	// SIGKILL is delivered asynchronously: until the host is really gone,
-	// a thread of it may still append a record. Wait for that first.
+	// a thread of it may still append a record, and its socket is open
+	// (a request sent then is lost with it: that trial's attempt is lost
+	// and resumed, which the snapshot below could not foresee). The
+	// leader shows Z while other threads are still exiting: wait for the
+	// last one.
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", st.SupervisorPID))
-		if err != nil || strings.Contains(string(b), ") Z ") {
+		tasks, terr := os.ReadDir(fmt.Sprintf("/proc/%d/task", st.SupervisorPID))
+		if err != nil || (strings.Contains(string(b), ") Z ") && (terr != nil || len(tasks) <= 1)) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -162,10 +167,11 @@ trialform.report(trialform.get_params()["x"])
 		switch {
 		case last.Attempt == sp.Attempt && last.SupervisorPID == st.SupervisorPID && last.State == "running":
 			hit[e.Name()] = true
-		case last.Attempt != sp.Attempt || (last.SupervisorPID == st.SupervisorPID && last.State == "starting"):
+		case last.Attempt != sp.Attempt || (last.SupervisorPID == st.SupervisorPID && last.State == "starting") || sp.Attempt > 1:
 			// Being launched: by the killed host (its start then failed,
 			// or it is lost before running, and started again) or already
-			// by the next one.
+			// by the next one; or (sp.Attempt > 1) already resumed, while
+			// the host's last threads exited, from an attempt it had.
 			unsure[e.Name()] = true
 		}
 	}

@@ -22,6 +22,7 @@ const hostLogName = "supervisor-host.log"
 // hostConn is the CLI's end of its supervisor host (see host.go).
 type hostConn struct {
 	conn    *net.UnixConn
+	pid     int
 	logPath string
 	gone    chan struct{} // closed when the host's end closed (it exited)
 	exited  chan struct{} // closed once the host process was reaped
@@ -127,7 +128,7 @@ func (l *Local) startHost() (*hostConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start supervisor host: %w", err)
 	}
-	h := &hostConn{conn: c.(*net.UnixConn), logPath: logPath, gone: make(chan struct{}), exited: exited, pending: map[int]chan hostReply{}, launching: map[string]int{}, dirs: map[int]string{}}
+	h := &hostConn{conn: c.(*net.UnixConn), pid: cmd.Process.Pid, logPath: logPath, gone: make(chan struct{}), exited: exited, pending: map[int]chan hostReply{}, launching: map[string]int{}, dirs: map[int]string{}}
 	go h.read(l)
 	return h, nil
 }
@@ -308,5 +309,19 @@ func (l *Local) awaitHost(ctx context.Context, h *hostConn, ch chan hostReply, d
 		return nil, fmt.Errorf("waiting for the supervisor to start the trial: %w", ctx.Err())
 	case <-deadline:
 		return nil, fmt.Errorf("the supervisor did not start the trial within %s: %s", startTimeout, lastLines(tail(h.logPath, 2000)))
+	}
+}
+
+// hostDied is told that a Read found the supervisor pid of an attempt
+// dead: when that is this Local's host, the next Start starts another
+// instead of sending into a host whose socket is still closing (a killed
+// process looks dead before its last thread closes its files; a request
+// sent then is lost with it, and its trial resumed once more).
+func (l *Local) hostDied(pid int) {
+	l.hostMu.Lock()
+	h := l.h
+	l.hostMu.Unlock()
+	if h != nil && h.pid == pid {
+		l.dropHost(h)
 	}
 }

@@ -66,6 +66,9 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 		return pendingObservation(dir, sp, sp.owner(), req), nil
 	}
 	o := observe(dir, sp, st)
+	if o.Phase == providers.PhaseLost && st != nil && st.Host {
+		l.hostDied(st.SupervisorPID)
+	}
 	o.Metrics, o.MetricsOffset, err = readMetrics(dir, sp.Attempt, req.MetricsOffset)
 	if err == nil {
 		dropped := o.MetricsOffset[offDropped]
