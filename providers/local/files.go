@@ -158,7 +158,16 @@ func encodeJSON(path string, v any) ([]byte, error) {
 // is not fsynced (see Start), so a machine crash can leave it empty (its
 // rename on disk, its data not); no supervisor of that attempt outlived
 // the crash, and the next attempt is numbered past what status.log kept.
-func readSpec(dir string) (*spec, error) {
+func readSpec(dir string) (*spec, error) { return decodeSpec(dir, false) }
+
+// readSpecExact is readSpec with the parameters' numbers as written
+// (json.Number; only the parameters are interface values), so that an
+// integer past 2^53 reaches parameter.cfg unrounded. Its spec must not be
+// digested (owner): json.Number and float64 encode alike, but the
+// supervisor has no need to.
+func readSpecExact(dir string) (*spec, error) { return decodeSpec(dir, true) }
+
+func decodeSpec(dir string, exact bool) (*spec, error) {
 	path := filepath.Join(dir, specFile)
 	b, err := fsx.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(bytes.TrimSpace(b)) == 0) {
@@ -168,46 +177,17 @@ func readSpec(dir string) (*spec, error) {
 		return nil, err
 	}
 	var s spec
-	if err := json.Unmarshal(b, &s); err != nil {
+	if exact {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		err = dec.Decode(&s)
+	} else {
+		err = json.Unmarshal(b, &s)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &s, nil
-}
-
-// readSpecExact is readSpec that also returns the spec's parameters with
-// their numbers as written (json.Number), so that an integer past 2^53
-// reaches parameter.cfg unrounded.
-func readSpecExact(dir string) (*spec, map[string]any, error) {
-	path := filepath.Join(dir, specFile)
-	b, err := fsx.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	// One decode: json.Number reaches only the interface values, the
-	// parameters (the supervisor does not digest them).
-	var s spec
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&s); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return &s, s.Params, nil
-}
-
-// mkdirOnce creates dir (its parents too when missing); one that exists is
-// fine.
-func mkdirOnce(dir string, perm fs.FileMode) error {
-	err := os.Mkdir(dir, perm)
-	switch {
-	case err == nil || errors.Is(err, fs.ErrExist):
-		return nil
-	case errors.Is(err, fs.ErrNotExist):
-		return os.MkdirAll(dir, perm)
-	}
-	return err
 }
 
 // readStatus returns the attempt's status: the last complete record of
@@ -369,31 +349,15 @@ func lockFile(ctx context.Context, path string, how int) (func(), error) {
 // per trial; trial dirs made before keep a stale .lock, unused.) The
 // returned func releases it.
 func lockDir(ctx context.Context, dir string, how int) (func(), error) {
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	f, err := fsx.OpenFile(dir, os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", dir, &fs.PathError{Op: "open", Path: dir, Err: err})
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
-	wait := time.Millisecond
-	for {
-		err := syscall.Flock(fd, how|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
-			syscall.Close(fd)
-			return nil, fmt.Errorf("lock %s: %w", dir, err)
-		}
-		select {
-		case <-ctx.Done():
-			syscall.Close(fd)
-			return nil, fmt.Errorf("lock %s: %w", dir, ctx.Err())
-		case <-time.After(wait):
-		}
-		if wait < 50*time.Millisecond {
-			wait *= 2
-		}
+	if err := flockWait(ctx, f, how); err != nil {
+		f.Close()
+		return nil, err
 	}
-	return func() { syscall.Close(fd) }, nil // closing releases the lock
+	return func() { f.Close() }, nil // closing releases the lock
 }
 
 // flockWait takes a flock on f, polling until ctx is done.

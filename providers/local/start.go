@@ -44,7 +44,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if err := l.expDir(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("create trial dir: %w", err)
 	}
-	if err := mkdirs(dir); err != nil {
+	if err := mkdirs(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create trial dir: %w", err)
 	}
 	unlock, err := lockDir(ctx, dir, syscall.LOCK_EX)
@@ -195,16 +195,16 @@ func (l *Local) tensorBoardDir(dir string) error {
 	return nil
 }
 
-// mkdirs creates dir, and its parents only when they are missing (the
-// common case, a new trial of a known experiment, costs one mkdir). They
-// are 0700: a trial's spec.json may hold a sensitive env value.
-func mkdirs(dir string) error {
-	err := os.Mkdir(dir, 0o700)
+// mkdirs creates dir with perm, and its parents only when they are missing
+// (the common case costs one mkdir); one that exists as a directory is
+// fine. A trial dir is 0700: its spec.json may hold a sensitive env value.
+func mkdirs(dir string, perm fs.FileMode) error {
+	err := os.Mkdir(dir, perm)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		return os.MkdirAll(dir, 0o700)
+		return os.MkdirAll(dir, perm)
 	case errors.Is(err, fs.ErrExist):
 		if fi, serr := os.Stat(dir); serr == nil && fi.IsDir() {
 			return nil

@@ -214,14 +214,14 @@ func runAttempt(dir string, launch *os.File, ctl attemptCtl) error {
 	if err != nil {
 		return err
 	}
-	sp, params, err := readSpecExact(dir)
+	sp, err := readSpecExact(dir)
 	if err != nil {
 		return err
 	}
 	if sp == nil {
 		return fmt.Errorf("%s has no %s", dir, specFile)
 	}
-	s := &supervisor{dir: dir, sp: sp, params: params, ctl: ctl, ready: ctl.ready, log: launch}
+	s := &supervisor{dir: dir, sp: sp, params: sp.Params, ctl: ctl, ready: ctl.ready, log: launch}
 	if s.log == nil {
 		if s.log, err = openStatusLog(dir); err != nil {
 			return err
@@ -395,11 +395,11 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 	if err := fsx.WriteFile(s.path(paramsFile), trialproto.ParamsJSON(s.params), 0o644); err != nil {
 		return nil, nil, err
 	}
-	if err := mkdirOnce(s.path(outputDir), 0o755); err != nil {
+	if err := mkdirs(s.path(outputDir), 0o755); err != nil {
 		return nil, nil, err
 	}
 	if sp.TensorBoardDir != "" {
-		if err := mkdirOnce(sp.TensorBoardDir, 0o755); err != nil {
+		if err := mkdirs(sp.TensorBoardDir, 0o755); err != nil {
 			return nil, nil, fmt.Errorf("tensorboard dir: %w", err)
 		}
 	}
