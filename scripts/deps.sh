@@ -33,7 +33,9 @@ if ! command -v pgrep >/dev/null 2>&1; then
   apt_install procps
 fi
 
-if ! /usr/bin/python3 -c 'import sklearn' >/dev/null 2>&1; then
+# -I: not the working directory's modules (this repository's schema/ would
+# pass for Python's schema package), nor PYTHONPATH or the user's site.
+if ! /usr/bin/python3 -I -c 'import sklearn' >/dev/null 2>&1; then
   echo "deps: installing python3-sklearn (for examples/sklearn-digits)"
   apt_install python3-sklearn || fail "could not install python3-sklearn (examples/sklearn-digits and the tuner benchmark need it)"
 fi
@@ -43,7 +45,7 @@ if [ ! -x /usr/sbin/sshd ]; then
   apt_install openssh-server || fail "could not install openssh-server (the remote platform's tests need /usr/sbin/sshd)"
 fi
 
-if ! /usr/bin/python3 -c 'import optuna' >/dev/null 2>&1; then
+if ! /usr/bin/python3 -I -c 'import optuna' >/dev/null 2>&1; then
   echo "deps: installing python3-optuna (the peer of the tuner benchmark, bench/tuners)"
   apt_install python3-optuna || fail "could not install python3-optuna (the tuner benchmark's peer tests need it)"
 fi
@@ -58,9 +60,9 @@ if ! command -v chromium >/dev/null 2>&1; then
   apt_install chromium || fail "could not install chromium (the dashboard's browser tests need it)"
 fi
 
-if ! /usr/bin/python3 -c 'import schema' >/dev/null 2>&1; then
+if ! /usr/bin/python3 -I -c 'import schema' >/dev/null 2>&1; then
   echo "deps: installing python3-schema (NNI's GP and Metis tuners, the NNI peer of bench/tuners)"
-  apt_install python3-schema || echo "deps: could not install python3-schema; the NNI peer cannot run"
+  apt_install python3-schema || fail "could not install python3-schema (the NNI peer tests of bench/tuners need it)"
 fi
 
 if ! command -v openssl >/dev/null 2>&1; then
@@ -70,7 +72,7 @@ fi
 
 # Check what the tests use, whatever installed it.
 command -v python3 >/dev/null 2>&1 || fail "python3 is not on PATH (real trial processes need it)"
-/usr/bin/python3 -c 'import sklearn, optuna' || fail "/usr/bin/python3 cannot import sklearn and optuna"
+/usr/bin/python3 -I -c 'import sklearn, optuna, schema' || fail "/usr/bin/python3 cannot import sklearn, optuna and schema"
 [ -x /usr/sbin/sshd ] || fail "/usr/sbin/sshd is missing (Debian package openssh-server)"
 command -v ssh-agent >/dev/null 2>&1 || fail "ssh-agent is missing (Debian package openssh-client)"
 
