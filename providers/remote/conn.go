@@ -23,8 +23,9 @@ import (
 )
 
 // maxExec bounds the concurrent exec sessions on one connection (OpenSSH's
-// MaxSessions defaults to 10; the SFTP session takes one).
-const maxExec = 6
+// MaxSessions defaults to 10; the SFTP session takes one, the persistent
+// shells maxShells).
+const maxExec = 5
 
 // machine is one configured host with its pooled connection.
 type machine struct {
@@ -32,14 +33,16 @@ type machine struct {
 	r   *Remote
 	key string // "host:port", the handle's "machine"
 	sem chan struct{}
-	// shells are idle persistent shells (see shell).
-	shells chan *shell
-	mu     sync.Mutex
-	conn   *ssh.Client
-	sftp   *sftp.Client
-	home   string // the login's home directory
-	work   string // absolute work dir on the machine
-	ncpu   int
+	// shells are idle persistent shells (see shell); shellSem counts the
+	// live ones, idle or busy (maxShells at most).
+	shells   chan *shell
+	shellSem chan struct{}
+	mu       sync.Mutex
+	conn     *ssh.Client
+	sftp     *sftp.Client
+	home     string // the login's home directory
+	work     string // absolute work dir on the machine
+	ncpu     int
 
 	// scheduling (guarded by r.schedMu)
 	busy     map[string]slot // "EXP/TRIAL" -> live or reserved trial

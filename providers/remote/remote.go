@@ -160,7 +160,7 @@ func New(cfg Config) (*Remote, error) {
 			return nil, providers.Permanent(fmt.Errorf("remote platform: machine %s is listed twice", key))
 		}
 		seen[key] = true
-		r.machines = append(r.machines, &machine{cfg: mc, r: r, key: key, sem: make(chan struct{}, maxExec), shells: make(chan *shell, maxShells),
+		r.machines = append(r.machines, &machine{cfg: mc, r: r, key: key, sem: make(chan struct{}, maxExec), shells: make(chan *shell, maxShells), shellSem: make(chan struct{}, maxShells),
 			uploaded: map[string]bool{}})
 	}
 	r.loadDown()

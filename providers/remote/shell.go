@@ -16,8 +16,20 @@ import (
 	"golang.org/x/crypto/ssh"
 )
 
-// maxShells bounds the persistent shells kept per machine.
+// maxShells bounds the persistent shells per machine, idle or busy: with
+// the SFTP session and maxExec exec sessions that is OpenSSH's default
+// MaxSessions (10) on the one connection. A command waits for a free shell
+// rather than opening more sessions (which the server refuses) and paying
+// another login.
 const maxShells = 4
+
+// errNoAnswer: a shell did not answer in time. Its session is closed, the
+// connection is not (it may only be a slow login on a busy machine).
+var errNoAnswer = errors.New("no answer")
+
+// shellStartTimeout bounds a new shell's login (the user's shell
+// startup files run first).
+var shellStartTimeout = 30 * time.Second
 
 // shell is a long-lived /bin/sh on the machine that runs one command at a
 // time from its stdin. Every exec session goes through the user's login
@@ -56,7 +68,7 @@ func newShell(c *ssh.Client) (*shell, error) {
 	_, _ = rand.Read(rb[:])
 	sh := &shell{conn: c, sess: sess, in: in, out: bufio.NewReaderSize(pr, 64<<10), marker: "\x1etrialform-" + hex.EncodeToString(rb[:])}
 	// Skip whatever the login shell printed before sh took over.
-	if _, _, err := sh.do("true", 30*time.Second); err != nil {
+	if _, _, err := sh.do("true", shellStartTimeout); err != nil {
 		sh.close()
 		return nil, err
 	}
@@ -101,13 +113,19 @@ func (s *shell) do(cmd string, timeout time.Duration) ([]byte, int, error) {
 		return r.out, r.code, r.err
 	case <-time.After(timeout):
 		s.close()
-		return nil, -1, fmt.Errorf("no answer within %s", timeout)
+		return nil, -1, fmt.Errorf("%w within %s", errNoAnswer, timeout)
 	}
 }
 
 // sh runs a command line through one of m's persistent shells and returns
 // its output; a non-zero exit is an error holding the output.
 func (m *machine) sh(ctx context.Context, cmd string) ([]byte, error) {
+	select {
+	case m.shellSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-m.shellSem }()
 	c, _, err := m.connected(ctx)
 	if err != nil {
 		return nil, err
@@ -123,8 +141,10 @@ func (m *machine) sh(ctx context.Context, cmd string) ([]byte, error) {
 	}
 	if s == nil {
 		if s, err = newShell(c); err != nil {
-			m.drop(c)
-			m.r.markDown(m, err)
+			if !errors.Is(err, errNoAnswer) {
+				m.drop(c)
+				m.r.markDown(m, err)
+			}
 			return nil, fmt.Errorf("machine %s: start a shell: %w", m.key, err)
 		}
 	}

@@ -65,7 +65,15 @@ func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.
 
 // NewLab creates keys and configs for n servers in dir (created) and
 // starts them. Call Close to stop them.
-func NewLab(dir string, n int) (*Lab, error) {
+func NewLab(dir string, n int) (*Lab, error) { return NewLabConfig(dir, n, "") }
+
+// NewLabConfig is NewLab with extra sshd_config lines, which come first
+// and so win over the lab's own (sshd takes a keyword's first value):
+// "MaxSessions 10" gives OpenSSH's default back, for one.
+func NewLabConfig(dir string, n int, extra string) (*Lab, error) {
+	if extra != "" && !strings.HasSuffix(extra, "\n") {
+		extra += "\n"
+	}
 	if why := Available(); why != "" {
 		return nil, errors.New(why)
 	}
@@ -108,7 +116,7 @@ func NewLab(dir string, n int) (*Lab, error) {
 		}
 		s := &Server{Name: name, Host: "127.0.0.1", Port: port, HostKey: hostPub, dir: sdir,
 			config: filepath.Join(sdir, "sshd_config"), logPath: filepath.Join(sdir, "sshd.log")}
-		cfg := fmt.Sprintf(`Port %d
+		cfg := extra + fmt.Sprintf(`Port %d
 ListenAddress 127.0.0.1
 HostKey %s
 PidFile %s

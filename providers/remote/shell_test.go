@@ -1,0 +1,139 @@
+package remote
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/internal/testdeps"
+	"github.com/trialform/trialform/providers/remote/sshtest"
+)
+
+// TestShellsUnderASlowLogin: a machine whose login shell is slow (a heavy
+// ~/.bashrc: conda, pyenv) behind OpenSSH's default MaxSessions of 10, and
+// 16 commands at once (apply starts 16 trials at a time). One login is
+// never ends (past the shell start timeout). Only that command fails: the
+// connection and the other commands' shells stay up, and no more than
+// maxShells logins run at once, so the sessions stay within MaxSessions.
+// (Before: each command opened a shell of its own, 16 sessions on one
+// connection, and the one that timed out dropped the connection, failing
+// every command in flight: "start a shell: EOF".)
+func TestShellsUnderASlowLogin(t *testing.T) {
+	testdeps.Require(t, "sshd", sshtest.Available())
+	if sh := loginShell(t); filepath.Base(sh) != "bash" {
+		t.Fatalf("this test slows the login through BASH_ENV, and this user's login shell is %q, not bash", sh)
+	}
+	dir := t.TempDir()
+	marks := filepath.Join(dir, "marks")
+	if err := os.Mkdir(marks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Sourced by every bash the server starts for this user. The first
+	// login waits (past the timeout) until the test ends; the others note
+	// how many logins run at once.
+	slow := filepath.Join(dir, "slow.sh")
+	script := `D=` + marks + `
+if mkdir "$D/first" 2>/dev/null; then
+	i=0
+	while [ ! -e "$D/release" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+else
+	mkdir "$D/in.$$"
+	ls -d "$D"/in.* | wc -l >>"$D/concurrency"
+	sleep 0.2
+	rmdir "$D/in.$$"
+fi
+`
+	if err := os.WriteFile(slow, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := sshtest.NewLabConfig(filepath.Join(dir, "lab"), 1, "MaxSessions 10\nSetEnv BASH_ENV="+slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	defer os.WriteFile(filepath.Join(marks, "release"), nil, 0o644)
+	// Long enough for the other logins on a loaded machine (this user's
+	// ~/.bashrc may be slow too: each waits for a free shell first).
+	defer func(d time.Duration) { shellStartTimeout = d }(shellStartTimeout)
+	shellStartTimeout = 10 * time.Second
+
+	r := newRemote(t, labConfig(t, l))
+	m := r.machines[0]
+	if _, _, err := m.connected(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	outs := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			out, err := m.sh(ctx(t), "echo ok "+strconv.Itoa(i))
+			outs[i], errs[i] = string(out), err
+		}(i)
+	}
+	wg.Wait()
+	failed := 0
+	for i := 0; i < n; i++ {
+		if errs[i] != nil {
+			failed++
+			if !strings.Contains(errs[i].Error(), "no answer within") {
+				t.Errorf("command %d: %v (want only the slow login's timeout)", i, errs[i])
+			}
+			continue
+		}
+		if want := "ok " + strconv.Itoa(i); strings.TrimSpace(outs[i]) != want {
+			t.Errorf("command %d printed %q, want %q", i, outs[i], want)
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d commands failed, want exactly 1 (the login past the timeout)", failed)
+	}
+	f, err := os.Open(filepath.Join(marks, "concurrency"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	most, logins := 0, 0
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		k, _ := strconv.Atoi(strings.TrimSpace(sc.Text()))
+		most = max(most, k)
+		logins++
+	}
+	if logins == 0 || most > maxShells {
+		t.Errorf("%d logins, at most %d at once; want at most maxShells (%d) at once", logins, most, maxShells)
+	}
+	// The connection survived: the machine is not marked down and a new
+	// command runs on it.
+	if _, down := r.downSince(m); down {
+		t.Errorf("the machine was marked down")
+	}
+	if out, err := m.sh(ctx(t), "echo again"); err != nil || strings.TrimSpace(string(out)) != "again" {
+		t.Errorf("after: %q, %v", out, err)
+	}
+}
+
+// loginShell is the current user's login shell (/etc/passwd).
+func loginShell(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := strconv.Itoa(os.Getuid())
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) == 7 && f[2] == uid {
+			return f[6]
+		}
+	}
+	t.Fatalf("uid %s is not in /etc/passwd", uid)
+	return ""
+}
