@@ -76,7 +76,23 @@ type host struct {
 	mains  map[int]bool // trials' main processes: not the reaper's
 	trials map[*hostTrial]bool
 	wg     sync.WaitGroup
+
+	// listOrphans and environ read /proc (orphans, readEnviron); tests
+	// replace them.
+	listOrphans func() []int
+	environ     func(pid int) ([]byte, error)
 }
+
+// readEnviron is /proc/PID/environ. It reads empty while the process is
+// in an exec (between the new program's memory and its arguments).
+func readEnviron(pid int) ([]byte, error) {
+	return fsx.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+}
+
+// execWait is how long killRest keeps looking at orphans whose
+// environment reads empty: an exec ends within it, and a process that
+// cleared its environment costs a trial's end no more.
+const execWait = time.Second
 
 type hostTrial struct {
 	dir  string
@@ -110,7 +126,7 @@ func hostMain() error {
 		// default would collect every few hundred trials' garbage.
 		debug.SetGCPercent(400)
 	}
-	h := &host{conn: uc, mains: map[int]bool{}, trials: map[*hostTrial]bool{}}
+	h := &host{conn: uc, mains: map[int]bool{}, trials: map[*hostTrial]bool{}, listOrphans: orphans, environ: readEnviron}
 	go h.signals()
 	go h.reaper()
 	h.serve()
@@ -190,7 +206,8 @@ func (h *host) run(req hostRequest, launch *os.File) {
 		ready: func() { h.reply(hostReply{ID: req.ID, Ready: true}) },
 		stop:  t.stop,
 		signalRest: func(main int, sig syscall.Signal) {
-			for _, p := range h.rest(req.Dir, main) {
+			ps, _ := h.rest(req.Dir, main)
+			for _, p := range ps {
 				_ = syscall.Kill(p, sig)
 			}
 		},
@@ -265,7 +282,7 @@ func (h *host) reaper() {
 func (h *host) reapOrphans() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, c := range orphans() {
+	for _, c := range h.listOrphans() {
 		if h.mains[c] {
 			continue
 		}
@@ -276,9 +293,9 @@ func (h *host) reapOrphans() {
 
 // rest lists the trial's processes outside its main process's group:
 // below main (0: none), and the host's orphans whose environment names
-// the trial dir, with theirs.
-func (h *host) rest(dir string, main int) []int {
-	var out []int
+// the trial dir, with theirs. unsure counts the live orphans whose
+// environment read empty: in an exec, or with none at all.
+func (h *host) rest(dir string, main int) (out []int, unsure int) {
 	if main > 0 {
 		if ds, ok := childrenTree(main); ok {
 			out = append(out, ds...)
@@ -287,18 +304,25 @@ func (h *host) rest(dir string, main int) []int {
 	marker := []byte("\x00" + trialproto.EnvSysDir + "=" + dir + "\x00")
 	h.mu.Lock()
 	var kids []int
-	for _, c := range orphans() {
+	for _, c := range h.listOrphans() {
 		if !h.mains[c] {
 			kids = append(kids, c)
 		}
 	}
 	h.mu.Unlock()
 	for _, c := range kids {
-		b, err := fsx.ReadFile("/proc/" + strconv.Itoa(c) + "/environ")
-		if err != nil || !bytes.Contains(append([]byte{0}, b...), marker) {
+		b, err := h.environ(c)
+		if err != nil {
 			continue
 		}
 		if state, _, err := procInfo(c); err != nil || state == 'Z' || state == 'X' {
+			continue
+		}
+		if len(b) == 0 {
+			unsure++
+			continue
+		}
+		if !bytes.Contains(append([]byte{0}, b...), marker) {
 			continue
 		}
 		out = append(out, c)
@@ -306,20 +330,23 @@ func (h *host) rest(dir string, main int) []int {
 			out = append(out, ds...)
 		}
 	}
-	return out
+	return out, unsure
 }
 
 // killRest SIGKILLs the trial's processes left outside its group (see
-// rest) until none is left or d passed.
+// rest) until none is left or d passed. An orphan whose environment reads
+// empty may be the trial's, caught in an exec (`setsid cmd &` right
+// before the trial exits): it is looked at again, for execWait at most.
 func (h *host) killRest(dir string, d time.Duration) {
-	deadline := time.Now().Add(d)
+	start := time.Now()
+	deadline := start.Add(d)
 	for {
-		ps := h.rest(dir, 0)
+		ps, unsure := h.rest(dir, 0)
 		for _, p := range ps {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 		h.reapOrphans()
-		if len(ps) == 0 || time.Now().After(deadline) {
+		if (len(ps) == 0 && (unsure == 0 || time.Since(start) > execWait)) || time.Now().After(deadline) {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // waitFile returns the trimmed content of path once it is not empty.
@@ -321,5 +323,47 @@ func TestStartRetriesWhenTheHostDiesUnanswered(t *testing.T) {
 	}
 	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded {
 		t.Fatalf("%+v", o)
+	}
+}
+
+// A process a trial starts in a new session right before it exits
+// (`setsid cmd & exit`) may still be in an exec when the trial's end is
+// handled, and /proc/PID/environ reads empty during an exec: killRest
+// looks at such an orphan again instead of taking it for nobody's and
+// leaving it running (TestConformance/KillNewSession failed so in CI, on a
+// loaded machine where an exec takes milliseconds). The exec is played by
+// an environment that reads empty three times.
+func TestKillRestWaitsOutAnExec(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("sleep", "1000")
+	cmd.Env = append(os.Environ(), trialproto.EnvSysDir+"="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	other := exec.Command("sleep", "1000") // another trial's
+	other.Env = append(os.Environ(), trialproto.EnvSysDir+"="+dir+"-other")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	reads := 0
+	h := &host{mains: map[int]bool{}, trials: map[*hostTrial]bool{},
+		listOrphans: func() []int { return []int{pid, other.Process.Pid} },
+		environ: func(p int) ([]byte, error) {
+			if p == pid {
+				if reads++; reads <= 3 {
+					return nil, nil
+				}
+			}
+			return readEnviron(p)
+		}}
+	h.killRest(dir, 5*time.Second)
+	if alive(pid, 0) {
+		t.Errorf("the trial's process (%d) outlived killRest after %d reads of its environment", pid, reads)
+	}
+	if !alive(other.Process.Pid, 0) {
+		t.Errorf("another trial's process was killed")
 	}
 }
