@@ -238,10 +238,12 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		}
 		return code
 	}
-	if !o.wait || code != 0 {
+	if !o.wait {
 		g.applySummary(out, hooks, c)
 		return code
 	}
+	// A failed action (reported above) is retried by the next pass, as
+	// in every later pass of the wait.
 	return g.wait(ctx, s, o, ps, out, hooks, c)
 }
 
