@@ -26,6 +26,12 @@ const (
 	Paused       = "PAUSED"        // stopped by trialform to start again (paused experiment, -replace); not read from the platform; resumed with the same id and parameters
 )
 
+// Statuses is every trial status above, in the order people read them. Each
+// list of statuses elsewhere (the query language) is derived
+// from it; TestStatusesListsEveryConstant fails when a status constant is
+// added above and not here.
+var Statuses = []string{Waiting, Running, Succeeded, Failed, Canceled, EarlyStopped, UserCanceled, Lost, Paused}
+
 // Terminal reports whether a status is final.
 func Terminal(status string) bool {
 	switch status {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/internal/results"
+	"github.com/trialform/trialform/state"
 )
 
 // Type is the type of a field or of a literal.
@@ -52,8 +53,9 @@ func (t Type) Ordered() bool {
 	return t == TypeNumber || t == TypeDuration || t == TypeTime || t == TypeParam
 }
 
-// Statuses are the trial statuses a status condition accepts.
-var Statuses = []string{"WAITING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELED", "EARLY_STOPPED", "LOST"}
+// Statuses are the trial statuses a status condition accepts: every status
+// the state can hold (state.Statuses), so the two cannot drift.
+var Statuses = state.Statuses
 
 // Field is a resolved field name: a fixed field, params.NAME or
 // metrics.NAME.

@@ -1,11 +1,14 @@
 package query
 
 import (
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trialform/trialform/internal/results"
+	"github.com/trialform/trialform/state"
 )
 
 func fp(f float64) *float64 { return &f }
@@ -265,5 +268,72 @@ func TestTop(t *testing.T) {
 	}
 	if got := ids(Top(rs, 1)); got != "t0002 t0005" {
 		t.Errorf("Top 1 of two experiments = %q", got)
+	}
+}
+
+// TestEveryStatusParses: every status the state can hold (each constant of
+// state's status enum) is a valid status literal in any case, alone and in
+// an alternation, and matches exactly the rows of that status. paused and
+// user_canceled were refused as "not a status" before.
+func TestEveryStatusParses(t *testing.T) {
+	for _, st := range []string{state.Waiting, state.Running, state.Succeeded, state.Failed, state.Canceled,
+		state.EarlyStopped, state.UserCanceled, state.Lost, state.Paused} {
+		if !slices.Contains(state.Statuses, st) {
+			t.Errorf("state.Statuses lacks %s", st)
+		}
+	}
+	for _, st := range state.Statuses {
+		for _, lit := range []string{st, strings.ToLower(st)} {
+			q, err := Parse("status:" + lit)
+			if err != nil {
+				t.Errorf("status:%s: %v", lit, err)
+				continue
+			}
+			if !q.Match(&results.Row{Status: st}) {
+				t.Errorf("status:%s does not match a %s trial", lit, st)
+			}
+			if q.Match(&results.Row{Status: "X" + st}) {
+				t.Errorf("status:%s matches a trial of another status", lit)
+			}
+		}
+	}
+	rs := rows()
+	rs[0].Status, rs[1].Status = state.Paused, state.UserCanceled
+	for _, tc := range []struct{ q, want string }{
+		{"status:paused|running", "t0001 t0006"},
+		{"status:user_canceled", "t0002"},
+		{"status:~paused|user_canceled|succeeded", "t0004 t0006 t0010"},
+	} {
+		q, err := Parse(tc.q)
+		if err != nil {
+			t.Errorf("%s: %v", tc.q, err)
+			continue
+		}
+		if got := ids(q.Filter(rs)); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.q, got, tc.want)
+		}
+	}
+}
+
+// TestREADMEListsEveryStatus: the README's table of query fields names
+// every status a status condition accepts.
+func TestREADMEListsEveryStatus(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "| `status` |") {
+			row = l
+		}
+	}
+	if row == "" {
+		t.Fatal("README.md: no row starting with \"| `status` |\" in the query fields table")
+	}
+	for _, st := range Statuses {
+		if !slices.Contains(strings.FieldsFunc(row, func(r rune) bool { return r == ' ' || r == '`' || r == '|' }), strings.ToLower(st)) {
+			t.Errorf("README.md's status row %q lacks %s", row, strings.ToLower(st))
+		}
 	}
 }
