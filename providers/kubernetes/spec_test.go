@@ -52,7 +52,7 @@ env:
   TRIALFORM_OUTPUT_DIR: "/nfs/code/svm/.trialform/k8s/svm/t0003/output"
   TRIALFORM_PARAMS: "/trialform/sys/params.json"
   TRIALFORM_SPEC_DIR: "/trialform/spec"
-  TRIALFORM_TENSORBOARD_DIR: "/nfs/code/svm/.trialform/k8s/svm/t0003/output/tensorboard"
+  TRIALFORM_TENSORBOARD_DIR: "/nfs/code/svm/.trialform/k8s/svm/t0003/output/tensorboard/t0003"
   TRIALFORM_TERMINATION_LOG: "/dev/termination-log"
   TRIALFORM_TRIAL_ID: "t0003"
 resources:

@@ -62,7 +62,7 @@ type spec struct {
 	LibDir        string        `json:"lib_dir"`
 	StopGrace     time.Duration `json:"stop_grace_ns"`
 	// TensorBoardDir is the trial's TensorBoard log directory
-	// (Config.TensorBoardRoot/EXPERIMENT/TRIAL); "" means output/tensorboard.
+	// (Config.TensorBoardRoot/EXPERIMENT/TRIAL); "" means output/tensorboard/TRIAL.
 	TensorBoardDir string `json:"tensorboard_dir,omitempty"`
 	// OutputLimit caps the stdout and the stderr kept on disk (bytes; 0 =
 	// DefaultOutputLimit, negative = no cap).

@@ -408,7 +408,9 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 	}
 	env := trialproto.Env(req, s.dir, s.path(outputDir), s.path(paramsFile))
 	if sp.TensorBoardDir != "" {
-		trialproto.SetTensorBoard(env, sp.TensorBoardDir)
+		// TensorBoardDir is ROOT/EXPERIMENT/TRIAL: the experiment's
+		// directory is its parent.
+		trialproto.SetTensorBoard(env, filepath.Dir(sp.TensorBoardDir), sp.TensorBoardDir)
 	}
 	py, ok := sp.Env["PYTHONPATH"]
 	if !ok {

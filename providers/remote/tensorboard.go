@@ -9,15 +9,22 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/pkg/sftp"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
-// SyncTensorBoard copies the trial's TensorBoard directory
-// (TRIAL/output/tensorboard on its machine) into req.Dest over SFTP,
-// incrementally; see providers.TensorBoardSyncer.
+// SyncTensorBoard copies the trial's TensorBoard directory into req.Dest
+// over SFTP, incrementally; see providers.TensorBoardSyncer. On its
+// machine the trial's directory is TRIAL/output/tensorboard/TRIAL
+// (TRIALFORM_TENSORBOARD_DIR; ADAPTDL_TENSORBOARD_LOGDIR is its parent,
+// which seed 000's code joins with the trial id): everything under
+// TRIAL/output/tensorboard is copied, the leading TRIAL component dropped,
+// so trials started before that layout (which wrote into
+// output/tensorboard itself) and code that writes straight into
+// ADAPTDL_TENSORBOARD_LOGDIR land in req.Dest too.
 func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest) (providers.SyncStats, error) {
 	var stats providers.SyncStats
 	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
@@ -47,8 +54,11 @@ func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest)
 		}
 		fi := w.Stat()
 		rel, err := filepath.Rel(root, w.Path())
-		if err != nil || rel == "." {
+		if err != nil || rel == "." || rel == req.TrialID {
 			continue
+		}
+		if r, ok := strings.CutPrefix(rel, req.TrialID+"/"); ok {
+			rel = r
 		}
 		rel = filepath.FromSlash(rel)
 		if !filepath.IsLocal(rel) {

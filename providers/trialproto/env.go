@@ -24,8 +24,10 @@ const (
 	EnvTrialID    = "TRIALFORM_TRIAL_ID"
 	EnvParams     = "TRIALFORM_PARAMS"
 	EnvOutput     = "TRIALFORM_OUTPUT_DIR"
-	// EnvTensorBoard is the trial's TensorBoard log directory; the same
-	// value goes in EnvAdaptDLTensorBoard, which AdaptDL trial code reads.
+	// EnvTensorBoard is the trial's TensorBoard log directory.
+	// EnvAdaptDLTensorBoard is the experiment's, as AdaptDL (seed 000)
+	// defines it: trial code joins it with NNI_TRIAL_JOB_ID, which gives
+	// EnvTensorBoard's directory.
 	EnvTensorBoard        = "TRIALFORM_TENSORBOARD_DIR"
 	EnvAdaptDLTensorBoard = "ADAPTDL_TENSORBOARD_LOGDIR"
 )
@@ -45,8 +47,9 @@ func IsProtocolEnv(name string) bool { return protocolNames[name] }
 // variables (NNI_PLATFORM=local, NNI_SYS_DIR, NNI_OUTPUT_DIR,
 // NNI_TRIAL_JOB_ID, NNI_EXP_ID, NNI_TRIAL_SEQ_ID, TRIALFORM_EXPERIMENT,
 // TRIALFORM_TRIAL_ID, TRIALFORM_PARAMS, TRIALFORM_OUTPUT_DIR, and
-// TRIALFORM_TENSORBOARD_DIR = ADAPTDL_TENSORBOARD_LOGDIR =
-// OUTPUT/tensorboard unless SetTensorBoard names another). The protocol
+// ADAPTDL_TENSORBOARD_LOGDIR = OUTPUT/tensorboard and
+// TRIALFORM_TENSORBOARD_DIR = OUTPUT/tensorboard/TRIAL unless
+// SetTensorBoard names others). The protocol
 // wins over the user for those names; NNI_TRIAL_COMMAND_CHANNEL is never
 // present.
 func Env(req providers.StartRequest, sysDir, outputDir, paramsFile string) map[string]string {
@@ -66,19 +69,26 @@ func Env(req providers.StartRequest, sysDir, outputDir, paramsFile string) map[s
 	env[EnvTrialID] = req.TrialID
 	env[EnvParams] = paramsFile
 	env[EnvOutput] = outputDir
-	SetTensorBoard(env, strings.TrimSuffix(outputDir, "/")+"/tensorboard")
+	tb := strings.TrimSuffix(outputDir, "/") + "/" + TensorBoardSubdir
+	SetTensorBoard(env, tb, tb+"/"+req.TrialID)
 	return env
 }
 
 // TensorBoardSubdir is where, under a trial's output directory, its
-// TensorBoard logs go by default.
+// TensorBoard logs go by default: the trial's own in TensorBoardSubdir/TRIAL,
+// which is where AdaptDL-style code that joins ADAPTDL_TENSORBOARD_LOGDIR
+// with NNI_TRIAL_JOB_ID writes too.
 const TensorBoardSubdir = "tensorboard"
 
-// SetTensorBoard sets the trial's TensorBoard log directory in env (both
-// TRIALFORM_TENSORBOARD_DIR and AdaptDL's ADAPTDL_TENSORBOARD_LOGDIR).
-func SetTensorBoard(env map[string]string, dir string) {
-	env[EnvTensorBoard] = dir
-	env[EnvAdaptDLTensorBoard] = dir
+// SetTensorBoard sets the TensorBoard directories in env: AdaptDL's
+// ADAPTDL_TENSORBOARD_LOGDIR is the experiment's directory expDir, and
+// TRIALFORM_TENSORBOARD_DIR is the trial's, trialDir, which is expDir
+// joined with the trial id (seed 000's trial code makes that join itself;
+// a directory per trial given as ADAPTDL_TENSORBOARD_LOGDIR made its runs
+// TRIAL/TRIAL).
+func SetTensorBoard(env map[string]string, expDir, trialDir string) {
+	env[EnvTensorBoard] = trialDir
+	env[EnvAdaptDLTensorBoard] = expDir
 }
 
 // Environ merges env into base (an os.Environ-style list) for exec: entries

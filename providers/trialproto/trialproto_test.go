@@ -95,8 +95,9 @@ func TestEnv(t *testing.T) {
 		"NNI_TRIAL_JOB_ID": "t1", "NNI_EXP_ID": "eid", "NNI_TRIAL_SEQ_ID": "7",
 		"TRIALFORM_EXPERIMENT": "exp", "TRIALFORM_TRIAL_ID": "t1", "TRIALFORM_PARAMS": "/sys/params.json",
 		"TRIALFORM_OUTPUT_DIR": "/out",
-		// TensorBoard: OUTPUT/tensorboard, under both names (AdaptDL's too).
-		"TRIALFORM_TENSORBOARD_DIR": "/out/tensorboard", "ADAPTDL_TENSORBOARD_LOGDIR": "/out/tensorboard",
+		// TensorBoard: AdaptDL's is the experiment's directory (seed 000's
+		// code joins it with NNI_TRIAL_JOB_ID), ours that join.
+		"TRIALFORM_TENSORBOARD_DIR": "/out/tensorboard/t1", "ADAPTDL_TENSORBOARD_LOGDIR": "/out/tensorboard",
 	}
 	if !reflect.DeepEqual(env, want) {
 		t.Errorf("Env = %v\nwant %v", env, want)
