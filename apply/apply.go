@@ -666,9 +666,11 @@ func recordExperiment(st *state.State, ep *plan.ExperimentPlan, cfg *schema.Expe
 			e.DoneAt = &t
 			e.DoneReason = ep.DoneReason
 		}
+		e.Failed = ep.Failed
 	} else {
 		e.DoneAt = nil
 		e.DoneReason = ""
+		e.Failed = false
 	}
 	return e
 }

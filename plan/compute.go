@@ -402,7 +402,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 
 	// Trials of the current generation drive the budget.
 	var active, lost, waiting []*state.Trial
-	counted, failed := 0, 0
+	counted, failed, succeeded := 0, 0, 0
 	var oldRunning []*state.Trial
 	for _, t := range cur.SortedTrials() {
 		if req := requests[t.ID]; req != "" {
@@ -424,8 +424,11 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		if t.Status != state.Canceled {
 			counted++
 		}
-		if t.Status == state.Failed {
+		switch t.Status {
+		case state.Failed:
 			failed++
+		case state.Succeeded:
+			succeeded++
 		}
 		switch t.Status {
 		case state.Running:
@@ -471,6 +474,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	switch {
 	case cfg.MaxDuration > 0 && !created.IsZero() && now.Sub(created) >= cfg.MaxDuration:
 		ep.Done, ep.DoneReason = true, fmt.Sprintf("max_duration (%s) reached", cfg.MaxDuration)
+		failIfNone(ep, succeeded)
 		for _, t := range append(append(active, lost...), waiting...) {
 			if t.Status == state.Running {
 				ep.Trials = append(ep.Trials, &TrialAction{
@@ -485,6 +489,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		return ep, nil
 	case cfg.MaxFailedTrials > 0 && failed >= cfg.MaxFailedTrials:
 		ep.Done, ep.DoneReason = true, fmt.Sprintf("max_failed_trials (%d) reached", cfg.MaxFailedTrials)
+		ep.Failed = true
 		if len(active) > 0 {
 			ep.Notes = append(ep.Notes, fmt.Sprintf("%d running trial(s) are left to finish", len(active)))
 		}
@@ -559,6 +564,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	remaining := cfg.MaxTrials - counted
 	if remaining <= 0 && len(active)+len(lost)+len(waiting) == 0 {
 		ep.Done, ep.DoneReason = true, fmt.Sprintf("budget used (%d trials)", cfg.MaxTrials)
+		failIfNone(ep, succeeded)
 		finish(ep)
 		return ep, nil
 	}
@@ -599,6 +605,21 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	}
 	finish(ep)
 	return ep, nil
+}
+
+// failIfNone marks a done experiment failed when no trial of its current
+// generation succeeded: it ended without a result (Katib's experiment
+// fails so too).
+func failIfNone(ep *ExperimentPlan, succeeded int) {
+	if succeeded > 0 {
+		return
+	}
+	ep.Failed = true
+	if ep.Generation > 1 {
+		ep.DoneReason += fmt.Sprintf(" and no trial of generation %d succeeded", ep.Generation)
+	} else {
+		ep.DoneReason += " and no trial succeeded"
+	}
 }
 
 // exhaustedAdvice explains an exhausted grid or batch: with max_trials

@@ -116,6 +116,11 @@ type ExperimentPlan struct {
 	// Done is set when the experiment needs no more trials, with the reason.
 	Done       bool   `json:"done,omitempty"`
 	DoneReason string `json:"done_reason,omitempty"`
+	// Failed is set with Done when the experiment ended without what it
+	// was run for: max_failed_trials was reached, or no trial of its
+	// current generation succeeded (DoneReason says which); apply then
+	// exits non-zero.
+	Failed bool `json:"failed,omitempty"`
 	// Notes explain what the plan will not do (drain, waiting for a GPU).
 	Notes  []string       `json:"notes,omitempty"`
 	Trials []*TrialAction `json:"trials,omitempty"`

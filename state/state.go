@@ -89,6 +89,9 @@ type Experiment struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	DoneAt     *time.Time `json:"done_at,omitempty"`
 	DoneReason string     `json:"done_reason,omitempty"` // "budget used", "max_failed_trials reached", "max_duration reached"
+	// Failed is set with DoneAt when the experiment ended failed:
+	// max_failed_trials reached, or no trial of its generation succeeded.
+	Failed bool `json:"failed,omitempty"`
 
 	NextSeq int `json:"next_seq"` // sequence number of the next trial; never goes down
 

@@ -239,7 +239,10 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		return code
 	}
 	if !o.wait {
-		g.applySummary(out, hooks, c)
+		if code == 0 && g.reportFailed(out, p, c) {
+			code = ExitExperimentFailed
+		}
+		g.applySummary(out, hooks, c, code == ExitExperimentFailed)
 		return code
 	}
 	// A failed action (reported above) is retried by the next pass, as
@@ -248,8 +251,12 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 }
 
 // applySummary prints "Apply complete! Trials: ..." (or its event).
-func (g *Globals) applySummary(out io.Writer, hooks countingHooks, c views.Colors) {
-	line := fmt.Sprintf("Apply complete! Trials: %d created, %d resumed, %d torn down.", hooks.count(plan.Create), hooks.count(plan.Resume), hooks.count(plan.Teardown))
+func (g *Globals) applySummary(out io.Writer, hooks countingHooks, c views.Colors, failed bool) {
+	head := "Apply complete!"
+	if failed {
+		head = "Apply complete, but an experiment failed (exit status 4)."
+	}
+	line := fmt.Sprintf("%s Trials: %d created, %d resumed, %d torn down.", head, hooks.count(plan.Create), hooks.count(plan.Resume), hooks.count(plan.Teardown))
 	if g.events != nil {
 		g.events.Emit(views.Event{Type: "change_summary", Message: line,
 			Changes: &views.ChangeSummaryJSON{Operation: "apply", Create: hooks.count(plan.Create), Resume: hooks.count(plan.Resume), Teardown: hooks.count(plan.Teardown)}})
@@ -348,8 +355,38 @@ func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps
 			fmt.Fprintln(out, views.StatusLine(ep))
 		}
 	}
-	g.applySummary(out, hooks, c)
+	failed := g.reportFailed(out, last, c)
+	g.applySummary(out, hooks, c, failed)
+	if failed {
+		return ExitExperimentFailed
+	}
 	return 0
+}
+
+// ExitExperimentFailed is apply's exit status when an experiment it
+// applied has failed: it ended because max_failed_trials was reached, or
+// with no successful trial in its current generation. The README's exit
+// code table lists it.
+const ExitExperimentFailed = 4
+
+// reportFailed reports, as errors, the experiments of p that ended failed;
+// it says whether there were any.
+func (g *Globals) reportFailed(out io.Writer, p *plan.Plan, c views.Colors) bool {
+	found := false
+	for _, ep := range p.Experiments {
+		if !ep.Failed {
+			continue
+		}
+		found = true
+		msg := fmt.Sprintf("experiment %s failed: %s", ep.Name, ep.DoneReason)
+		detail := fmt.Sprintf("`trialform trials %s -q status:failed` lists its failed trials and `trialform logs %s TRIAL` shows why; fix the cause, then raise max_trials (or max_failed_trials) or change the trial to run more", ep.Name, ep.Name)
+		if g.events != nil {
+			g.events.Diagnostic("error", msg, detail)
+			continue
+		}
+		fmt.Fprintln(out, c.Red("Error: ")+msg+"\n  "+detail)
+	}
+	return found
 }
 
 func (g *Globals) reportApply(ctx context.Context, err error) int {

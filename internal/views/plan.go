@@ -209,7 +209,10 @@ func StatusLine(ep *plan.ExperimentPlan) string {
 	if ep.Paused {
 		line += "; paused"
 	}
-	if ep.Done {
+	switch {
+	case ep.Failed:
+		line += "; failed: " + ep.DoneReason
+	case ep.Done:
 		line += "; done: " + ep.DoneReason
 	}
 	return line
@@ -273,7 +276,10 @@ func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
 	for _, n := range ep.Notes {
 		fmt.Fprintf(w, "      %s\n", c.Dim("# "+n))
 	}
-	if ep.Done {
+	switch {
+	case ep.Failed:
+		fmt.Fprintf(w, "      %s\n", c.Red("# failed: "+ep.DoneReason))
+	case ep.Done:
 		fmt.Fprintf(w, "      %s\n", c.Dim("# done: "+ep.DoneReason))
 	}
 	drift(w, ep, c, "      ")

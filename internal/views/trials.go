@@ -78,7 +78,10 @@ func ShowState(w io.Writer, st *state.State, c Colors, refreshed map[string]time
 		e := st.Experiments[n]
 		fmt.Fprintf(w, "\n%s (id %s, platform %s, generation %d)\n", c.Bold("experiment."+n), e.ID, e.Platform, e.Generation)
 		fmt.Fprintf(w, "  objective: %s %s; max_trials %d, concurrency %d", e.Goal, e.Metric, e.MaxTrials, e.Concurrency)
-		if e.DoneReason != "" {
+		switch {
+		case e.Failed:
+			fmt.Fprintf(w, "; failed: %s", e.DoneReason)
+		case e.DoneReason != "":
 			fmt.Fprintf(w, "; done: %s", e.DoneReason)
 		}
 		fmt.Fprintln(w)
