@@ -608,8 +608,10 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 					// result is no longer its result.
 					if e := st.Experiment(a.Experiment); e != nil && e.Trials[a.TrialID] != nil && state.Terminal(e.Trials[a.TrialID].Status) && e.Trials[a.TrialID].Status == a.Status {
 						t := e.Trials[a.TrialID]
+						// Its last attempt keeps its StartedAt and EndedAt
+						// until the new one starts: a PAUSED trial does not age.
 						t.Status, t.Reason = state.Paused, a.Reason
-						t.Value, t.Final, t.ExitCode, t.EndedAt = nil, nil, nil, nil
+						t.Value, t.Final, t.ExitCode = nil, nil, nil
 					}
 					continue
 				}
@@ -774,8 +776,11 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 			t.Reason = a.Reason
 			switch a.Cause {
 			case plan.CausePaused, plan.CauseReplace:
-				// Stopped to start again: not ended.
+				// Stopped to start again: not ended, but this attempt's
+				// process is gone, so its clock stops here (EndedAt);
+				// a resume is a new attempt with its own StartedAt.
 				t.Status = state.Paused
+				t.EndedAt = &end
 				return
 			case plan.CauseEarlyStop:
 				t.Status = state.EarlyStopped

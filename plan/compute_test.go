@@ -537,3 +537,38 @@ func TestMetisRepeatOf(t *testing.T) {
 		t.Fatalf("second create %+v is not a repeat", other)
 	}
 }
+
+// Issue 25, item 2: a trial whose process is gone while it is not over
+// (LOST) stops ageing: refresh records when it stopped (the platform's end
+// when known, else when it was first seen gone), and clears it when the
+// trial is seen running again.
+func TestLostTrialClockStops(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running), trial(2, state.Running))
+	pEnd := t0.Add(5 * time.Second)
+	seen := t0.Add(9 * time.Second)
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: false},
+		"t0001": {Exists: true, Phase: providers.PhaseLost, EndedAt: &pEnd},
+		"t0002": {Exists: true, Phase: providers.PhaseLost},
+	}}}
+	Observe(st, obs, seen)
+	tr := st.Experiments["exp"].Trials
+	for id, want := range map[string]time.Time{"t0000": seen, "t0001": pEnd, "t0002": seen} {
+		if tr[id].Status != state.Lost || tr[id].EndedAt == nil || !tr[id].EndedAt.Equal(want) {
+			t.Errorf("%s: status %s ended %v, want LOST ended %v", id, tr[id].Status, tr[id].EndedAt, want)
+		}
+	}
+	// Seen again later: the stop time stays the first one.
+	Observe(st, obs, seen.Add(time.Hour))
+	if !tr["t0000"].EndedAt.Equal(seen) {
+		t.Errorf("t0000 ended %v after a second refresh, want %v", tr["t0000"].EndedAt, seen)
+	}
+	// Running again (a supervisor that came back): its clock runs.
+	Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0002": {Exists: true, Phase: providers.PhaseRunning},
+	}}}, seen.Add(2*time.Hour))
+	if tr["t0002"].Status != state.Running || tr["t0002"].EndedAt != nil {
+		t.Errorf("t0002 running again: status %s ended %v", tr["t0002"].Status, tr["t0002"].EndedAt)
+	}
+}

@@ -226,6 +226,7 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		case state.Running:
 			t.Status = state.Lost
 			t.Reason = "gone from the platform while running"
+			stopClock(t, nil, now)
 		}
 		return nil
 	}
@@ -278,11 +279,13 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		if t.Status == state.Waiting || t.Status == state.Lost {
 			t.Status = state.Running
 			t.Reason = ""
+			t.EndedAt = nil // running again: its clock runs
 		}
 	case providers.PhaseLost:
 		if t.Status != state.Lost {
 			t.Status = state.Lost
 			t.Reason = nonEmpty(o.Reason, "the trial process vanished while running")
+			stopClock(t, o.EndedAt, now)
 		}
 	case providers.PhaseSucceeded, providers.PhaseFailed, providers.PhaseKilled:
 		end := now.UTC()
@@ -367,4 +370,19 @@ func limit(ss []string, n int) []string {
 		return append(ss[:n:n], fmt.Sprintf("(%d more)", len(ss)-n))
 	}
 	return ss
+}
+
+// stopClock records when a trial's attempt stopped without ending (LOST):
+// the platform's end time when it has one, else now, the first time this
+// state saw it gone. Its run time stops there; a resume is a new attempt,
+// timed from its own start.
+func stopClock(t *state.Trial, end *time.Time, now time.Time) {
+	e := now.UTC()
+	if end != nil {
+		e = end.UTC()
+	}
+	if t.StartedAt != nil && e.Before(*t.StartedAt) {
+		e = *t.StartedAt
+	}
+	t.EndedAt = &e
 }

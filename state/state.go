@@ -114,11 +114,16 @@ type Trial struct {
 	// StartFailures counts the failed starts since the last successful
 	// one; apply gives up after apply.MaxStartFailures (the trial becomes
 	// FAILED, "failed to start: ...").
-	StartFailures int        `json:"start_failures,omitempty"`
-	CreatedAt     time.Time  `json:"created_at"`
-	StartedAt     *time.Time `json:"started_at,omitempty"`
-	EndedAt       *time.Time `json:"ended_at,omitempty"`
-	ExitCode      *int       `json:"exit_code,omitempty"`
+	StartFailures int       `json:"start_failures,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	// StartedAt and EndedAt time the latest attempt. EndedAt is set when
+	// the attempt stopped: the trial ended, or its process is gone while
+	// the trial is not over (PAUSED, LOST), so a trial does not age while
+	// nothing runs. A resume starts a new attempt: a new StartedAt, no
+	// EndedAt.
+	StartedAt *time.Time `json:"started_at,omitempty"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	ExitCode  *int       `json:"exit_code,omitempty"`
 	// Value is the objective value, nil until a final result carrying the
 	// objective metric arrived.
 	Value *float64 `json:"value,omitempty"`

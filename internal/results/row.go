@@ -43,8 +43,10 @@ type Row struct {
 	CreatedAt time.Time
 	StartedAt *time.Time
 	EndedAt   *time.Time
-	// Duration is EndedAt-StartedAt for an ended trial; Elapsed is
-	// now-StartedAt for a trial still running.
+	// StartedAt and EndedAt are the latest attempt's. Duration is
+	// EndedAt-StartedAt once that attempt stopped (ended, or PAUSED or
+	// LOST: the clock stops with the process); Elapsed is now-StartedAt
+	// for an attempt still running.
 	Duration *time.Duration
 	Elapsed  *time.Duration
 
