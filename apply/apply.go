@@ -905,10 +905,6 @@ func (s *Session) purge(ctx context.Context, ep *plan.ExperimentPlan, errs *[]er
 		*errs = append(*errs, fmt.Errorf("destroy %s: %w", ep.Name, err))
 		return false
 	}
-	pg, ok := prov.(providers.ExperimentPurger)
-	if !ok {
-		return true
-	}
 	st := s.State()
 	on := ep.Name
 	if e := st.Experiment(ep.Name); e != nil {
@@ -919,8 +915,34 @@ func (s *Session) purge(ctx context.Context, ep *plan.ExperimentPlan, errs *[]er
 			}
 		}
 	}
+	pg, ok := prov.(providers.ExperimentPurger)
+	if !ok {
+		return s.purgeTensorBoard(prov, ep, errs)
+	}
 	if err := pg.PurgeExperiment(ctx, on, st.Lineage); err != nil {
 		*errs = append(*errs, fmt.Errorf("destroy %s: remove its objects on %s: %w", ep.Name, ep.Platform, err))
+		return false
+	}
+	return s.purgeTensorBoard(prov, ep, errs)
+}
+
+// tensorBoardRemover is a StateStore that keeps the local TensorBoard
+// tree (state.Manager).
+type tensorBoardRemover interface {
+	RemoveTensorBoard(experiment string) error
+}
+
+// purgeTensorBoard removes the copies of the experiment's TensorBoard logs
+// that `trialform tensorboard` made from a platform that syncs them
+// (providers.TensorBoardSyncer); a platform that writes into the tree
+// itself (local) removes its logs in PurgeExperiment.
+func (s *Session) purgeTensorBoard(prov providers.Provider, ep *plan.ExperimentPlan, errs *[]error) bool {
+	tr, ok := s.Store.(tensorBoardRemover)
+	if _, syncs := prov.(providers.TensorBoardSyncer); !ok || !syncs {
+		return true
+	}
+	if err := tr.RemoveTensorBoard(ep.Name); err != nil {
+		*errs = append(*errs, fmt.Errorf("destroy %s: %w", ep.Name, err))
 		return false
 	}
 	return true

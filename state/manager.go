@@ -21,6 +21,11 @@ import (
 // package that needs the path asks Manager.Path.
 const FileName = "state.json"
 
+// TensorBoardDir is the TensorBoard tree in the state directory:
+// EXPERIMENT/TRIAL, where local trials log (TRIALFORM_TENSORBOARD_DIR) and
+// `trialform tensorboard` copies remote trials' logs.
+const TensorBoardDir = "tensorboard"
+
 const (
 	backupSuffix = ".backup"
 	lockFile     = "state.lock"
@@ -40,6 +45,8 @@ const (
 //	                      by one of another lineage
 //	state.lock            the lock (flock) and its holder's LockInfo
 //	metrics/EXP/ID.jsonl  one metric series per trial
+//	tensorboard/EXP/ID    the TensorBoard tree (TensorBoardDir): logs of
+//	                      local trials, copies of remote ones'
 //
 // The directory is created on the first Save or Lock. A Manager is safe for
 // concurrent use.

@@ -266,6 +266,19 @@ func (m *Manager) RemoveMetrics(experiment string) error {
 	return nil
 }
 
+// RemoveTensorBoard removes an experiment's part of the TensorBoard tree
+// (TensorBoardDir/EXPERIMENT), where `trialform tensorboard` copies remote
+// trials' logs.
+func (m *Manager) RemoveTensorBoard(experiment string) error {
+	if err := checkName("experiment", experiment); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(m.dir, TensorBoardDir, experiment)); err != nil {
+		return fmt.Errorf("remove the tensorboard logs of %s: %w", experiment, err)
+	}
+	return nil
+}
+
 // MoveMetrics renames the metric series of experiment from to experiment
 // to (state mv, moved blocks). Moving what is already moved (from absent,
 // to present) or an experiment without series does nothing, so a move

@@ -124,11 +124,20 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		GPUScheduling: sched, AssignedGPUs: gpus, LibDir: l.cfg.LibDir, StopGrace: l.cfg.StopGrace, OutputLimit: l.cfg.OutputLimit,
 		CreatedAt: time.Now().UTC(),
 	}
-	if l.cfg.TensorBoardRoot != "" {
+	if tb := l.tensorBoardOf(req.Experiment, req.TrialID); tb != "" {
 		// The trial's own dir is made by its supervisor (prepare).
-		ns.TensorBoardDir = filepath.Join(l.cfg.TensorBoardRoot, req.Experiment, req.TrialID)
-		if err := l.tensorBoardDir(filepath.Dir(ns.TensorBoardDir)); err != nil {
+		ns.TensorBoardDir = tb
+		if err := l.tensorBoardDir(filepath.Dir(tb)); err != nil {
 			return nil, fmt.Errorf("tensorboard dir: %w", err)
+		}
+		if sp == nil && st == nil {
+			// A new trial: logs already there are an earlier experiment's
+			// of the same name (destroyed by a version that left them),
+			// which TensorBoard and the dashboard would show as this
+			// trial's.
+			if err := os.RemoveAll(tb); err != nil {
+				return nil, fmt.Errorf("remove stale tensorboard logs: %w", err)
+			}
 		}
 	}
 	// Replaced atomically (a reader never sees half a spec; a kill -9
@@ -175,6 +184,38 @@ func (l *Local) expDir(dir string, perm fs.FileMode) error {
 	topdir.Mark(dir)
 	l.expDirs.Store(dir, true)
 	return nil
+}
+
+// tensorBoardOf is the trial's directory in the TensorBoard tree
+// (TensorBoardRoot/EXPERIMENT/TRIAL), "" when there is no tree.
+func (l *Local) tensorBoardOf(experiment, trial string) string {
+	if l.cfg.TensorBoardRoot == "" {
+		return ""
+	}
+	return filepath.Join(l.cfg.TensorBoardRoot, experiment, trial)
+}
+
+// removeTensorBoard removes the trial's TensorBoard logs (destroy), then
+// the experiment's directory of them once nothing else is in it.
+func (l *Local) removeTensorBoard(experiment, trial string) error {
+	tb := l.tensorBoardOf(experiment, trial)
+	if tb == "" {
+		return nil
+	}
+	if err := os.RemoveAll(tb); err != nil {
+		return fmt.Errorf("remove the tensorboard logs of trial %s/%s: %w", experiment, trial, err)
+	}
+	l.dropTensorBoardExp(filepath.Dir(tb))
+	return nil
+}
+
+// dropTensorBoardExp removes an experiment's dir of TensorBoard logs when
+// it is empty, and forgets that this process made it (a later trial of
+// the experiment makes it again).
+func (l *Local) dropTensorBoardExp(dir string) {
+	if os.Remove(dir) == nil {
+		l.expDirs.Delete(dir)
+	}
 }
 
 // tensorBoardDir creates an experiment's dir of TensorBoard logs once per

@@ -46,6 +46,9 @@ func (l *Local) Stop(ctx context.Context, req providers.StopRequest) error {
 		}
 		// Drop the experiment dir once its last trial is gone.
 		_ = os.Remove(filepath.Dir(dir))
+		if err := l.removeTensorBoard(req.Experiment, req.TrialID); err != nil {
+			return err
+		}
 	}
 	return nil
 }
