@@ -143,6 +143,9 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // parseYAML returns the root mapping of the first document; errors name
 // file:line.
 func parseYAML(name string, data []byte) (*yaml.Node, error) {
+	if err := checkText(name, data); err != nil {
+		return nil, err
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		msg := err.Error()
@@ -154,6 +157,9 @@ func parseYAML(name string, data []byte) (*yaml.Node, error) {
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &Error{File: name, Line: 1, Msg: "the file is empty; it should hold a YAML mapping"}
+	}
+	if err := checkAliases(name, doc.Content[0]); err != nil {
+		return nil, err
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {

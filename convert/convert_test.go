@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -234,6 +235,11 @@ func TestBadYAMLNamesFileAndLine(t *testing.T) {
 		{"polyaxon", "version: 1\nkind: group\nhptuning:\n  matrix:\n    lr:\n      uniform: a:b\n", `config.yml:6: hptuning.matrix.lr.uniform: "a" is not a number`},
 		{"polyaxon", "version: 1.1\nkind: operation\nurlRef: https://x/y.yml\n", "config.yml:3: urlRef: convert does not download components"},
 		{"polyaxon", "version: 1\nkind: notebook\n", `config.yml:2: kind "notebook"`},
+		// yaml.v3 names no line for these two
+		{"nni", "trialCommand: x\nsearchSpace:\n  a: \"caf\xe9\"\n", "config.yml:3: column 10: byte 0xE9 is not UTF-8 text"},
+		{"katib", "kind: Experiment\nspec:\n  x: \"\x01\"\n", "config.yml:3: column 7: the control character U+0001 is not allowed in YAML"},
+		// an alias inside its own anchor never ends (it used to overflow the stack)
+		{"nni", "trialCommand: x\nsearchSpace: &a {x: *a}\n", "config.yml:2: the alias *a is inside its own anchor &a"},
 	}
 	for _, tt := range tests {
 		_, err := tools[tt.tool]([]byte(tt.src), Options{Filename: "config.yml"})
@@ -293,4 +299,41 @@ func FuzzKatib(f *testing.F) {
 
 func FuzzPolyaxon(f *testing.F) {
 	fuzz(f, "polyaxon", seedFiles("testdata/seeds/004_*/polyaxonfile.yml", "testdata/corpus/polyaxon/*.yml", "testdata/corpus/polyaxon/*/*.y*ml"))
+}
+
+// An alias bomb is refused at the alias that takes the expansion past the
+// limit, for each tool, wherever the aliases are; converting used to
+// expand it (a 700-byte one took 4.4 GB).
+func TestAliasBombRefused(t *testing.T) {
+	// 12 levels of 3: 3^12 = 531441 values, about five times the limit,
+	// so that without the check the conversion still ends.
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x]\n")
+	for i := 1; i <= 12; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d, *a%d]\n", i, i, i-1, i-1, i-1)
+	}
+	bomb := b.String()
+	for _, tt := range []struct {
+		tool, src string
+		line      int // of a9's aliases: those up to there stand for 132840 values
+	}{
+		{"nni", bomb + "trialCommand: x\nsearchSpace: {lr: {_type: choice, _value: *a12}}\n", 10},
+		{"katib", "kind: Experiment\n" + bomb + "spec: {parameters: *a12}\n", 11},
+		{"polyaxon", "version: 1.1\nkind: component\n" + bomb + "run: {kind: job, container: {image: x, command: *a12}}\n", 12},
+	} {
+		_, err := tools[tt.tool]([]byte(tt.src), Options{Filename: "bomb.yml"})
+		var ce *Error
+		if !errors.As(err, &ce) || !strings.Contains(ce.Msg, "YAML aliases") {
+			t.Errorf("%s: err = %v, want the alias limit", tt.tool, err)
+			continue
+		}
+		if ce.Line != tt.line {
+			t.Errorf("%s: error at line %d, want %d: %v", tt.tool, ce.Line, tt.line, err)
+		}
+	}
+	// Aliases used as real configurations use them are fine.
+	src := "searchSpaceFile: s.json\ntrialCommand: x\nx: &res {cpu: 1, memory: 2g}\ny: *res\nz: *res\n"
+	if _, err := NNI([]byte(src), Options{Filename: "ok.yml"}); err != nil {
+		t.Errorf("a few aliases: %v", err)
+	}
 }

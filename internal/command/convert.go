@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/trialform/trialform/convert"
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 // convertOptions are the flags and arguments of convert.
@@ -55,9 +56,9 @@ func (g *Globals) convert(o convertOptions) int {
 		return filepath.Join(wd, p)
 	}
 	in := abs(o.input)
-	data, err := os.ReadFile(in)
+	data, err := readConvertInput(in, o.input)
 	if err != nil {
-		return g.errorf("read %s: %v", o.input, err)
+		return g.errorf("%v", err)
 	}
 	outDir := wd
 	if o.output != "" {
@@ -77,7 +78,7 @@ func (g *Globals) convert(o convertOptions) int {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(inDir, rel)
 			}
-			return os.ReadFile(p)
+			return readConvertInput(p, rel)
 		},
 	})
 	var cerr *convert.Error
@@ -110,4 +111,33 @@ func (g *Globals) convert(o convertOptions) int {
 	}
 	fmt.Fprintf(g.IO.Err, "Wrote %s (%d warning%s). Check it with: trialform validate\n", o.output, len(res.Warnings), plural)
 	return 0
+}
+
+// readConvertInput reads a file convert is given or that the definition
+// names (a search space, a Polyaxon pathRef): a regular file of at most
+// fsread.MaxConfig bytes, so a FIFO, /dev/zero or a huge file is refused
+// instead of blocking or exhausting memory. name is the path as the user
+// wrote it.
+func readConvertInput(path, name string) ([]byte, error) {
+	data, err := fsread.ReadFile(path, fsread.MaxConfig)
+	switch {
+	case err == nil:
+		return data, nil
+	case fsread.IsRefused(err):
+		// fsread's message names the path it was given; name the one the
+		// user wrote.
+		var tl *fsread.TooLargeError
+		var nr *fsread.NotRegularError
+		if errors.As(err, &tl) {
+			tl.Path = name
+		} else if errors.As(err, &nr) {
+			nr.Path = name
+		}
+		return nil, fmt.Errorf("%v: convert reads configuration files only", err)
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return nil, fmt.Errorf("read %s: %v", name, err)
 }
