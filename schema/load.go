@@ -48,6 +48,7 @@ func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
 	}
 	l.load(opts)
+	l.scrubDiags()
 	if l.diags.HasErrors() {
 		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
 	}

@@ -1,8 +1,14 @@
 package schema
 
 import (
+	"regexp"
+	"strconv"
+
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/trialform/trialform/internal/mask"
 )
 
 // Sensitive values, with Terraform's meaning: a variable declared with
@@ -21,7 +27,7 @@ type valueMark string
 const sensitiveMark = valueMark("sensitive")
 
 // SensitiveText is what is shown in place of a sensitive value.
-const SensitiveText = "(sensitive value)"
+const SensitiveText = mask.Text
 
 // isSensitive reports whether v or anything inside it is marked sensitive.
 func isSensitive(v cty.Value) bool {
@@ -77,4 +83,83 @@ func sensitiveStrings(v cty.Value) []string {
 		return true, nil
 	})
 	return out
+}
+
+// sensitiveTexts are the texts of the primitive values in v that are
+// marked sensitive (strings, and numbers as they print), or all of v's
+// when all is true (v is a sensitive variable's unmarked value).
+func sensitiveTexts(v cty.Value, all bool) []string {
+	var out []string
+	_ = cty.Walk(v, func(_ cty.Path, x cty.Value) (bool, error) {
+		marked := all || x.IsMarked()
+		x, _ = x.UnmarkDeep()
+		if !marked || !x.IsKnown() || x.IsNull() {
+			return true, nil
+		}
+		switch x.Type() {
+		case cty.String:
+			if x.AsString() != "" {
+				out = append(out, x.AsString())
+			}
+		case cty.Number:
+			out = append(out, x.AsBigFloat().Text('f', -1))
+		}
+		return true, nil
+	})
+	return out
+}
+
+// quoted matches a quoted string in a message, as Go's %q and HCL print
+// one.
+var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// scrubDiags removes sensitive values from every diagnostic's summary and
+// detail: HCL's function errors (tonumber, parseint, formatdate, ...)
+// quote the argument they could not use, and only type errors know to
+// say "(sensitive value)". A quoted string that holds a sensitive value
+// is replaced whole (it may be a value derived from it); any other
+// occurrence where it stands as a token is masked. The sensitive values
+// are the sensitive variables' and those of the expression a diagnostic
+// names (and of a failed call's arguments), evaluated again.
+func (l *loader) scrubDiags() {
+	var vals []string
+	for _, name := range l.varNames {
+		if v := l.vars[name]; v.sensitive && v.hasVal {
+			vals = append(vals, sensitiveTexts(v.value, true)...)
+		}
+	}
+	for _, d := range l.diags {
+		set := mask.New(vals...)
+		if d.Expression != nil && d.EvalContext != nil {
+			exprs := []hcl.Expression{d.Expression}
+			if call, ok := d.Expression.(*hclsyntax.FunctionCallExpr); ok {
+				for _, a := range call.Args {
+					exprs = append(exprs, a)
+				}
+			}
+			for _, e := range exprs {
+				v, _ := e.Value(d.EvalContext)
+				set.Add(sensitiveTexts(v, false)...)
+			}
+		}
+		if set.Empty() {
+			continue
+		}
+		d.Summary, d.Detail = scrubText(d.Summary, set), scrubText(d.Detail, set)
+	}
+}
+
+// scrubText hides set's secrets in a message (see scrubDiags).
+func scrubText(msg string, set *mask.Set) string {
+	msg = quoted.ReplaceAllStringFunc(msg, func(q string) string {
+		inner, err := strconv.Unquote(q)
+		if err != nil {
+			inner = q[1 : len(q)-1]
+		}
+		if set.Within(inner) || set.Within(q[1:len(q)-1]) {
+			return SensitiveText
+		}
+		return q
+	})
+	return set.String(msg)
 }

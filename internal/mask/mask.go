@@ -1,0 +1,393 @@
+// Package mask hides secrets in text that trialform shows: a trial's
+// output (logs, the dashboard), diagnostics and the errors of platform
+// APIs. It is pure (no I/O) and knows nothing of configurations or state.
+//
+// A secret is masked only where it stands as a whole token: where the
+// bytes before and after it are not letters, digits or '_' (or the
+// secret itself starts or ends with such a separator). Masking every
+// occurrence would turn a log into "d(sensitive value)t(sensitive
+// value)..." for a secret "a", and would tell a reader where the secret
+// sits inside other words. A secret of several lines is masked line by
+// line.
+//
+// A Set can hold secrets in clear (built from a configuration that has
+// them) or only as salted, truncated hashes (Hashed: built from what an
+// apply recorded in the state), so that `trialform logs` and the dashboard
+// mask a value they were never given. A hash is SHA-256 of a random
+// per-experiment salt and the value, truncated to 32 bits: enough to recognise the
+// secret among a log's tokens (a false match hides one innocent token about
+// once in four billion candidates), too short to confirm a guess of it
+// (any 8-character secret shares its hash with millions of others).
+package mask
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Text is what is shown in place of a secret.
+const Text = "(sensitive value)"
+
+// MinLength is the shortest secret that masking can hide without
+// giving it away: shorter values (a PIN, "a", "1") stand as tokens in
+// ordinary output, so masking them hides innocent words and numbers and
+// tells a reader which short word is the secret. Validate warns about
+// shorter sensitive values; they are still masked.
+const MinLength = 8
+
+// IsToken reports whether b belongs to a token: a letter, a digit, '_'
+// or any byte of a non-ASCII UTF-8 sequence.
+func IsToken(b byte) bool {
+	return b == '_' || b >= 0x80 || ('0' <= b && b <= '9') || ('a' <= b && b <= 'z') || ('A' <= b && b <= 'Z')
+}
+
+// Pieces splits a secret into what is matched: its lines (a secret of
+// several lines, such as a key file, is masked line by line), without
+// trailing "\r", empty ones dropped.
+func Pieces(secret string) []string {
+	var out []string
+	for _, l := range strings.Split(secret, "\n") {
+		l = strings.TrimSuffix(l, "\r")
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Encodings are the forms a secret takes in text that quotes or sends it:
+// its text forms (TextForms) and base64 (standard and URL alphabets,
+// padded or not). Forms equal to one before are left out.
+func Encodings(secret string) []string {
+	return addForms(TextForms(secret),
+		base64.StdEncoding.EncodeToString([]byte(secret)),
+		base64.RawStdEncoding.EncodeToString([]byte(secret)),
+		base64.URLEncoding.EncodeToString([]byte(secret)),
+		base64.RawURLEncoding.EncodeToString([]byte(secret)))
+}
+
+// TextForms are the forms of a secret a trial or a service that echoes a
+// request prints: itself, JSON-escaped (without the quotes), URL query and
+// path encoded. A Record keeps these (each form costs a hash at every
+// token of a log); a Set in clear masks every Encoding.
+func TextForms(secret string) []string {
+	var forms []string
+	if b, err := json.Marshal(secret); err == nil {
+		forms = append(forms, string(b[1:len(b)-1]))
+	}
+	return addForms([]string{secret}, append(forms, url.QueryEscape(secret), url.PathEscape(secret))...)
+}
+
+func addForms(out []string, forms ...string) []string {
+	for _, f := range forms {
+		if f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// BasicAuth is the base64 text an HTTP basic authorization header carries
+// for user and password: a platform that sends one passes it to a Set
+// beside the password.
+func BasicAuth(user, password string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
+}
+
+// Record is the masking data a Set keeps for one experiment in the state:
+// a salt and the truncated hashes of the secrets' pieces and encodings,
+// never the values.
+type Record struct {
+	Salt   string   `json:"salt"`   // base64, 16 random bytes
+	Hashes []string `json:"hashes"` // "LENGTH:HASH", HASH 8 hex digits, sorted
+}
+
+// Set is the secrets to mask.
+type Set struct {
+	plain   map[string]bool
+	salt    []byte
+	hashed  map[int]map[uint32]bool // by length
+	lengths []int                   // descending, of plain and hashed
+}
+
+// New returns a Set of the given secrets in clear, with their encodings.
+func New(secrets ...string) *Set {
+	s := &Set{}
+	s.Add(secrets...)
+	return s
+}
+
+// Add adds secrets in clear, with their encodings.
+func (s *Set) Add(secrets ...string) {
+	for _, sec := range secrets {
+		for _, e := range Encodings(sec) {
+			for _, p := range Pieces(e) {
+				if s.plain == nil {
+					s.plain = map[string]bool{}
+				}
+				if !s.plain[p] {
+					s.plain[p] = true
+					s.addLength(len(p))
+				}
+			}
+		}
+	}
+}
+
+func (s *Set) addLength(n int) {
+	if !slices.Contains(s.lengths, n) {
+		s.lengths = append(s.lengths, n)
+		slices.SortFunc(s.lengths, func(a, b int) int { return b - a })
+	}
+}
+
+// Empty reports whether s masks nothing.
+func (s *Set) Empty() bool { return s == nil || len(s.lengths) == 0 }
+
+// Hashed adds what rec recorded. A record with an unreadable salt or hash
+// is an error (the state was edited by hand).
+func (s *Set) Hashed(rec Record) error {
+	salt, err := base64.StdEncoding.DecodeString(rec.Salt)
+	if err != nil || len(salt) == 0 {
+		return fmt.Errorf("mask record: bad salt")
+	}
+	if s.salt != nil && !bytes.Equal(s.salt, salt) {
+		return fmt.Errorf("mask record: a Set takes one salt")
+	}
+	s.salt = salt
+	for _, h := range rec.Hashes {
+		n, v, err := parseHash(h)
+		if err != nil {
+			return err
+		}
+		if s.hashed == nil {
+			s.hashed = map[int]map[uint32]bool{}
+		}
+		if s.hashed[n] == nil {
+			s.hashed[n] = map[uint32]bool{}
+		}
+		s.hashed[n][v] = true
+		s.addLength(n)
+	}
+	return nil
+}
+
+func parseHash(h string) (int, uint32, error) {
+	var n int
+	var x string
+	if _, err := fmt.Sscanf(h, "%d:%s", &n, &x); err != nil || n <= 0 || len(x) != 8 {
+		return 0, 0, fmt.Errorf("mask record: bad hash %q", h)
+	}
+	b, err := hex.DecodeString(x)
+	if err != nil {
+		return 0, 0, fmt.Errorf("mask record: bad hash %q", h)
+	}
+	return n, binary.BigEndian.Uint32(b), nil
+}
+
+// sum is the truncated salted hash of p: SHA-256 of the salt and p.
+func (s *Set) sum(p []byte) uint32 {
+	var buf [64]byte
+	b := append(append(buf[:0], s.salt...), p...)
+	h := sha256.Sum256(b)
+	return binary.BigEndian.Uint32(h[:4])
+}
+
+// With returns rec with the hashes of secrets (their pieces and
+// encodings) added, under rec's salt (a new random one when it has none):
+// what an apply keeps in the state. Hashes already there stay, so output
+// of a trial that ran with a rotated secret stays masked; the result is
+// sorted, so recording the same secrets twice changes nothing.
+func (rec Record) With(secrets ...string) (Record, error) {
+	if rec.Salt == "" {
+		b := make([]byte, 16)
+		if _, err := io.ReadFull(rand.Reader, b); err != nil {
+			return rec, err
+		}
+		rec.Salt = base64.StdEncoding.EncodeToString(b)
+	}
+	salt, err := base64.StdEncoding.DecodeString(rec.Salt)
+	if err != nil || len(salt) == 0 {
+		return rec, fmt.Errorf("mask record: bad salt")
+	}
+	s := &Set{salt: salt}
+	have := map[string]bool{}
+	out := Record{Salt: rec.Salt}
+	for _, h := range rec.Hashes {
+		if !have[h] {
+			have[h] = true
+			out.Hashes = append(out.Hashes, h)
+		}
+	}
+	for _, sec := range secrets {
+		for _, e := range TextForms(sec) {
+			for _, p := range Pieces(e) {
+				h := fmt.Sprintf("%d:%08x", len(p), s.sum([]byte(p)))
+				if !have[h] {
+					have[h] = true
+					out.Hashes = append(out.Hashes, h)
+				}
+			}
+		}
+	}
+	slices.Sort(out.Hashes)
+	return out, nil
+}
+
+func (s *Set) match(w []byte) bool {
+	if s.plain[string(w)] {
+		return true
+	}
+	if m := s.hashed[len(w)]; m != nil {
+		return m[s.sum(w)]
+	}
+	return false
+}
+
+// startsToken reports whether a secret may start at b[i].
+func startsToken(b []byte, i int) bool {
+	return i == 0 || !IsToken(b[i-1]) || !IsToken(b[i])
+}
+
+// endsToken reports whether a secret may end before b[j].
+func endsToken(b []byte, j int) bool {
+	return j == len(b) || !IsToken(b[j-1]) || !IsToken(b[j])
+}
+
+// Bytes returns b with every whole-token occurrence of a secret replaced
+// by Text (b itself when there is none; the longest secret wins where two
+// start at the same place).
+func (s *Set) Bytes(b []byte) []byte {
+	if s.Empty() {
+		return b
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); {
+		if !startsToken(b, i) {
+			i++
+			continue
+		}
+		n := 0
+		for _, l := range s.lengths {
+			j := i + l
+			if j <= len(b) && endsToken(b, j) && s.match(b[i:j]) {
+				n = l
+				break
+			}
+		}
+		if n == 0 {
+			i++
+			continue
+		}
+		out = append(out, b[last:i]...)
+		out = append(out, Text...)
+		i += n
+		last = i
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+// Within reports whether t holds a secret given in clear: one of at
+// least MinLength bytes anywhere, a shorter one as a whole token. (A
+// quoted value in a message that holds a secret is hidden whole: it may be
+// derived from the secret.)
+func (s *Set) Within(t string) bool {
+	for p := range s.plain {
+		if len(p) >= MinLength && strings.Contains(t, p) {
+			return true
+		}
+	}
+	return s.String(t) != t
+}
+
+// String is Bytes for a string.
+func (s *Set) String(t string) string {
+	if s.Empty() {
+		return t
+	}
+	return string(s.Bytes([]byte(t)))
+}
+
+// Writer returns a writer that passes lines through to w masked. It holds
+// back an unfinished line until the next newline or Close. With an empty
+// Set it writes straight through.
+func (s *Set) Writer(w io.Writer) io.WriteCloser {
+	return &writer{w: w, s: s}
+}
+
+type writer struct {
+	w   io.Writer
+	s   *Set
+	buf []byte
+}
+
+// maxHeld bounds an unfinished line held back: a longer one is written
+// masked up to its last blank (all of it when it has none).
+const maxHeld = 1 << 20
+
+func (r *writer) Write(p []byte) (int, error) {
+	if r.s.Empty() {
+		return r.w.Write(p)
+	}
+	r.buf = append(r.buf, p...)
+	i := bytes.LastIndexByte(r.buf, '\n')
+	if i < 0 && len(r.buf) > maxHeld {
+		if i = bytes.LastIndexFunc(r.buf, func(c rune) bool { return c == ' ' || c == '\t' || c == '\r' }); i < 0 {
+			i = len(r.buf) - 1
+		}
+	}
+	if i < 0 {
+		return len(p), nil
+	}
+	if _, err := r.w.Write(r.s.Bytes(r.buf[:i+1])); err != nil {
+		return 0, err
+	}
+	r.buf = append(r.buf[:0], r.buf[i+1:]...)
+	return len(p), nil
+}
+
+// Close writes what is left of an unfinished line.
+func (r *writer) Close() error {
+	if len(r.buf) == 0 {
+		return nil
+	}
+	_, err := r.w.Write(r.s.Bytes(r.buf))
+	r.buf = nil
+	return err
+}
+
+// Error is err with its message masked by s (err itself when nothing
+// changed); errors.Is and errors.As still see err.
+func (s *Set) Error(err error) error {
+	if err == nil || s.Empty() {
+		return err
+	}
+	msg := err.Error()
+	clean := s.String(msg)
+	if clean == msg {
+		return err
+	}
+	return &masked{err: err, msg: clean}
+}
+
+type masked struct {
+	err error
+	msg string
+}
+
+func (m *masked) Error() string { return m.msg }
+func (m *masked) Unwrap() error { return m.err }
