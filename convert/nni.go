@@ -3,6 +3,7 @@ package convert
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -162,6 +163,13 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	}
 	if !trial.has("command") {
 		c.failf(root, "no trial command: set trialCommand (v2) or trial.command (v1)")
+	}
+	// NNI's code directory defaults to the config file's directory; when
+	// the output is written elsewhere, that directory must be named, as an
+	// explicit "codeDir: ." is.
+	if !trial.has("code_dir") && c.opt.BaseDir != "" && c.opt.BaseDir != "." {
+		trial.comment("NNI's default code directory: the directory of " + path.Base(c.file))
+		trial.set("code_dir", c.rebase("."))
 	}
 
 	// Write.
