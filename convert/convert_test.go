@@ -337,3 +337,50 @@ func TestAliasBombRefused(t *testing.T) {
 		t.Errorf("a few aliases: %v", err)
 	}
 }
+
+// A choice that mixes plain options with nested ones ("none" beside
+// {"_name": ...}) cannot be written as option blocks: inline it is an
+// error at the plain option's line, from a file with -inline it stays
+// nni_file. It was written as option "" {} with rc 0.
+func TestNNIMixedChoice(t *testing.T) {
+	inline := `trialCommand: python3 x.py
+searchSpace:
+  opt:
+    _type: choice
+    _value:
+      - {_name: sgd, lr: {_type: uniform, _value: [0.1, 1]}}
+      - {_name: adam, beta: {_type: choice, _value: [{_name: fixed}, 0.9]}}
+`
+	_, err := NNI([]byte(inline), Options{Filename: "config.yml"})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Line != 7 || !strings.Contains(ce.Msg, `param "opt.adam.beta" mixes a plain option (0.9) with nested ones`) {
+		t.Errorf("nested mixed choice: err = %v, want config.yml:7 naming opt.adam.beta", err)
+	}
+	top := "trialCommand: x\nsearchSpace:\n  opt:\n    _type: choice\n    _value:\n      - none\n      - {_name: sgd}\n"
+	if _, err := NNI([]byte(top), Options{Filename: "config.yml"}); !errors.As(err, &ce) || ce.Line != 6 || !strings.Contains(ce.Msg, `("none")`) {
+		t.Errorf("mixed choice: err = %v, want config.yml:6 naming \"none\"", err)
+	}
+
+	file := `{"opt": {"_type": "choice", "_value": ["none", {"_name": "sgd", "lr": {"_type": "uniform", "_value": [0.1, 1]}}]}}`
+	res, err := NNI([]byte("searchSpaceFile: space.json\ntrialCommand: x\nmaxTrialNumber: 2\n"), Options{
+		Filename: "config.yml", Inline: true,
+		ReadFile: func(string) ([]byte, error) { return []byte(file), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(res.HCL, []byte(`nni_file = "space.json"`)) || bytes.Contains(res.HCL, []byte(`option ""`)) {
+		t.Errorf("-inline of a mixed choice: want nni_file kept:\n%s", res.HCL)
+	}
+	found := false
+	for _, w := range res.Warnings {
+		found = found || strings.Contains(w.Msg, "nni_file keeps it")
+	}
+	if !found {
+		t.Errorf("no warning: %v", res.Warnings)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "space.json"), []byte(file), 0o644)
+	os.WriteFile(filepath.Join(dir, "config.yml"), nil, 0o644)
+	validate(t, tcase{tool: "nni", path: filepath.Join(dir, "config.yml")}, res)
+}

@@ -179,7 +179,22 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	for _, p := range plats {
 		f.add(p)
 	}
+	keptFile := ""
+	if sp != nil {
+		if at, val, ok := mixedChoice(sp, nil); ok {
+			what := fmt.Sprintf("param %q mixes a plain option (%s) with nested ones ({\"_name\": ...}); NNI gives the trial the plain value itself, which trialform's option blocks cannot write", strings.Join(at, "."), jsonText(val))
+			if spaceFile == "" {
+				c.failf(plainOption(spaceNode, at), "searchSpace: %s: save the search space as search_space.json and set searchSpaceFile: search_space.json (nni_file reads it as NNI does)", what)
+			}
+			c.warn(spaceNode, k0(o, "searchSpaceFile", "searchSpacePath"), "not written inline (-inline): %s; nni_file keeps it", what)
+			sp = nil
+			keptFile = "not written as param blocks (-inline): " + what
+		}
+	}
 	sb := f.add(newBlock("search_space", name))
+	if keptFile != "" {
+		sb.comment(keptFile)
+	}
 	if sp != nil {
 		spaceParams(sb, sp)
 	} else {
@@ -899,4 +914,99 @@ func (c *conv) nniV2Platforms(o *obj, trial *block, vs *vars) []*block {
 		out = append(out, p)
 	}
 	return out
+}
+
+// mixedChoice finds a choice whose options mix plain values with nested
+// ones ({"_name": ...}), depth first. It returns the path to it (param,
+// option, param, ...) and its first plain value.
+func mixedChoice(sp *space.Space, at []string) ([]string, any, bool) {
+	for _, p := range sp.Params {
+		here := append(append([]string(nil), at...), p.Name)
+		var plain any
+		hasPlain, hasNested := false, false
+		for _, o := range p.Options {
+			if space.IsNested(o) {
+				hasNested = true
+			} else if !hasPlain {
+				plain, hasPlain = o.Value, true
+			}
+		}
+		if hasPlain && hasNested {
+			return here, plain, true
+		}
+		for _, o := range p.Options {
+			if o.Nested != nil {
+				if path, v, ok := mixedChoice(o.Nested, append(here, o.Name)); ok {
+					return path, v, true
+				}
+			}
+		}
+	}
+	return nil, nil, false
+}
+
+// plainOption finds, in an inline YAML search space, the first plain
+// option of the choice at path (as mixedChoice gives it), for its line;
+// it falls back to the closest node found.
+func plainOption(n *yaml.Node, path []string) *yaml.Node {
+	for i := 0; i < len(path); i += 2 {
+		p := mapValue(n, path[i])
+		if p == nil {
+			return n
+		}
+		vals := mapValue(p, "_value")
+		if vals == nil || vals.Kind != yaml.SequenceNode {
+			return p
+		}
+		if i+1 == len(path) {
+			for _, it := range vals.Content {
+				if deref(it).Kind != yaml.MappingNode {
+					return it
+				}
+			}
+			return vals
+		}
+		next := vals
+		for _, it := range vals.Content {
+			if name := mapValue(it, "_name"); name != nil && name.Value == path[i+1] {
+				next = deref(it)
+			}
+		}
+		if next == vals {
+			return vals
+		}
+		n = next
+	}
+	return n
+}
+
+// mapValue is the value of key k in mapping n (nil when absent).
+func mapValue(n *yaml.Node, k string) *yaml.Node {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == k {
+			return deref(n.Content[i+1])
+		}
+	}
+	return nil
+}
+
+// jsonText writes v as JSON for a message.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// k0 is the first of keys that o has, else the first.
+func k0(o *obj, keys ...string) string {
+	if k := o.pick(keys...); k != "" {
+		return k
+	}
+	return keys[0]
 }
