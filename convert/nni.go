@@ -676,10 +676,15 @@ func (c *conv) nniStorage(p *block, kc *obj) {
 		} else if n != nil {
 			st := c.obj(n, kc.field(k))
 			typ, _ := st.str("storageType")
-			if typ != "" && typ != "nfs" {
+			switch {
+			case typ != "" && typ != "nfs":
 				c.notConverted(p, st.keyNode("storageType"), st.field("storageType"), "trialform mounts NFS only (%s)", typ)
 				st.ignore(st.keys...)
-			} else {
+			case typ == "" && !st.has("server") && !st.has("path"):
+				// NNI's config_hybrid.yml lists every field empty.
+				c.notConverted(p, kc.keyNode(k), kc.field(k), "no storageType and no NFS server: an empty template; add an nfs block (server, path, mount_path) if the jobs need shared storage")
+				st.ignore(st.keys...)
+			default:
 				c.nfsBlock(p, st)
 			}
 		}
@@ -691,11 +696,15 @@ func (c *conv) nniStorage(p *block, kc *obj) {
 
 func (c *conv) nfsBlock(p *block, st *obj) {
 	nb := p.child("nfs")
-	if n, ok := st.scalar("server"); ok {
-		c.setStr(nb, "server", n, st.field("server"), "nfs_server")
-	}
-	if n, ok := st.scalar("path"); ok {
-		c.setStr(nb, "path", n, st.field("path"), "nfs_path")
+	for _, k := range []string{"server", "path"} {
+		if n, ok := st.scalar(k); ok {
+			c.setStr(nb, k, n, st.field(k), "nfs_"+k)
+			continue
+		}
+		// trialform's nfs block needs both: a variable asks for it.
+		name := c.declare("nfs_"+k, fmt.Sprintf("%s: not set in %s, and an nfs block needs it: give it with -var or TRIALFORM_VAR_nfs_%s", st.field(k), c.file, k))
+		c.warn(st.node, st.field(k), "not set; an nfs block needs it: written as variable %q without a default", name)
+		nb.raw(k, "var."+name)
 	}
 	mount := "/nfs"
 	if s, ok := st.str(st.pick("containerMountPath", "mountPath")); ok {

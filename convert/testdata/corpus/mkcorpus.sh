@@ -36,6 +36,8 @@ nni mnist-tfv1 config_kubeflow.yml
 nni mnist-tfv1 config_frameworkcontroller.yml
 nni mnist-tfv1 config_hybrid_v2.yml
 nni mnist-tfv2 config_remote.yml
+# nni/mnist-tfv2_config_hybrid/config_hybrid.yml was added later from microsoft/nni 9737acbfcd87 (see SOURCES.md):
+# the same path at that commit; its search_space.json is the one above.
 nni mnist-advisor config_bohb.yml
 nni mnist-advisor config_hyperband.yml
 nni mnist-batch-tune-keras config.yml
