@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trialform/trialform/internal/mask"
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
@@ -537,13 +538,14 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 	// 1. Experiment records: their own fields only, so the save compares
 	// those and no trial (a pass of apply -wait costs what changed, not
 	// the history).
+	secrets := s.Config.Secrets()
 	err := s.changeTrials([]state.TrialRef{}, func(st *state.State) {
 		for _, ep := range p.Experiments {
 			if ep.Action == plan.Delete {
 				continue
 			}
 			if cfg := s.Config.Experiments[ep.Name]; cfg != nil {
-				recordExperiment(st, ep, cfg, now)
+				recordMasks(recordExperiment(st, ep, cfg, now), secrets)
 			}
 		}
 	})
@@ -675,6 +677,26 @@ func recordExperiment(st *state.State, ep *plan.ExperimentPlan, cfg *schema.Expe
 		e.Failed = false
 	}
 	return e
+}
+
+// recordMasks adds the hashes of secrets to e's masks (see
+// state.Experiment.Masks), before any trial that could print them starts.
+func recordMasks(e *state.Experiment, secrets []string) {
+	if len(secrets) == 0 {
+		return
+	}
+	var rec mask.Record
+	if e.Masks != nil {
+		rec = mask.Record{Salt: e.Masks.Salt, Hashes: e.Masks.Hashes}
+	}
+	rec, err := rec.With(secrets...)
+	if err != nil {
+		// a salt edited by hand: start the record again
+		if rec, err = (mask.Record{}).With(secrets...); err != nil {
+			return
+		}
+	}
+	e.Masks = &state.Masks{Salt: rec.Salt, Hashes: rec.Hashes}
 }
 
 func (s *Session) parallel(ctx context.Context, actions []*plan.TrialAction, fn func(context.Context, *plan.TrialAction) error) []error {

@@ -22,6 +22,10 @@ type Config struct {
 	// Moved holds the moved blocks, resolved (From is not declared, To is),
 	// in source order.
 	Moved []*Moved
+
+	// sensitiveVals are the sensitive variables' values, as text (see
+	// Secrets).
+	sensitiveVals []string
 }
 
 // Platform is a platform "KIND" "NAME" block, decoded through the platform

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 
@@ -54,11 +55,13 @@ func (l *loader) withSensitive(f func()) {
 	f()
 }
 
-// Secrets lists the sensitive values the configuration hands to platforms
-// (sensitive trial.env values, remote machine passwords), for output that
-// must not show them (trialform logs).
+// Secrets lists the sensitive values of the configuration: the sensitive
+// variables' values and what the configuration hands to platforms built
+// from them (sensitive trial.env values, remote machine passwords,
+// platform credentials), for output that must not show them (trialform
+// logs, the dashboard, the masks apply records in the state).
 func (c *Config) Secrets() []string {
-	var out []string
+	out := append([]string(nil), c.sensitiveVals...)
 	for _, e := range c.Experiments {
 		for k := range e.Trial.SensitiveEnv {
 			out = append(out, e.Trial.Env[k])
@@ -112,6 +115,27 @@ func sensitiveTexts(v cty.Value, all bool) []string {
 // quoted matches a quoted string in a message, as Go's %q and HCL print
 // one.
 var quoted = regexp.MustCompile(`"(?:[^"\\]|\\.)*"`)
+
+// checkSensitiveLength warns about a sensitive variable's value shorter
+// than mask.MinLength (issue 25, item 16): masking can hide it in a
+// trial's output only where it stands as a whole word, and there a short
+// value also stands for ordinary words and numbers.
+func (l *loader) checkSensitiveLength(v *variable) {
+	for _, t := range sensitiveTexts(v.value, true) {
+		if n := len([]rune(t)); n < mask.MinLength {
+			rng := v.block.DefRange
+			l.diags = append(l.diags, &hcl.Diagnostic{
+				Severity: hcl.DiagWarning,
+				Summary:  "Sensitive value too short to mask safely",
+				Detail: fmt.Sprintf("The value of variable %q (from %s) has %d characters. trialform hides a sensitive value in a trial's output (logs, the dashboard) where it stands as a whole word; "+
+					"a value shorter than %d characters stands for ordinary words and numbers there too, so hiding it hides them and tells a reader which word is the secret. "+
+					"Use a value of at least %d characters, or drop sensitive = true if it is no secret.", v.name, v.valFrom, n, mask.MinLength, mask.MinLength),
+				Subject: &rng,
+			})
+			return
+		}
+	}
+}
 
 // scrubDiags removes sensitive values from every diagnostic's summary and
 // detail: HCL's function errors (tonumber, parseint, formatdate, ...)

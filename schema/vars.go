@@ -138,6 +138,8 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 				name, name, name, EnvPrefix, name)
 		case v.sensitive:
 			l.varVals[name] = v.value.Mark(sensitiveMark)
+			l.cfg.sensitiveVals = append(l.cfg.sensitiveVals, sensitiveTexts(v.value, true)...)
+			l.checkSensitiveLength(v)
 		default:
 			l.varVals[name] = v.value
 		}

@@ -95,8 +95,22 @@ type Experiment struct {
 
 	NextSeq int `json:"next_seq"` // sequence number of the next trial; never goes down
 
+	// Masks is what `logs` and the dashboard hide in the trials' output:
+	// salted, truncated hashes of the configuration's sensitive values
+	// (internal/mask), never the values, recorded by apply before any
+	// trial starts. Hashes are only added, so output of a trial that ran
+	// with a secret since rotated stays masked.
+	Masks *Masks `json:"masks,omitempty"`
+
 	// Trials by id.
 	Trials map[string]*Trial `json:"trials"`
+}
+
+// Masks is internal/mask's Record: a base64 salt and "LENGTH:HASH"
+// entries, sorted.
+type Masks struct {
+	Salt   string   `json:"salt"`
+	Hashes []string `json:"hashes"`
 }
 
 // Trial is one trial.

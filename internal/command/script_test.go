@@ -83,6 +83,7 @@ func TestScripts(t *testing.T) {
 			"waitfile":    cmdWaitFile,
 			"cpexample":   cmdCopyExample,
 			"waitlog":     cmdWaitLog,
+			"uilogs":      cmdUILogs,
 			"replace":     cmdReplace,
 			"sshlab":      cmdSSHLab,
 			"sshd":        cmdSSHD,

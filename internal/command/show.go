@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trialform/trialform/internal/mask"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
@@ -88,10 +89,9 @@ func runLogs(ctx context.Context, g *Globals, args []string) int {
 	}
 	sd, _ := g.stateDir()
 	cfgPS := newProviderSet(nil, sd)
-	var secrets []string
-	if cfg := g.loadConfigQuiet(); cfg != nil {
+	cfg := g.loadConfigQuiet()
+	if cfg != nil {
 		cfgPS = newProviderSet(cfg, sd)
-		secrets = cfg.Secrets()
 	}
 	defer cfgPS.Close()
 	p, err := cfgPS.Provider(e.Platform)
@@ -102,13 +102,29 @@ func runLogs(ctx context.Context, g *Globals, args []string) int {
 	if !ok {
 		return g.errorf("platform %s cannot show logs", e.Platform)
 	}
-	out := views.Redactor(g.IO.Out, secrets)
+	out := logMask(e, cfg).Writer(g.IO.Out)
 	err = ls.Logs(ctx, providers.LogsRequest{Experiment: e.OnPlatform(), TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: *follow, Out: out})
 	out.Close()
 	if err != nil && ctx.Err() == nil {
 		return g.errorf("logs of %s/%s: %v", e.Name, t.ID, err)
 	}
 	return 0
+}
+
+// logMask is what a trial's output is masked with wherever it is shown
+// (logs, the dashboard): the experiment's masks recorded at apply (the
+// values given then, by any means) and, when the configuration loads, its
+// sensitive values now.
+func logMask(e *state.Experiment, cfg *schema.Config) *mask.Set {
+	s := mask.New()
+	if e.Masks != nil {
+		// a record edited by hand still masks what it can
+		_ = s.Hashed(mask.Record{Salt: e.Masks.Salt, Hashes: e.Masks.Hashes})
+	}
+	if cfg != nil {
+		s.Add(cfg.Secrets()...)
+	}
+	return s
 }
 
 // loadConfigQuiet loads the configuration without printing diagnostics

@@ -133,5 +133,10 @@ func (g *Globals) uiLogs(ctx context.Context, sd string, e *state.Experiment, t 
 	if !ok {
 		return fmt.Errorf("platform %s cannot show logs", e.Platform)
 	}
-	return ls.Logs(ctx, providers.LogsRequest{Experiment: e.Name, TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: follow, Out: w})
+	mw := logMask(e, cfg).Writer(w)
+	err = ls.Logs(ctx, providers.LogsRequest{Experiment: e.Name, TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: follow, Out: mw})
+	if cerr := mw.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -344,7 +344,7 @@ func (r *writer) Write(p []byte) (int, error) {
 		return r.w.Write(p)
 	}
 	r.buf = append(r.buf, p...)
-	i := bytes.LastIndexByte(r.buf, '\n')
+	i := bytes.LastIndexAny(r.buf, "\n\r")
 	if i < 0 && len(r.buf) > maxHeld {
 		if i = bytes.LastIndexFunc(r.buf, func(c rune) bool { return c == ' ' || c == '\t' || c == '\r' }); i < 0 {
 			i = len(r.buf) - 1
