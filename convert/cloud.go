@@ -52,6 +52,28 @@ var cloudReasons = map[string]string{
 	"useActiveGpu":         "each trial is its own Azure ML job: the compute target's scheduler places jobs on GPUs",
 }
 
+// cloudOptional are the attributes of a cloud platform that it does not
+// need, with what it does without them: a placeholder there (NNI's
+// "${your_ak_id}") is left out rather than made a required variable.
+var cloudOptional = map[string]map[string]string{
+	"dlc": {
+		"access_key_id":      "without it the platform reads ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET from the environment",
+		"access_key_secret":  "without it the platform reads ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET from the environment",
+		"oss_data_source_id": "optional, as in NNI: set it when the data is on OSS",
+		"workspace_id":       "optional, as in NNI: without it the jobs go to the default workspace",
+	},
+}
+
+func placeholderNode(n *yaml.Node) (string, bool) {
+	if p, ok := placeholder(n); ok {
+		return p, true
+	}
+	if n.Kind == yaml.ScalarNode && isPlaceholder(n.Value) {
+		return strings.TrimSpace(n.Value), true
+	}
+	return "", false
+}
+
 // nniCloud converts the fields of the cloud platform kind from objs into p:
 // secrets become sensitive variables, placeholders variables, NNI's
 // memoryMB a size string. The shared storage mount points, which the
@@ -67,6 +89,13 @@ func (c *conv) nniCloud(kind string, p *block, objs ...*obj) {
 			n := o.take(k)
 			if n == nil {
 				continue
+			}
+			if why, ok := cloudOptional[kind][attr]; ok {
+				if ph, ok := placeholderNode(n); ok {
+					p.tailComment(fmt.Sprintf("%s: left out, NNI's config held the placeholder %s; %s", attr, ph, why))
+					c.warn(o.keyNode(k), o.field(k), "placeholder %s: %s left out: %s", ph, attr, why)
+					continue
+				}
 			}
 			switch {
 			case isSecret(k):

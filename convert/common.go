@@ -255,6 +255,9 @@ func (c *conv) declare(name, desc string) string {
 		name = fmt.Sprintf("%s_%d", base, i)
 	}
 	v.names[name] = true
+	if name != base {
+		desc = strings.ReplaceAll(desc, "TRIALFORM_VAR_"+base, "TRIALFORM_VAR_"+name)
+	}
 	vb := newBlock("variable", name)
 	vb.raw("type", "string")
 	vb.set("description", desc)
@@ -285,6 +288,55 @@ func (c *conv) setStr(b *block, attr string, n *yaml.Node, field, varName string
 	name := c.declare(varName, fmt.Sprintf("%s from %s, a placeholder there (%s): give its value with -var or TRIALFORM_VAR_%s", field, c.file, val, varName))
 	c.warn(n, field, "placeholder %s: written as variable %q without a default; give its value with -var '%s=...' or TRIALFORM_VAR_%s", val, name, name, name)
 	b.raw(attr, "var."+name)
+}
+
+// embeddedPlaceholder finds a value left for the user to fill in inside a
+// longer text, as NNI's examples write them ("--data_dir
+// /root/data/{your_data_dir}"). Only "your..." names count: a command
+// holds braces and angle brackets of its own (shell redirections,
+// Python dicts, ${HOME}).
+var embeddedPlaceholder = regexp.MustCompile(`\$\{(your[ _][^{}]*)\}|\{(your_[A-Za-z0-9_]+)\}|<(your_[A-Za-z0-9_]+)>`)
+
+// command writes a trial command as an HCL string, each placeholder in it
+// (see embeddedPlaceholder) a variable without a default, so that
+// validate asks for it instead of the trial running with the
+// placeholder's text.
+func (c *conv) command(n *yaml.Node, field string) string {
+	s := n.Value
+	ms := embeddedPlaceholder.FindAllStringSubmatchIndex(s, -1)
+	if len(ms) == 0 {
+		return quoted(s)
+	}
+	var parts []tmplPart
+	last := 0
+	for _, m := range ms {
+		ph := s[m[0]:m[1]]
+		inner := ""
+		for g := 1; g <= 3; g++ {
+			if m[2*g] >= 0 {
+				inner = s[m[2*g]:m[2*g+1]]
+			}
+		}
+		name, ok := c.placeholderVars[ph]
+		if !ok {
+			base := strings.TrimPrefix(strings.ToLower(ident(inner, "value")), "your_")
+			name = c.declare(base, fmt.Sprintf("%s from %s, a placeholder there (%s): give its value with -var or TRIALFORM_VAR_%s", field, c.file, ph, base))
+			if c.placeholderVars == nil {
+				c.placeholderVars = map[string]string{}
+			}
+			c.placeholderVars[ph] = name
+			c.warn(n, field, "placeholder %s: written as ${var.%s}, a variable without a default; give its value with -var '%s=...' or TRIALFORM_VAR_%s", ph, name, name, name)
+		}
+		if m[0] > last {
+			parts = append(parts, tmplPart{lit: s[last:m[0]]})
+		}
+		parts = append(parts, tmplPart{expr: "var." + name})
+		last = m[1]
+	}
+	if last < len(s) {
+		parts = append(parts, tmplPart{lit: s[last:]})
+	}
+	return template(parts)
 }
 
 // isSecret says whether a field name holds a secret.

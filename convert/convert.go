@@ -85,6 +85,9 @@ type conv struct {
 	warnings []Warning
 	// vars are the variables the output declares (secrets, placeholders).
 	vars vars
+	// placeholderVars: the variable declared for each placeholder met in
+	// a command ("{your_data_dir}" -> "data_dir").
+	placeholderVars map[string]string
 	// canon: keys match ignoring case and underscores, as NNI's v2
 	// schema reads them (trialCommand = trial_command).
 	canon bool

@@ -78,6 +78,15 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 			sp = c.nniSpaceFromYAML(n, "searchSpace")
 		}
 	}
+	spaceVar := ""
+	if spaceFile != "" && isPlaceholder(spaceFile) {
+		// "<the_generated_search_space_path>": NNI's examples that
+		// generate the space (nnictl ss_gen) leave its path to fill in.
+		k := k0(o, "searchSpaceFile", "searchSpacePath")
+		spaceVar = c.declare("search_space_file", fmt.Sprintf("%s from %s, a placeholder there (%s): the NNI search space file's path; give it with -var or TRIALFORM_VAR_search_space_file", k, c.file, spaceFile))
+		c.warn(spaceNode, k, "placeholder %s: written as nni_file = var.%s, a variable without a default; give the search space file's path with -var '%s=...' or TRIALFORM_VAR_%s", spaceFile, spaceVar, spaceVar, spaceVar)
+		spaceFile = ""
+	}
 	if spaceFile != "" && c.opt.ReadFile != nil {
 		if data, err := c.opt.ReadFile(spaceFile); err == nil {
 			var doc any
@@ -89,8 +98,12 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	if spaceFile != "" && c.opt.Inline && !isBatchSpace(rawSpace) {
 		sp = c.readSpaceFile(spaceNode, "searchSpaceFile", spaceFile)
 	}
-	if ua, ok := o.boolean("useAnnotation"); ok && ua {
-		c.notConverted(exp, o.keyNode("useAnnotation"), "useAnnotation", "trialform does not read NNI annotations in trial code; write the search space as search_space.json or param blocks")
+	ua, _ := o.boolean("useAnnotation")
+	if ua && spaceNode == nil {
+		c.failf(o.keyNode("useAnnotation"), "useAnnotation: true: the search space is in NNI annotations (@nni.variable) in the trial code, which trialform does not read, and the config names no search space file: write it as search_space.json (NNI's `nnictl ss_gen` generates it from the annotations) and set searchSpaceFile, then make the trial code read its parameters with nni.get_next_parameter()")
+	}
+	if ua {
+		c.notConverted(exp, o.keyNode("useAnnotation"), "useAnnotation", "trialform does not read NNI annotations in trial code: the code must read its parameters with nni.get_next_parameter() (annotated code runs with its default values)")
 	}
 	if spaceNode == nil {
 		c.failf(root, "no search space: set searchSpaceFile (v2) or searchSpacePath (v1); trialform needs one")
@@ -135,8 +148,8 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	}
 
 	// Trial command (v2 at the top; v1 in trial).
-	if s, ok := o.str("trialCommand"); ok {
-		trial.raw("command", quoted(s))
+	if n, ok := o.scalar("trialCommand"); ok {
+		trial.raw("command", c.command(n, "trialCommand"))
 	}
 	if s, ok := o.str("trialCodeDirectory"); ok {
 		trial.set("code_dir", c.rebase(s))
@@ -195,9 +208,12 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	if keptFile != "" {
 		sb.comment(keptFile)
 	}
-	if sp != nil {
+	switch {
+	case spaceVar != "":
+		sb.raw("nni_file", "var."+spaceVar)
+	case sp != nil:
 		spaceParams(sb, sp)
-	} else {
+	default:
 		sb.set("nni_file", c.rebase(spaceFile))
 	}
 	e := f.add(newBlock("experiment", name))
@@ -446,8 +462,8 @@ func (c *conv) nniV1Platform(o *obj, trial *block, vs *vars) []*block {
 		kind = "local"
 	}
 	t := o.sub("trial")
-	if s, ok := t.str("command"); ok {
-		trial.raw("command", quoted(s))
+	if n, ok := t.scalar("command"); ok {
+		trial.raw("command", c.command(n, t.field("command")))
 	}
 	var plats []*block
 	switch kind {
@@ -642,11 +658,11 @@ func (c *conv) nniRole(r *obj, rb *block, countKeys []string, countName string, 
 			}
 		}
 	}
-	if s, ok := r.str("command"); ok {
-		if !trial.has("command") {
-			trial.raw("command", quoted(s))
-		} else if quoted(s) != trialCommand(trial) {
-			rb.set("command", s)
+	if n, ok := r.scalar("command"); ok {
+		if expr := c.command(n, r.field("command")); !trial.has("command") {
+			trial.raw("command", expr)
+		} else if expr != trialCommand(trial) {
+			rb.raw("command", expr)
 		}
 	}
 	if s, ok := r.str("codeDirectory"); ok && !trial.has("code_dir") {

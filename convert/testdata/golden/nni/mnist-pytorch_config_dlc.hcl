@@ -1,31 +1,14 @@
 # Converted by `trialform convert nni` from config_dlc.yml (NNI v2 schema).
 # Fields trialform has no place for are listed as "not converted" comments.
 
-variable "dlc_workspace_id" {
+variable "data_dir" {
   type        = string
-  description = "trainingService.workspaceId from config_dlc.yml, a placeholder there ($${your_workspace_id}): give its value with -var or TRIALFORM_VAR_dlc_workspace_id"
-}
-
-variable "dlc_access_key_id" {
-  type        = string
-  description = "trainingService.accessKeyId from config_dlc.yml (a secret: give it with -var or TRIALFORM_VAR_dlc_access_key_id)"
-  sensitive   = true
-}
-
-variable "dlc_access_key_secret" {
-  type        = string
-  description = "trainingService.accessKeySecret from config_dlc.yml (a secret: give it with -var or TRIALFORM_VAR_dlc_access_key_secret)"
-  sensitive   = true
+  description = "trialCommand from config_dlc.yml, a placeholder there ({your_data_dir}): give its value with -var or TRIALFORM_VAR_data_dir"
 }
 
 variable "dlc_nas_data_source_id" {
   type        = string
   description = "trainingService.nasDataSourceId from config_dlc.yml, a placeholder there ($${your_nas_data_source_id}): give its value with -var or TRIALFORM_VAR_dlc_nas_data_source_id"
-}
-
-variable "dlc_oss_data_source_id" {
-  type        = string
-  description = "trainingService.ossDataSourceId from config_dlc.yml, a placeholder there ($${your_oss_data_source_id}): give its value with -var or TRIALFORM_VAR_dlc_oss_data_source_id"
 }
 
 platform "dlc" "default" {
@@ -34,13 +17,13 @@ platform "dlc" "default" {
   pod_count                     = 1
   ecs_spec                      = "ecs.c6.large"
   region                        = "cn-hangzhou"
-  workspace_id                  = var.dlc_workspace_id
-  access_key_id                 = var.dlc_access_key_id
-  access_key_secret             = var.dlc_access_key_secret
   nas_data_source_id            = var.dlc_nas_data_source_id
-  oss_data_source_id            = var.dlc_oss_data_source_id
   local_storage_mount_point     = "/home/admin/workspace/"
   container_storage_mount_point = "/root/data/"
+  # workspace_id: left out, NNI's config held the placeholder ${your_workspace_id}; optional, as in NNI: without it the jobs go to the default workspace
+  # access_key_id: left out, NNI's config held the placeholder ${your_ak_id}; without it the platform reads ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET from the environment
+  # access_key_secret: left out, NNI's config held the placeholder ${your_ak_key}; without it the platform reads ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET from the environment
+  # oss_data_source_id: left out, NNI's config held the placeholder ${your_oss_data_source_id}; optional, as in NNI: set it when the data is on OSS
   # not converted: trainingService.type: the DLC node type: trialform's dlc jobs have one kind of node, Worker (NNI's default)
 }
 
@@ -59,6 +42,6 @@ experiment "config_dlc" {
   }
   tuner "tpe" {}
   trial {
-    command = "python mnist.py --data_dir /root/data/{your_data_dir}"
+    command = "python mnist.py --data_dir /root/data/${var.data_dir}"
   }
 }
