@@ -491,6 +491,51 @@ func TestObserveOneClock(t *testing.T) {
 	}
 }
 
+// Issue 25, wrong numbers 3: a result is dated when the platform says the
+// trial reported it, not when refresh read it; a result without a date
+// gets the read's; none is dated after the trial's end or in the future.
+func TestObserveDatesResults(t *testing.T) {
+	cfg := testConfig()
+	zero := 0
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running))
+	start, end, now := t0, t0.Add(10*time.Second), t0.Add(60*time.Second)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, StartedAt: &start, EndedAt: &end, Metrics: []providers.Metric{
+			{Type: "PERIODICAL", Value: "0.3", Time: at(1 * time.Second)},
+			{Type: "PERIODICAL", Value: "0.2", Time: at(1700 * time.Millisecond)},
+			{Type: "PERIODICAL", Value: "0.1", Time: at(12 * time.Second)}, // past the end
+			{Type: "PERIODICAL", Value: "0.1"},                             // undated: read now, after the end
+			{Type: "FINAL", Value: "0.1", Time: at(9 * time.Second)}}},
+		"t0001": {Exists: true, Phase: providers.PhaseRunning, StartedAt: &start, Metrics: []providers.Metric{
+			{Type: "PERIODICAL", Value: "0.5", Time: at(2 * time.Second)},
+			{Type: "PERIODICAL", Value: "0.4", Time: now.Add(time.Hour)}, // a clock ahead
+			{Type: "PERIODICAL", Value: "0.3"}}},
+	}}}
+	_, batches := Observe(st, obs, now)
+	got := map[string][]time.Time{}
+	for _, b := range batches {
+		for _, p := range b.Points {
+			got[b.TrialID] = append(got[b.TrialID], p.Time)
+		}
+	}
+	want := map[string][]time.Time{
+		"t0000": {at(1 * time.Second), at(1700 * time.Millisecond), end, end, at(9 * time.Second)},
+		"t0001": {at(2 * time.Second), now, now},
+	}
+	for id, w := range want {
+		g := got[id]
+		if len(g) != len(w) {
+			t.Fatalf("%s: %d points, want %d", id, len(g), len(w))
+		}
+		for i := range w {
+			if !g[i].Equal(w[i]) {
+				t.Errorf("%s point %d dated %v, want %v", id, i, g[i].Sub(t0), w[i].Sub(t0))
+			}
+		}
+	}
+}
+
 // Refresh keeps at most providers.MaxIntermediate intermediate results per
 // trial, on every platform; final results are always kept.
 func TestObserveCapsIntermediate(t *testing.T) {

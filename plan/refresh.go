@@ -253,7 +253,7 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		if m.Type != "FINAL" && t.Intermediate >= providers.MaxIntermediate {
 			continue // the cap per trial, whatever the platform kept
 		}
-		pts = append(pts, state.MetricPoint{Type: m.Type, Sequence: m.Sequence, Value: json.RawMessage(m.Value), Time: now.UTC()})
+		pts = append(pts, state.MetricPoint{Type: m.Type, Sequence: m.Sequence, Value: json.RawMessage(m.Value), Time: reportedAt(m, now)})
 		switch m.Type {
 		case "FINAL":
 			v, all, ok, err := trialproto.Objective(m.Value, e.Metric)
@@ -325,6 +325,15 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 			t.Reason = nonEmpty(o.Reason, "killed")
 		}
 	}
+	if t.EndedAt != nil {
+		// A result is never dated after the end of the attempt that
+		// reported it (a clock that disagrees, or a reader's stamp).
+		for i := range pts {
+			if pts[i].Time.After(*t.EndedAt) {
+				pts[i].Time = *t.EndedAt
+			}
+		}
+	}
 	if len(garbage) > 0 && !state.Terminal(t.Status) {
 		t.Reason = unreadablePrefix + strings.Join(limit(garbage, 3), "; ")
 	}
@@ -338,6 +347,16 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		t.Reason = joinReason(t.Reason, o.Note)
 	}
 	return pts
+}
+
+// reportedAt is when a result was reported: the platform's time for it
+// (providers.Metric.Time) when it has one and it is not in the future,
+// else now, when this refresh read it.
+func reportedAt(m providers.Metric, now time.Time) time.Time {
+	if m.Time.IsZero() || m.Time.After(now) {
+		return now.UTC()
+	}
+	return m.Time.UTC()
 }
 
 // unreadablePrefix starts the reason of a running trial that reported

@@ -273,6 +273,13 @@ type Metric struct {
 	// Garbage is set (and Value empty) when a metric record could not be
 	// decoded; it holds a short description of what was wrong.
 	Garbage string
+	// Time is when the trial reported it, from the best source the
+	// platform has: the time in the record itself (trialform's NNI
+	// stand-in writes one), else the local supervisor's clock when it saw
+	// the record appear. Zero when unknown: the reader (plan.Refresh)
+	// stamps it with the time it read it. Either way it is never later
+	// than the trial's end.
+	Time time.Time
 }
 
 // MaxIntermediate is how many intermediate results (PERIODICAL metrics)

@@ -31,9 +31,13 @@ const (
 	nniDir         = ".nni"
 	nniMetricsFile = ".nni/metrics"
 	stdoutMetrics  = "metrics.stdout"
-	supervisorLog  = "supervisor.log"
-	outputDir      = "output"
-	gpuLockName    = ".gpu.lock"
+	// nniStampsPrefix + attempt: when the supervisor saw the records of
+	// that attempt's NNI file appear, for records without a time of their
+	// own (lastfinal.go, nniFollower).
+	nniStampsPrefix = "metrics.nni-seen."
+	supervisorLog   = "supervisor.log"
+	outputDir       = "output"
+	gpuLockName     = ".gpu.lock"
 )
 
 // spec is what the supervisor runs; written by Start before each launch.

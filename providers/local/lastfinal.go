@@ -3,8 +3,11 @@ package local
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
@@ -21,12 +24,47 @@ import (
 // "After" is as the supervisor saw them, checking both every tailInterval;
 // within one check, stdout counts as later.
 
-// nniFollower follows NNI's metric file for final results.
+// nniFollower follows NNI's metric file for final results, and records
+// when records appeared in it: a line "END_OFFSET UNIX_MICROSECONDS" in
+// the stamps file for each poll that found records with no "time" of
+// their own (an NNI library that is not trialform's stand-in writes none),
+// so that a Read can date each record to the poll that first saw it
+// (within tailInterval of its writing) instead of to the Read.
 type nniFollower struct {
 	path  string
 	off   int64
 	final *providers.Metric // the last final result in the file
 	seq   int               // the tailer's event count when it was seen
+
+	stampsPath string   // "" records no stamps
+	stamps     *os.File // opened at the first stamp
+	stampErr   bool     // said once; stamping stops
+}
+
+// stamp records that the file's records up to end were seen at now.
+func (f *nniFollower) stamp(end int64, now time.Time) {
+	if f.stampsPath == "" || f.stampErr {
+		return
+	}
+	if f.stamps == nil {
+		fh, err := fsx.OpenFile(f.stampsPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			f.stampErr = true
+			fmt.Fprintf(os.Stderr, "trialform supervisor: record when metrics were seen: %v\n", err)
+			return
+		}
+		f.stamps = fh
+	}
+	if _, err := fmt.Fprintf(f.stamps, "%d %d\n", end, now.UnixMicro()); err != nil {
+		f.stampErr = true
+		fmt.Fprintf(os.Stderr, "trialform supervisor: record when metrics were seen: %v\n", err)
+	}
+}
+
+func (f *nniFollower) close() {
+	if f != nil && f.stamps != nil {
+		f.stamps.Close()
+	}
 }
 
 // poll reads the records appended since the last poll (up to a few MiB)
@@ -41,6 +79,7 @@ func (f *nniFollower) poll(event int) {
 		return
 	}
 	defer fh.Close()
+	now := time.Now()
 	buf := make([]byte, 0, 64<<10)
 	for i := 0; i < 64; i++ {
 		chunk := buf[:cap(buf)]
@@ -55,11 +94,12 @@ func (f *nniFollower) poll(event int) {
 		end := walkRecords(chunk)
 		if end < 0 { // not records: let ParseMetricRecords resync
 			recs, consumed, _ := trialproto.ParseMetricRecords(chunk)
-			f.note(recs, event)
+			f.note(recs, event, now)
 			if consumed == 0 {
 				return
 			}
 			f.off += int64(consumed)
+			f.stamp(f.off, now)
 			continue
 		}
 		if end == 0 {
@@ -71,19 +111,25 @@ func (f *nniFollower) poll(event int) {
 		}
 		if bytes.Contains(chunk[:end], []byte(trialproto.TypeFinal)) {
 			recs, _, _ := trialproto.ParseMetricRecords(chunk[:end])
-			f.note(recs, event)
+			f.note(recs, event, now)
 		}
 		f.off += int64(end)
+		if bytes.Count(chunk[:end], []byte(`"time"`)) < bytes.Count(chunk[:end], []byte(`"type"`)) {
+			f.stamp(f.off, now) // some record has no time of its own
+		}
 		if n < cap(buf) {
 			return
 		}
 	}
 }
 
-func (f *nniFollower) note(recs []providers.Metric, event int) {
+func (f *nniFollower) note(recs []providers.Metric, event int, now time.Time) {
 	for i := range recs {
 		if recs[i].Type == trialproto.TypeFinal && recs[i].Garbage == "" {
 			m := recs[i]
+			if m.Time.IsZero() {
+				m.Time = now // when copied to metrics.stdout, it keeps this
+			}
 			f.final, f.seq = &m, event
 		}
 	}

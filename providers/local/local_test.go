@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -588,7 +589,8 @@ trialform.report({"default": p["lr"], "acc": 0.75})
 	}
 }
 
-// The stand-in writes exactly NNI's framing (checked byte for byte).
+// The stand-in writes exactly NNI's framing (checked byte for byte), with
+// trialform's one extension: "time", when the result was reported.
 func TestNNIShimFileFormat(t *testing.T) {
 	l := newLocal(t, nil)
 	runPython(t, l, "fmt", `
@@ -600,7 +602,11 @@ nni.report_final_result(0.5)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := `{"parameter_id": 3, "trial_job_id": "fmt", "type": "FINAL", "sequence": 0, "value": "0.5"}` + "\n"
+	m := regexp.MustCompile(`, "time": ([0-9]+\.[0-9]+)\}\n$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("metrics file %q: no time at the end of the record", b)
+	}
+	rec := `{"parameter_id": 3, "trial_job_id": "fmt", "type": "FINAL", "sequence": 0, "value": "0.5", "time": ` + string(m[1]) + "}\n"
 	want := fmt.Sprintf("ME%06d%s", len(rec), rec)
 	if string(b) != want {
 		t.Errorf("metrics file:\n got %q\nwant %q", b, want)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
@@ -356,13 +357,14 @@ func readMetrics(dir string, attempt int, off map[string]int64) ([]providers.Met
 		if !current {
 			p += "." + strconv.Itoa(a)
 		}
-		next, err := readRecords(p, from, sink) // the records go to sink
+		stamps := &nniStamps{path: filepath.Join(dir, nniStampsPrefix+strconv.Itoa(a)), from: from}
+		next, err := readRecords(p, from, sink, stamps.at) // the records go to sink
 		return nil, next, err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	newStdout, err := readRecords(filepath.Join(dir, stdoutMetrics), off[offStdout], sink)
+	newStdout, err := readRecords(filepath.Join(dir, stdoutMetrics), off[offStdout], sink, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -379,8 +381,9 @@ func readMetrics(dir string, attempt int, off map[string]int64) ([]providers.Met
 // readRecords parses the complete records of a metric file from off to its
 // end, metricChunk bytes at a time, into sink, and returns the offset past
 // the last complete record. A file shorter than off was truncated (or
-// replaced): it is read from 0.
-func readRecords(path string, off int64, sink *metricSink) (int64, error) {
+// replaced): it is read from 0. With seen, a record without a time of its
+// own gets seen(the offset just past it): when the supervisor saw it.
+func readRecords(path string, off int64, sink *metricSink, seen func(end int64) time.Time) (int64, error) {
 	f, err := fsx.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -410,7 +413,15 @@ func readRecords(path string, off int64, sink *metricSink) (int64, error) {
 		consumed := sink.skipDropped(buf[:k])
 		if consumed == 0 {
 			var recs []providers.Metric
-			recs, consumed, _ = trialproto.ParseMetricRecords(buf[:k])
+			var ends []int
+			recs, ends, consumed = trialproto.ParseMetricRecordsEnds(buf[:k])
+			if seen != nil {
+				for i := range recs {
+					if recs[i].Time.IsZero() {
+						recs[i].Time = seen(off + int64(ends[i]))
+					}
+				}
+			}
 			sink.add(recs)
 		}
 		if consumed == 0 {
@@ -419,6 +430,101 @@ func readRecords(path string, off int64, sink *metricSink) (int64, error) {
 		off += int64(consumed)
 	}
 	return off, nil
+}
+
+// nniStamps reads the supervisor's stamps of an NNI metric file
+// (nniFollower) once, when a record without a time asks for one, and only
+// the tail that covers offsets from on: the file grows by a line per
+// tailInterval that saw records, so a long trial's is not read whole at
+// every Read.
+type nniStamps struct {
+	path   string
+	from   int64
+	loaded bool
+	ends   []int64
+	times  []time.Time
+}
+
+// maxStampsRead bounds what one Read reads of a stamps file.
+const maxStampsRead = 4 << 20
+
+// at returns when the supervisor first saw the record ending at end: the
+// time of the first stamp at or past end; zero when none covers it (the
+// Read got there before the supervisor's next poll, or the attempt had no
+// supervisor), which the caller stamps with its own clock.
+func (s *nniStamps) at(end int64) time.Time {
+	if !s.loaded {
+		s.loaded = true
+		s.load()
+	}
+	i := sort.Search(len(s.ends), func(i int) bool { return s.ends[i] >= end })
+	if i == len(s.ends) {
+		return time.Time{}
+	}
+	return s.times[i]
+}
+
+func (s *nniStamps) load() {
+	f, err := fsx.Open(s.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	size := fi.Size()
+	var data []byte
+	for n := int64(64 << 10); ; n *= 2 {
+		n = min(n, size, maxStampsRead)
+		data = make([]byte, n)
+		k, err := f.ReadAt(data, size-n)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return
+		}
+		data = data[:k]
+		if n < size {
+			// Drop the first, maybe partial, line; read more unless
+			// the tail already reaches back to s.from.
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				data = data[i+1:]
+			}
+			if first, _, ok := parseStamp(data); (!ok || first > s.from) && n < size && n < maxStampsRead {
+				continue
+			}
+		}
+		break
+	}
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			break // a line being written
+		}
+		if end, t, ok := parseStamp(line); ok && (len(s.ends) == 0 || end > s.ends[len(s.ends)-1]) {
+			s.ends = append(s.ends, end)
+			s.times = append(s.times, t)
+		}
+	}
+}
+
+// parseStamp reads "END_OFFSET UNIX_MICROSECONDS" at the start of b.
+func parseStamp(b []byte) (int64, time.Time, bool) {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	a, c, ok := bytes.Cut(b, []byte(" "))
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	end, err1 := strconv.ParseInt(string(a), 10, 64)
+	us, err2 := strconv.ParseInt(string(c), 10, 64)
+	if err1 != nil || err2 != nil || end < 0 || us <= 0 {
+		return 0, time.Time{}, false
+	}
+	return end, time.UnixMicro(us).UTC(), true
 }
 
 // List returns every trial directory of experiment under Root with its

@@ -472,7 +472,7 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 	}
 	tl.outCap, tl.errCap = newCapper(s.path(stdoutFile), limit), newCapper(s.path(stderrFile), limit)
 	// The NNI file of this attempt (archived before it started) is new.
-	tl.nni = &nniFollower{path: s.path(nniMetricsFile)}
+	tl.nni = &nniFollower{path: s.path(nniMetricsFile), stampsPath: s.path(nniStampsPrefix + strconv.Itoa(sp.Attempt))}
 	return cmd, tl, nil
 }
 
@@ -527,6 +527,7 @@ func (t *tailer) close() {
 	if t.out != nil {
 		t.out.Close()
 	}
+	t.nni.close()
 }
 
 // follow reads until stop is closed, then drains what is left.
@@ -630,6 +631,11 @@ func (t *tailer) overlong(b []byte) {
 }
 
 func (t *tailer) write(m providers.Metric) {
+	if m.Time.IsZero() {
+		// Seen now, within tailInterval of the trial printing it: the
+		// record keeps the time (a Read comes later, maybe much later).
+		m.Time = time.Now()
+	}
 	if m.Type == trialproto.TypePeriodical && m.Garbage == "" {
 		if t.periodical >= providers.MaxIntermediate {
 			t.dropped++

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/trialform/trialform/providers"
 )
@@ -17,7 +19,11 @@ import (
 //	"ME" + 6-digit decimal byte length of (JSON + "\n") + JSON + "\n"
 //
 // The JSON is {"parameter_id": N, "trial_job_id": "..", "type":
-// "FINAL"|"PERIODICAL", "sequence": n, "value": "<JSON text>"}.
+// "FINAL"|"PERIODICAL", "sequence": n, "value": "<JSON text>"}, and, as
+// trialform's extension, "time": when it was reported, in seconds since
+// the Unix epoch (a float, as Python's time.time() and TensorBoard's
+// wall_time): trialform's NNI stand-in writes it, and the local supervisor
+// when it stores what it parsed from stdout.
 const (
 	recordMagic     = "ME"
 	recordHeaderLen = 8 // magic + 6 digits
@@ -40,6 +46,9 @@ type record struct {
 	Sequence    int             `json:"sequence"`
 	Value       json.RawMessage `json:"value"`
 	Garbage     string          `json:"garbage,omitempty"`
+	// Time is read leniently: a time that is not a plausible number
+	// leaves the result undated, not unreadable.
+	Time json.RawMessage `json:"time,omitempty"`
 }
 
 // errSkip marks a well-formed record that is not a metric (NNI's
@@ -67,7 +76,25 @@ var errSkip = errors.New("not a metric")
 // Records that are not metrics (REQUEST_PARAMETER) are consumed and
 // dropped. A null parameter_id (NNI's standalone mode) becomes -1.
 func ParseMetricRecords(data []byte) (recs []providers.Metric, consumed int, err error) {
-	pos := 0
+	recs, _, consumed = parseRecords(data, false)
+	return recs, consumed, nil
+}
+
+// ParseMetricRecordsEnds is ParseMetricRecords that also returns, for each
+// record, the offset in data just past it: where the bytes that made it
+// end, for a reader that matches records with what a supervisor saw of
+// the file (the local platform's stamps).
+func ParseMetricRecordsEnds(data []byte) (recs []providers.Metric, ends []int, consumed int) {
+	return parseRecords(data, true)
+}
+
+func parseRecords(data []byte, withEnds bool) (recs []providers.Metric, ends []int, pos int) {
+	add := func(m providers.Metric, end int) {
+		recs = append(recs, m)
+		if withEnds {
+			ends = append(ends, end)
+		}
+	}
 	for pos < len(data) {
 		rem := data[pos:]
 		if len(rem) < recordHeaderLen {
@@ -75,13 +102,13 @@ func ParseMetricRecords(data []byte) (recs []providers.Metric, consumed int, err
 				break
 			}
 			n := resync(rem)
-			recs = append(recs, garbage("bad record header", rem[:n]))
+			add(garbage("bad record header", rem[:n]), pos+n)
 			pos += n
 			continue
 		}
 		if !isHeader(rem) {
 			n := resync(rem)
-			recs = append(recs, garbage("bad record header", rem[:n]))
+			add(garbage("bad record header", rem[:n]), pos+n)
 			pos += n
 			continue
 		}
@@ -92,7 +119,7 @@ func ParseMetricRecords(data []byte) (recs []providers.Metric, consumed int, err
 			// a header inside the claimed frame means the latter.
 			if i := newlineHeader(rem[recordHeaderLen:]); i >= 0 {
 				n := recordHeaderLen + i
-				recs = append(recs, garbage("record length past the next record", rem[:n]))
+				add(garbage("record length past the next record", rem[:n]), pos+n)
 				pos += n
 				continue
 			}
@@ -101,23 +128,23 @@ func ParseMetricRecords(data []byte) (recs []providers.Metric, consumed int, err
 		m, derr := decodeRecord(rem[recordHeaderLen:end])
 		switch {
 		case derr == nil:
-			recs = append(recs, m)
+			add(m, pos+end)
 			pos += end
 		case errors.Is(derr, errSkip):
 			pos += end
 		default:
 			next := rem[end:]
 			if len(next) == 0 || isHeader(next) || (len(next) < recordHeaderLen && isHeaderPrefix(next)) {
-				recs = append(recs, garbage(derr.Error(), rem[:end]))
+				add(garbage(derr.Error(), rem[:end]), pos+end)
 				pos += end
 				continue
 			}
 			n := 1 + resync(rem[1:])
-			recs = append(recs, garbage(derr.Error(), rem[:n]))
+			add(garbage(derr.Error(), rem[:n]), pos+n)
 			pos += n
 		}
 	}
-	return recs, pos, nil
+	return recs, ends, pos
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
@@ -199,7 +226,7 @@ func decodeRecord(js []byte) (providers.Metric, error) {
 }
 
 func (r record) metric() (providers.Metric, error) {
-	m := providers.Metric{Sequence: r.Sequence, ParameterID: -1}
+	m := providers.Metric{Sequence: r.Sequence, ParameterID: -1, Time: rawUnixTime(r.Time)}
 	if r.ParameterID != nil {
 		m.ParameterID = *r.ParameterID
 	}
@@ -266,19 +293,51 @@ func clip(s string) string {
 	return s
 }
 
+// UnixTime turns a record's "time" (seconds since the Unix epoch) into a
+// time, rounded to the microsecond; nil, not finite, or outside 1970-9999
+// (a clock or a writer gone wrong) is the zero time: unknown.
+func UnixTime(sec *float64) time.Time {
+	if sec == nil || math.IsNaN(*sec) || *sec <= 0 || *sec >= 253402300800 {
+		return time.Time{}
+	}
+	us := math.Round(*sec * 1e6)
+	return time.UnixMicro(int64(us)).UTC()
+}
+
+func rawUnixTime(raw json.RawMessage) time.Time {
+	if len(raw) == 0 {
+		return time.Time{}
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return UnixTime(&f)
+}
+
+// unixSeconds is t as a record's "time"; nil for the zero time.
+func unixSeconds(t time.Time) *float64 {
+	if t.IsZero() {
+		return nil
+	}
+	s := float64(t.UnixMicro()) / 1e6
+	return &s
+}
+
 // EncodeMetricRecord frames m as a metric record in NNI's file format, for
 // trialJobID (used by the local supervisor to store metrics it parsed from
 // stdout next to NNI's own file). A Garbage metric is stored with
 // trialform's "garbage" field so ParseMetricRecords returns it as Garbage.
 func EncodeMetricRecord(m providers.Metric, trialJobID string) []byte {
 	r := struct {
-		ParameterID *int   `json:"parameter_id"`
-		TrialJobID  string `json:"trial_job_id"`
-		Type        string `json:"type"`
-		Sequence    int    `json:"sequence"`
-		Value       string `json:"value"`
-		Garbage     string `json:"garbage,omitempty"`
-	}{TrialJobID: trialJobID, Type: m.Type, Sequence: m.Sequence, Value: m.Value, Garbage: m.Garbage}
+		ParameterID *int     `json:"parameter_id"`
+		TrialJobID  string   `json:"trial_job_id"`
+		Type        string   `json:"type"`
+		Sequence    int      `json:"sequence"`
+		Value       string   `json:"value"`
+		Garbage     string   `json:"garbage,omitempty"`
+		Time        *float64 `json:"time,omitempty"`
+	}{TrialJobID: trialJobID, Type: m.Type, Sequence: m.Sequence, Value: m.Value, Garbage: m.Garbage, Time: unixSeconds(m.Time)}
 	if m.ParameterID >= 0 {
 		id := m.ParameterID
 		r.ParameterID = &id
@@ -294,7 +353,7 @@ func EncodeMetricRecord(m providers.Metric, trialJobID string) []byte {
 		js = []byte(`{"garbage":"unencodable metric"}`)
 	}
 	if len(js)+1 > maxRecordLen {
-		g := providers.Metric{ParameterID: m.ParameterID, Garbage: fmt.Sprintf("metric too long (%d bytes)", len(js))}
+		g := providers.Metric{ParameterID: m.ParameterID, Garbage: fmt.Sprintf("metric too long (%d bytes)", len(js)), Time: m.Time}
 		return EncodeMetricRecord(g, trialJobID)
 	}
 	out := make([]byte, 0, recordHeaderLen+len(js)+1)

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers"
@@ -249,6 +250,8 @@ func TestEncodeMetricRecordRoundTrip(t *testing.T) {
 		{Type: "FINAL", ParameterID: 4, Value: `{"default":0.5}`},
 		{Type: "PERIODICAL", Sequence: 3, ParameterID: -1, Value: "1e-05"},
 		{ParameterID: 2, Garbage: "unreadable line"},
+		// The time a result was reported, to the microsecond.
+		{Type: "PERIODICAL", Sequence: 4, ParameterID: 1, Value: "2", Time: time.Date(2026, 11, 26, 18, 0, 1, 234567000, time.UTC)},
 	}
 	var data []byte
 	for _, m := range ms {
@@ -439,6 +442,68 @@ func TestFinalResultProblems(t *testing.T) {
 	} {
 		if got := MissingObjective(tc.value, tc.metric); got != tc.want {
 			t.Errorf("MissingObjective(%s, %q) = %q, want %q", tc.value, tc.metric, got, tc.want)
+		}
+	}
+}
+
+// Issue 25, wrong numbers 3: trialform's NNI stand-in dates each result
+// when the trial reports it (the record's "time"), and the records of one
+// chunk tell where each ends, for the local supervisor's dates of records
+// that carry none. A real python3 reports with a gap.
+func TestMetricRecordTimeFromPython(t *testing.T) {
+	py := testdeps.Python3(t)
+	dir := t.TempDir()
+	lib := filepath.Join(dir, "lib")
+	if err := InstallPython(lib); err != nil {
+		t.Fatal(err)
+	}
+	sys := filepath.Join(dir, "sys")
+	if err := os.MkdirAll(sys, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sys, "parameter.cfg"), []byte(`{"parameter_id": 0, "parameters": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import time, nni
+nni.get_next_parameter()
+nni.report_intermediate_result(0.5)
+time.sleep(0.3)
+nni.report_intermediate_result(0.25)
+nni.report_final_result(0.1)
+`
+	before := time.Now()
+	cmd := exec.Command(py, "-c", script)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+lib, "NNI_PLATFORM=local", "NNI_SYS_DIR="+sys, "TRIALFORM_NNI_SHIM=1", "NNI_TRIAL_JOB_ID=t1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	after := time.Now()
+	data, err := os.ReadFile(filepath.Join(sys, ".nni", "metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, ends, n := ParseMetricRecordsEnds(data)
+	if n != len(data) || len(recs) != 3 || len(ends) != 3 || ends[2] != len(data) {
+		t.Fatalf("consumed %d/%d, %d records, ends %v", n, len(data), len(recs), ends)
+	}
+	for i, m := range recs {
+		if m.Time.Before(before.Add(-time.Millisecond)) || m.Time.After(after.Add(time.Millisecond)) {
+			t.Errorf("record %d dated %v, outside the run %v..%v", i, m.Time, before, after)
+		}
+		if i > 0 {
+			if r, _, _ := ParseMetricRecords(data[ends[i-1]:ends[i]]); len(r) != 1 || r[0] != m {
+				t.Errorf("record %d does not span %d..%d: %+v", i, ends[i-1], ends[i], r)
+			}
+		}
+	}
+	if gap := recs[1].Time.Sub(recs[0].Time); gap < 300*time.Millisecond {
+		t.Errorf("results reported 0.3 s apart dated %v apart", gap)
+	}
+	for _, bad := range []string{"null", `"soon"`, "-1", "1e300"} {
+		r, _, _ := ParseMetricRecords([]byte(rec(`{"parameter_id": 1, "type": "PERIODICAL", "sequence": 0, "value": "1", "time": ` + bad + `}`)))
+		if len(r) != 1 || !r[0].Time.IsZero() || r[0].Garbage != "" || r[0].Value != "1" {
+			t.Errorf("time %s: %+v, want an undated result", bad, r)
 		}
 	}
 }

@@ -56,6 +56,7 @@ _real = _hand_over_to_real_nni()
 
 import json as _json
 import logging as _logging
+import time as _time
 
 __all__ = [
     "get_next_parameter",
@@ -185,6 +186,10 @@ def _report(type_, sequence, metric):
         "type": type_,
         "sequence": sequence,
         "value": _dump(metric),
+        # trialform's extension: when it was reported (NNI's manager
+        # stamps a result when it receives it; trialform reads results
+        # later, so the trial says when).
+        "time": _time.time(),
     }))
 
 
