@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -17,6 +19,10 @@ type Unit struct {
 	File string // file name as in Config.Files
 	Line int    // first line in File
 	Text []byte // source text
+	// Hidden is set by HideSensitive when Text had a sensitive value taken
+	// out: a hash of the text as it was, so BlockDiff can say the value
+	// changed without showing it.
+	Hidden string
 }
 
 // Units splits files (as in Config.Files) into their top-level blocks and
@@ -80,6 +86,9 @@ func BlockDiff(old, new map[string]Unit) string {
 		o, hasOld := old[k]
 		n, hasNew := new[k]
 		if hasOld && hasNew && string(o.Text) == string(n.Text) {
+			if o.Hidden != n.Hidden {
+				fmt.Fprintf(&sb, "# %s changed (%s:%d): its sensitive value, not shown\n", n.Key, n.File, n.Line)
+			}
 			continue
 		}
 		where := n
@@ -94,4 +103,46 @@ func BlockDiff(old, new map[string]Unit) string {
 		sb.WriteString(UnifiedDiff(where.File, o.Text, n.Text))
 	}
 	return sb.String()
+}
+
+// HideSensitive returns units with the values of the sensitive variables
+// named in sensitive taken out: the default of a `variable "NAME"` block
+// and a variable file's `NAME = ...` read `(sensitive value)`, so that
+// BlockDiff never shows them (watch prints it). Pass the names sensitive in
+// either configuration compared.
+func HideSensitive(units map[string]Unit, sensitive map[string]bool) map[string]Unit {
+	if len(sensitive) == 0 {
+		return units
+	}
+	out := make(map[string]Unit, len(units))
+	for k, u := range units {
+		out[k] = u
+		f, diags := hclsyntax.ParseConfig(u.Text, u.File, hcl.InitialPos)
+		if diags.HasErrors() {
+			continue
+		}
+		body := f.Body.(*hclsyntax.Body)
+		var expr hclsyntax.Expression
+		switch {
+		case len(body.Blocks) == 1 && body.Blocks[0].Type == "variable" && len(body.Blocks[0].Labels) == 1 && sensitive[body.Blocks[0].Labels[0]]:
+			if a := body.Blocks[0].Body.Attributes["default"]; a != nil {
+				expr = a.Expr
+			}
+		case len(body.Blocks) == 0 && len(body.Attributes) == 1:
+			for name, a := range body.Attributes {
+				if sensitive[name] {
+					expr = a.Expr
+				}
+			}
+		}
+		if expr == nil {
+			continue
+		}
+		r := expr.Range()
+		text := append(append(append([]byte(nil), u.Text[:r.Start.Byte]...), SensitiveText...), u.Text[r.End.Byte:]...)
+		sum := sha256.Sum256(u.Text)
+		u.Text, u.Hidden = text, hex.EncodeToString(sum[:])
+		out[k] = u
+	}
+	return out
 }

@@ -26,6 +26,20 @@ type Config struct {
 	// sensitiveVals are the sensitive variables' values, as text (see
 	// Secrets).
 	sensitiveVals []string
+	// sensitiveVars names the variables declared sensitive.
+	sensitiveVars map[string]bool
+}
+
+// SensitiveVars names the variables declared sensitive = true (nil
+// Config: none).
+func (c *Config) SensitiveVars() map[string]bool {
+	out := map[string]bool{}
+	if c != nil {
+		for k := range c.sensitiveVars {
+			out[k] = true
+		}
+	}
+	return out
 }
 
 // Platform is a platform "KIND" "NAME" block, decoded through the platform

@@ -54,6 +54,12 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 			} else if !diags.HasErrors() {
 				v.sensitive = sv.True()
 			}
+			if v.sensitive {
+				if l.cfg.sensitiveVars == nil {
+					l.cfg.sensitiveVars = map[string]bool{}
+				}
+				l.cfg.sensitiveVars[name] = true
+			}
 		}
 		if a, ok := content.Attributes["type"]; ok {
 			ty, diags := typeexpr.TypeConstraint(a.Expr)

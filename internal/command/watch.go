@@ -207,7 +207,13 @@ func (w *watcher) reload(ctx context.Context, b *watch.Batch) {
 	extraPaths = append(extraPaths, w.absVarFiles()...)
 	units := schema.Units(cfg.Files)
 	if w.cfg != nil {
-		diff := schema.BlockDiff(w.units, units)
+		// A variable sensitive in either configuration: its value is not
+		// shown (issue 25 B).
+		hide := w.cfg.SensitiveVars()
+		for k := range cfg.SensitiveVars() {
+			hide[k] = true
+		}
+		diff := schema.BlockDiff(schema.HideSensitive(w.units, hide), schema.HideSensitive(units, hide))
 		diff += w.fileDiffs(extra)
 		if diff == "" {
 			fmt.Fprintln(w.out, "No change in the definitions since the last good plan.")
