@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trialform/trialform/tuner"
 )
 
 // convertSrc converts src (a file named name, beside the files in extra)
@@ -159,5 +161,47 @@ func TestDLCOptionalPlaceholders(t *testing.T) {
 		"# access_key_id: left out, NNI's config held the placeholder ${your_ak_id}; without it the platform reads ALIBABA_CLOUD_ACCESS_KEY_ID")
 	if !hasWarning(res, "trainingService.ossDataSourceId", "oss_data_source_id left out: optional") {
 		t.Errorf("no warning: %v", res.Warnings)
+	}
+}
+
+// Where a conversion falls back on the auto tuner, the comment says what
+// auto does, as the tuner (its settings) and the README's tuner table
+// say; it said "auto (TPE, then CMA-ES)", which left out the Gaussian
+// process phase.
+func TestAutoTunerDescribedAsItRuns(t *testing.T) {
+	info, ok := tuner.Lookup("auto")
+	if !ok {
+		t.Fatal("no auto tuner")
+	}
+	for setting, phase := range map[string]string{"gp_trials": "Gaussian process", "tpe_trials": "TPE"} {
+		if !strings.Contains(info.Settings[setting], phase) || !strings.Contains(autoWhat, phase) {
+			t.Errorf("auto's %s setting is the %s phase: %q; the converters say %q", setting, phase, info.Settings[setting], autoWhat)
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(l, "| `auto` (default) |") {
+			row = l
+		}
+	}
+	for _, phase := range []string{"10 random trials", "the `gp` tuner", "otherwise TPE", "then CMA-ES"} {
+		if !strings.Contains(row, phase) {
+			t.Errorf("the README's auto row lacks %q: %s", phase, row)
+		}
+	}
+	for _, src := range []string{
+		"searchSpaceFile: s.json\ntrialCommand: x\ntuner:\n  className: MyTuner\n  codeDir: .\n  classFileName: my.py\n",
+		"searchSpaceFile: s.json\ntrialCommand: x\ntuner:\n  name: FancyTuner\n",
+	} {
+		res, err := NNI([]byte(src), Options{Filename: "config.yml"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, res, "auto is used: "+autoWhat)
+		mustNotContain(t, res, "TPE, then CMA-ES")
 	}
 }

@@ -24,7 +24,7 @@ var katibAlgorithms = map[string]tunerMap{
 	"cmaes":                {"cmaes", true, ""},
 	"hyperband":            {"hyperband", true, ""},
 	"pbt":                  {"pbt", true, ""},
-	"bayesianoptimization": {"auto", false, "trialform has no Gaussian-process Bayesian optimization (yet); auto (TPE, then CMA-ES) is the nearest"},
+	"bayesianoptimization": {"auto", false, "auto is the nearest: " + autoWhat + "; tuner \"gp\" is a Gaussian process throughout"},
 	"sobol":                {"random", false, "trialform has no Sobol sequence; random is the nearest"},
 	"anneal":               {"anneal", true, ""},
 }

@@ -347,14 +347,14 @@ func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*bl
 	b := newBlock("tuner", "auto")
 	if nniName == "" {
 		ok = false
-		why := "trialform cannot run NNI's custom tuner classes; auto (TPE, then CMA-ES) is used"
+		why := "trialform cannot run NNI's custom tuner classes; auto is used: " + autoWhat
 		for _, k := range []string{"className", "classFileName", "codeDir", "codeDirectory", "classArgs"} {
 			if t.has(k) && k != "classArgs" {
 				t.skip(b, k, "%s", why)
 			}
 		}
 	} else if !ok {
-		c.notConverted(b, t.keyNode(nameKey), t.field(nameKey), "trialform has no %q tuner; auto (TPE, then CMA-ES) is used", nniName)
+		c.notConverted(b, t.keyNode(nameKey), t.field(nameKey), "trialform has no %q tuner; auto is used: %s", nniName, autoWhat)
 	} else {
 		b.labels[0] = tm.name
 		if !tm.exact {

@@ -414,7 +414,7 @@ func (c *conv) pxHPTuning(h *obj, st *pxState) {
 	case h.has("bo"):
 		bo := h.sub("bo")
 		st.tuner = newBlock("tuner", "auto")
-		c.notConverted(st.tuner, h.keyNode("bo"), "hptuning.bo", "trialform has no Gaussian-process Bayesian optimization (yet); auto (TPE, then CMA-ES) is the nearest")
+		c.notConverted(st.tuner, h.keyNode("bo"), "hptuning.bo", "auto is the nearest: %s; tuner \"gp\" is a Gaussian process throughout", autoWhat)
 		n1, _ := bo.integer("n_initial_trials", 0)
 		n2, _ := bo.integer("n_iterations", 0)
 		if n1+n2 > 0 {
@@ -777,7 +777,7 @@ func (c *conv) pxOperation(o *obj, st *pxState) {
 		case "bayes":
 			st.sp = c.pxMatrix(m.sub("params"), st, true)
 			st.tuner = newBlock("tuner", "auto")
-			c.notConverted(st.tuner, m.keyNode("kind"), "matrix.kind", "bayes: trialform has no Gaussian-process Bayesian optimization (yet); auto (TPE, then CMA-ES) is the nearest")
+			c.notConverted(st.tuner, m.keyNode("kind"), "matrix.kind", "bayes: auto is the nearest: %s; tuner \"gp\" is a Gaussian process throughout", autoWhat)
 			n1, _ := m.integer("numInitialRuns", 0)
 			n2, _ := m.integer("maxIterations", 0)
 			if n1+n2 > 0 {

@@ -29,7 +29,7 @@ experiment "bayesian-optimization" {
   }
   tuner "auto" {
     seed = 10
-    # not converted: spec.algorithm.algorithmName: bayesianoptimization: trialform has no Gaussian-process Bayesian optimization (yet); auto (TPE, then CMA-ES) is the nearest
+    # not converted: spec.algorithm.algorithmName: bayesianoptimization: auto is the nearest: 10 random trials, then a Gaussian process (TPE where the space has nested choices), then CMA-ES on the numeric parameters; tuner "gp" is a Gaussian process throughout
   }
   trial {
     args         = ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1", "--batch-size=16", "--lr=${param.lr}", "--momentum=${param.momentum}"]
