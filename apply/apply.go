@@ -804,7 +804,11 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 				t.Status = state.Paused
 				t.EndedAt = &end
 				return
-			case plan.CauseEarlyStop:
+			case plan.CauseEarlyStop, plan.CauseTrialMaxDuration:
+				// Past its own max_duration: stopped early, as NNI
+				// does at maxTrialDuration. It used its budget slot
+				// (CANCELED would not count, and an experiment whose
+				// trials all run too long would never end).
 				t.Status = state.EarlyStopped
 			case plan.CauseStop:
 				t.Status = state.UserCanceled

@@ -211,7 +211,7 @@ func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {
 	ep := &ExperimentPlan{
 		Name: cur.Name, ID: cur.ID, Platform: cur.Platform, Action: Delete,
 		Generation: cur.Generation, SpecHash: cur.SpecHash,
-		Settings: settingsOfState(cur), Progress: progress(cur),
+		Settings: settingsOfState(cur), Progress: progress(cur, cur.Generation),
 	}
 	reason, cause := "experiment removed from the configuration", CauseRemoved
 	if destroy {
@@ -346,8 +346,10 @@ func ExperimentID(lineage, name string, serial uint64) string {
 // TrialID is the deterministic id of the trial with sequence number seq.
 func TrialID(seq int) string { return fmt.Sprintf("t%04d", seq) }
 
-func progress(e *state.Experiment) Progress {
-	pr := Progress{ByStatus: map[string]int{}}
+func progress(e *state.Experiment, gen int) Progress {
+	b := e.BudgetOf(gen)
+	pr := Progress{ByStatus: map[string]int{}, Generation: gen, GenerationTotal: b.Trials,
+		GenerationByStatus: b.ByStatus, GenerationEnded: b.Ended, BudgetUsed: b.Used}
 	for _, t := range e.SortedTrials() {
 		pr.Total++
 		pr.ByStatus[t.Status]++
@@ -398,7 +400,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			ep.Action = Update
 		}
 	}
-	ep.Progress = progress(cur)
+	ep.Progress = progress(cur, ep.Generation)
 
 	// Trials of the current generation drive the budget.
 	var active, lost, waiting []*state.Trial
@@ -441,6 +443,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	}
 
 	// Older generations' unfinished trials are torn down.
+	ep.GenerationTeardowns = len(oldRunning)
 	for _, t := range oldRunning {
 		ep.Trials = append(ep.Trials, &TrialAction{
 			Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,

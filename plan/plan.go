@@ -105,6 +105,10 @@ type ExperimentPlan struct {
 	SpecHash         string   `json:"spec_hash"`
 	NewGeneration    bool     `json:"new_generation,omitempty"`
 	GenerationReason []string `json:"generation_reason,omitempty"`
+	// GenerationTeardowns counts the unfinished trials of earlier
+	// generations this plan tears down (cause "generation"), the
+	// "forces replacement" of a new generation.
+	GenerationTeardowns int `json:"generation_teardowns,omitempty"`
 	// Settings as they will be after apply.
 	Settings Settings `json:"settings"`
 	// Progress after refresh, before this plan's actions.
@@ -151,12 +155,35 @@ type Change struct {
 	InPlace bool   `json:"in_place"` // false: starts a new generation
 }
 
-// Progress summarises an experiment's trials.
+// Progress summarises an experiment's trials. Total and ByStatus count
+// every generation; the budget (max_trials) and max_failed_trials count
+// the trials of one generation only, which the Generation fields count.
 type Progress struct {
 	Total     int            `json:"total"`
 	ByStatus  map[string]int `json:"by_status"`
 	Best      *float64       `json:"best,omitempty"`
 	BestTrial string         `json:"best_trial,omitempty"`
+	// Generation is the generation the budget counts: the experiment's
+	// current one, or the one this plan starts (then its counts are 0).
+	Generation int `json:"generation"`
+	// GenerationTotal and GenerationByStatus count that generation's
+	// trials; GenerationEnded those that ended (succeeded, failed, stopped
+	// early or by the user).
+	GenerationTotal    int            `json:"generation_total"`
+	GenerationByStatus map[string]int `json:"generation_by_status"`
+	GenerationEnded    int            `json:"generation_ended"`
+	// BudgetUsed is what max_trials counts: the generation's trials but
+	// the CANCELED ones (torn down by trialform, see state.Budget).
+	BudgetUsed int `json:"budget_used"`
+}
+
+// Generations reports whether the experiment has trials of another
+// generation than the one its budget counts (then displays say which
+// generation a count is of, and how many trials there are in all).
+// A plan saved before the generation counts (no GenerationByStatus) has
+// none.
+func (p Progress) Generations() bool {
+	return p.GenerationByStatus != nil && p.Total != p.GenerationTotal
 }
 
 // TrialAction is one action on one trial.

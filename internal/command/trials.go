@@ -139,6 +139,7 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 			footer = append(footer, "")
 		}
 		footer = append(footer, views.BestLines(exps)...)
+		footer = append(footer, views.BudgetLines(exps)...)
 		footer = append(footer, views.Staleness(oldestRefresh(m, st, exps), now))
 		views.ResultsTableText(g.IO.Out, views.ResultsTable{Rows: shown, Columns: cols, Multi: len(exps) > 1, Curves: o.curves, Footer: footer})
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -301,6 +302,10 @@ func TestBrowserPages(t *testing.T) {
 	if !strings.Contains(s, "demo") || !strings.Contains(s, "other") || !strings.Contains(s, "tpe") {
 		t.Errorf("overview: %q", s)
 	}
+	// The budget as the CLI says it (issue 25: "budget 16/8" across generations).
+	if !regexp.MustCompile(`\b\d+/80 trials done\b`).MatchString(s) {
+		t.Errorf("overview budget: %q", s)
+	}
 	b.screenshot("overview")
 	b.noErrors("overview")
 
@@ -310,6 +315,10 @@ func TestBrowserPages(t *testing.T) {
 	b.eval(`document.getElementById('row-count').textContent`, &s)
 	if s != "60 of 60 trials" {
 		t.Errorf("row count %q", s)
+	}
+	b.eval(`document.querySelector('.summary').innerText`, &s)
+	if !regexp.MustCompile(`budget: \d+/80 trials done · concurrency 4`).MatchString(s) {
+		t.Errorf("experiment header budget: %q", s)
 	}
 	b.screenshot("experiment")
 	b.noErrors("experiment")

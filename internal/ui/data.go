@@ -14,6 +14,7 @@ import (
 
 	"github.com/trialform/trialform/internal/importance"
 	"github.com/trialform/trialform/internal/results"
+	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/tuner/space"
@@ -189,24 +190,33 @@ func (d *store) series(e *state.Experiment, t *state.Trial) []point {
 
 // ExperimentJSON is one experiment's summary (overview and header).
 type ExperimentJSON struct {
-	Name        string         `json:"name"`
-	ID          string         `json:"id"`
-	Platform    string         `json:"platform"`
-	Tuner       string         `json:"tuner"`
-	Generation  int            `json:"generation"`
-	Goal        string         `json:"goal"`
-	Metric      string         `json:"metric"`
-	Counts      map[string]int `json:"counts"`
-	Trials      int            `json:"trials"`
-	MaxTrials   int            `json:"max_trials"`
-	Concurrency int            `json:"concurrency"`
-	Best        *BestJSON      `json:"best"`
-	CreatedAt   time.Time      `json:"created_at"`
-	DoneAt      *time.Time     `json:"done_at,omitempty"`
-	DoneReason  string         `json:"done_reason,omitempty"`
-	ElapsedSec  float64        `json:"elapsed_s"`
-	Written     time.Time      `json:"written"`             // the state file's last write
-	Refreshed   *time.Time     `json:"refreshed,omitempty"` // last refresh from the platform (refreshed.json)
+	Name       string         `json:"name"`
+	ID         string         `json:"id"`
+	Platform   string         `json:"platform"`
+	Tuner      string         `json:"tuner"`
+	Generation int            `json:"generation"`
+	Goal       string         `json:"goal"`
+	Metric     string         `json:"metric"`
+	Counts     map[string]int `json:"counts"`
+	Trials     int            `json:"trials"` // every generation's
+	MaxTrials  int            `json:"max_trials"`
+	// BudgetUsed is what max_trials counts: the trials of the current
+	// generation but the CANCELED ones; GenerationTrials counts that
+	// generation's trials; Budget says it in the CLI's words ("8/8 trials
+	// done", "generation 2: 8/8 trials done; 16 in all").
+	BudgetUsed       int    `json:"budget_used"`
+	GenerationTrials int    `json:"generation_trials"`
+	Budget           string `json:"budget"`
+	// Failed is set with DoneAt when the experiment ended failed.
+	Failed      bool       `json:"failed,omitempty"`
+	Concurrency int        `json:"concurrency"`
+	Best        *BestJSON  `json:"best"`
+	CreatedAt   time.Time  `json:"created_at"`
+	DoneAt      *time.Time `json:"done_at,omitempty"`
+	DoneReason  string     `json:"done_reason,omitempty"`
+	ElapsedSec  float64    `json:"elapsed_s"`
+	Written     time.Time  `json:"written"`             // the state file's last write
+	Refreshed   *time.Time `json:"refreshed,omitempty"` // last refresh from the platform (refreshed.json)
 	// Edit says where to change what the page cannot (read-only by design).
 	Edit *EditJSON `json:"edit,omitempty"`
 }
@@ -275,8 +285,11 @@ func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) E
 	j := ExperimentJSON{
 		Name: e.Name, ID: e.ID, Platform: e.Platform, Generation: e.Generation, Goal: e.Goal, Metric: e.Metric,
 		Counts: map[string]int{}, Trials: len(e.Trials), MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
-		CreatedAt: e.CreatedAt, DoneAt: e.DoneAt, DoneReason: e.DoneReason, Written: sn.modTime,
+		CreatedAt: e.CreatedAt, DoneAt: e.DoneAt, DoneReason: e.DoneReason, Written: sn.modTime, Failed: e.Failed,
 	}
+	b := e.Budget()
+	j.BudgetUsed, j.GenerationTrials = b.Used, b.Trials
+	j.Budget = views.BudgetText(b.Generation, b.Ended, e.MaxTrials, b.All, b.All != b.Trials)
 	if at, ok := state.NewManager(d.o.StateDir).RefreshedAt(sn.st.Lineage)[e.Name]; ok && !at.IsZero() {
 		j.Refreshed = &at
 	}

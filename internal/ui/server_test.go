@@ -313,3 +313,58 @@ func TestTableAgreesWithTrialsCommand(t *testing.T) {
 		}
 	}
 }
+
+// Issue 25, item 1: the budget counts the trials of the current generation.
+// After a new generation the overview said "budget 16/8" (every
+// generation's trials against max_trials).
+func TestBudgetIsPerGeneration(t *testing.T) {
+	dir := fixture(t, 30)
+	m := state.NewManager(filepath.Join(dir, ".trialform"))
+	st, err := m.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "other": 20 trials, t0000-t0011 of generation 1, t0012-t0019 of
+	// generation 2, whose budget is 8.
+	e := st.Experiments["other"]
+	e.Generation, e.MaxTrials = 2, 8
+	for _, tr := range e.Trials {
+		if tr.Seq >= 12 {
+			tr.Generation = 2
+		}
+	}
+	if err := m.Save(st); err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, dir, "")
+	code, body := get(t, ts.Client(), ts.URL+"/api/overview")
+	if code != 200 {
+		t.Fatalf("overview: %d %s", code, body)
+	}
+	var ov struct {
+		Experiments []struct {
+			Name             string `json:"name"`
+			Trials           int    `json:"trials"`
+			BudgetUsed       int    `json:"budget_used"`
+			GenerationTrials int    `json:"generation_trials"`
+			Budget           string `json:"budget"`
+		} `json:"experiments"`
+	}
+	if err := json.Unmarshal([]byte(body), &ov); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, x := range ov.Experiments {
+		if x.Name != "other" {
+			continue
+		}
+		found = true
+		// Generation 2 holds t0012-t0019: t0018 and t0019 still run.
+		if x.Trials != 20 || x.GenerationTrials != 8 || x.BudgetUsed != 8 || x.Budget != "generation 2: 6/8 trials done; 20 in all" {
+			t.Errorf("other: trials %d, generation %d, budget used %d, %q; want 20, 8, 8, \"generation 2: 6/8 trials done; 20 in all\"", x.Trials, x.GenerationTrials, x.BudgetUsed, x.Budget)
+		}
+	}
+	if !found {
+		t.Fatalf("no experiment other in %s", body)
+	}
+}

@@ -128,18 +128,27 @@ type HookJSON struct {
 	Machine        string      `json:"machine,omitempty"`
 }
 
-// ProgressJSON is one experiment's progress after a -wait pass.
+// ProgressJSON is one experiment's progress after a -wait pass. Done,
+// Running, Waiting and Failed count the trials of Generation, the one the
+// budget (max_trials) counts; TrialsInAll counts every generation's.
 type ProgressJSON struct {
-	Experiment string   `json:"experiment"`
-	Done       int      `json:"done"`
-	MaxTrials  int      `json:"max_trials"`
-	Running    int      `json:"running"`
-	Waiting    int      `json:"waiting"`
-	Failed     int      `json:"failed"`
-	Best       *float64 `json:"best,omitempty"`
-	BestTrial  string   `json:"best_trial,omitempty"`
-	Finished   bool     `json:"finished"`
-	Reason     string   `json:"reason,omitempty"`
+	Experiment  string   `json:"experiment"`
+	Generation  int      `json:"generation"`
+	Done        int      `json:"done"`
+	MaxTrials   int      `json:"max_trials"`
+	BudgetUsed  int      `json:"budget_used"`
+	Running     int      `json:"running"`
+	Waiting     int      `json:"waiting"`
+	Failed      int      `json:"failed"`
+	TrialsInAll int      `json:"trials_in_all"`
+	Best        *float64 `json:"best,omitempty"`
+	BestTrial   string   `json:"best_trial,omitempty"`
+	Finished    bool     `json:"finished"`
+	Reason      string   `json:"reason,omitempty"`
+	// ExperimentFailed is set with Finished when the experiment failed
+	// (max_failed_trials reached, or no trial of its generation
+	// succeeded); apply then exits 4.
+	ExperimentFailed bool `json:"experiment_failed,omitempty"`
 }
 
 // EventDiagnosticJSON is an error or warning.
@@ -217,12 +226,16 @@ func (ev *Events) Progress(p *plan.Plan) {
 	rows := []ProgressJSON{}
 	msg := ""
 	for _, ep := range p.Experiments {
-		bs := ep.Progress.ByStatus
+		pr := ep.Progress
+		bs := pr.GenerationByStatus
+		if bs == nil {
+			bs = pr.ByStatus
+		}
 		rows = append(rows, ProgressJSON{
-			Experiment: ep.Name, MaxTrials: ep.Settings.MaxTrials,
-			Done:    bs[state.Succeeded] + bs[state.Failed] + bs[state.EarlyStopped],
-			Running: bs[state.Running], Waiting: bs[state.Waiting], Failed: bs[state.Failed],
-			Best: ep.Progress.Best, BestTrial: ep.Progress.BestTrial, Finished: ep.Done, Reason: ep.DoneReason,
+			Experiment: ep.Name, Generation: pr.Generation, MaxTrials: ep.Settings.MaxTrials, BudgetUsed: pr.BudgetUsed,
+			Done: Ended(ep), Running: bs[state.Running], Waiting: bs[state.Waiting], Failed: bs[state.Failed],
+			TrialsInAll: pr.Total, Best: pr.Best, BestTrial: pr.BestTrial, Finished: ep.Done, Reason: ep.DoneReason,
+			ExperimentFailed: ep.Failed,
 		})
 		if msg != "" {
 			msg += "; "

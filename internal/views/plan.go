@@ -179,33 +179,52 @@ func noChangeDetail(p *plan.Plan) string {
 	return "Trials are running; nothing to do until they finish."
 }
 
-// StatusLine summarises an experiment: "experiment.svm: 12/20 trials done, 2 running, best 0.93 (t0004)".
+// StatusLine summarises an experiment: "experiment.svm: 12/20 trials done,
+// 2 running, best 0.93 (t0004)". The counts are of the generation the
+// budget counts; when the experiment has trials of other generations the
+// line says which and how many trials there are in all:
+// "experiment.svm: generation 2: 8/8 trials done, 1 failed; 16 in all,
+// best 0.95 (t0003)".
 func StatusLine(ep *plan.ExperimentPlan) string {
-	bs := ep.Progress.ByStatus
-	ended := bs[state.Succeeded] + bs[state.Failed] + bs[state.EarlyStopped] + bs[state.UserCanceled]
-	parts := []string{fmt.Sprintf("%d/%d trials done", ended, ep.Settings.MaxTrials)}
-	if n := bs[state.Running]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d running", n))
+	pr := ep.Progress
+	bs := pr.GenerationByStatus
+	if bs == nil {
+		bs = pr.ByStatus // a plan saved before the generation counts
 	}
-	if n := bs[state.Waiting]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d waiting", n))
+	counts := []string{BudgetText(pr.Generation, Ended(ep), ep.Settings.MaxTrials, pr.Total, false)}
+	for _, c := range []struct {
+		status, what string
+	}{{state.Running, "running"}, {state.Waiting, "waiting"}, {state.Lost, "lost"}, {state.Failed, "failed"}} {
+		if n := bs[c.status]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, c.what))
+		}
 	}
-	if n := bs[state.Lost]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d lost", n))
-	}
-	if n := bs[state.Failed]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed", n))
-	}
-	if ep.Progress.Best != nil {
-		parts = append(parts, fmt.Sprintf("best %s (%s)", FormatMetric(ep.Progress.Best), ep.Progress.BestTrial))
-	}
+	var later []string
 	if n := bs[state.Paused]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d paused", n))
+		later = append(later, fmt.Sprintf("%d paused", n))
 	}
 	if n := bs[state.UserCanceled]; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d stopped by the user", n))
+		later = append(later, fmt.Sprintf("%d stopped by the user", n))
 	}
-	line := "experiment." + ep.Name + ": " + strings.Join(parts, ", ")
+	var best string
+	if pr.Best != nil {
+		best = fmt.Sprintf("best %s (%s)", FormatMetric(pr.Best), pr.BestTrial)
+	}
+	var line string
+	if pr.Generations() {
+		// The generation's counts, then the whole history's.
+		counts[0] = fmt.Sprintf("generation %d: %s", pr.Generation, counts[0])
+		line = strings.Join(append(counts, later...), ", ") + fmt.Sprintf("; %d in all", pr.Total)
+		if best != "" {
+			line += ", " + best
+		}
+	} else {
+		if best != "" {
+			counts = append(counts, best)
+		}
+		line = strings.Join(append(counts, later...), ", ")
+	}
+	line = "experiment." + ep.Name + ": " + line
 	if ep.Paused {
 		line += "; paused"
 	}
@@ -216,6 +235,18 @@ func StatusLine(ep *plan.ExperimentPlan) string {
 		line += "; done: " + ep.DoneReason
 	}
 	return line
+}
+
+// BudgetText says how far a budget is used: "12/20 trials done", or, with
+// generations (trials of other generations exist), "generation 2: 8/8
+// trials done; 16 in all". ended counts the generation's ended trials,
+// all the trials of every generation.
+func BudgetText(gen, ended, maxTrials, all int, generations bool) string {
+	s := fmt.Sprintf("%d/%d trials done", ended, maxTrials)
+	if generations {
+		s = fmt.Sprintf("generation %d: %s; %d in all", gen, s, all)
+	}
+	return s
 }
 
 func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
@@ -239,8 +270,19 @@ func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
 		fmt.Fprintf(w, "  # %s\n", StatusLine(ep))
 	}
 	if ep.NewGeneration {
-		fmt.Fprintf(w, "  # %s changed: new trials form generation %d; unfinished trials of earlier generations are torn down\n",
-			strings.Join(ep.GenerationReason, ", "), ep.Generation)
+		// As Terraform's "forces replacement": what the new generation
+		// costs, and what it starts afresh.
+		fmt.Fprintf(w, "  # %s changed: forces generation %d, with a fresh budget of %s (max_trials)\n",
+			strings.Join(ep.GenerationReason, ", "), ep.Generation, plural(ep.Settings.MaxTrials, "trial"))
+		teardown := "nothing unfinished to tear down"
+		if n := ep.GenerationTeardowns; n > 0 {
+			teardown = "tears down " + plural(n, "unfinished trial") + " of earlier generations"
+		}
+		stay := "the " + plural(ep.Progress.Total, "trial") + " so far stay"
+		if ep.Progress.Total == 1 {
+			stay += "s"
+		}
+		fmt.Fprintf(w, "  # %s; %s in the history\n", teardown, stay)
 	}
 	fmt.Fprintf(w, "  %s experiment %q {\n", c.symbol(ep.Action), ep.Name)
 	if ep.Action == plan.Create {
@@ -265,6 +307,8 @@ func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
 	for _, ch := range ep.Changes {
 		if ch.InPlace {
 			fmt.Fprintf(w, "    %s %s = %s -> %s\n", c.Yellow("~"), ch.Path, orNone(ch.Before), orNone(ch.After))
+		} else {
+			fmt.Fprintf(w, "    %s %s changed %s\n", c.Yellow("~"), ch.Path, c.Red("# forces a new generation"))
 		}
 	}
 	if len(ep.Trials) > 0 && (ep.Action == plan.Create || len(ep.Changes) > 0) {
@@ -345,11 +389,17 @@ func orNone(s string) string {
 	return s
 }
 
-// Ended counts the trials of ep that have ended (succeeded, failed or
-// stopped early): the progress toward max_trials.
+// Ended counts the trials of ep's current generation that have ended
+// (succeeded, failed, stopped early or by the user): the progress toward
+// max_trials.
 func Ended(ep *plan.ExperimentPlan) int {
-	bs := ep.Progress.ByStatus
-	return bs[state.Succeeded] + bs[state.Failed] + bs[state.EarlyStopped]
+	pr := ep.Progress
+	if pr.GenerationByStatus == nil {
+		// A plan saved before the generation counts.
+		bs := pr.ByStatus
+		return bs[state.Succeeded] + bs[state.Failed] + bs[state.EarlyStopped] + bs[state.UserCanceled]
+	}
+	return pr.GenerationEnded
 }
 
 // DestroySummary is "Destroy complete! 2 experiments, 20 trials destroyed."

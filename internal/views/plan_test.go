@@ -67,3 +67,27 @@ func TestPlanShowsRepeatOf(t *testing.T) {
 		t.Errorf("json:\n%s", b.String())
 	}
 }
+
+// Issue 25, item 1: the status line counts the generation the budget
+// counts and, once other generations exist, says so ("16/8 trials done"
+// mixed every generation's trials).
+func TestStatusLinePerGeneration(t *testing.T) {
+	best := 0.9
+	ep := &plan.ExperimentPlan{Name: "exp", Settings: plan.Settings{MaxTrials: 8}, Done: true, DoneReason: "budget used (8 trials)",
+		Progress: plan.Progress{Total: 16, ByStatus: map[string]int{"SUCCEEDED": 14, "FAILED": 2}, Best: &best, BestTrial: "t0003",
+			Generation: 2, GenerationTotal: 8, GenerationByStatus: map[string]int{"SUCCEEDED": 7, "FAILED": 1}, GenerationEnded: 8, BudgetUsed: 8}}
+	want := "experiment.exp: generation 2: 8/8 trials done, 1 failed; 16 in all, best 0.9 (t0003); done: budget used (8 trials)"
+	if got := StatusLine(ep); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if n := Ended(ep); n != 8 {
+		t.Errorf("Ended = %d, want the generation's 8", n)
+	}
+	// One generation only: the line as it always was.
+	ep.Progress = plan.Progress{Total: 8, ByStatus: map[string]int{"SUCCEEDED": 7, "FAILED": 1}, Best: &best, BestTrial: "t0003",
+		Generation: 1, GenerationTotal: 8, GenerationByStatus: map[string]int{"SUCCEEDED": 7, "FAILED": 1}, GenerationEnded: 8, BudgetUsed: 8}
+	want = "experiment.exp: 8/8 trials done, 1 failed, best 0.9 (t0003); done: budget used (8 trials)"
+	if got := StatusLine(ep); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

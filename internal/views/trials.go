@@ -34,6 +34,27 @@ func BestLines(exps []*state.Experiment) []string {
 	return out
 }
 
+// BudgetLines returns the "Budget: ..." line of each experiment: what its
+// max_trials counts, the trials of its current generation ("Budget: 6/8
+// trials done", "Budget: generation 2: 8/8 trials done; 16 in all").
+func BudgetLines(exps []*state.Experiment) []string {
+	var out []string
+	for _, e := range exps {
+		prefix := "Budget:"
+		if len(exps) > 1 {
+			prefix = "Budget of " + e.Name + ":"
+		}
+		out = append(out, prefix+" "+budgetOf(e))
+	}
+	return out
+}
+
+// budgetOf is BudgetText for an experiment of the state.
+func budgetOf(e *state.Experiment) string {
+	b := e.Budget()
+	return BudgetText(b.Generation, b.Ended, e.MaxTrials, b.All, b.All != b.Trials)
+}
+
 // Trials writes the results table of e (the default columns) and its
 // best trial.
 func Trials(w io.Writer, e *state.Experiment, now time.Time) {
@@ -85,6 +106,7 @@ func ShowState(w io.Writer, st *state.State, c Colors, refreshed map[string]time
 			fmt.Fprintf(w, "; done: %s", e.DoneReason)
 		}
 		fmt.Fprintln(w)
+		fmt.Fprintf(w, "  budget: %s\n", budgetOf(e))
 		if t, ok := refreshed[n]; ok {
 			fmt.Fprintf(w, "  refreshed %s ago\n", Ago(now.Sub(t)))
 		} else {

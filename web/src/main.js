@@ -206,14 +206,14 @@ async function pageOverview() {
   refreshCurrent = async () => {
     const d = await api('/api/overview');
     const rows = d.experiments.map((e) => {
-      const used = e.max_trials ? Math.min(100, 100 * e.trials / e.max_trials) : 0;
+      const used = e.max_trials ? Math.min(100, 100 * e.budget_used / e.max_trials) : 0;
       return h('tr', {},
         h('td', {}, link(`/e/${enc(e.name)}`, e.name), h('div', { class: 'muted small' }, e.id)),
         h('td', {}, Object.entries(e.counts).sort().map(([s, n]) => h('span', { class: 'count' }, statusBadge(s), ' ', n))),
         h('td', { class: 'num' }, e.best ? [fmtNum(e.best.value), ' ', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, `#${e.best.seq}`)] : '–',
           h('div', { class: 'muted small' }, `${e.goal} ${e.metric}`)),
-        h('td', {}, h('div', { class: 'bar' }, h('div', { style: `width:${used}%` })), h('div', { class: 'small' }, `${e.trials} / ${e.max_trials}`)),
-        h('td', {}, fmtDur(e.elapsed_s), e.done_reason ? h('div', { class: 'muted small' }, `done: ${e.done_reason}`) : null),
+        h('td', {}, h('div', { class: 'bar' }, h('div', { style: `width:${used}%` })), h('div', { class: 'small' }, e.budget)),
+        h('td', {}, fmtDur(e.elapsed_s), e.done_reason ? h('div', { class: 'muted small' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null),
         h('td', {}, e.platform), h('td', {}, e.tuner || '–'), h('td', { class: 'num' }, e.generation),
         h('td', { title: e.refreshed || 'never refreshed from the platform' }, e.refreshed ? ago(e.refreshed) : 'never',
           h('div', { class: 'muted small', title: e.written }, `state written ${ago(e.written)}`)));
@@ -568,14 +568,14 @@ async function pageExperiment(name) {
       h('div', { class: 'summary' },
         Object.entries(e.counts).sort().map(([s, n]) => h('span', { class: 'count' }, statusBadge(s), ' ', n)),
         h('span', {}, `best ${e.goal === 'minimize' ? '↓' : '↑'} ${e.metric}: `, e.best ? [h('b', {}, fmtNum(e.best.value)), ' (', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, e.best.id), ')'] : '–'),
-        h('span', {}, `budget ${e.trials}/${e.max_trials} · concurrency ${e.concurrency} · elapsed ${fmtDur(e.elapsed_s)}`),
-        e.done_reason ? h('span', { class: 'muted' }, `done: ${e.done_reason}`) : null),
+        h('span', {}, `budget: ${e.budget} · concurrency ${e.concurrency} · elapsed ${fmtDur(e.elapsed_s)}`),
+        e.done_reason ? h('span', { class: 'muted' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null),
       h('details', { class: 'hint' }, h('summary', {}, 'Change this experiment'),
         h('p', {}, 'The dashboard is read-only: the HCL files are the source of truth. Edit ', h('code', {}, edit), ', then run ', h('code', {}, 'trialform plan'), ' and ', h('code', {}, 'trialform apply'), '.'),
         h('ul', {},
           h('li', {}, 'more or fewer trials at once: ', h('code', {}, `concurrency = ${e.concurrency}`)),
           h('li', {}, 'a larger or smaller budget: ', h('code', {}, `max_trials = ${e.max_trials}`)),
-          h('li', {}, 'stop launching trials: ', h('code', {}, `max_trials = ${e.trials}`), ', or ', h('code', {}, 'trialform destroy'), ' to tear every trial down'))));
+          h('li', {}, 'stop launching trials: ', h('code', {}, `max_trials = ${e.budget_used}`), ', or ', h('code', {}, 'trialform destroy'), ' to tear every trial down'))));
   }
 
   // Each step's milliseconds, for the benchmark (bench_test.go).
