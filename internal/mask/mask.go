@@ -370,14 +370,41 @@ func (r *writer) Close() error {
 	return err
 }
 
-// Error is err with its message masked by s (err itself when nothing
-// changed); errors.Is and errors.As still see err.
+// Scrub is String for messages that are not a trial's output (errors of
+// platform APIs, which may echo a request): a secret in clear of at least
+// MinLength bytes is replaced wherever it occurs, even inside a longer
+// word; shorter ones and hashed ones where they stand as whole tokens.
+func (s *Set) Scrub(t string) string {
+	if s.Empty() {
+		return t
+	}
+	long := make([]string, 0, len(s.plain))
+	for p := range s.plain {
+		if len(p) >= MinLength {
+			long = append(long, p)
+		}
+	}
+	// longest first, so a secret that contains another goes whole
+	slices.SortFunc(long, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
+	for _, p := range long {
+		t = strings.ReplaceAll(t, p, Text)
+	}
+	return s.String(t)
+}
+
+// Error is err with its message scrubbed by s (Scrub; err itself when
+// nothing changed); errors.Is and errors.As still see err.
 func (s *Set) Error(err error) error {
 	if err == nil || s.Empty() {
 		return err
 	}
 	msg := err.Error()
-	clean := s.String(msg)
+	clean := s.Scrub(msg)
 	if clean == msg {
 		return err
 	}

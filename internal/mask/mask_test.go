@@ -119,6 +119,10 @@ func TestError(t *testing.T) {
 	if !strings.Contains(err.Error(), "password="+Text) {
 		t.Errorf("error lost its text: %v", err)
 	}
+	// a long secret goes even inside a word; a short one only whole
+	if got := New("Pa55w0rd-xyz", "ab").Scrub("xPa55w0rd-xyzx ab abc"); got != "x"+Text+"x "+Text+" abc" {
+		t.Errorf("Scrub: %q", got)
+	}
 	if !errors.Is(err, sentinel) {
 		t.Error("errors.Is does not see through")
 	}

@@ -43,7 +43,10 @@ type Options struct {
 	// checks (a platform asks its service something harmless here).
 	Validate func(ctx context.Context) error
 	// Secrets are values (tokens, passwords) that must never appear in an
-	// error the provider returns: they are replaced by "(sensitive value)".
+	// error the provider returns or in what it says about a job: they are
+	// replaced by "(sensitive value)" in every encoding a request carries
+	// them (internal/mask). A platform that sends one in another form (a
+	// basic authorization header: mask.BasicAuth) lists that form too.
 	Secrets []string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trialform/trialform/internal/mask"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -36,6 +37,8 @@ type Provider struct {
 
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+	// secrets is Options.Secrets as a mask (see scrub).
+	secrets *mask.Set
 }
 
 // New returns the provider running trials as jobs of api. The returned
@@ -57,7 +60,7 @@ func New(api API, opts Options) *Provider {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Provider{api: api, opts: opts, fs: layout{local: opts.LocalMount, container: opts.ContainerMount}, locks: map[string]*sync.Mutex{}}
+	return &Provider{api: api, opts: opts, fs: layout{local: opts.LocalMount, container: opts.ContainerMount}, locks: map[string]*sync.Mutex{}, secrets: mask.New(opts.Secrets...)}
 }
 
 var (
@@ -133,31 +136,18 @@ func (p *Provider) call(ctx context.Context, f func(ctx context.Context) error) 
 	return p.opts.Retry.Do(ctx, f)
 }
 
-// scrub replaces Options.Secrets in err's message.
+// scrub hides Options.Secrets in err's message, in every encoding a
+// request could carry them (internal/mask: URL query and path encoding,
+// JSON escaping, base64), since a service may echo the request in an error.
 func (p *Provider) scrub(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	clean := msg
-	for _, s := range p.opts.Secrets {
-		if s != "" {
-			clean = strings.ReplaceAll(clean, s, "(sensitive value)")
-		}
-	}
-	if clean == msg {
-		return err
-	}
-	return &scrubbed{err: err, msg: clean}
+	return p.secrets.Error(err)
 }
 
-type scrubbed struct {
-	err error
-	msg string
+// scrubObs hides Options.Secrets in what the service said about a job.
+func (p *Provider) scrubObs(o providers.Observation) providers.Observation {
+	o.Reason, o.Note = p.secrets.Scrub(o.Reason), p.secrets.Scrub(o.Note)
+	return o
 }
-
-func (s *scrubbed) Error() string { return s.msg }
-func (s *scrubbed) Unwrap() error { return s.err }
 
 func (p *Provider) handle(r *record) providers.Handle {
 	a := r.last()
@@ -379,7 +369,7 @@ func (p *Provider) job(ctx context.Context, r *record, a *attempt) (Job, error) 
 // Read observes the trial's latest job and collects its metrics.
 func (p *Provider) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
 	o, err := p.read(ctx, req.Experiment, req.TrialID, req.MetricsOffset, true)
-	return o, p.scrub(err)
+	return p.scrubObs(o), p.scrub(err)
 }
 
 func (p *Provider) read(ctx context.Context, exp, trial string, off map[string]int64, metrics bool) (providers.Observation, error) {
@@ -695,7 +685,7 @@ func (p *Provider) List(ctx context.Context, experiment string) ([]providers.Obs
 			return nil, p.scrub(err)
 		}
 		if o.Exists {
-			out = append(out, o)
+			out = append(out, p.scrubObs(o))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
@@ -733,7 +723,7 @@ func (p *Provider) Import(ctx context.Context, req providers.ImportRequest) (pro
 	if err != nil {
 		return providers.Imported{}, p.scrub(err)
 	}
-	return providers.Imported{Seq: r.Seq, ParameterID: r.ParameterID, Params: r.Params, PreviousLineage: prev.Lineage, Previous: prev, Observation: o}, nil
+	return providers.Imported{Seq: r.Seq, ParameterID: r.ParameterID, Params: r.Params, PreviousLineage: prev.Lineage, Previous: prev, Observation: p.scrubObs(o)}, nil
 }
 
 // PurgeExperiment stops and purges every trial of the experiment that
@@ -741,14 +731,14 @@ func (p *Provider) Import(ctx context.Context, req providers.ImportRequest) (pro
 func (p *Provider) PurgeExperiment(ctx context.Context, experiment, lineage string) error {
 	obs, err := p.List(ctx, experiment)
 	if err != nil {
-		return err
+		return p.scrub(err)
 	}
 	for _, o := range obs {
 		if o.Lineage != lineage && o.Lineage != "" {
 			continue
 		}
 		if err := p.Stop(ctx, providers.StopRequest{Experiment: experiment, TrialID: o.TrialID, Purge: true, Reason: "destroyed"}); err != nil {
-			return err
+			return p.scrub(err)
 		}
 	}
 	return nil

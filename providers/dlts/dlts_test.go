@@ -2,7 +2,10 @@ package dlts_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +190,41 @@ func TestSpecMatchesLiveJob(t *testing.T) {
 	want, _ := l.p.Spec(req)
 	if o.Spec == "" || o.Spec != want || !strings.Contains(want, "gpus = 2") {
 		t.Errorf("live spec:\n%s\nwant:\n%s", o.Spec, want)
+	}
+}
+
+// A service that echoes the request in an error body (issue 25 D): the
+// password travels URL-encoded in every query, and no encoding of it
+// (raw, URL query or path, JSON-escaped) reaches the error.
+func TestEchoedRequestHidesPassword(t *testing.T) {
+	const pw = `p@ss w/rd+&="x'1-long`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, _ := json.Marshal(r.URL.Query())
+		http.Error(w, "bad request: "+r.Method+" "+r.URL.RequestURI()+" query "+string(q), http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	d := t.TempDir()
+	s := dlts.Settings{Team: "team1", Email: "alice@example.com", Password: pw, Dashboard: srv.URL, GPUType: "P40",
+		MountSettings: cloudjob.MountSettings{LocalMount: d, ContainerMount: d}}
+	env := registry.Env{Name: "lab", Dir: d}
+	c, err := dlts.NewClient(&s, env.Name, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := dlts.Options(c, &s, env)
+	opts.Retry = cloudjob.Retry{Attempts: 1}
+	p := cloudjob.New(c, opts)
+	_, err = p.Start(context.Background(), cloudtest.StartRequest(t, "t1", "true"))
+	if err == nil {
+		t.Fatal("Start against a service that answers 400 succeeded")
+	}
+	if !strings.Contains(err.Error(), "bad request") {
+		t.Fatalf("the error lost the service's words: %v", err)
+	}
+	jsonPW, _ := json.Marshal(pw)
+	for _, form := range []string{pw, url.QueryEscape(pw), url.PathEscape(pw), string(jsonPW[1 : len(jsonPW)-1]), "-long"} {
+		if strings.Contains(err.Error(), form) {
+			t.Errorf("the error shows the password as %q: %v", form, err)
+		}
 	}
 }
