@@ -29,8 +29,11 @@ const (
 	statusFile = "status"
 	stdoutFile = "stdout"
 	ticksFile  = "ticks" // the supervisor's record of output sizes
-	stderrFile = "stderr"
-	nniMetrics = ".nni/metrics"
+	// tickTimesFile: the sizes with the files' modification times, to
+	// date results that carry no time of their own (tickTimes).
+	tickTimesFile = "tick-times"
+	stderrFile    = "stderr"
+	nniMetrics    = ".nni/metrics"
 )
 
 // spec is the trial's record on the machine, written before each launch:
@@ -365,6 +368,9 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	for k, v := range off {
 		next[k] = v
 	}
+	// The supervisor's dates of the current attempt's output, read when a
+	// result without a time of its own needs one.
+	tt := &tickTimes{s: tf.s, path: path.Join(tf.dir, tickTimesFile)}
 	out, nniNext, err := trialproto.ReadNNIAttempts(attempt, off, func(a int, current bool, from int64) ([]providers.Metric, int64, error) {
 		p := path.Join(tf.dir, nniMetrics)
 		if !current {
@@ -374,7 +380,14 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 		if err != nil {
 			return nil, 0, tf.m.sftpErr(tf.c, err)
 		}
-		recs, consumed, _ := trialproto.ParseMetricRecords(data)
+		recs, ends, consumed := trialproto.ParseMetricRecordsEnds(data)
+		if current {
+			for i := range recs {
+				if recs[i].Time.IsZero() {
+					recs[i].Time = tt.at(false, at+int64(ends[i]))
+				}
+			}
+		}
 		return recs, at + int64(consumed), nil
 	})
 	if err != nil {
@@ -427,6 +440,9 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 			}
 			col.Seq = int(next[offSeq])
 			if m, ok := col.Line(string(line)); ok {
+				if m.Time.IsZero() && curStart >= 0 && lineAt >= curStart {
+					m.Time = tt.at(true, pos)
+				}
 				out = append(out, m)
 				if m.Type == trialproto.TypeFinal && m.Garbage == "" && curStart >= 0 && lineAt >= curStart {
 					next[offOutFinal], next[offOutFinalA] = pos, int64(attempt)
@@ -463,6 +479,97 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 		}
 	}
 	return out, next, nil
+}
+
+// tickTimes reads the supervisor's tick-times of the current attempt
+// (supervise.sh): lines "STDOUT_SIZE NNI_SIZE STDOUT_MTIME NNI_MTIME",
+// one per check (100 ms) that saw either file grow. A result without a
+// time of its own that ends at offset E of a file is dated by the first
+// line whose size of that file reaches E: the last write that line saw,
+// which wrote (at least) the end of the result. Only the file's tail is
+// read (maxTickTimesRead), once per Read and only when needed: results
+// past what it covers stay undated (refresh dates them when it reads them).
+type tickTimes struct {
+	s      *sftp.Client
+	path   string
+	loaded bool
+	outs   []tickTime
+	nnis   []tickTime
+}
+
+type tickTime struct {
+	size int64
+	t    time.Time
+}
+
+const maxTickTimesRead = 1 << 20
+
+// at dates the result ending at end of stdout (out) or NNI's file; zero
+// when the ticks do not cover it.
+func (tt *tickTimes) at(out bool, end int64) time.Time {
+	if !tt.loaded {
+		tt.loaded = true
+		tt.load()
+	}
+	ts := tt.nnis
+	if out {
+		ts = tt.outs
+	}
+	i := sort.Search(len(ts), func(i int) bool { return ts[i].size >= end })
+	if i == len(ts) {
+		return time.Time{}
+	}
+	return ts[i].t
+}
+
+func (tt *tickTimes) load() {
+	f, err := tt.s.Open(tt.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	n := min(fi.Size(), maxTickTimesRead)
+	data := make([]byte, n)
+	k, err := f.ReadAt(data, fi.Size()-n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return
+	}
+	data = data[:k]
+	if n < fi.Size() { // the first line may be cut
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
+	}
+	add := func(ts []tickTime, size int64, sec string) []tickTime {
+		f, err := strconv.ParseFloat(sec, 64)
+		if err != nil {
+			return ts
+		}
+		t := trialproto.UnixTime(&f)
+		if t.IsZero() || (len(ts) > 0 && size <= ts[len(ts)-1].size) {
+			return ts // no time, or the size did not grow
+		}
+		return append(ts, tickTime{size, t})
+	}
+	lines := strings.Split(string(data), "\n")
+	lines = lines[:len(lines)-1] // "" after the last newline, or a line being written
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			continue
+		}
+		so, err1 := strconv.ParseInt(f[0], 10, 64)
+		sn, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		tt.outs = add(tt.outs, so, f[2])
+		tt.nnis = add(tt.nnis, sn, f[3])
+	}
 }
 
 // laterNNIFinal returns the attempt's last final result in NNI's file

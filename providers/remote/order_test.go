@@ -2,6 +2,7 @@ package remote
 
 import (
 	"testing"
+	"time"
 
 	"github.com/trialform/trialform/providers"
 )
@@ -59,5 +60,64 @@ echo 'trialform: 1'
 	o := waitPhase(t, r, "order", "t2", providers.PhaseSucceeded)
 	if got := lastFinal(o.Metrics); got != "1" {
 		t.Fatalf("last final result %q, want 1 (stdout, written last); metrics %+v", got, o.Metrics)
+	}
+}
+
+// Issue 25, wrong numbers 3: results without a time of their own (stdout
+// lines, NNI's file written by another library) are dated by the
+// supervisor's tick-times: the last write that reached them, not the Read
+// that found them. The trial reports on both channels with gaps of 0.5 s
+// (files' times come from a coarser clock: 0.4 s is asserted),
+// each after the supervisor has seen the one before (an event, not a
+// time); one Read after its end sees them all.
+func TestResultsDatedByTheSupervisor(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	r := newRemote(t, cfg)
+	shell := `d=$NNI_SYS_DIR
+seen() { # seen FIELD FILE: wait until tick-times has FILE's size in FIELD
+	s=$(wc -c <"$2")
+	i=0
+	while [ $i -lt 2000 ] && ! awk -v f="$1" -v s="$s" '$f >= s { ok = 1 } END { exit !ok }' "$d/tick-times" 2>/dev/null; do sleep 0.01; i=$((i + 1)); done
+}
+mkdir -p "$d/.nni"
+for i in 0 1 2; do
+	echo "trialform: intermediate $i"
+	seen 1 "$d/stdout"
+	j='{"parameter_id": 1, "trial_job_id": "t", "type": "PERIODICAL", "sequence": '$i', "value": "'$i'"}'
+	printf 'ME%06d%s' ${#j} "$j" >>"$d/.nni/metrics"
+	seen 2 "$d/.nni/metrics"
+	sleep 0.5
+done
+echo 'trialform: 1'
+`
+	if _, err := r.Start(ctx(t), trialReq("dates", "t", shell, t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	o := waitPhase(t, r, "dates", "t", providers.PhaseSucceeded)
+	// NNI's file comes first in a Read, then stdout.
+	var nni, out []time.Time
+	for _, m := range o.Metrics {
+		switch {
+		case m.Type != "PERIODICAL":
+		case len(nni) < 3:
+			nni = append(nni, m.Time)
+		default:
+			out = append(out, m.Time)
+		}
+	}
+	for name, ts := range map[string][]time.Time{"NNI's file": nni, "stdout": out} {
+		if len(ts) != 3 {
+			t.Fatalf("%s: %d intermediate results, want 3: %+v", name, len(ts), o.Metrics)
+		}
+		for i, x := range ts {
+			if x.IsZero() || x.Before(*o.StartedAt) || x.After(*o.EndedAt) {
+				t.Errorf("%s result %d dated %v, outside the trial's run %v..%v", name, i, x, o.StartedAt, o.EndedAt)
+			}
+			if i > 0 && x.Sub(ts[i-1]) < 400*time.Millisecond {
+				t.Errorf("%s results %d and %d dated %v apart, reported at least 0.4 s apart", name, i-1, i, x.Sub(ts[i-1]))
+			}
+		}
 	}
 }

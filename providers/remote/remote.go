@@ -21,6 +21,7 @@
 //	                     status, stdout, stderr, .nni/metrics, output/,
 //	                     code/ (the trial's own copy of the code dir),
 //	                     ticks (output sizes, to order final results),
+//	                     tick-times (sizes and times, to date results),
 //	                     stdout.cut, stderr.cut, stdout.kept (output cap)
 //
 // Every value put into a remote command line is shell-quoted. The package

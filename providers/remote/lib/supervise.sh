@@ -105,18 +105,28 @@ cap() {
 # tick: appends "STDOUT_SIZE NNI_FILE_SIZE" to ticks when either grew, so
 # that the order of a final result on stdout and one in NNI's file is
 # known (to a tick, 100 ms; the reader counts stdout as later within one),
-# and caps the output files. One fork (stat) a tick.
+# and "STDOUT_SIZE NNI_FILE_SIZE STDOUT_MTIME NNI_FILE_MTIME" to
+# tick-times, so that the reader dates a result by the last write that
+# reached it (seconds since the epoch: to the microsecond where stat can,
+# GNU coreutils, else whole seconds); and caps the output files. One fork
+# (stat) a tick.
+tfmt='%s %Y'
+case $(stat -c '%.6Y' . 2>/dev/null) in
+[0-9]*.[0-9]*) tfmt='%s %.6Y' ;;
+esac
 last=
 tick() {
-	set -- $(stat -c %s stdout stderr .nni/metrics 2>/dev/null) 0 0 0
-	if [ "$1 $3" != "$last" ]; then
-		last="$1 $3"
+	set -- $(stat -c "$tfmt" stdout stderr .nni/metrics 2>/dev/null) 0 0 0 0 0 0
+	if [ "$1 $5" != "$last" ]; then
+		last="$1 $5"
 		echo "$last" >>ticks
+		echo "$last $2 $6" >>tick-times
 	fi
 	cap stdout "$1"
-	cap stderr "$2"
+	cap stderr "$3"
 }
 : >ticks
+: >tick-times
 ( while kill -0 "$pid" 2>/dev/null; do tick; sleep 0.1; done ) </dev/null >>supervisor.log 2>&1 &
 ticker=$!
 
