@@ -93,6 +93,8 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 			}
 			e = recordExperiment(st, ep, cfg, now)
 		}
+		// the imported trial's output is masked as an applied one's
+		recordMasks(e, s.Config.Secrets())
 		if t := e.Trials[id]; t != nil && !neverStarted(t) {
 			conflict = fmt.Errorf("trial %s/%s is already in the state (%s); there is nothing to import", exp, id, t.Status)
 			return
