@@ -552,6 +552,16 @@ func (b *block) raw(name, expr string) {
 	b.items = append(b.items, item{name: name, raw: expr})
 }
 
+// unset removes an attribute.
+func (b *block) unset(name string) {
+	for i := range b.items {
+		if b.items[i].name == name {
+			b.items = append(b.items[:i], b.items[i+1:]...)
+			return
+		}
+	}
+}
+
 func (b *block) has(name string) bool {
 	for _, it := range b.items {
 		if it.name == name {

@@ -134,6 +134,14 @@ func requiredVars(t *testing.T, src []byte) []string {
 				case strings.HasSuffix(b.Labels[0], "_workspace_name"):
 					val = "ws-x" // 3 characters at least
 				}
+				if ta, ok := b.Body.Attributes["type"]; ok {
+					switch string(ta.Expr.Range().SliceBytes(src)) {
+					case "number":
+						val = "1"
+					case "bool":
+						val = "true"
+					}
+				}
 				out = append(out, b.Labels[0]+"="+val)
 			}
 		}

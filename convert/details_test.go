@@ -205,3 +205,83 @@ func TestAutoTunerDescribedAsItRuns(t *testing.T) {
 		mustNotContain(t, res, "TPE, then CMA-ES")
 	}
 }
+
+// A template Polyaxon fills in at run time ("{{ context }}") is not
+// written as a variable's default (of a number variable, an invalid one):
+// the variable has none, and a warning says so.
+func TestPolyaxonRuntimeTemplateNotADefault(t *testing.T) {
+	src := `version: 1.1
+kind: operation
+params:
+  epochs:
+    value: "{{ globals.epochs }}"
+matrix:
+  kind: random
+  numRuns: 4
+  params:
+    lr: {kind: uniform, value: "0.01:0.1"}
+component:
+  inputs:
+    - {name: epochs, type: int, value: 3}
+    - {name: batch, type: int, value: "{{ context }}"}
+  run:
+    kind: job
+    container:
+      image: python:3.11
+      command: [python3, train.py, "--lr={{ lr }}", "--epochs={{ epochs }}", "--batch={{ batch }}"]
+`
+	res := convertSrc(t, "polyaxon", "op.yml", src, Options{}, nil)
+	mustNotContain(t, res, `default = "{{`, "default     = 3")
+	mustContain(t, res, "variable \"batch\" {\n  type        = number\n  description = \"component.inputs[1].value, a Polyaxon template there ({{ context }})")
+	for _, f := range []string{"params.epochs.value", "component.inputs[1].value"} {
+		if !hasWarning(res, f, "is a template Polyaxon fills in when the run starts") {
+			t.Errorf("no warning for %s: %v", f, res.Warnings)
+		}
+	}
+}
+
+// Where the polyaxonfile names no metric or goal (random, grid and
+// mapping need none), the objective written says it is assumed; it was
+// invented silently.
+func TestPolyaxonAssumedObjectiveSaysSo(t *testing.T) {
+	src := "version: 1.1\nkind: operation\nmatrix:\n  kind: grid\n  params:\n    lr: {kind: choice, value: [0.1, 0.2]}\ncomponent:\n  run:\n    kind: job\n    container: {image: python:3.11, command: [python3, t.py, \"{{ lr }}\"]}\n"
+	res := convertSrc(t, "polyaxon", "op.yml", src, Options{}, nil)
+	mustContain(t, res, "# the polyaxonfile names no metric or goal to optimize: metric \"default\" (NNI's final result) and goal \"maximize\" assumed; set what the trials report")
+	if !hasWarning(res, "objective", "assumed") {
+		t.Errorf("no warning: %v", res.Warnings)
+	}
+	// a named metric and goal: nothing assumed
+	src = strings.Replace(src, "  kind: grid\n", "  kind: hyperopt\n  algorithm: tpe\n  numRuns: 2\n  metric: {name: loss, optimization: minimize}\n", 1)
+	res = convertSrc(t, "polyaxon", "op.yml", src, Options{}, nil)
+	mustNotContain(t, res, "assumed")
+}
+
+// Warnings about what a pathRef component holds name the component's
+// file, beside the operation as the user named it, and its lines; they
+// named the operation's file with the component's lines, or the
+// component's path relative to the operation.
+func TestPolyaxonPathRefWarningsNameTheComponent(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "px"), 0o755)
+	op := "version: 1.1\nkind: operation\nmatrix:\n  kind: random\n  numRuns: 2\n  params:\n    lr: {kind: uniform, value: \"0.1:1\"}\npathRef: ./comp.yml\n"
+	comp := "version: 1.1\nkind: component\ntags: [a]\ninputs:\n  - {name: data, type: path, value: /data}\nrun:\n  kind: job\n  container:\n    image: python:3.11\n    workingDir: /code\n    command: [python3, t.py, \"{{ lr }}\", \"{{ nope }}\"]\n"
+	os.WriteFile(filepath.Join(dir, "px/comp.yml"), []byte(comp), 0o644)
+	res, err := Polyaxon([]byte(op), Options{Filename: "px/op.yml", ReadFile: readerFor(filepath.Join(dir, "px"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"tags": 3, "inputs[0].type": 5, "run.container.workingDir": 10, "{{ nope }}": 9}
+	for _, w := range res.Warnings {
+		line, ok := want[w.Field]
+		if !ok {
+			continue
+		}
+		delete(want, w.Field)
+		if w.File != "px/comp.yml" || w.Line != line {
+			t.Errorf("%s: at %s:%d, want px/comp.yml:%d", w.Field, w.File, w.Line, line)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("warnings missing: %v in %v", want, res.Warnings)
+	}
+}

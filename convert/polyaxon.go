@@ -150,11 +150,21 @@ func (c *conv) pxWrite(f *hfile, st *pxState) *hfile {
 	e.items = append(e.items, st.exp.items...)
 	ob := e.add(newBlock("objective"))
 	metric, goal := st.objMet, st.objGoal
+	var missing, assumed []string
 	if metric == "" {
 		metric = "default"
+		missing, assumed = append(missing, "metric"), append(assumed, `metric "default" (NNI's final result)`)
 	}
 	if goal == "" {
 		goal = "maximize"
+		missing, assumed = append(missing, "goal"), append(assumed, `goal "maximize"`)
+	}
+	if len(assumed) > 0 {
+		// random, grid and mapping run their sets whatever the results;
+		// trialform's objective needs both.
+		what := strings.Join(assumed, " and ")
+		ob.comment("the polyaxonfile names no " + strings.Join(missing, " or ") + " to optimize: " + what + " assumed; set what the trials report")
+		c.warn(nil, "objective", "the polyaxonfile names none: %s assumed; set what the trials report", what)
 	}
 	ob.set("metric", metric)
 	ob.set("goal", goal)
@@ -289,9 +299,7 @@ func stringMap(v any) map[string]string {
 // pxParams turns params/declarations into variables with defaults.
 func (c *conv) pxParams(p *obj, st *pxState) {
 	for _, k := range p.keys {
-		n := p.take(k)
-		v := c.goValue(orNull(n))
-		c.pxVariable(st, k, v, "", "from "+p.field(k))
+		c.pxValue(st, k, p.take(k), "", "from "+p.field(k), p.field(k))
 	}
 }
 
@@ -300,6 +308,36 @@ func orNull(n *yaml.Node) *yaml.Node {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}
 	}
 	return n
+}
+
+// pxRuntimeTmpl finds a value Polyaxon fills in when the run starts
+// ("{{ context }}", "{{ globals.run_outputs_path }}").
+var pxRuntimeTmpl = regexp.MustCompile(`\{\{.*?\}\}`)
+
+// pxValue declares variable name with the value n as its default, or,
+// when n is a template Polyaxon fills in at run time, without a default
+// and with a warning: trialform cannot fill it in, and the text would be
+// a wrong default (of a number variable, an invalid one).
+func (c *conv) pxValue(st *pxState, name string, n *yaml.Node, typ, desc, field string) {
+	v := c.goValue(orNull(n))
+	s, ok := v.(string)
+	if !ok || !pxRuntimeTmpl.MatchString(s) {
+		c.pxVariable(st, name, v, typ, desc)
+		return
+	}
+	why := fmt.Sprintf("%s, a Polyaxon template there (%s) filled in when the run starts: give its value with -var or TRIALFORM_VAR_%s", field, s, name)
+	c.warn(n, field, "%s is a template Polyaxon fills in when the run starts, which trialform cannot do: variable %q is written without a default; give its value with -var '%s=...' or TRIALFORM_VAR_%s", s, name, name, name)
+	for _, vb := range st.vars {
+		if vb.labels[0] == name {
+			vb.unset("default")
+			vb.set("description", why)
+			return
+		}
+	}
+	if typ == "" {
+		typ = "string"
+	}
+	c.pxVariable(st, name, nil, typ, why)
 }
 
 // pxVariable declares a variable with a default.
@@ -352,14 +390,21 @@ func (c *conv) pxInputs(o *obj, key string, st *pxState) {
 			}
 		}
 		var def any
+		var defNode *yaml.Node
+		defField := ""
 		if k := in.pick("value", "default"); k != "" {
 			if dn := in.take(k); dn != nil {
-				def = c.goValue(dn)
+				def, defNode, defField = c.goValue(dn), dn, in.field(k)
 			}
 		}
 		desc, _ := in.str("description")
 		in.ignore("is_optional", "isOptional", "isList", "is_list", "options", "delay", "toInit", "connection")
 		if _, ok := st.matrix[name]; ok {
+			in.done(st.exp, nil)
+			continue
+		}
+		if s, ok := def.(string); ok && pxRuntimeTmpl.MatchString(s) {
+			c.pxValue(st, name, defNode, hclType, desc, defField)
 			in.done(st.exp, nil)
 			continue
 		}
@@ -733,8 +778,14 @@ func (c *conv) pxOperation(o *obj, st *pxState) {
 		if err != nil {
 			c.failf(o.keyNode("pathRef"), "pathRef: %v", err)
 		}
-		sub := &conv{opt: c.opt, file: path.Clean(ref), canon: c.canon}
-		root, perr := parseYAML(ref, data)
+		// Its warnings and errors name it as the user sees it: beside
+		// this file.
+		name := ref
+		if !path.IsAbs(ref) {
+			name = path.Join(path.Dir(strings.ReplaceAll(c.file, "\\", "/")), ref)
+		}
+		sub := &conv{opt: c.opt, file: path.Clean(name), canon: c.canon}
+		root, perr := parseYAML(sub.file, data)
 		if perr != nil {
 			panic(failure{perr.(*Error)})
 		}
@@ -819,14 +870,16 @@ func (c *conv) pxOperation(o *obj, st *pxState) {
 	} else {
 		st.single = true
 	}
-	c.pxComponent(comp, st)
+	// comp.c: what the component holds is reported at its own file and
+	// lines (a pathRef's is another file).
+	comp.c.pxComponent(comp, st)
 	// Operation params override the component's input defaults.
 	if o.has("params") {
 		ps := o.sub("params")
 		for _, k := range ps.keys {
 			po := ps.sub(k)
 			if v := po.take("value"); v != nil {
-				c.pxVariable(st, k, c.goValue(v), "", "")
+				c.pxValue(st, k, v, "", "", po.field("value"))
 			}
 			po.done(st.exp, nil)
 		}

@@ -39,6 +39,7 @@ experiment "v0_keras_mnist_polyaxonfile_hyperparams" {
   concurrency  = 5
   max_trials   = 50
   objective {
+    # the polyaxonfile names no metric or goal to optimize: metric "default" (NNI's final result) and goal "maximize" assumed; set what the trials report
     metric = "default"
     goal   = "maximize"
   }

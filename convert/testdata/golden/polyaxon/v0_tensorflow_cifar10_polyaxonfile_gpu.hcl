@@ -24,6 +24,7 @@ experiment "v0_tensorflow_cifar10_polyaxonfile_gpu" {
   search_space = search_space.v0_tensorflow_cifar10_polyaxonfile_gpu
   max_trials   = 1
   objective {
+    # the polyaxonfile names no metric or goal to optimize: metric "default" (NNI's final result) and goal "maximize" assumed; set what the trials report
     metric = "default"
     goal   = "maximize"
   }

@@ -37,6 +37,7 @@ experiment "v0_tensorflow_cifar10_polyaxonfile_hyperparams" {
   concurrency  = 5
   max_trials   = 10
   objective {
+    # the polyaxonfile names no metric or goal to optimize: metric "default" (NNI's final result) and goal "maximize" assumed; set what the trials report
     metric = "default"
     goal   = "maximize"
   }

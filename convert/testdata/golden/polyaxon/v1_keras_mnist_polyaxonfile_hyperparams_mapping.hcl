@@ -39,6 +39,7 @@ experiment "polyaxonfile_hyperparams_mapping" {
   concurrency  = 2
   max_trials   = 4
   objective {
+    # the polyaxonfile names no metric or goal to optimize: metric "default" (NNI's final result) and goal "maximize" assumed; set what the trials report
     metric = "default"
     goal   = "maximize"
   }

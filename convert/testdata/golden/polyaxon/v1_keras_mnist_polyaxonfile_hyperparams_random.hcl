@@ -39,6 +39,7 @@ experiment "polyaxonfile_hyperparams_random" {
   concurrency  = 10
   max_trials   = 20
   objective {
+    # the polyaxonfile names no metric or goal to optimize: metric "default" (NNI's final result) and goal "maximize" assumed; set what the trials report
     metric = "default"
     goal   = "maximize"
   }

@@ -67,6 +67,7 @@ experiment "polyaxonfile" {
   search_space = search_space.polyaxonfile
   max_trials   = 1
   objective {
+    # the polyaxonfile names no metric or goal to optimize: metric "default" (NNI's final result) and goal "maximize" assumed; set what the trials report
     metric = "default"
     goal   = "maximize"
   }
