@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -154,6 +155,7 @@ func (l *loader) scrubDiags() {
 	}
 	for _, d := range l.diags {
 		set := mask.New(vals...)
+		all := vals
 		if d.Expression != nil && d.EvalContext != nil {
 			exprs := []hcl.Expression{d.Expression}
 			if call, ok := d.Expression.(*hclsyntax.FunctionCallExpr); ok {
@@ -163,18 +165,37 @@ func (l *loader) scrubDiags() {
 			}
 			for _, e := range exprs {
 				v, _ := e.Value(d.EvalContext)
-				set.Add(sensitiveTexts(v, false)...)
+				texts := sensitiveTexts(v, false)
+				set.Add(texts...)
+				all = append(all[:len(all):len(all)], texts...)
 			}
 		}
 		if set.Empty() {
 			continue
 		}
-		d.Summary, d.Detail = scrubText(d.Summary, set), scrubText(d.Detail, set)
+		d.Summary, d.Detail = scrubText(d.Summary, set, all), scrubText(d.Detail, set, all)
 	}
 }
 
-// scrubText hides set's secrets in a message (see scrubDiags).
-func scrubText(msg string, set *mask.Set) string {
+// quotedChar matches a character quoted as Go's %q prints a rune
+// ('s'), as JSON decoding errors name the byte they stopped at.
+var quotedChar = regexp.MustCompile(`'(?:[^'\\]|\\.)+'`)
+
+// scrubText hides set's secrets (vals, in clear) in a message (see
+// scrubDiags); a quoted character that occurs in one is hidden too.
+func scrubText(msg string, set *mask.Set, vals []string) string {
+	msg = quotedChar.ReplaceAllStringFunc(msg, func(q string) string {
+		c, err := strconv.Unquote(q)
+		if err != nil || len([]rune(c)) != 1 {
+			return q
+		}
+		for _, v := range vals {
+			if strings.Contains(v, c) {
+				return SensitiveText
+			}
+		}
+		return q
+	})
 	msg = quoted.ReplaceAllStringFunc(msg, func(q string) string {
 		inner, err := strconv.Unquote(q)
 		if err != nil {
