@@ -32,6 +32,8 @@ func TestEncodeMatchesMarshalIndent(t *testing.T) {
 	nan.Experiments["mnist"].Trials["t00000"].Final = map[string]float64{"default": math.Inf(1), "loss": math.Inf(-1), "ok": 1}
 	negzero := sampleState(1)
 	negzero.Experiments["mnist"].Trials["t00000"].Params["lr"] = math.Copysign(0, -1)
+	masks := sampleState(2)
+	masks.Experiments["mnist"].Masks = &Masks{Salt: "c2FsdA==", Hashes: []string{"19:0a1b2c3d", "26:ffffffff"}}
 	trialsMarkerInKey := sampleState(1)
 	trialsMarkerInKey.Experiments["mnist"].PartHashes[`"trials": {}`] = "x"
 
@@ -50,6 +52,7 @@ func TestEncodeMatchesMarshalIndent(t *testing.T) {
 		{"non-finite", nan},
 		{"negative zero", negzero},
 		{"marker-like key", trialsMarkerInKey},
+		{"masks", masks},
 		{"serial and old version", &State{Version: 0, Serial: 123, Lineage: "l", Experiments: map[string]*Experiment{}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
