@@ -371,8 +371,14 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	}
 	if raw != nil {
 		truncated := int64(len(raw)) >= maxLogRead
-		for _, line := range cur.consume(raw, haveTS, term != nil && !truncated) {
+		lines, stamps := cur.consumeAt(raw, haveTS, term != nil && !truncated)
+		for i, line := range lines {
 			if m, ok := col.Line(line); ok {
+				if m.Time.IsZero() && stamps[i] > 0 {
+					// The node's time for the line: when the trial
+					// printed it, not when this read found it.
+					m.Time = time.Unix(0, stamps[i]).UTC()
+				}
 				add(m)
 			}
 		}
@@ -435,7 +441,15 @@ func (c *logCursor) at(ts int64) {
 // used) lines are skipped by content bytes. Only complete lines are taken,
 // unless all is set (the container ended and the log is whole).
 func (c *logCursor) consume(raw []byte, haveTS, all bool) []string {
+	out, _ := c.consumeAt(raw, haveTS, all)
+	return out
+}
+
+// consumeAt is consume that also returns each line's node time (unix ns;
+// a continuation of a partial line has the time of the line before it).
+func (c *logCursor) consumeAt(raw []byte, haveTS, all bool) ([]string, []int64) {
 	var out []string
+	var stamps []int64
 	var seen int64 // content bytes of this response skipped or taken
 	skipAt, skipN := c.ts, c.tsn
 	data := string(raw)
@@ -470,10 +484,11 @@ func (c *logCursor) consume(raw []byte, haveTS, all bool) []string {
 			continue
 		}
 		out = append(out, content)
+		stamps = append(stamps, ts)
 		c.bytes += int64(len(content))
 		c.at(ts)
 	}
-	return out
+	return out, stamps
 }
 
 // logDue reports whether a running pod's log is due for a read (at most

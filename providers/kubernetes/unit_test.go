@@ -138,6 +138,26 @@ func TestLogCursorIncremental(t *testing.T) {
 	}
 }
 
+// Issue 25, wrong numbers 3: each line comes with its node time, which
+// dates the result it holds (a continuation of a partial line keeps the
+// time of its start).
+func TestLogCursorLineTimes(t *testing.T) {
+	full := "2026-11-23T10:00:00.1Z trialform: intermediate 1\n2026-11-23T10:00:00.8Z trialform: intermediate 2\n" +
+		"2026-11-23T10:00:02.25Z trialform: 3\n"
+	var c logCursor
+	lines, stamps := c.consumeAt([]byte(full), false, true)
+	want := []string{"2026-11-23T10:00:00.1Z", "2026-11-23T10:00:00.8Z", "2026-11-23T10:00:02.25Z"}
+	if len(lines) != 3 || len(stamps) != 3 {
+		t.Fatalf("lines %q stamps %v", lines, stamps)
+	}
+	for i, w := range want {
+		wt, _ := time.Parse(time.RFC3339Nano, w)
+		if stamps[i] != wt.UnixNano() {
+			t.Errorf("line %d (%q) at %v, want %s", i, lines[i], time.Unix(0, stamps[i]).UTC(), w)
+		}
+	}
+}
+
 func TestConfigMetricsInterval(t *testing.T) {
 	c, err := ConfigFrom(&Settings{MetricsInterval: "30s"}, "/")
 	if err != nil || c.MetricsInterval != 30*time.Second {
