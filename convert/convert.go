@@ -137,7 +137,15 @@ func run(opt Options, data []byte, f func(c *conv, root *yaml.Node) *hfile) (res
 	if werr != nil {
 		return nil, &Error{File: name, Msg: "internal error: the HCL written does not parse: " + werr.Error()}
 	}
-	sort.SliceStable(c.warnings, func(i, j int) bool { return c.warnings[i].Line < c.warnings[j].Line })
+	// By file (the input first, then a Polyaxon pathRef's component), then
+	// by line.
+	sort.SliceStable(c.warnings, func(i, j int) bool {
+		a, b := c.warnings[i], c.warnings[j]
+		if a.File != b.File {
+			return a.File == name || (b.File != name && a.File < b.File)
+		}
+		return a.Line < b.Line
+	})
 	return &Result{HCL: src, Warnings: c.warnings}, nil
 }
 

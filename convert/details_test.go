@@ -263,7 +263,7 @@ func TestPolyaxonAssumedObjectiveSaysSo(t *testing.T) {
 func TestPolyaxonPathRefWarningsNameTheComponent(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "px"), 0o755)
-	op := "version: 1.1\nkind: operation\nmatrix:\n  kind: random\n  numRuns: 2\n  params:\n    lr: {kind: uniform, value: \"0.1:1\"}\npathRef: ./comp.yml\n"
+	op := "version: 1.1\nkind: operation\nmatrix:\n  kind: random\n  numRuns: 2\n  params:\n    lr: {kind: uniform, value: \"0.1:1\"}\npathRef: ./comp.yml\ndescription: x\n"
 	comp := "version: 1.1\nkind: component\ntags: [a]\ninputs:\n  - {name: data, type: path, value: /data}\nrun:\n  kind: job\n  container:\n    image: python:3.11\n    workingDir: /code\n    command: [python3, t.py, \"{{ lr }}\", \"{{ nope }}\"]\n"
 	os.WriteFile(filepath.Join(dir, "px/comp.yml"), []byte(comp), 0o644)
 	res, err := Polyaxon([]byte(op), Options{Filename: "px/op.yml", ReadFile: readerFor(filepath.Join(dir, "px"))})
@@ -283,5 +283,17 @@ func TestPolyaxonPathRefWarningsNameTheComponent(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("warnings missing: %v in %v", want, res.Warnings)
+	}
+	// The operation's warnings come first, then the component's, each by line.
+	seenComp := false
+	for i, w := range res.Warnings {
+		if w.File == "px/comp.yml" {
+			seenComp = true
+		} else if seenComp {
+			t.Errorf("warning %d (%s) of px/op.yml after the component's: %v", i, w, res.Warnings)
+		}
+		if i > 0 && res.Warnings[i-1].File == w.File && res.Warnings[i-1].Line > w.Line {
+			t.Errorf("warnings out of line order: %v", res.Warnings)
+		}
 	}
 }
