@@ -661,6 +661,7 @@ func recordExperiment(st *state.State, ep *plan.ExperimentPlan, cfg *schema.Expe
 	e.MaxFailedTrials = ep.Settings.MaxFailedTrials
 	e.MaxDuration = ep.Settings.MaxDuration
 	e.TrialMaxDuration = ep.Settings.TrialMaxDuration
+	e.OnMaxDuration = ep.Settings.OnMaxDuration
 	e.Goal = ep.Settings.Goal
 	e.Metric = ep.Settings.Metric
 	e.Paused = ep.Settings.Paused

@@ -123,6 +123,9 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	if k := o.pick("maxExperimentDuration", "maxExecDuration"); k != "" {
 		if n, ok := o.scalar(k); ok {
 			exp.set("max_duration", c.duration(n, k))
+			// NNI stops proposing at the deadline and lets the running
+			// trials finish; trialform's default tears them down.
+			exp.set("on_max_duration", "finish")
 		}
 	}
 	if n, ok := o.scalar("maxTrialDuration"); ok {

@@ -318,15 +318,24 @@ func settingsOf(e *schema.Experiment) Settings {
 		Tuner: e.Tuner.Name, Metric: e.Objective.Metric, Goal: e.Objective.Goal,
 		MaxTrials: e.MaxTrials, Concurrency: e.Concurrency, MaxFailedTrials: e.MaxFailedTrials,
 		MaxDuration: durString(e.MaxDuration), TrialMaxDuration: durString(e.Trial.MaxDuration),
-		Paused: e.Paused,
+		OnMaxDuration: onMaxDuration(e), Paused: e.Paused,
 	}
+}
+
+// onMaxDuration is what happens at the experiment's max_duration ("stop"
+// or "finish"); "" without one.
+func onMaxDuration(e *schema.Experiment) string {
+	if e.MaxDuration == 0 {
+		return ""
+	}
+	return nonEmpty(e.OnMaxDuration, schema.OnMaxDurationStop)
 }
 
 func settingsOfState(e *state.Experiment) Settings {
 	return Settings{
 		Metric: e.Metric, Goal: e.Goal, MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
 		MaxFailedTrials: e.MaxFailedTrials, MaxDuration: e.MaxDuration, TrialMaxDuration: e.TrialMaxDuration,
-		Paused: e.Paused,
+		OnMaxDuration: e.OnMaxDuration, Paused: e.Paused,
 	}
 }
 
@@ -476,17 +485,33 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	// Done?
 	switch {
 	case cfg.MaxDuration > 0 && !created.IsZero() && now.Sub(created) >= cfg.MaxDuration:
-		ep.Done, ep.DoneReason = true, fmt.Sprintf("max_duration (%s) reached", cfg.MaxDuration)
-		failIfNone(ep, succeeded)
-		for _, t := range append(append(active, lost...), waiting...) {
-			if t.Status == state.Running {
-				ep.Trials = append(ep.Trials, &TrialAction{
-					Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
-					Generation: t.Generation, Params: t.Params, Status: t.Status,
-					Reason: "experiment " + ep.DoneReason,
-					Cause:  CauseMaxDuration,
-				})
+		ep.Done, ep.DoneReason = true, fmt.Sprintf("max_duration (%s) reached", durString(cfg.MaxDuration))
+		if cfg.OnMaxDuration == schema.OnMaxDurationFinish {
+			// NNI's meaning: no new trials, the running ones finish (and
+			// may still succeed: the experiment fails only once none did).
+			if len(active) == 0 {
+				failIfNone(ep, succeeded)
 			}
+			note := "max_duration reached: no new trials are proposed (on_max_duration = \"finish\")"
+			if len(active) > 0 {
+				note += fmt.Sprintf("; %d running trial(s) are left to finish", len(active))
+			}
+			ep.Notes = append(ep.Notes, note)
+			finish(ep)
+			return ep, nil
+		}
+		reached := ep.DoneReason
+		failIfNone(ep, succeeded)
+		for _, t := range active {
+			ep.Trials = append(ep.Trials, &TrialAction{
+				Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+				Generation: t.Generation, Params: t.Params, Status: t.Status,
+				Reason: "experiment " + reached + ", on_max_duration = \"stop\"",
+				Cause:  CauseMaxDuration,
+			})
+		}
+		if len(active) > 0 {
+			ep.Notes = append(ep.Notes, "max_duration reached: running trials are torn down (on_max_duration = \"stop\"; \"finish\" would let them finish)")
 		}
 		finish(ep)
 		return ep, nil
@@ -773,6 +798,11 @@ func settingChanges(cur *state.Experiment, cfg *schema.Experiment) []Change {
 	add("concurrency", itoa(cur.Concurrency), itoa(cfg.Concurrency))
 	add("max_failed_trials", itoa(cur.MaxFailedTrials), itoa(cfg.MaxFailedTrials))
 	add("max_duration", cur.MaxDuration, durString(cfg.MaxDuration))
+	before := cur.OnMaxDuration
+	if before == "" && cur.MaxDuration != "" {
+		before = schema.OnMaxDurationStop // states written before on_max_duration
+	}
+	add("on_max_duration", before, onMaxDuration(cfg))
 	add("trial.max_duration", cur.TrialMaxDuration, durString(cfg.Trial.MaxDuration))
 	add("paused", fmt.Sprint(cur.Paused), fmt.Sprint(cfg.Paused))
 	return ch

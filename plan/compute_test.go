@@ -262,6 +262,43 @@ func TestLimits(t *testing.T) {
 			t.Fatalf("%q %+v", actions(p), p.Experiments[0])
 		}
 	})
+	t.Run("experiment max_duration, on_max_duration = finish", func(t *testing.T) {
+		// NNI's maxExperimentDuration: no new trials, the running ones
+		// finish; the plan says so.
+		cfg := testConfig(func(e *schema.Experiment) {
+			e.MaxDuration, e.OnMaxDuration, e.Concurrency = time.Hour, schema.OnMaxDurationFinish, 3
+		})
+		p := compute(t, cfg, applied(cfg, trial(0, state.Running), trial(1, state.Succeeded, 1)), t0.Add(2*time.Hour), Options{})
+		ep := p.Experiments[0]
+		if !ep.Done || actions(p) != "" || ep.DoneReason != "max_duration (1h) reached" {
+			t.Fatalf("%q %+v", actions(p), ep)
+		}
+		if len(ep.Notes) != 1 || !strings.Contains(ep.Notes[0], `no new trials are proposed (on_max_duration = "finish"); 1 running trial(s) are left to finish`) {
+			t.Fatalf("notes = %q", ep.Notes)
+		}
+		if ep.Settings.OnMaxDuration != "finish" {
+			t.Fatalf("settings %+v", ep.Settings)
+		}
+		// Before the deadline it plans as usual.
+		if got := actions(compute(t, cfg, applied(cfg, trial(0, state.Running)), t0.Add(time.Minute), Options{})); got != "+t0001 +t0002" {
+			t.Fatalf("before the deadline: %q", got)
+		}
+		// The stop default says what it does and what finish would do.
+		stop := testConfig(func(e *schema.Experiment) { e.MaxDuration = time.Hour })
+		ep = compute(t, stop, applied(stop, trial(0, state.Running)), t0.Add(2*time.Hour), Options{}).Experiments[0]
+		if len(ep.Notes) != 1 || !strings.Contains(ep.Notes[0], `running trials are torn down (on_max_duration = "stop"`) ||
+			!strings.Contains(ep.Trials[0].Reason, `on_max_duration = "stop"`) {
+			t.Fatalf("stop: notes %q, reason %q", ep.Notes, ep.Trials[0].Reason)
+		}
+		// Changing it is an in-place change (a state from before the
+		// attribute reads as "stop").
+		old := applied(stop, trial(0, state.Running))
+		old.Experiments["exp"].MaxDuration, old.Experiments["exp"].Concurrency = "1h", 3
+		ch := compute(t, cfg, old, t0, Options{}).Experiments[0].Changes
+		if len(ch) != 1 || ch[0].Path != "on_max_duration" || ch[0].Before != "stop" || ch[0].After != "finish" || !ch[0].InPlace {
+			t.Fatalf("changes %+v", ch)
+		}
+	})
 	t.Run("trial max_duration", func(t *testing.T) {
 		cfg := testConfig(func(e *schema.Experiment) { e.Trial.MaxDuration = time.Minute })
 		p := compute(t, cfg, applied(cfg, trial(0, state.Running)), t0.Add(time.Hour), Options{})

@@ -144,7 +144,10 @@ type Settings struct {
 	MaxFailedTrials  int    `json:"max_failed_trials"`
 	MaxDuration      string `json:"max_duration,omitempty"`
 	TrialMaxDuration string `json:"trial_max_duration,omitempty"`
-	Paused           bool   `json:"paused,omitempty"`
+	// OnMaxDuration is what happens at MaxDuration: "stop" (running
+	// trials torn down) or "finish" (they finish; no new ones).
+	OnMaxDuration string `json:"on_max_duration,omitempty"`
+	Paused        bool   `json:"paused,omitempty"`
 }
 
 // Change is one attribute change of an experiment.

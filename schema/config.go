@@ -86,6 +86,9 @@ type Experiment struct {
 	Concurrency     int
 	MaxFailedTrials int           // 0 = no limit
 	MaxDuration     time.Duration // 0 = none
+	// OnMaxDuration says what happens at MaxDuration: OnMaxDurationStop
+	// (the default) or OnMaxDurationFinish.
+	OnMaxDuration string
 	// Paused stops the experiment's running trials (kept in the state,
 	// resumed when Paused is false again) and proposes no new trials.
 	Paused bool
@@ -94,6 +97,15 @@ type Experiment struct {
 
 	DeclRange hcl.Range
 }
+
+// What happens when an experiment reaches its max_duration.
+const (
+	// OnMaxDurationStop tears the running trials down (CANCELED).
+	OnMaxDurationStop = "stop"
+	// OnMaxDurationFinish starts no new trials and lets the running ones
+	// finish (NNI's maxExperimentDuration).
+	OnMaxDurationFinish = "finish"
+)
 
 // Objective is the objective block.
 type Objective struct {

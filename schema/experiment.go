@@ -28,6 +28,7 @@ var experimentSchema = &hcl.BodySchema{
 		{Name: "concurrency"},
 		{Name: "max_failed_trials"},
 		{Name: "max_duration"},
+		{Name: "on_max_duration"},
 		{Name: "paused"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
@@ -39,7 +40,7 @@ var experimentSchema = &hcl.BodySchema{
 }
 
 var objectiveSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "metric"}, {Name: "goal"}},
+	Attributes: []hcl.AttributeSchema{{Name: "metric"}, {Name: "goal"}, {Name: "strategy"}},
 }
 
 var trialSchema = &hcl.BodySchema{
@@ -66,7 +67,7 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		Name: name, DeclRange: b.DefRange,
 		Objective:   Objective{Metric: "default", Goal: "maximize"},
 		Tuner:       TunerSpec{Name: DefaultTuner, Settings: map[string]any{}, Range: b.DefRange},
-		Concurrency: 1,
+		Concurrency: 1, OnMaxDuration: OnMaxDurationStop,
 	}
 	// One block of each type at most; trial exactly once.
 	single := map[string]*hcl.Block{}
@@ -133,6 +134,25 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	}
 	if a, ok := content.Attributes["max_duration"]; ok {
 		e.MaxDuration, _ = l.duration(a)
+	}
+	if a, ok := content.Attributes["on_max_duration"]; ok {
+		if s, ok := l.str(a); ok {
+			switch s {
+			case OnMaxDurationStop, OnMaxDurationFinish:
+				e.OnMaxDuration = s
+				if _, set := content.Attributes["max_duration"]; !set {
+					l.diags = append(l.diags, &hcl.Diagnostic{
+						Severity: hcl.DiagWarning, Subject: a.Expr.Range().Ptr(),
+						Summary: "on_max_duration without max_duration",
+						Detail:  "on_max_duration says what happens when the experiment reaches its max_duration, and this experiment has none; set max_duration or remove on_max_duration.",
+					})
+				}
+			default:
+				l.errorf(a.Expr.Range().Ptr(), "Invalid on_max_duration",
+					"on_max_duration must be %q (tear the running trials down at the deadline) or %q (start no new trials and let the running ones finish, as NNI does), got %q.",
+					OnMaxDurationStop, OnMaxDurationFinish, s)
+			}
+		}
 	}
 	if a, ok := content.Attributes["paused"]; ok {
 		if v, ok := l.typed(a, cty.Bool, "a bool (true or false)"); ok {
@@ -569,6 +589,7 @@ func experimentValue(e *Experiment, platVal, spaceVal cty.Value) cty.Value {
 		"concurrency":       cty.NumberIntVal(int64(e.Concurrency)),
 		"max_failed_trials": cty.NumberIntVal(int64(e.MaxFailedTrials)),
 		"max_duration":      durVal(e.MaxDuration),
+		"on_max_duration":   cty.StringVal(e.OnMaxDuration),
 		"paused":            cty.BoolVal(e.Paused),
 		"objective": cty.ObjectVal(map[string]cty.Value{
 			"metric": cty.StringVal(e.Objective.Metric), "goal": cty.StringVal(e.Objective.Goal),

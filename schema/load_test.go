@@ -543,6 +543,9 @@ func TestLoadErrors(t *testing.T) {
 			{"Invalid goal", `goal must be "maximize" or "minimize", got "max".`, "main.hcl:11"},
 			{"Invalid metric_regex", "metric_regex needs the named groups", "main.hcl:15"},
 		}},
+		{"objective_and_deadline", []wantDiag{
+			{"Invalid on_max_duration", `on_max_duration must be "stop" (tear the running trials down at the deadline) or "finish" (start no new trials and let the running ones finish, as NNI does), got "drain".`, "main.hcl:9"},
+		}},
 		{"local_platform_attr", []wantDiag{{"Unsupported argument", `Did you mean "gpu_indices"?`, "main.hcl:2"}}},
 		{"wrong_arg_count", []wantDiag{
 			{"Invalid param", `param "a": uniform needs 2 values [low, high], got 1`, "main.hcl:2"},
@@ -726,5 +729,38 @@ func TestCodeDirSymlinkLoop(t *testing.T) {
 	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
 	if len(diags) != 1 || !strings.Contains(describe(diags[0]), `main.hcl:9,16-24: Invalid code directory: code_dir "./nope"`) || !strings.Contains(diags[0].Detail, "symbolic link loop") {
 		t.Fatalf("diags = %v", diags)
+	}
+}
+
+// on_max_duration is read, "stop" by default, and warned about without a
+// max_duration (it would do nothing).
+func TestOnMaxDuration(t *testing.T) {
+	src := func(attrs string) map[string]string {
+		return map[string]string{"main.hcl": `
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 2
+` + attrs + `
+  trial {
+    command = "echo ${param.x}"
+  }
+}
+`}
+	}
+	cfg := mustLoad(t, writeConfig(t, src(`max_duration = "1h"`)), LoadOptions{Platforms: testPlatforms})
+	if got := cfg.Experiments["e"].OnMaxDuration; got != OnMaxDurationStop {
+		t.Errorf("default on_max_duration = %q, want stop", got)
+	}
+	cfg = mustLoad(t, writeConfig(t, src("max_duration = \"1h\"\n  on_max_duration = \"finish\"")), LoadOptions{Platforms: testPlatforms})
+	if got := cfg.Experiments["e"].OnMaxDuration; got != OnMaxDurationFinish {
+		t.Errorf("on_max_duration = %q, want finish", got)
+	}
+	_, diags := Load(writeConfig(t, src(`on_max_duration = "finish"`)), LoadOptions{Platforms: testPlatforms})
+	if diags.HasErrors() || len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || diags[0].Summary != "on_max_duration without max_duration" ||
+		diags[0].Subject == nil || diags[0].Subject.Start.Line != 8 {
+		t.Errorf("diags = %v", diags)
 	}
 }

@@ -82,6 +82,7 @@ type Experiment struct {
 	MaxFailedTrials  int    `json:"max_failed_trials"`
 	MaxDuration      string `json:"max_duration,omitempty"`       // Go duration string, "" = none
 	TrialMaxDuration string `json:"trial_max_duration,omitempty"` // Go duration string, "" = none
+	OnMaxDuration    string `json:"on_max_duration,omitempty"`    // "stop" | "finish"; "" = none or "stop" (older states)
 
 	Goal   string `json:"goal"`   // "maximize" | "minimize"
 	Metric string `json:"metric"` // objective key

@@ -298,7 +298,7 @@ func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
 			attrs = append(attrs, [2]string{"max_failed_trials", fmt.Sprint(s.MaxFailedTrials)})
 		}
 		if s.MaxDuration != "" {
-			attrs = append(attrs, [2]string{"max_duration", s.MaxDuration})
+			attrs = append(attrs, [2]string{"max_duration", s.MaxDuration}, [2]string{"on_max_duration", s.OnMaxDuration})
 		}
 		for _, a := range attrs {
 			fmt.Fprintf(w, "      %-17s = %s\n", a[0], a[1])

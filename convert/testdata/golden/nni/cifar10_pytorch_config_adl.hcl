@@ -22,11 +22,12 @@ search_space "example_pytorch_cifar10" {
 }
 
 experiment "example_pytorch_cifar10" {
-  platform     = platform.adaptdl.default
-  search_space = search_space.example_pytorch_cifar10
-  max_trials   = 10
-  concurrency  = 1
-  max_duration = "100h"
+  platform        = platform.adaptdl.default
+  search_space    = search_space.example_pytorch_cifar10
+  max_trials      = 10
+  concurrency     = 1
+  max_duration    = "100h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

@@ -6,10 +6,11 @@ search_space "config_bohb" {
 }
 
 experiment "config_bohb" {
-  search_space = search_space.config_bohb
-  max_trials   = 1000
-  concurrency  = 1
-  max_duration = "10h"
+  search_space    = search_space.config_bohb
+  max_trials      = 1000
+  concurrency     = 1
+  max_duration    = "10h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

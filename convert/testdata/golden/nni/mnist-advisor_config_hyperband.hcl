@@ -6,10 +6,11 @@ search_space "config_hyperband" {
 }
 
 experiment "config_hyperband" {
-  search_space = search_space.config_hyperband
-  max_trials   = 10000
-  concurrency  = 2
-  max_duration = "100h"
+  search_space    = search_space.config_hyperband
+  max_trials      = 10000
+  concurrency     = 2
+  max_duration    = "100h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

@@ -40,11 +40,12 @@ search_space "example_mnist_distributed_pytorch" {
 }
 
 experiment "example_mnist_distributed_pytorch" {
-  platform     = platform.kubeflow.default
-  search_space = search_space.example_mnist_distributed_pytorch
-  max_trials   = 10
-  concurrency  = 1
-  max_duration = "1h"
+  platform        = platform.kubeflow.default
+  search_space    = search_space.example_mnist_distributed_pytorch
+  max_trials      = 10
+  concurrency     = 1
+  max_duration    = "1h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "minimize"

@@ -40,11 +40,12 @@ search_space "example_mnist" {
 }
 
 experiment "example_mnist" {
-  platform     = platform.kubeflow.default
-  search_space = search_space.example_mnist
-  max_trials   = 20
-  concurrency  = 2
-  max_duration = "1h"
+  platform        = platform.kubeflow.default
+  search_space    = search_space.example_mnist
+  max_trials      = 20
+  concurrency     = 2
+  max_duration    = "1h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

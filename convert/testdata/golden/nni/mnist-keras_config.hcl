@@ -6,10 +6,11 @@ search_space "example_mnist-keras" {
 }
 
 experiment "example_mnist-keras" {
-  search_space = search_space.example_mnist-keras
-  max_trials   = 10
-  concurrency  = 1
-  max_duration = "1h"
+  search_space    = search_space.example_mnist-keras
+  max_trials      = 10
+  concurrency     = 1
+  max_duration    = "1h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

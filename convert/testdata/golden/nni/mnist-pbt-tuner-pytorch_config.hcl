@@ -6,10 +6,11 @@ search_space "config" {
 }
 
 experiment "config" {
-  search_space = search_space.config
-  max_trials   = 100
-  concurrency  = 3
-  max_duration = "2h"
+  search_space    = search_space.config
+  max_trials      = 100
+  concurrency     = 3
+  max_duration    = "2h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

@@ -17,10 +17,11 @@ search_space "MNIST" {
 }
 
 experiment "MNIST" {
-  search_space = search_space.MNIST
-  max_trials   = 10
-  concurrency  = 4
-  max_duration = "1h"
+  search_space    = search_space.MNIST
+  max_trials      = 10
+  concurrency     = 4
+  max_duration    = "1h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

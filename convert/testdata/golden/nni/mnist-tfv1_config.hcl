@@ -6,10 +6,11 @@ search_space "example_mnist" {
 }
 
 experiment "example_mnist" {
-  search_space = search_space.example_mnist
-  max_trials   = 10
-  concurrency  = 1
-  max_duration = "1h"
+  search_space    = search_space.example_mnist
+  max_trials      = 10
+  concurrency     = 1
+  max_duration    = "1h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

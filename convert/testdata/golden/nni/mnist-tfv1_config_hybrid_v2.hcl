@@ -25,10 +25,11 @@ search_space "example_mnist" {
 experiment "example_mnist" {
   platform = platform.local.default
   # NNI ran this experiment on several training services; trialform runs an experiment on one platform: the other platform blocks above are declared but unused
-  search_space = search_space.example_mnist
-  max_trials   = 10
-  concurrency  = 3
-  max_duration = "1h"
+  search_space    = search_space.example_mnist
+  max_trials      = 10
+  concurrency     = 3
+  max_duration    = "1h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

@@ -24,11 +24,12 @@ search_space "example_dist" {
 }
 
 experiment "example_dist" {
-  platform     = platform.kubeflow.default
-  search_space = search_space.example_dist
-  max_trials   = 1
-  concurrency  = 1
-  max_duration = "1h"
+  platform        = platform.kubeflow.default
+  search_space    = search_space.example_dist
+  max_trials      = 1
+  concurrency     = 1
+  max_duration    = "1h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

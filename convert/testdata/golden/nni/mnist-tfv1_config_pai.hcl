@@ -39,11 +39,12 @@ search_space "example_mnist" {
 }
 
 experiment "example_mnist" {
-  platform     = platform.openpai.default
-  search_space = search_space.example_mnist
-  max_trials   = 10
-  concurrency  = 1
-  max_duration = "1h"
+  platform        = platform.openpai.default
+  search_space    = search_space.example_mnist
+  max_trials      = 10
+  concurrency     = 1
+  max_duration    = "1h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

@@ -6,10 +6,11 @@ search_space "config" {
 }
 
 experiment "config" {
-  search_space = search_space.config
-  max_trials   = 100
-  concurrency  = 1
-  max_duration = "1h"
+  search_space    = search_space.config
+  max_trials      = 100
+  concurrency     = 1
+  max_duration    = "1h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"

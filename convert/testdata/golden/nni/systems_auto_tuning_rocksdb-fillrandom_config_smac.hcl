@@ -6,10 +6,11 @@ search_space "auto_rocksdb_SMAC" {
 }
 
 experiment "auto_rocksdb_SMAC" {
-  search_space = search_space.auto_rocksdb_SMAC
-  max_trials   = 256
-  concurrency  = 1
-  max_duration = "24h"
+  search_space    = search_space.auto_rocksdb_SMAC
+  max_trials      = 256
+  concurrency     = 1
+  max_duration    = "24h"
+  on_max_duration = "finish"
   objective {
     metric = "default"
     goal   = "maximize"
