@@ -134,7 +134,7 @@ func (g *Globals) uiLogs(ctx context.Context, sd string, e *state.Experiment, t 
 		return fmt.Errorf("platform %s cannot show logs", e.Platform)
 	}
 	mw := logMask(e, cfg).Writer(w)
-	err = ls.Logs(ctx, providers.LogsRequest{Experiment: e.Name, TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: follow, Out: mw})
+	err = ls.Logs(ctx, providers.LogsRequest{Experiment: e.OnPlatform(), TrialID: t.ID, Handle: providers.Handle(t.Handle), Follow: follow, Out: mw})
 	if cerr := mw.Close(); err == nil {
 		err = cerr
 	}

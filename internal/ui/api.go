@@ -513,7 +513,9 @@ func (s *Server) trialDirs(e *state.Experiment, t *state.Trial) []string {
 	// trial's own directory (output/tensorboard by default).
 	dirs := []string{filepath.Join(s.o.StateDir, "tensorboard", e.Name, t.ID)}
 	if strings.HasPrefix(e.Platform, "local.") {
-		dirs = append(dirs, filepath.Join(s.o.StateDir, "trials", e.Name, t.ID))
+		// (named as the platform knows the experiment: after `state mv`
+		// its trials keep the old name)
+		dirs = append(dirs, filepath.Join(s.o.StateDir, "trials", e.OnPlatform(), t.ID))
 	}
 	return dirs
 }
