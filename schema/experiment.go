@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/trialform/trialform/tuner"
+	"github.com/trialform/trialform/tuner/space"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 )
@@ -610,7 +611,7 @@ func experimentValue(e *Experiment, platVal, spaceVal cty.Value) cty.Value {
 // and that no choice value of such a param cannot be written where it
 // stands (a line break in a here-document).
 func (l *loader) checkShellTemplate(tpl *Template, ss *SearchSpace) bool {
-	quoting, err := tpl.ShellQuoting()
+	quoting, docs, err := tpl.shellQuoting()
 	if err != nil {
 		rng := tpl.Range
 		var up *UnsafePlaceError
@@ -651,7 +652,122 @@ func (l *loader) checkShellTemplate(tpl *Template, ss *SearchSpace) bool {
 			}
 		}
 	}
+	if ok {
+		ok = l.checkHeredocLines(tpl, ss, quoting, docs)
+	}
 	return ok
+}
+
+// checkHeredocLines refuses choice values that would make their line of a
+// here-document read as its delimiter (choice = ["a", "EOF"] alone on a
+// line of a <<EOF body): the shell would end the document there and run
+// the lines after it as commands. Each line is tried with every
+// combination of the choice values standing in it (up to a bound; Render
+// checks the values a trial actually gets in any case).
+func (l *loader) checkHeredocLines(tpl *Template, ss *SearchSpace, quoting []Quoting, docs map[int]heredoc) bool {
+	options := func(name string) []string {
+		for _, p := range ss.Space.Params {
+			if p.Name != name || len(p.Options) == 0 {
+				continue
+			}
+			var vals []string
+			for _, o := range p.Options {
+				if space.IsNested(o) {
+					return nil
+				}
+				vals = append(vals, space.FormatValue(o.Value))
+			}
+			return vals
+		}
+		return nil
+	}
+	done := map[int]bool{}
+	for i := range tpl.Segments {
+		d, inDoc := docs[i]
+		if !inDoc || done[i] {
+			continue
+		}
+		// The line holding segment i: from the last line break before it
+		// to the first after it.
+		first, last := i, i
+		for first > 0 && !strings.Contains(tpl.Segments[first-1].Literal, "\n") {
+			first--
+		}
+		for last < len(tpl.Segments)-1 && !strings.Contains(tpl.Segments[last+1].Literal, "\n") {
+			last++
+		}
+		var head, tail string
+		if first > 0 {
+			lit := tpl.Segments[first-1].Literal
+			head = lit[strings.LastIndexByte(lit, '\n')+1:]
+		}
+		if last < len(tpl.Segments)-1 {
+			lit := tpl.Segments[last+1].Literal
+			tail = lit[:strings.IndexByte(lit, '\n')]
+		}
+		// The choices of each param segment on the line, quoted for it.
+		var segs []int
+		var choices, raws [][]string
+		combos := 1
+		for k := first; k <= last; k++ {
+			done[k] = true
+			if tpl.Segments[k].Param == "" {
+				continue
+			}
+			var quoted, raw []string
+			for _, v := range options(tpl.Segments[k].Param) {
+				if q, err := quoting[k].quote(v); err == nil {
+					quoted = append(quoted, q)
+					raw = append(raw, v)
+				}
+			}
+			segs = append(segs, k)
+			choices = append(choices, quoted)
+			raws = append(raws, raw)
+			combos *= len(quoted)
+		}
+		if combos == 0 || combos > 4096 {
+			continue // not all choices (Render checks these)
+		}
+		pick := make([]int, len(segs))
+		for {
+			var b strings.Builder
+			b.WriteString(head)
+			n := 0
+			var vals []string
+			for k := first; k <= last; k++ {
+				if tpl.Segments[k].Param == "" {
+					b.WriteString(tpl.Segments[k].Literal)
+					continue
+				}
+				v := choices[n][pick[n]]
+				b.WriteString(v)
+				vals = append(vals, fmt.Sprintf("%q of param %q", raws[n][pick[n]], tpl.Segments[k].Param))
+				n++
+			}
+			b.WriteString(tail)
+			if d.ends(b.String()) {
+				rng := tpl.paramRanges[segs[0]]
+				l.errorf(&rng, "Unsafe parameter value", "choice value %s: %s. Remove the value, or choose a delimiter that no value spells (such as <<END_OF_INPUT), or use args = [...].",
+					strings.Join(vals, ", "), &DelimiterError{Line: b.String(), Delim: d.delim})
+				return false
+			}
+			// The next combination.
+			n = len(pick) - 1
+			for n >= 0 {
+				pick[n]++
+				if pick[n] < len(choices[n]) {
+					break
+				}
+				pick[n] = 0
+				n--
+			}
+			if n < 0 {
+				break
+			}
+		}
+	}
+	return true
 }
 
 // sensitiveEnvAdvice says where a platform would put a trial's environment

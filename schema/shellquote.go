@@ -94,11 +94,34 @@ func (e *UnsafePlaceError) Error() string {
 // parse is an error; so is a param in a place no quoting makes safe (an
 // *UnsafePlaceError).
 func (t *Template) ShellQuoting() ([]Quoting, error) {
+	q, _, err := t.shellQuoting()
+	return q, err
+}
+
+// heredoc is the here-document a param segment stands in the body of.
+type heredoc struct {
+	delim string // the delimiter word after quote removal
+	dash  bool   // <<-: the shell strips leading tabs from each line
+}
+
+// ends reports whether a body line would end the document: the shell ends
+// it at the first line that reads exactly the delimiter (after leading
+// tabs for <<-), whatever the line was meant to hold.
+func (h heredoc) ends(line string) bool {
+	if h.dash {
+		line = strings.TrimLeft(line, "\t")
+	}
+	return line == h.delim
+}
+
+// shellQuoting is ShellQuoting that also gives, for each param segment in
+// a here-document's body, that document.
+func (t *Template) shellQuoting() ([]Quoting, map[int]heredoc, error) {
 	if t == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if t.IsLiteral() {
-		return make([]Quoting, len(t.Segments)), nil
+		return make([]Quoting, len(t.Segments)), nil, nil
 	}
 	var all strings.Builder
 	for _, s := range t.Segments {
@@ -121,9 +144,11 @@ func (t *Template) ShellQuoting() ([]Quoting, error) {
 	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src.String()), "")
 	if err != nil {
-		return nil, fmt.Errorf("the command is not a valid shell command line: %s", stripPlaceholders(err.Error(), prefix, t))
+		return nil, nil, fmt.Errorf("the command is not a valid shell command line: %s", stripPlaceholders(err.Error(), prefix, t))
 	}
 	quoting := make([]Quoting, len(t.Segments))
+	docs := map[int]heredoc{}
+	var doc *heredoc // the document of the literal being marked, if any
 	found := make([]bool, len(t.Segments))
 	var firstErr error
 	var stack []syntax.Node
@@ -140,6 +165,9 @@ func (t *Template) ShellQuoting() ([]Quoting, error) {
 		}
 		found[seg] = true
 		quoting[seg] = q
+		if doc != nil {
+			docs[seg] = *doc
+		}
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		if n == nil {
@@ -153,7 +181,14 @@ func (t *Template) ShellQuoting() ([]Quoting, error) {
 				return true
 			}
 			q, where := litContext(stack)
+			doc = nil
+			if where == "" && (q == QuoteHeredoc || q == QuoteHeredocLiteral) {
+				if r, ok := stack[len(stack)-3].(*syntax.Redirect); ok {
+					doc = &heredoc{delim: delimiterText(r.Word), dash: r.Op == syntax.DashHdoc}
+				}
+			}
 			markLit(x.Value, prefix, q, where, mark)
+			doc = nil
 		case *syntax.SglQuoted:
 			if !strings.Contains(x.Value, prefix) {
 				return true
@@ -167,14 +202,73 @@ func (t *Template) ShellQuoting() ([]Quoting, error) {
 		return true
 	})
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, nil, firstErr
 	}
 	for i, s := range t.Segments {
 		if s.Param != "" && !found[i] {
-			return nil, &UnsafePlaceError{Segment: i, Param: s.Param, Where: "in a comment or another place the shell does not read as a word"}
+			return nil, nil, &UnsafePlaceError{Segment: i, Param: s.Param, Where: "in a comment or another place the shell does not read as a word"}
 		}
 	}
-	return quoting, nil
+	return quoting, docs, nil
+}
+
+// DelimiterError says that a value would make its line of a here-document
+// read as the document's delimiter, so the shell would end the document
+// there and run the lines after it as commands.
+type DelimiterError struct {
+	Line  string // the line as it would be written
+	Delim string
+}
+
+func (e *DelimiterError) Error() string {
+	if e.Line == e.Delim {
+		return fmt.Sprintf("the value would make its line of the here-document read %q, its delimiter, which ends the document early (the lines after it would run as commands)", e.Line)
+	}
+	return fmt.Sprintf("the value would make its line of the here-document read %q, which ends a document delimited by %q early (the lines after it would run as commands)", e.Line, e.Delim)
+}
+
+// lineAround gives the line of s that holds the bytes [start, end), which
+// hold no line break.
+func lineAround(s string, start, end int) string {
+	from := strings.LastIndexByte(s[:start], '\n') + 1
+	to := len(s)
+	if i := strings.IndexByte(s[end:], '\n'); i >= 0 {
+		to = end + i
+	}
+	return s[from:to]
+}
+
+// delimiterText is a here-document delimiter after quote removal, the text
+// the shell compares each body line with.
+func delimiterText(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	var b strings.Builder
+	var lit func(v string)
+	lit = func(v string) {
+		for i := 0; i < len(v); i++ {
+			if v[i] == '\\' && i+1 < len(v) {
+				i++
+			}
+			b.WriteByte(v[i])
+		}
+	}
+	for _, p := range w.Parts {
+		switch x := p.(type) {
+		case *syntax.Lit:
+			lit(x.Value)
+		case *syntax.SglQuoted:
+			b.WriteString(x.Value)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					lit(l.Value)
+				}
+			}
+		}
+	}
+	return b.String()
 }
 
 // markLit reports each placeholder of a raw literal, checking that no

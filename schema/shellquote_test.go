@@ -157,3 +157,61 @@ func TestRenderRefusesUnsafePlaces(t *testing.T) {
 		t.Errorf("NUL value: %v", err)
 	}
 }
+
+// A value that makes its line of a here-document read as the delimiter
+// would end the document early and run the author's following lines as
+// commands (issue 25, item I): Render refuses it, and the same values in
+// other lines or positions still render and run as data.
+func TestRenderRefusesHeredocDelimiterValue(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		cmd, v  string
+		refused bool
+	}{
+		{"cat > f <<EOF\n@\nEOF\ntouch pwned", "EOF", true},
+		{"cat > f <<'EOF'\n@\nEOF\ntouch pwned", "EOF", true},
+		{"cat > f <<\"EOF\"\n@\nEOF\ntouch pwned", "EOF", true},
+		{"cat > f <<\\EOF\n@\nEOF\ntouch pwned", "EOF", true},
+		{"cat > f <<EOF\nE@\nEOF\ntouch pwned", "OF", true},
+		{"cat > f <<-EOF\n\t@\n\tEOF\ntouch pwned", "EOF", true},
+		{"cat > f <<-EOF\n@\nEOF\ntouch pwned", "\tEOF", true},
+		{"cat > f <<EOF\n@ @\nEOF\ntouch pwned", "EOF", false},
+		{"cat > f <<EOF\n<@>\nEOF\ntouch pwned", "EOF", false},
+		{"cat > f <<EOF\n@\nEOF\ntouch pwned", "EOF ", false},
+		{"cat > f <<EOF\n@\nEOF\ntouch pwned", "\tEOF", false},
+		{"cat > f <<EOF\n@\nEOF\ntouch pwned", "$X", false},
+		{"cat > f <<END\n@\nEND\ntouch pwned", "EOF", false},
+	}
+	for _, c := range cases {
+		work := filepath.Join(dir, "w")
+		os.RemoveAll(work)
+		if err := os.Mkdir(work, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tplFrom(c.cmd).Render(map[string]any{"v": c.v}, true)
+		if c.refused {
+			var de *DelimiterError
+			if !errors.As(err, &de) {
+				t.Errorf("%q with %q: want a *DelimiterError, got %q, %v", c.cmd, c.v, got, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q with %q: %v", c.cmd, c.v, err)
+			continue
+		}
+		// Rendered, the command writes the line as data and then runs
+		// the touch (the author's own command).
+		cmd := exec.Command("/bin/sh", "-c", got)
+		cmd.Dir = work
+		cmd.Env = []string{"X=x", "PATH=/usr/bin:/bin"}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("sh -c %q: %v\n%s", got, err, out)
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(work, "f"))
+		if err != nil || !strings.Contains(string(b), strings.TrimLeft(c.v, "\t")) {
+			t.Errorf("sh -c %q wrote %q, %v; want the value in it", got, b, err)
+		}
+	}
+}

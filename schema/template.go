@@ -14,20 +14,24 @@ import (
 // here-document), while the literal text is kept as written, so each value
 // reaches the command as data, never as code. A param without a value, a
 // param in a place that cannot be quoted, or a value that cannot be
-// written there (a NUL byte; a line break in a here-document) is an error.
+// written there (a NUL byte; a line break in a here-document; a value that
+// makes its line of a here-document read as the delimiter) is an error.
 // A nil Template renders as "".
 func (t *Template) Render(params map[string]any, shell bool) (string, error) {
 	if t == nil {
 		return "", nil
 	}
 	var quoting []Quoting
+	var docs map[int]heredoc
 	if shell && !t.IsLiteral() {
-		q, err := t.ShellQuoting()
+		q, d, err := t.shellQuoting()
 		if err != nil {
 			return "", err
 		}
-		quoting = q
+		quoting, docs = q, d
 	}
+	type span struct{ seg, start, end int }
+	var inDocs []span
 	var b strings.Builder
 	for i, s := range t.Segments {
 		if s.Param == "" {
@@ -45,12 +49,22 @@ func (t *Template) Render(params map[string]any, shell bool) (string, error) {
 				return "", fmt.Errorf("param %q: %w", s.Param, err)
 			}
 			txt = q
+			if _, ok := docs[i]; ok {
+				inDocs = append(inDocs, span{i, b.Len(), b.Len() + len(txt)})
+			}
 		} else if strings.IndexByte(txt, 0) >= 0 {
 			return "", fmt.Errorf("param %q: a value with a NUL byte cannot be passed to a command", s.Param)
 		}
 		b.WriteString(txt)
 	}
-	return b.String(), nil
+	out := b.String()
+	for _, sp := range inDocs {
+		line := lineAround(out, sp.start, sp.end)
+		if d := docs[sp.seg]; d.ends(line) {
+			return "", fmt.Errorf("param %q: %w", t.Segments[sp.seg].Param, &DelimiterError{Line: line, Delim: d.delim})
+		}
+	}
+	return out, nil
 }
 
 // ShellQuote quotes s for /bin/sh: always in single quotes, each single
