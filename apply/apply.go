@@ -664,6 +664,7 @@ func recordExperiment(st *state.State, ep *plan.ExperimentPlan, cfg *schema.Expe
 	e.OnMaxDuration = ep.Settings.OnMaxDuration
 	e.Goal = ep.Settings.Goal
 	e.Metric = ep.Settings.Metric
+	e.Strategy = ep.Settings.Strategy
 	e.Paused = ep.Settings.Paused
 	if ep.Done {
 		if e.DoneAt == nil || e.DoneReason != ep.DoneReason {

@@ -239,6 +239,7 @@ func TestBadYAMLNamesFileAndLine(t *testing.T) {
 		{"nni", "trialCommand: x\ntrialCommand: y\n", "config.yml:2: trialCommand is set twice"},
 		{"katib", "kind: Experiment\nspec:\n  objective: {type: minimize, objectiveMetricName: loss}\n  algorithm: {algorithmName: darts}\n", `config.yml:4: algorithm "darts" is neural architecture search`},
 		{"katib", "kind: Experiment\nspec:\n  objective: {type: best, objectiveMetricName: loss}\n", `config.yml:3: spec.objective.type must be maximize or minimize, not "best"`},
+		{"katib", "kind: Experiment\nspec:\n  objective:\n    type: minimize\n    objectiveMetricName: loss\n    metricStrategies:\n      - name: loss\n        value: median\n", `config.yml:8: spec.objective.metricStrategies[0].value must be min, max or latest, not "median"`},
 		{"katib", "kind: Job\n", `config.yml:1: kind "Job": convert katib reads a Katib Experiment`},
 		{"polyaxon", "version: 1\nkind: group\nhptuning:\n  matrix:\n    lr:\n      uniform: a:b\n", `config.yml:6: hptuning.matrix.lr.uniform: "a" is not a number`},
 		{"polyaxon", "version: 1.1\nkind: operation\nurlRef: https://x/y.yml\n", "config.yml:3: urlRef: convert does not download components"},

@@ -78,7 +78,7 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 	}
 	obj.skip(ob, "goal", "trialform has no target value that ends the experiment; it runs max_trials")
 	obj.skip(ob, "additionalMetricNames", "trialform records every metric a trial reports; only the objective is tuned")
-	obj.skip(ob, "metricStrategies", "the final result is the last value reported")
+	c.katibStrategy(obj, ob, metric, typ)
 	obj.done(ob, nil)
 
 	// Algorithm.
@@ -658,4 +658,39 @@ func (c *conv) katibTemplate(s string, params map[string]string) []tmplPart {
 		parts = append(parts, tmplPart{lit: s[last:]})
 	}
 	return parts
+}
+
+// katibStrategy writes the objective's strategy: the metricStrategies
+// entry of the objective metric, else Katib's default for the objective
+// type (min when minimizing, max when maximizing: the best value any
+// report of the trial gave, not its last).
+func (c *conv) katibStrategy(obj *obj, ob *block, metric, typ string) {
+	strategy := map[string]string{"minimize": "min", "maximize": "max"}[typ]
+	explicit := false
+	field := obj.field("metricStrategies")
+	for i, it := range obj.list("metricStrategies") {
+		mo := c.obj(it, fmt.Sprintf("%s[%d]", field, i))
+		name, _ := mo.str("name")
+		value, _ := mo.str("value")
+		mo.done(ob, nil)
+		if name != metric {
+			c.notConverted(ob, it, fmt.Sprintf("%s[%d]", field, i),
+				"strategy %q of %q: trialform takes a strategy for the objective only; every metric a trial reports is recorded as it came", value, name)
+			continue
+		}
+		switch value {
+		case "min", "max", "latest":
+			strategy, explicit = value, true
+		default:
+			c.failf(mo.keyNode("value"), "%s[%d].value must be min, max or latest, not %q", field, i, value)
+		}
+	}
+	if strategy == "" {
+		return
+	}
+	if !explicit {
+		word := map[string]string{"min": "least", "max": "greatest"}[strategy]
+		ob.comment(fmt.Sprintf("Katib's default without metricStrategies: the %s value the trial reported", word))
+	}
+	ob.set("strategy", strategy)
 }

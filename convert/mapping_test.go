@@ -150,6 +150,35 @@ spec:
 			`startup_trials = 5`, `seed           = 9`, `args         = ["sh", "-c", "python3 t.py --units=${param.units} --opt=${param.opt}"]`,
 			`A = "1"`, `gpu    = 1`, `memory = "2Gi"`, `# not converted: spec.trialTemplate.trialSpec.spec.template.spec.containers[1]: trialform runs one container`},
 			nil, nil},
+		{"katib metricStrategies", "katib", `
+apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata: {name: strategies}
+spec:
+  objective:
+    type: maximize
+    objectiveMetricName: acc
+    additionalMetricNames: [loss]
+    metricStrategies:
+      - {name: loss, value: min}
+      - {name: acc, value: latest}
+  algorithm: {algorithmName: random}
+  maxTrialCount: 2
+  parameters:
+    - {name: lr, parameterType: double, feasibleSpace: {min: "0.01", max: "0.1"}}
+  trialTemplate:
+    primaryContainerName: main
+    trialParameters: [{name: lr, reference: lr}]
+    trialSpec:
+      apiVersion: batch/v1
+      kind: Job
+      spec:
+        template:
+          spec:
+            containers:
+              - {name: main, image: py:3, command: [python3, t.py, "--lr=${trialParameters.lr}"]}
+`, []string{`strategy = "latest"`, `# not converted: spec.objective.metricStrategies[0]: strategy "min" of "loss": trialform takes a strategy for the objective only`},
+			[]string{`strategy = "max"`}, []string{`config.yml:11: spec.objective.metricStrategies[0]: not converted`}},
 		{"polyaxon v0 distributions", "polyaxon", `
 version: 1
 kind: group

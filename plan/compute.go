@@ -315,7 +315,7 @@ func SettingsOf(e *schema.Experiment) Settings { return settingsOf(e) }
 
 func settingsOf(e *schema.Experiment) Settings {
 	return Settings{
-		Tuner: e.Tuner.Name, Metric: e.Objective.Metric, Goal: e.Objective.Goal,
+		Tuner: e.Tuner.Name, Metric: e.Objective.Metric, Goal: e.Objective.Goal, Strategy: e.Objective.Strategy,
 		MaxTrials: e.MaxTrials, Concurrency: e.Concurrency, MaxFailedTrials: e.MaxFailedTrials,
 		MaxDuration: durString(e.MaxDuration), TrialMaxDuration: durString(e.Trial.MaxDuration),
 		OnMaxDuration: onMaxDuration(e), Paused: e.Paused,
@@ -333,7 +333,7 @@ func onMaxDuration(e *schema.Experiment) string {
 
 func settingsOfState(e *state.Experiment) Settings {
 	return Settings{
-		Metric: e.Metric, Goal: e.Goal, MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
+		Metric: e.Metric, Goal: e.Goal, Strategy: e.Strategy, MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
 		MaxFailedTrials: e.MaxFailedTrials, MaxDuration: e.MaxDuration, TrialMaxDuration: e.TrialMaxDuration,
 		OnMaxDuration: e.OnMaxDuration, Paused: e.Paused,
 	}
@@ -736,6 +736,9 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int,
 		o := tuner.Observation{Seq: t.Seq, Params: ps}
 		switch {
 		case t.Status == state.Succeeded && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
+			o.State, o.Value = tuner.Completed, *t.Value
+		case t.Status == state.EarlyStopped && cfg.Objective.Strategy != "" && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
+			// Under a strategy its value is taken as for any trial.
 			o.State, o.Value = tuner.Completed, *t.Value
 		case t.Status == state.EarlyStopped && len(curves[t.ID]) > 0:
 			// Told as its best intermediate value: an under-estimate of

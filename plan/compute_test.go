@@ -2,6 +2,7 @@ package plan
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -653,4 +654,77 @@ func TestLostTrialClockStops(t *testing.T) {
 	if tr["t0002"].Status != state.Running || tr["t0002"].EndedAt != nil {
 		t.Errorf("t0002 running again: status %s ended %v", tr["t0002"].Status, tr["t0002"].EndedAt)
 	}
+}
+
+// The objective's strategy (Katib's metricStrategies) takes the value from
+// every value of the metric a trial reported, intermediate and final, over
+// several refreshes; without one the final result is the value (NNI's
+// report_final_result), whatever came before it.
+func TestObserveStrategy(t *testing.T) {
+	zero := 0
+	first := []providers.Metric{
+		{Type: "PERIODICAL", Value: `{"loss": 0.5, "acc": 0.1}`},
+		{Type: "PERIODICAL", Value: `{"loss": 0.2}`},
+		{Type: "PERIODICAL", Value: `{"acc": 0.3}`}, // no loss: not a value of it
+	}
+	second := []providers.Metric{
+		{Type: "PERIODICAL", Value: `{"loss": 0.9}`},
+		{Type: "PERIODICAL", Value: `{"loss": null}`}, // NaN: not a value
+		{Type: "FINAL", Value: `{"loss": 0.4, "acc": 0.8}`},
+	}
+	for _, tc := range []struct {
+		strategy string
+		want     float64
+	}{{"", 0.4}, {"min", 0.2}, {"max", 0.9}, {"latest", 0.4}} {
+		t.Run("strategy="+tc.strategy, func(t *testing.T) {
+			cfg := testConfig(func(e *schema.Experiment) {
+				e.Objective = schema.Objective{Metric: "loss", Goal: "minimize", Strategy: tc.strategy}
+			})
+			st := applied(cfg, trial(0, state.Running))
+			e := st.Experiments["exp"]
+			e.Metric, e.Goal, e.Strategy = "loss", "minimize", tc.strategy
+			Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+				"t0000": {Exists: true, Phase: providers.PhaseRunning, Metrics: first}}}}, t0)
+			Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+				"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, Metrics: second}}}}, t0)
+			tr := e.Trials["t0000"]
+			if tr.Status != state.Succeeded || tr.Value == nil || *tr.Value != tc.want || tr.Final["acc"] != 0.8 {
+				t.Fatalf("t0000 = %s %v, want SUCCEEDED %v", tr.Status, ptrString(tr.Value), tc.want)
+			}
+		})
+	}
+
+	// Intermediate results only: under a strategy the trial succeeded (as
+	// in Katib, where every reported value counts); without one it has no
+	// final result. A final result without the metric is no error there.
+	for _, strategy := range []string{"", "max"} {
+		cfg := testConfig(func(e *schema.Experiment) {
+			e.Objective = schema.Objective{Metric: "acc", Goal: "maximize", Strategy: strategy}
+		})
+		st := applied(cfg, trial(0, state.Running))
+		e := st.Experiments["exp"]
+		e.Metric, e.Strategy = "acc", strategy
+		Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+			"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, Metrics: []providers.Metric{
+				{Type: "PERIODICAL", Value: `{"acc": 0.7}`}, {Type: "PERIODICAL", Value: `{"acc": 0.6}`},
+				{Type: "FINAL", Value: `{"loss": 0.1}`}}}}}}, t0)
+		tr := e.Trials["t0000"]
+		switch strategy {
+		case "":
+			if tr.Status != state.Failed || !strings.Contains(tr.Reason, `no key "acc"`) {
+				t.Errorf("final: %s %q", tr.Status, tr.Reason)
+			}
+		default:
+			if tr.Status != state.Succeeded || tr.Value == nil || *tr.Value != 0.7 || tr.Reason != "" {
+				t.Errorf("max: %s %v %q", tr.Status, ptrString(tr.Value), tr.Reason)
+			}
+		}
+	}
+}
+
+func ptrString(v *float64) string {
+	if v == nil {
+		return "<nil>"
+	}
+	return strconv.FormatFloat(*v, 'g', -1, 64)
 }

@@ -136,9 +136,12 @@ type ExperimentPlan struct {
 
 // Settings are an experiment's in-place settings and identity.
 type Settings struct {
-	Tuner            string `json:"tuner"`
-	Metric           string `json:"metric"`
-	Goal             string `json:"goal"`
+	Tuner  string `json:"tuner"`
+	Metric string `json:"metric"`
+	Goal   string `json:"goal"`
+	// Strategy is how a trial's objective value is taken: "" = its final
+	// result; "min", "max", "latest" over every value it reported.
+	Strategy         string `json:"strategy,omitempty"`
 	MaxTrials        int    `json:"max_trials"`
 	Concurrency      int    `json:"concurrency"`
 	MaxFailedTrials  int    `json:"max_failed_trials"`

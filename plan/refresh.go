@@ -11,6 +11,7 @@ import (
 
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
+	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 )
 
@@ -250,6 +251,13 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 			garbage = append(garbage, m.Garbage)
 			continue
 		}
+		if e.Strategy != "" {
+			// Every value of the metric counts, intermediate and final
+			// alike, past the series' cap too.
+			if v, _, ok, err := trialproto.Objective(m.Value, e.Metric); err == nil && ok {
+				t.Value = foldObjective(e.Strategy, t.Value, v)
+			}
+		}
 		if m.Type != "FINAL" && t.Intermediate >= providers.MaxIntermediate {
 			continue // the cap per trial, whatever the platform kept
 		}
@@ -263,6 +271,11 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 			}
 			if len(all) > 0 {
 				t.Final = all
+			}
+			if e.Strategy != "" {
+				// Folded above; a final result without the metric is
+				// fine when the trial reported it otherwise.
+				continue
 			}
 			if ok {
 				vv := v
@@ -404,4 +417,17 @@ func stopClock(t *state.Trial, end *time.Time, now time.Time) {
 		e = *t.StartedAt
 	}
 	t.EndedAt = &e
+}
+
+// foldObjective takes one more reported value v of the objective into a
+// trial's value under strategy (Katib's metricStrategies): the least, the
+// greatest or the last.
+func foldObjective(strategy string, cur *float64, v float64) *float64 {
+	switch {
+	case cur == nil, strategy == schema.StrategyLatest,
+		strategy == schema.StrategyMin && v < *cur,
+		strategy == schema.StrategyMax && v > *cur:
+		return &v
+	}
+	return cur
 }

@@ -111,7 +111,31 @@ const (
 type Objective struct {
 	Metric string // key of the final result; "default" for a plain number
 	Goal   string // "maximize" | "minimize"
+	// Strategy is how a trial's objective value is taken from what it
+	// reported: "" (strategy = "final", the default) is its final result;
+	// StrategyMin, StrategyMax and StrategyLatest (Katib's
+	// metricStrategies) are the least, the greatest or the last of every
+	// value of the metric it reported, intermediate and final alike.
+	// Empty stays out of the spec hash, so states from before it keep
+	// their generation.
+	Strategy string `json:",omitempty"`
 }
+
+// StrategyName is the strategy as written: "final" when Strategy is empty.
+func (o Objective) StrategyName() string {
+	if o.Strategy == "" {
+		return StrategyFinal
+	}
+	return o.Strategy
+}
+
+// Objective strategies (objective { strategy }).
+const (
+	StrategyFinal  = "final"
+	StrategyMin    = "min"
+	StrategyMax    = "max"
+	StrategyLatest = "latest"
+)
 
 // TunerSpec is a tuner "NAME" { ... } block.
 type TunerSpec struct {

@@ -315,6 +315,20 @@ func (l *loader) decodeObjective(blk *hcl.Block, o *Objective) {
 			}
 		}
 	}
+	if a, ok := content.Attributes["strategy"]; ok {
+		if s, ok := l.str(a); ok {
+			switch s {
+			case StrategyFinal:
+				o.Strategy = ""
+			case StrategyMin, StrategyMax, StrategyLatest:
+				o.Strategy = s
+			default:
+				l.errorf(a.Expr.Range().Ptr(), "Invalid strategy",
+					"strategy must be \"final\" (the trial's final result, the default), \"min\", \"max\" or \"latest\" (the least, greatest or last value of the metric the trial reported, intermediate results included, as Katib's metricStrategies), got %q.%s",
+					s, didYouMean(s, []string{StrategyFinal, StrategyMin, StrategyMax, StrategyLatest}, "%q"))
+			}
+		}
+	}
 }
 
 // decodeSettings turns a tuner or assessor block's attributes into
@@ -594,6 +608,7 @@ func experimentValue(e *Experiment, platVal, spaceVal cty.Value) cty.Value {
 		"paused":            cty.BoolVal(e.Paused),
 		"objective": cty.ObjectVal(map[string]cty.Value{
 			"metric": cty.StringVal(e.Objective.Metric), "goal": cty.StringVal(e.Objective.Goal),
+			"strategy": cty.StringVal(e.Objective.StrategyName()),
 		}),
 		"tuner": cty.ObjectVal(tunerAttrs),
 		"trial": cty.ObjectVal(map[string]cty.Value{

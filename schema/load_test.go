@@ -545,6 +545,7 @@ func TestLoadErrors(t *testing.T) {
 		}},
 		{"objective_and_deadline", []wantDiag{
 			{"Invalid on_max_duration", `on_max_duration must be "stop" (tear the running trials down at the deadline) or "finish" (start no new trials and let the running ones finish, as NNI does), got "drain".`, "main.hcl:9"},
+			{"Invalid strategy", `strategy must be "final" (the trial's final result, the default), "min", "max" or "latest" (the least, greatest or last value of the metric the trial reported, intermediate results included, as Katib's metricStrategies), got "lastest". Did you mean "latest"?`, "main.hcl:13"},
 		}},
 		{"local_platform_attr", []wantDiag{{"Unsupported argument", `Did you mean "gpu_indices"?`, "main.hcl:2"}}},
 		{"wrong_arg_count", []wantDiag{

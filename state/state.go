@@ -86,6 +86,10 @@ type Experiment struct {
 
 	Goal   string `json:"goal"`   // "maximize" | "minimize"
 	Metric string `json:"metric"` // objective key
+	// Strategy is how a trial's Value is taken from what it reported:
+	// "" = its final result; "min", "max", "latest" = the least, greatest
+	// or last value of Metric it reported, intermediate results included.
+	Strategy string `json:"strategy,omitempty"`
 
 	CreatedAt  time.Time  `json:"created_at"`
 	DoneAt     *time.Time `json:"done_at,omitempty"`

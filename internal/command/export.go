@@ -45,7 +45,7 @@ func runExport(ctx context.Context, g *Globals, args []string) int {
 			obj = e.Metric
 		}
 		out = append(out, views.ExportExperiment{
-			Name: e.Name, ID: e.ID, Platform: e.Platform, Objective: obj, Goal: e.Goal, Generation: e.Generation,
+			Name: e.Name, ID: e.ID, Platform: e.Platform, Objective: obj, Goal: e.Goal, Strategy: e.Strategy, Generation: e.Generation,
 			Params: results.ParamNames(rows), Metrics: results.MetricNames(rows),
 			Rows: func(yield func(*results.Row) error) error {
 				for i, r := range rows {

@@ -190,16 +190,19 @@ func (d *store) series(e *state.Experiment, t *state.Trial) []point {
 
 // ExperimentJSON is one experiment's summary (overview and header).
 type ExperimentJSON struct {
-	Name       string         `json:"name"`
-	ID         string         `json:"id"`
-	Platform   string         `json:"platform"`
-	Tuner      string         `json:"tuner"`
-	Generation int            `json:"generation"`
-	Goal       string         `json:"goal"`
-	Metric     string         `json:"metric"`
-	Counts     map[string]int `json:"counts"`
-	Trials     int            `json:"trials"` // every generation's
-	MaxTrials  int            `json:"max_trials"`
+	Name       string `json:"name"`
+	ID         string `json:"id"`
+	Platform   string `json:"platform"`
+	Tuner      string `json:"tuner"`
+	Generation int    `json:"generation"`
+	Goal       string `json:"goal"`
+	Metric     string `json:"metric"`
+	// Strategy is the objective's strategy ("min", "max", "latest");
+	// absent: a trial's value is its final result.
+	Strategy  string         `json:"strategy,omitempty"`
+	Counts    map[string]int `json:"counts"`
+	Trials    int            `json:"trials"` // every generation's
+	MaxTrials int            `json:"max_trials"`
 	// BudgetUsed is what max_trials counts: the trials of the current
 	// generation but the CANCELED ones; GenerationTrials counts that
 	// generation's trials; Budget says it in the CLI's words ("8/8 trials
@@ -283,7 +286,7 @@ func better(goal string, a, b float64) bool {
 
 func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) ExperimentJSON {
 	j := ExperimentJSON{
-		Name: e.Name, ID: e.ID, Platform: e.Platform, Generation: e.Generation, Goal: e.Goal, Metric: e.Metric,
+		Name: e.Name, ID: e.ID, Platform: e.Platform, Generation: e.Generation, Goal: e.Goal, Metric: e.Metric, Strategy: e.Strategy,
 		Counts: map[string]int{}, Trials: len(e.Trials), MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
 		CreatedAt: e.CreatedAt, DoneAt: e.DoneAt, DoneReason: e.DoneReason, Written: sn.modTime, Failed: e.Failed,
 	}

@@ -18,11 +18,14 @@ const ExportFormatVersion = "1"
 
 // ExportExperiment is one experiment's header in an export.
 type ExportExperiment struct {
-	Name       string `json:"name"`
-	ID         string `json:"id"`
-	Platform   string `json:"platform"`
-	Objective  string `json:"objective"`
-	Goal       string `json:"goal"`
+	Name      string `json:"name"`
+	ID        string `json:"id"`
+	Platform  string `json:"platform"`
+	Objective string `json:"objective"`
+	Goal      string `json:"goal"`
+	// Strategy is how each trial's "metric" was taken: "min", "max" or
+	// "latest" of every value it reported; absent: its final result.
+	Strategy   string `json:"strategy,omitempty"`
 	Generation int    `json:"generation"`
 	// Params and Metrics name every parameter and final metric of the
 	// experiment's trials (CSV columns).

@@ -290,7 +290,7 @@ func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
 		attrs := [][2]string{
 			{"platform", ep.Platform},
 			{"tuner", s.Tuner},
-			{"objective", s.Goal + " " + s.Metric},
+			{"objective", objectiveText(s)},
 			{"max_trials", fmt.Sprint(s.MaxTrials)},
 			{"concurrency", fmt.Sprint(s.Concurrency)},
 		}
@@ -412,4 +412,20 @@ func plural(n int, word string) string {
 		return fmt.Sprintf("%d %s", n, word)
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// objectiveText is "maximize accuracy", with the strategy when it is not
+// the final result: "maximize accuracy (strategy max: the greatest value
+// reported)".
+func objectiveText(s plan.Settings) string {
+	out := s.Goal + " " + s.Metric
+	switch s.Strategy {
+	case "min":
+		out += " (strategy min: the least value reported)"
+	case "max":
+		out += " (strategy max: the greatest value reported)"
+	case "latest":
+		out += " (strategy latest: the last value reported)"
+	}
+	return out
 }

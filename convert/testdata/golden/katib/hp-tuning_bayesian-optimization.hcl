@@ -25,6 +25,8 @@ experiment "bayesian-optimization" {
   objective {
     metric = "loss"
     goal   = "minimize"
+    # Katib's default without metricStrategies: the least value the trial reported
+    strategy = "min"
     # not converted: spec.objective.goal: trialform has no target value that ends the experiment; it runs max_trials
   }
   tuner "auto" {

@@ -22,6 +22,8 @@ experiment "simple-pbt" {
   objective {
     metric = "Validation-accuracy"
     goal   = "maximize"
+    # Katib's default without metricStrategies: the greatest value the trial reported
+    strategy = "max"
     # not converted: spec.objective.goal: trialform has no target value that ends the experiment; it runs max_trials
   }
   tuner "pbt" {

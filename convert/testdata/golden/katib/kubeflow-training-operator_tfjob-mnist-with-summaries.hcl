@@ -29,6 +29,8 @@ experiment "tfjob-mnist-with-summaries" {
   objective {
     metric = "accuracy"
     goal   = "maximize"
+    # Katib's default without metricStrategies: the greatest value the trial reported
+    strategy = "max"
     # not converted: spec.objective.goal: trialform has no target value that ends the experiment; it runs max_trials
   }
   tuner "random" {

@@ -25,6 +25,8 @@ experiment "file-metrics-collector" {
   objective {
     metric = "accuracy"
     goal   = "maximize"
+    # Katib's default without metricStrategies: the greatest value the trial reported
+    strategy = "max"
     # not converted: spec.objective.goal: trialform has no target value that ends the experiment; it runs max_trials
     # not converted: spec.objective.additionalMetricNames: trialform records every metric a trial reports; only the objective is tuned
   }

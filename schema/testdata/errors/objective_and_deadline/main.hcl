@@ -7,6 +7,11 @@ experiment "e" {
   max_trials      = 2
   max_duration    = "1h"
   on_max_duration = "drain"
+  objective {
+    metric   = "loss"
+    goal     = "minimize"
+    strategy = "lastest"
+  }
   trial {
     command = "echo ${param.x}"
   }
