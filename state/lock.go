@@ -19,16 +19,36 @@ import (
 	"github.com/trialform/trialform/internal/topdir"
 )
 
-// Lock is a held state lock. The lock is an flock(2) on state.lock, so the
-// kernel releases it when the holder dies, however it dies; the file's
-// content (LockInfo) only says who holds it.
+// Lock is a held state lock, of any backend: its holder's LockInfo and
+// what releases it. The local backend's is an flock(2) on state.lock, so
+// the kernel releases it when the holder dies, however it dies; the
+// file's content (LockInfo) only says who holds it.
 type Lock struct {
-	path string
 	info LockInfo
 
-	mu sync.Mutex
-	f  *os.File // nil once unlocked
-	m  *Manager
+	mu      sync.Mutex
+	release func() error // nil once unlocked
+}
+
+// NewLock returns a held lock described by info that release gives back
+// (called once, by the first Unlock): for backends to return from Lock.
+func NewLock(info LockInfo, release func() error) *Lock {
+	return &Lock{info: info, release: release}
+}
+
+// NewLockInfo returns the LockInfo of a lock this process is about to
+// take for operation (version: this trialform's), protecting the state at
+// where (for people: a path, a table, an object).
+func NewLockInfo(operation, version, where string) LockInfo {
+	return LockInfo{
+		ID:        uuid.NewString(),
+		Operation: operation,
+		Who:       who(),
+		PID:       os.Getpid(),
+		Version:   version,
+		Created:   time.Now().Truncate(time.Second),
+		Path:      where,
+	}
 }
 
 func (m *Manager) lockPath() string { return filepath.Join(m.dir, lockFile) }
@@ -42,15 +62,7 @@ func (m *Manager) Lock(ctx context.Context, operation, version string, timeout t
 	if err := mkdirState(m.dir); err != nil {
 		return nil, fmt.Errorf("lock state: %w", err)
 	}
-	info := LockInfo{
-		ID:        uuid.NewString(),
-		Operation: operation,
-		Who:       who(),
-		PID:       os.Getpid(),
-		Version:   version,
-		Created:   time.Now().Truncate(time.Second),
-		Path:      m.statePath(),
-	}
+	info := NewLockInfo(operation, version, m.statePath())
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
@@ -114,7 +126,7 @@ func (m *Manager) tryLock(info LockInfo) (*Lock, *LockedError, error) {
 			f.Close()
 			return nil, nil, fmt.Errorf("lock state: write %s: %w", path, err)
 		}
-		return &Lock{path: path, info: info, f: f, m: m}, nil, nil
+		return NewLock(info, func() error { return m.unlockFile(f, path) }), nil, nil
 	}
 	return nil, nil, fmt.Errorf("lock state: %s keeps being replaced", path)
 }
@@ -181,28 +193,33 @@ func who() string {
 // Info returns what the lock file says about this lock.
 func (l *Lock) Info() LockInfo { return l.info }
 
-// Unlock compacts the journal into state.json (Compact), releases the
-// lock and removes the lock file (unless someone
-// force-unlocked it meanwhile and the path is another holder's file).
-// Unlocking twice is harmless.
+// Unlock releases the lock; unlocking twice is harmless. The local
+// backend's compacts the journal into state.json (Compact), releases the
+// flock and removes the lock file (unless someone force-unlocked it
+// meanwhile and the path is another holder's file).
 func (l *Lock) Unlock() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.f == nil {
+	if l.release == nil {
 		return nil
 	}
-	f := l.f
-	l.f = nil
+	r := l.release
+	l.release = nil
+	return r()
+}
+
+// unlockFile releases the local lock held on f, the file at path.
+func (m *Manager) unlockFile(f *os.File, path string) error {
 	var err error
-	if samePath(f, l.path) && l.m != nil {
+	if samePath(f, path) {
 		// Leave state.json whole for the next command (and for the
 		// backup a lost state is recovered from).
-		err = l.m.Compact()
+		err = m.Compact()
 	}
-	if samePath(f, l.path) {
+	if samePath(f, path) {
 		// Remove while still holding the lock: a waiter that opened this
 		// file sees, once it gets the lock, that the path is gone.
-		if rerr := os.Remove(l.path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			err = fmt.Errorf("unlock state: %w", rerr)
 			f.Truncate(0)
 		}

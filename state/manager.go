@@ -17,8 +17,9 @@ import (
 	"github.com/trialform/trialform/internal/fsread"
 )
 
-// FileName is the name of the state file in the state directory. Every
-// package that needs the path asks Manager.Path.
+// FileName is the name of the state file in the state directory. No
+// package outside state uses it: they go through the backend contract
+// (internal/layout's TestNoStateFileNamesOutsideState).
 const FileName = "state.json"
 
 // TensorBoardDir is the TensorBoard tree in the state directory:
@@ -33,8 +34,8 @@ const (
 	tempPrefix   = "." + FileName + ".tmp-"
 )
 
-// Manager manages the state of one working directory. Its directory (the
-// ".trialform" directory) holds:
+// Manager is the local backend (Backend): the state of one working
+// directory in the files of its ".trialform" directory, which holds:
 //
 //	state.json            the state (may be a symbolic link: saves write
 //	                      through it, in the target's directory)

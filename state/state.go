@@ -1,7 +1,14 @@
 // Package state is trialform's memory: the model of what experiments and
-// trials exist, a versioned JSON file format, and a Manager that locks,
-// writes atomically and keeps a backup. It knows nothing of HCL, platforms or
-// tuners.
+// trials exist, a versioned JSON format, and the backend contract
+// (Backend, backend.go) every place the state may be kept implements:
+// read a snapshot, write a change, lock with lock info, force-unlock,
+// metric series, refresh marks and the lost-state checks, each interface
+// saying what it guarantees (atomicity, crash behaviour). Manager is the
+// local backend, the embedded default: the files of a .trialform
+// directory (state.json, its journal and backup, the lock file, the
+// metric series), and the only code that knows their names.
+// state/backendtest is the suite every backend passes. The package knows
+// nothing of HCL, platforms or tuners.
 package state
 
 import (

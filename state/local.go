@@ -1,0 +1,81 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// The local backend (Manager) keeps the state in the files of a
+// .trialform directory (see Manager for the layout). What it guarantees
+// beyond the contract (Backend):
+//
+//   - Load reads state.json (replaced only by rename, so it is always one
+//     whole version) and replays the journal's records on top; a last
+//     record without its newline is a torn write, dropped with a warning
+//     and cut off by the next Save; any other bad record (checksum, a
+//     serial that does not follow) is a *JournalError and nothing is
+//     written over it.
+//   - Save appends one checksummed record to the journal and fdatasyncs
+//     it; past the journal's limit it writes the whole state to a
+//     temporary file, fsyncs it, renames it over state.json (keeping the
+//     previous file as state.json.backup) and fsyncs the directory.
+//   - The lock is an flock(2) on state.lock, so the kernel releases it
+//     when the holder dies, however it dies; the file holds the LockInfo.
+//     Unlock compacts the journal into state.json first.
+//   - Metric series are JSON lines in metrics/EXP/ID.jsonl, fsynced on
+//     each append.
+
+// Name returns "local".
+func (m *Manager) Name() string { return LocalBackend }
+
+// Location returns the state directory.
+func (m *Manager) Location() string { return m.dir }
+
+// StateStamp returns the identity of state.json and the journal (a Save
+// changes one of them) and of the refresh marks.
+func (m *Manager) StateStamp() (Stamp, error) {
+	var st Stamp
+	fi, err := os.Stat(m.statePath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("read state: %w", err)
+	}
+	st.State = stampOf(fi)
+	st.Written = fi.ModTime()
+	if jfi, err := os.Stat(m.journalPath()); err == nil {
+		st.State += "+" + stampOf(jfi)
+		if jfi.ModTime().After(st.Written) {
+			st.Written = jfi.ModTime()
+		}
+	}
+	if rfi, err := os.Stat(filepath.Join(m.dir, refreshedFile)); err == nil {
+		st.Refreshed = stampOf(rfi)
+	}
+	return st, nil
+}
+
+// MetricsStamp returns the identity of a trial's series file.
+func (m *Manager) MetricsStamp(experiment, trial string) (string, error) {
+	path, err := m.metricsPath(experiment, trial)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read metrics: %w", err)
+	}
+	return stampOf(fi), nil
+}
+
+func stampOf(fi fs.FileInfo) string {
+	id := idOf(fi)
+	return fmt.Sprintf("%d:%d:%d:%d", id.dev, id.ino, id.size, id.mtime.UnixNano())
+}
