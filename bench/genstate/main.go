@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -72,6 +73,7 @@ func run(dir string, n int, tunerName string, inter int) error {
 		CreatedAt: now, NextSeq: n, Trials: map[string]*state.Trial{},
 	}
 	opts := []string{"sgd", "adam", "rmsprop"}
+	var batches []state.MetricsBatch
 	for i := 0; i < n; i++ {
 		v := rng.Float64()
 		start := now.Add(time.Duration(i) * time.Second)
@@ -89,28 +91,33 @@ func run(dir string, n int, tunerName string, inter int) error {
 			Intermediate: inter,
 		}
 		if inter > 0 {
-			if err := writeSeries(dir, id, inter, v, start); err != nil {
-				return err
+			batches = append(batches, state.MetricsBatch{Experiment: "big", Trial: id, Points: series(inter, v, start)})
+			if len(batches) == 256 {
+				if err := m.AppendMetricsBatch(batches); err != nil {
+					return err
+				}
+				batches = batches[:0]
 			}
 		}
+	}
+	if err := m.AppendMetricsBatch(batches); err != nil {
+		return err
 	}
 	st.Experiments["big"] = e
 	return m.Save(st)
 }
 
-// writeSeries writes k intermediate points of trial id straight into its
-// metric series file (the format state.Manager.AppendMetrics writes,
-// without an fsync per trial).
-func writeSeries(dir, id string, k int, final float64, start time.Time) error {
-	d := filepath.Join(dir, ".trialform", "metrics", "big")
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		return err
-	}
-	var b []byte
-	for s := 0; s < k; s++ {
+// series returns k intermediate points of a trial, written through the
+// state's metric series (batched: the files are synced 256 at a time).
+func series(k int, final float64, start time.Time) []state.MetricPoint {
+	pts := make([]state.MetricPoint, k)
+	for s := range pts {
 		v := final * float64(s+1) / float64(k)
-		b = fmt.Appendf(b, `{"type":"PERIODICAL","sequence":%d,"value":{"default":%g,"loss":%g},"time":%q}`+"\n",
-			s, v, 1-v, start.Add(time.Duration(s)*10*time.Millisecond).Format(time.RFC3339Nano))
+		pts[s] = state.MetricPoint{
+			Type: "PERIODICAL", Sequence: s,
+			Value: json.RawMessage(fmt.Sprintf(`{"default":%g,"loss":%g}`, v, 1-v)),
+			Time:  start.Add(time.Duration(s) * 10 * time.Millisecond).UTC(),
+		}
 	}
-	return os.WriteFile(filepath.Join(d, id+".jsonl"), b, 0o644)
+	return pts
 }

@@ -435,7 +435,7 @@ func (g *Globals) confirm(ctx context.Context, question string) (bool, error) {
 }
 
 // loadState loads the state or prints why it cannot.
-func (g *Globals) loadState(m *state.Manager) *state.State {
+func (g *Globals) loadState(m state.SnapshotReader) *state.State {
 	st, err := m.Load()
 	if err != nil {
 		g.errorf("%v", err)

@@ -220,7 +220,7 @@ func quietState(q *Globals) *state.State {
 	if err != nil {
 		return nil
 	}
-	st, err := state.NewManager(sd).Load()
+	st, err := state.Open(sd).Load()
 	if err != nil {
 		return nil
 	}

@@ -46,7 +46,7 @@ func runShow(ctx context.Context, g *Globals, args []string) int {
 		return 0
 	}
 	sd, _ := g.stateDir()
-	views.ShowState(g.IO.Out, st, g.colors(*noColor), state.NewManager(sd).RefreshedAt(st.Lineage), time.Now())
+	views.ShowState(g.IO.Out, st, g.colors(*noColor), state.Open(sd).RefreshedAt(st.Lineage), time.Now())
 	return 0
 }
 
@@ -56,15 +56,16 @@ func (g *Globals) readState() *state.State {
 	return st
 }
 
-// readStateManager is readState that also returns the state's manager;
-// st is nil when the state cannot be read (said).
-func (g *Globals) readStateManager() (*state.Manager, *state.State) {
+// readStateManager is readState that also returns the state's backend
+// (the contract every reader goes through); st is nil when the state
+// cannot be read (said).
+func (g *Globals) readStateManager() (state.Backend, *state.State) {
 	sd, err := g.stateDir()
 	if err != nil {
 		g.errorf("%v", err)
 		return nil, nil
 	}
-	m := state.NewManager(sd)
+	m := state.Open(sd)
 	return m, g.loadState(m)
 }
 
@@ -269,7 +270,7 @@ func runForceUnlock(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	if err := state.NewManager(sd).ForceUnlock(pos[0]); err != nil {
+	if err := state.Open(sd).ForceUnlock(pos[0]); err != nil {
 		return g.errorf("%v", err)
 	}
 	fmt.Fprintln(g.IO.Out, "The state lock was removed. Make sure its holder is really gone.")

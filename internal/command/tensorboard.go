@@ -41,7 +41,7 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	st := g.loadState(state.NewManager(sd))
+	st := g.loadState(state.Open(sd))
 	if st == nil {
 		return 1
 	}

@@ -148,7 +148,7 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 
 // oldestRefresh is when the least recently refreshed of exps was last
 // read from its platform (zero: one never was, or unknown).
-func oldestRefresh(m *state.Manager, st *state.State, exps []*state.Experiment) time.Time {
+func oldestRefresh(m state.RefreshMarks, st *state.State, exps []*state.Experiment) time.Time {
 	at := m.RefreshedAt(st.Lineage)
 	var oldest time.Time
 	for i, e := range exps {
@@ -237,7 +237,7 @@ func mentions(s string, names ...string) bool {
 
 // loadSeries reads r's intermediate series (Latest, BestIntermediate; and
 // Series with keep).
-func loadSeries(m *state.Manager, r *results.Row, keep bool) error {
+func loadSeries(m state.MetricSeries, r *results.Row, keep bool) error {
 	data, err := m.ReadMetricsFile(r.Experiment, r.ID)
 	if err != nil {
 		return err

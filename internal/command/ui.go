@@ -53,7 +53,7 @@ func runUI(ctx context.Context, g *Globals, args []string) int {
 		return g.errorf("%v", err)
 	}
 	srv := ui.New(ui.Options{
-		StateDir: sd, WorkDir: wd, Token: *token,
+		StateDir: sd, WorkDir: wd, Token: *token, Backend: state.Open(sd),
 		Config: g.loadConfigQuiet,
 		Plan:   func(ctx context.Context) (string, error) { return g.uiPlan(ctx, sd) },
 		Logs: func(ctx context.Context, e *state.Experiment, t *state.Trial, follow bool, w io.Writer) error {

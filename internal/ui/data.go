@@ -3,11 +3,7 @@ package ui
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -35,12 +31,11 @@ type QueryError struct {
 
 func (e *QueryError) Error() string { return e.Msg }
 
-// snapshot is one version of the state file with what was derived from it.
+// snapshot is one version of the state with what was derived from it.
 type snapshot struct {
 	st      *state.State
 	modTime time.Time
-	id      fileKey
-	jid     fileKey // the state journal's (zero when there is none)
+	id      string // the backend's stamp of this version ("" when unknown)
 	err     error
 
 	mu      sync.Mutex
@@ -73,17 +68,11 @@ func (s *snapshot) get(key string, f func() any) any {
 	return d.v
 }
 
-type fileKey struct {
-	size  int64
-	mtime time.Time
-	ino   uint64
-}
-
-// store reads the state without the lock (state.json is only ever
-// replaced by rename, so a read sees one whole version) and caches what
-// it derives per version.
+// store reads the state through the backend, without the lock (a Load
+// sees one whole version), and caches what it derives per version.
 type store struct {
 	o  Options
+	b  state.Backend
 	mu sync.Mutex
 	sn *snapshot
 
@@ -95,7 +84,7 @@ type store struct {
 }
 
 type metricsEntry struct {
-	key fileKey
+	key string // the backend's stamp of the series
 	pts []point
 }
 
@@ -105,37 +94,30 @@ type impEntry struct {
 }
 
 func newStore(o Options) *store {
-	return &store{o: o, metrics: map[string]metricsEntry{}, imp: map[string]impEntry{}}
-}
-
-func statKey(path string) (fileKey, time.Time, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileKey{}, time.Time{}, err
+	b := o.Backend
+	if b == nil {
+		b = state.Open(o.StateDir)
 	}
-	return keyOf(fi), fi.ModTime(), nil
+	return &store{o: o, b: b, metrics: map[string]metricsEntry{}, imp: map[string]impEntry{}}
 }
 
-// current returns the snapshot of the state file as it is now.
+// current returns the snapshot of the state as it is now: the cached one
+// while the backend's stamp says the state has not changed.
 func (d *store) current() *snapshot {
-	path := filepath.Join(d.o.StateDir, "state.json")
-	k, mt, err := statKey(path)
-	// Saves append to the journal and leave state.json alone until a
-	// compaction: a new version is a change of either.
-	jk, jmt, _ := statKey(filepath.Join(d.o.StateDir, state.JournalName))
-	if jmt.After(mt) {
-		mt = jmt
-	}
+	st, stamped, err := state.StateStampOf(d.b)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.sn != nil && err == nil && d.sn.err == nil && d.sn.id == k && d.sn.jid == jk {
+	if stamped && err == nil && st.State != "" && d.sn != nil && d.sn.err == nil && d.sn.id == st.State {
 		return d.sn
 	}
-	sn := &snapshot{id: k, jid: jk, modTime: mt, derived: map[string]*derived{}}
-	if errors.Is(err, fs.ErrNotExist) {
+	sn := &snapshot{id: st.State, modTime: st.Written, derived: map[string]*derived{}}
+	if stamped && err == nil && st.State == "" {
 		sn.st = state.New()
 	} else {
-		sn.st, sn.err = state.NewManager(d.o.StateDir).Load()
+		sn.st, sn.err = d.b.Load()
+	}
+	if !stamped {
+		sn.id = ""
 	}
 	d.sn = sn
 	return sn
@@ -148,25 +130,24 @@ type point struct {
 	Time  int64   `json:"t"` // unix milliseconds
 }
 
-// series returns the intermediate values of a trial (cached per file
-// version). The metrics file layout is state's: metrics/EXP/ID.jsonl.
+// series returns the intermediate values of a trial (cached per version
+// of the series, when the backend can tell one).
 func (d *store) series(e *state.Experiment, t *state.Trial) []point {
-	path := filepath.Join(d.o.StateDir, "metrics", e.Name, t.ID+".jsonl")
-	k, _, err := statKey(path)
-	if err != nil {
+	k, stamped, err := state.MetricsStampOf(d.b, e.Name, t.ID)
+	if err != nil || (stamped && k == "") {
 		return nil
 	}
 	key := e.Name + "/" + t.ID
 	d.metricsMu.Lock()
-	if m, ok := d.metrics[key]; ok && m.key == k {
+	if m, ok := d.metrics[key]; ok && stamped && m.key == k {
 		d.metricsMu.Unlock()
 		return m.pts
 	}
 	d.metricsMu.Unlock()
 	// The shared parser of the trials command and export (a fast path for
 	// the lines the state writes).
-	data, err := os.ReadFile(path)
-	if err != nil {
+	data, err := d.b.ReadMetricsFile(e.Name, t.ID)
+	if err != nil || data == nil {
 		return nil
 	}
 	parsed, err := results.ParseSeries(data, e.Metric)
@@ -293,7 +274,7 @@ func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) E
 	b := e.Budget()
 	j.BudgetUsed, j.GenerationTrials = b.Used, b.Trials
 	j.Budget = views.BudgetText(b.Generation, b.Ended, e.MaxTrials, b.All, b.All != b.Trials)
-	if at, ok := state.NewManager(d.o.StateDir).RefreshedAt(sn.st.Lineage)[e.Name]; ok && !at.IsZero() {
+	if at, ok := d.b.RefreshedAt(sn.st.Lineage)[e.Name]; ok && !at.IsZero() {
 		j.Refreshed = &at
 	}
 	for _, t := range e.Trials {

@@ -2,28 +2,18 @@ package ui
 
 import (
 	"fmt"
-	"io/fs"
 	"net/http"
-	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/trialform/trialform/state"
 )
 
-func keyOf(fi fs.FileInfo) fileKey {
-	k := fileKey{size: fi.Size(), mtime: fi.ModTime()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		k.ino = uint64(st.Ino)
-	}
-	return k
-}
-
-// watcher polls the state file and tells subscribers when it changed.
-// Polling (every 200ms by default) rather than inotify: state.json is
-// replaced by rename, which a watch on the file itself would lose, and a
-// stat is cheap.
+// watcher polls the backend's stamp of the state and tells subscribers
+// when it changed. Polling (every 200ms by default) rather than inotify:
+// the local backend replaces its files by rename, which a watch on a file
+// itself would lose, and its stamp is a few stats. A backend without
+// stamps is read on each tick.
 type watcher struct {
 	data *store
 	// onChange runs (in its own goroutine) for each new version read.
@@ -41,14 +31,15 @@ func newWatcher(d *store, every time.Duration, onChange func(*snapshot)) *watche
 }
 
 func (w *watcher) loop(every time.Duration) {
-	// state.json, and refreshed.json (a refresh that found nothing new
-	// writes only that one).
-	path := filepath.Join(w.data.o.StateDir, "state.json")
-	refreshed := filepath.Join(w.data.o.StateDir, "refreshed.json")
-	journal := filepath.Join(w.data.o.StateDir, state.JournalName)
-	last, _, _ := statKey(path)
-	lastR, _, _ := statKey(refreshed)
-	lastJ, _, _ := statKey(journal)
+	// The state's stamp covers the refresh marks too (a refresh that
+	// found nothing new writes only those).
+	last, _, _ := state.StateStampOf(w.data.b)
+	lastSerial := uint64(0)
+	if !w.stamped() {
+		if sn := w.data.current(); sn.err == nil {
+			lastSerial = sn.st.Serial
+		}
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -57,16 +48,20 @@ func (w *watcher) loop(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		k, _, err := statKey(path)
-		kr, _, _ := statKey(refreshed)
-		kj, _, _ := statKey(journal)
-		if err != nil || (k == last && kr == lastR && kj == lastJ) {
+		k, stamped, err := state.StateStampOf(w.data.b)
+		if err != nil || (stamped && (k.State == "" || k == last)) {
 			continue
 		}
-		last, lastR, lastJ = k, kr, kj
+		last = k
 		sn := w.data.current()
 		if sn.err != nil {
 			continue // caught mid-edit by hand: wait for a readable version
+		}
+		if !stamped {
+			if sn.st.Serial == lastSerial {
+				continue
+			}
+			lastSerial = sn.st.Serial
 		}
 		if w.onChange != nil {
 			go w.onChange(sn)
@@ -80,6 +75,12 @@ func (w *watcher) loop(every time.Duration) {
 		}
 		w.mu.Unlock()
 	}
+}
+
+// stamped reports whether the backend tells versions by stamps.
+func (w *watcher) stamped() bool {
+	_, ok := w.data.b.(state.StateStamper)
+	return ok
 }
 
 func (w *watcher) subscribe() chan uint64 {

@@ -35,6 +35,10 @@ type Options struct {
 	// StateDir is the .trialform directory; WorkDir the directory of the
 	// HCL files (for the config, the plan and the git history).
 	StateDir, WorkDir string
+	// Backend is where the state is read from (default: state.Open of
+	// StateDir, the local backend). The dashboard reads the state, its
+	// metric series and refresh marks only through it.
+	Backend state.Backend
 	// Token, when set, must come with every request: as ?token=, which
 	// also sets a cookie, as that cookie, or as "Authorization: Bearer".
 	Token string
