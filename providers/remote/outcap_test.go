@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/trialform/trialform/providers"
+	"golang.org/x/sys/unix"
 )
 
 // onDisk is the space a file takes on disk (holes not counted).
@@ -105,34 +107,34 @@ print("trialform: 7")
 }
 
 // The cap goes on when the supervisor alone is killed (kill -9, the OOM
-// killer): it runs in a child that ends with the trial.
+// killer): it runs in a child that ends with the trial, after a last pass
+// over what the trial wrote before it ended. The trial floods only once
+// its supervisor is gone and ends at once: nothing else caps that output.
+// The test adopts the orphans (a subreaper) and reaps them only at the
+// end, so the trial stays a zombie whatever this machine's init does: the
+// child must see it ended all the same.
 func TestOutputCappedAfterSupervisorKilled(t *testing.T) {
 	l := testLab(t)
 	cfg := labConfig(t, l)
+	adopted := adoptOrphans(t)
 	cfg.Machines = cfg.Machines[:1]
 	const limit = 4 << 20
 	cfg.OutputLimit = limit
 	r := newRemote(t, cfg)
 	code := t.TempDir()
-	// Waits for "go", floods, then waits (up to 20s) until the cut
-	// reaches the latest 2 MiB, so the check below sees the last pass.
+	// Waits for "go" (the supervisor is dead by then), floods 16 MiB and
+	// ends at once (os._exit: no teardown for a tick to fall in).
 	prog := `import os, sys, time
-d = os.environ["NNI_SYS_DIR"]
-for _ in range(2000):
-    if os.path.exists(os.path.join(d, "go")):
-        break
+go = os.path.join(os.environ["NNI_SYS_DIR"], "go")
+deadline = time.time() + 600
+while not os.path.exists(go):
+    if time.time() > deadline:
+        sys.exit("no go")
     time.sleep(0.01)
-for i in range(60):
+for i in range(16):
     sys.stdout.write(("x" * 1023 + "\n") * 1024)
 sys.stdout.flush()
-size = os.path.getsize(os.path.join(d, "stdout"))
-for _ in range(2000):
-    try:
-        if int(open(os.path.join(d, "stdout.cut")).read().split()[1]) >= size - (3 << 20):
-            break
-    except (OSError, ValueError, IndexError):
-        pass
-    time.sleep(0.01)
+os._exit(0)
 `
 	if err := os.WriteFile(filepath.Join(code, "flood.py"), []byte(prog), 0o644); err != nil {
 		t.Fatal(err)
@@ -145,15 +147,73 @@ for _ in range(2000):
 	if err != nil {
 		t.Fatalf("no supervisor pid in %v", o.Handle)
 	}
+	dir := o.Handle["dir"]
+	goFile := filepath.Join(dir, "go")
+	t.Cleanup(func() { _ = os.WriteFile(goFile, nil, 0o644) }) // a failed test's trial ends
+	trial, _ := strconv.Atoi(o.Handle["pid"])
+	var ticker []int // (not the trial: before its exec it names dir too)
+	for _, p := range childrenNaming(sup, dir) {
+		if p != trial {
+			ticker = append(ticker, p)
+		}
+	}
+	*adopted = append(*adopted, append(ticker, sup, trial)...)
+	if len(ticker) == 0 {
+		t.Fatal("the status says running but the supervisor has no capping child yet")
+	}
 	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	dir := o.Handle["dir"]
-	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitPhase(t, r, "cap", "k", providers.PhaseLost) // ended without its supervisor
+	// The supervisor's capping child ends after its last pass.
+	waitNoProcess(t, dir)
 	if n := onDisk(t, filepath.Join(dir, "stdout")); n > limit+(1<<20) {
 		t.Errorf("stdout takes %d bytes on disk after its supervisor was killed, over the %d limit", n, limit)
 	}
+}
+
+// adoptOrphans makes the test process the subreaper of what it starts
+// (sshd's sessions and their orphans), until the test ends: then it reaps
+// the pids the test added to the list it returns.
+func adoptOrphans(t *testing.T) *[]int {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Logf("cannot become a subreaper (%v): the trial's end is seen when this machine's init reaps it", err)
+	}
+	var pids []int
+	t.Cleanup(func() {
+		_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+		for _, p := range pids {
+			if p > 0 {
+				var ws unix.WaitStatus
+				_, _ = unix.Wait4(p, &ws, unix.WNOHANG, nil)
+			}
+		}
+	})
+	return &pids
+}
+
+// childrenNaming lists the children of ppid that name dir on their
+// command line.
+func childrenNaming(ppid int, dir string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err1 := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		st, err2 := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err1 != nil || err2 != nil || !strings.Contains(string(cmd), dir) {
+			continue
+		}
+		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(ppid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

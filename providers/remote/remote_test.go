@@ -423,21 +423,36 @@ func BenchmarkLaunchParallel(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/launch")
 }
 
-// waitSupervisorsGone waits (up to 10s) until no process names dir on its
-// command line.
-func waitSupervisorsGone(dir string) {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		busy := false
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), dir) {
-				busy = true
-				break
-			}
+// namedBy says whether a process names dir on its command line (a
+// supervisor, or its capping child, of a trial under dir).
+func namedBy(dir string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && strings.Contains(string(b), dir) {
+			return true
 		}
-		if !busy {
-			return
+	}
+	return false
+}
+
+// waitSupervisorsGone waits until no process names dir on its command
+// line (up to two minutes: a loaded machine is slow, and what is left
+// then is killed).
+func waitSupervisorsGone(dir string) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for namedBy(dir) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitNoProcess waits until no process names dir on its command line: the
+// supervisor of the trial in dir and its children have ended.
+func waitNoProcess(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for namedBy(dir) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a process naming %s still runs after 2 minutes", dir)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

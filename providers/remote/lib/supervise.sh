@@ -50,7 +50,6 @@ TRIALFORM_SESSION="$d/$a" setsid sh ./run.sh >>stdout 2>>stderr </dev/null &
 pid=$!
 pstart $pid
 pid_start=$ps_start
-status running
 
 # cap FILE SIZE: keeps FILE (stdout or stderr, SIZE bytes long) within the output limit on disk:
 # the first and the latest half are kept, the middle is freed with a hole
@@ -125,10 +124,27 @@ tick() {
 	cap stdout "$1"
 	cap stderr "$3"
 }
+# trial_runs: whether the trial's process runs: not ended, even when no
+# one has reaped it yet (a zombie: kill -0 still finds it) or its pid went
+# to another process (builtins only; kill -0 where /proc is not there).
+trial_runs() {
+	[ -n "$pid_start" ] || {
+		kill -0 "$pid" 2>/dev/null
+		return
+	}
+	IFS= read -r line <"/proc/$pid/stat" 2>/dev/null || return 1
+	set -- ${line##*) }
+	[ "$1" != Z ] && [ "$1" != X ] && [ "${20}" = "$pid_start" ]
+}
 : >ticks
 : >tick-times
-( while kill -0 "$pid" 2>/dev/null; do tick; sleep 0.1; done ) </dev/null >>supervisor.log 2>&1 &
+# The ticker is a child, so that the cap goes on if the supervisor alone is
+# killed (kill -9, the OOM killer); started before the status says
+# running, so that a running trial has one. Its last tick, once the trial
+# ended, caps what the trial wrote after the tick before.
+( while trial_runs; do tick; sleep 0.1; done; tick ) </dev/null >>supervisor.log 2>&1 &
 ticker=$!
+status running
 
 wd=
 if [ "$maxdur" != 0 ]; then
@@ -140,10 +156,9 @@ fi
 wait "$pid"
 code=$?
 ended=$(now)
-# (the ticker ends by itself within a tick: killing it could leave a cap
-# pass's pipeline writing to stdout.kept under the last pass below)
+# The ticker ends by itself after its last tick (killing it could leave a
+# cap pass's pipeline writing to stdout.kept).
 wait "$ticker" 2>/dev/null
-tick
 [ -n "$wd" ] && kill -KILL "-$wd" 2>/dev/null
 # What the trial left running (background jobs, daemons in a new session)
 # does not outlive it.
