@@ -486,6 +486,17 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	switch {
 	case cfg.MaxDuration > 0 && !created.IsZero() && now.Sub(created) >= cfg.MaxDuration:
 		ep.Done, ep.DoneReason = true, fmt.Sprintf("max_duration (%s) reached", durString(cfg.MaxDuration))
+		// Trials not running (lost, paused, never started) do not start
+		// again after the deadline, whatever on_max_duration says: they
+		// end CANCELED, so the experiment can end.
+		for _, t := range append(append([]*state.Trial{}, lost...), waiting...) {
+			ep.Trials = append(ep.Trials, &TrialAction{
+				Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
+				Generation: t.Generation, Params: t.Params, Status: t.Status,
+				Reason: fmt.Sprintf("experiment %s while the trial was %s: it does not start again", ep.DoneReason, strings.ToLower(t.Status)),
+				Cause:  CauseMaxDuration,
+			})
+		}
 		if cfg.OnMaxDuration == schema.OnMaxDurationFinish {
 			// NNI's meaning: no new trials, the running ones finish (and
 			// may still succeed: the experiment fails only once none did).
@@ -727,33 +738,9 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int,
 	if err != nil {
 		return nil, nil, err
 	}
-	var hist []tuner.Observation
-	for _, t := range cur.SortedTrials() {
-		ps := space.Params(t.Params)
-		if t.Generation != gen && !cfg.SearchSpace.Space.Contains(ps) {
-			continue
-		}
-		o := tuner.Observation{Seq: t.Seq, Params: ps}
-		switch {
-		case t.Status == state.Succeeded && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
-			o.State, o.Value = tuner.Completed, *t.Value
-		case t.Status == state.EarlyStopped && cfg.Objective.Strategy != "" && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
-			// Under a strategy its value is taken as for any trial.
-			o.State, o.Value = tuner.Completed, *t.Value
-		case t.Status == state.EarlyStopped && len(curves[t.ID]) > 0:
-			// Told as its best intermediate value: an under-estimate of
-			// what it would have reached, as befits a trial judged poor.
-			o.State, o.Value = tuner.Completed, bestOf(curves[t.ID], cfg.Objective.Goal)
-		case state.Terminal(t.Status):
-			o.State = tuner.Failed
-		default:
-			o.State = tuner.Pending
-		}
-		hist = append(hist, o)
-	}
 	req := tuner.Request{
 		Space: cfg.SearchSpace.Space, Goal: tuner.Goal(cfg.Objective.Goal), Seed: cfg.Tuner.Seed,
-		History: hist, Seqs: seqs, Settings: cfg.Tuner.Settings,
+		History: history(cfg, cur, gen, curves), Seqs: seqs, Settings: cfg.Tuner.Settings,
 	}
 	var out []space.Params
 	var notes []tuner.Note
@@ -787,6 +774,37 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int,
 		res[i] = map[string]any(p)
 	}
 	return res, notes, nil
+}
+
+// history is what the tuner is told of an experiment's trials: each
+// trial of generation gen, and of earlier ones whose parameters still fit
+// the space, with its value (the objective's, as its strategy takes it).
+func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[string][]float64) []tuner.Observation {
+	var hist []tuner.Observation
+	for _, t := range cur.SortedTrials() {
+		ps := space.Params(t.Params)
+		if t.Generation != gen && !cfg.SearchSpace.Space.Contains(ps) {
+			continue
+		}
+		o := tuner.Observation{Seq: t.Seq, Params: ps}
+		switch {
+		case t.Status == state.Succeeded && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
+			o.State, o.Value = tuner.Completed, *t.Value
+		case t.Status == state.EarlyStopped && cfg.Objective.Strategy != "" && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
+			// Under a strategy its value is taken as for any trial.
+			o.State, o.Value = tuner.Completed, *t.Value
+		case t.Status == state.EarlyStopped && len(curves[t.ID]) > 0:
+			// Told as its best intermediate value: an under-estimate of
+			// what it would have reached, as befits a trial judged poor.
+			o.State, o.Value = tuner.Completed, bestOf(curves[t.ID], cfg.Objective.Goal)
+		case state.Terminal(t.Status):
+			o.State = tuner.Failed
+		default:
+			o.State = tuner.Pending
+		}
+		hist = append(hist, o)
+	}
+	return hist
 }
 
 func settingChanges(cur *state.Experiment, cfg *schema.Experiment) []Change {

@@ -274,6 +274,14 @@ func TestLimits(t *testing.T) {
 		if !ep.Done || actions(p) != "" || ep.DoneReason != "max_duration (1h) reached" {
 			t.Fatalf("%q %+v", actions(p), ep)
 		}
+		// Trials that are not running do not start again, in either
+		// mode: they end, so apply -wait can return.
+		for _, c := range []*schema.Config{cfg, testConfig(func(e *schema.Experiment) { e.MaxDuration, e.Concurrency = time.Hour, 3 })} {
+			p := compute(t, c, applied(c, trial(0, state.Lost), trial(1, state.Waiting), trial(2, state.Paused)), t0.Add(2*time.Hour), Options{})
+			if got := actions(p); got != "-t0000 -t0001 -t0002" || !strings.Contains(p.Experiments[0].Trials[0].Reason, "while the trial was lost: it does not start again") {
+				t.Fatalf("on_max_duration = %s: %q %+v", c.Experiments["exp"].OnMaxDuration, got, p.Experiments[0].Trials)
+			}
+		}
 		if len(ep.Notes) != 1 || !strings.Contains(ep.Notes[0], `no new trials are proposed (on_max_duration = "finish"); 1 running trial(s) are left to finish`) {
 			t.Fatalf("notes = %q", ep.Notes)
 		}
@@ -727,4 +735,25 @@ func ptrString(v *float64) string {
 		return "<nil>"
 	}
 	return strconv.FormatFloat(*v, 'g', -1, 64)
+}
+
+// The tuner is told a trial's value as the objective's strategy takes it:
+// an early-stopped trial under "latest" is its last value, not its best
+// intermediate one (as without a strategy).
+func TestHistoryUsesTheStrategy(t *testing.T) {
+	curves := map[string][]float64{"t0000": {0.5, 0.9, 0.7}}
+	for _, tc := range []struct {
+		strategy string
+		want     float64
+	}{{"", 0.9}, {"latest", 0.7}, {"max", 0.9}} {
+		cfg := testConfig(func(e *schema.Experiment) { e.Objective.Strategy = tc.strategy })
+		st := applied(cfg, trial(0, state.EarlyStopped), trial(1, state.Succeeded, 0.6))
+		if tc.strategy != "" {
+			st.Experiments["exp"].Trials["t0000"].Value = foldObjective(tc.strategy, foldObjective(tc.strategy, foldObjective(tc.strategy, nil, 0.5), 0.9), 0.7)
+		}
+		h := history(cfg.Experiments["exp"], st.Experiments["exp"], 1, curves)
+		if len(h) != 2 || h[0].Value != tc.want || h[1].Value != 0.6 {
+			t.Errorf("strategy %q: history %+v, want t0000 = %v", tc.strategy, h, tc.want)
+		}
+	}
 }
