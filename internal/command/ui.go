@@ -76,7 +76,7 @@ func runUI(ctx context.Context, g *Globals, args []string) int {
 			fmt.Fprintf(g.IO.Err, "trialform ui: could not open a browser (%v); open the URL above\n", err)
 		}
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := ui.HTTPServer(srv, ui.Limits{})
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -129,11 +129,10 @@ func (s *Server) apiTrials(w http.ResponseWriter, r *http.Request) {
 // or a *QueryError. The answer is kept per state version and (q, sort):
 // the page asks for the same rows for its charts and its table, and the
 // watcher prepares the unfiltered one as soon as the state changes.
+// Filtered or sorted answers are kept in a bounded cache (the least
+// recently asked go first).
 func (s *Server) trialsAnswer(sn *snapshot, e *state.Experiment, q, sortBy string) any {
 	key := "trials\x00" + e.Name + "\x00" + q + "\x00" + sortBy
-	if sn.cachedCount() > 64 {
-		key = "" // many distinct queries: stop caching them
-	}
 	compute := func() any {
 		ts, err := s.o.Query.Select(e, q, sortBy, time.Now())
 		if err != nil {
@@ -161,10 +160,15 @@ func (s *Server) trialsAnswer(sn *snapshot, e *state.Experiment, q, sortBy strin
 		}
 		return b
 	}
-	if key == "" {
-		return compute()
+	if q == "" && sortBy == "" {
+		return sn.get(key, compute)
 	}
-	return sn.get(key, compute)
+	return sn.answers.get(key, compute, func(v any) int {
+		if b, ok := v.([]byte); ok {
+			return len(b) + len(key)
+		}
+		return 256 + len(key)
+	})
 }
 
 // warm prepares what pages ask for first after a state change: every
@@ -207,19 +211,28 @@ func (s *Server) apiCurves(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		return
 	}
+	// The selected trials, each once, in sequence order; at most
+	// maxAllCurves of them (the first ones, and "sampled" says so).
 	var ts []*state.Trial
 	if ids := r.URL.Query().Get("trials"); ids != "" {
+		seen := map[string]bool{}
 		for _, id := range strings.Split(ids, ",") {
-			if t := e.Trials[id]; t != nil {
+			if t := e.Trials[id]; t != nil && !seen[id] {
+				seen[id] = true
 				ts = append(ts, t)
 			}
 		}
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Seq < ts[j].Seq })
 	}
 	best := ""
 	if b := bestOf(e); b != nil {
 		best = b.ID
 	}
 	shown, of := 0, 0
+	if len(ts) > maxAllCurves {
+		shown, of = maxAllCurves, len(ts)
+		ts = ts[:maxAllCurves]
+	}
 	if ts == nil {
 		ts, of = allCurves(e, best)
 		shown = len(ts)
@@ -417,6 +430,7 @@ func (s *Server) apiLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
+	stream(w)
 	lw := newLogWriter(w, fl)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -40,18 +40,19 @@ type snapshot struct {
 
 	mu      sync.Mutex
 	derived map[string]*derived
+	answers *answerCache // filtered or sorted trials tables
 }
+
+// The bounds of a state version's cache of filtered or sorted trials
+// tables (the unfiltered table of each experiment is kept apart).
+const (
+	maxAnswers     = 32
+	maxAnswerBytes = 24 << 20
+)
 
 type derived struct {
 	once sync.Once
 	v    any
-}
-
-// cachedCount returns how many values are derived.
-func (s *snapshot) cachedCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.derived)
 }
 
 // get returns the value derived under key, computing it once (f may
@@ -110,7 +111,7 @@ func (d *store) current() *snapshot {
 	if stamped && err == nil && st.State != "" && d.sn != nil && d.sn.err == nil && d.sn.id == st.State {
 		return d.sn
 	}
-	sn := &snapshot{id: st.State, modTime: st.Written, derived: map[string]*derived{}}
+	sn := &snapshot{id: st.State, modTime: st.Written, derived: map[string]*derived{}, answers: newAnswerCache(maxAnswers, maxAnswerBytes)}
 	if stamped && err == nil && st.State == "" {
 		sn.st = state.New()
 	} else {

@@ -110,6 +110,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
+	stream(w)
 	c := s.watch.subscribe()
 	defer s.watch.unsubscribe(c)
 	sn := s.data.current()

@@ -146,6 +146,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		h.Set("Allow", "GET, HEAD")
+		h.Set("Connection", "close")
 		http.Error(w, "the dashboard is read-only", http.StatusMethodNotAllowed)
 		return
 	}
@@ -153,10 +154,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// No token (loopback only): refuse other Host names, so a page
 		// elsewhere cannot read the API through DNS rebinding.
 		if !loopbackHost(r.Host) {
+			h.Set("Connection", "close")
 			http.Error(w, "forbidden host", http.StatusForbidden)
 			return
 		}
 	} else if !s.authorized(w, r) {
+		// A refused client keeps no connection: thousands of them must
+		// not hold the file descriptors the token's holder needs.
+		h.Set("Connection", "close")
 		http.Error(w, "a token is required: open the URL trialform ui printed (…?token=…)", http.StatusUnauthorized)
 		return
 	}

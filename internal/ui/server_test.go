@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -366,5 +367,56 @@ func TestBudgetIsPerGeneration(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no experiment other in %s", body)
+	}
+}
+
+// Distinct queries do not grow the dashboard without bound: the answers
+// kept are bounded in bytes (issue 25 G: 70 queries over 5,000 trials grew
+// it from 60 to 232 MB).
+func TestAnswerCacheBounded(t *testing.T) {
+	ts := newServer(t, fixture(t, 3000), "")
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	code, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials?q=params.x:%3C5")
+	if code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	answer := len(body)
+	before := heap()
+	for i := range 70 {
+		code, body := get(t, ts.Client(), ts.URL+fmt.Sprintf("/api/experiments/demo/trials?q=params.x:%%3C%d", 6+i))
+		if code != 200 || len(body) != answer {
+			t.Fatalf("query %d: %d, %d bytes (want %d)", i, code, len(body), answer)
+		}
+	}
+	grown := int64(heap()) - int64(before)
+	t.Logf("70 distinct queries of %d bytes each: heap grew %.1f MB", answer, float64(grown)/1e6)
+	if limit := int64(24<<20) + 20*int64(answer); grown > limit {
+		t.Errorf("heap grew %.1f MB after 70 distinct queries, want at most %.1f MB", float64(grown)/1e6, float64(limit)/1e6)
+	}
+}
+
+// A trial named many times in curves?trials= comes back once (issue 25 G:
+// a 640 KB list of repeated ids returned 26 MB).
+func TestCurvesRepeatedIDsOnce(t *testing.T) {
+	ts := newServer(t, fixture(t, 40), "")
+	ids := strings.TrimSuffix(strings.Repeat("t0001,t0003,t0001,", 2000), ",")
+	code, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/curves?trials="+ids)
+	var d struct {
+		Curves []struct{ ID string }
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &d) != nil {
+		t.Fatalf("%d %.300s", code, body)
+	}
+	var got []string
+	for _, c := range d.Curves {
+		got = append(got, c.ID)
+	}
+	if strings.Join(got, ",") != "t0001,t0003" {
+		t.Errorf("curves of %v, want t0001 and t0003 once each (%d bytes)", got, len(body))
 	}
 }
