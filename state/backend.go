@@ -116,8 +116,8 @@ type Locker interface {
 // MetricSeries keeps each trial's intermediate results, apart from the
 // state: a point appended does not rewrite the state.
 //
-// AppendMetricsBatch appends points to one or more series; when it
-// returns nil every point is durable. A crash during an append may leave
+// AppendMetricsBatch appends points to one or more series (AppendMetrics
+// to one); when it returns nil every point is durable. A crash during an append may leave
 // the last point torn: readers ignore it and the next append removes it.
 // A point appended twice (the same type, sequence and value: a refresh
 // replayed after a crash) is read once. ReadMetrics returns a series in
@@ -129,6 +129,7 @@ type Locker interface {
 // (state mv), refusing to overwrite series already at the new name, and
 // does nothing when they have already moved.
 type MetricSeries interface {
+	AppendMetrics(experiment, trial string, pts []MetricPoint) error
 	AppendMetricsBatch(batches []MetricsBatch) error
 	ReadMetrics(experiment, trial string) ([]MetricPoint, error)
 	ReadMetricsFile(experiment, trial string) ([]byte, error)
@@ -167,6 +168,12 @@ func SaveWhole(b ChangeWriter, s *State) error {
 		return w.SaveWhole(s)
 	}
 	return b.Save(s)
+}
+
+// BackupLocator is an optional capability: BackupPath says where the
+// state before the last SaveWhole is kept, for a person to restore.
+type BackupLocator interface {
+	BackupPath() string
 }
 
 // Compacter is an optional capability of a backend that keeps changes
@@ -232,6 +239,7 @@ var (
 	_ Backend        = (*Manager)(nil)
 	_ WholeSaver     = (*Manager)(nil)
 	_ Compacter      = (*Manager)(nil)
+	_ BackupLocator  = (*Manager)(nil)
 	_ StateStamper   = (*Manager)(nil)
 	_ MetricsStamper = (*Manager)(nil)
 )

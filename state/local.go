@@ -34,6 +34,9 @@ func (m *Manager) Name() string { return LocalBackend }
 // Location returns the state directory.
 func (m *Manager) Location() string { return m.dir }
 
+// BackupPath returns the path of state.json.backup.
+func (m *Manager) BackupPath() string { return m.statePath() + backupSuffix }
+
 // StateStamp returns the identity of state.json and the journal (a Save
 // changes one of them) and of the refresh marks.
 func (m *Manager) StateStamp() (Stamp, error) {

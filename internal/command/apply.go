@@ -125,7 +125,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			g.warnf("%v (the state journal keeps every change; the next command compacts it)", err)
 		}
 	}()
-	if !o.destroy && !g.checkLost(m) {
+	if !o.destroy && !g.checkLost(m, sd) {
 		return 1
 	}
 	ps := newProviderSet(cfg, sd)

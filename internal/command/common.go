@@ -292,7 +292,7 @@ func (g *Globals) checkPlatforms(ctx context.Context, cfg *schema.Config, ps *pr
 // through it so planning never writes the state. Metric series read back
 // from the state directory, plus what this refresh collected.
 type memStore struct {
-	m     *state.Manager
+	m     state.MetricSeries
 	mu    sync.Mutex
 	pts   map[string][]state.MetricPoint
 	moved map[string]string // new experiment name -> the name its series are stored under
@@ -313,7 +313,7 @@ func (s *memStore) MoveMetrics(from, to string) error {
 	return nil
 }
 
-func newMemStore(m *state.Manager) *memStore { return &memStore{m: m} }
+func newMemStore(m state.MetricSeries) *memStore { return &memStore{m: m} }
 
 func (*memStore) Save(*state.State) error    { return nil }
 func (*memStore) RemoveMetrics(string) error { return nil }
@@ -354,7 +354,7 @@ func (l *lockFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.timeout, "lock-timeout", 0, "wait this long for the state lock (e.g. 30s); 0 fails at once")
 }
 
-func (g *Globals) lock(ctx context.Context, m *state.Manager, op string, lf lockFlags) (*state.Lock, bool) {
+func (g *Globals) lock(ctx context.Context, m state.Locker, op string, lf lockFlags) (*state.Lock, bool) {
 	l, err := m.Lock(ctx, op, Version, lf.timeout)
 	if err != nil {
 		g.errorf("acquire the state lock: %v", err)
@@ -366,7 +366,7 @@ func (g *Globals) lock(ctx context.Context, m *state.Manager, op string, lf lock
 // lockedState takes the state lock for op and loads the state (a new one,
 // not written until something changes, when there is none yet); the
 // caller unlocks.
-func (g *Globals) lockedState(ctx context.Context, m *state.Manager, op string, lf lockFlags) (*state.Lock, *state.State, bool) {
+func (g *Globals) lockedState(ctx context.Context, m state.Backend, op string, lf lockFlags) (*state.Lock, *state.State, bool) {
 	lk, ok := g.lock(ctx, m, op, lf)
 	if !ok {
 		return nil, nil, false
@@ -379,16 +379,17 @@ func (g *Globals) lockedState(ctx context.Context, m *state.Manager, op string, 
 	return lk, st, true
 }
 
-// openLockedState opens the state directory, takes the state lock for op
+// openLockedState opens the state's backend, takes the state lock for op
 // and loads the state (as lockedState), printing why when it cannot; the
-// caller unlocks lk.
-func (g *Globals) openLockedState(ctx context.Context, op string, lf lockFlags) (sd string, m *state.Manager, lk *state.Lock, st *state.State, ok bool) {
+// caller unlocks lk. sd is the state directory (the local platform's
+// trials live there whichever backend holds the state).
+func (g *Globals) openLockedState(ctx context.Context, op string, lf lockFlags) (sd string, m state.Backend, lk *state.Lock, st *state.State, ok bool) {
 	sd, err := g.stateDir()
 	if err != nil {
 		g.errorf("%v", err)
 		return "", nil, nil, nil, false
 	}
-	m = state.NewManager(sd)
+	m = state.Open(sd)
 	lk, st, ok = g.lockedState(ctx, m, op, lf)
 	return sd, m, lk, st, ok
 }
@@ -450,8 +451,8 @@ func (g *Globals) loadState(m state.SnapshotReader) *state.State {
 // checkLost refuses to plan over a lost state: no state file, but a
 // backup, metric series or local trial directories are left (see
 // state.LostState).
-func (g *Globals) checkLost(m *state.Manager) bool {
-	err := lostError(m)
+func (g *Globals) checkLost(m state.Backend, sd string) bool {
+	err := lostError(m, sd)
 	if err != nil {
 		g.errorf("%v", err)
 		return false
@@ -459,7 +460,9 @@ func (g *Globals) checkLost(m *state.Manager) bool {
 	return true
 }
 
-func lostError(m *state.Manager) error {
+// lostError says what a lost state left, in the backend and in the state
+// directory sd (the local platform's trial directories).
+func lostError(m state.Backend, sd string) error {
 	ls, err := m.Lost()
 	if err != nil {
 		return err
@@ -468,13 +471,13 @@ func lostError(m *state.Manager) error {
 		return err
 	}
 	if ls == nil {
-		ls = &state.LostState{Dir: m.Dir()}
+		ls = &state.LostState{Dir: sd}
 	}
 	// The local platform's trial directories (.trialform/trials/EXP).
-	if ents, err := os.ReadDir(filepath.Join(m.Dir(), localTrialsDir)); err == nil {
+	if ents, err := os.ReadDir(filepath.Join(sd, localTrialsDir)); err == nil {
 		var names []string
 		for _, e := range ents {
-			if sub, err := os.ReadDir(filepath.Join(m.Dir(), localTrialsDir, e.Name())); err == nil && len(sub) > 0 {
+			if sub, err := os.ReadDir(filepath.Join(sd, localTrialsDir, e.Name())); err == nil && len(sub) > 0 {
 				names = append(names, e.Name())
 			}
 		}

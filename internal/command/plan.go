@@ -76,12 +76,12 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 	if err != nil {
 		return nil, g.errorf("%v", err)
 	}
-	m := state.NewManager(sd)
+	m := state.Open(sd)
 	// Plan never writes the state and takes no lock. Without a state file
 	// it plans against a new, unsaved state; a saved plan made so carries
 	// that state's lineage and serial 0, which apply adopts if there is
 	// still no state then (apply.CheckFresh).
-	if !opts.Destroy && !g.checkLost(m) {
+	if !opts.Destroy && !g.checkLost(m, sd) {
 		return nil, 1
 	}
 	st := g.loadState(m)

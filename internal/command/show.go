@@ -232,7 +232,7 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 			}
 			fmt.Fprintf(g.IO.Out, "Removed %s\n", a)
 		}
-		if err := m.SaveWhole(st); err != nil {
+		if err := state.SaveWhole(m, st); err != nil {
 			return g.errorf("save state: %v", err)
 		}
 		fmt.Fprintln(g.IO.Out, "Objects on the platforms are not touched; a running trial no longer in the state is planned as an orphan teardown (or adopt it again with `trialform import EXPERIMENT TRIAL`).")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/trialform/trialform/state"
 )
 
 // stateMv renames an experiment in the state (`state mv experiment.OLD
@@ -48,14 +50,18 @@ func (g *Globals) stateMv(ctx context.Context, pos []string, lf lockFlags) int {
 		return g.errorf("state mv: %v; nothing was moved", err)
 	}
 	_ = st.Move(from, to)
-	if err := m.SaveWhole(st); err != nil {
+	if err := state.SaveWhole(m, st); err != nil {
 		if merr := m.MoveMetrics(to, from); merr != nil {
 			err = fmt.Errorf("%w (and moving the metric series back failed: %v)", err, merr)
 		}
 		return g.errorf("save state: %v", err)
 	}
 	e := st.Experiments[to]
-	fmt.Fprintf(g.IO.Out, "Moved experiment.%s to experiment.%s (%d trials; the previous state is in %s.backup).\n", from, to, len(e.Trials), m.Path())
+	if bk, ok := m.(state.BackupLocator); ok {
+		fmt.Fprintf(g.IO.Out, "Moved experiment.%s to experiment.%s (%d trials; the previous state is in %s).\n", from, to, len(e.Trials), bk.BackupPath())
+	} else {
+		fmt.Fprintf(g.IO.Out, "Moved experiment.%s to experiment.%s (%d trials).\n", from, to, len(e.Trials))
+	}
 	if e.PlatformName != "" {
 		fmt.Fprintf(g.IO.Out, "Its trials keep their name %q on platform %s, so running trials keep running.\n", e.PlatformName, e.Platform)
 	}

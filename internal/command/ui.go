@@ -101,7 +101,7 @@ func (g *Globals) uiPlan(ctx context.Context, sd string) (string, error) {
 	if cfg == nil {
 		return "", errors.New("the configuration does not load: run `trialform validate` to see why")
 	}
-	m := state.NewManager(sd)
+	m := state.Open(sd)
 	st, err := m.Load()
 	if err != nil {
 		return "", err

@@ -64,7 +64,7 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 		return g.errorf("%v", err)
 	}
 	w := &watcher{
-		g: g, o: o, dir: wd, m: state.NewManager(sd), stateDir: sd,
+		g: g, o: o, dir: wd, m: state.Open(sd), stateDir: sd,
 		c: g.colors(o.noColor),
 	}
 	w.out = &statusWriter{w: g.IO.Out, tty: g.IO.IsTTY}
@@ -130,7 +130,7 @@ type watcher struct {
 	o        watchOptions
 	dir      string
 	stateDir string
-	m        *state.Manager
+	m        state.Backend
 	c        views.Colors
 	out      *statusWriter
 	hooks    *printHooks
@@ -306,7 +306,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		return
 	}
 	if !w.o.autoApprove {
-		if err := lostError(w.m); err != nil {
+		if err := lostError(w.m, w.stateDir); err != nil {
 			fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
 			return
 		}
@@ -353,7 +353,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
 		return
 	}
-	if err := lostError(w.m); err != nil {
+	if err := lostError(w.m, w.stateDir); err != nil {
 		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
 		return
 	}
