@@ -368,7 +368,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	}
 	w.last = p
 	if d := p.Destructive(); len(d) > 0 && !w.o.allowDestroy {
-		held := strings.Join(d, "\n")
+		held := heldKey(d)
 		if printPlan || held != w.held {
 			views.Plan(w.out, p, w.c)
 			fmt.Fprintln(w.out, w.c.Yellow("\nHeld: this plan is not applied because"))
@@ -395,6 +395,18 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	} else {
 		w.done = false
 	}
+}
+
+// heldKey is what a held plan is printed again for: what it would
+// destroy, without the counts, so trials finishing one by one (3, then 2
+// trials to tear down) do not reprint the same held plan each time.
+func heldKey(destructive []string) string {
+	var b strings.Builder
+	for _, l := range destructive {
+		b.WriteString(strings.TrimLeft(l, "0123456789"))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 func (w *watcher) printApplyErr(err error) {

@@ -663,7 +663,7 @@ func history(ctx context.Context, dir string, st *state.State) any {
 	cmd.Stderr = &stderr
 	b, err := cmd.Output()
 	if err != nil {
-		out.Error = "no git history: " + strings.TrimSpace(firstLine(stderr.String(), err.Error()))
+		out.Error = historyError(dir, stderr.String(), err)
 		return out
 	}
 	for _, rec := range strings.Split(string(b), "\x1e") {
@@ -692,6 +692,20 @@ func history(ctx context.Context, dir string, st *state.State) any {
 		}
 	}
 	return out
+}
+
+// historyError says in plain words why there is no history: git's own
+// "fatal: ..." means nothing to a user who never asked for git.
+func historyError(dir, stderr string, err error) string {
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return "git is not installed, so the history of the definitions cannot be shown."
+	case strings.Contains(stderr, "not a git repository"):
+		return dir + " is not a git repository, so there is no history of the definitions to show. Commit the HCL files with git to see here which change started each generation."
+	}
+	msg := strings.TrimSpace(firstLine(stderr, err.Error()))
+	msg = strings.TrimPrefix(strings.TrimPrefix(msg, "fatal: "), "error: ")
+	return "git log could not read the history of " + dir + ": " + msg
 }
 
 func firstLine(s, def string) string {

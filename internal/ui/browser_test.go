@@ -573,3 +573,41 @@ func TestBrowserTokenOnOtherAddress(t *testing.T) {
 		t.Errorf("without the token: %q", s)
 	}
 }
+
+// Issue 25 item 17: the history page of a directory that is not a git
+// repository says so plainly (no git "fatal:", no empty table); the
+// overview names the best trial by its id; the trials table shows the
+// generation by default.
+func TestBrowserNoGitBestIDGenColumn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser tests are not short")
+	}
+	dir := fixture(t, 20)
+	if err := os.RemoveAll(filepath.Join(dir, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	base := strings.TrimSuffix(startUI(t, dir, "-addr", "127.0.0.1:0"), "/")
+	b := newBrowser(t)
+
+	b.open(base + "/")
+	var s string
+	b.eval(`document.querySelector('#overview tbody').innerText`, &s)
+	if !regexp.MustCompile(`\bt00\d\d\b`).MatchString(s) || regexp.MustCompile(`#\d`).MatchString(s) {
+		t.Errorf("overview: the best trial should be named by its id (t0003), not #3: %q", s)
+	}
+
+	b.open(base + "/e/demo")
+	b.checkCharts(map[string]int{"history-seq": 2})
+	b.eval(`String(document.querySelector('input[data-column=gen]').checked)`, &s)
+	if s != "true" {
+		t.Errorf("the gen column is hidden by default")
+	}
+
+	b.open(base + "/history")
+	b.do(chromedp.Poll[chromedp.Void](`document.getElementById('history-error') !== null`, chromedp.WithPollingTimeout(60*time.Second)))
+	b.eval(`document.getElementById('app').innerText + '|' + String(document.getElementById('history') === null)`, &s)
+	if !strings.Contains(s, "is not a git repository") || strings.Contains(s, "fatal") || !strings.HasSuffix(s, "|true") {
+		t.Errorf("history without git: %q", s)
+	}
+	b.noErrors("history without git")
+}

@@ -210,7 +210,7 @@ async function pageOverview() {
       return h('tr', {},
         h('td', {}, link(`/e/${enc(e.name)}`, e.name), h('div', { class: 'muted small' }, e.id)),
         h('td', {}, Object.entries(e.counts).sort().map(([s, n]) => h('span', { class: 'count' }, statusBadge(s), ' ', n))),
-        h('td', { class: 'num' }, e.best ? [fmtNum(e.best.value), ' ', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, `#${e.best.seq}`)] : '–',
+        h('td', { class: 'num' }, e.best ? [fmtNum(e.best.value), ' ', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, e.best.id)] : '–',
           h('div', { class: 'muted small' }, `${e.goal} ${e.metric}`)),
         h('td', {}, h('div', { class: 'bar' }, h('div', { style: `width:${used}%` })), h('div', { class: 'small' }, e.budget)),
         h('td', {}, fmtDur(e.elapsed_s), e.done_reason ? h('div', { class: 'muted small' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null),
@@ -305,7 +305,7 @@ async function pageExperiment(name) {
       { key: 'duration', label: 'duration', sort: 'duration', w: 80, num: true, cell: (r) => (r.start ? fmtDur(((r.end || Date.now()) - r.start) / 1000) : '–') },
       { key: 'started', label: 'started', sort: 'started_at', w: 160, cell: (r) => fmtTime(r.start) },
       { key: 'reason', label: 'reason', sort: 'reason', w: 220, cell: (r) => r.reason || '' });
-    let hidden = new Set(['gen', 'attempts', 'reason']);
+    let hidden = new Set(['attempts', 'reason']);
     try { const s = JSON.parse(localStorage.getItem(storeKey)); if (Array.isArray(s)) hidden = new Set(s); } catch (e) { /* default */ }
     for (const c of cols) c.hidden = !c.fixed && hidden.has(c.key);
     columns = cols;
@@ -774,8 +774,8 @@ async function pageHistory() {
   async function load() {
     const d = await api('/api/history');
     put(root, 
-      d.error ? h('p', { class: 'muted' }, d.error) : null,
-      h('table', { class: 'grid', id: 'history' },
+      d.error ? h('p', { class: 'muted', id: 'history-error' }, d.error) : null,
+      d.error && d.commits.length === 0 ? null : h('table', { class: 'grid', id: 'history' },
         h('thead', {}, h('tr', {}, ['date', 'commit', 'author', 'subject', 'files', 'started'].map((c) => h('th', {}, c)))),
         h('tbody', {}, d.commits.map((c) => h('tr', {},
           h('td', {}, new Date(c.date).toLocaleString()), h('td', {}, h('code', {}, c.hash.slice(0, 10))), h('td', {}, c.author), h('td', {}, c.subject),
