@@ -265,7 +265,7 @@ func (g *Globals) applySummary(out io.Writer, hooks countingHooks, c views.Color
 	fmt.Fprintln(out, c.Bold("\n"+line))
 }
 
-// interrupted reports a graceful stop after Ctrl-C (exit 1).
+// interrupted reports a graceful stop after Ctrl-C (Main exits 128+N).
 func (g *Globals) interrupted(op string) int {
 	again := "trialform apply"
 	if op == "destroy" {

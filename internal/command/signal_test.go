@@ -269,8 +269,8 @@ experiment "e" {
 	cmd.Process.Signal(syscall.SIGINT)
 	// The supervisor wait would last 60 s; the second interrupt ends it now.
 	code := exited(t, done, 20*time.Second, stderr)
-	if code != 1 {
-		t.Errorf("exit %d, want 1:\n%s", code, stderr)
+	if code != 130 {
+		t.Errorf("exit %d, want 130 (Ctrl-C):\n%s", code, stderr)
 	}
 	all := stdout.String() + stderr.String()
 	for _, want := range []string{"Second interrupt received", "Interrupted: running trials keep running"} {
@@ -335,11 +335,75 @@ experiment "e" {
 		go func() { done <- cmd.Wait() }()
 		out.waitFor(t, "Waiting for every experiment to finish", 60*time.Second)
 		cmd.Process.Signal(syscall.SIGINT)
-		if code := exited(t, done, 30*time.Second, out); code != 1 {
-			t.Fatalf("run %d: exit %d, want 1:\n%s", i, code, out)
+		if code := exited(t, done, 30*time.Second, out); code != 130 {
+			t.Fatalf("run %d: exit %d, want 130:\n%s", i, code, out)
 		}
 		if s := out.String(); strings.Contains(s, "context canceled") || strings.Contains(s, "Error:") || !strings.Contains(s, "Interrupted: running trials keep running") {
 			t.Fatalf("run %d: want only the interruption reported:\n%s", i, s)
 		}
+	}
+}
+
+// A command a signal stops exits 128+N, as the README says: apply -wait
+// 143 after SIGTERM and 130 after Ctrl-C (it exited 1), and ui answers
+// Ctrl-C with its own message, not apply's "stopping gracefully".
+func TestSignalExitCodes(t *testing.T) {
+	work := t.TempDir()
+	hcl := `search_space "s" {
+  param "x" { choice = [301] }
+}
+experiment "e" {
+  search_space = search_space.s
+  tuner "grid" {}
+  max_trials   = 1
+  trial {
+    command = "sleep ${param.x}"
+  }
+}
+`
+	if err := os.WriteFile(filepath.Join(work, "main.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if out, code := trialform(t, work, "", "destroy", "-auto-approve"); code != 0 {
+			t.Errorf("destroy: exit %d\n%s", code, out)
+		}
+	}()
+	start := func(args ...string) (*exec.Cmd, *syncBuffer, <-chan error) {
+		cmd := exec.Command(filepath.Join(binDir, "trialform"), args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		out := newSyncBuffer()
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { cmd.Process.Kill() })
+		return cmd, out, done
+	}
+	for _, c := range []struct {
+		sig  syscall.Signal
+		want int
+	}{{syscall.SIGTERM, 143}, {syscall.SIGINT, 130}} {
+		cmd, out, done := start("apply", "-auto-approve", "-wait")
+		out.waitFor(t, "Waiting for every experiment to finish", 60*time.Second)
+		cmd.Process.Signal(c.sig)
+		if code := exited(t, done, 30*time.Second, out); code != c.want {
+			t.Errorf("apply -wait after %s: exit %d, want %d:\n%s", c.sig, code, c.want, out)
+		}
+		if s := out.String(); !strings.Contains(s, "stopping gracefully") || !strings.Contains(s, "Interrupted: running trials keep running") {
+			t.Errorf("apply -wait after %s: want the graceful stop reported:\n%s", c.sig, s)
+		}
+	}
+	cmd, out, done := start("ui", "-addr", "127.0.0.1:0", "-token", "t")
+	out.waitFor(t, "serving the dashboard", 60*time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	if code := exited(t, done, 30*time.Second, out); code != 130 {
+		t.Errorf("ui after Ctrl-C: exit %d, want 130:\n%s", code, out)
+	}
+	if s := out.String(); strings.Contains(s, "trials start") || !strings.Contains(s, "stopping the dashboard") {
+		t.Errorf("ui after Ctrl-C: want the dashboard's own message:\n%s", s)
 	}
 }

@@ -30,6 +30,8 @@ type interrupts struct {
 
 	mu       sync.Mutex
 	graceful bool
+	msg      string     // the graceful command's first-interrupt message
+	first    os.Signal // the first signal received
 	n        int
 	sigs     chan os.Signal
 	exit     func(code int)
@@ -46,10 +48,17 @@ func newInterrupts(errw io.Writer) *interrupts {
 	return in
 }
 
-func (in *interrupts) setGraceful(b bool) {
+func (in *interrupts) setGraceful(b bool, msg string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.graceful = b
+	in.graceful, in.msg = b, msg
+}
+
+// received is the first signal received, nil when none came.
+func (in *interrupts) received() os.Signal {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.first
 }
 
 // exitCode is the shell's status for death by sig (128 + number).
@@ -64,11 +73,16 @@ func (in *interrupts) loop() {
 	for sig := range in.sigs {
 		in.mu.Lock()
 		in.n++
-		n, graceful := in.n, in.graceful
+		if in.first == nil {
+			in.first = sig
+		}
+		n, graceful, msg := in.n, in.graceful, in.msg
 		in.mu.Unlock()
 		switch {
 		case n == 1 && graceful:
-			fmt.Fprintln(in.errw, "\nInterrupt received: stopping gracefully (no new trials start; calls in flight finish and the state is saved). Interrupt again to cancel the calls in flight.")
+			if msg != "" {
+				fmt.Fprintln(in.errw, "\n"+msg)
+			}
 			in.cancelSoft()
 		case n == 1:
 			in.exit(exitCode(sig))
