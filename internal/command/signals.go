@@ -30,7 +30,7 @@ type interrupts struct {
 
 	mu       sync.Mutex
 	graceful bool
-	msg      string     // the graceful command's first-interrupt message
+	msg      string    // the graceful command's first-interrupt message
 	first    os.Signal // the first signal received
 	n        int
 	sigs     chan os.Signal
