@@ -62,7 +62,7 @@ const MaxExperimentName = 63
 func (l *loader) evalExperiment(b *hcl.Block) {
 	name := b.Labels[0]
 	before := l.failures()
-	content, diags := b.Body.Content(experimentSchema)
+	content, diags := bodyContent(b.Body, experimentSchema)
 	l.diags = append(l.diags, diags...)
 	e := &Experiment{
 		Name: name, DeclRange: b.DefRange,
@@ -295,7 +295,7 @@ func ParseDuration(s string) (time.Duration, error) {
 }
 
 func (l *loader) decodeObjective(blk *hcl.Block, o *Objective) {
-	content, diags := blk.Body.Content(objectiveSchema)
+	content, diags := bodyContent(blk.Body, objectiveSchema)
 	l.diags = append(l.diags, diags...)
 	if a, ok := content.Attributes["metric"]; ok {
 		if s, ok := l.str(a); ok {
@@ -368,7 +368,7 @@ func (l *loader) decodeSettings(blk *hcl.Block, isTuner bool) (map[string]any, i
 func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
 	t := &e.Trial
 	t.Range = blk.DefRange
-	content, diags := blk.Body.Content(trialSchema)
+	content, diags := bodyContent(blk.Body, trialSchema)
 	l.diags = append(l.diags, diags...)
 
 	t.CodeDir = l.cfg.Dir

@@ -177,7 +177,7 @@ func (l *loader) load(opts LoadOptions) {
 	}
 	var blocks []*hcl.Block
 	for _, b := range l.bodies {
-		content, diags := b.Content(rootSchema)
+		content, diags := bodyContent(b, rootSchema)
 		l.diags = append(l.diags, diags...)
 		blocks = append(blocks, content.Blocks...)
 	}

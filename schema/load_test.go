@@ -547,6 +547,10 @@ func TestLoadErrors(t *testing.T) {
 			{"Invalid on_max_duration", `on_max_duration must be "stop" (tear the running trials down at the deadline) or "finish" (start no new trials and let the running ones finish, as NNI does), got "drain".`, "main.hcl:9"},
 			{"Invalid strategy", `strategy must be "final" (the trial's final result, the default), "min", "max" or "latest" (the least, greatest or last value of the metric the trial reported, intermediate results included, as Katib's metricStrategies), got "lastest". Did you mean "latest"?`, "main.hcl:13"},
 		}},
+		{"misspelled_names", []wantDiag{
+			{"Unsupported argument", `An argument named "max_failed_trail" is not expected here. Did you mean "max_failed_trials"?`, "main.hcl:8"},
+			{"Unsupported block type", `Blocks of type "objectiv" are not expected here. Did you mean "objective"?`, "main.hcl:12"},
+		}},
 		{"local_platform_attr", []wantDiag{{"Unsupported argument", `Did you mean "gpu_indices"?`, "main.hcl:2"}}},
 		{"wrong_arg_count", []wantDiag{
 			{"Invalid param", `param "a": uniform needs 2 values [low, high], got 1`, "main.hcl:2"},

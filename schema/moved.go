@@ -28,7 +28,7 @@ func (l *loader) decodeMoved(blocks []*hcl.Block) {
 	edges := map[string]moveEdge{}
 	var order []string
 	for _, b := range blocks {
-		content, diags := b.Body.Content(movedSchema)
+		content, diags := bodyContent(b.Body, movedSchema)
 		l.diags = append(l.diags, diags...)
 		if diags.HasErrors() {
 			continue

@@ -41,7 +41,7 @@ func kindNames() string {
 func (l *loader) evalSpace(b *hcl.Block) {
 	name := b.Labels[0]
 	before := l.failures()
-	content, diags := b.Body.Content(spaceSchema)
+	content, diags := bodyContent(b.Body, spaceSchema)
 	l.diags = append(l.diags, diags...)
 	ss := &SearchSpace{Name: name, DeclRange: b.DefRange}
 	a, hasFile := content.Attributes["nni_file"]
@@ -125,7 +125,7 @@ func (l *loader) decodeParams(blocks hcl.Blocks) *space.Space {
 func (l *loader) decodeParam(pb *hcl.Block) (space.Param, bool) {
 	name := pb.Labels[0]
 	p := space.Param{Name: name}
-	content, diags := pb.Body.Content(paramSchema)
+	content, diags := bodyContent(pb.Body, paramSchema)
 	l.diags = append(l.diags, diags...)
 	if diags.HasErrors() {
 		return p, false
@@ -164,7 +164,7 @@ func (l *loader) decodeParam(pb *hcl.Block) (space.Param, bool) {
 				continue
 			}
 			seen[oname] = ob
-			oc, diags := ob.Body.Content(optionSchema)
+			oc, diags := bodyContent(ob.Body, optionSchema)
 			l.diags = append(l.diags, diags...)
 			if diags.HasErrors() {
 				ok = false

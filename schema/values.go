@@ -79,45 +79,6 @@ func wholeNumber(v cty.Value) (int64, bool) {
 	return i, acc == big.Exact
 }
 
-// suggest returns the candidate closest to given (edit distance < 3), or "".
-func suggest(given string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(given, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func didYouMean(given string, candidates []string, format string) string {
-	if s := suggest(given, candidates); s != "" {
-		return " Did you mean " + fmt.Sprintf(format, s) + "?"
-	}
-	return ""
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
-
 // posString is "file:line" for "first at ..." messages.
 func posString(r hcl.Range) string {
 	return fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)

@@ -40,7 +40,7 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 	for _, name := range l.varNames {
 		v := l.vars[name]
 		v.typ = cty.DynamicPseudoType
-		content, diags := v.block.Body.Content(variableSchema)
+		content, diags := bodyContent(v.block.Body, variableSchema)
 		l.diags = append(l.diags, diags...)
 		if diags.HasErrors() {
 			v.bad = true

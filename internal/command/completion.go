@@ -69,11 +69,11 @@ func runCompletion(ctx context.Context, g *Globals, args []string) int {
 		return code
 	}
 	switch pos[0] {
-	case "bash":
+	case shells[0]:
 		io.WriteString(g.IO.Out, bashCompletion)
-	case "zsh":
+	case shells[1]:
 		io.WriteString(g.IO.Out, zshCompletion)
-	case "fish":
+	case shells[2]:
 		io.WriteString(g.IO.Out, fishCompletion)
 	default:
 		return g.errorf("completion: unknown shell %q: use bash, zsh or fish", pos[0])
@@ -121,58 +121,67 @@ func runComplete(ctx context.Context, g *Globals, args []string) int {
 	return 0
 }
 
+// completeCommand completes the words after the command name, from the
+// command's own definition so that the two cannot drift: its flag set
+// (names; a flag's values from its choices or its placeholder), its
+// subcommands (stateSubcommands) and its help's positional arguments
+// (argCompleters, by the argument's name).
 func completeCommand(ctx context.Context, q *Globals, name string, rest []string, cur string) []string {
 	c := findCommand(name)
 	if c == nil || c.hidden {
 		return nil
 	}
-	var pos []string
-	for _, w := range rest {
-		if !strings.HasPrefix(w, "-") {
-			pos = append(pos, w)
-		}
-	}
-	switch name {
-	case "help":
-		if len(pos) == 0 {
-			var out []string
-			for _, c := range commands() {
-				if !c.hidden {
-					out = append(out, c.name)
-				}
-			}
-			return out
-		}
-		return nil
-	case "completion":
-		return []string{"bash", "zsh", "fish"}
-	case "state":
-		if len(pos) == 0 && !strings.HasPrefix(cur, "-") {
-			return []string{"list", "show", "rm"}
-		}
-	}
-	if strings.HasPrefix(cur, "-target=") {
-		var out []string
-		for _, n := range experimentNames(q) {
-			out = append(out, "-target=experiment."+n)
-		}
-		return out
-	}
-	if strings.HasPrefix(cur, "-") {
-		probeArgs := []string(nil)
-		if name == "state" && len(pos) > 0 {
-			probeArgs = []string{pos[0]}
-		}
+	subs := c.subcommands()
+	probe := func(args []string) *flag.FlagSet {
 		var fs *flag.FlagSet
 		q.probe = func(f *flag.FlagSet) { fs = f }
-		c.run(ctx, q, probeArgs)
+		c.run(ctx, q, args)
 		q.probe = nil
-		if fs == nil {
+		return fs
+	}
+	fs := probe(nil)
+	if fs == nil {
+		return nil
+	}
+	// The positional words so far (a flag's value is none), and the flag
+	// whose value cur is.
+	var pos []string
+	var valueOf *flag.Flag
+	for i := 0; i < len(rest); i++ {
+		w := rest[i]
+		if f, hasValue := flagWord(fs, w); f != nil || strings.HasPrefix(w, "-") {
+			if f != nil && !hasValue && !isBool(f) {
+				if i == len(rest)-1 {
+					valueOf = f
+				}
+				i++
+			}
+			continue
+		}
+		pos = append(pos, w)
+		if len(pos) == 1 && len(subs) > 0 {
+			if sub := probe([]string{w}); sub != nil {
+				fs = sub
+			}
+		}
+	}
+	if valueOf != nil {
+		return flagValues(q, valueOf, pos)
+	}
+	if strings.HasPrefix(cur, "-") {
+		if n, _, ok := strings.Cut(strings.TrimLeft(cur, "-"), "="); ok {
+			if f := fs.Lookup(n); f != nil && !isBool(f) {
+				var out []string
+				for _, v := range flagValues(q, f, pos) {
+					out = append(out, cur[:strings.Index(cur, "=")+1]+v)
+				}
+				return out
+			}
 			return nil
 		}
 		var out []string
 		fs.VisitAll(func(f *flag.Flag) {
-			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			if isBool(f) {
 				out = append(out, "-"+f.Name)
 			} else {
 				out = append(out, "-"+f.Name+"=")
@@ -182,37 +191,169 @@ func completeCommand(ctx context.Context, q *Globals, name string, rest []string
 		sort.Strings(out)
 		return out
 	}
-	switch name {
-	case "trials", "import":
+	if len(subs) > 0 {
 		if len(pos) == 0 {
-			return experimentNames(q)
+			return subs
 		}
-	case "logs":
-		switch len(pos) {
-		case 0:
-			return experimentNames(q)
-		case 1:
+		pos = pos[1:]
+	}
+	args := helps[fs.Name()].args
+	if len(args) == 0 {
+		return nil
+	}
+	i := len(pos)
+	if i >= len(args) {
+		last, _, _ := strings.Cut(args[len(args)-1], "  ")
+		if !strings.Contains(helps[fs.Name()].synopsis, last+"...") {
+			return nil
+		}
+		i = len(args) - 1
+	}
+	arg, _, _ := strings.Cut(args[i], "  ")
+	if comp := argCompleters()[arg]; comp != nil {
+		return comp(q, pos)
+	}
+	return nil
+}
+
+// flagWord is the flag w names ("-o", "--o=csv"), and whether w holds its
+// value; nil when w is no flag of fs.
+func flagWord(fs *flag.FlagSet, w string) (*flag.Flag, bool) {
+	if !strings.HasPrefix(w, "-") || w == "-" || w == "--" {
+		return nil, false
+	}
+	n, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
+	return fs.Lookup(n), hasValue
+}
+
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// choicesFlag is a string flag with a fixed set of values, which
+// completion offers; the command checks the value itself.
+type choicesFlag struct {
+	p       *string
+	choices []string
+}
+
+// choices registers a string flag whose values are one of choices.
+func choices(fs *flag.FlagSet, p *string, name, value string, cs []string, usage string) {
+	*p = value
+	fs.Var(&choicesFlag{p: p, choices: cs}, name, usage)
+}
+
+func (c *choicesFlag) String() string {
+	if c == nil || c.p == nil {
+		return ""
+	}
+	return *c.p
+}
+func (c *choicesFlag) Set(v string) error { *c.p = v; return nil }
+func (c *choicesFlag) Get() any           { return *c.p }
+
+// flagValues are the values completion offers for f: its choices, else
+// by its placeholder (addresses of the state's experiments or trials).
+func flagValues(q *Globals, f *flag.Flag, pos []string) []string {
+	if c, ok := f.Value.(*choicesFlag); ok {
+		return c.choices
+	}
+	switch placeholders[f.Name] {
+	case "experiment.NAME":
+		return experimentAddresses(q, false)
+	case "experiment.NAME.trial.ID":
+		return trialAddresses(q)
+	}
+	return nil
+}
+
+// argCompleters complete a positional argument by the name the command's
+// help gives it. Every argument name of every help is here (a test checks
+// it); nil means the shell completes file names or nothing can be offered.
+func argCompleters() map[string]func(q *Globals, pos []string) []string {
+	return map[string]func(q *Globals, pos []string) []string{
+		"EXPERIMENT": func(q *Globals, _ []string) []string { return experimentNames(q) },
+		"TRIAL": func(q *Globals, pos []string) []string {
+			if len(pos) == 0 {
+				return nil
+			}
 			if st := quietState(q); st != nil {
 				if e := st.Experiment(pos[0]); e != nil {
 					return sortedKeys(e.Trials)
 				}
 			}
-		}
-	case "state":
-		if len(pos) >= 1 && (pos[0] == "show" || pos[0] == "rm") {
+			return nil
+		},
+		"ADDRESS": func(q *Globals, _ []string) []string { return experimentAddresses(q, true) },
+		"SOURCE": func(q *Globals, _ []string) []string {
+			var out []string
 			if st := quietState(q); st != nil {
-				var out []string
 				for _, n := range sortedKeys(st.Experiments) {
 					out = append(out, "experiment."+n)
-					for _, id := range sortedKeys(st.Experiments[n].Trials) {
-						out = append(out, "experiment."+n+".trial."+id)
-					}
 				}
-				return out
+			}
+			return out
+		},
+		"DESTINATION": nil,
+		"TOOL":        func(*Globals, []string) []string { return sortedKeys(converters) },
+		"SHELL":       func(*Globals, []string) []string { return shells },
+		"COMMAND": func(q *Globals, pos []string) []string {
+			var out []string
+			for _, c := range commands() {
+				if !c.hidden {
+					out = append(out, c.name)
+				}
+			}
+			return out
+		},
+		"SUBCOMMAND": func(q *Globals, pos []string) []string {
+			if len(pos) == 1 {
+				if c := findCommand(pos[0]); c != nil {
+					return c.subcommands()
+				}
+			}
+			return nil
+		},
+		"FILE":     nil,
+		"PLANFILE": nil,
+		"TARGET":   nil,
+		"LOCK_ID":  nil,
+	}
+}
+
+// shells are those completion writes scripts for.
+var shells = []string{"bash", "zsh", "fish"}
+
+// experimentAddresses are experiment.NAME of the state, with each
+// trial's experiment.NAME.trial.ID when trials is set.
+func experimentAddresses(q *Globals, trials bool) []string {
+	st := quietState(q)
+	var out []string
+	for _, n := range experimentNames(q) {
+		out = append(out, "experiment."+n)
+		if e := st.Experiment(n); trials && st != nil && e != nil {
+			for _, id := range sortedKeys(e.Trials) {
+				out = append(out, "experiment."+n+".trial."+id)
 			}
 		}
 	}
-	return nil
+	return out
+}
+
+// trialAddresses are experiment.NAME.trial.ID of every trial in the state.
+func trialAddresses(q *Globals) []string {
+	st := quietState(q)
+	if st == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range sortedKeys(st.Experiments) {
+		for _, id := range sortedKeys(st.Experiments[n].Trials) {
+			out = append(out, "experiment."+n+".trial."+id)
+		}
+	}
+	return out
 }
 
 func quietState(q *Globals) *state.State {

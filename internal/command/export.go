@@ -16,7 +16,8 @@ import (
 // README.md documents.
 func runExport(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	output := fs.String("o", "json", "format: json or csv")
+	output := new(string)
+	choices(fs, output, "o", "json", []string{"json", "csv"}, "format: json or csv")
 	all := fs.Bool("all", false, "every experiment in the state")
 	pos, code, ok := g.parse(fs, args, argSpec{max: -1})
 	if !ok {

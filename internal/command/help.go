@@ -140,7 +140,7 @@ recover a lost state file).`,
 	"state": {
 		synopsis: "trialform state SUBCOMMAND [options] [ADDRESS...]",
 		args: []string{
-			"SUBCOMMAND  list, show ADDRESS, rm ADDRESS...",
+			"SUBCOMMAND  " + stateSubcommandList(),
 			"ADDRESS  experiment.NAME or experiment.NAME.trial.ID (also NAME and NAME/ID)",
 		},
 		desc:    `Inspects or edits the state. Run trialform state SUBCOMMAND -help for each.`,
@@ -190,7 +190,7 @@ next apply.`,
 	},
 	"help": {
 		synopsis: "trialform help [options] [COMMAND [SUBCOMMAND]]",
-		args:     []string{"COMMAND  a command; without it the list of commands is printed"},
+		args:     []string{"COMMAND  a command; without it the list of commands is printed", "SUBCOMMAND  a subcommand of COMMAND (state rm)"},
 		desc:     `Prints the help of a command, as trialform COMMAND -help does.`,
 		example:  "trialform help plan\n  trialform help state rm",
 	},
@@ -409,8 +409,7 @@ func runHelp(ctx context.Context, g *Globals, args []string) int {
 	}
 	c := findCommand(pos[0])
 	if c == nil {
-		fmt.Fprintf(g.IO.Err, "Error: unknown command %q\n\n", pos[0])
-		usage(g.IO.Err)
+		unknownCommand(g.IO.Err, pos[0])
 		return 1
 	}
 	sub := []string{"-help"}

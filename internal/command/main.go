@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agext/levenshtein"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/providers/local"
 )
@@ -103,6 +104,14 @@ func commands() []command {
 	}
 }
 
+// subcommands are the command's subcommands (state's), nil for most.
+func (c *command) subcommands() []string {
+	if c.name == "state" {
+		return stateSubcommandNames()
+	}
+	return nil
+}
+
 func findCommand(name string) *command {
 	for _, c := range commands() {
 		if c.name == name {
@@ -172,14 +181,43 @@ func run(ctx context.Context, g *Globals, args []string) int {
 	}
 	c := findCommand(args[0])
 	if c == nil {
-		fmt.Fprintf(io.Err, "Error: unknown command %q\n\n", args[0])
-		usage(io.Err)
+		unknownCommand(io.Err, args[0])
 		return 1
 	}
 	if g.graceful != nil {
 		g.graceful(c.graceful, c.onInterrupt)
 	}
 	return c.run(ctx, g, args[1:])
+}
+
+// unknownCommand says that name is no command, naming the closest one
+// ("unknown command "aply"; did you mean "apply"?") instead of printing
+// the whole usage; the usage comes only when no command is close.
+func unknownCommand(w io.Writer, name string) {
+	var names []string
+	for _, c := range commands() {
+		if !c.hidden {
+			names = append(names, c.name)
+		}
+	}
+	if s := closest(name, names); s != "" {
+		fmt.Fprintf(w, "Error: unknown command %q; did you mean %q?\n\nRun `trialform -help` for the list of commands.\n", name, s)
+		return
+	}
+	fmt.Fprintf(w, "Error: unknown command %q\n\n", name)
+	usage(w)
+}
+
+// closest is the candidate nearest to given by edit distance, or "" when
+// none is within 2 edits (or a fifth of a long name).
+func closest(given string, candidates []string) string {
+	best, bestD := "", max(2, len([]rune(given))/5)+1
+	for _, c := range candidates {
+		if d := levenshtein.Distance(given, c, nil); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
 }
 
 func usage(w io.Writer) {

@@ -19,7 +19,8 @@ import (
 // one trial's intermediate series.
 func runMetrics(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("metrics", flag.ContinueOnError)
-	output := fs.String("o", "table", "output format: table, csv, json")
+	output := new(string)
+	choices(fs, output, "o", "table", []string{"table", "csv", "json"}, "output format: table, csv, json")
 	pos, code, ok := g.parse(fs, args, argSpec{min: 2, max: 2, hint: "metrics takes an experiment and a trial id: trialform metrics EXPERIMENT TRIAL"})
 	if !ok {
 		return code

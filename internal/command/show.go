@@ -143,12 +143,6 @@ func (g *Globals) loadConfigQuiet() *schema.Config {
 }
 
 func runState(ctx context.Context, g *Globals, args []string) int {
-	specs := map[string]argSpec{
-		"list": {hint: "state list takes no arguments."},
-		"show": {min: 1, max: 1, hint: "state show takes one address (see `trialform state list`)."},
-		"rm":   {min: 1, max: -1},
-		"mv":   {min: 2, max: 2, hint: "state mv takes two addresses: experiment.OLD experiment.NEW."},
-	}
 	top := flag.NewFlagSet("state", flag.ContinueOnError)
 	switch {
 	case g.probe != nil && len(args) == 0:
@@ -161,12 +155,15 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		printHelp(g.IO.Out, top)
 		return 0
 	case strings.HasPrefix(args[0], "-"):
-		return g.errorf("%s before the state subcommand: use trialform state list | show ADDRESS | rm ADDRESS... | mv OLD NEW (see `trialform state -help`)", args[0])
+		return g.errorf("%s before the state subcommand: use trialform state %s (see `trialform state -help`)", args[0], strings.ReplaceAll(stateSubcommandList(), ", ", " | "))
 	}
 	sub, args := args[0], args[1:]
-	spec, known := specs[sub]
+	spec, known := stateSubcommandSpec(sub)
 	if !known {
-		return g.errorf("unknown state subcommand %q: use list, show, rm or mv (see `trialform state -help`)", sub)
+		if s := closest(sub, stateSubcommandNames()); s != "" {
+			return g.errorf("unknown state subcommand %q; did you mean %q? (state takes %s; see `trialform state -help`)", sub, s, stateSubcommandList())
+		}
+		return g.errorf("unknown state subcommand %q: use %s (see `trialform state -help`)", sub, stateSubcommandList())
 	}
 	fs := flag.NewFlagSet("state "+sub, flag.ContinueOnError)
 	var lf lockFlags
@@ -241,7 +238,45 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 	if sub == "mv" {
 		return g.stateMv(ctx, pos, lf)
 	}
-	return g.errorf("unknown state subcommand %q: use list, show, rm or mv", sub)
+	return g.errorf("unknown state subcommand %q", sub)
+}
+
+// stateSubcommands are state's subcommands, in the order the help, the
+// errors and completion list them (all derived from this list).
+var stateSubcommands = []struct {
+	name, usage string
+	spec        argSpec
+}{
+	{"list", "list", argSpec{hint: "state list takes no arguments."}},
+	{"show", "show ADDRESS", argSpec{min: 1, max: 1, hint: "state show takes one address (see `trialform state list`)."}},
+	{"rm", "rm ADDRESS...", argSpec{min: 1, max: -1}},
+	{"mv", "mv SOURCE DESTINATION", argSpec{min: 2, max: 2, hint: "state mv takes two addresses: experiment.OLD experiment.NEW."}},
+}
+
+func stateSubcommandSpec(name string) (argSpec, bool) {
+	for _, c := range stateSubcommands {
+		if c.name == name {
+			return c.spec, true
+		}
+	}
+	return argSpec{}, false
+}
+
+func stateSubcommandNames() []string {
+	var out []string
+	for _, c := range stateSubcommands {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// stateSubcommandList is "list, show ADDRESS, rm ADDRESS..., mv SOURCE DESTINATION".
+func stateSubcommandList() string {
+	var out []string
+	for _, c := range stateSubcommands {
+		out = append(out, c.usage)
+	}
+	return strings.Join(out, ", ")
 }
 
 // parseAddress reads experiment.NAME[.trial.ID] or NAME[/ID].

@@ -39,7 +39,7 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 	fs.StringVar(&o.sort, "sort", "", `sort keys, "-" for descending, e.g. "-metrics.loss,params.lr"`)
 	fs.IntVar(&o.limit, "limit", 0, "show at most N trials (after sorting)")
 	fs.IntVar(&o.top, "top", 0, "only the N best trials by the objective (each experiment's goal)")
-	fs.StringVar(&o.output, "o", "table", "output format: "+strings.Join(trialsFormats, ", "))
+	choices(fs, &o.output, "o", "table", trialsFormats, "output format: "+strings.Join(trialsFormats, ", "))
 	fs.BoolVar(&o.asJSON, "json", false, "same as -o json")
 	fs.StringVar(&o.columns, "columns", "", "comma-separated columns (query field names; params, metrics for all of them)")
 	fs.BoolVar(&o.withIntermediate, "with-intermediate", false, "JSON: include each trial's intermediate series")

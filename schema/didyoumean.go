@@ -1,0 +1,73 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agext/levenshtein"
+	"github.com/hashicorp/hcl/v2"
+)
+
+// suggest returns the candidate closest to given by edit distance, or ""
+// when none is close: within 2 edits, or a fifth of the name's length for
+// long names (max_failed_trail is 3 edits from max_failed_trials).
+func suggest(given string, candidates []string) string {
+	limit := max(2, len([]rune(given))/5)
+	best, bestD := "", limit+1
+	for _, c := range candidates {
+		if d := levenshtein.Distance(given, c, nil); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func didYouMean(given string, candidates []string, format string) string {
+	if s := suggest(given, candidates); s != "" {
+		return " Did you mean " + fmt.Sprintf(format, s) + "?"
+	}
+	return ""
+}
+
+// bodyContent is body.Content(s) whose "Unsupported argument" and
+// "Unsupported block type" diagnostics name the closest valid name, as
+// Terraform's do: HCL suggests only names within 2 edits and says nothing
+// otherwise ("An argument named "max_failed_trail" is not expected here.").
+func bodyContent(body hcl.Body, s *hcl.BodySchema) (*hcl.BodyContent, hcl.Diagnostics) {
+	c, diags := body.Content(s)
+	var attrs, blocks []string
+	for _, a := range s.Attributes {
+		attrs = append(attrs, a.Name)
+	}
+	for _, b := range s.Blocks {
+		blocks = append(blocks, b.Type)
+	}
+	for _, d := range diags {
+		var name string
+		var cands []string
+		var format string
+		switch d.Summary {
+		case "Unsupported argument":
+			if _, err := fmt.Sscanf(d.Detail, "An argument named %q", &name); err != nil {
+				continue
+			}
+			cands, format = attrs, "%q"
+			if suggest(name, cands) == "" {
+				// An argument written where a block is meant.
+				cands, format = blocks, "a block of type %q"
+			}
+		case "Unsupported block type":
+			if _, err := fmt.Sscanf(d.Detail, "Blocks of type %q", &name); err != nil {
+				continue
+			}
+			cands, format = blocks, "%q"
+		default:
+			continue
+		}
+		if strings.Contains(d.Detail, "Did you mean") {
+			continue
+		}
+		d.Detail += didYouMean(name, cands, format)
+	}
+	return c, diags
+}
