@@ -757,3 +757,28 @@ func TestHistoryUsesTheStrategy(t *testing.T) {
 		}
 	}
 }
+
+// Issue 25 J: a trial whose start was recorded as intent only (the CLI
+// was killed between the start and the save) and that the platform holds
+// is adopted by the next refresh with its attempt counted: 27 of 1,000
+// trials read attempts: 0 after 28 kills though they ran.
+func TestObserveAdoptedTrialCountsItsAttempt(t *testing.T) {
+	cfg := testConfig()
+	zero := 0
+	st := applied(cfg, trial(0, state.Waiting), trial(1, state.Waiting), trial(2, state.Waiting))
+	for _, tr := range st.Experiments["exp"].Trials {
+		tr.Attempts = 0
+	}
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero},
+		"t0001": {Exists: true, Phase: providers.PhaseRunning},
+		"t0002": {Exists: false}, // never started: nothing to count
+	}}}
+	Observe(st, obs, t0)
+	tr := st.Experiments["exp"].Trials
+	for id, want := range map[string]int{"t0000": 1, "t0001": 1, "t0002": 0} {
+		if got := tr[id].Attempts; got != want {
+			t.Errorf("%s (%s): attempts %d, want %d", id, tr[id].Status, got, want)
+		}
+	}
+}

@@ -234,6 +234,12 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 	if len(o.Handle) > 0 {
 		t.Handle = map[string]string(o.Handle)
 	}
+	if t.Attempts == 0 {
+		// The platform holds it, so it was started: the CLI was stopped
+		// between the start and saving it (the trial is adopted here, not
+		// by apply's Start), and it ran all the same.
+		t.Attempts = 1
+	}
 	if o.MetricsOffset != nil {
 		t.MetricsOffset = o.MetricsOffset
 	}
