@@ -18,7 +18,7 @@ import (
 // waitFile returns the trimmed content of path once it is not empty.
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(eventWait)
 	for {
 		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != "" {
 			return strings.TrimSpace(string(b))
@@ -131,7 +131,7 @@ func TestHostOutlivesItsLocal(t *testing.T) {
 	if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 {
 		t.Fatalf("after the Local closed: %+v", o)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(eventWait)
 	for alive(sup, 0) {
 		if time.Now().After(deadline) {
 			t.Fatal("the host did not exit once its last trial ended")
@@ -239,7 +239,7 @@ func TestReadDoesNotWaitForALaunch(t *testing.T) {
 		if o.Phase != providers.PhasePending {
 			t.Fatalf("Read during the launch: %+v", o)
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(eventWait):
 		t.Fatalf("Read still waits for the launch lock after %s", time.Since(begin))
 	}
 	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
@@ -277,9 +277,8 @@ func TestStopRightAfterHandoff(t *testing.T) {
 // wrote: it does not even take the trial lock (held here by somebody
 // else, it would wait for it).
 func TestReadOfAHandedOffAttemptTouchesNoFile(t *testing.T) {
-	l := newLocal(t, func(c *Config) {
-		c.Supervisor = []string{"sh", "-c", `sleep 0.7; exec "$0" "$@"`, os.Args[0]}
-	})
+	gate := filepath.Join(t.TempDir(), "gate")
+	l := newLocal(t, func(c *Config) { c.Supervisor = gated(t, gate) })
 	r := req(l, "exp", "t1", `echo 'trialform: {"default": 0.5}'`)
 	r.Handoff = true
 	if _, err := l.Start(context.Background(), r); err != nil {
@@ -289,12 +288,16 @@ func TestReadOfAHandedOffAttemptTouchesNoFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// (A Read that took the lock would wait for it until ctx ends.)
+	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
 	o, err := l.Read(ctx, providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
 	cancel()
 	unlock()
 	if err != nil || o.Phase != providers.PhasePending || !o.Exists || o.Owner.ParamsDigest != providers.ParamsDigest(r.Params) {
 		t.Fatalf("Read of a handed-off attempt the host has not answered: %+v, %v", o, err)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded {
 		t.Fatalf("%+v", o)
@@ -359,7 +362,7 @@ func TestKillRestWaitsOutAnExec(t *testing.T) {
 			}
 			return readEnviron(p)
 		}}
-	h.killRest(dir, 5*time.Second)
+	h.killRest(dir, eventWait)
 	if alive(pid, 0) {
 		t.Errorf("the trial's process (%d) outlived killRest after %d reads of its environment", pid, reads)
 	}

@@ -63,7 +63,7 @@ func TestStopKillsNewSessionWithoutSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid int
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := time.Now().Add(eventWait); ; {
 		if b, err := os.ReadFile(mark); err == nil {
 			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 			break
@@ -81,7 +81,7 @@ func TestStopKillsNewSessionWithoutSupervisor(t *testing.T) {
 	if err := l.Stop(context.Background(), providers.StopRequest{Experiment: "sess", TrialID: "t1", Grace: time.Second, Purge: true}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); alive(pid, 0); {
+	for deadline := time.Now().Add(eventWait); alive(pid, 0); {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("the daemon %d the trial started with setsid outlived Stop", pid)

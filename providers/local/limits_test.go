@@ -23,7 +23,7 @@ func runToEnd(t *testing.T, l *Local, r providers.StartRequest) {
 	for {
 		select {
 		case <-l.Changed():
-		case <-time.After(120 * time.Second):
+		case <-time.After(eventWait):
 			t.Fatalf("trial %s did not end", r.TrialID)
 		}
 		obs, err := l.List(context.Background(), r.Experiment)

@@ -44,6 +44,20 @@ func testConfig(t testing.TB) Config {
 	}
 }
 
+// eventWait bounds a test's wait for an event (a phase, a file, a
+// signal, a process's end): generous, since CI machines reach load
+// average 70 on 2 cores; a passing run never waits it out.
+const eventWait = 3 * time.Minute
+
+// gated is a supervisor command that starts the real one (this test
+// binary) only once the file gate exists: a supervisor that is still
+// starting for as long as the test needs, whatever the load. The gate is
+// opened when the test ends.
+func gated(t testing.TB, gate string) []string {
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o644) })
+	return []string{"sh", "-c", `while [ ! -e "$1" ]; do sleep 0.01; done; shift; exec "$0" "$@"`, os.Args[0], gate}
+}
+
 func newLocal(t testing.TB, mod func(*Config)) *Local {
 	t.Helper()
 	cfg := testConfig(t)
@@ -108,7 +122,7 @@ func req(l *Local, exp, id, shell string) providers.StartRequest {
 
 func waitEnded(t *testing.T, l *Local, exp, id string) providers.Observation {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(eventWait)
 	for {
 		o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: exp, TrialID: id})
 		if err != nil {
@@ -314,7 +328,7 @@ func TestGPUScheduling(t *testing.T) {
 	}
 	cuda := func(id string) string {
 		p := filepath.Join(code, id+".cuda")
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(eventWait)
 		for time.Now().Before(deadline) {
 			if b, err := os.ReadFile(p); err == nil && strings.HasSuffix(string(b), "\n") {
 				return strings.TrimSpace(string(b))
@@ -378,7 +392,7 @@ func TestStopOfTrialWithoutSupervisor(t *testing.T) {
 	sup, _ := strconv.Atoi(h["supervisor_pid"])
 	_ = syscall.Kill(sup, syscall.SIGKILL)
 	o, _ := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(eventWait)
 	for o.Reason == "" && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 		o, _ = l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
@@ -429,7 +443,7 @@ exit 0`
 		off = o.MetricsOffset
 		return o
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(eventWait)
 	for len(vals) == 0 && time.Now().Before(deadline) {
 		read()
 		time.Sleep(10 * time.Millisecond)
@@ -657,7 +671,7 @@ func TestChangedAfterTrialEnds(t *testing.T) {
 	}
 	select {
 	case <-l.Changed():
-	case <-time.After(60 * time.Second):
+	case <-time.After(eventWait):
 		t.Fatal("Changed did not fire after the trial ended")
 	}
 	if o := waitEnded(t, l, "exp", "t1"); o.Phase != providers.PhaseSucceeded {
@@ -736,9 +750,8 @@ func TestRealGPUVisibility(t *testing.T) {
 // Read and Start wait for the supervisor's first status, and the trial
 // runs once.
 func TestSlowSupervisorStartIsNotLost(t *testing.T) {
-	l := newLocal(t, func(c *Config) {
-		c.Supervisor = []string{"sh", "-c", `sleep 0.7; exec "$0" "$@"`, os.Args[0]}
-	})
+	gate := filepath.Join(t.TempDir(), "gate")
+	l := newLocal(t, func(c *Config) { c.Supervisor = gated(t, gate) })
 	runs := filepath.Join(filepath.Dir(l.cfg.Root), "runs.txt")
 	r := req(l, "slow", "t0000", "echo run >> "+runs+"; echo 'trialform: 1'")
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
@@ -747,7 +760,11 @@ func TestSlowSupervisorStartIsNotLost(t *testing.T) {
 	if err == nil {
 		t.Fatal("Start returned before the slow supervisor started the trial")
 	}
-	// The "CLI" gave up (as if killed); the supervisor is still starting.
+	// The "CLI" gave up (as if killed); the supervisor is still starting
+	// (and is let go on: Read waits for its first status).
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "slow", TrialID: "t0000"})
 	if err != nil {
 		t.Fatal(err)

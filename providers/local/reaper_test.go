@@ -25,7 +25,7 @@ func TestDescendantsWalkMatchesScan(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	var walk, scan []int
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(eventWait)
 	for {
 		var ok bool
 		walk, ok = childrenTree(cmd.Process.Pid)

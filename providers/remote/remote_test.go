@@ -134,8 +134,13 @@ func TestUnknownHostKeyRefused(t *testing.T) {
 	}
 }
 
+// eventWait bounds a test's wait for an event (a phase, a file, a
+// process's end) or one call: generous, since CI machines reach load
+// average 70 on 2 cores; a passing run never waits it out.
+const eventWait = 3 * time.Minute
+
 func ctx(t testing.TB) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), eventWait)
 	t.Cleanup(cancel)
 	return c
 }
@@ -148,7 +153,7 @@ func trialReq(exp, id, shell, code string) providers.StartRequest {
 // waitPhase reads until the trial reaches phase p.
 func waitPhase(t *testing.T, r *Remote, exp, id string, p providers.Phase) providers.Observation {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(eventWait)
 	for {
 		o, err := r.Read(ctx(t), providers.ReadRequest{Experiment: exp, TrialID: id})
 		if err == nil && o.Phase == p {
@@ -291,11 +296,14 @@ func TestGPUSlotsAndPythonPath(t *testing.T) {
 		t.Cleanup(func() {
 			r.Stop(context.Background(), providers.StopRequest{Experiment: "gpu", TrialID: id, Grace: time.Second})
 		})
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(eventWait)
 		out := ""
-		for !strings.Contains(out, "\n") && time.Now().Before(deadline) {
-			out = logs(t, r, "gpu", id)
+		for !strings.Contains(out, "\n") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s printed nothing in %s", id, eventWait)
+			}
 			time.Sleep(20 * time.Millisecond)
+			out = logs(t, r, "gpu", id)
 		}
 		cuda, _, _ := strings.Cut(strings.TrimPrefix(out, "cuda="), " ")
 		seen[cuda] = true
@@ -436,10 +444,9 @@ func namedBy(dir string) bool {
 }
 
 // waitSupervisorsGone waits until no process names dir on its command
-// line (up to two minutes: a loaded machine is slow, and what is left
-// then is killed).
+// line (up to eventWait; what is left then is killed).
 func waitSupervisorsGone(dir string) {
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(eventWait)
 	for namedBy(dir) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -449,10 +456,10 @@ func waitSupervisorsGone(dir string) {
 // supervisor of the trial in dir and its children have ended.
 func waitNoProcess(t *testing.T, dir string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(eventWait)
 	for namedBy(dir) {
 		if time.Now().After(deadline) {
-			t.Fatalf("a process naming %s still runs after 2 minutes", dir)
+			t.Fatalf("a process naming %s still runs after %s", dir, eventWait)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
