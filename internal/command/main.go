@@ -137,6 +137,8 @@ type Globals struct {
 	graceful func(graceful bool, msg string)
 	// events, when set (apply -json), receives errors as diagnostics.
 	events *views.Events
+	// uiProviders is the dashboard's shared provider set (ui only).
+	uiProviders *sharedProviders
 }
 
 // hard is the context for calls that must survive the first interrupt.

@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/trialform/trialform/apply"
@@ -52,6 +54,8 @@ func runUI(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("%v", err)
 	}
+	g.uiProviders = &sharedProviders{}
+	defer g.uiProviders.close()
 	srv := ui.New(ui.Options{
 		StateDir: sd, WorkDir: wd, Token: *token, Backend: state.Open(sd),
 		Config: g.loadConfigQuiet,
@@ -106,8 +110,8 @@ func (g *Globals) uiPlan(ctx context.Context, sd string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ps := newProviderSet(cfg, sd)
-	defer ps.Close()
+	ps, release := g.uiProviders.get(cfg, sd)
+	defer release()
 	s := apply.NewSession(cfg, st, newMemStore(m), ps)
 	p, err := s.Plan(ctx, plan.Options{})
 	if err != nil {
@@ -123,8 +127,8 @@ func (g *Globals) uiLogs(ctx context.Context, sd string, e *state.Experiment, t 
 	if c := g.loadConfigQuiet(); c != nil {
 		cfg = c
 	}
-	ps := newProviderSet(cfg, sd)
-	defer ps.Close()
+	ps, release := g.uiProviders.get(cfg, sd)
+	defer release()
 	p, err := ps.Provider(e.Platform)
 	if err != nil {
 		return err
@@ -139,4 +143,69 @@ func (g *Globals) uiLogs(ctx context.Context, sd string, e *state.Experiment, t 
 		err = cerr
 	}
 	return err
+}
+
+// sharedProviders is the dashboard's provider set, shared by its log
+// streams and plans: a remote machine gets one SSH connection however many
+// streams are open (each stream building its own set made one login per
+// stream). It is rebuilt when the platform blocks change; the old set is
+// closed once its last user is done.
+type sharedProviders struct {
+	mu  sync.Mutex
+	key string
+	cur *sharedSet
+}
+
+type sharedSet struct {
+	ps    *providerSet
+	users int
+	stale bool
+}
+
+func (s *sharedProviders) get(cfg *schema.Config, sd string) (*providerSet, func()) {
+	var key strings.Builder
+	if cfg != nil {
+		for _, k := range sortedKeys(cfg.Platforms) {
+			fmt.Fprintf(&key, "%s=%v;", k, cfg.Platforms[k].Attrs)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil || s.key != key.String() {
+		s.retire()
+		s.cur, s.key = &sharedSet{ps: newProviderSet(cfg, sd)}, key.String()
+	} else {
+		s.cur.ps.mu.Lock()
+		s.cur.ps.cfg = cfg
+		s.cur.ps.mu.Unlock()
+	}
+	r := s.cur
+	r.users++
+	return r.ps, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r.users--
+		if r.stale && r.users == 0 {
+			r.ps.Close()
+		}
+	}
+}
+
+// retire closes the current set, or leaves it to its last user; s.mu is
+// held.
+func (s *sharedProviders) retire() {
+	if s.cur == nil {
+		return
+	}
+	s.cur.stale = true
+	if s.cur.users == 0 {
+		s.cur.ps.Close()
+	}
+	s.cur = nil
+}
+
+func (s *sharedProviders) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retire()
 }
