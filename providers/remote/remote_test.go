@@ -331,7 +331,9 @@ func TestUnreachableMachineLostAfterGrace(t *testing.T) {
 	cfg := labConfig(t, l)
 	srv := l.Servers[1]
 	cfg.Machines = cfg.Machines[1:]
-	cfg.LostGrace = time.Second
+	// A long grace for the first run: its Read must see the machine down
+	// within it, however slow a loaded machine makes that Read.
+	cfg.LostGrace = time.Minute
 	cfg.StateDir = t.TempDir()
 	r := newRemote(t, cfg)
 	code := t.TempDir()
@@ -344,12 +346,13 @@ func TestUnreachableMachineLostAfterGrace(t *testing.T) {
 	defer srv.Start()
 	rr := providers.ReadRequest{Experiment: "net", TrialID: "t1", Handle: h}
 	_, err = r.Read(ctx(t), rr)
-	if err == nil || !strings.Contains(err.Error(), "its trials become LOST after lost_grace 1s") {
+	if err == nil || !strings.Contains(err.Error(), "its trials become LOST after lost_grace 1m0s") {
 		t.Fatalf("Read right after the machine went away: %v", err)
 	}
-	// A later CLI run remembers since when (StateDir).
+	// A later CLI run, with a grace of 1s, remembers since when (StateDir).
+	cfg.LostGrace = time.Second
 	r2 := newRemote(t, cfg)
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond) // (at least: past the grace)
 	o, err := r2.Read(ctx(t), rr)
 	if err != nil || o.Phase != providers.PhaseLost || !strings.Contains(o.Reason, "unreachable for") {
 		t.Fatalf("after lost_grace: %+v %v", o, err)
