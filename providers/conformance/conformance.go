@@ -41,7 +41,9 @@ type Options struct {
 	// fails unless it is declared here, and a declared capability the
 	// provider has fails too: nothing is skipped silently.
 	Unimplemented map[string]string
-	// Timeout bounds every wait for a trial to reach a phase (default 60s).
+	// Timeout bounds every wait for a trial to reach a phase (default 3m:
+	// CI machines reach load average 70 on 2 cores; a passing run never
+	// waits it out).
 	Timeout time.Duration
 	// StopGrace is the grace the suite passes to Stop (default 2s).
 	StopGrace time.Duration
@@ -99,7 +101,7 @@ type suite struct {
 // own trial storage) for every call.
 func Run(t *testing.T, newProvider func(t *testing.T) providers.Provider, opts Options) {
 	if opts.Timeout <= 0 {
-		opts.Timeout = 60 * time.Second
+		opts.Timeout = 3 * time.Minute
 	}
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = 2 * time.Second
