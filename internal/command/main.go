@@ -50,10 +50,11 @@ func Main() int {
 	g := &Globals{IO: io, Hard: in.hard, graceful: in.setGraceful}
 	code := run(in.soft, g, os.Args[1:])
 	pprof.StopCPUProfile()
-	if sig := in.received(); sig != nil {
-		// A command a signal stopped exits as the shell reports death by
-		// that signal (130 after Ctrl-C, 143 after SIGTERM), whatever it
-		// returned once it had finished stopping.
+	if sig := in.received(); sig != nil && (g.ran == nil || !g.ran.untilStopped) {
+		// A command a signal cut short exits as the shell reports death
+		// by that signal (130 after Ctrl-C, 143 after SIGTERM), whatever
+		// it returned once it had finished stopping. Those that run
+		// until they are stopped end so normally: they exit 0.
 		return exitCode(sig)
 	}
 	return code
@@ -71,6 +72,9 @@ type command struct {
 	// onInterrupt is what a graceful command prints at the first
 	// interrupt (nothing when empty).
 	onInterrupt string
+	// untilStopped commands run until an interrupt (watch, ui,
+	// tensorboard, logs -f): stopped so, they exit 0, not 128+N.
+	untilStopped bool
 }
 
 // stopApplying is the first interrupt's message of the commands that
@@ -83,16 +87,16 @@ func commands() []command {
 		{name: "fmt", summary: "Rewrite *.hcl files in canonical format", run: runFmt},
 		{name: "plan", summary: "Show what apply would do", run: runPlan},
 		{name: "apply", summary: "Create, resume and tear down trials (-wait: until every experiment is done)", run: runApply, graceful: true, onInterrupt: stopApplying},
-		{name: "watch", summary: "Re-plan on every file change and keep reconciling (-auto-approve: apply too)", run: runWatch, graceful: true, onInterrupt: "Interrupt received: stopping watching (trials keep running; a pass in flight finishes and the state is saved). Interrupt again to cancel the calls in flight."},
+		{name: "watch", summary: "Re-plan on every file change and keep reconciling (-auto-approve: apply too)", run: runWatch, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping watching (trials keep running; a pass in flight finishes and the state is saved). Interrupt again to cancel the calls in flight."},
 		{name: "destroy", summary: "Tear down every trial and remove the experiments from the state", run: runDestroy, graceful: true, onInterrupt: stopApplying},
 		{name: "show", summary: "Show the state or a saved plan", run: runShow},
 		{name: "trials", summary: "Results of experiments' trials: query (-q), sort, formats, curves", run: runTrials},
 		{name: "metrics", summary: "One trial's intermediate results (-o table|csv|json)", run: runMetrics},
 		{name: "export", summary: "Export trials with params, metrics and series (-o json|csv)", run: runExport},
 		{name: "refresh", summary: "Write what the platforms report into the state; start or stop nothing", run: runRefresh, graceful: true, onInterrupt: "Interrupt received: stopping the refresh (calls in flight finish and what they read is saved). Interrupt again to cancel them."},
-		{name: "tensorboard", summary: "Start TensorBoard on the trials' logdirs (-print-logdir: only print it)", run: runTensorBoard, graceful: true, onInterrupt: "Interrupt received: stopping TensorBoard."},
-		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs, graceful: true},
-		{name: "ui", summary: "Serve a live, read-only web dashboard (127.0.0.1:8080)", run: runUI, graceful: true, onInterrupt: "Interrupt received: stopping the dashboard (trials keep running)."},
+		{name: "tensorboard", summary: "Start TensorBoard on the trials' logdirs (-print-logdir: only print it)", run: runTensorBoard, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping TensorBoard."},
+		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs, graceful: true, untilStopped: true},
+		{name: "ui", summary: "Serve a live, read-only web dashboard (127.0.0.1:8080)", run: runUI, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping the dashboard (trials keep running)."},
 		{name: "convert", summary: "Convert an NNI config, a Katib Experiment or a polyaxonfile to HCL", run: runConvert},
 		{name: "import", summary: "Adopt trials the platform runs but the state does not know (orphans)", run: runImport, graceful: true, onInterrupt: stopApplying},
 		{name: "state", summary: "Inspect or edit the state (list, show, rm, mv)", run: runState},
@@ -135,6 +139,8 @@ type Globals struct {
 	// graceful is told whether the command handles the first interrupt,
 	// and what to say when it comes.
 	graceful func(graceful bool, msg string)
+	// ran is the command run() started.
+	ran *command
 	// events, when set (apply -json), receives errors as diagnostics.
 	events *views.Events
 	// uiProviders is the dashboard's shared provider set (ui only).
@@ -186,6 +192,7 @@ func run(ctx context.Context, g *Globals, args []string) int {
 		unknownCommand(io.Err, args[0])
 		return 1
 	}
+	g.ran = c
 	if g.graceful != nil {
 		g.graceful(c.graceful, c.onInterrupt)
 	}
