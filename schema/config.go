@@ -23,6 +23,15 @@ type Config struct {
 	// in source order.
 	Moved []*Moved
 
+	// UnknownVars names the required variables that had no value and were
+	// validated as unknown (LoadOptions.UnknownVariables), sorted.
+	// Experiments, Spaces and Platforms then lack what depends on them;
+	// Declared counts every block.
+	UnknownVars []string
+	// Declared counts the experiment, search_space and platform blocks
+	// (platforms with the implicit local.default).
+	Declared struct{ Experiments, Spaces, Platforms int }
+
 	// sensitiveVals are the sensitive variables' values, as text (see
 	// Secrets).
 	sensitiveVals []string

@@ -24,6 +24,12 @@ type LoadOptions struct {
 	// Platforms is the platform registry (providers/platforms.Registry()):
 	// the kinds platform blocks may name and how each is decoded.
 	Platforms *registry.Registry
+	// UnknownVariables gives each required variable that has no value an
+	// unknown value of its declared type instead of reporting it
+	// (validate: Terraform's checks "regardless of any provided
+	// variables"). What depends on it is checked as far as it can be;
+	// plan and apply leave this unset and require the values.
+	UnknownVariables bool
 }
 
 // EnvPrefix starts the environment variables that set input variables.
@@ -48,6 +54,10 @@ func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
 	}
 	l.load(opts)
+	l.cfg.Declared.Experiments, l.cfg.Declared.Spaces, l.cfg.Declared.Platforms = len(l.expNames), len(l.spaceNames), len(l.platNames)
+	if _, ok := l.platDecls["local.default"]; !ok {
+		l.cfg.Declared.Platforms++ // the implicit local.default
+	}
 	l.scrubDiags()
 	if l.diags.HasErrors() {
 		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
@@ -115,6 +125,8 @@ type loader struct {
 	// incomplete counts values that could not be computed because
 	// something they depend on failed (no diagnostic of their own).
 	incomplete int
+	// unknownVars: required variables without a value are unknown.
+	unknownVars bool
 }
 
 func newLoader(dir string) *loader {
@@ -172,6 +184,7 @@ var rootSchema = &hcl.BodySchema{
 }
 
 func (l *loader) load(opts LoadOptions) {
+	l.unknownVars = opts.UnknownVariables
 	if !l.parseDir() {
 		return
 	}

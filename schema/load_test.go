@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -767,5 +768,65 @@ experiment "e" {
 	if diags.HasErrors() || len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || diags[0].Summary != "on_max_duration without max_duration" ||
 		diags[0].Subject == nil || diags[0].Subject.Start.Line != 8 {
 		t.Errorf("diags = %v", diags)
+	}
+}
+
+// Issue 25, 12: with UnknownVariables (validate) a required variable
+// without a value is unknown instead of an error, as Terraform validates
+// "regardless of any provided variables"; what does not depend on it is
+// still checked (a misspelt argument beside an unknown value, a bad
+// max_trials), and without the option the values are required.
+func TestLoadUnknownVariables(t *testing.T) {
+	dir := filepath.Join("testdata", "unknown_vars")
+	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, UnknownVariables: true})
+	var got []string
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError {
+			got = append(got, fmt.Sprintf("%s:%d %s: %s", d.Subject.Filename, d.Subject.Start.Line, d.Summary, d.Detail))
+		}
+	}
+	want := []string{
+		`main.hcl:13 Unsupported argument: An argument named "prot" is not expected in machine`,
+		`main.hcl:37 Invalid value: max_trials must be at least 1, got 0.`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("errors:\n%s\nwant %d:\n%s", strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("error %d = %s\nwant %s...", i, got[i], want[i])
+		}
+	}
+
+	// Fixed, it validates with every variable unknown.
+	fixed := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(dir, "main.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = []byte(strings.NewReplacer("    prot = 22\n", "", "max_trials   = 0", "max_trials   = 1").Replace(string(src)))
+	if err := os.WriteFile(filepath.Join(fixed, "main.hcl"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := Load(fixed, LoadOptions{Platforms: testPlatforms, UnknownVariables: true})
+	if diags.HasErrors() {
+		t.Fatalf("validate with unknown variables: %v", diags)
+	}
+	if want := []string{"n", "host", "lrs", "tok"}; !slices.Equal(cfg.UnknownVars, want) {
+		t.Errorf("UnknownVars = %q, want %q", cfg.UnknownVars, want)
+	}
+	if d := cfg.Declared; d.Experiments != 2 || d.Spaces != 1 || d.Platforms != 2 {
+		t.Errorf("Declared = %+v, want 2 experiments, 1 space, 2 platforms (local.default)", d)
+	}
+	// plan and apply: each missing value is an error.
+	_, diags = Load(fixed, LoadOptions{Platforms: testPlatforms})
+	n := 0
+	for _, d := range diags {
+		if d.Summary == "No value for required variable" {
+			n++
+		}
+	}
+	if n != 4 {
+		t.Errorf("without UnknownVariables: %d missing-value errors, want 4: %v", n, diags)
 	}
 }

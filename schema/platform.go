@@ -21,7 +21,7 @@ import (
 // only.
 func (l *loader) evalPlatform(b *hcl.Block) {
 	p := &Platform{Kind: b.Labels[0], Name: b.Labels[1], Attrs: map[string]any{}, DeclRange: b.DefRange}
-	before := l.failures()
+	before, beforeErrs, beforeUnknown := l.failures(), l.errorCount(), l.incomplete
 	body := b.Body.(*hclsyntax.Body)
 	l.sensitiveAttrs = sensitiveAttrs(l.platforms.Lookup(p.Kind))
 	ctyAttrs, _ := l.permissive(body)
@@ -35,7 +35,10 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 	}
 	kind := l.platforms.Lookup(p.Kind)
 	var cfg any
-	if kind != nil && kind.Config != nil && l.failures() == before {
+	// Names and the values that are known are checked even when some
+	// value is unknown (validate without a variable's value); decoding
+	// and the kind's own checks need every value.
+	if kind != nil && kind.Config != nil && l.errorCount() == beforeErrs {
 		cfg = kind.Config()
 		s, err := registry.SchemaOf(cfg)
 		if err != nil {
@@ -44,6 +47,9 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 		}
 		w := registry.NewWhere(p.Name, b.DefRange)
 		l.checkBody(body, plain, s, "platform \""+p.Kind+"\"", "a "+p.Kind+" platform", "", w)
+		if l.incomplete > beforeUnknown {
+			return
+		}
 		// Decode what converts (checkBody reported what does not) and
 		// let the kind check the rest, so one run shows every mistake.
 		if err := s.Decode(plain, cfg, ParseDuration); err != nil && l.failures() == before {

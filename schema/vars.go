@@ -138,6 +138,13 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 		switch {
 		case v.bad:
 			// already reported; dependents see an unknown value
+		case !v.hasVal && l.unknownVars:
+			l.cfg.UnknownVars = append(l.cfg.UnknownVars, name)
+			val := cty.UnknownVal(v.typ)
+			if v.sensitive {
+				val = val.Mark(sensitiveMark)
+			}
+			l.varVals[name] = val
 		case !v.hasVal:
 			l.errorf(v.block.DefRange.Ptr(), "No value for required variable",
 				"The variable %q has no default, so it needs a value: use -var '%s=...', a -var-file that sets %s, or the environment variable %s%s.",

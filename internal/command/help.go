@@ -28,7 +28,8 @@ var helps = map[string]helpText{
 		synopsis: "trialform validate [options]",
 		desc: `Checks the configuration in the working directory: syntax, references,
 search spaces, tuner and assessor settings. It reads no state and touches no
-platform. Errors name the file and line; exit 1 when there is one.`,
+platform. Required variables without a value are checked as unknown (plan and
+apply need them). Errors name the file and line; exit 1 when there is one.`,
 		example: "trialform validate\n  trialform -chdir=experiments validate -json",
 	},
 	"fmt": {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 
@@ -27,7 +28,7 @@ func runValidate(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
+	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ, UnknownVariables: true})
 	if *asJSON {
 		enc := json.NewEncoder(g.IO.Out)
 		enc.SetIndent("", "  ")
@@ -44,7 +45,12 @@ func runValidate(ctx context.Context, g *Globals, args []string) int {
 		return 1
 	}
 	fmt.Fprintf(g.IO.Out, "Success! The configuration is valid: %d experiment(s), %d search space(s), %d platform(s).\n",
-		len(cfg.Experiments), len(cfg.Spaces), len(cfg.Platforms))
+		cfg.Declared.Experiments, cfg.Declared.Spaces, cfg.Declared.Platforms)
+	if len(cfg.UnknownVars) > 0 {
+		// As Terraform's validate: checked whatever the values will be.
+		fmt.Fprintf(g.IO.Out, "Checked with %s unknown (no value given): plan and apply need %s.\n",
+			joinVarNames(cfg.UnknownVars), map[bool]string{true: "its value", false: "their values"}[len(cfg.UnknownVars) == 1])
+	}
 	return 0
 }
 
@@ -176,4 +182,16 @@ func writeFormatted(path string, b []byte) error {
 		mode = st.Mode().Perm()
 	}
 	return os.WriteFile(path, b, mode)
+}
+
+// joinVarNames is "var.a, var.b and var.c".
+func joinVarNames(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = "var." + n
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }
