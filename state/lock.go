@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
+	"github.com/trialform/trialform/internal/fsread"
 	"github.com/trialform/trialform/internal/topdir"
 )
 
@@ -258,7 +259,7 @@ func (m *Manager) CurrentLock() (*LockInfo, error) {
 // running unaware: use it only when the holder is gone.
 func (m *Manager) ForceUnlock(id string) error {
 	path := m.lockPath()
-	b, err := os.ReadFile(path)
+	b, err := fsread.ReadFile(path, fsread.MaxConfig)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(b) == 0) {
 		return fmt.Errorf("force-unlock: the state is not locked (no lock information in %s)", path)
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 // LostState describes what a state directory without a state file still
@@ -167,15 +169,5 @@ func orNone(names []string) string {
 
 // readCapped reads a regular file of at most 1 GiB.
 func readCapped(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	if fi.Size() > 1<<30 {
-		return nil, fmt.Errorf("larger than 1 GiB")
-	}
-	return os.ReadFile(path)
+	return fsread.ReadFile(path, 1<<30)
 }

@@ -2,12 +2,12 @@ package state
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/trialform/trialform/internal/fsread"
 )
 
 // refreshedFile records when each experiment was last refreshed from its
@@ -91,12 +91,11 @@ func (m *Manager) RefreshedAt(lineage string) map[string]time.Time {
 
 func (m *Manager) readRefreshed(lineage string) refreshedDoc {
 	fresh := refreshedDoc{Version: refreshedVersion, Lineage: lineage, Experiments: map[string]time.Time{}}
-	b, err := os.ReadFile(filepath.Join(m.dir, refreshedFile))
+	// Never blocks (a FIFO in its place is refused): show, trials and
+	// apply read it.
+	b, err := fsread.ReadFile(filepath.Join(m.dir, refreshedFile), fsread.MaxConfig)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return fresh
-		}
-		return fresh
+		return fresh // missing or unreadable: nothing is known
 	}
 	var doc refreshedDoc
 	if json.Unmarshal(b, &doc) != nil || doc.Version != refreshedVersion || doc.Lineage != lineage || doc.Experiments == nil {

@@ -47,7 +47,7 @@ func Main() int {
 	in := newInterrupts(os.Stderr)
 	defer in.stop()
 	io := IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, IsTTY: isTerminal(os.Stdout), Environ: os.Environ()}
-	g := &Globals{IO: io, Hard: in.hard, graceful: in.setGraceful}
+	g := &Globals{IO: io, Hard: in.hard, graceful: in.setGraceful, cancelFirst: in.setCancelFirst}
 	code := run(in.soft, g, os.Args[1:])
 	pprof.StopCPUProfile()
 	if sig := in.received(); sig != nil && (g.ran == nil || !g.ran.untilStopped) {
@@ -75,6 +75,9 @@ type command struct {
 	// untilStopped commands run until an interrupt (watch, ui,
 	// tensorboard, logs -f): stopped so, they exit 0, not 128+N.
 	untilStopped bool
+	// cancelFirst commands (refresh, which only reads) cancel the calls in
+	// flight at the first interrupt instead of waiting for them.
+	cancelFirst bool
 }
 
 // stopApplying is the first interrupt's message of the commands that
@@ -93,7 +96,7 @@ func commands() []command {
 		{name: "trials", summary: "Results of experiments' trials: query (-q), sort, formats, curves", run: runTrials},
 		{name: "metrics", summary: "One trial's intermediate results (-o table|csv|json)", run: runMetrics},
 		{name: "export", summary: "Export trials with params, metrics and series (-o json|csv)", run: runExport},
-		{name: "refresh", summary: "Write what the platforms report into the state; start or stop nothing", run: runRefresh, graceful: true, onInterrupt: "Interrupt received: stopping the refresh (calls in flight finish and what they read is saved). Interrupt again to cancel them."},
+		{name: "refresh", summary: "Write what the platforms report into the state; start or stop nothing", run: runRefresh, graceful: true, cancelFirst: true, onInterrupt: "Interrupt received: stopping the refresh (the reads in flight are cancelled; what was read is saved). Interrupt again to exit at once."},
 		{name: "tensorboard", summary: "Start TensorBoard on the trials' logdirs (-print-logdir: only print it)", run: runTensorBoard, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping TensorBoard."},
 		{name: "logs", summary: "Show a trial's output (-f to follow)", run: runLogs, graceful: true, untilStopped: true},
 		{name: "ui", summary: "Serve a live, read-only web dashboard (127.0.0.1:8080)", run: runUI, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping the dashboard (trials keep running)."},
@@ -141,6 +144,9 @@ type Globals struct {
 	graceful func(graceful bool, msg string)
 	// ran is the command run() started.
 	ran *command
+	// cancelFirst is told whether the first interrupt cancels the calls in
+	// flight.
+	cancelFirst func(bool)
 	// events, when set (apply -json), receives errors as diagnostics.
 	events *views.Events
 	// uiProviders is the dashboard's shared provider set (ui only).
@@ -195,6 +201,9 @@ func run(ctx context.Context, g *Globals, args []string) int {
 	g.ran = c
 	if g.graceful != nil {
 		g.graceful(c.graceful, c.onInterrupt)
+	}
+	if g.cancelFirst != nil {
+		g.cancelFirst(c.cancelFirst)
 	}
 	return c.run(ctx, g, args[1:])
 }

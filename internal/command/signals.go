@@ -19,6 +19,10 @@ import (
 //   - apply, destroy, watch, import and logs stop gracefully at the first
 //     signal (soft is cancelled): nothing new is launched, platform calls in
 //     flight finish and their results are saved in the state.
+//   - refresh only reads: its first signal cancels the platform calls in
+//     flight at once (as apply's second does) and the command saves what
+//     it read and exits; a call that ignores its cancellation does not
+//     hold it past hardExit.
 //   - The second signal cancels every platform call in flight at once (hard
 //     is cancelled); the command then saves what it knows and exits. If it
 //     has not exited hardExit later, the process ends.
@@ -30,12 +34,14 @@ type interrupts struct {
 
 	mu       sync.Mutex
 	graceful bool
-	msg      string    // the graceful command's first-interrupt message
-	first    os.Signal // the first signal received
-	n        int
-	sigs     chan os.Signal
-	exit     func(code int)
-	hardExit time.Duration
+	msg      string // the graceful command's first-interrupt message
+	// cancelFirst: the first signal cancels the calls in flight (refresh).
+	cancelFirst bool
+	first       os.Signal // the first signal received
+	n           int
+	sigs        chan os.Signal
+	exit        func(code int)
+	hardExit    time.Duration
 }
 
 func newInterrupts(errw io.Writer) *interrupts {
@@ -61,6 +67,24 @@ func (in *interrupts) received() os.Signal {
 	return in.first
 }
 
+func (in *interrupts) setCancelFirst(b bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.cancelFirst = b
+}
+
+// cancelAll cancels every call in flight and ends the process hardExit
+// later if the command has not ended by then.
+func (in *interrupts) cancelAll(sig os.Signal, after string) {
+	in.cancelSoft()
+	in.cancelHard()
+	code := exitCode(sig)
+	time.AfterFunc(in.hardExit, func() {
+		fmt.Fprintf(in.errw, "\nStill running %s after %s: exiting.\n", in.hardExit, after)
+		in.exit(code)
+	})
+}
+
 // exitCode is the shell's status for death by sig (128 + number).
 func exitCode(sig os.Signal) int {
 	if s, ok := sig.(syscall.Signal); ok {
@@ -76,9 +100,14 @@ func (in *interrupts) loop() {
 		if in.first == nil {
 			in.first = sig
 		}
-		n, graceful, msg := in.n, in.graceful, in.msg
+		n, graceful, msg, cancelFirst := in.n, in.graceful, in.msg, in.cancelFirst
 		in.mu.Unlock()
 		switch {
+		case n == 1 && cancelFirst:
+			if msg != "" {
+				fmt.Fprintln(in.errw, "\n"+msg)
+			}
+			in.cancelAll(sig, "the interrupt")
 		case n == 1 && graceful:
 			if msg != "" {
 				fmt.Fprintln(in.errw, "\n"+msg)
@@ -88,13 +117,7 @@ func (in *interrupts) loop() {
 			in.exit(exitCode(sig))
 		case n == 2:
 			fmt.Fprintln(in.errw, "\nSecond interrupt received: cancelling the platform calls in flight. Interrupt again to exit at once (the state may then miss the last changes).")
-			in.cancelSoft()
-			in.cancelHard()
-			code := exitCode(sig)
-			time.AfterFunc(in.hardExit, func() {
-				fmt.Fprintf(in.errw, "\nStill running %s after the second interrupt: exiting.\n", in.hardExit)
-				in.exit(code)
-			})
+			in.cancelAll(sig, "the second interrupt")
 		default:
 			in.exit(exitCode(sig))
 		}

@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"syscall"
+
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // Size limits for what trialform reads from the user.
@@ -44,53 +44,12 @@ func human(n int64) string {
 // NotRegularError says a path names a FIFO, a device, a socket or a
 // directory, which trialform refuses to read (a FIFO would block for ever,
 // /dev/zero never ends).
-type NotRegularError struct {
-	Path string
-	Mode fs.FileMode
-}
-
-func (e *NotRegularError) Error() string {
-	kind := "not a regular file"
-	switch {
-	case e.Mode&fs.ModeNamedPipe != 0:
-		kind = "a named pipe (FIFO)"
-	case e.Mode&fs.ModeCharDevice != 0:
-		kind = "a character device"
-	case e.Mode&fs.ModeDevice != 0:
-		kind = "a device"
-	case e.Mode&fs.ModeSocket != 0:
-		kind = "a socket"
-	case e.Mode.IsDir():
-		kind = "a directory"
-	}
-	return fmt.Sprintf("%s is %s, not a regular file", e.Path, kind)
-}
+type NotRegularError = fsx.NotRegularError
 
 // Open opens path for reading if it is a regular file (following
-// symlinks). Opening never blocks: a FIFO is opened non-blocking and then
-// refused. A missing file gives an error satisfying errors.Is(err,
-// fs.ErrNotExist).
-func Open(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, &NotRegularError{Path: path, Mode: fi.Mode()}
-	}
-	// Back to blocking mode for ordinary reads of a regular file.
-	if err := syscall.SetNonblock(int(f.Fd()), false); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
+// symlinks), with fsx.Open: opening never blocks, a FIFO is refused. A
+// missing file gives an error satisfying errors.Is(err, fs.ErrNotExist).
+func Open(path string) (*os.File, error) { return fsx.Open(path) }
 
 // ReadFile reads a whole regular file of at most limit bytes.
 func ReadFile(path string, limit int64) ([]byte, error) {

@@ -9,10 +9,17 @@
 // The files are blocking descriptors wrapped by os.NewFile: Read, Write,
 // Seek, Stat, Sync and Close work as usual; deadlines do not (nothing here
 // needs them).
+//
+// Every open is also safe against what a trial may leave in a file's
+// place: it never blocks and opens regular files only (see OpenFile).
+// This is the one way trialform opens a file that a trial, a user or
+// another process could have replaced; internal/fsread adds size limits
+// on top for the files a user hands it.
 package fsx
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -24,19 +31,103 @@ import (
 
 // OpenFile is os.OpenFile for a regular file (see the package comment).
 // The descriptor is close-on-exec.
+//
+// Opening never blocks and only a regular file is opened (a directory
+// too, when flag has O_DIRECTORY): the path is opened with O_NONBLOCK, so
+// a FIFO that a trial (or anyone) left in a file's place opens at once
+// instead of waiting for a writer for ever, and anything that fstat does
+// not call a regular file is closed and refused with a *NotRegularError.
+// A regular file's descriptor is then made blocking again, as it was.
 func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	var fd int
 	var err error
 	for {
-		fd, err = syscall.Open(path, flag|syscall.O_CLOEXEC, uint32(perm.Perm()))
+		fd, err = syscall.Open(path, flag|syscall.O_CLOEXEC|syscall.O_NONBLOCK, uint32(perm.Perm()))
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err == syscall.ENXIO && flag&(syscall.O_WRONLY|syscall.O_RDWR) != 0 {
+		// A FIFO opened for writing with no reader.
+		return nil, &NotRegularError{Path: path, Mode: fs.ModeNamedPipe}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st syscall.Stat_t
+	for {
+		err = syscall.Fstat(fd, &st)
 		if err != syscall.EINTR {
 			break
 		}
 	}
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		syscall.Close(fd)
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	kind := st.Mode & syscall.S_IFMT
+	if kind != syscall.S_IFREG && !(kind == syscall.S_IFDIR && flag&syscall.O_DIRECTORY != 0) {
+		syscall.Close(fd)
+		return nil, &NotRegularError{Path: path, Mode: modeOf(st.Mode)}
+	}
+	if flag&syscall.O_NONBLOCK == 0 {
+		// Blocking again, so that os.NewFile leaves the poller alone.
+		if err := syscall.SetNonblock(fd, false); err != nil {
+			syscall.Close(fd)
+			return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+		}
 	}
 	return os.NewFile(uintptr(fd), path), nil
+}
+
+// modeOf gives the fs.FileMode type bits of a stat mode.
+func modeOf(m uint32) fs.FileMode {
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	case syscall.S_IFDIR:
+		return fs.ModeDir
+	case syscall.S_IFLNK:
+		return fs.ModeSymlink
+	}
+	return fs.ModeIrregular
+}
+
+// NotRegularError says a path names a FIFO, a device, a socket or a
+// directory, which trialform refuses to open as a file (a FIFO would block
+// for ever, /dev/zero never ends).
+type NotRegularError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	kind := "not a regular file"
+	switch {
+	case e.Mode&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case e.Mode&fs.ModeCharDevice != 0:
+		kind = "a character device"
+	case e.Mode&fs.ModeDevice != 0:
+		kind = "a device"
+	case e.Mode&fs.ModeSocket != 0:
+		kind = "a socket"
+	case e.Mode.IsDir():
+		kind = "a directory"
+	}
+	return fmt.Sprintf("%s is %s, not a regular file", e.Path, kind)
+}
+
+// IsNotRegular reports whether err says a path is not a regular file.
+func IsNotRegular(err error) bool {
+	var nr *NotRegularError
+	return errors.As(err, &nr)
 }
 
 // Open opens path for reading (see OpenFile).

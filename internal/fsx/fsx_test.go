@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestReadWrite(t *testing.T) {
@@ -74,5 +77,62 @@ func TestCreateTemp(t *testing.T) {
 		if fi, err := os.Stat(name); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("%s: %v %v", name, fi, err)
 		}
+	}
+}
+
+// A FIFO in a file's place (a trial's .nni/metrics, our own state files)
+// is refused at once, for reading and for writing, instead of blocking in
+// open(2) for a writer or a reader that never comes (issue 25, item E).
+func TestOpenRefusesFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "metrics")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, open := range []func() error{
+			func() error { _, err := Open(p); return err },
+			func() error { _, err := ReadFile(p); return err },
+			func() error { _, err := OpenFile(p, os.O_WRONLY|os.O_APPEND, 0); return err },
+			func() error { _, err := OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644); return err },
+			func() error { return WriteFile(p, []byte("x"), 0o644) },
+		} {
+			err := open()
+			var nr *NotRegularError
+			if !errors.As(err, &nr) || nr.Mode&fs.ModeNamedPipe == 0 || !strings.Contains(err.Error(), "named pipe (FIFO)") {
+				t.Errorf("got %v, want a *NotRegularError for a FIFO", err)
+			}
+		}
+		if _, err := Open("/dev/zero"); !IsNotRegular(err) {
+			t.Errorf("/dev/zero: got %v, want a *NotRegularError", err)
+		}
+		if _, err := Open(filepath.Dir(p)); !IsNotRegular(err) {
+			t.Errorf("a directory: got %v, want a *NotRegularError", err)
+		}
+		if f, err := OpenFile(filepath.Dir(p), os.O_RDONLY|syscall.O_DIRECTORY, 0); err != nil {
+			t.Errorf("a directory with O_DIRECTORY: %v", err)
+		} else {
+			f.Close()
+		}
+		// A regular file opens blocking, as before.
+		r := filepath.Join(filepath.Dir(p), "r")
+		if err := WriteFile(r, []byte("ok"), 0o644); err != nil {
+			t.Error(err)
+		}
+		f, err := Open(r)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		if fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0); err != nil || fl&unix.O_NONBLOCK != 0 {
+			t.Errorf("a regular file's flags %#x, %v: want blocking", fl, err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a guard only: the opens above return at once or hang for ever
+		t.Fatal("an open of a FIFO blocked")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/internal/tfevents"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
@@ -564,7 +565,7 @@ func (s *Server) apiScalars(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		for _, path := range files {
-			f, err := os.Open(path)
+			f, err := fsx.Open(path) // never blocks: a trial may put a FIFO there
 			if err != nil {
 				continue
 			}

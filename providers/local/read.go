@@ -388,6 +388,13 @@ func readRecords(path string, off int64, sink *metricSink, seen func(end int64) 
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
+	if fsx.IsNotRegular(err) {
+		// A trial may leave anything in its metric file's place (a FIFO
+		// would block a reader for ever): its records are ignored and
+		// the trial's reason says why.
+		sink.out = append(sink.out, providers.Metric{ParameterID: -1, Garbage: notRegularNote(path, err)})
+		return off, nil
+	}
 	if err != nil {
 		return off, fmt.Errorf("read metrics: %w", err)
 	}
@@ -560,4 +567,18 @@ func (l *Local) List(ctx context.Context, experiment string) ([]providers.Observ
 	l.list.store(experiment, seen)
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
 	return out, nil
+}
+
+// notRegularNote says, for a trial's reason, that its metric file at path
+// is not a regular file and was not read.
+func notRegularNote(path string, err error) string {
+	name := filepath.Base(path)
+	if d := filepath.Base(filepath.Dir(path)); d == nniDir {
+		name = d + "/" + name
+	}
+	var nr *fsx.NotRegularError
+	if errors.As(err, &nr) {
+		err = &fsx.NotRegularError{Path: name, Mode: nr.Mode}
+	}
+	return fmt.Sprintf("%v: its metrics were ignored", err)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -138,9 +139,26 @@ func parseEpoch(s string) *time.Time {
 	return &t
 }
 
+// openRegular opens p over SFTP for reading if it is a regular file, and
+// refuses anything else with a *fsx.NotRegularError: the SFTP server opens
+// a file with a blocking open(2), so a FIFO a trial left in a file's place
+// would block it, and every request of the connection behind it, for
+// ever. (A file swapped between the Stat and the Open can still block the
+// server; SFTP has no way to open a file non-blocking.)
+func openRegular(s *sftp.Client, p string) (*sftp.File, error) {
+	fi, err := s.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fsx.NotRegularError{Path: p, Mode: fi.Mode()}
+	}
+	return s.Open(p)
+}
+
 // readSmall reads a whole small file over SFTP; a missing file is nil, nil.
 func readSmall(s *sftp.Client, p string) ([]byte, error) {
-	f, err := s.Open(p)
+	f, err := openRegular(s, p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
@@ -169,7 +187,7 @@ func readSmall(s *sftp.Client, p string) ([]byte, error) {
 // was replaced: it is read from 0. It returns the data and where it
 // starts.
 func readFrom(s *sftp.Client, p string, off, max int64) ([]byte, int64, error) {
-	f, err := s.Open(p)
+	f, err := openRegular(s, p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, 0, nil
@@ -377,6 +395,15 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 			p += "." + strconv.Itoa(a)
 		}
 		data, at, err := readFrom(tf.s, p, from, maxMetricRead)
+		var nr *fsx.NotRegularError
+		if errors.As(err, &nr) {
+			// Its records are ignored and the trial's reason says why.
+			name := nniMetrics
+			if !current {
+				name += "." + strconv.Itoa(a)
+			}
+			return []providers.Metric{{ParameterID: -1, Garbage: fmt.Sprintf("%v: its metrics were ignored", &fsx.NotRegularError{Path: name, Mode: nr.Mode})}}, from, nil
+		}
 		if err != nil {
 			return nil, 0, tf.m.sftpErr(tf.c, err)
 		}
@@ -523,7 +550,7 @@ func (tt *tickTimes) at(out bool, end int64) time.Time {
 }
 
 func (tt *tickTimes) load() {
-	f, err := tt.s.Open(tt.path)
+	f, err := openRegular(tt.s, tt.path)
 	if err != nil {
 		return
 	}
@@ -579,6 +606,9 @@ func (tt *tickTimes) load() {
 // tick stdout counts as later, as on the local platform.
 func (tf *trialFiles) laterNNIFinal(outEnd int64) (providers.Metric, bool, error) {
 	nni, _, err := readFrom(tf.s, path.Join(tf.dir, nniMetrics), 0, maxMetricRead)
+	if fsx.IsNotRegular(err) {
+		nni, err = nil, nil // ignored; metrics() says why
+	}
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
 	}
@@ -650,6 +680,9 @@ func (tf *trialFiles) regexFinal(re *regexp.Regexp, from int64) (providers.Metri
 		return providers.Metric{}, false, nil
 	}
 	nni, _, err := readFrom(tf.s, path.Join(tf.dir, nniMetrics), 0, maxMetricRead)
+	if fsx.IsNotRegular(err) {
+		nni, err = nil, nil // ignored; metrics() says why
+	}
 	if err != nil {
 		return providers.Metric{}, false, tf.m.sftpErr(tf.c, err)
 	}

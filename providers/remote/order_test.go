@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,34 @@ echo 'trialform: 1'
 				t.Errorf("%s results %d and %d dated %v apart, reported at least 0.4 s apart", name, i-1, i, x.Sub(ts[i-1]))
 			}
 		}
+	}
+}
+
+// A trial that leaves a FIFO where NNI's metric file goes blocks no read
+// over SFTP (the server's open(2) would wait for a writer for ever, and
+// every request of the connection behind it): the FIFO is refused, the
+// trial's other results still arrive, and its metrics report why the file
+// was ignored (issue 25, item E).
+func TestNNIFileFIFOBlocksNothing(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	r := newRemote(t, cfg)
+	shell := `mkdir -p "$NNI_SYS_DIR/.nni" && rm -f "$NNI_SYS_DIR/.nni/metrics" && mkfifo "$NNI_SYS_DIR/.nni/metrics"
+echo 'trialform: 1'
+`
+	if _, err := r.Start(ctx(t), trialReq("fifo", "t", shell, t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	o := waitPhase(t, r, "fifo", "t", providers.PhaseSucceeded)
+	if got := lastFinal(o.Metrics); got != "1" {
+		t.Fatalf("last final result %q, want 1 (stdout); metrics %+v", got, o.Metrics)
+	}
+	said := false
+	for _, m := range o.Metrics {
+		said = said || strings.Contains(m.Garbage, ".nni/metrics is a named pipe (FIFO), not a regular file")
+	}
+	if !said {
+		t.Fatalf("the metrics do not say the FIFO was ignored: %+v", o.Metrics)
 	}
 }

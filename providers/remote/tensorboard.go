@@ -106,7 +106,7 @@ func syncFile(s *sftp.Client, remote, local string, size int64) (int64, error) {
 			return 0, err
 		}
 	}
-	f, err := s.Open(remote)
+	f, err := openRegular(s, remote)
 	if err != nil {
 		return 0, err
 	}

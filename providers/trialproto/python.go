@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // python holds the helpers trials import (stdlib only):
@@ -41,7 +43,8 @@ func InstallPython(libDir string) error {
 		if err != nil {
 			return err
 		}
-		if have, err := os.ReadFile(dst); err == nil && bytes.Equal(have, want) {
+		// fsx: a FIFO left in its place is refused (and replaced), never waited on.
+		if have, err := fsx.ReadFile(dst); err == nil && bytes.Equal(have, want) {
 			return nil
 		}
 		if err := WriteFileAtomic(dst, want, 0o644); err != nil {
