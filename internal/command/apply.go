@@ -515,11 +515,11 @@ func (h *printHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
 	name := a.Experiment + "/" + a.TrialID
 	switch {
 	case err != nil && apply.IsSkipped(err):
-		fmt.Fprintf(h.w, "  %s %s: %s\n", h.c.Dim("."), name, err)
+		fmt.Fprintf(h.w, "  %s %s: %s\n", h.c.Dim("."), name, views.Safe(err.Error()))
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(h.w, "  %s %s: %s cancelled by the interrupt\n", h.c.Red("!"), name, a.Action)
 	case err != nil:
-		fmt.Fprintf(h.w, "  %s %s: %s failed: %v\n", h.c.Red("!"), name, a.Action, err)
+		fmt.Fprintf(h.w, "  %s %s: %s failed: %s\n", h.c.Red("!"), name, a.Action, views.Safe(err.Error()))
 	default:
 		h.counts[a.Action]++
 		switch a.Action {
@@ -528,7 +528,7 @@ func (h *printHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
 		case plan.Resume:
 			fmt.Fprintf(h.w, "  %s %s resumed%s\n", h.c.Yellow("~"), name, on)
 		case plan.Teardown:
-			fmt.Fprintf(h.w, "  %s %s torn down (%s)\n", h.c.Red("-"), name, a.Reason)
+			fmt.Fprintf(h.w, "  %s %s torn down (%s)\n", h.c.Red("-"), name, views.Safe(a.Reason))
 		}
 	}
 }
@@ -541,7 +541,7 @@ func (h *printHooks) Observed(o plan.Observed) {
 		line += " value=" + views.FormatMetric(o.Value)
 	}
 	if o.Reason != "" {
-		line += " (" + o.Reason + ")"
+		line += " (" + views.Safe(o.Reason) + ")"
 	}
 	if o.After == state.Failed {
 		line += fmt.Sprintf("; see `trialform logs %s %s`", o.Experiment, o.TrialID)

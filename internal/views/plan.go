@@ -68,7 +68,7 @@ func FormatParams(ps map[string]any) string {
 	sort.Strings(keys)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, k+"="+FormatValue(ps[k]))
+		parts = append(parts, Safe(k)+"="+FormatValue(ps[k]))
 	}
 	return strings.Join(parts, " ")
 }
@@ -85,7 +85,7 @@ func FormatValue(v any) string {
 		if x == "" || strings.ContainsAny(x, " \t\"'=;") {
 			return fmt.Sprintf("%q", x)
 		}
-		return x
+		return Safe(x)
 	}
 	return space.FormatValue(v)
 }
@@ -108,14 +108,14 @@ func Plan(w io.Writer, p *plan.Plan, c Colors) {
 				line += " (value " + FormatMetric(o.Value) + ")"
 			}
 			if o.Reason != "" {
-				line += " (" + o.Reason + ")"
+				line += " (" + Safe(o.Reason) + ")"
 			}
 			fmt.Fprintln(w, line)
 		}
 		fmt.Fprintln(w)
 	}
 	for _, wn := range p.Warnings {
-		fmt.Fprintln(w, c.Yellow("Warning: ")+wn)
+		fmt.Fprintln(w, c.Yellow("Warning: ")+Safe(wn))
 	}
 	for _, mv := range p.Moves {
 		fmt.Fprintf(w, "  # experiment.%s has moved to experiment.%s (moved block at %s)\n", mv.From, mv.To, mv.Pos)
@@ -132,7 +132,7 @@ func Plan(w io.Writer, p *plan.Plan, c Colors) {
 		for _, ep := range p.Experiments {
 			fmt.Fprintln(w, "  "+StatusLine(ep))
 			for _, n := range ep.Notes {
-				fmt.Fprintln(w, "    "+c.Dim("note: "+n))
+				fmt.Fprintln(w, "    "+c.Dim("note: "+Safe(n)))
 			}
 			drift(w, ep, c, "    ")
 		}
@@ -230,9 +230,9 @@ func StatusLine(ep *plan.ExperimentPlan) string {
 	}
 	switch {
 	case ep.Failed:
-		line += "; failed: " + ep.DoneReason
+		line += "; failed: " + Safe(ep.DoneReason)
 	case ep.Done:
-		line += "; done: " + ep.DoneReason
+		line += "; done: " + Safe(ep.DoneReason)
 	}
 	return line
 }
@@ -318,13 +318,13 @@ func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
 		trial(w, t, c)
 	}
 	for _, n := range ep.Notes {
-		fmt.Fprintf(w, "      %s\n", c.Dim("# "+n))
+		fmt.Fprintf(w, "      %s\n", c.Dim("# "+Safe(n)))
 	}
 	switch {
 	case ep.Failed:
-		fmt.Fprintf(w, "      %s\n", c.Red("# failed: "+ep.DoneReason))
+		fmt.Fprintf(w, "      %s\n", c.Red("# failed: "+Safe(ep.DoneReason)))
 	case ep.Done:
-		fmt.Fprintf(w, "      %s\n", c.Dim("# done: "+ep.DoneReason))
+		fmt.Fprintf(w, "      %s\n", c.Dim("# done: "+Safe(ep.DoneReason)))
 	}
 	drift(w, ep, c, "      ")
 	fmt.Fprintln(w, "    }")
@@ -370,15 +370,15 @@ func trial(w io.Writer, t *plan.TrialAction, c Colors) {
 	case plan.Create:
 		fmt.Fprintf(w, "    %s trial %s  %s\n", c.symbol(t.Action), t.TrialID, FormatParams(t.Params))
 		if t.Recorded || t.RepeatOf > 0 {
-			fmt.Fprintf(w, "        %s\n", c.Dim("# "+t.Reason))
+			fmt.Fprintf(w, "        %s\n", c.Dim("# "+Safe(t.Reason)))
 		}
 		if t.Command != "" {
-			fmt.Fprintf(w, "        %s\n", c.Dim("$ "+t.Command))
+			fmt.Fprintf(w, "        %s\n", c.Dim("$ "+Safe(t.Command)))
 		}
 	case plan.Resume:
-		fmt.Fprintf(w, "    %s trial %s  resume (%s)  %s\n", c.symbol(t.Action), t.TrialID, t.Reason, FormatParams(t.Params))
+		fmt.Fprintf(w, "    %s trial %s  resume (%s)  %s\n", c.symbol(t.Action), t.TrialID, Safe(t.Reason), FormatParams(t.Params))
 	case plan.Teardown:
-		fmt.Fprintf(w, "    %s trial %s  tear down (%s)\n", c.symbol(t.Action), t.TrialID, t.Reason)
+		fmt.Fprintf(w, "    %s trial %s  tear down (%s)\n", c.symbol(t.Action), t.TrialID, Safe(t.Reason))
 	}
 }
 

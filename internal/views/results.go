@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
 
 	"github.com/trialform/trialform/internal/query"
 	"github.com/trialform/trialform/internal/results"
@@ -48,7 +47,7 @@ type ResultsTable struct {
 func DefaultColumns(rows []*results.Row, multi bool) []Column {
 	var cols []Column
 	if multi {
-		cols = append(cols, Column{Header: "EXPERIMENT", Field: "experiment", Cell: func(r *results.Row) string { return clean(r.Experiment) }})
+		cols = append(cols, Column{Header: "EXPERIMENT", Field: "experiment", Cell: func(r *results.Row) string { return Safe(r.Experiment) }})
 	}
 	cols = append(cols,
 		Column{Header: "", Cell: func(r *results.Row) string {
@@ -71,7 +70,7 @@ func DefaultColumns(rows []*results.Row, multi bool) []Column {
 		for o := range objectives {
 			single = o
 		}
-		objHeader = strings.ToUpper(clean(single))
+		objHeader = strings.ToUpper(Safe(single))
 	}
 	cols = append(cols, Column{Header: objHeader, Field: "metric", Cell: func(r *results.Row) string { return FormatMetric(r.Metric) }})
 	for _, m := range results.MetricNames(rows) {
@@ -102,7 +101,7 @@ func DefaultColumns(rows []*results.Row, multi bool) []Column {
 	if progress {
 		cols = append(cols, Column{Header: "INTERMEDIATE", Field: "latest", Cell: progressCell})
 	}
-	return append(cols, Column{Header: "NOTE", Field: "reason", Cell: func(r *results.Row) string { return clean(r.Reason) }})
+	return append(cols, Column{Header: "NOTE", Field: "reason", Cell: func(r *results.Row) string { return Safe(r.Reason) }})
 }
 
 // progressCell is the latest intermediate value and step of a running
@@ -166,9 +165,9 @@ func fieldColumn(name string) Column {
 	header := strings.ToUpper(name)
 	switch {
 	case f.IsParam():
-		header = clean(f.Key)
+		header = Safe(f.Key)
 	case f.IsMetric():
-		header = strings.ToUpper(clean(f.Key))
+		header = strings.ToUpper(Safe(f.Key))
 	case name == "id":
 		header = "TRIAL"
 	}
@@ -183,7 +182,7 @@ func fieldColumn(name string) Column {
 		switch x := v.(type) {
 		case float64:
 			if f.IsParam() {
-				return clean(FormatValue(x))
+				return Safe(FormatValue(x))
 			}
 			return FormatMetric(&x)
 		case time.Duration:
@@ -191,19 +190,8 @@ func fieldColumn(name string) Column {
 		case time.Time:
 			return x.UTC().Format("2006-01-02 15:04:05")
 		}
-		return clean(FormatValue(v))
+		return Safe(FormatValue(v))
 	}}
-}
-
-// clean makes a value safe for a terminal: control characters (escape
-// sequences in a hostile parameter value) are shown quoted.
-func clean(s string) string {
-	for _, r := range s {
-		if unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return fmt.Sprintf("%q", s)
-		}
-	}
-	return s
 }
 
 // FormatDuration renders a duration for people: ms below a second,

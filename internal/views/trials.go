@@ -29,7 +29,7 @@ func BestLines(exps []*state.Experiment) []string {
 		if len(exps) > 1 {
 			prefix = "Best of " + e.Name + ":"
 		}
-		out = append(out, fmt.Sprintf("%s %s %s = %s (%s)", prefix, best, metric, FormatMetric(bt.Value), clean(FormatParams(bt.Params))))
+		out = append(out, fmt.Sprintf("%s %s %s = %s (%s)", prefix, best, metric, FormatMetric(bt.Value), Safe(FormatParams(bt.Params))))
 	}
 	return out
 }
@@ -101,9 +101,9 @@ func ShowState(w io.Writer, st *state.State, c Colors, refreshed map[string]time
 		fmt.Fprintf(w, "  objective: %s %s; max_trials %d, concurrency %d", e.Goal, e.Metric, e.MaxTrials, e.Concurrency)
 		switch {
 		case e.Failed:
-			fmt.Fprintf(w, "; failed: %s", e.DoneReason)
+			fmt.Fprintf(w, "; failed: %s", Safe(e.DoneReason))
 		case e.DoneReason != "":
-			fmt.Fprintf(w, "; done: %s", e.DoneReason)
+			fmt.Fprintf(w, "; done: %s", Safe(e.DoneReason))
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "  budget: %s\n", budgetOf(e))
