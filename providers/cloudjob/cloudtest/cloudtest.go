@@ -16,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"sort"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -109,13 +108,16 @@ func (r *Runner) Release() {
 
 // launch runs with r.mu held.
 func (r *Runner) launch(p *proc) {
-	c := exec.Command("/bin/sh", "-c", p.cmd)
+	// The job runs under its own init (jobinit.go): the test binary.
+	c := exec.Command("/proc/self/exe")
 	c.Dir = p.dir
 	env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME")}
 	for k, v := range p.env {
 		env[k] = v
 	}
 	env[markerVar] = p.marker
+	env[jobInitVar] = p.cmd
+	env[jobInitGrace] = r.grace().String()
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -136,10 +138,10 @@ func (r *Runner) launch(p *proc) {
 	}
 	p.c = c
 	go func() {
+		// The container ends with its main process: its init has killed
+		// everything the job started, in a new session too, before it
+		// exits.
 		err := c.Wait()
-		// The container ends with its main process: nothing it started
-		// survives, not even in a new session.
-		killMarked(p.marker)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		p.st.Ended = time.Now()
@@ -213,42 +215,26 @@ func (r *Runner) Stop(id string) bool {
 		return true
 	case Running:
 		p.stopping = true
-		_ = syscall.Kill(-p.c.Process.Pid, syscall.SIGTERM)
+		// The job's init forwards it to the job's group, SIGKILLs the
+		// group after the grace, then everything the job left behind,
+		// and exits: its end is the event to wait for.
+		_ = syscall.Kill(p.c.Process.Pid, syscall.SIGTERM)
 	}
-	grace := r.Grace
 	r.mu.Unlock()
-	if grace <= 0 {
-		grace = time.Second
-	}
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.c.Process.Pid, syscall.SIGKILL)
-		killMarked(p.marker)
-		<-p.done
-	}
+	<-p.done
 	return true
 }
 
-// markerVar is set in every fake job's environment, so that what a job
-// started in a new session can be found and killed with it.
-const markerVar = "TRIALFORM_FAKE_JOB"
-
-// killMarked SIGKILLs every process whose environment holds marker.
-func killMarked(marker string) {
-	want := []byte(markerVar + "=" + marker + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && bytes.Contains(append([]byte{0}, b...), append([]byte{0}, want...)) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+// grace is Grace, 1s when unset.
+func (r *Runner) grace() time.Duration {
+	if r.Grace <= 0 {
+		return time.Second
 	}
+	return r.Grace
 }
+
+// markerVar is set in every fake job's environment (tests may look for it).
+const markerVar = "TRIALFORM_FAKE_JOB"
 
 // Forget drops the job as if the service lost it (killing it first).
 func (r *Runner) Forget(id string) {
