@@ -24,5 +24,8 @@ func UILogs(ctx context.Context, dir string, environ []string, exp, trial string
 	if e == nil || e.Trials[trial] == nil {
 		return fmt.Errorf("no trial %s/%s in the state", exp, trial)
 	}
+	// As ui does: one provider set for the dashboard, closed when it ends.
+	g.uiProviders = &sharedProviders{}
+	defer g.uiProviders.close()
 	return g.uiLogs(ctx, sd, e, e.Trials[trial], false, w)
 }

@@ -93,6 +93,7 @@ func Run(t *testing.T, setup Setup) {
 	for _, keep := range []float64{0.01, 0.5, 0.99} {
 		t.Run(fmt.Sprintf("TornChange/keep=%g", keep), func(t *testing.T) {
 			st := setup(t)
+			// A fault this backend cannot be put in: not a dependency but a capability.
 			if st.TearLastChange == nil {
 				t.Skip("the backend's changes cannot tear")
 			}
@@ -545,6 +546,7 @@ func splitLines(data []byte) [][]byte {
 }
 
 func testMetricSeriesTorn(t *testing.T, st *Store) {
+	// A fault this backend cannot be put in: not a dependency but a capability.
 	if st.TearMetrics == nil {
 		t.Skip("the backend's appends cannot tear")
 	}
@@ -619,6 +621,7 @@ func testRefreshMarks(t *testing.T, st *Store) {
 }
 
 func testLostState(t *testing.T, st *Store) {
+	// A fault this backend cannot be put in: not a dependency but a capability.
 	if st.LoseState == nil {
 		t.Skip("the backend cannot lose its state apart from the rest")
 	}
@@ -693,6 +696,7 @@ func tornChange(t *testing.T, st *Store, keep float64) {
 }
 
 func testCorruptChange(t *testing.T, st *Store) {
+	// A fault this backend cannot be put in: not a dependency but a capability.
 	if st.CorruptChange == nil {
 		t.Skip("the backend's changes cannot be damaged apart")
 	}
