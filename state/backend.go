@@ -243,3 +243,66 @@ var (
 	_ StateStamper   = (*Manager)(nil)
 	_ MetricsStamper = (*Manager)(nil)
 )
+
+// ExperimentLocker is the optional capability of a backend that several
+// working copies share (pg, kubernetes): a lock on some experiments only,
+// so that two people applying different experiments of one state do not
+// wait for each other, while two applying the same experiment do.
+//
+// LockExperiments(ctx, names, ...) holds each named experiment until
+// Unlock; with names empty it is Lock: the whole state (every experiment,
+// and what belongs to no experiment). A whole-state lock and any
+// experiment lock exclude each other; two experiment locks exclude each
+// other when they share an experiment. Waiting, timeouts and the
+// *LockedError (carrying the holder's LockInfo, with its Experiments) are
+// as for Lock. An experiment lock is all or nothing: it never holds some
+// of the names while waiting for the others.
+//
+// While a holder has only some experiments, Save and Prepare write only
+// what changed in those experiments (compared with what it loaded) and
+// refuse, with an error naming it, a change to any other experiment; the
+// conflict check (ConflictError) is per experiment: an experiment the
+// holder writes must not have been written by someone else since it was
+// loaded. Changes of other holders to other experiments are not
+// conflicts. A backend that cannot lock per experiment simply lacks this
+// capability: callers then lock the whole state (LockScope).
+//
+// CurrentLocks lists every lock held now (the whole-state one, each
+// experiment's), for `show` and the lock errors; nil when none is.
+type ExperimentLocker interface {
+	LockExperiments(ctx context.Context, experiments []string, operation, version string, timeout time.Duration) (*Lock, error)
+	CurrentLocks() ([]LockInfo, error)
+}
+
+// LockScope takes b's lock on experiments (all of them, the whole state,
+// when experiments is empty): an experiment lock where b can
+// (ExperimentLocker), else b's whole-state Lock.
+func LockScope(ctx context.Context, b Locker, experiments []string, operation, version string, timeout time.Duration) (*Lock, error) {
+	if el, ok := b.(ExperimentLocker); ok && len(experiments) > 0 {
+		return el.LockExperiments(ctx, experiments, operation, version, timeout)
+	}
+	return b.Lock(ctx, operation, version, timeout)
+}
+
+// CurrentLocksOf returns every lock held on b: CurrentLocks where b has
+// it, else CurrentLock's one (or none).
+func CurrentLocksOf(b Locker) ([]LockInfo, error) {
+	if el, ok := b.(ExperimentLocker); ok {
+		return el.CurrentLocks()
+	}
+	li, err := b.CurrentLock()
+	if err != nil || li == nil {
+		return nil, err
+	}
+	return []LockInfo{*li}, nil
+}
+
+// ChangeNotifier is the optional capability of a backend that can tell
+// other processes at once that the state or a metric series changed (pg:
+// LISTEN/NOTIFY; kubernetes: a watch). Changes returns a channel that
+// receives a value (coalesced: a full channel is not blocked on) after
+// each change committed by anyone, until ctx is done; watch and the
+// dashboard then reload instead of waiting for their poll interval.
+type ChangeNotifier interface {
+	Changes(ctx context.Context) (<-chan struct{}, error)
+}

@@ -64,7 +64,13 @@ type LockInfo struct {
 	PID       int       `json:"pid"`
 	Version   string    `json:"version"` // trialform version of the holder
 	Created   time.Time `json:"created"`
-	Path      string    `json:"path"` // the state file the lock protects
+	Path      string    `json:"path"` // the state file the lock protects (for people: a path, a table, an object)
+	// Backend is the kind of backend that holds the lock ("local", "pg",
+	// "kubernetes"); "" in lock files of older versions (local).
+	Backend string `json:"backend,omitempty"`
+	// Experiments are the experiments the lock covers (LockExperiments);
+	// empty for a lock on the whole state.
+	Experiments []string `json:"experiments,omitempty"`
 }
 
 // LockedError reports that another holder has the state lock.

@@ -64,6 +64,7 @@ func (m *Manager) Lock(ctx context.Context, operation, version string, timeout t
 		return nil, fmt.Errorf("lock state: %w", err)
 	}
 	info := NewLockInfo(operation, version, m.statePath())
+	info.Backend = LocalBackend
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
