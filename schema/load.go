@@ -90,8 +90,12 @@ type loader struct {
 	platforms   *registry.Registry
 	cfg         *Config
 	diags       hcl.Diagnostics
-	files       []string // config file display names in order
-	bodies      []*hclsyntax.Body
+	// own are diagnostics whose text is trialform's alone and holds no
+	// value: scrubDiags leaves them as they are (masking a word of them
+	// would point at the secret).
+	own    map[*hcl.Diagnostic]bool
+	files  []string // config file display names in order
+	bodies []*hclsyntax.Body
 
 	vars     map[string]*variable
 	varNames []string

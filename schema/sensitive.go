@@ -125,14 +125,19 @@ func (l *loader) checkSensitiveLength(v *variable) {
 	for _, t := range sensitiveTexts(v.value, true) {
 		if n := len([]rune(t)); n < mask.MinLength {
 			rng := v.block.DefRange
-			l.diags = append(l.diags, &hcl.Diagnostic{
+			d := &hcl.Diagnostic{
 				Severity: hcl.DiagWarning,
 				Summary:  "Sensitive value too short to mask safely",
 				Detail: fmt.Sprintf("The value of variable %q (from %s) has %d characters. trialform hides a sensitive value in a trial's output (logs, the dashboard) where it stands as a whole word; "+
 					"a value shorter than %d characters stands for ordinary words and numbers there too, so hiding it hides them and tells a reader which word is the secret. "+
 					"Use a value of at least %d characters, or drop sensitive = true if it is no secret.", v.name, v.valFrom, n, mask.MinLength, mask.MinLength),
 				Subject: &rng,
-			})
+			}
+			if l.own == nil {
+				l.own = map[*hcl.Diagnostic]bool{}
+			}
+			l.own[d] = true
+			l.diags = append(l.diags, d)
 			return
 		}
 	}
@@ -154,6 +159,9 @@ func (l *loader) scrubDiags() {
 		}
 	}
 	for _, d := range l.diags {
+		if l.own[d] {
+			continue
+		}
 		set := mask.New(vals...)
 		all := vals
 		if d.Expression != nil && d.EvalContext != nil {
