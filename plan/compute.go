@@ -362,22 +362,12 @@ func progress(e *state.Experiment, gen int) Progress {
 	for _, t := range e.SortedTrials() {
 		pr.Total++
 		pr.ByStatus[t.Status]++
-		if t.Status == state.Succeeded && t.Value != nil && !math.IsNaN(*t.Value) {
-			if pr.Best == nil || better(e.Goal, *t.Value, *pr.Best) {
-				v := *t.Value
-				pr.Best = &v
-				pr.BestTrial = t.ID
-			}
-		}
+	}
+	if b := e.BestOf(gen); b != nil {
+		v := *b.Value
+		pr.Best, pr.BestTrial = &v, b.ID
 	}
 	return pr
-}
-
-func better(goal string, a, b float64) bool {
-	if goal == string(tuner.Minimize) {
-		return a < b
-	}
-	return a > b
 }
 
 func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64, requests map[string]string) (*ExperimentPlan, error) {

@@ -122,19 +122,13 @@ func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 	return rows
 }
 
-// BestTrial returns the id of the best succeeded trial of e, or "".
+// BestTrial returns the id of the best succeeded trial of e's current
+// generation, or "" (state.Experiment.Best).
 func BestTrial(e *state.Experiment) string {
-	best := ""
-	var bv float64
-	for _, t := range e.SortedTrials() {
-		if t.Status != state.Succeeded || t.Value == nil {
-			continue
-		}
-		if best == "" || (e.Goal == "minimize" && *t.Value < bv) || (e.Goal != "minimize" && *t.Value > bv) {
-			best, bv = t.ID, *t.Value
-		}
+	if b := e.Best(); b != nil {
+		return b.ID
 	}
-	return best
+	return ""
 }
 
 // NeedsSeries reports whether the table needs r's series: a running trial

@@ -753,7 +753,7 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		sort.Slice(done, func(i, j int) bool { return endOrder(done[i], done[j]) })
 		for i, t := range done {
 			v := *t.Value
-			if i > 0 && !better(e.Goal, v, c.Points[i-1][1]) {
+			if i > 0 && !state.Better(e.Goal, v, c.Points[i-1][1]) {
 				v = c.Points[i-1][1]
 			}
 			c.Points = append(c.Points, [2]float64{float64(i + 1), v})

@@ -246,25 +246,8 @@ type RowJSON struct {
 	Best         bool               `json:"best,omitempty"`
 }
 
-func bestOf(e *state.Experiment) *state.Trial {
-	var best *state.Trial
-	for _, t := range e.Trials {
-		if t.Status != state.Succeeded || t.Value == nil {
-			continue
-		}
-		if best == nil || better(e.Goal, *t.Value, *best.Value) || (*t.Value == *best.Value && t.Seq < best.Seq) {
-			best = t
-		}
-	}
-	return best
-}
-
-func better(goal string, a, b float64) bool {
-	if goal == "minimize" {
-		return a < b
-	}
-	return a > b
-}
+// bestOf is the best trial of e's current generation.
+func bestOf(e *state.Experiment) *state.Trial { return e.Best() }
 
 func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) ExperimentJSON {
 	j := ExperimentJSON{

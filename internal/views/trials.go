@@ -25,9 +25,18 @@ func BestLines(exps []*state.Experiment) []string {
 			metric = "default"
 		}
 		bt := e.Trials[best]
-		prefix := "Best:"
+		// Only the current generation's trials compete (state's BestOf):
+		// say which generation that is once there were several.
+		var of []string
 		if len(exps) > 1 {
-			prefix = "Best of " + e.Name + ":"
+			of = append(of, e.Name)
+		}
+		if e.Generation > 1 {
+			of = append(of, fmt.Sprintf("generation %d", e.Generation))
+		}
+		prefix := "Best:"
+		if len(of) > 0 {
+			prefix = "Best of " + strings.Join(of, ", ") + ":"
 		}
 		out = append(out, fmt.Sprintf("%s %s %s = %s (%s)", prefix, best, metric, FormatMetric(bt.Value), Safe(FormatParams(bt.Params))))
 	}
