@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -380,6 +381,11 @@ func (g *Globals) reportFailed(out io.Writer, p *plan.Plan, c views.Colors) bool
 		found = true
 		msg := fmt.Sprintf("experiment %s failed: %s", ep.Name, ep.DoneReason)
 		detail := fmt.Sprintf("`trialform trials %s -q status:failed` lists its failed trials and `trialform logs %s TRIAL` shows why; fix the cause, then raise max_trials (or max_failed_trials) or change the trial to run more", ep.Name, ep.Name)
+		if strings.HasPrefix(ep.DoneReason, "max_duration") {
+			// Its trials were not failed but torn down (CANCELED) at the
+			// deadline, or it ran out of time before one ended.
+			detail = fmt.Sprintf("its max_duration ran out before a trial succeeded; `trialform trials %s -q status:canceled` lists the trials it stopped and `trialform logs %s TRIAL` shows how far they got; raise max_duration, or set on_max_duration = \"finish\" to let running trials finish", ep.Name, ep.Name)
+		}
 		if g.events != nil {
 			g.events.Diagnostic("error", msg, detail)
 			continue
