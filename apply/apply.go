@@ -945,13 +945,13 @@ func (s *Session) purge(ctx context.Context, ep *plan.ExperimentPlan, errs *[]er
 	}
 	pg, ok := prov.(providers.ExperimentPurger)
 	if !ok {
-		return s.purgeTensorBoard(prov, ep, errs)
+		return s.purgeTensorBoard(prov, ep, on, errs)
 	}
 	if err := pg.PurgeExperiment(ctx, on, st.Lineage); err != nil {
 		*errs = append(*errs, fmt.Errorf("destroy %s: remove its objects on %s: %w", ep.Name, ep.Platform, err))
 		return false
 	}
-	return s.purgeTensorBoard(prov, ep, errs)
+	return s.purgeTensorBoard(prov, ep, on, errs)
 }
 
 // tensorBoardRemover is a StateStore that keeps the local TensorBoard
@@ -963,13 +963,14 @@ type tensorBoardRemover interface {
 // purgeTensorBoard removes the copies of the experiment's TensorBoard logs
 // that `trialform tensorboard` made from a platform that syncs them
 // (providers.TensorBoardSyncer); a platform that writes into the tree
-// itself (local) removes its logs in PurgeExperiment.
-func (s *Session) purgeTensorBoard(prov providers.Provider, ep *plan.ExperimentPlan, errs *[]error) bool {
+// itself (local) removes its logs in PurgeExperiment. on is the name the
+// experiment carries on its platform, which the copies are kept under.
+func (s *Session) purgeTensorBoard(prov providers.Provider, ep *plan.ExperimentPlan, on string, errs *[]error) bool {
 	tr, ok := s.Store.(tensorBoardRemover)
 	if _, syncs := prov.(providers.TensorBoardSyncer); !ok || !syncs {
 		return true
 	}
-	if err := tr.RemoveTensorBoard(ep.Name); err != nil {
+	if err := tr.RemoveTensorBoard(on); err != nil {
 		*errs = append(*errs, fmt.Errorf("destroy %s: %w", ep.Name, err))
 		return false
 	}

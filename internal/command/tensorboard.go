@@ -61,8 +61,10 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 	} else {
 		trials = e.SortedTrials()
 	}
+	// The logs are under the name the experiment's trials carry on their
+	// platform, which `state mv` keeps (OnPlatform).
 	root := filepath.Join(sd, "tensorboard")
-	expDir := filepath.Join(root, e.Name)
+	expDir := filepath.Join(root, e.OnPlatform())
 	if err := os.MkdirAll(expDir, 0o755); err != nil {
 		return g.errorf("%v", err)
 	}
@@ -93,7 +95,7 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 				continue
 			}
 			s, err := syncer.SyncTensorBoard(ctx, providers.SyncRequest{
-				Experiment: e.Name, TrialID: t.ID, Handle: providers.Handle(t.Handle), Dest: filepath.Join(expDir, t.ID),
+				Experiment: e.OnPlatform(), TrialID: t.ID, Handle: providers.Handle(t.Handle), Dest: filepath.Join(expDir, t.ID),
 			})
 			if err != nil {
 				if ctx.Err() == nil {
