@@ -78,14 +78,29 @@ func Encodings(secret string) []string {
 
 // TextForms are the forms of a secret a trial or a service that echoes a
 // request prints: itself, JSON-escaped (without the quotes), URL query and
-// path encoded. A Record keeps these (each form costs a hash at every
-// token of a log); a Set in clear masks every Encoding.
+// path encoded (Go's escapers, and Python's urllib.parse.quote, which
+// trial scripts use).
 func TextForms(secret string) []string {
 	var forms []string
 	if b, err := json.Marshal(secret); err == nil {
 		forms = append(forms, string(b[1:len(b)-1]))
 	}
-	return addForms([]string{secret}, append(forms, url.QueryEscape(secret), url.PathEscape(secret))...)
+	return addForms([]string{secret}, append(forms, url.QueryEscape(secret), url.PathEscape(secret), pythonQuote(secret))...)
+}
+
+// pythonQuote is Python's urllib.parse.quote with its default safe="/":
+// every byte but letters, digits, "_.-~" and "/" as %XX (upper case).
+func pythonQuote(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '/' || c == '_' || c == '.' || c == '-' || c == '~' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
 }
 
 func addForms(out []string, forms ...string) []string {
@@ -203,8 +218,8 @@ func (s *Set) sum(p []byte) uint32 {
 	return binary.BigEndian.Uint32(h[:4])
 }
 
-// With returns rec with the hashes of secrets (their pieces and
-// encodings) added, under rec's salt (a new random one when it has none):
+// With returns rec with the hashes of secrets (the pieces of each of
+// their Encodings: text forms and base64) added, under rec's salt (a new random one when it has none):
 // what an apply keeps in the state. Hashes already there stay, so output
 // of a trial that ran with a rotated secret stays masked; the result is
 // sorted, so recording the same secrets twice changes nothing.
@@ -230,7 +245,7 @@ func (rec Record) With(secrets ...string) (Record, error) {
 		}
 	}
 	for _, sec := range secrets {
-		for _, e := range TextForms(sec) {
+		for _, e := range Encodings(sec) {
 			for _, p := range Pieces(e) {
 				h := fmt.Sprintf("%d:%08x", len(p), s.sum([]byte(p)))
 				if !have[h] {

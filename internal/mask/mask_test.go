@@ -2,6 +2,7 @@ package mask
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/url"
@@ -136,5 +137,30 @@ func BenchmarkMaskLog(b *testing.B) {
 	b.SetBytes(int64(len(line)))
 	for i := 0; i < b.N; i++ {
 		s.Bytes(line)
+	}
+}
+
+// TestRecordMasksEncodedForms: what an apply records masks the forms a
+// trial prints a secret in besides its text: base64 (a basic-auth header
+// it logs, a token it encodes) and Python's urllib.parse.quote (which,
+// unlike Go's escapers, keeps '/' and escapes '+' and '~' differently).
+func TestRecordMasksEncodedForms(t *testing.T) {
+	const secret = "pa ss/w+rd~42!"
+	rec, err := Record{}.With(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Set{}
+	if err := s.Hashed(rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"auth: " + base64.StdEncoding.EncodeToString([]byte(secret)) + " sent",
+		"auth: " + base64.RawURLEncoding.EncodeToString([]byte(secret)) + " sent",
+		"url: https://h/?p=pa%20ss/w%2Brd~42%21 sent",
+	} {
+		if got := s.String(line); strings.Contains(got, "sent") && !strings.Contains(got, Text) {
+			t.Errorf("%q was not masked: %q", line, got)
+		}
 	}
 }
