@@ -17,6 +17,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/trialform/trialform/internal/command"
+	"github.com/trialform/trialform/internal/procfs"
 	"github.com/trialform/trialform/state"
 )
 
@@ -329,23 +330,11 @@ func cmdProcsAlive(ts *testscript.TestScript, neg bool, args []string) {
 // groupMembers lists the processes of process group pgid that are not
 // zombies.
 func groupMembers(pgid string) []string {
-	ents, _ := os.ReadDir("/proc")
+	all, _ := procfs.All()
 	var out []string
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:])) // state ppid pgrp ...
-		if len(f) > 2 && f[0] != "Z" && f[2] == pgid {
-			out = append(out, e.Name())
+	for _, st := range all {
+		if !st.Gone() && strconv.Itoa(st.PGID) == pgid {
+			out = append(out, strconv.Itoa(st.PID))
 		}
 	}
 	return out
@@ -353,15 +342,12 @@ func groupMembers(pgid string) []string {
 
 // alive reports whether process pid exists and is not a zombie.
 func alive(pid string) bool {
-	if pid == "" {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	n, err := strconv.Atoi(pid)
 	if err != nil {
 		return false
 	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+	st, err := procfs.Read(n)
+	return err == nil && !st.Gone()
 }
 
 // jsonfield FILE PATH WANT: a dotted path into a JSON document.

@@ -9,12 +9,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/trialform/trialform/internal/fsx"
+	"github.com/trialform/trialform/internal/procfs"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -267,29 +267,10 @@ func openStatusLog(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// procInfo reads a process's state letter and start time (clock ticks since
-// boot) from /proc/PID/stat.
+// procInfo returns pid's state and start time (internal/procfs).
 func procInfo(pid int) (state byte, start uint64, err error) {
-	b, err := fsx.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name may hold spaces and parentheses: fields start
-	// after the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); starttime is field 22.
-	if len(f) < 20 {
-		return 0, 0, fmt.Errorf("malformed /proc/%d/stat", pid)
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("malformed /proc/%d/stat: %w", pid, err)
-	}
-	return f[0][0], start, nil
+	st, err := procfs.Read(pid)
+	return st.State, st.Start, err
 }
 
 // procStartTime returns the start time of pid, 0 if unknown.

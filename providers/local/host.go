@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/internal/fsx"
+	"github.com/trialform/trialform/internal/procfs"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -403,4 +404,4 @@ func directChildren(pid int) []int {
 
 // scanChildren lists pid's children (zombies included) from every
 // process's stat.
-func scanChildren(pid int) []int { return childrenByParent(true)[pid] }
+func scanChildren(pid int) []int { return procfs.ChildrenByParent(true)[pid] }

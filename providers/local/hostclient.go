@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/trialform/trialform/internal/fsx"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // hostLogName is the supervisor hosts' own log in the trial root (their

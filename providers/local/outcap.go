@@ -3,10 +3,11 @@ package local
 import (
 	"errors"
 	"fmt"
-	"github.com/trialform/trialform/internal/fsx"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/trialform/trialform/internal/fsx"
 
 	"golang.org/x/sys/unix"
 )

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trialform/trialform/internal/fsx"
+	"github.com/trialform/trialform/internal/procfs"
 	"github.com/trialform/trialform/providers/trialproto"
 )
 
@@ -77,54 +78,7 @@ func childrenTree(root int) (out []int, ok bool) {
 }
 
 // scanDescendants is descendants from a scan of every process's stat.
-func scanDescendants(root int) []int {
-	children := childrenByParent(false)
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// childrenByParent maps each process's parent to it, from a scan of
-// every process's /proc/PID/stat; zombies only when asked.
-func childrenByParent(zombies bool) map[int][]int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := fsx.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 || f[0] == "X" || (f[0] == "Z" && !zombies) {
-			continue
-		}
-		ppid, err := strconv.Atoi(f[1])
-		if err != nil {
-			continue
-		}
-		children[ppid] = append(children[ppid], pid)
-	}
-	return children
-}
+func scanDescendants(root int) []int { return procfs.Descendants(root, false) }
 
 // signalDescendants sends sig to every live descendant of this process.
 func signalDescendants(sig syscall.Signal) int {

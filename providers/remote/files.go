@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/trialform/trialform/internal/fsx"
+	"github.com/trialform/trialform/internal/procfs"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -265,18 +266,11 @@ func procStart(s *sftp.Client, pid int) string {
 	if err != nil || b == nil {
 		return ""
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
+	st, err := procfs.Parse(pid, b)
+	if err != nil || st.Gone() {
 		return ""
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return ""
-	}
-	if f[0] == "Z" || f[0] == "X" {
-		return ""
-	}
-	return f[19]
+	return strconv.FormatUint(st.Start, 10)
 }
 
 // observe classifies the current attempt.

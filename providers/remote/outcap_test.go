@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/trialform/trialform/internal/procfs"
 	"github.com/trialform/trialform/providers"
 	"golang.org/x/sys/unix"
 )
@@ -210,8 +210,7 @@ func childrenNaming(ppid int, dir string) []int {
 		if err1 != nil || err2 != nil || !strings.Contains(string(cmd), dir) {
 			continue
 		}
-		f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(ppid) {
+		if s, err := procfs.Parse(pid, st); err == nil && s.PPID == ppid {
 			pids = append(pids, pid)
 		}
 	}

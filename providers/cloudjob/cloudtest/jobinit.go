@@ -1,16 +1,14 @@
 package cloudtest
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/trialform/trialform/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -116,9 +114,9 @@ wait:
 // killDescendants SIGKILLs the init's children, and reaps them, until it
 // has none: their own children are reparented to it as they die.
 func killDescendants() {
-	self := strconv.Itoa(os.Getpid())
+	self := os.Getpid()
 	for {
-		for _, pid := range children(self) {
+		for _, pid := range procfs.ChildrenByParent(true)[self] {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		var ws syscall.WaitStatus
@@ -126,31 +124,4 @@ func killDescendants() {
 			return
 		}
 	}
-}
-
-// children lists the live processes whose parent is pid (a scan of
-// /proc/*/stat: the children files need CONFIG_PROC_CHILDREN).
-func children(pid string) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 2 && f[1] == pid {
-			out = append(out, n)
-		}
-	}
-	return out
 }

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trialform/trialform/internal/procfs"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -252,41 +253,7 @@ func (s *Server) Stop() {
 }
 
 // descendants lists the processes below root in the process tree.
-func descendants(root int) []int {
-	children := map[int][]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 {
-			if pp, err := strconv.Atoi(f[1]); err == nil {
-				children[pp] = append(children[pp], pid)
-			}
-		}
-	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
+func descendants(root int) []int { return procfs.Descendants(root, true) }
 
 func writeKey(path string) (ssh.PublicKey, error) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
