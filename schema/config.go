@@ -22,6 +22,9 @@ type Config struct {
 	// Moved holds the moved blocks, resolved (From is not declared, To is),
 	// in source order.
 	Moved []*Moved
+	// Backend is the backend block; nil when there is none (the local
+	// backend, as before there were others).
+	Backend *Backend
 
 	// UnknownVars names the required variables that had no value and were
 	// validated as unknown (LoadOptions.UnknownVariables), sorted.

@@ -30,6 +30,9 @@ type LoadOptions struct {
 	// variables"). What depends on it is checked as far as it can be;
 	// plan and apply leave this unset and require the values.
 	UnknownVariables bool
+	// Backends are the state backend kinds a backend block may name
+	// (state/backends, converted); nil: only "local".
+	Backends []BackendKind
 }
 
 // EnvPrefix starts the environment variables that set input variables.
@@ -49,6 +52,7 @@ const EnvPrefix = "TRIALFORM_VAR_"
 func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	l := newLoader(dir)
 	l.platforms = opts.Platforms
+	l.backends = opts.Backends
 	if l.platforms == nil {
 		l.errorf(nil, "No platform registry", "schema.Load needs LoadOptions.Platforms (providers/platforms.Registry()); this is a bug in the caller.")
 		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
@@ -88,6 +92,12 @@ type loader struct {
 	tunerParams []string // params the experiment's tuner adds, usable in templates
 	dir         string   // as given, for messages
 	platforms   *registry.Registry
+	backends    []BackendKind
+	// backendDecl is the backend block (nil: none); backendBad when its
+	// kind is unknown (reported). backendOnly: LoadBackend.
+	backendDecl *hcl.Block
+	backendBad  bool
+	backendOnly bool
 	cfg         *Config
 	diags       hcl.Diagnostics
 	// own are diagnostics whose text is trialform's alone and holds no
@@ -184,6 +194,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "search_space", LabelNames: []string{"name"}},
 		{Type: "experiment", LabelNames: []string{"name"}},
 		{Type: "moved"},
+		{Type: "backend", LabelNames: []string{"kind"}},
 	},
 }
 
@@ -208,6 +219,7 @@ func (l *loader) load(opts LoadOptions) {
 	}
 	l.decodeMoved(moved)
 	l.decodeVariables(opts)
+	l.decodeBackend()
 	if _, ok := l.platDecls["local.default"]; !ok {
 		first := hcl.Range{Filename: l.files[0], Start: hcl.InitialPos, End: hcl.InitialPos}
 		p := &Platform{Kind: "local", Name: "default", Attrs: map[string]any{}, DeclRange: first}
@@ -221,18 +233,11 @@ func (l *loader) load(opts LoadOptions) {
 // parseDir reads and parses the *.hcl files; false when nothing more can
 // be done (no files, or syntax errors).
 func (l *loader) parseDir() bool {
-	entries, err := os.ReadDir(l.cfg.Dir)
+	names, err := readHCLNames(l.cfg.Dir)
 	if err != nil {
 		l.errorf(nil, "Cannot read configuration directory", "Reading %s: %s.", l.dir, err)
 		return false
 	}
-	var names []string
-	for _, e := range entries {
-		if !e.IsDir() && strings.HasSuffix(e.Name(), ".hcl") {
-			names = append(names, e.Name())
-		}
-	}
-	sort.Strings(names)
 	if len(names) == 0 {
 		l.errorf(nil, "No configuration files", "The directory %s has no *.hcl files. Write the experiments in a file such as main.hcl.", l.dir)
 		return false
@@ -259,6 +264,22 @@ func (l *loader) parseDir() bool {
 	return ok
 }
 
+// readHCLNames lists the *.hcl files of dir, sorted.
+func readHCLNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".hcl") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
 // declare records one top-level block, rejecting duplicates and unknown
 // platform kinds.
 func (l *loader) declare(b *hcl.Block) {
@@ -268,6 +289,8 @@ func (l *loader) declare(b *hcl.Block) {
 			kind, name, posString(first.DefRange))
 	}
 	switch b.Type {
+	case "backend":
+		l.declareBackend(b)
 	case "variable":
 		name := b.Labels[0]
 		if prev, ok := l.vars[name]; ok {

@@ -71,6 +71,9 @@ func (c *Config) Secrets() []string {
 	for _, p := range c.Platforms {
 		out = append(out, p.Secrets...)
 	}
+	if c.Backend != nil {
+		out = append(out, c.Backend.Secrets...)
+	}
 	return out
 }
 
