@@ -4,30 +4,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/trialform/trialform/internal/didyoumean"
 )
-
-// suggest returns the candidate closest to given by edit distance, or ""
-// when none is close: within 2 edits, or a fifth of the name's length for
-// long names (max_failed_trail is 3 edits from max_failed_trials).
-func suggest(given string, candidates []string) string {
-	limit := max(2, len([]rune(given))/5)
-	best, bestD := "", limit+1
-	for _, c := range candidates {
-		if d := levenshtein.Distance(given, c, nil); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func didYouMean(given string, candidates []string, format string) string {
-	if s := suggest(given, candidates); s != "" {
-		return " Did you mean " + fmt.Sprintf(format, s) + "?"
-	}
-	return ""
-}
 
 // bodyContent is body.Content(s) whose "Unsupported argument" and
 // "Unsupported block type" diagnostics name the closest valid name, as
@@ -52,7 +32,7 @@ func bodyContent(body hcl.Body, s *hcl.BodySchema) (*hcl.BodyContent, hcl.Diagno
 				continue
 			}
 			cands, format = attrs, "%q"
-			if suggest(name, cands) == "" {
+			if didyoumean.Suggest(name, cands) == "" {
 				// An argument written where a block is meant.
 				cands, format = blocks, "a block of type %q"
 			}
@@ -67,7 +47,7 @@ func bodyContent(body hcl.Body, s *hcl.BodySchema) (*hcl.BodyContent, hcl.Diagno
 		if strings.Contains(d.Detail, "Did you mean") {
 			continue
 		}
-		d.Detail += didYouMean(name, cands, format)
+		d.Detail += didyoumean.Sentence(name, cands, format)
 	}
 	return c, diags
 }

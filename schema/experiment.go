@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/tuner"
 	"github.com/trialform/trialform/tuner/space"
 	"github.com/zclconf/go-cty/cty"
@@ -194,7 +195,7 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		names := tuner.Names()
 		hint := nniTunerHint(e.Tuner.Name)
 		if hint == "" {
-			hint = didYouMean(e.Tuner.Name, names, "%q")
+			hint = didyoumean.Sentence(e.Tuner.Name, names, "%q")
 		}
 		l.errorf(e.Tuner.Range.Ptr(), "Unknown tuner", "Unknown tuner %q; known: %s.%s", e.Tuner.Name, joinNames(names), hint)
 	} else if l.failures() == before && e.SearchSpace != nil {
@@ -214,7 +215,7 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 			names := tuner.AssessorNames()
 			hint := nniAssessorHint(e.Assessor.Name)
 			if hint == "" {
-				hint = didYouMean(e.Assessor.Name, names, "%q")
+				hint = didyoumean.Sentence(e.Assessor.Name, names, "%q")
 			}
 			l.errorf(e.Assessor.Range.Ptr(), "Unknown assessor", "Unknown assessor %q; known: %s.%s", e.Assessor.Name, joinNames(names), hint)
 		} else if _, err := tuner.NewAssessor(e.Assessor.Name, e.Assessor.Settings); err != nil {
@@ -325,7 +326,7 @@ func (l *loader) decodeObjective(blk *hcl.Block, o *Objective) {
 			default:
 				l.errorf(a.Expr.Range().Ptr(), "Invalid strategy",
 					"strategy must be \"final\" (the trial's final result, the default), \"min\", \"max\" or \"latest\" (the least, greatest or last value of the metric the trial reported, intermediate results included, as Katib's metricStrategies), got %q.%s",
-					s, didYouMean(s, []string{StrategyFinal, StrategyMin, StrategyMax, StrategyLatest}, "%q"))
+					s, didyoumean.Sentence(s, []string{StrategyFinal, StrategyMin, StrategyMax, StrategyLatest}, "%q"))
 			}
 		}
 	}
@@ -526,7 +527,7 @@ func (l *loader) template(expr hclsyntax.Expression, ss *SearchSpace) (*Template
 					names = append(names, p.Name)
 				}
 				l.errorf(&rng, "Undefined param",
-					"undefined param %q; the search space %q has: %s.%s", name, ss.Name, joinNames(names), didYouMean(name, names, "param.%s"))
+					"undefined param %q; the search space %q has: %s.%s", name, ss.Name, joinNames(names), didyoumean.Sentence(name, names, "param.%s"))
 				ok = false
 				continue
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/internal/fsread"
 	"github.com/trialform/trialform/providers/registry"
 )
@@ -321,7 +322,7 @@ func (l *loader) declare(b *hcl.Block) {
 			known := l.platforms.Names()
 			l.errorf(&b.LabelRanges[0], "Unknown platform kind",
 				"Unknown platform kind %q; known kinds: %s.%s", kind, strings.Join(known, ", "),
-				didYouMean(kind, known, "%q"))
+				didyoumean.Sentence(kind, known, "%q"))
 			return
 		}
 		l.warnNotYet(b)

@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/trialform/trialform/internal/didyoumean"
 )
 
 // Moved is a moved block: the experiment recorded in the state as From is
@@ -90,7 +92,7 @@ func (l *loader) decodeMoved(blocks []*hcl.Block) {
 		if _, ok := l.expDecls[cur]; !ok {
 			l.errorf(e.blk.DefRange.Ptr(), "Moved to an undeclared experiment",
 				"experiment.%s is moved to experiment.%s, which is not declared in the configuration.%s Declare experiment %q (the renamed block), or fix the moved block.",
-				from, cur, didYouMean(cur, l.expNames, "experiment.%s"), cur)
+				from, cur, didyoumean.Sentence(cur, l.expNames, "experiment.%s"), cur)
 			continue
 		}
 		if other, dup := targets[cur]; dup && !onChain(edges, other, from) && !onChain(edges, from, other) {

@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/providers/registry"
 )
 
@@ -93,7 +94,7 @@ func (l *loader) checkBody(body *hclsyntax.Body, vals map[string]cty.Value, s *r
 				continue
 			}
 			l.errorf(&r, "Unsupported block type", "Blocks of type %q are not expected in %s; it takes %s.%s",
-				blk.Type, where, joinQuoted(s.BlockNames()), didYouMean(blk.Type, s.BlockNames(), "%q"))
+				blk.Type, where, joinQuoted(s.BlockNames()), didyoumean.Sentence(blk.Type, s.BlockNames(), "%q"))
 			continue
 		}
 		i := index[blk.Type]
@@ -150,7 +151,7 @@ func (l *loader) checkAttrs(body *hclsyntax.Body, vals map[string]cty.Value, s *
 		r := a.NameRange
 		at := s.AttrNamed(a.Name)
 		if at == nil {
-			hint := didYouMean(a.Name, append(append([]string{}, names...), s.BlockNames()...), "%q")
+			hint := didyoumean.Sentence(a.Name, append(append([]string{}, names...), s.BlockNames()...), "%q")
 			l.errorf(&r, "Unsupported argument", "An argument named %q is not expected in %s; it takes %s.%s", a.Name, where, joinQuoted(names), hint)
 			continue
 		}

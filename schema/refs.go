@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/trialform/trialform/internal/didyoumean"
 )
 
 // node is one thing that is evaluated as a whole: a local value, a
@@ -225,7 +227,7 @@ func (l *loader) checkRef(n *node, tr hcl.Traversal) {
 				"experiment":   fmt.Sprintf("Declare it with an experiment %q block.", name),
 			}[root]
 			l.badRef(tr, "Reference to undeclared "+what,
-				"No %s named %q is declared.%s %s", what, name, didYouMean(name, names, root+".%s"), decl)
+				"No %s named %q is declared.%s %s", what, name, didyoumean.Sentence(name, names, root+".%s"), decl)
 			return
 		}
 		if root != "var" {
@@ -277,7 +279,7 @@ func (l *loader) checkRef(n *node, tr hcl.Traversal) {
 		if !seen[key] {
 			l.badRef(tr, "Reference to undeclared platform",
 				"No platform %q %q is declared.%s Declared platforms: %s.", kind, name,
-				didYouMean(key, all, "platform.%s"), "platform."+strings.Join(all, ", platform."))
+				didyoumean.Sentence(key, all, "platform.%s"), "platform."+strings.Join(all, ", platform."))
 			return
 		}
 		addDep("platform." + key)

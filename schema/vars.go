@@ -10,6 +10,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/internal/fsread"
 )
 
@@ -124,7 +125,7 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 		if !declared {
 			l.errorf(nil, "Value for undeclared variable",
 				"A variable named %q was given with -var, but the configuration does not declare it.%s Declare it with a variable %q {} block, or remove the option.",
-				name, didYouMean(name, l.varNames, "%q"), name)
+				name, didyoumean.Sentence(name, l.varNames, "%q"), name)
 			continue
 		}
 		if v.bad {
@@ -224,7 +225,7 @@ func (l *loader) readVarFile(path string) {
 		if !declared {
 			l.errorf(a.NameRange.Ptr(), "Value for undeclared variable",
 				"The variable file sets %q, but the configuration does not declare a variable of that name.%s",
-				a.Name, didYouMean(a.Name, l.varNames, "%q"))
+				a.Name, didyoumean.Sentence(a.Name, l.varNames, "%q"))
 			continue
 		}
 		val, diags := a.Expr.Value(nil)

@@ -89,3 +89,19 @@ func TestStateWithoutSubcommand(t *testing.T) {
 		t.Fatalf("state mvv: exit %d, stderr %q", code, errs)
 	}
 }
+
+// A misspelt command is a usage error like an unknown flag: the same exit
+// code (1), and the closest command in HCL's words ("Did you mean").
+func TestMisspeltCommandIsAUsageError(t *testing.T) {
+	flagCode, _, _ := runCaptured("plan", "-bogus")
+	for _, args := range [][]string{{"aply"}, {"help", "aply"}} {
+		code, out, errs := runCaptured(args...)
+		if code != flagCode || out != "" || !strings.Contains(errs, `Error: unknown command "aply". Did you mean "apply"?`) {
+			t.Errorf("%q: exit %d (an unknown flag: %d), stdout %q, stderr %q", args, code, flagCode, out, errs)
+		}
+	}
+	code, _, errs := runCaptured("state", "mvv")
+	if code != flagCode || !strings.Contains(errs, `unknown state subcommand "mvv". Did you mean "mv"?`) {
+		t.Errorf("state mvv: exit %d, stderr %q", code, errs)
+	}
+}

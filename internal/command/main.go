@@ -15,7 +15,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agext/levenshtein"
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/providers/local"
 )
@@ -209,8 +209,9 @@ func run(ctx context.Context, g *Globals, args []string) int {
 }
 
 // unknownCommand says that name is no command, naming the closest one
-// ("unknown command "aply"; did you mean "apply"?") instead of printing
-// the whole usage; the usage comes only when no command is close.
+// (`unknown command "aply". Did you mean "apply"?`, as Terraform says it)
+// instead of printing the whole usage; the usage comes only when no
+// command is close. Like every usage error it exits 1.
 func unknownCommand(w io.Writer, name string) {
 	var names []string
 	for _, c := range commands() {
@@ -218,24 +219,12 @@ func unknownCommand(w io.Writer, name string) {
 			names = append(names, c.name)
 		}
 	}
-	if s := closest(name, names); s != "" {
-		fmt.Fprintf(w, "Error: unknown command %q; did you mean %q?\n\nRun `trialform -help` for the list of commands.\n", name, s)
+	if hint := didyoumean.Sentence(name, names, "%q"); hint != "" {
+		fmt.Fprintf(w, "Error: unknown command %q.%s\n\nRun `trialform -help` for the list of commands.\n", name, hint)
 		return
 	}
 	fmt.Fprintf(w, "Error: unknown command %q\n\n", name)
 	usage(w)
-}
-
-// closest is the candidate nearest to given by edit distance, or "" when
-// none is within 2 edits (or a fifth of a long name).
-func closest(given string, candidates []string) string {
-	best, bestD := "", max(2, len([]rune(given))/5)+1
-	for _, c := range candidates {
-		if d := levenshtein.Distance(given, c, nil); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
 }
 
 func usage(w io.Writer) {

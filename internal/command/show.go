@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/internal/mask"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/providers"
@@ -160,8 +161,8 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 	sub, args := args[0], args[1:]
 	spec, known := stateSubcommandSpec(sub)
 	if !known {
-		if s := closest(sub, stateSubcommandNames()); s != "" {
-			return g.errorf("unknown state subcommand %q; did you mean %q? (state takes %s; see `trialform state -help`)", sub, s, stateSubcommandList())
+		if hint := didyoumean.Sentence(sub, stateSubcommandNames(), "%q"); hint != "" {
+			return g.errorf("unknown state subcommand %q.%s (state takes %s; see `trialform state -help`)", sub, hint, stateSubcommandList())
 		}
 		return g.errorf("unknown state subcommand %q: use %s (see `trialform state -help`)", sub, stateSubcommandList())
 	}

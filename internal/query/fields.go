@@ -192,42 +192,6 @@ func LookupField(name string) (Field, bool) {
 	return Field{}, false
 }
 
-// suggest returns the candidate closest to s by edit distance, or "" when
-// none is close enough to be a typo.
-func suggest(s string, candidates []string) string {
-	best, bd := "", 1<<30
-	for _, c := range candidates {
-		if d := distance(strings.ToLower(s), strings.ToLower(c)); d < bd {
-			best, bd = c, d
-		}
-	}
-	if bd <= max(2, len(s)/3) {
-		return best
-	}
-	return ""
-}
-
-// distance is the Levenshtein distance between two strings (bytes).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
 // fieldCandidates are what an unknown field is matched against.
 func fieldCandidates(s Schema) []string {
 	var c []string

@@ -31,6 +31,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/internal/results"
 )
 
@@ -240,14 +241,14 @@ func resolveField(s string, pos int, name string) (Field, error) {
 	}
 	msg := fmt.Sprintf("unknown field %q", name)
 	if p, rest, ok := strings.Cut(name, "."); ok {
-		if sp := suggest(p, []string{"params", "metrics"}); sp != "" && rest != "" {
+		if sp := didyoumean.Suggest(p, []string{"params", "metrics"}); sp != "" && rest != "" {
 			return Field{}, errAt(s, pos, "%s; did you mean %q?", msg, sp+"."+rest)
 		}
 	}
 	if name == "params" || name == "metrics" || name == "params." || name == "metrics." {
 		return Field{}, errAt(s, pos, "%s: name the %s, e.g. %s.lr", msg, strings.TrimSuffix(name, "."), strings.TrimSuffix(name, "."))
 	}
-	if sp := suggest(name, fieldCandidates(Schema{})); sp != "" {
+	if sp := didyoumean.Suggest(name, fieldCandidates(Schema{})); sp != "" {
 		return Field{}, errAt(s, pos, "%s; did you mean %q?", msg, sp)
 	}
 	return Field{}, errAt(s, pos, "%s; fields: %s", msg, strings.Join(FieldNames(), ", "))
@@ -335,7 +336,7 @@ func literal(s string, f Field, a, b int) (Value, error) {
 			}
 		}
 		hint := ""
-		if sp := suggest(up, Statuses); sp != "" {
+		if sp := didyoumean.Suggest(up, Statuses); sp != "" {
 			hint = fmt.Sprintf("; did you mean %q?", strings.ToLower(sp))
 		}
 		return Value{}, errAt(s, a, "%q is not a status%s (statuses: %s)", raw, hint, strings.ToLower(strings.Join(Statuses, ", ")))
@@ -664,7 +665,7 @@ func checkField(src string, pos int, f Field, s Schema) error {
 }
 
 func unknownIn(src string, pos int, f Field, what, prefix string, names []string) error {
-	if sp := suggest(f.Key, names); sp != "" {
+	if sp := didyoumean.Suggest(f.Key, names); sp != "" {
 		return errAt(src, pos, "no trial has the %s %q; did you mean %q?", what, f.Key, prefix+sp)
 	}
 	for i := range names {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/registry"
 )
@@ -83,7 +84,7 @@ func (s *KubeflowSettings) Check(w *registry.Where) hcl.Diagnostics {
 		diags = append(diags, w.Error("operator", "Invalid value", `operator = %q: the kubeflow platform does not run MPIJob or MXJob (their launcher or scheduler roles); it runs %s.`, op, quoted))
 	case !known:
 		diags = append(diags, w.Error("operator", "Invalid value", `operator = %q: the kubeflow platform runs %s.%s`,
-			op, quoted, registry.DidYouMean(op, KubeflowOperators, "%q")))
+			op, quoted, didyoumean.Sentence(op, KubeflowOperators, "%q")))
 	}
 	has := func(role string) bool {
 		if job == nil {

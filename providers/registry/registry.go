@@ -214,39 +214,3 @@ func (w *Where) Paths() []string {
 	sort.Strings(out)
 	return out
 }
-
-// DidYouMean is " Did you mean X?" with the candidate closest to given
-// (fewer than 3 edits; format prints it), or "".
-func DidYouMean(given string, candidates []string, format string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		if d := editDistance(given, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return " Did you mean " + fmt.Sprintf(format, best) + "?"
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}

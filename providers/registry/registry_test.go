@@ -156,7 +156,4 @@ func TestWhere(t *testing.T) {
 	if d := w.Error("role.1.cpu", "Bad", "cpu %d", 3); d.Subject.Start.Line != 6 || d.Detail != "cpu 3" || d.Severity != hcl.DiagError {
 		t.Errorf("Error = %+v", d)
 	}
-	if got := DidYouMean("kuberntes", []string{"local", "kubernetes"}, "%q"); got != ` Did you mean "kubernetes"?` {
-		t.Errorf("DidYouMean = %q", got)
-	}
 }
