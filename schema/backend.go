@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/providers/registry"
 )
 
@@ -100,7 +101,7 @@ func (l *loader) declareBackend(b *hcl.Block) {
 	if l.backendKind(kind) == nil {
 		known := l.backendNames()
 		l.errorf(&b.LabelRanges[0], "Unknown backend kind",
-			"Unknown backend kind %q; known kinds: %s.%s", kind, strings.Join(known, ", "), didYouMean(kind, known, "%q"))
+			"Unknown backend kind %q; known kinds: %s.%s", kind, strings.Join(known, ", "), didyoumean.Sentence(kind, known, "%q"))
 		l.backendDecl = b // one error, not a duplicate one too
 		l.backendBad = true
 		return
