@@ -8,8 +8,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/internal/didyoumean"
-	"github.com/trialform/trialform/providers/registry"
 )
 
 // The backend block: where the state lives (`backend "pg" { ... }`), at
@@ -118,17 +118,17 @@ func (l *loader) decodeBackend() {
 	}
 	kind := l.backendKind(b.Labels[0])
 	body := b.Body.(*hclsyntax.Body)
-	var s *registry.Schema
+	var s *decl.Schema
 	var cfg any
 	if kind.Config != nil {
 		cfg = kind.Config()
 		var err error
-		if s, err = registry.SchemaOf(cfg); err != nil {
+		if s, err = decl.SchemaOf(cfg); err != nil {
 			l.errorf(b.DefRange.Ptr(), "Invalid backend kind", "backend kind %q: %s.", kind.Name, err)
 			return
 		}
 	} else {
-		s = &registry.Schema{}
+		s = &decl.Schema{}
 	}
 	sensitive := map[string]bool{}
 	for _, a := range s.Attrs {
@@ -183,7 +183,7 @@ func (l *loader) decodeBackend() {
 			}
 		}
 	}
-	w := registry.NewWhere("backend", b.DefRange)
+	w := decl.NewWhere("backend", b.DefRange)
 	l.checkBody(body, vals, s, "backend \""+kind.Name+"\"", "a "+kind.Name+" backend", "", w)
 	if l.errorCount() > before || l.incomplete > beforeUnknown {
 		return
@@ -193,7 +193,7 @@ func (l *loader) decodeBackend() {
 			l.errorf(b.DefRange.Ptr(), "Invalid backend setting", "%s.", err)
 			return
 		}
-		if c, ok := cfg.(registry.Checker); ok {
+		if c, ok := cfg.(decl.Checker); ok {
 			l.diags = append(l.diags, c.Check(w)...)
 			if l.errorCount() > before {
 				return

@@ -8,8 +8,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/providers/registry"
 )
@@ -41,12 +41,12 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 	// and the kind's own checks need every value.
 	if kind != nil && kind.Config != nil && l.errorCount() == beforeErrs {
 		cfg = kind.Config()
-		s, err := registry.SchemaOf(cfg)
+		s, err := decl.SchemaOf(cfg)
 		if err != nil {
 			l.errorf(b.DefRange.Ptr(), "Invalid platform kind", "platform kind %q: %s.", p.Kind, err)
 			return
 		}
-		w := registry.NewWhere(p.Name, b.DefRange)
+		w := decl.NewWhere(p.Name, b.DefRange)
 		l.checkBody(body, plain, s, "platform \""+p.Kind+"\"", "a "+p.Kind+" platform", "", w)
 		if l.incomplete > beforeUnknown {
 			return
@@ -56,7 +56,7 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 		if err := s.Decode(plain, cfg, ParseDuration); err != nil && l.failures() == before {
 			l.errorf(b.DefRange.Ptr(), "Invalid platform setting", "%s.", err)
 		}
-		if c, ok := cfg.(registry.Checker); ok {
+		if c, ok := cfg.(decl.Checker); ok {
 			l.diags = append(l.diags, c.Check(w)...)
 		}
 	}
@@ -81,7 +81,7 @@ func (l *loader) evalPlatform(b *hcl.Block) {
 // their ranges in w under prefix. name is how an attribute's message
 // calls the body ("platform \"kubernetes\"", "resources"), where how a
 // block's does ("a kubernetes platform").
-func (l *loader) checkBody(body *hclsyntax.Body, vals map[string]cty.Value, s *registry.Schema, name, where, prefix string, w *registry.Where) {
+func (l *loader) checkBody(body *hclsyntax.Body, vals map[string]cty.Value, s *decl.Schema, name, where, prefix string, w *decl.Where) {
 	l.checkAttrs(body, vals, s, name, prefix, w)
 	seen := map[string]hcl.Range{}
 	index := map[string]int{}
@@ -140,7 +140,7 @@ func (l *loader) checkBody(body *hclsyntax.Body, vals map[string]cty.Value, s *r
 
 // checkAttrs checks the attributes of body: known names, types, whole
 // numbers and their least value.
-func (l *loader) checkAttrs(body *hclsyntax.Body, vals map[string]cty.Value, s *registry.Schema, where, prefix string, w *registry.Where) {
+func (l *loader) checkAttrs(body *hclsyntax.Body, vals map[string]cty.Value, s *decl.Schema, where, prefix string, w *decl.Where) {
 	names := s.AttrNames()
 	attrs := make([]*hclsyntax.Attribute, 0, len(body.Attributes))
 	for _, a := range body.Attributes {
@@ -157,39 +157,11 @@ func (l *loader) checkAttrs(body *hclsyntax.Body, vals map[string]cty.Value, s *
 		}
 		w.Set(prefix+a.Name, a.Expr.Range())
 		v, ok := vals[a.Name]
-		if !ok || !v.IsKnown() {
+		if !ok {
 			continue
 		}
-		if v.IsNull() {
-			if at.Required {
-				l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must not be null; it must be %s.", a.Name, at.What)
-			}
-			continue
-		}
-		if at.Type == cty.DynamicPseudoType {
-			continue
-		}
-		cv, err := convert.Convert(v, at.Type)
-		if err != nil {
-			l.errorf(a.Expr.Range().Ptr(), "Incorrect attribute value type", "Inappropriate value for %s: %s is required.", a.Name, at.What)
-			continue
-		}
-		if at.Duration {
-			if _, err := ParseDuration(cv.AsString()); err != nil {
-				l.errorf(a.Expr.Range().Ptr(), "Invalid duration",
-					"%s %q: %s. Use a Go duration like \"90m\" or \"2h30m\", or days like \"1d\".", a.Name, cv.AsString(), err)
-			}
-		}
-		if at.Whole {
-			i, whole := wholeNumber(cv)
-			switch {
-			case at.What == "a whole number" && !whole:
-				l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be a whole number, got %s.", a.Name, cv.AsBigFloat().Text('g', -1))
-			case at.What == "a whole number" && at.Min != nil && i < *at.Min:
-				l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be at least %d, got %d.", a.Name, *at.Min, i)
-			case !whole || (at.Min != nil && i < *at.Min):
-				l.errorf(a.Expr.Range().Ptr(), "Invalid value", "%s must be %s.", a.Name, wholeWhat(at))
-			}
+		if p := at.Check(v, a.Name, ParseDuration); p != nil {
+			l.errorf(a.Expr.Range().Ptr(), p.Summary, "%s", p.Detail)
 		}
 	}
 	for _, n := range s.RequiredAttrs() {
@@ -197,17 +169,6 @@ func (l *loader) checkAttrs(body *hclsyntax.Body, vals map[string]cty.Value, s *
 			l.errorf(w.Range(""), "Missing required argument", "%s needs %q.", where, n)
 		}
 	}
-}
-
-// wholeWhat is how a whole-number attribute looks in a message.
-func wholeWhat(a *registry.Attr) string {
-	if strings.HasPrefix(a.What, "a whole number") && a.What != "a whole number" {
-		return a.What
-	}
-	if a.Min != nil {
-		return "a whole number >= " + strconv.FormatInt(*a.Min, 10)
-	}
-	return "a whole number"
 }
 
 // joinAnd is "a, b and c".
@@ -314,7 +275,7 @@ func sensitiveAttrs(kind *registry.Kind) map[string]bool {
 	if kind == nil || kind.Config == nil {
 		return nil
 	}
-	s, err := registry.SchemaOf(kind.Config())
+	s, err := decl.SchemaOf(kind.Config())
 	if err != nil {
 		return nil
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
-	"github.com/trialform/trialform/providers/registry"
+	"github.com/trialform/trialform/internal/decl"
 )
 
 // functions are the functions every expression can call: a generous set
@@ -64,7 +64,7 @@ func FunctionNames() []string {
 // float64 for every number, bools, []any for lists, sets and tuples,
 // map[string]any for maps and objects, nil for null. The registry decodes
 // platform settings with the same conversion.
-func toGo(v cty.Value) (any, error) { return registry.ToGo(v) }
+func toGo(v cty.Value) (any, error) { return decl.ToGo(v) }
 
 // wholeNumber returns v as an int64 when it is an integral number.
 func wholeNumber(v cty.Value) (int64, bool) {

@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/aml"
 	"github.com/trialform/trialform/providers/aml/amltest"
@@ -290,7 +291,7 @@ func TestCheck(t *testing.T) {
 		return &aml.Settings{SubscriptionID: sub, ResourceGroup: "rg-ml", WorkspaceName: "ws1", ComputeTarget: "cpu-cluster",
 			MountSettings: cloudjob.MountSettings{LocalMount: "/mnt/x", ContainerMount: "/mnt/x"}}
 	}
-	if d := good().Check(registry.NewWhere("ws", hcl.Range{Filename: "aml.hcl", Start: hcl.Pos{Line: 3, Column: 1}})); d.HasErrors() {
+	if d := good().Check(decl.NewWhere("ws", hcl.Range{Filename: "aml.hcl", Start: hcl.Pos{Line: 3, Column: 1}})); d.HasErrors() {
 		t.Fatalf("a good block: %v", d)
 	}
 	for name, tc := range map[string]struct {
@@ -309,7 +310,7 @@ func TestCheck(t *testing.T) {
 	} {
 		s := good()
 		tc.mut(s)
-		d := s.Check(registry.NewWhere("ws", hcl.Range{Filename: "aml.hcl", Start: hcl.Pos{Line: 3, Column: 1}}))
+		d := s.Check(decl.NewWhere("ws", hcl.Range{Filename: "aml.hcl", Start: hcl.Pos{Line: 3, Column: 1}}))
 		if !d.HasErrors() || !strings.Contains(d.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, d, tc.want)
 		}

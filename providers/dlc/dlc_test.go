@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/cloudjob"
 	"github.com/trialform/trialform/providers/cloudjob/cloudtest"
@@ -355,7 +356,7 @@ func TestSubmitFindsItsJobPastFirstPage(t *testing.T) {
 func TestCheck(t *testing.T) {
 	s := &dlc.Settings{JobType: "pytorch", Image: "", PodCount: 0, EcsSpec: "c6.large", Region: "Hangzhou", NASDataSourceID: "",
 		AccessKeyID: "x", MountSettings: cloudjob.MountSettings{LocalMount: "/mnt", ContainerMount: "rel"}}
-	w := registry.NewWhere("ali", hcl.Range{Filename: "dlc.hcl", Start: hcl.Pos{Line: 3, Column: 1}})
+	w := decl.NewWhere("ali", hcl.Range{Filename: "dlc.hcl", Start: hcl.Pos{Line: 3, Column: 1}})
 	diags := s.Check(w)
 	var all []string
 	for _, d := range diags {

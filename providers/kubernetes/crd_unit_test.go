@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/registry"
 )
@@ -64,7 +65,7 @@ func TestCRDConfigFrom(t *testing.T) {
 		{&FrameworkControllerSettings{}, "needs a task_role block"},
 		{&FrameworkControllerSettings{TaskRoles: []TaskRoleSettings{{Name: "w"}, {Name: "w"}}}, `task_role "w" is declared twice`},
 	} {
-		w := registry.NewWhere("k", hcl.Range{Filename: "main.hcl"})
+		w := decl.NewWhere("k", hcl.Range{Filename: "main.hcl"})
 		w.Set("operator", hcl.Range{Filename: "main.hcl"})
 		var got []string
 		for _, d := range tc.cfg.Check(w) {

@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers/codedir"
-	"github.com/trialform/trialform/providers/registry"
 )
 
 func TestJobName(t *testing.T) {
@@ -92,7 +92,7 @@ func TestConfigFrom(t *testing.T) {
 		c.NodeSelector["gpu"] != "a100" || len(c.Tolerations) != 1 || c.Tolerations[0].Effect != "NoSchedule" || *c.Tolerations[0].TolerationSeconds != 30 {
 		t.Errorf("config %+v", c)
 	}
-	w := registry.NewWhere("k", hcl.Range{Filename: "main.hcl"})
+	w := decl.NewWhere("k", hcl.Range{Filename: "main.hcl"})
 	bad := &Settings{Resources: &ResourceSettings{Memory: "lots"}, Tolerations: []any{map[string]any{"keys": "x"}}, Checkpoint: &CheckpointBlock{Size: "big"}}
 	var got []string
 	for _, d := range bad.Check(w) {
@@ -166,7 +166,7 @@ func TestConfigMetricsInterval(t *testing.T) {
 	if _, err := ConfigFrom(&Settings{MetricsInterval: "soon"}, "/"); err == nil || !strings.Contains(err.Error(), "metrics_interval") {
 		t.Errorf("a bad metrics_interval: %v", err)
 	}
-	d := (&Settings{MetricsInterval: "-1s"}).Check(registry.NewWhere("k", hcl.Range{}))
+	d := (&Settings{MetricsInterval: "-1s"}).Check(decl.NewWhere("k", hcl.Range{}))
 	if len(d) != 1 || !strings.Contains(d[0].Detail, `metrics_interval = "-1s" is not a duration`) {
 		t.Errorf("Check of a negative metrics_interval: %v", d)
 	}

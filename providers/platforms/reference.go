@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers/registry"
 )
 
@@ -17,15 +18,15 @@ func Reference(r *registry.Registry) string {
 			b.WriteString("\n\n")
 			continue
 		}
-		s, err := registry.SchemaOf(k.Config())
+		s, err := decl.SchemaOf(k.Config())
 		if err != nil {
 			panic(err) // registry.New already refused it
 		}
-		var base *registry.Schema
+		var base *decl.Schema
 		if k.Extends != "" {
 			fmt.Fprintf(&b, " It takes every setting of `%s`, and:", k.Extends)
 			if e := r.Lookup(k.Extends); e != nil && e.Config != nil {
-				base, _ = registry.SchemaOf(e.Config())
+				base, _ = decl.SchemaOf(e.Config())
 			}
 		}
 		b.WriteString("\n\n| setting | value | meaning |\n|---|---|---|\n")
@@ -35,7 +36,7 @@ func Reference(r *registry.Registry) string {
 	return b.String()
 }
 
-func writeRows(b *strings.Builder, s, base *registry.Schema, prefix string) {
+func writeRows(b *strings.Builder, s, base *decl.Schema, prefix string) {
 	for _, a := range s.Attrs {
 		if base != nil && base.AttrNamed(a.Name) != nil {
 			continue

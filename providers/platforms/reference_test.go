@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trialform/trialform/providers/registry"
+	"github.com/trialform/trialform/internal/decl"
 )
 
 var update = flag.Bool("update", false, "rewrite README.md's platform reference from the registry")
@@ -47,8 +47,8 @@ func TestReadmePlatformReference(t *testing.T) {
 // Every attribute and block of every registered kind has a doc string,
 // so the reference never has an empty row.
 func TestEveryAttributeIsDocumented(t *testing.T) {
-	var walk func(kind, prefix string, s *registry.Schema)
-	walk = func(kind, prefix string, s *registry.Schema) {
+	var walk func(kind, prefix string, s *decl.Schema)
+	walk = func(kind, prefix string, s *decl.Schema) {
 		for _, a := range s.Attrs {
 			if a.Doc == "" {
 				t.Errorf("%s: %s%s has no doc tag", kind, prefix, a.Name)
@@ -66,7 +66,7 @@ func TestEveryAttributeIsDocumented(t *testing.T) {
 			t.Errorf("%s has no summary", k.Name)
 		}
 		if k.Config != nil {
-			s, err := registry.SchemaOf(k.Config())
+			s, err := decl.SchemaOf(k.Config())
 			if err != nil {
 				t.Fatal(err)
 			}

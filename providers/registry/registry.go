@@ -1,5 +1,6 @@
 // Package registry is the one list of platform kinds: each kind registers
-// its name, a configuration struct whose fields carry `hcl` and `doc` tags,
+// its name, a configuration struct whose fields carry `hcl` and `doc` tags
+// (read and decoded by internal/decl, as tuner and backend settings are),
 // and a constructor (rclone's RegInfo and a Terraform provider's schema are
 // the models). schema checks and decodes every platform block through it,
 // the README's platform reference is generated from it, and the command
@@ -9,29 +10,14 @@
 // providers/platforms (no init() registration). It must never import a
 // platform package, plan or apply.
 //
-// Struct tags on a configuration struct:
-//
-//	hcl:"name,optional"  an attribute ("name,attr" when required)
-//	hcl:"name,block"     a nested block: *T at most one, []T any number
-//	hcl:"name,label"     (in a block struct) the block's one label
-//	doc:"..."            what it means, for the README and did-you-mean
-//	type:"..."           how a value looks, for messages ("a quantity string")
-//	min:"N"              (whole numbers) the least value
-//	sensitive:"true"     the value may come from a sensitive variable (a
-//	                     token): allowed there, kept out of plans and state
-//
-// Field types: string, bool, int, float64, time.Duration (written as a
-// duration string), []string, []int, map[string]string, and any (a value of
-// any type, converted to Go as encoding/json would).
+// Struct tags: see internal/decl.
 package registry
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
-
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 )
 
@@ -58,15 +44,18 @@ type Kind struct {
 	Extends string
 }
 
+// The declaration machinery's types under the names the platform packages
+// have used (registry.Where in a Check method); they are internal/decl's.
+type (
+	Checker = decl.Checker
+	Where   = decl.Where
+	Schema  = decl.Schema
+	Attr    = decl.Attr
+	Block   = decl.Block
+)
+
 // Implemented reports whether the kind can run trials.
 func (k *Kind) Implemented() bool { return k.New != nil }
-
-// Checker is implemented by configuration structs with rules beyond types
-// (values that go together, names given twice). Check runs after every
-// attribute was decoded without error.
-type Checker interface {
-	Check(w *Where) hcl.Diagnostics
-}
 
 // Registry is the ordered list of kinds.
 type Registry struct {
@@ -87,7 +76,7 @@ func New(kinds ...Kind) *Registry {
 			panic("registry: kind " + k.Name + " registered twice")
 		}
 		if k.Config != nil {
-			if _, err := SchemaOf(k.Config()); err != nil {
+			if _, err := decl.SchemaOf(k.Config()); err != nil {
 				panic(fmt.Sprintf("registry: kind %s: %v", k.Name, err))
 			}
 		}
@@ -159,58 +148,4 @@ func quotedOr(s []string) string {
 		return strings.Join(q, "")
 	}
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
-}
-
-// Where gives a Checker the source ranges of what it checks. Paths name
-// attributes and blocks with dots; a block has its index among the blocks
-// of its type: "worker.0.replicas", "task_role.1".
-type Where struct {
-	Name   string    // the platform block's name
-	Def    hcl.Range // the platform block's header
-	ranges map[string]hcl.Range
-}
-
-// NewWhere is used by schema while it decodes.
-func NewWhere(name string, def hcl.Range) *Where {
-	return &Where{Name: name, Def: def, ranges: map[string]hcl.Range{}}
-}
-
-// Set records the range of path (an attribute's value or a block's header).
-func (w *Where) Set(path string, r hcl.Range) { w.ranges[path] = r }
-
-// Range returns the range of path, or of the closest enclosing block that
-// is written, or the platform block's header.
-func (w *Where) Range(path string) *hcl.Range {
-	for {
-		if r, ok := w.ranges[path]; ok {
-			return &r
-		}
-		i := strings.LastIndexByte(path, '.')
-		if i < 0 {
-			r := w.Def
-			return &r
-		}
-		path = path[:i]
-	}
-}
-
-// Has reports whether path is written in the block.
-func (w *Where) Has(path string) bool {
-	_, ok := w.ranges[path]
-	return ok
-}
-
-// Error is a diagnostic at path.
-func (w *Where) Error(path, summary, format string, args ...any) *hcl.Diagnostic {
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: w.Range(path)}
-}
-
-// Paths lists the recorded paths, sorted (tests).
-func (w *Where) Paths() []string {
-	out := make([]string, 0, len(w.ranges))
-	for p := range w.ranges {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
 }

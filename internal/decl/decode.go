@@ -1,4 +1,4 @@
-package registry
+package decl
 
 import (
 	"fmt"
@@ -33,7 +33,10 @@ type Attr struct {
 	// Sensitive (tag sensitive:"true"): the value may come from a sensitive
 	// variable (a token, a password); it stays out of plans and the state.
 	Sensitive bool
-	Min       *int64 // whole numbers: the least value
+	Min       *int64    // whole numbers: the least value (tag min)
+	Range     *Interval // numbers: the values allowed (tag range)
+	OneOf     []string  // strings: the values allowed (tag oneof)
+	Default   string    // the default, as the references show it (tag default)
 	Duration  bool
 	Whole     bool // an int
 	index     []int
@@ -178,6 +181,26 @@ func schemaOf(t reflect.Type) (*Schema, error) {
 					}
 					a.Min = &n
 				}
+				if r, ok := f.Tag.Lookup("range"); ok {
+					if a.Min != nil {
+						return fmt.Errorf("%s: both min and range", f.Name)
+					}
+					if a.Type != cty.Number {
+						return fmt.Errorf("%s: range on a field that is no number", f.Name)
+					}
+					iv, err := ParseInterval(r)
+					if err != nil {
+						return fmt.Errorf("%s: range %q: %w", f.Name, r, err)
+					}
+					a.Range = iv
+				}
+				if o, ok := f.Tag.Lookup("oneof"); ok {
+					if a.Type != cty.String {
+						return fmt.Errorf("%s: oneof on a field that is no string", f.Name)
+					}
+					a.OneOf = strings.Fields(o)
+				}
+				a.Default = f.Tag.Get("default")
 				s.Attrs = append(s.Attrs, a)
 			default:
 				return fmt.Errorf("%s: unknown hcl tag mode %q", f.Name, mode)
@@ -263,13 +286,12 @@ func (s *Schema) decode(vals map[string]cty.Value, dst reflect.Value, pd func(st
 		if !ok || v.IsNull() {
 			continue
 		}
+		if p := a.Check(v, a.Name, pd); p != nil {
+			fail(&AttrError{Attr: a.Name, Problem: *p})
+			continue
+		}
 		if a.Type != cty.DynamicPseudoType {
-			cv, err := convert.Convert(v, a.Type)
-			if err != nil {
-				fail(fmt.Errorf("%s: %s is required", a.Name, a.What))
-				continue
-			}
-			v = cv
+			v, _ = convert.Convert(v, a.Type)
 		}
 		f := dst.FieldByIndex(a.index)
 		nv := reflect.New(f.Type()).Elem()
@@ -317,6 +339,9 @@ func (s *Schema) decode(vals map[string]cty.Value, dst reflect.Value, pd func(st
 
 func setValue(f reflect.Value, v cty.Value, pd func(string) (time.Duration, error)) error {
 	if f.Type() == durationType {
+		if pd == nil {
+			return fmt.Errorf("no duration parser")
+		}
 		if v.Type() != cty.String {
 			return fmt.Errorf("want a duration string")
 		}
