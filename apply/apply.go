@@ -59,6 +59,9 @@ type Session struct {
 	// StopGrace is the time a torn-down trial gets between SIGTERM and
 	// SIGKILL (default 10s).
 	StopGrace time.Duration
+	// Provenance, by experiment name, is recorded on each trial apply
+	// creates (the command reads it from git); nil records none.
+	Provenance map[string]state.Provenance
 	// Hard, if set, is the context of the platform calls apply has
 	// started: they finish even after ctx (Apply's) is cancelled, unless
 	// Hard is cancelled too (a second Ctrl-C). Nil: they always finish.
@@ -627,6 +630,9 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 				e.Trials[a.TrialID] = &state.Trial{
 					ID: a.TrialID, Seq: a.Seq, ParameterID: a.ParameterID, Generation: a.Generation,
 					SpecHash: e.SpecHash, Params: a.Params, Status: state.Waiting, CreatedAt: now,
+				}
+				if pv, ok := s.Provenance[a.Experiment]; ok {
+					e.Trials[a.TrialID].Provenance = &pv
 				}
 				if a.Seq+1 > e.NextSeq {
 					e.NextSeq = a.Seq + 1

@@ -334,7 +334,8 @@ func trialEqual(a, b *Trial) bool {
 		floatPtrEqual(a.Value, b.Value) &&
 		nilEqual(a.Final == nil, b.Final == nil) && maps.EqualFunc(a.Final, b.Final, floatEqual) &&
 		a.Intermediate == b.Intermediate &&
-		nilEqual(a.MetricsOffset == nil, b.MetricsOffset == nil) && maps.Equal(a.MetricsOffset, b.MetricsOffset)
+		nilEqual(a.MetricsOffset == nil, b.MetricsOffset == nil) && maps.Equal(a.MetricsOffset, b.MetricsOffset) &&
+		ptrEqual(a.Provenance, b.Provenance)
 }
 
 func nilEqual(a, b bool) bool { return a == b }

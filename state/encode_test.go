@@ -179,6 +179,11 @@ func mutateField(v reflect.Value, variant string) bool {
 			*tm = tm.Add(time.Second)
 			return true
 		}
+		if v.NumField() > 0 {
+			// A struct of ours (Provenance): changing its first field
+			// changes it.
+			return mutateField(v.Field(0), variant)
+		}
 		panic("mutateField: unhandled struct " + v.Type().String())
 	default:
 		panic("mutateField: unhandled kind " + v.Kind().String() + ": extend this test")

@@ -167,6 +167,7 @@ func (t *Trial) Clone() *Trial {
 	c.Value = clonePtr(t.Value)
 	c.Final = maps.Clone(t.Final)
 	c.MetricsOffset = maps.Clone(t.MetricsOffset)
+	c.Provenance = clonePtr(t.Provenance)
 	return &c
 }
 

@@ -162,6 +162,22 @@ type Trial struct {
 	// MetricsOffset is how far the metric sources were consumed (opaque to
 	// the state, owned by the collector) so collection is incremental.
 	MetricsOffset map[string]int64 `json:"metrics_offset,omitempty"`
+	// Provenance is where the trial came from, recorded when apply
+	// created it; nil for trials of older states and imported ones.
+	Provenance *Provenance `json:"provenance,omitempty"`
+}
+
+// Provenance is what a trial was created from: the git commit of the
+// directory of the definitions and of the experiment's code_dir, each
+// with whether that directory had uncommitted changes then, and the
+// trialform version that created it. A commit is "" outside a git
+// repository.
+type Provenance struct {
+	Commit     string `json:"commit,omitempty"`
+	Dirty      bool   `json:"dirty,omitempty"`
+	CodeCommit string `json:"code_commit,omitempty"`
+	CodeDirty  bool   `json:"code_dirty,omitempty"`
+	Version    string `json:"version,omitempty"`
 }
 
 // MetricPoint is one line of a trial's metric series file

@@ -135,6 +135,11 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		return 1
 	}
 	s := apply.NewSession(cfg, st, m, ps)
+	var pv *provenance
+	if !o.destroy {
+		pv = g.readProvenance(cfg, sd)
+		s.Provenance = pv.byExp
+	}
 	s.Parallelism = o.parallelism
 	s.Hard = g.hard(ctx)
 	out := &lineWriter{w: g.IO.Out}
@@ -175,6 +180,9 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 				return g.interrupted(op)
 			}
 			return g.errorf("plan: %v", err)
+		}
+		if pv != nil {
+			pv.note(p)
 		}
 		if g.events != nil {
 			g.events.Plan(p)

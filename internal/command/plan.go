@@ -98,6 +98,9 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 	if err != nil {
 		return nil, g.errorf("plan: %v", err)
 	}
+	if !opts.Destroy {
+		g.readProvenance(cfg, sd).note(p)
+	}
 	return p, 0
 }
 

@@ -358,6 +358,9 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		return
 	}
 	s := apply.NewSession(w.cfg, st, w.m, w.ps)
+	// Read again at each pass: a commit made while watch runs is what the
+	// trials created from now on come from.
+	s.Provenance = w.g.readProvenance(w.cfg, w.stateDir).byExp
 	s.Parallelism = w.o.parallelism
 	s.Hard = w.g.hard(ctx)
 	s.Hooks = w.hooks

@@ -28,6 +28,12 @@ const (
 	// bools; a literal compares numerically with a number and as text
 	// with a string.
 	TypeParam
+	// TypeCommit: a git commit; a literal of at least 4 hex digits
+	// matches the commits it begins (case-insensitive), as git's short
+	// ids do.
+	TypeCommit
+	// TypeBool: true or false.
+	TypeBool
 )
 
 func (t Type) String() string {
@@ -44,6 +50,10 @@ func (t Type) String() string {
 		return "a time (2006-01-02, 2006-01-02T15:04, or RFC 3339)"
 	case TypeParam:
 		return "a parameter value"
+	case TypeCommit:
+		return "a git commit (at least 4 hex digits)"
+	case TypeBool:
+		return "true or false"
 	}
 	return "?"
 }
@@ -125,6 +135,30 @@ var fixedFields = map[string]fixed{
 		}
 		return float64(r.Latest.Step), true
 	}, "step of the latest intermediate value"},
+	"commit": {TypeCommit, func(r *results.Row) (any, bool) {
+		if r.Provenance == nil || r.Provenance.Commit == "" {
+			return nil, false
+		}
+		return commit(r.Provenance.Commit), true
+	}, "git commit of the definitions the trial was created from"},
+	"code_commit": {TypeCommit, func(r *results.Row) (any, bool) {
+		if r.Provenance == nil || r.Provenance.CodeCommit == "" {
+			return nil, false
+		}
+		return commit(r.Provenance.CodeCommit), true
+	}, "git commit of the code_dir the trial ran from"},
+	"dirty": {TypeBool, func(r *results.Row) (any, bool) {
+		if r.Provenance == nil || (r.Provenance.Commit == "" && r.Provenance.CodeCommit == "") {
+			return nil, false
+		}
+		return r.Provenance.Dirty || r.Provenance.CodeDirty, true
+	}, "whether the definitions or code_dir had uncommitted changes"},
+	"version": {TypeString, func(r *results.Row) (any, bool) {
+		if r.Provenance == nil || r.Provenance.Version == "" {
+			return nil, false
+		}
+		return r.Provenance.Version, true
+	}, "trialform version that created the trial"},
 	"best_intermediate": {TypeNumber, func(r *results.Row) (any, bool) {
 		if r.BestIntermediate == nil {
 			return nil, false
@@ -213,3 +247,7 @@ func fieldCandidates(s Schema) []string {
 	sort.Strings(c)
 	return c
 }
+
+// commit is a git commit as a field value: it matches a literal that
+// begins it.
+type commit string

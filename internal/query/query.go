@@ -16,6 +16,7 @@
 //	field     = status | id | experiment | seq | generation | attempts | metric
 //	          | duration | elapsed | started_at | ended_at | reason | exit_code
 //	          | intermediate | latest | latest_step | best_intermediate
+//	          | commit | code_commit | dirty | version
 //	          | params.NAME | metrics.NAME
 //
 // Conditions are ANDed, operands of one condition ORed, "~" negates the
@@ -327,6 +328,14 @@ func literal(s string, f Field, a, b int) (Value, error) {
 	v := Value{Raw: raw, Pos: a}
 	switch f.Type {
 	case TypeString:
+	case TypeCommit:
+		if len(raw) < 4 || strings.Trim(strings.ToLower(raw), "0123456789abcdef") != "" {
+			return Value{}, errAt(s, a, "%s is %s, not %q", f.Name, TypeCommit, raw)
+		}
+	case TypeBool:
+		if !strings.EqualFold(raw, "true") && !strings.EqualFold(raw, "false") {
+			return Value{}, errAt(s, a, "%s is %s, not %q", f.Name, TypeBool, raw)
+		}
 	case TypeStatus:
 		up := strings.ToUpper(raw)
 		for _, st := range Statuses {
@@ -502,6 +511,8 @@ func (o *Operand) match(f Field, v any) bool {
 			return cmpOrdered(o, strings.Compare(x, o.Value.Raw), strings.Compare(x, o.Hi.Raw))
 		}
 		return o.Op == OpEq && x == o.Value.Raw
+	case commit:
+		return o.Op == OpEq && strings.HasPrefix(string(x), strings.ToLower(o.Value.Raw))
 	case bool:
 		return o.Op == OpEq && strings.EqualFold(o.Value.Raw, strconv.FormatBool(x))
 	case float64:

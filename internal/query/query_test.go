@@ -337,3 +337,49 @@ func TestREADMEListsEveryStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestProvenanceFields: commit matches a prefix of at least 4 hex digits
+// (git's short ids), code_commit the code_dir's, dirty either flag; a
+// trial without provenance matches none of them; a literal that is no
+// commit is an error naming the field.
+func TestProvenanceFields(t *testing.T) {
+	rows := []*results.Row{
+		{ID: "t0000", Provenance: &state.Provenance{Commit: "abc123def4567890abc123def4567890abc12345", CodeCommit: "ffff000011112222333344445555666677778888", Version: "0.1.0"}},
+		{ID: "t0001", Provenance: &state.Provenance{Commit: "abd0000000000000000000000000000000000000", Dirty: true}},
+		{ID: "t0002"},
+	}
+	match := func(src string) []string {
+		t.Helper()
+		q, err := Parse(src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		var ids []string
+		for _, r := range rows {
+			if q.Match(r) {
+				ids = append(ids, r.ID)
+			}
+		}
+		return ids
+	}
+	for src, want := range map[string]string{
+		"commit:abc123":            "t0000",
+		"commit:ABC1":              "t0000",
+		"commit:ab00|abd0":         "t0001",
+		"code_commit:ffff0":        "t0000",
+		"dirty:true":               "t0001",
+		"dirty:false":              "t0000",
+		"commit:~abc1":             "t0001",
+		"version:0.1.0":            "t0000",
+		"commit:abc123,dirty:true": "",
+	} {
+		if got := strings.Join(match(src), ","); got != want {
+			t.Errorf("%s matched %q, want %q", src, got, want)
+		}
+	}
+	for _, bad := range []string{"commit:abc", "commit:xyz123", "dirty:yes"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("%s parsed", bad)
+		}
+	}
+}

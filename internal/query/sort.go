@@ -205,6 +205,10 @@ func compareAny(a, b any) int {
 		if y, ok := b.(string); ok {
 			return strings.Compare(x, y)
 		}
+	case commit:
+		if y, ok := b.(commit); ok {
+			return strings.Compare(string(x), string(y))
+		}
 	}
 	return 0
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/trialform/trialform/state"
 )
 
 // RowJSON is one trial in `trials -o json|jsonl`, in `export -o json` and
@@ -34,6 +36,8 @@ type RowJSON struct {
 	BestIntermediate *Point `json:"best_intermediate,omitempty"`
 	// Series is the intermediate series (`-with-intermediate`, export).
 	Series []Point `json:"series,omitempty"`
+	// Provenance is what the trial was created from.
+	Provenance *state.Provenance `json:"provenance,omitempty"`
 }
 
 // JSON returns r's JSON model.
@@ -44,6 +48,7 @@ func (r *Row) JSON() RowJSON {
 		Intermediate: r.Intermediate, Attempts: r.Attempts, ExitCode: r.ExitCode,
 		StartedAt: r.StartedAt, EndedAt: r.EndedAt, DurationS: seconds(r.Duration), ElapsedS: seconds(r.Elapsed),
 		Best: r.Best, Latest: r.Latest, BestIntermediate: r.BestIntermediate, Series: r.Series,
+		Provenance: r.Provenance,
 	}
 }
 

@@ -38,6 +38,10 @@ type Row struct {
 	// Best marks the best succeeded trial of its experiment.
 	Best bool
 
+	// Provenance is what the trial was created from (git commits, the
+	// trialform version); nil when its state recorded none.
+	Provenance *state.Provenance
+
 	Attempts  int
 	ExitCode  *int
 	CreatedAt time.Time
@@ -91,7 +95,7 @@ func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 			Experiment: e.Name, ID: t.ID, Seq: t.Seq, Generation: t.Generation,
 			Status: t.Status, Reason: t.Reason, Params: t.Params, Metrics: t.Final,
 			Objective: objective, Goal: goal, Metric: t.Value, Best: t.ID == best,
-			Attempts: t.Attempts, ExitCode: t.ExitCode, CreatedAt: t.CreatedAt,
+			Attempts: t.Attempts, ExitCode: t.ExitCode, CreatedAt: t.CreatedAt, Provenance: t.Provenance,
 			StartedAt: t.StartedAt, EndedAt: t.EndedAt, Intermediate: t.Intermediate,
 		}
 		if r.Params == nil {

@@ -360,6 +360,9 @@ type TrialJSON struct {
 	Points     []point           `json:"points"`
 	Goal       string            `json:"goal"`
 	Metric     string            `json:"metric"`
+	// Provenance is what the trial was created from (git commits, the
+	// trialform version); absent when its state recorded none.
+	Provenance *state.Provenance `json:"provenance,omitempty"`
 }
 
 func (s *Server) apiTrial(w http.ResponseWriter, r *http.Request) {
@@ -374,6 +377,7 @@ func (s *Server) apiTrial(w http.ResponseWriter, r *http.Request) {
 	j := TrialJSON{
 		RowJSON: rowOf(t, best), Experiment: e.Name, Platform: e.Platform, Handle: t.Handle,
 		ExitCode: t.ExitCode, Points: s.data.series(e, t), Goal: e.Goal, Metric: e.Metric,
+		Provenance: t.Provenance,
 	}
 	if j.Points == nil {
 		j.Points = []point{}

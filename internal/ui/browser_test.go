@@ -375,12 +375,23 @@ func TestBrowserPages(t *testing.T) {
 	if !strings.HasPrefix(s, "python3 train.py --opt ") {
 		t.Errorf("command line %q", s)
 	}
+	// What it was created from (issue 27, item 6).
+	b.eval(`document.getElementById('provenance').innerText`, &s)
+	for _, want := range []string{"0123456789ab-dirty", "fedcba987654", "9.9.9"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("provenance %q lacks %q", s, want)
+		}
+	}
 	b.screenshot("trial")
 	b.noErrors("trial")
 	b.open(base + "/e/demo/t/t0002")
 	b.eval(`JSON.stringify([document.getElementById('params').innerText.includes('<img src=x onerror=alert(1)>'), document.querySelectorAll('img').length])`, &s)
 	if s != "[true,0]" {
 		t.Errorf("XSS value on the trial page: %s, want [true,0]", s)
+	}
+	b.eval(`document.getElementById('provenance').innerText`, &s)
+	if !strings.Contains(s, "not recorded") {
+		t.Errorf("provenance of a trial without any: %q", s)
 	}
 	b.noErrors("trial with the XSS value")
 

@@ -176,6 +176,9 @@ func experiment(t testing.TB, m *state.Manager, name, id string, n int, start ti
 			}
 			tr.Intermediate = steps
 		}
+		if i == 3 {
+			tr.Provenance = &state.Provenance{Commit: "0123456789abcdef0123456789abcdef01234567", Dirty: true, CodeCommit: "fedcba9876543210fedcba9876543210fedcba98", Version: "9.9.9"}
+		}
 		e.Trials[tr.ID] = tr
 	}
 	return e

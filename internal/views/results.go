@@ -179,6 +179,11 @@ func fieldColumn(name string) Column {
 			}
 			return ""
 		}
+		if f.Type == query.TypeCommit {
+			// git's short form: the first 12 digits.
+			c := fmt.Sprint(v)
+			return Safe(c[:min(12, len(c))])
+		}
 		switch x := v.(type) {
 		case float64:
 			if f.IsParam() {

@@ -80,6 +80,16 @@ function fmtTime(ms) {
   return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
 }
 
+// provenance shows what a trial was created from: the definitions' and
+// code_dir's git commits (12 digits, "-dirty" with uncommitted changes)
+// and the trialform version; a trial of an older state has none.
+function provenance(p) {
+  if (!p) return h('p', { class: 'muted small', id: 'provenance' }, 'not recorded (created before trialform recorded it, or imported)');
+  const short = (c, dirty) => (c ? c.slice(0, 12) + (dirty ? '-dirty' : '') : 'not in a git repository');
+  const rows = { definitions: short(p.commit, p.dirty), code_dir: short(p.code_commit, p.code_dirty), trialform: p.version || '–' };
+  return h('table', { class: 'kv', id: 'provenance' }, h('tbody', {}, Object.keys(rows).map((k) => h('tr', {}, h('th', {}, k), h('td', {}, h('code', {}, rows[k]))))));
+}
+
 function link(href, ...kids) {
   return h('a', { href, 'data-nav': true }, ...kids);
 }
@@ -692,6 +702,8 @@ async function pageTrial(exp, id) {
             Object.fromEntries(Object.entries(t.metrics || {}).map(([k, v]) => [`final ${k}`, v]))))),
         h('section', { class: 'panel' }, h('h3', {}, 'Where it runs'),
           kv(Object.assign({ platform: t.platform }, Object.fromEntries(Object.entries(t.handle).map(([k, v]) => [`handle.${k}`, v])))),
+          h('h3', {}, 'Created from'),
+          provenance(t.provenance),
           h('h3', {}, 'Command line'),
           t.command ? h('pre', { class: 'cmd', id: 'command' }, t.command) : null,
           t.command_error ? h('p', { class: 'muted small' }, t.command_error) : null)));
