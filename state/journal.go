@@ -452,7 +452,7 @@ func (m *Manager) appendJournal(line []byte, js *journalState) error {
 		return err
 	}
 	if created {
-		if err := syncDir(m.dir); err != nil {
+		if err := fsx.SyncDir(m.dir); err != nil {
 			return err
 		}
 	}
@@ -484,7 +484,7 @@ func (m *Manager) resetJournal(js *journalState) error {
 		if err := os.Rename(path, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("keep the journal of lineage %s: %w", js.foreign, err)
 		}
-		return syncDir(m.dir)
+		return fsx.SyncDir(m.dir)
 	}
 	f, err := openJournal(path, os.O_WRONLY)
 	if errors.Is(err, fs.ErrNotExist) {

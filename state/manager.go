@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/internal/fsread"
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // FileName is the name of the state file in the state directory. No
@@ -594,11 +595,10 @@ func (m *Manager) Compact() error {
 	// (not the state.json it started from, which lacks every change the
 	// journal held): what a lost state.json is recovered from.
 	dst := m.statePath() + backupSuffix
-	tmp := filepath.Join(m.dir, tempPrefix+"backup-"+NewExperimentID())
-	if err := copyFile(m.statePath(), tmp, dst); err != nil {
+	if err := copyFile(m.statePath(), dst); err != nil {
 		return fmt.Errorf("keep backup: %w", err)
 	}
-	return syncDir(m.dir)
+	return fsx.SyncDir(m.dir)
 }
 
 // saveWhole writes the whole state to state.json (keeping the backup) and
@@ -693,46 +693,26 @@ func (m *Manager) write(content [3][]byte, hasCurrent bool) (fileID, error) {
 	if err != nil {
 		return fileID{}, err
 	}
-	dir := filepath.Dir(path)
 	if hasCurrent {
 		if err := m.backup(path); err != nil {
 			return fileID{}, fmt.Errorf("keep backup: %w", err)
 		}
 	}
-	f, err := os.CreateTemp(dir, tempPrefix+"*")
+	f, err := fsx.NewPendingFile(path, 0o644, fsx.Options{TempPrefix: tempPrefix})
 	if err != nil {
 		return fileID{}, err
 	}
-	tmp := f.Name()
-	fail := func(err error) (fileID, error) {
-		f.Close()
-		os.Remove(tmp)
-		return fileID{}, err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
+	defer f.Cleanup()
 	for _, p := range content {
 		if _, err := f.Write(p); err != nil {
-			return fail(err)
+			return fileID{}, err
 		}
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
 		return fileID{}, err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fileID{}, err
-	}
-	if err := syncDir(dir); err != nil {
+	if err := f.Commit(); err != nil {
 		return fileID{}, err
 	}
 	return idOf(fi), nil
@@ -792,7 +772,7 @@ func (m *Manager) backup(path string) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil // gone meanwhile: nothing to keep
 		}
-		if err := copyFile(path, tmp, dst); err != nil {
+		if err := copyFile(path, dst); err != nil {
 			return err
 		}
 		m.backupLineage = lineage
@@ -844,7 +824,7 @@ func (m *Manager) keepForeignBackup(dst, lineage string) error {
 	if err := os.Rename(dst, aside); err != nil {
 		return fmt.Errorf("keep the backup of lineage %s: %w", other, err)
 	}
-	return syncDir(m.dir)
+	return fsx.SyncDir(m.dir)
 }
 
 // peekFile reads the lineage and serial at the head of a state file
@@ -890,41 +870,14 @@ func peekFile(path string) (lineage string, serial uint64, err error) {
 	return lineage, serial, nil
 }
 
-func copyFile(src, tmp, dst string) error {
+// copyFile replaces dst with a copy of src; the caller syncs the
+// directory.
+func copyFile(src, dst string) error {
 	data, err := fsread.ReadFile(src, fsread.MaxState)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, dst)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return err
-	}
-	return nil
+	return fsx.ReplaceFile(dst, data, 0o644, fsx.Options{TempPrefix: tempPrefix + "backup-", NoSyncDir: true})
 }
 
 // removeTemps deletes temporary files a crashed Save left behind. Only the

@@ -110,7 +110,7 @@ func (m *Manager) AppendMetricsBatch(batches []MetricsBatch) error {
 		go func(f *os.File) { errc <- f.Sync() }(p.f)
 	}
 	for d := range dirs {
-		go func(d string) { errc <- syncDir(d) }(d)
+		go func(d string) { errc <- fsx.SyncDir(d) }(d)
 	}
 	var first error
 	for range len(files) + len(dirs) {
@@ -302,5 +302,5 @@ func (m *Manager) MoveMetrics(from, to string) error {
 	if err := os.Rename(src, dst); err != nil {
 		return fmt.Errorf("move metrics of %s to %s: %w", from, to, err)
 	}
-	return syncDir(filepath.Join(m.dir, metricsDir))
+	return fsx.SyncDir(filepath.Join(m.dir, metricsDir))
 }

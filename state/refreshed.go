@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/internal/fsread"
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // refreshedFile records when each experiment was last refreshed from its
@@ -68,12 +69,10 @@ func (m *Manager) MarkRefreshed(lineage string, experiments []string, t time.Tim
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("record refresh time: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	// Advisory, so not flushed: after a crash the file may read back
+	// empty, which means "never refreshed"; apply's loop is not held up by
+	// an fsync a second.
+	if err := fsx.ReplaceFile(path, append(b, '\n'), 0o644, fsx.Options{NoSync: true, NoSyncDir: true}); err != nil {
 		return fmt.Errorf("record refresh time: %w", err)
 	}
 	m.marked, m.markedLineage, m.markedID = doc.Experiments, lineage, fileID{}

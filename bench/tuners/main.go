@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/tuner"
 )
 
@@ -448,11 +449,7 @@ func (c *config) store(s Sampler, pr *Problem, seed, par int, o Outcome) {
 		fmt.Fprintln(os.Stderr, "tuners: -cache:", err)
 		return
 	}
-	tmp := f + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err == nil {
-		err = os.Rename(tmp, f)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "tuners: -cache:", err)
-		}
+	if err := fsx.WriteFileAtomic(f, b, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "tuners: -cache:", err)
 	}
 }

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/trialform/trialform/apply"
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/state"
@@ -109,11 +109,7 @@ func writePlanFile(path string, p *plan.Plan) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return fsx.WriteFileAtomic(path, append(b, '\n'), 0o644)
 }
 
 func readPlanFile(path string) (*plan.Plan, error) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/internal/mask"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
@@ -229,7 +230,7 @@ func (p *Provider) submit(ctx context.Context, req providers.StartRequest, r *re
 		name string
 		data []byte
 	}{{"parameter.cfg", trialproto.ParameterCfg(r.ParameterID, r.Params)}, {"params.json", trialproto.ParamsJSON(r.Params)}} {
-		if err := trialproto.WriteFileAtomic(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
+		if err := fsx.WriteFileAtomic(filepath.Join(dir, f.name), f.data, 0o644); err != nil {
 			return nil, err
 		}
 	}

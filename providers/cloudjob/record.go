@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/codedir"
-	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // record is a trial's file on the shared mount (trial.json): who owns the
@@ -127,10 +127,10 @@ func (l layout) writeRecord(r *record, create bool) error {
 		return err
 	}
 	if !create {
-		return trialproto.WriteFileAtomic(p, b, 0o644)
+		return fsx.WriteFileAtomic(p, b, 0o644)
 	}
 	tmp := p + ".new-" + randHex(4)
-	if err := trialproto.WriteFileAtomic(tmp, b, 0o644); err != nil {
+	if err := fsx.WriteFileAtomic(tmp, b, 0o644); err != nil {
 		return err
 	}
 	defer os.Remove(tmp)

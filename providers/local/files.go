@@ -15,7 +15,6 @@ import (
 
 	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/internal/procfs"
-	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // File names inside a trial directory.
@@ -131,13 +130,13 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-// writeJSON replaces path atomically and durably (trialproto.WriteFileAtomic).
+// writeJSON replaces path atomically and durably (fsx.WriteFileAtomic).
 func writeJSON(path string, v any) error {
 	b, err := encodeJSON(path, v)
 	if err != nil {
 		return err
 	}
-	return trialproto.WriteFileAtomic(path, b, 0o600)
+	return fsx.WriteFileAtomic(path, b, 0o600)
 }
 
 // replaceSpec replaces a spec atomically (temp file and rename), without
@@ -147,7 +146,7 @@ func replaceSpec(path string, sp *spec) error {
 	if err != nil {
 		return err
 	}
-	return trialproto.ReplaceFile(path, b, 0o600, false)
+	return fsx.ReplaceFile(path, b, 0o600, fsx.Options{NoSync: true, NoSyncDir: true})
 }
 
 func encodeJSON(path string, v any) ([]byte, error) {

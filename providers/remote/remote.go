@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -300,9 +301,6 @@ func (r *Remote) saveDown() {
 	}
 	b, _ := json.Marshal(r.down)
 	if err := os.MkdirAll(filepath.Dir(f), 0o755); err == nil {
-		tmp := f + ".tmp"
-		if os.WriteFile(tmp, b, 0o644) == nil {
-			_ = os.Rename(tmp, f)
-		}
+		_ = fsx.WriteFileAtomic(f, b, 0o644)
 	}
 }

@@ -47,7 +47,7 @@ func InstallPython(libDir string) error {
 		if have, err := fsx.ReadFile(dst); err == nil && bytes.Equal(have, want) {
 			return nil
 		}
-		if err := WriteFileAtomic(dst, want, 0o644); err != nil {
+		if err := fsx.WriteFileAtomic(dst, want, 0o644); err != nil {
 			return fmt.Errorf("install python helpers: %w", err)
 		}
 		return nil

@@ -6,8 +6,7 @@
 //
 // It is pure: it encodes and decodes bytes it is handed. It must not start
 // processes, read the environment or know where a platform keeps its files
-// (WriteFileAtomic, ReplaceFile and SyncDir are the only helpers that touch
-// the file system).
+// (InstallPython is the only helper that touches the file system).
 package trialproto
 
 import (
@@ -15,10 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
-
-	"github.com/trialform/trialform/internal/fsx"
 )
 
 // ParameterCfg renders the parameter.cfg an NNI trial reads in local mode:
@@ -105,77 +100,4 @@ func sanitize(v any) any {
 	default:
 		return v
 	}
-}
-
-// WriteFileAtomic replaces path with data so that readers see either the old
-// or the new content, never a torn file, and the new content survives a
-// crash: it writes a temporary file in the same directory, syncs it, renames
-// it over path and syncs the directory.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	if err := ReplaceFile(path, data, perm, true); err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	if err := SyncDir(dir); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// ReplaceFile is WriteFileAtomic without the directory sync, and without
-// flushing the content when sync is false: readers never see a torn file,
-// but the new name survives a crash only once the caller syncs the
-// directory (SyncDir), which lets several files of one directory share a
-// single directory sync. With sync false the content may be lost (even
-// read back empty) after a crash: only for files rewritten before use.
-func ReplaceFile(path string, data []byte, perm os.FileMode, sync bool) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := fsx.CreateTemp(dir, "."+base+".tmp-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(perm); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if sync {
-		if err = f.Sync(); err != nil {
-			f.Close()
-			return fmt.Errorf("write %s: sync: %w", path, err)
-		}
-	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-// SyncDir flushes a directory's entries (names created, renamed or removed
-// in it) to disk.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
 }

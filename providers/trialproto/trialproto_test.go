@@ -59,31 +59,6 @@ func TestParseParameterCfg(t *testing.T) {
 	}
 }
 
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "f.json")
-	for _, content := range []string{"one", "two, longer"} {
-		if err := WriteFileAtomic(p, []byte(content), 0o640); err != nil {
-			t.Fatal(err)
-		}
-		got, err := os.ReadFile(p)
-		if err != nil || string(got) != content {
-			t.Fatalf("read %q, %v; want %q", got, err, content)
-		}
-	}
-	fi, _ := os.Stat(p)
-	if fi.Mode().Perm() != 0o640 {
-		t.Errorf("perm %v", fi.Mode().Perm())
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 {
-		t.Errorf("left temp files: %v", ents)
-	}
-	if err := WriteFileAtomic(filepath.Join(dir, "missing", "f"), nil, 0o644); err == nil {
-		t.Error("want error for missing dir")
-	}
-}
-
 func TestEnv(t *testing.T) {
 	req := providers.StartRequest{
 		Experiment: "exp", ExperimentID: "eid", TrialID: "t1", Seq: 7,
