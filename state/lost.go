@@ -23,6 +23,10 @@ type LostState struct {
 	Experiments []string
 	// Traces lists, one line each, what was found besides backups.
 	Traces []string
+	// Where names the missing state for people when it is not a file
+	// of Dir (a backend elsewhere: "Secret ns/name"), and Afresh says how
+	// to remove what is left; "" for the local backend.
+	Where, Afresh string
 }
 
 // BackupInfo is one backup file.
@@ -127,7 +131,11 @@ func (ls *LostState) addExperiment(n string) {
 func (ls *LostState) String() string {
 	var b strings.Builder
 	path := filepath.Join(ls.Dir, FileName)
-	fmt.Fprintf(&b, "there is no state file %s, but %s holds what a lost state left:\n", path, ls.Dir)
+	if ls.Where != "" {
+		fmt.Fprintf(&b, "there is no state %s, but what a lost state left is still there:\n", ls.Where)
+	} else {
+		fmt.Fprintf(&b, "there is no state file %s, but %s holds what a lost state left:\n", path, ls.Dir)
+	}
 	for _, bk := range ls.Backups {
 		if bk.Problem != "" {
 			fmt.Fprintf(&b, "  - %s: unreadable (%s)\n", filepath.Base(bk.Path), bk.Problem)
@@ -156,7 +164,11 @@ func (ls *LostState) String() string {
 	for _, e := range exps {
 		fmt.Fprintf(&b, "      trialform import -all %s\n", e)
 	}
-	fmt.Fprintf(&b, "To start afresh and keep none of it, move %s away.", ls.Dir)
+	if ls.Afresh != "" {
+		fmt.Fprintf(&b, "To start afresh and keep none of it, %s.", ls.Afresh)
+	} else {
+		fmt.Fprintf(&b, "To start afresh and keep none of it, move %s away.", ls.Dir)
+	}
 	return b.String()
 }
 

@@ -1,0 +1,329 @@
+package k8sstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+)
+
+// The client: two REST clients (core/v1 for Secrets, coordination.k8s.io/v1
+// for Leases) over a scheme holding only those kinds. Not client-go's
+// clientset: it would link every API group's types into the binary.
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Secret{}, &corev1.SecretList{})
+	metav1.AddToGroupVersion(s, corev1.SchemeGroupVersion)
+	s.AddKnownTypes(coordv1.SchemeGroupVersion, &coordv1.Lease{}, &coordv1.LeaseList{})
+	metav1.AddToGroupVersion(s, coordv1.SchemeGroupVersion)
+	return s
+}()
+
+var codecs = serializer.NewCodecFactory(scheme).WithoutConversion()
+
+var paramCodec = runtime.NewParameterCodec(scheme)
+
+// client talks to one namespace.
+type client struct {
+	ns    string
+	host  string // for messages: the apiserver's URL
+	core  *rest.RESTClient
+	coord *rest.RESTClient
+
+	// report tells a person about an outage being waited out.
+	report func(string)
+	// retryFor is how long a call keeps retrying while the apiserver
+	// cannot be reached.
+	retryFor time.Duration
+
+	mu     sync.Mutex
+	outage time.Time // when the current outage was first reported (zero: none)
+}
+
+func newClient(cfg *rest.Config, ns string, report func(string)) (*client, error) {
+	mk := func(gv schema.GroupVersion, apiPath string) (*rest.RESTClient, error) {
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion = &gv
+		c.APIPath = apiPath
+		c.NegotiatedSerializer = codecs
+		c.ContentType = runtime.ContentTypeJSON
+		if c.UserAgent == "" {
+			c.UserAgent = "trialform (state backend kubernetes)"
+		}
+		if c.QPS == 0 {
+			c.QPS, c.Burst = 200, 400
+		}
+		return rest.RESTClientFor(c)
+	}
+	core, err := mk(corev1.SchemeGroupVersion, "/api")
+	if err != nil {
+		return nil, err
+	}
+	coord, err := mk(coordv1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return &client{ns: ns, host: cfg.Host, core: core, coord: coord, report: report, retryFor: 2 * time.Minute}, nil
+}
+
+// unreachable reports whether err means the apiserver could not be reached
+// or could not answer now (it is starting, overloaded, its etcd is gone):
+// worth trying again. A refusal (forbidden, invalid, conflict, not found)
+// is not.
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) {
+		return true
+	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return st.Status().Code >= 500
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return true
+	}
+	s := err.Error()
+	for _, m := range []string{"connection refused", "connection reset", "EOF", "no route to host", "i/o timeout", "TLS handshake timeout", "http2: client connection lost", "server closed"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// do runs one call, retrying with backoff while the apiserver cannot be
+// reached (client-go retries only what carries Retry-After): the first
+// failure is reported to a person, and the call gives up after retryFor.
+// Every other error is returned at once.
+func (c *client) do(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	var start time.Time
+	wait := 200 * time.Millisecond
+	for {
+		err := f(ctx)
+		if !unreachable(err) {
+			if err == nil {
+				c.recovered()
+			}
+			return c.explain(what, err)
+		}
+		if start.IsZero() {
+			start = time.Now()
+		}
+		c.reportOutage(err)
+		if time.Since(start) >= c.retryFor {
+			return fmt.Errorf("%s: the Kubernetes apiserver %s could not be reached for %s (%v); nothing was changed by this call: run the command again once it is back",
+				what, c.host, c.retryFor, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: %w (the apiserver %s could not be reached: %v)", what, ctx.Err(), c.host, err)
+		case <-t.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+func (c *client) reportOutage(err error) {
+	c.mu.Lock()
+	first := c.outage.IsZero()
+	if first {
+		c.outage = time.Now()
+	}
+	c.mu.Unlock()
+	if first && c.report != nil {
+		c.report(fmt.Sprintf("the Kubernetes apiserver %s cannot be reached (%v); retrying for up to %s", c.host, shortErr(err), c.retryFor))
+	}
+}
+
+func (c *client) recovered() {
+	c.mu.Lock()
+	was := c.outage
+	c.outage = time.Time{}
+	c.mu.Unlock()
+	if !was.IsZero() && c.report != nil {
+		c.report(fmt.Sprintf("the Kubernetes apiserver %s is back after %s", c.host, time.Since(was).Round(time.Second)))
+	}
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// explain adds what to do to a refusal: a missing RBAC grant names the
+// verb and resource to grant.
+func (c *client) explain(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("%s: %w; the kubernetes backend's credentials need the Role listed in the README (State backends, kubernetes) in namespace %s", what, err, c.ns)
+	}
+	if apierrors.IsUnauthorized(err) {
+		return fmt.Errorf("%s: the apiserver %s refused the credentials (401 Unauthorized): check the kubeconfig's user or the service account token", what, c.host)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// Secrets.
+
+func (c *client) getSecret(ctx context.Context, name string) (*corev1.Secret, error) {
+	var out *corev1.Secret
+	err := c.do(ctx, "read Secret "+c.ns+"/"+name, func(ctx context.Context) error {
+		s := &corev1.Secret{}
+		err := c.core.Get().Namespace(c.ns).Resource("secrets").Name(name).Do(ctx).Into(s)
+		if err == nil {
+			out = s
+		}
+		return err
+	})
+	return out, err
+}
+
+func (c *client) createSecret(ctx context.Context, s *corev1.Secret) (*corev1.Secret, error) {
+	var out *corev1.Secret
+	err := c.do(ctx, "create Secret "+c.ns+"/"+s.Name, func(ctx context.Context) error {
+		r := &corev1.Secret{}
+		err := c.core.Post().Namespace(c.ns).Resource("secrets").Body(s).Do(ctx).Into(r)
+		if err == nil {
+			out = r
+		}
+		return err
+	})
+	return out, err
+}
+
+// updateSecret replaces s; s.ResourceVersion makes it conditional.
+func (c *client) updateSecret(ctx context.Context, s *corev1.Secret) (*corev1.Secret, error) {
+	var out *corev1.Secret
+	err := c.do(ctx, "write Secret "+c.ns+"/"+s.Name, func(ctx context.Context) error {
+		r := &corev1.Secret{}
+		err := c.core.Put().Namespace(c.ns).Resource("secrets").Name(s.Name).Body(s).Do(ctx).Into(r)
+		if err == nil {
+			out = r
+		}
+		return err
+	})
+	return out, err
+}
+
+// deleteSecret deletes a Secret (if rv is not "", only that version);
+// one already gone is not an error.
+func (c *client) deleteSecret(ctx context.Context, name, rv string) error {
+	opts := &metav1.DeleteOptions{}
+	if rv != "" {
+		opts.Preconditions = &metav1.Preconditions{ResourceVersion: &rv}
+	}
+	err := c.do(ctx, "delete Secret "+c.ns+"/"+name, func(ctx context.Context) error {
+		return c.core.Delete().Namespace(c.ns).Resource("secrets").Name(name).Body(opts).Do(ctx).Error()
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (c *client) listSecrets(ctx context.Context, selector string) (*corev1.SecretList, error) {
+	var out *corev1.SecretList
+	err := c.do(ctx, "list Secrets in "+c.ns, func(ctx context.Context) error {
+		l := &corev1.SecretList{}
+		err := c.core.Get().Namespace(c.ns).Resource("secrets").
+			VersionedParams(&metav1.ListOptions{LabelSelector: selector}, paramCodec).Do(ctx).Into(l)
+		if err == nil {
+			out = l
+		}
+		return err
+	})
+	return out, err
+}
+
+// Leases.
+
+func (c *client) getLease(ctx context.Context, name string) (*coordv1.Lease, error) {
+	var out *coordv1.Lease
+	err := c.do(ctx, "read Lease "+c.ns+"/"+name, func(ctx context.Context) error {
+		l := &coordv1.Lease{}
+		err := c.coord.Get().Namespace(c.ns).Resource("leases").Name(name).Do(ctx).Into(l)
+		if err == nil {
+			out = l
+		}
+		return err
+	})
+	return out, err
+}
+
+func (c *client) createLease(ctx context.Context, l *coordv1.Lease) (*coordv1.Lease, error) {
+	var out *coordv1.Lease
+	err := c.do(ctx, "create Lease "+c.ns+"/"+l.Name, func(ctx context.Context) error {
+		r := &coordv1.Lease{}
+		err := c.coord.Post().Namespace(c.ns).Resource("leases").Body(l).Do(ctx).Into(r)
+		if err == nil {
+			out = r
+		}
+		return err
+	})
+	return out, err
+}
+
+func (c *client) updateLease(ctx context.Context, l *coordv1.Lease) (*coordv1.Lease, error) {
+	var out *coordv1.Lease
+	err := c.do(ctx, "renew Lease "+c.ns+"/"+l.Name, func(ctx context.Context) error {
+		r := &coordv1.Lease{}
+		err := c.coord.Put().Namespace(c.ns).Resource("leases").Name(l.Name).Body(l).Do(ctx).Into(r)
+		if err == nil {
+			out = r
+		}
+		return err
+	})
+	return out, err
+}
+
+func (c *client) deleteLease(ctx context.Context, name, rv string) error {
+	opts := &metav1.DeleteOptions{}
+	if rv != "" {
+		opts.Preconditions = &metav1.Preconditions{ResourceVersion: &rv}
+	}
+	return c.do(ctx, "delete Lease "+c.ns+"/"+name, func(ctx context.Context) error {
+		return c.coord.Delete().Namespace(c.ns).Resource("leases").Name(name).Body(opts).Do(ctx).Error()
+	})
+}
+
+func (c *client) listLeases(ctx context.Context, selector string) (*coordv1.LeaseList, error) {
+	var out *coordv1.LeaseList
+	err := c.do(ctx, "list Leases in "+c.ns, func(ctx context.Context) error {
+		l := &coordv1.LeaseList{}
+		err := c.coord.Get().Namespace(c.ns).Resource("leases").
+			VersionedParams(&metav1.ListOptions{LabelSelector: selector}, paramCodec).Do(ctx).Into(l)
+		if err == nil {
+			out = l
+		}
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,462 @@
+package k8sstate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/state/backendtest"
+)
+
+// open returns a new client of the state suffix in the test namespace,
+// with the admin's credentials.
+func open(t *testing.T, suffix string) *Backend {
+	t.Helper()
+	c := controlPlane(t)
+	b, err := New(c.Config, namespace(t, "tfstate"), suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetReporter(func(msg string) { t.Log(msg) })
+	return b
+}
+
+func mustSave(t *testing.T, b *Backend, s *state.State) {
+	t.Helper()
+	if err := b.Save(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustLoad(t *testing.T, b *Backend) *state.State {
+	t.Helper()
+	s, err := b.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// partNames returns the Secrets holding each experiment's parts.
+func partNames(t *testing.T, b *Backend) map[string][]string {
+	t.Helper()
+	idx, _, err := b.readIndex(context.Background())
+	if err != nil || idx == nil {
+		t.Fatalf("index: %v, %v", idx, err)
+	}
+	out := map[string][]string{}
+	for n, e := range idx.Experiments {
+		for k, p := range e.Parts {
+			for _, s := range p.Secrets {
+				out[n] = append(out[n], k+"="+s)
+			}
+		}
+	}
+	return out
+}
+
+// A part larger than a Secret holds is split over several, and read back
+// whole.
+func TestChunkedParts(t *testing.T) {
+	old := chunkSize
+	chunkSize = 8 << 10
+	defer func() { chunkSize = old }()
+	suffix := newSuffix()
+	b := open(t, suffix)
+	s := backendtest.Sample(300)
+	// Incompressible parameters: the part is far larger than a chunk.
+	for _, tr := range s.Experiments["mnist"].Trials {
+		r := make([]byte, 128)
+		rand.Read(r)
+		tr.Params["noise"] = hex.EncodeToString(r)
+	}
+	mustSave(t, b, s)
+	idx, _, _ := b.readIndex(context.Background())
+	p := idx.Experiments["mnist"].Parts["t0"]
+	if len(p.Secrets) < 5 {
+		t.Fatalf("a part of %d trials is in %d Secret(s), want it chunked", p.Trials, len(p.Secrets))
+	}
+	got := mustLoad(t, open(t, suffix))
+	if len(got.Experiments["mnist"].Trials) != 300 || got.Experiments["mnist"].Trials["t0299"].Params["noise"] != s.Experiments["mnist"].Trials["t0299"].Params["noise"] {
+		t.Fatal("the chunked part did not read back")
+	}
+	// Replaced parts are deleted: only the index's Secrets remain.
+	s.Experiments["mnist"].Trials["t0001"].Attempts++
+	mustSave(t, b, s)
+	list, err := b.c.listSecrets(context.Background(), b.selector(rolePart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ps := range partNames(t, b) {
+		n += len(ps)
+	}
+	if len(list.Items) != n {
+		t.Fatalf("%d part Secrets, the index names %d: replaced parts were left", len(list.Items), n)
+	}
+}
+
+// A save writes the parts that changed: a trial changed rewrites its
+// bucket, not its experiment's other buckets nor other experiments.
+func TestSaveWritesWhatChanged(t *testing.T) {
+	b := open(t, newSuffix())
+	s := backendtest.Sample(3000) // buckets t0, t1, t2
+	mustSave(t, b, s)
+	before := partNames(t, b)
+	s.Experiments["mnist"].Trials["t2999"].Attempts++
+	mustSave(t, b, s)
+	after := partNames(t, b)
+	if fmt.Sprint(before["cifar"]) != fmt.Sprint(after["cifar"]) {
+		t.Fatalf("cifar's parts were rewritten: %v -> %v", before["cifar"], after["cifar"])
+	}
+	changed := 0
+	for i, p := range before["mnist"] {
+		if !contains(after["mnist"], p) {
+			changed++
+			if !strings.HasPrefix(p, "t2=") {
+				t.Fatalf("part %s was rewritten (%d of %v)", p, i, after["mnist"])
+			}
+		}
+	}
+	if changed != 1 {
+		t.Fatalf("%d parts rewritten, want 1 (bucket t2)", changed)
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Experiment locks: different experiments at once, the same one
+// excluded, the whole state excluded by any and excluding all.
+func TestExperimentLocks(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	a, b := open(t, suffix), open(t, suffix)
+	la, err := a.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.LockExperiments(ctx, []string{"cifar"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatalf("a lock on another experiment: %v", err)
+	}
+	_, err = b.LockExperiments(ctx, []string{"cifar2", "mnist"}, "apply", "v", 0)
+	var le *state.LockedError
+	if !errors.As(err, &le) || le.Info.ID != la.Info().ID || fmt.Sprint(le.Info.Experiments) != "[mnist]" {
+		t.Fatalf("a lock sharing mnist: %v, want mnist's holder", err)
+	}
+	// All or nothing: cifar2 was given back.
+	if l, err := open(t, suffix).LockExperiments(ctx, []string{"cifar2"}, "plan", "v", 0); err != nil {
+		t.Fatalf("cifar2 after a failed lock that named it: %v", err)
+	} else {
+		l.Unlock()
+	}
+	if _, err := open(t, suffix).Lock(ctx, "destroy", "v", 0); !errors.As(err, &le) || (le.Info.ID != la.Info().ID && le.Info.ID != lb.Info().ID) {
+		t.Fatalf("a whole-state lock while experiments are locked: %v", err)
+	}
+	locks, err := open(t, suffix).CurrentLocks()
+	if err != nil || len(locks) != 2 {
+		t.Fatalf("CurrentLocks = %+v, %v; want two", locks, err)
+	}
+	la.Unlock()
+	lb.Unlock()
+	w, err := a.Lock(ctx, "destroy", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0); !errors.As(err, &le) || le.Info.ID != w.Info().ID {
+		t.Fatalf("an experiment lock under a whole-state lock: %v", err)
+	}
+	// A waiter gets it when the whole-state lock goes.
+	got := make(chan error, 1)
+	go func() {
+		l, err := b.LockExperiments(ctx, []string{"mnist"}, "apply", "v", time.Minute)
+		if err == nil {
+			l.Unlock()
+		}
+		got <- err
+	}()
+	w.Unlock()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two holders of different experiments save at once; each writes its own
+// experiment only, and neither's change is lost. A change to an
+// experiment not locked is refused.
+func TestScopedSaves(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	mustSave(t, open(t, suffix), backendtest.Sample(5))
+	a, b := open(t, suffix), open(t, suffix)
+	la, err := a.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Unlock()
+	lb, err := b.LockExperiments(ctx, []string{"cifar"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Unlock()
+	sa, sb := mustLoad(t, a), mustLoad(t, b)
+	cifarParts := partNames(t, a)["cifar"]
+	errc := make(chan error, 2)
+	go func() {
+		for i := range 10 {
+			sa.Experiments["mnist"].Trials[fmt.Sprintf("a%02d", i)] = backendtest.Trial(100 + i)
+			if err := a.Save(sa); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	go func() {
+		for i := range 10 {
+			sb.Experiments["cifar"].Trials[fmt.Sprintf("b%02d", i)] = backendtest.Trial(200 + i)
+			if err := b.Save(sb); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := mustLoad(t, open(t, suffix))
+	if n, m := len(got.Experiments["mnist"].Trials), len(got.Experiments["cifar"].Trials); n != 15 || m != 10 {
+		t.Fatalf("mnist has %d trials (want 15), cifar %d (want 10): a save was lost", n, m)
+	}
+	if fmt.Sprint(partNames(t, a)["cifar"]) == fmt.Sprint(cifarParts) {
+		t.Fatal("cifar's parts did not change")
+	}
+	// a holds mnist only: a change to cifar is refused, naming it.
+	sa.Experiments["cifar"].Paused = true
+	if err := a.Save(sa); err == nil || !strings.Contains(err.Error(), `"cifar"`) {
+		t.Fatalf("a change to an experiment not locked: %v", err)
+	}
+}
+
+// A Lease its holder stopped renewing still holds the lock; the error
+// says it is stale and how to force-unlock it.
+func TestStaleLease(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	a := open(t, suffix)
+	l, err := a.Lock(ctx, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The holder dies: no more renewals (its Lease stays), and its last
+	// renewal was long ago.
+	h := a.held.locks[0]
+	close(h.stop)
+	<-h.done
+	admin := controlPlane(t).Client.CoordinationV1().Leases("tfstate")
+	lease, err := admin.Get(ctx, a.stateLease(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	lease.Spec.RenewTime = &past
+	if _, err := admin.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, suffix)
+	_, err = b.Lock(ctx, "plan", "v", 0)
+	var se *StaleLockError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "stale") || !strings.Contains(err.Error(), "trialform force-unlock "+l.Info().ID) {
+		t.Fatalf("a stale lock: %v, want a StaleLockError naming force-unlock", err)
+	}
+	var le *state.LockedError
+	if !errors.As(err, &le) || le.Info.ID != l.Info().ID {
+		t.Fatalf("a stale lock does not name its holder: %v", err)
+	}
+	if err := b.ForceUnlock(l.Info().ID); err != nil {
+		t.Fatal(err)
+	}
+	l2, err := b.Lock(ctx, "plan", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.Unlock()
+}
+
+// A held lock is renewed: its renewTime moves on while held.
+func TestLeaseRenewed(t *testing.T) {
+	ctx := context.Background()
+	a := open(t, newSuffix())
+	a.leaseDuration = 2 * time.Second // renewed every 500ms
+	l, err := a.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	admin := controlPlane(t).Client.CoordinationV1().Leases("tfstate")
+	first, err := admin.Get(ctx, a.expLease("mnist"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := admin.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + first.Name, ResourceVersion: first.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if ev.Type == "MODIFIED" {
+			return // renewed
+		}
+	}
+	t.Fatal("the watch ended before the Lease was renewed")
+}
+
+// A Secret deleted behind trialform's back is reported, not silently
+// written over.
+func TestDeletedSecretReported(t *testing.T) {
+	suffix := newSuffix()
+	b := open(t, suffix)
+	s := backendtest.Sample(5)
+	mustSave(t, b, s)
+	admin := controlPlane(t).Client.CoreV1().Secrets("tfstate")
+	ctx := context.Background()
+	part := partNames(t, b)["mnist"]
+	var victim string
+	for _, p := range part {
+		if strings.HasPrefix(p, "t0=") {
+			victim = strings.TrimPrefix(p, "t0=")
+		}
+	}
+	if err := admin.Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, suffix)
+	_, err := c.Load()
+	if err == nil || !strings.Contains(err.Error(), victim) || !strings.Contains(err.Error(), "deleted outside trialform") {
+		t.Fatalf("load with a part deleted: %v", err)
+	}
+	s2 := s.Clone()
+	s2.Experiments["cifar"].Paused = true
+	if err := c.Save(s2); err == nil {
+		t.Fatal("a save over a state with a part deleted succeeded")
+	}
+	// The index deleted: a client that had loaded the state does not
+	// start a new one over it.
+	if err := admin.Delete(ctx, "trialform-state-"+suffix, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Experiments["cifar"].Paused = true
+	if err := b.Save(s); err == nil || !strings.Contains(err.Error(), "deleted") {
+		t.Fatalf("a save after the index was deleted: %v", err)
+	}
+	if ok, _ := open(t, suffix).Exists(); ok {
+		t.Fatal("the save wrote a new index over the deleted one")
+	}
+	ls, err := open(t, suffix).Lost()
+	if err != nil || ls == nil || !strings.Contains(ls.String(), "mnist") {
+		t.Fatalf("Lost = %v, %v; want the parts left", ls, err)
+	}
+}
+
+// Another process's save is announced by Changes.
+func TestChanges(t *testing.T) {
+	suffix := newSuffix()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := open(t, suffix)
+	ch, err := w.Changes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustSave(t, open(t, suffix), backendtest.Sample(2))
+	<-ch
+	if err := open(t, suffix).AppendMetrics("mnist", "t0000", []state.MetricPoint{{Type: "PERIODICAL", Sequence: 0, Value: []byte("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+	cancel()
+	for range ch {
+	}
+}
+
+// The apiserver goes away in the middle of a save: the save is reported,
+// retried, and done when it is back; the state is whole.
+func TestApiserverDown(t *testing.T) {
+	c := controlPlane(t)
+	suffix := newSuffix()
+	b := open(t, suffix)
+	reports := make(chan string, 10)
+	b.SetReporter(func(msg string) { reports <- msg })
+	s := backendtest.Sample(10)
+	mustSave(t, b, s)
+	l, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.StopComponent("kube-apiserver")
+	done := make(chan error, 1)
+	go func() {
+		s.Experiments["mnist"].Trials["t0003"].Attempts++
+		done <- b.Save(s)
+	}()
+	msg := <-reports
+	if !strings.Contains(msg, "cannot be reached") || !strings.Contains(msg, "retrying") {
+		t.Fatalf("report %q", msg)
+	}
+	if err := c.RestartComponent("kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the save across the outage: %v", err)
+	}
+	if msg := <-reports; !strings.Contains(msg, "is back") {
+		t.Fatalf("report %q", msg)
+	}
+	got := mustLoad(t, open(t, suffix))
+	if got.Experiments["mnist"].Trials["t0003"].Attempts != 2 || got.Serial != s.Serial {
+		t.Fatalf("after the outage: attempts %d serial %d, want 2 and %d", got.Experiments["mnist"].Trials["t0003"].Attempts, got.Serial, s.Serial)
+	}
+	// The lock was held throughout.
+	if cur, err := open(t, suffix).CurrentLocks(); err != nil || len(cur) != 1 || cur[0].ID != l.Info().ID {
+		t.Fatalf("after the outage the locks are %+v, %v", cur, err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The backend links no all-groups clientset or scheme (issue 30 removes
+// them from the binary).
+func TestNoClientset(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Skipf("go list: %v: %s", err, out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if l == "k8s.io/client-go/kubernetes" || strings.HasPrefix(l, "k8s.io/client-go/kubernetes/") {
+			t.Errorf("state/kubernetes imports %s", l)
+		}
+	}
+}

@@ -1,0 +1,492 @@
+package k8sstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trialform/trialform/state"
+)
+
+// The locks are Leases: trialform-lock-SUFFIX for the whole state,
+// trialform-lock-SUFFIX-HASH for one experiment. A lock is taken by
+// creating its Lease (the apiserver lets one create win), holds the
+// LockInfo in its holderIdentity, is renewed every leaseDuration/4
+// while held, and is released by deleting the Lease (only the version
+// its holder last wrote). A Lease whose holder stopped renewing it is
+// stale: it still holds the lock until `trialform force-unlock`, since a
+// holder cut off from the apiserver may still be running.
+//
+// A whole-state lock and the experiment locks exclude each other: the
+// whole-state locker creates its Lease and then lists the experiment
+// Leases; an experiment locker creates its Leases and then reads the
+// whole-state Lease. Whoever finds the other gives its Leases back, so
+// at most one of two racing lockers wins (both may lose, and try again).
+
+// defaultLeaseDuration is how long a Lease is the holder's without a
+// renewal (it is renewed every quarter of it).
+const defaultLeaseDuration = 60 * time.Second
+
+const (
+	labelScope  = "trialform.dev/lock-scope"
+	scopeState  = "state"
+	scopeExp    = "experiment"
+	annotLockID = "trialform.dev/lock-id"
+)
+
+// heldLocks are the locks this client holds.
+type heldLocks struct {
+	locks []*held
+}
+
+// held is one lock this client holds: its Leases, renewed.
+type held struct {
+	info   state.LockInfo
+	whole  bool
+	mu     sync.Mutex
+	leases map[string]*coordv1.Lease // by name: the version last written
+	lost   bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// scope returns the experiments this client may write: nil when it holds
+// the whole state, or no lock at all (callers that do not lock write
+// the whole state, checked by its serial). The caller holds b.mu.
+func (b *Backend) scope() map[string]bool {
+	if b.held == nil || len(b.held.locks) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, h := range b.held.locks {
+		if h.whole {
+			return nil
+		}
+		for _, e := range h.info.Experiments {
+			out[e] = true
+		}
+	}
+	return out
+}
+
+// Lock takes the whole-state lock.
+func (b *Backend) Lock(ctx context.Context, operation, version string, timeout time.Duration) (*state.Lock, error) {
+	return b.LockExperiments(ctx, nil, operation, version, timeout)
+}
+
+// LockExperiments takes the lock of the named experiments (the whole
+// state when none is named), waiting up to timeout.
+func (b *Backend) LockExperiments(ctx context.Context, experiments []string, operation, version string, timeout time.Duration) (*state.Lock, error) {
+	exps := slices.Clone(experiments)
+	sort.Strings(exps)
+	exps = slices.Compact(exps)
+	info := state.NewLockInfo(operation, version, b.Location())
+	info.Backend = Name
+	info.Experiments = exps
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	wait := 20 * time.Millisecond
+	for {
+		h, locked, err := b.tryLock(info)
+		if err != nil {
+			return nil, err
+		}
+		if h != nil {
+			return b.hold(h), nil
+		}
+		if timeout <= 0 {
+			return nil, locked
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, fmt.Errorf("gave up after waiting %s: %w", timeout, locked)
+		}
+		t := time.NewTimer(min(wait, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("stopped waiting for the state lock (%w): %w", ctx.Err(), locked)
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+func (b *Backend) newLease(name, scope, exp string, info state.LockInfo) *coordv1.Lease {
+	id, _ := json.Marshal(info)
+	holder := string(id)
+	secs := int32(b.leaseDuration / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	now := metav1.NewMicroTime(time.Now())
+	l := &coordv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      b.labels(roleLock),
+			Annotations: map[string]string{annotLockID: info.ID},
+		},
+		Spec: coordv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+	}
+	l.Labels[labelScope] = scope
+	if exp != "" {
+		l.Annotations[annotExp] = exp
+		l.Labels[labelExp] = hashName(exp)
+	}
+	return l
+}
+
+// tryLock makes one attempt: the lock, or the error naming its holder
+// (a *state.LockedError, wrapped when the holder's Lease is stale).
+func (b *Backend) tryLock(info state.LockInfo) (*held, error, error) {
+	ctx, cancel := background()
+	defer cancel()
+	h := &held{info: info, whole: len(info.Experiments) == 0, leases: map[string]*coordv1.Lease{}}
+	giveBack := func() {
+		for n, l := range h.leases {
+			b.c.deleteLease(ctx, n, l.ResourceVersion)
+		}
+	}
+	take := func(name, scope, exp string) (error, error) {
+		l, err := b.c.createLease(ctx, b.newLease(name, scope, exp, info))
+		if apierrors.IsAlreadyExists(err) {
+			cur, gerr := b.c.getLease(ctx, name)
+			if apierrors.IsNotFound(gerr) {
+				return b.lockedErr(nil), nil // released meanwhile: try again
+			}
+			if gerr != nil {
+				return nil, fmt.Errorf("lock state: %w", gerr)
+			}
+			if ci, ok := leaseInfo(cur); ok && ci.ID == info.ID {
+				h.leases[name] = cur // our own create, retried
+				return nil, nil
+			}
+			return b.lockedErr(cur), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lock state: %w", err)
+		}
+		h.leases[name] = l
+		return nil, nil
+	}
+	if h.whole {
+		if locked, err := take(b.stateLease(), scopeState, ""); locked != nil || err != nil {
+			return nil, locked, err
+		}
+		list, err := b.c.listLeases(ctx, b.selector(roleLock)+","+labelScope+"="+scopeExp)
+		if err != nil {
+			giveBack()
+			return nil, nil, fmt.Errorf("lock state: %w", err)
+		}
+		if len(list.Items) > 0 {
+			giveBack()
+			items := list.Items
+			sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
+			return nil, b.lockedErr(&items[0]), nil
+		}
+		return h, nil, nil
+	}
+	for _, e := range info.Experiments {
+		if locked, err := take(b.expLease(e), scopeExp, e); locked != nil || err != nil {
+			giveBack()
+			return nil, locked, err
+		}
+	}
+	w, err := b.c.getLease(ctx, b.stateLease())
+	if err == nil {
+		giveBack()
+		return nil, b.lockedErr(w), nil
+	}
+	if !apierrors.IsNotFound(err) {
+		giveBack()
+		return nil, nil, fmt.Errorf("lock state: %w", err)
+	}
+	return h, nil, nil
+}
+
+// leaseInfo reads the LockInfo a Lease carries.
+func leaseInfo(l *coordv1.Lease) (state.LockInfo, bool) {
+	var info state.LockInfo
+	if l == nil || l.Spec.HolderIdentity == nil || json.Unmarshal([]byte(*l.Spec.HolderIdentity), &info) != nil || info.ID == "" {
+		return info, false
+	}
+	return info, true
+}
+
+// StaleLockError is a lock held by a Lease its holder stopped renewing.
+type StaleLockError struct {
+	Locked  *state.LockedError
+	Lease   string
+	Renewed time.Time
+	Every   time.Duration
+}
+
+func (e *StaleLockError) Error() string {
+	ago := time.Since(e.Renewed).Round(time.Second)
+	return fmt.Sprintf("%v. Its Lease %s is stale: it was last renewed %s ago (at %s) and its holder renews it every %s, so the holder has stopped (it crashed, or lost its connection to the apiserver). A stale Lease still holds the lock; if its holder is gone, release it with `trialform force-unlock %s`",
+		e.Locked, e.Lease, ago, e.Renewed.Format(time.RFC3339), e.Every, e.Locked.Info.ID)
+}
+
+func (e *StaleLockError) Unwrap() error { return e.Locked }
+
+// lockedErr is the error naming a Lease's holder (nil: unknown, as a
+// Lease released while it was read).
+func (b *Backend) lockedErr(l *coordv1.Lease) error {
+	info, _ := leaseInfo(l)
+	le := &state.LockedError{Info: info}
+	if l == nil {
+		return le
+	}
+	if stale, renewed, every := leaseStale(l); stale {
+		return &StaleLockError{Locked: le, Lease: b.ns + "/" + l.Name, Renewed: renewed, Every: every}
+	}
+	return le
+}
+
+// leaseStale reports whether a Lease was not renewed for its duration.
+func leaseStale(l *coordv1.Lease) (bool, time.Time, time.Duration) {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return false, time.Time{}, 0
+	}
+	d := time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	renewed := l.Spec.RenewTime.Time
+	return time.Since(renewed) > d, renewed, d / 4
+}
+
+// hold starts renewing a lock just taken and returns it.
+func (b *Backend) hold(h *held) *state.Lock {
+	h.stop, h.done = make(chan struct{}), make(chan struct{})
+	b.mu.Lock()
+	if b.held == nil {
+		b.held = &heldLocks{}
+	}
+	b.held.locks = append(b.held.locks, h)
+	b.mu.Unlock()
+	go b.renew(h)
+	ctx, cancel := background()
+	var exps []string
+	if !h.whole {
+		exps = h.info.Experiments
+	}
+	b.collectGarbage(ctx, exps)
+	cancel()
+	return state.NewLock(h.info, func() error { return b.unlock(h) })
+}
+
+// renew renews h's Leases every leaseDuration/4 until stopped.
+func (b *Backend) renew(h *held) {
+	defer close(h.done)
+	every := max(b.leaseDuration/4, 50*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-h.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		b.renewOnce(ctx, h)
+		cancel()
+		h.mu.Lock()
+		lost := h.lost
+		h.mu.Unlock()
+		if lost {
+			return
+		}
+	}
+}
+
+func (b *Backend) renewOnce(ctx context.Context, h *held) {
+	h.mu.Lock()
+	leases := make(map[string]*coordv1.Lease, len(h.leases))
+	for n, l := range h.leases {
+		leases[n] = l
+	}
+	h.mu.Unlock()
+	for n, l := range leases {
+		nl := l.DeepCopy()
+		now := metav1.NewMicroTime(time.Now())
+		nl.Spec.RenewTime = &now
+		out, err := b.c.updateLease(ctx, nl)
+		if err == nil {
+			h.mu.Lock()
+			h.leases[n] = out
+			h.mu.Unlock()
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			cur, gerr := b.c.getLease(ctx, n)
+			if gerr == nil {
+				if ci, ok := leaseInfo(cur); ok && ci.ID == h.info.ID {
+					h.mu.Lock()
+					h.leases[n] = cur
+					h.mu.Unlock()
+					continue
+				}
+			}
+			h.mu.Lock()
+			h.lost = true
+			h.mu.Unlock()
+			b.reportf("the lock %s (Lease %s/%s) was released by someone else (force-unlock?): this command no longer holds it", h.info.ID, b.ns, n)
+			return
+		}
+		// Unreachable for longer than the client retries: try again at
+		// the next tick; the Lease goes stale but still holds.
+	}
+}
+
+// unlock stops renewing h and deletes its Leases, those still ours.
+func (b *Backend) unlock(h *held) error {
+	close(h.stop)
+	<-h.done
+	b.mu.Lock()
+	if b.held != nil {
+		b.held.locks = slices.DeleteFunc(b.held.locks, func(x *held) bool { return x == h })
+	}
+	b.mu.Unlock()
+	ctx, cancel := background()
+	defer cancel()
+	var errs []error
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for n, l := range h.leases {
+		err := b.c.deleteLease(ctx, n, l.ResourceVersion)
+		if apierrors.IsConflict(err) {
+			// Changed since: still ours (a renewal whose answer was
+			// lost), or another holder's after a force-unlock.
+			cur, gerr := b.c.getLease(ctx, n)
+			if ci, ok := leaseInfo(cur); gerr == nil && ok && ci.ID == h.info.ID {
+				err = b.c.deleteLease(ctx, n, cur.ResourceVersion)
+			} else {
+				err = nil
+			}
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("unlock state: %w (the Lease stays until `trialform force-unlock %s`)", errors.Join(errs...), h.info.ID)
+	}
+	return nil
+}
+
+// lockLeases lists every lock Lease of the state.
+func (b *Backend) lockLeases(ctx context.Context) ([]coordv1.Lease, error) {
+	list, err := b.c.listLeases(ctx, b.selector(roleLock))
+	if err != nil {
+		return nil, fmt.Errorf("read state lock: %w", err)
+	}
+	return list.Items, nil
+}
+
+// CurrentLock returns the whole-state lock's holder, else the first
+// experiment lock's; nil when nothing is locked.
+func (b *Backend) CurrentLock() (*state.LockInfo, error) {
+	ctx, cancel := background()
+	defer cancel()
+	l, err := b.c.getLease(ctx, b.stateLease())
+	if err == nil {
+		info, _ := leaseInfo(l)
+		return &info, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("read state lock: %w", err)
+	}
+	locks, err := b.CurrentLocks()
+	if err != nil || len(locks) == 0 {
+		return nil, err
+	}
+	return &locks[0], nil
+}
+
+// CurrentLocks lists every lock held: the whole-state one first, then
+// the experiment locks, oldest first.
+func (b *Backend) CurrentLocks() ([]state.LockInfo, error) {
+	ctx, cancel := background()
+	defer cancel()
+	leases, err := b.lockLeases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]*state.LockInfo{}
+	var out []*state.LockInfo
+	for i := range leases {
+		info, ok := leaseInfo(&leases[i])
+		if !ok {
+			info = state.LockInfo{Path: b.ns + "/" + leases[i].Name, Backend: Name}
+		}
+		if byID[info.ID] != nil && info.ID != "" {
+			continue
+		}
+		p := &info
+		byID[info.ID] = p
+		out = append(out, p)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if (len(out[i].Experiments) == 0) != (len(out[j].Experiments) == 0) {
+			return len(out[i].Experiments) == 0
+		}
+		return out[i].Created.Before(out[j].Created)
+	})
+	var res []state.LockInfo
+	for _, p := range out {
+		res = append(res, *p)
+	}
+	return res, nil
+}
+
+// ForceUnlock deletes the Leases of the lock whose ID is id.
+func (b *Backend) ForceUnlock(id string) error {
+	ctx, cancel := background()
+	defer cancel()
+	leases, err := b.lockLeases(ctx)
+	if err != nil {
+		return fmt.Errorf("force-unlock: %w", err)
+	}
+	var held []string
+	found := 0
+	for i := range leases {
+		l := &leases[i]
+		info, _ := leaseInfo(l)
+		if info.ID != id && l.Annotations[annotLockID] != id {
+			held = append(held, fmt.Sprintf("%s (held by %s, pid %d, %s, since %s)", info.ID, info.Operation, info.PID, info.Who, info.Created.Format(time.RFC3339)))
+			continue
+		}
+		found++
+		if err := b.c.deleteLease(ctx, l.Name, l.ResourceVersion); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("force-unlock: %w", err)
+		}
+	}
+	if found > 0 {
+		return nil
+	}
+	if len(held) == 0 {
+		return fmt.Errorf("force-unlock: the state is not locked (no Lease of state %q in namespace %s)", b.suffix, b.ns)
+	}
+	held = slices.Compact(held)
+	return fmt.Errorf("force-unlock: lock ID %q does not match a current lock: %s", id, strings.Join(held, "; "))
+}
