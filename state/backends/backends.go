@@ -14,6 +14,7 @@ import (
 
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backendreg"
+	k8sstate "github.com/trialform/trialform/state/kubernetes"
 )
 
 // Local is the default kind: the files of the working copy's .trialform
@@ -35,6 +36,7 @@ func Local() backendreg.Kind {
 func Kinds() []backendreg.Kind {
 	ks := []backendreg.Kind{
 		Local(),
+		k8sstate.Registration(),
 	}
 	sort.Slice(ks, func(i, j int) bool { return ks[i].Name < ks[j].Name })
 	return ks

@@ -43,9 +43,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backendreg"
 )
@@ -303,3 +305,20 @@ var (
 	_ state.StateStamper     = (*Backend)(nil)
 	_ state.MetricsStamper   = (*Backend)(nil)
 )
+
+// Check checks the settings that go together and the suffix's form, so
+// that a bad block is an error at its line.
+func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if s.SecretSuffix != "" && !suffixRE.MatchString(s.SecretSuffix) {
+		diags = append(diags, w.Error("secret_suffix", "Invalid secret_suffix", `secret_suffix = %q: use at most 40 lowercase letters, digits and "-", starting and ending with a letter or digit (it is part of Secret and Lease names).`, s.SecretSuffix))
+	}
+	if s.InCluster && (s.ConfigPath != "" || s.Context != "") {
+		path := "config_path"
+		if s.ConfigPath == "" {
+			path = "context"
+		}
+		diags = append(diags, w.Error(path, "Conflicting settings", "in_cluster = true uses the pod's service account: remove %s, or in_cluster.", path))
+	}
+	return diags
+}

@@ -6,14 +6,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trialform/trialform/providers/kubernetes/k8stest"
+	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/state/backendreg"
 	"github.com/trialform/trialform/state/backendtest"
 )
 
@@ -457,6 +462,88 @@ func TestNoClientset(t *testing.T) {
 	for _, l := range strings.Split(string(out), "\n") {
 		if l == "k8s.io/client-go/kubernetes" || strings.HasPrefix(l, "k8s.io/client-go/kubernetes/") {
 			t.Errorf("state/kubernetes imports %s", l)
+		}
+	}
+}
+
+// Opened as a configuration opens it: the kubeconfig from $KUBECONFIG,
+// the namespace from its context.
+func TestOpenFromKubeconfig(t *testing.T) {
+	c := controlPlane(t)
+	ns := namespace(t, "tfstate-kc")
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kc.yaml")
+	if err := os.WriteFile(kc, []byte(k8stest.KubeconfigYAML(c.URL, c.CACert, c.Token, ns)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := backendreg.Env{StateDir: filepath.Join(dir, ".trialform"), Getenv: func(k string) string {
+		if k == "KUBECONFIG" {
+			return kc
+		}
+		return ""
+	}}
+	kind := Registration()
+	cfg := kind.Config().(*Settings)
+	cfg.SecretSuffix = newSuffix()
+	b, err := kind.Open(cfg, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.(*Backend).Namespace() != ns || !strings.Contains(b.Location(), ns+"/trialform-state-"+cfg.SecretSuffix) {
+		t.Fatalf("opened %s, want namespace %s", b.Location(), ns)
+	}
+	s := backendtest.Sample(1)
+	if err := b.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	// config_path relative to the configuration directory wins.
+	cfg2 := &Settings{ConfigPath: "kc.yaml", SecretSuffix: cfg.SecretSuffix}
+	b2, err := Open(*cfg2, backendreg.Env{StateDir: env.StateDir, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b2.Load(); err != nil || got.Serial != 1 {
+		t.Fatalf("load through config_path: %v, %v", got, err)
+	}
+	// Bad settings: clear errors, no credential in them.
+	for _, bad := range []Settings{{ConfigPath: "nope.yaml"}, {ConfigPath: "kc.yaml", Context: "other"}, {SecretSuffix: "Bad_Suffix"}} {
+		_, err := Open(bad, backendreg.Env{StateDir: env.StateDir, Getenv: func(string) string { return "" }})
+		if err == nil {
+			t.Fatalf("%+v opened", bad)
+		}
+		if strings.Contains(err.Error(), c.Token) {
+			t.Fatalf("the error shows the token: %v", err)
+		}
+		t.Log(err)
+	}
+}
+
+// A backend block's settings are checked where they are written.
+func TestSettingsChecked(t *testing.T) {
+	kind := Registration()
+	sk := []schema.BackendKind{{Name: kind.Name, Summary: kind.Summary, Config: kind.Config}}
+	for _, tt := range []struct{ body, want string }{
+		{`secret_suffix = "Bad_Suffix"`, `main.hcl:2,19-31: Invalid secret_suffix: secret_suffix = "Bad_Suffix": use at most 40 lowercase letters`},
+		{"in_cluster = true\n  config_path = \"kc\"", `main.hcl:3,17-21: Conflicting settings: in_cluster = true uses the pod's service account: remove config_path, or in_cluster.`},
+		{`namespace = "team-a"`, ""},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte("backend \"kubernetes\" {\n  "+tt.body+"\n}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		be, _, diags := schema.LoadBackend(dir, schema.LoadOptions{Backends: sk})
+		got := ""
+		for _, d := range diags {
+			got += fmt.Sprintf("%s:%d,%d-%d: %s: %s\n", filepath.Base(d.Subject.Filename), d.Subject.Start.Line, d.Subject.Start.Column, d.Subject.End.Column, d.Summary, d.Detail)
+		}
+		if tt.want == "" {
+			if got != "" || be == nil || be.Config.(*Settings).Namespace != "team-a" {
+				t.Fatalf("%s: %v %s", tt.body, be, got)
+			}
+			continue
+		}
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("%s: diagnostics\n%s\nwant %q", tt.body, got, tt.want)
 		}
 	}
 }
