@@ -95,6 +95,12 @@ type Session struct {
 	// handoff: starts return once the platform's supervisor has the
 	// trial (StartRequest.Handoff); Run sets it.
 	handoff bool
+
+	// TakeOver makes the next Plan first record this working copy as the
+	// owner of every unfinished trial another working copy owns (apply
+	// -take-over, for a working copy that is gone for good): they are then
+	// read on this working copy's platform, found LOST and resumed here.
+	TakeOver bool
 }
 
 // NewSession starts a session on st (as loaded from the store).
@@ -432,6 +438,12 @@ type RefreshMarker interface {
 
 // Plan refreshes and computes a plan against the refreshed state.
 func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, error) {
+	if s.TakeOver {
+		if err := s.takeOver(opts.Targets); err != nil {
+			return nil, err
+		}
+		s.TakeOver = false
+	}
 	obs, changes, err := s.Refresh(ctx)
 	if err != nil {
 		return nil, err
@@ -448,6 +460,50 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 	return plan.Compute(plan.Input{
 		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed, Drift: obs.Drift,
 		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves, Moves: moves,
+		Me: plan.MeOf(plan.WorkingCopyOf(s.Providers)),
+	})
+}
+
+// takeOver records this working copy as the owner of the unfinished
+// trials other working copies own, in the targeted experiments (all when
+// targets is empty).
+func (s *Session) takeOver(targets []string) error {
+	me := plan.WorkingCopyOf(s.Providers)
+	if me == nil {
+		return fmt.Errorf("-take-over: this working copy has no identity (its .trialform directory cannot keep one)")
+	}
+	targeted := func(name string) bool {
+		if len(targets) == 0 {
+			return true
+		}
+		for _, t := range targets {
+			if t == name || t == "experiment."+name {
+				return true
+			}
+		}
+		return false
+	}
+	var refs []state.TrialRef
+	for name, e := range s.view().Experiments {
+		if !targeted(name) {
+			continue
+		}
+		for id, t := range e.Trials {
+			if t.Elsewhere(me.ID) {
+				refs = append(refs, state.TrialRef{Experiment: name, ID: id})
+			}
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return s.changeTrials(refs, func(st *state.State) {
+		for _, r := range refs {
+			if t := st.Experiments[r.Experiment].Trials[r.ID]; t != nil {
+				w := *me
+				t.Owner = &w
+			}
+		}
 	})
 }
 
@@ -606,8 +662,15 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 		for _, a := range starts {
 			refs = append(refs, refOf(a)[0])
 		}
+		owners := s.owners(starts)
 		err := s.changeTrials(refs, func(st *state.State) {
 			for _, a := range starts {
+				// The working copy whose private platform runs it (nil:
+				// every working copy sees it) owns it from now on, before
+				// it starts: a crash between the two leaves it to this one.
+				if e := st.Experiments[a.Experiment]; e != nil && e.Trials[a.TrialID] != nil && !state.Terminal(e.Trials[a.TrialID].Status) {
+					e.Trials[a.TrialID].Owner = owners[a.Experiment]
+				}
 				if a.Action == plan.Resume && a.Cause == plan.CauseReplace {
 					// -replace of an ended trial: a new attempt, its old
 					// result is no longer its result.
@@ -630,6 +693,7 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 				e.Trials[a.TrialID] = &state.Trial{
 					ID: a.TrialID, Seq: a.Seq, ParameterID: a.ParameterID, Generation: a.Generation,
 					SpecHash: e.SpecHash, Params: a.Params, Status: state.Waiting, CreatedAt: now,
+					Owner: owners[a.Experiment],
 				}
 				if pv, ok := s.Provenance[a.Experiment]; ok {
 					e.Trials[a.TrialID].Provenance = &pv
@@ -648,6 +712,37 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// owners returns, per experiment of starts, the owner its new and resumed
+// trials get: this working copy when the experiment's platform is private
+// to it (providers.Private), nil otherwise.
+func (s *Session) owners(starts []*plan.TrialAction) map[string]*state.WorkingCopy {
+	me := plan.WorkingCopyOf(s.Providers)
+	out := map[string]*state.WorkingCopy{}
+	if me == nil {
+		return out
+	}
+	cur := s.view()
+	for _, a := range starts {
+		e := cur.Experiments[a.Experiment]
+		if e == nil {
+			continue
+		}
+		if _, done := out[a.Experiment]; done {
+			continue
+		}
+		out[a.Experiment] = nil
+		prov, err := s.Providers.Provider(e.Platform)
+		if err != nil {
+			continue // the start reports it
+		}
+		if p, ok := prov.(providers.Private); ok && p.PrivateToWorkingCopy() {
+			w := *me
+			out[a.Experiment] = &w
+		}
+	}
+	return out
 }
 
 // recordExperiment writes ep (planned from cfg) into st's experiment
@@ -781,6 +876,9 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 		if state.Terminal(t.Status) {
 			return nil
 		}
+		if me := plan.MeOf(plan.WorkingCopyOf(s.Providers)); t.Elsewhere(me) {
+			return skipped{"the trial runs in " + t.Owner.Where + ", left to that working copy"}
+		}
 		handle = providers.Handle(t.Handle)
 	}
 	prov, err := s.Providers.Provider(platform)
@@ -835,6 +933,9 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 	}
 	if t == nil {
 		return skipped{"trial not recorded"}
+	}
+	if me := plan.MeOf(plan.WorkingCopyOf(s.Providers)); t.Elsewhere(me) {
+		return skipped{"the trial runs in " + t.Owner.Where + ", left to that working copy"}
 	}
 	switch {
 	case a.Action == plan.Resume && t.Status != state.Lost && t.Status != state.Paused:

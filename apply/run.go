@@ -32,24 +32,34 @@ type RunOptions struct {
 const DefaultListInterval = 10 * time.Second
 
 // Finished reports whether every experiment of p is done and has no
-// trial left running, waiting or lost.
+// trial left running, waiting or lost, or has nothing left that this
+// working copy can do: what still runs, another working copy owns
+// (ExperimentPlan.Elsewhere), and that working copy records its end.
 func Finished(p *plan.Plan) bool {
 	for _, ep := range p.Experiments {
+		bs := ep.Progress.ByStatus
+		unfinished := bs[state.Running] + bs[state.Waiting] + bs[state.Lost]
+		elsewhere := 0
+		for _, t := range ep.Elsewhere {
+			switch t.Status {
+			case state.Running, state.Waiting, state.Lost:
+				elsewhere++
+			}
+		}
 		if ep.Action == plan.Delete {
 			return false
 		}
 		if ep.Paused {
 			// Paused: finished once its trials are stopped.
-			if ep.Progress.ByStatus[state.Running] > 0 {
+			if bs[state.Running] > elsewhere {
 				return false
 			}
 			continue
 		}
-		if !ep.Done {
+		if !ep.Done && len(ep.Elsewhere) == 0 {
 			return false
 		}
-		bs := ep.Progress.ByStatus
-		if bs[state.Running]+bs[state.Waiting]+bs[state.Lost] > 0 {
+		if unfinished > elsewhere {
 			return false
 		}
 	}

@@ -58,6 +58,12 @@ type Input struct {
 	// intermediate objective values in report order (see CurveOf):
 	// experiment -> trial id -> values.
 	Curves map[string]map[string][]float64
+	// Me is the id of the working copy planning ("" = none: every trial
+	// is its own). Unfinished trials another working copy owns
+	// (state.Trial.Elsewhere) are left to it: never resumed, started or
+	// torn down here, counted toward concurrency and max_trials as the
+	// state records them (ExperimentPlan.Elsewhere).
+	Me string
 }
 
 // Compute builds the plan. It is pure: the same input gives the same plan.
@@ -122,14 +128,17 @@ func Compute(in Input) (*Plan, error) {
 			if cur == nil {
 				continue
 			}
-			ep = planDelete(cur, in.Options.Destroy)
+			ep, err = planDelete(cur, in.Options.Destroy, in.Me)
+			if err != nil {
+				return nil, err
+			}
 		default:
 			if cur == nil {
 				if err := state.NameFree(st, name, ""); err != nil {
 					return nil, fmt.Errorf("experiment %q (%s): %w", name, posOf(cfg), err)
 				}
 			}
-			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name], requests[name])
+			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name], requests[name], in.Me)
 			if err != nil {
 				return nil, fmt.Errorf("experiment %q: %w", name, err)
 			}
@@ -207,7 +216,7 @@ func warnUnknown(name, platform string, listed []providers.Observation, p *Plan)
 		name, platform, len(ids), strings.Join(ids, ", "), name))
 }
 
-func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {
+func planDelete(cur *state.Experiment, destroy bool, me string) (*ExperimentPlan, error) {
 	ep := &ExperimentPlan{
 		Name: cur.Name, ID: cur.ID, Platform: cur.Platform, Action: Delete,
 		Generation: cur.Generation, SpecHash: cur.SpecHash,
@@ -218,7 +227,19 @@ func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {
 		reason, cause = "destroy", CauseDestroy
 	}
 	for _, t := range cur.SortedTrials() {
-		if state.Terminal(t.Status) {
+		if t.Elsewhere(me) {
+			ep.Elsewhere = append(ep.Elsewhere, elsewhereOf(t))
+		}
+	}
+	if len(ep.Elsewhere) > 0 {
+		if destroy {
+			return nil, fmt.Errorf("experiment %s cannot be destroyed from this working copy: %s; only that working copy can stop them. Run `trialform destroy` there, or wait until they end and it records that; if that working copy is gone for good, take its trials over first with `trialform apply -take-over`",
+				cur.Name, DescribeElsewhere(ep.Elsewhere))
+		}
+		ep.Notes = append(ep.Notes, fmt.Sprintf("%s: left to that working copy, which tears them down; the experiment leaves the state once they have ended", DescribeElsewhere(ep.Elsewhere)))
+	}
+	for _, t := range cur.SortedTrials() {
+		if state.Terminal(t.Status) || t.Elsewhere(me) {
 			continue
 		}
 		ep.Trials = append(ep.Trials, &TrialAction{
@@ -226,13 +247,60 @@ func planDelete(cur *state.Experiment, destroy bool) *ExperimentPlan {
 			Generation: t.Generation, Params: t.Params, Status: t.Status, Reason: reason, Cause: cause, Purge: destroy,
 		})
 	}
-	return ep
+	if len(ep.Elsewhere) > 0 && len(ep.Trials) == 0 {
+		// Nothing to do here until its owner has torn them down: the
+		// record stays (apply deletes no experiment with unfinished
+		// trials), and a plan without changes says so.
+		ep.Action = NoOp
+	}
+	return ep, nil
+}
+
+func elsewhereOf(t *state.Trial) ElsewhereTrial {
+	return ElsewhereTrial{TrialID: t.ID, Status: t.Status, Generation: t.Generation, Where: t.Owner.Where}
+}
+
+// DescribeElsewhere says, for people, which trials run where:
+// "trials t0000, t0001 run in alice@lab:/home/alice/exp/.trialform".
+func DescribeElsewhere(ts []ElsewhereTrial) string {
+	var places []string
+	ids := map[string][]string{}
+	for _, t := range ts {
+		if ids[t.Where] == nil {
+			places = append(places, t.Where)
+		}
+		ids[t.Where] = append(ids[t.Where], t.TrialID)
+	}
+	var parts []string
+	for _, w := range places {
+		if len(ids[w]) == 1 {
+			parts = append(parts, fmt.Sprintf("trial %s runs in %s", ids[w][0], w))
+		} else {
+			parts = append(parts, fmt.Sprintf("trials %s run in %s", strings.Join(ids[w], ", "), w))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // SpecHash hashes what defines a generation of trials: the search space,
 // the tuner, the objective, the trial spec and the platform.
 func SpecHash(e *schema.Experiment) string {
-	parts := specParts(e)
+	return hashParts(specParts(e, false))
+}
+
+// legacySpecHash is SpecHash as states written before the code directory
+// was hashed relative to the configuration directory recorded it (the
+// absolute path): a state that recorded it is not at a new generation.
+func legacySpecHash(e *schema.Experiment) string {
+	return hashParts(specParts(e, true))
+}
+
+// sameSpec reports whether cur's recorded spec is cfg's.
+func sameSpec(cur *state.Experiment, cfg *schema.Experiment) bool {
+	return cur.SpecHash == SpecHash(cfg) || cur.SpecHash == legacySpecHash(cfg)
+}
+
+func hashParts(parts map[string][]byte) string {
 	h := sha256.New()
 	for _, k := range partNames {
 		h.Write([]byte(k))
@@ -245,7 +313,7 @@ func SpecHash(e *schema.Experiment) string {
 // generation of trials, as the plan names them.
 var partNames = []string{"search_space", "tuner", "objective", "trial", "platform"}
 
-func specParts(e *schema.Experiment) map[string][]byte {
+func specParts(e *schema.Experiment, legacy bool) map[string][]byte {
 	type trialSpec struct {
 		CodeDir     string            `json:"code_dir"`
 		Command     string            `json:"command,omitempty"`
@@ -266,7 +334,13 @@ func specParts(e *schema.Experiment) map[string][]byte {
 			env[k] = v
 		}
 	}
-	ts := trialSpec{CodeDir: e.Trial.CodeDir, Env: env, GPUs: e.Trial.GPUs, MetricRegex: e.Trial.MetricRegex}
+	codeDir := e.Trial.CodeDir
+	if !legacy && e.Trial.CodeDirInConfig != "" {
+		// Relative, so working copies at other paths agree; "./" marks
+		// it apart from an absolute path.
+		codeDir = "./" + e.Trial.CodeDirInConfig
+	}
+	ts := trialSpec{CodeDir: codeDir, Env: env, GPUs: e.Trial.GPUs, MetricRegex: e.Trial.MetricRegex}
 	if e.Trial.Command != nil {
 		ts.Command = e.Trial.Command.String()
 	}
@@ -286,8 +360,12 @@ func specParts(e *schema.Experiment) map[string][]byte {
 // PartHashes returns one short hash per spec part; apply records them with
 // the experiment so a later plan can say which part changed.
 func PartHashes(e *schema.Experiment) map[string]string {
+	return partHashes(e, false)
+}
+
+func partHashes(e *schema.Experiment, legacy bool) map[string]string {
 	out := map[string]string{}
-	for k, v := range specParts(e) {
+	for k, v := range specParts(e, legacy) {
 		s := sha256.Sum256(v)
 		out[k] = hex.EncodeToString(s[:])[:8]
 	}
@@ -370,7 +448,7 @@ func progress(e *state.Experiment, gen int) Progress {
 	return pr
 }
 
-func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64, requests map[string]string) (*ExperimentPlan, error) {
+func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64, requests map[string]string, me string) (*ExperimentPlan, error) {
 	hash := SpecHash(cfg)
 	ep := &ExperimentPlan{
 		Name: cfg.Name, Platform: cfg.Platform.Key(), Action: NoOp,
@@ -387,7 +465,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		ep.Generation = cur.Generation
 		created = cur.CreatedAt
 		ep.Changes = settingChanges(cur, cfg)
-		if cur.SpecHash != hash {
+		if !sameSpec(cur, cfg) {
 			ep.NewGeneration = true
 			ep.Generation = cur.Generation + 1
 			ep.GenerationReason = generationReasons(cur, cfg)
@@ -405,7 +483,22 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	var active, lost, waiting []*state.Trial
 	counted, failed, succeeded := 0, 0, 0
 	var oldRunning []*state.Trial
+	busyElsewhere := 0 // current-generation trials another working copy runs
 	for _, t := range cur.SortedTrials() {
+		if t.Elsewhere(me) {
+			// Left to its owner, counted as the state records it.
+			if req := requests[t.ID]; req != "" {
+				return nil, fmt.Errorf("-%s=experiment.%s.trial.%s: the trial runs in %s, where only that working copy can stop or start it: run the command there", req, cfg.Name, t.ID, t.Owner.Where)
+			}
+			ep.Elsewhere = append(ep.Elsewhere, elsewhereOf(t))
+			if t.Generation == ep.Generation {
+				if t.Status != state.Canceled {
+					counted++
+				}
+				busyElsewhere++
+			}
+			continue
+		}
 		if req := requests[t.ID]; req != "" {
 			// -stop and -replace: the trial keeps its budget slot.
 			if err := userRequest(ep, cfg, t, req); err != nil {
@@ -439,6 +532,10 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		case state.Waiting:
 			waiting = append(waiting, t)
 		}
+	}
+
+	if len(ep.Elsewhere) > 0 {
+		ep.Notes = append(ep.Notes, fmt.Sprintf("%s: left to that working copy, which reads, resumes and tears them down; here they count toward concurrency and max_trials as the state records them", DescribeElsewhere(ep.Elsewhere)))
 	}
 
 	// Older generations' unfinished trials are torn down.
@@ -527,7 +624,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	}
 
 	// Trials past their own max_duration are torn down.
-	running := 0
+	running := busyElsewhere
 	for _, t := range active {
 		if cfg.Trial.MaxDuration > 0 && t.StartedAt != nil && now.Sub(*t.StartedAt) > cfg.Trial.MaxDuration+30*time.Second {
 			ep.Trials = append(ep.Trials, &TrialAction{
@@ -591,7 +688,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		})
 	}
 	remaining := cfg.MaxTrials - counted
-	if remaining <= 0 && len(active)+len(lost)+len(waiting) == 0 {
+	if remaining <= 0 && len(active)+len(lost)+len(waiting)+len(ep.Elsewhere) == 0 {
 		ep.Done, ep.DoneReason = true, fmt.Sprintf("budget used (%d trials)", cfg.MaxTrials)
 		failIfNone(ep, succeeded)
 		finish(ep)
@@ -678,7 +775,7 @@ func exhaustedAdvice(ex *tuner.ExhaustedError, cfg *schema.Experiment, cur *stat
 }
 
 func generationParts(cur *state.Experiment, cfg *schema.Experiment) []string {
-	if cur.SpecHash == SpecHash(cfg) {
+	if sameSpec(cur, cfg) {
 		return nil
 	}
 	return generationReasons(cur, cfg)
@@ -821,10 +918,10 @@ func settingChanges(cur *state.Experiment, cfg *schema.Experiment) []Change {
 
 // generationReasons names the parts of the spec that changed.
 func generationReasons(cur *state.Experiment, cfg *schema.Experiment) []string {
-	now := PartHashes(cfg)
+	now, old := PartHashes(cfg), partHashes(cfg, true)
 	var rs []string
 	for _, k := range partNames {
-		if prev, ok := cur.PartHashes[k]; ok && prev == now[k] {
+		if prev, ok := cur.PartHashes[k]; ok && (prev == now[k] || prev == old[k]) {
 			continue
 		}
 		rs = append(rs, k)

@@ -132,6 +132,22 @@ type ExperimentPlan struct {
 	// trialform would create for them now. Display only: trialform does
 	// not restart running trials.
 	Drift []TrialDrift `json:"drift,omitempty"`
+	// Elsewhere lists the unfinished trials another working copy owns
+	// (they run on a platform only it can see: its local platform). The
+	// plan leaves them to it: it does not read, resume, start or tear
+	// them down; they count toward concurrency and max_trials as the
+	// state records them.
+	Elsewhere []ElsewhereTrial `json:"elsewhere,omitempty"`
+}
+
+// ElsewhereTrial is an unfinished trial left to the working copy that
+// owns it.
+type ElsewhereTrial struct {
+	TrialID    string `json:"trial_id"`
+	Status     string `json:"status"` // as the state records it
+	Generation int    `json:"generation"`
+	// Where is the owning working copy, "user@host:/path/.trialform".
+	Where string `json:"where"`
 }
 
 // Settings are an experiment's in-place settings and identity.

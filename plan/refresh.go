@@ -28,6 +28,14 @@ type Observations struct {
 	// Drift holds, per experiment, the running trials whose platform
 	// object differs from what trialform would create now (DetectDrift).
 	Drift map[string][]TrialDrift
+	// Me is this working copy (nil: none known, every trial is read).
+	Me *state.WorkingCopy
+	// Claim names, per experiment, the trials this working copy's
+	// private platform holds whose owner the state does not record as
+	// this working copy, where it was found now (a state written before
+	// owners were recorded, or a working copy moved since): Observe
+	// records Me as their owner.
+	Claim map[string]map[string]bool
 }
 
 // ProviderSet finds the provider of a platform key ("local.default").
@@ -35,10 +43,35 @@ type ProviderSet interface {
 	Provider(platform string) (providers.Provider, error)
 }
 
+// WorkingCopier is the optional part of a ProviderSet that knows the
+// working copy it runs in: trials of its private platforms are this
+// working copy's (state.Trial.Owner), and trials another working copy
+// owns are left to it.
+type WorkingCopier interface {
+	WorkingCopy() *state.WorkingCopy
+}
+
+// WorkingCopyOf returns ps's working copy, nil when it knows none.
+func WorkingCopyOf(ps ProviderSet) *state.WorkingCopy {
+	if w, ok := ps.(WorkingCopier); ok {
+		return w.WorkingCopy()
+	}
+	return nil
+}
+
+// MeOf is the id of a working copy, "" for none.
+func MeOf(w *state.WorkingCopy) string {
+	if w == nil {
+		return ""
+	}
+	return w.ID
+}
+
 const defaultReadParallelism = 16
 
 // Refresh reads every unfinished trial of st through its platform's
-// provider (in parallel, bounded) and lists the trials each platform holds
+// provider (in parallel, bounded), but those another working copy owns
+// (state.Trial.Elsewhere: its own platform cannot see them), and lists the trials each platform holds
 // for each experiment: those of st on their recorded platform, and those
 // of experiments (configured name -> platform key) st does not hold yet on
 // their configured platform. It does not change st. A platform that cannot
@@ -61,7 +94,10 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 	obs := &Observations{
 		Trials: map[string]map[string]providers.Observation{},
 		Listed: map[string][]providers.Observation{},
+		Me:     WorkingCopyOf(ps),
+		Claim:  map[string]map[string]bool{},
 	}
+	me := MeOf(obs.Me)
 	type job struct {
 		exp      string
 		on       string // the experiment's name on its platform
@@ -69,6 +105,7 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 		trial    *state.Trial
 		prov     providers.Provider
 		platform string
+		claim    bool // found here: recorded as this working copy's
 	}
 	var jobs []job
 	names := map[string]bool{}
@@ -98,11 +135,19 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 			continue
 		}
 		if e != nil {
+			private := false
+			if p, ok := prov.(providers.Private); ok && obs.Me != nil {
+				private = p.PrivateToWorkingCopy()
+			}
 			for _, t := range e.SortedTrials() {
 				if state.Terminal(t.Status) || t.Status == state.Paused {
 					continue // a PAUSED trial was stopped on purpose: its end is not news
 				}
-				jobs = append(jobs, job{name, e.OnPlatform(), e.ID, t, prov, platform})
+				if t.Elsewhere(me) {
+					continue // its owner's platform holds it, not this one
+				}
+				claim := private && (t.Owner == nil || *t.Owner != *obs.Me)
+				jobs = append(jobs, job{name, e.OnPlatform(), e.ID, t, prov, platform, claim})
 			}
 		}
 		if l, ok := prov.(providers.Lister); ok && !opts.NoList[name] {
@@ -175,6 +220,12 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 				obs.Trials[j.exp] = map[string]providers.Observation{}
 			}
 			obs.Trials[j.exp][j.trial.ID] = o
+			if j.claim && o.Exists {
+				if obs.Claim[j.exp] == nil {
+					obs.Claim[j.exp] = map[string]bool{}
+				}
+				obs.Claim[j.exp][j.trial.ID] = true
+			}
 		}(j)
 	}
 	wg.Wait()
@@ -209,6 +260,10 @@ func Observe(st *state.State, obs *Observations, now time.Time) ([]Observed, []M
 				continue
 			}
 			before := t.Status
+			if obs.Claim[name][t.ID] && obs.Me != nil {
+				me := *obs.Me
+				t.Owner = &me
+			}
 			pts := observeTrial(e, t, o, now)
 			if len(pts) > 0 {
 				batches = append(batches, MetricBatch{Experiment: name, TrialID: t.ID, Points: pts})

@@ -120,6 +120,19 @@ type Locator interface {
 	Location(h Handle) string
 }
 
+// Private is implemented by providers whose trials only the working copy
+// that started them can see: the local platform, whose processes and trial
+// directories live under one working copy's .trialform on one machine.
+// Apply records the working copy as the trial's owner
+// (state.Trial.Owner) before it starts it, so that another working copy
+// sharing the state (a shared backend) leaves the trial to its owner
+// instead of finding nothing on its own platform, calling the trial LOST
+// and running it a second time. Platforms every working copy reaches the
+// same way (remote machines, a cluster) do not implement it.
+type Private interface {
+	PrivateToWorkingCopy() bool
+}
+
 // LogStreamer is implemented by providers that can show a trial's output.
 type LogStreamer interface {
 	// Logs copies the trial's stdout+stderr to w; with Follow it keeps

@@ -171,9 +171,15 @@ type AssessorSpec struct {
 // values per trial (see Render). Exactly one of Command and Args is set.
 type TrialSpec struct {
 	CodeDir string // absolute
-	Command *Template
-	Args    []*Template
-	Env     map[string]string
+	// CodeDirInConfig is CodeDir relative to the configuration directory
+	// when it lies inside it ("." by default), else "": what defines the
+	// trial is the same in every working copy of the configuration,
+	// wherever each is checked out (two working copies sharing a state
+	// backend must not see a new generation in each other's paths).
+	CodeDirInConfig string
+	Command         *Template
+	Args            []*Template
+	Env             map[string]string
 	// SensitiveEnv names the Env entries whose values come from a
 	// sensitive variable: never printed, never saved in the state.
 	SensitiveEnv map[string]bool

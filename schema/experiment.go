@@ -398,6 +398,9 @@ func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
 			}
 		}
 	}
+	if rel, err := filepath.Rel(l.cfg.Dir, t.CodeDir); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		t.CodeDirInConfig = filepath.ToSlash(rel)
+	}
 
 	cmd, hasCmd := content.Attributes["command"]
 	args, hasArgs := content.Attributes["args"]

@@ -335,7 +335,8 @@ func trialEqual(a, b *Trial) bool {
 		nilEqual(a.Final == nil, b.Final == nil) && maps.EqualFunc(a.Final, b.Final, floatEqual) &&
 		a.Intermediate == b.Intermediate &&
 		nilEqual(a.MetricsOffset == nil, b.MetricsOffset == nil) && maps.Equal(a.MetricsOffset, b.MetricsOffset) &&
-		ptrEqual(a.Provenance, b.Provenance)
+		ptrEqual(a.Provenance, b.Provenance) &&
+		ptrEqual(a.Owner, b.Owner)
 }
 
 func nilEqual(a, b bool) bool { return a == b }

@@ -180,8 +180,8 @@ func mutateField(v reflect.Value, variant string) bool {
 			return true
 		}
 		if v.NumField() > 0 {
-			// A struct of ours (Provenance): changing its first field
-			// changes it.
+			// A struct of ours (Provenance, WorkingCopy): changing its
+			// first field changes it.
 			return mutateField(v.Field(0), variant)
 		}
 		panic("mutateField: unhandled struct " + v.Type().String())

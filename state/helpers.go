@@ -168,6 +168,7 @@ func (t *Trial) Clone() *Trial {
 	c.Final = maps.Clone(t.Final)
 	c.MetricsOffset = maps.Clone(t.MetricsOffset)
 	c.Provenance = clonePtr(t.Provenance)
+	c.Owner = clonePtr(t.Owner)
 	return &c
 }
 

@@ -28,6 +28,7 @@ func sampleTrial(id string, seq int) *Trial {
 		ExitCode: ptr(0), Value: ptr(float64(seq) / 7), Final: map[string]float64{"default": float64(seq) / 7, "loss": 0.25},
 		Intermediate: 3, MetricsOffset: map[string]int64{"stdout": 1234},
 		Provenance: &Provenance{Commit: "0123456789abcdef0123456789abcdef01234567", Version: "0.1.0"},
+		Owner:      &WorkingCopy{ID: "wc-1", Where: "alice@lab:/home/alice/exp/.trialform"},
 	}
 }
 

@@ -165,6 +165,16 @@ type Trial struct {
 	// Provenance is where the trial came from, recorded when apply
 	// created it; nil for trials of older states and imported ones.
 	Provenance *Provenance `json:"provenance,omitempty"`
+	// Owner is the working copy whose platform alone can see the trial
+	// (the local platform: processes and trial directories under one
+	// working copy's .trialform), recorded with the trial's intent before
+	// it starts. Another working copy sharing the state leaves such a
+	// trial to its owner: it does not read it (it would find nothing and
+	// call it LOST), resume it or tear it down (see Elsewhere). nil: a
+	// trial of a platform every working copy sees (remote, kubernetes),
+	// or of a state written before owners were recorded: it belongs to
+	// whichever working copy reads it.
+	Owner *WorkingCopy `json:"owner,omitempty"`
 }
 
 // Provenance is what a trial was created from: the git commit of the
@@ -178,6 +188,25 @@ type Provenance struct {
 	CodeCommit string `json:"code_commit,omitempty"`
 	CodeDirty  bool   `json:"code_dirty,omitempty"`
 	Version    string `json:"version,omitempty"`
+}
+
+// WorkingCopy names one working copy (a directory with its .trialform).
+type WorkingCopy struct {
+	// ID is the working copy's random identity, kept in its .trialform
+	// directory: it survives moving the directory, and `state mv` (which
+	// keeps trials as they are); a working copy made by copying only the
+	// configuration and the state (not .trialform) gets a new one.
+	ID string `json:"id"`
+	// Where is where it was when it last recorded the trial, for people
+	// ("alice@host:/home/alice/exp/.trialform").
+	Where string `json:"where"`
+}
+
+// Elsewhere reports whether t is an unfinished trial that only another
+// working copy than me can see: its owner is not me (an empty me, a
+// command without a working copy, owns nothing and sees everything).
+func (t *Trial) Elsewhere(me string) bool {
+	return t.Owner != nil && me != "" && t.Owner.ID != me && !Terminal(t.Status)
 }
 
 // MetricPoint is one line of a trial's metric series file

@@ -35,6 +35,7 @@ type applyOptions struct {
 	parallelism int
 	destroy     bool
 	trials      trialFlags
+	takeOver    bool
 }
 
 // trialFlags are -replace and -stop (plan and apply).
@@ -56,6 +57,7 @@ func (o *applyOptions) register(fs *flag.FlagSet) {
 	fs.Var(&o.targets, "target", "limit to experiment.NAME (repeatable)")
 	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
 	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
+	fs.BoolVar(&o.takeOver, "take-over", false, "take over the unfinished trials another working copy sharing the state owns (it is gone for good): they are resumed here, or torn down by destroy")
 }
 
 func runApply(ctx context.Context, g *Globals, args []string) int {
@@ -74,6 +76,9 @@ func runApply(ctx context.Context, g *Globals, args []string) int {
 		planFile = pos[0]
 		if len(o.trials.replace)+len(o.trials.stop) > 0 {
 			return g.errorf("-replace and -stop cannot change a saved plan; pass them to `trialform plan -out FILE` instead")
+		}
+		if o.takeOver {
+			return g.errorf("-take-over cannot change a saved plan: run `trialform apply -take-over` without the plan file")
 		}
 	}
 	return g.apply(ctx, o, planFile)
@@ -131,6 +136,9 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	}
 	ps := newProviderSet(cfg, sd)
 	defer ps.Close()
+	if _, err := ps.identify(); err != nil {
+		return g.errorf("%v", err)
+	}
 	if !o.destroy && !g.checkPlatforms(ctx, cfg, ps) {
 		return 1
 	}
@@ -141,6 +149,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		s.Provenance = pv.byExp
 	}
 	s.Parallelism = o.parallelism
+	s.TakeOver = o.takeOver
 	s.Hard = g.hard(ctx)
 	out := &lineWriter{w: g.IO.Out}
 	var hooks countingHooks
@@ -362,6 +371,11 @@ func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps
 		fmt.Fprintln(out)
 		for _, ep := range last.Experiments {
 			fmt.Fprintln(out, views.StatusLine(ep))
+		}
+		for _, ep := range last.Experiments {
+			if line := views.ElsewhereLine(ep); line != "" {
+				fmt.Fprintln(out, line)
+			}
 		}
 	}
 	failed := g.reportFailed(out, last, c)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/internal/workcopy"
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/local"
@@ -170,6 +171,10 @@ type providerSet struct {
 	mu       sync.Mutex
 	built    map[string]providers.Provider
 
+	me     *state.WorkingCopy // this working copy, once identified (WorkingCopy)
+	meErr  error
+	meDone bool
+
 	ctx     context.Context // the forwarders'; Close cancels it
 	cancel  context.CancelFunc
 	fwd     sync.WaitGroup // the running forwarders
@@ -241,6 +246,31 @@ func (ps *providerSet) Provider(key string) (providers.Provider, error) {
 	}
 	ps.add(key, p)
 	return p, nil
+}
+
+// WorkingCopy identifies the working copy whose .trialform holds the
+// set's state directory (plan.WorkingCopier): trials of its local
+// platform record it as their owner. nil when the set has no state
+// directory or the id cannot be kept there (a read-only directory): then
+// no trial is recorded as anyone's, as before owners existed.
+func (ps *providerSet) WorkingCopy() *state.WorkingCopy {
+	w, _ := ps.identify()
+	return w
+}
+
+// identify is WorkingCopy with the reason it knows none; commands that
+// start trials check it first (a damaged id is an error, not a new
+// identity that would leave this working copy's trials to no one).
+func (ps *providerSet) identify() (*state.WorkingCopy, error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if !ps.meDone {
+		ps.meDone = true
+		if ps.stateDir != "" {
+			ps.me, ps.meErr = workcopy.Identify(ps.stateDir)
+		}
+	}
+	return ps.me, ps.meErr
 }
 
 // notify returns a channel that receives a value when a provider of the

@@ -429,3 +429,13 @@ func objectiveText(s plan.Settings) string {
 	}
 	return out
 }
+
+// ElsewhereLine says, after apply -wait, that an experiment still has
+// trials another working copy runs ("" when it has none): this working
+// copy stopped waiting because only that one can read their end.
+func ElsewhereLine(ep *plan.ExperimentPlan) string {
+	if len(ep.Elsewhere) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("experiment.%s: nothing left to do in this working copy: %s, which records their end", ep.Name, plan.DescribeElsewhere(ep.Elsewhere))
+}

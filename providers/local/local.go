@@ -102,6 +102,7 @@ var (
 	_ providers.Provider    = (*Local)(nil)
 	_ providers.Lister      = (*Local)(nil)
 	_ providers.LogStreamer = (*Local)(nil)
+	_ providers.Private     = (*Local)(nil)
 )
 
 // New checks cfg, fills defaults, creates Root and writes the Python
@@ -152,6 +153,10 @@ func New(cfg Config) (*Local, error) {
 	}
 	return &Local{cfg: cfg, changed: make(chan struct{}, 1)}, nil
 }
+
+// PrivateToWorkingCopy reports that a local trial is seen only by the
+// working copy whose Root holds it (providers.Private).
+func (l *Local) PrivateToWorkingCopy() bool { return true }
 
 // Kind returns "local".
 func (l *Local) Kind() string { return "local" }
