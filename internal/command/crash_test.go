@@ -2,6 +2,7 @@ package command_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,11 +16,40 @@ import (
 // `apply -wait` (while recording intents, starting supervisors, saving
 // state, collecting metrics), re-running it each time, and checks the end:
 // exactly max_trials trials, each run exactly once, all with metrics, and a
-// state file that always parses.
+// state that always reads. It runs once per state backend (killBackends):
+// the same kills, the same checks, whatever keeps the state.
 func TestKillAnywhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
+	for _, b := range killBackends() {
+		t.Run(b.name, func(t *testing.T) {
+			killAnywhere(t, b)
+		})
+	}
+}
+
+// killBackend is one state backend TestKillAnywhere runs against.
+type killBackend struct {
+	name string
+	// setup starts what the backend needs (a server) and returns the
+	// backend block for main.hcl ("" for the default, local) and the
+	// environment the CLI needs (credentials).
+	setup func(t *testing.T) (block string, env []string)
+}
+
+// killBackends lists the backends TestKillAnywhere covers.
+func killBackends() []killBackend {
+	return []killBackend{
+		{name: "local", setup: func(*testing.T) (string, []string) { return "", nil }},
+	}
+}
+
+// killDelays are when each kill comes after the start of `apply -wait`:
+// 24 kills, from the first state read to the middle of collecting results.
+var killDelays = []time.Duration{5, 10, 20, 30, 40, 50, 60, 75, 90, 105, 120, 135, 150, 175, 200, 230, 260, 300, 330, 360, 400, 450, 500, 600}
+
+func killAnywhere(t *testing.T, b killBackend) {
 	dir := t.TempDir()
 	const maxTrials = 12
 	write := func(name, content string) {
@@ -27,7 +57,9 @@ func TestKillAnywhere(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("main.hcl", `
+	block, env := b.setup(t)
+	env = append(append(os.Environ(), "NO_COLOR=1"), env...)
+	write("main.hcl", block+`
 search_space "s" {
   param "x" { uniform = [0, 1] }
   param "k" { choice = ["a", "b", "c"] }
@@ -52,47 +84,78 @@ time.sleep(0.15)
 trialform.report(trialform.get_params()["x"])
 `)
 	bin := filepath.Join(binDir, "trialform")
-	delays := []time.Duration{5, 20, 40, 60, 90, 120, 150, 200, 260, 330, 400}
-	for i, d := range delays {
+	run := func(args ...string) ([]byte, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		return cmd.Output()
+	}
+	if len(killDelays) < 20 {
+		t.Fatalf("%d kills; the issue asks for at least 20 per backend", len(killDelays))
+	}
+	for i, d := range killDelays {
 		cmd := exec.Command(bin, "apply", "-auto-approve", "-wait", "-interval=100ms")
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		cmd.Env = env
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(d * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
-		// The state must always be readable (never torn).
-		if b, err := os.ReadFile(filepath.Join(dir, ".trialform", "state.json")); err == nil {
-			var v map[string]any
-			if err := json.Unmarshal(b, &v); err != nil {
-				t.Fatalf("kill %d after %s: state.json does not parse: %v", i, d*time.Millisecond, err)
+		// The state must always be readable (never torn): through the
+		// backend, as every command reads it, and for the local backend
+		// its file too.
+		if b.name == "local" {
+			if data, err := os.ReadFile(filepath.Join(dir, ".trialform", "state.json")); err == nil {
+				var v map[string]any
+				if err := json.Unmarshal(data, &v); err != nil {
+					t.Fatalf("kill %d after %s: state.json does not parse: %v", i, d*time.Millisecond, err)
+				}
 			}
+		}
+		if out, err := run("show", "-json"); err != nil {
+			t.Fatalf("kill %d after %s: the state does not read: %v\n%s%s", i, d*time.Millisecond, err, out, exitStderr(err))
 		}
 	}
 	cmd := exec.Command(bin, "apply", "-auto-approve", "-wait", "-interval=100ms")
 	cmd.Dir = dir
+	cmd.Env = env
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("final apply: %v\n%s", err, out)
 	}
-	cmd = exec.Command(bin, "trials", "k", "-json")
-	cmd.Dir = dir
-	out, err = cmd.Output()
+	out, err = run("trials", "k", "-json")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("trials: %v\n%s", err, exitStderr(err))
 	}
+	checkRanOnce(t, dir, out, maxTrials)
+}
+
+// exitStderr is what a command that failed wrote to stderr.
+func exitStderr(err error) []byte {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.Stderr
+	}
+	return nil
+}
+
+// checkRanOnce checks `trials -json` output (trialsJSON) and dir/runs.log,
+// where every attempt of the trial logs its id: exactly n trials, all
+// SUCCEEDED with a metric, each run exactly once.
+func checkRanOnce(t *testing.T, dir string, trialsJSON []byte, n int) {
+	t.Helper()
 	var rows []struct {
 		ID     string   `json:"id"`
 		Status string   `json:"status"`
 		Metric *float64 `json:"metric"`
 	}
-	if err := json.Unmarshal(out, &rows); err != nil {
+	if err := json.Unmarshal(trialsJSON, &rows); err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != maxTrials {
-		t.Fatalf("%d trials, want %d", len(rows), maxTrials)
+	if len(rows) != n {
+		t.Fatalf("%d trials, want %d", len(rows), n)
 	}
 	for _, r := range rows {
 		if r.Status != "SUCCEEDED" || r.Metric == nil {
@@ -104,12 +167,12 @@ trialform.report(trialform.get_params()["x"])
 	for _, id := range strings.Fields(string(runs)) {
 		seen[id]++
 	}
-	if len(seen) != maxTrials {
-		t.Fatalf("%d distinct trials ran, want %d", len(seen), maxTrials)
+	if len(seen) != n {
+		t.Fatalf("%d distinct trials ran, want %d", len(seen), n)
 	}
-	for id, n := range seen {
-		if n != 1 {
-			t.Fatalf("trial %s ran %d times", id, n)
+	for id, k := range seen {
+		if k != 1 {
+			t.Fatalf("trial %s ran %d times", id, k)
 		}
 	}
 }
