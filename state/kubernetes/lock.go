@@ -305,7 +305,9 @@ func (b *Backend) renew(h *held) {
 			case <-ctx.Done():
 			}
 		}()
-		b.renewOnce(ctx, h)
+		if err := b.renewOnce(ctx, h); err != nil && ctx.Err() == nil {
+			b.reportf("%v", err)
+		}
 		cancel()
 		h.mu.Lock()
 		lost := h.lost
@@ -316,7 +318,9 @@ func (b *Backend) renew(h *held) {
 	}
 }
 
-func (b *Backend) renewOnce(ctx context.Context, h *held) {
+// renewOnce renews h's Leases once; an error says why one could not be
+// (the Lease still holds the lock: it is tried again at the next tick).
+func (b *Backend) renewOnce(ctx context.Context, h *held) error {
 	h.mu.Lock()
 	leases := make(map[string]*coordv1.Lease, len(h.leases))
 	for n, l := range h.leases {
@@ -335,7 +339,7 @@ func (b *Backend) renewOnce(ctx context.Context, h *held) {
 			continue
 		}
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			cur, gerr := b.c.getLease(ctx, n)
@@ -350,12 +354,14 @@ func (b *Backend) renewOnce(ctx context.Context, h *held) {
 			h.mu.Lock()
 			h.lost = true
 			h.mu.Unlock()
-			b.reportf("the lock %s (Lease %s/%s) was released by someone else (force-unlock?): this command no longer holds it", h.info.ID, b.ns, n)
-			return
+			return fmt.Errorf("the lock %s (Lease %s/%s) was released by someone else (force-unlock?): this command no longer holds it", h.info.ID, b.ns, n)
 		}
-		// Unreachable for longer than the client retries: try again at
-		// the next tick; the Lease goes stale but still holds.
+		// Unreachable for longer than the client retries, or refused:
+		// tried again at the next tick; the Lease goes stale but still
+		// holds.
+		return fmt.Errorf("cannot renew the state lock: %w", err)
 	}
+	return nil
 }
 
 // unlock stops renewing h and deletes its Leases, those still ours.
