@@ -192,11 +192,14 @@ type Backend struct {
 	reportMu sync.Mutex
 	reporter func(string)
 
-	mu       sync.Mutex
-	cache    *cached // what this client last read or wrote of the state
-	loaded   *index  // the index of the state Load last returned
-	warnings []string
-	held     *heldLocks // the locks this client holds now
+	mu     sync.Mutex
+	cache  *cached // what this client last read or wrote of the state
+	loaded *index  // the index of the state Load last returned
+	// trustRefs: the stored state is what this client last saved, so a
+	// PrepareTrials' names account for every difference.
+	trustRefs bool
+	warnings  []string
+	held      *heldLocks // the locks this client holds now
 
 	marksMu sync.Mutex
 	marks   *marksCache

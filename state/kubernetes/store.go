@@ -220,6 +220,7 @@ func (b *Backend) refresh(ctx context.Context) (*cached, error) {
 			continue
 		}
 		b.cache = &cached{rv: rv, idx: idx, parts: parts}
+		b.trustRefs = false
 		return b.cache, nil
 	}
 }
@@ -317,8 +318,9 @@ func (b *Backend) assemble(c *cached) (*state.State, error) {
 
 // encodedExp is one experiment's parts as JSON.
 type encodedExp struct {
-	parts  map[string][]byte
-	trials map[string]int
+	parts  map[string][]byte   // encoded
+	reused map[string]*partRef // not encoded: as stored
+	trials map[string]int      // trials per bucket
 }
 
 func bucketKey(seq int) string {
@@ -328,8 +330,12 @@ func bucketKey(seq int) string {
 	return "t" + strconv.Itoa(seq/bucketSize)
 }
 
-func encodeExp(e *state.Experiment, headOnly bool) (*encodedExp, error) {
-	out := &encodedExp{parts: map[string][]byte{}, trials: map[string]int{}}
+// encodeExp encodes an experiment's head and the buckets of its trials
+// that need it: with old (its parts as stored) and touched (nil: every
+// bucket) a bucket not touched whose trial count is old's is reused as
+// stored, not encoded; with headOnly no bucket is encoded (only counted).
+func encodeExp(e *state.Experiment, old *expEntry, touched map[string]bool, headOnly bool) (*encodedExp, error) {
+	out := &encodedExp{parts: map[string][]byte{}, reused: map[string]*partRef{}, trials: map[string]int{}}
 	h := *e
 	h.Trials = nil
 	hb, err := json.Marshal(&h)
@@ -350,6 +356,12 @@ func encodeExp(e *state.Experiment, headOnly bool) (*encodedExp, error) {
 		return out, nil
 	}
 	for k, ts := range buckets {
+		if touched != nil && !touched[k] && old != nil {
+			if r := old.Parts[k]; r != nil && r.Trials == len(ts) {
+				out.reused[k] = r
+				continue
+			}
+		}
 		tb, err := json.Marshal(ts)
 		if err != nil {
 			return nil, fmt.Errorf("trials of %s: %w", k, err)
@@ -421,7 +433,7 @@ func (b *Backend) Save(s *state.State) error {
 	defer cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ch, err := b.prepare(ctx, s)
+	ch, err := b.prepare(ctx, s, nil)
 	if err != nil || ch == nil {
 		return err
 	}
@@ -433,12 +445,24 @@ func (b *Backend) Save(s *state.State) error {
 }
 
 // Prepare computes the change and bumps s.Serial; commit writes it.
-func (b *Backend) Prepare(s *state.State) (func() error, error) {
+func (b *Backend) Prepare(s *state.State) (func() error, error) { return b.prepareCommit(s, nil) }
+
+// PrepareTrials is Prepare for a caller that names every trial changed
+// since its last save of s: only the buckets holding those trials (and
+// those whose trial count changed) are encoded and compared.
+func (b *Backend) PrepareTrials(s *state.State, refs []state.TrialRef) (func() error, error) {
+	if refs == nil {
+		refs = []state.TrialRef{}
+	}
+	return b.prepareCommit(s, refs)
+}
+
+func (b *Backend) prepareCommit(s *state.State, refs []state.TrialRef) (func() error, error) {
 	ctx, cancel := background()
 	defer cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	ch, err := b.prepare(ctx, s)
+	ch, err := b.prepare(ctx, s, refs)
 	if err != nil || ch == nil {
 		return nil, err
 	}
@@ -450,12 +474,6 @@ func (b *Backend) Prepare(s *state.State) (func() error, error) {
 		_, err := b.commit(ctx, ch)
 		return err
 	}, nil
-}
-
-// PrepareTrials is Prepare: every part is compared by its checksum, so
-// the names are not needed.
-func (b *Backend) PrepareTrials(s *state.State, refs []state.TrialRef) (func() error, error) {
-	return b.Prepare(s)
 }
 
 // change is a prepared save.
@@ -473,8 +491,9 @@ type change struct {
 }
 
 // prepare computes what saving s writes (nil: nothing) and bumps
-// s.Serial. The caller holds b.mu.
-func (b *Backend) prepare(ctx context.Context, s *state.State) (*change, error) {
+// s.Serial; refs, when not nil, names every trial changed since this
+// client's last save of s (PrepareTrials). The caller holds b.mu.
+func (b *Backend) prepare(ctx context.Context, s *state.State, refs []state.TrialRef) (*change, error) {
 	if s == nil {
 		return nil, errors.New("save state: no state")
 	}
@@ -504,14 +523,38 @@ func (b *Backend) prepare(ctx context.Context, s *state.State) (*change, error) 
 			return nil, &state.ConflictError{Path: b.Location(), FileLineage: c.idx.Lineage, StateLineage: s.Lineage, FileSerial: c.idx.Serial, StateSerial: s.Serial}
 		}
 	}
+	// The buckets refs touch, by experiment (nil: compare everything:
+	// names cover changes since this client's last save, which may not
+	// be all the stored state lacks when it was read since).
+	var touched map[string]map[string]bool
+	if refs != nil && b.trustRefs {
+		touched = map[string]map[string]bool{}
+		for _, r := range refs {
+			if touched[r.Experiment] == nil {
+				touched[r.Experiment] = map[string]bool{}
+			}
+			if e := s.Experiments[r.Experiment]; e != nil && e.Trials[r.ID] != nil {
+				touched[r.Experiment][bucketKey(e.Trials[r.ID].Seq)] = true
+			}
+		}
+	}
 	changed := false
 	for n, e := range s.Experiments {
 		in := scope == nil || scope[n]
-		enc, err := encodeExp(e, !in)
+		old := ch.base.Experiments[n]
+		var t map[string]bool
+		if touched != nil {
+			if t = touched[n]; t == nil {
+				t = map[string]bool{}
+			}
+		}
+		enc, err := encodeExp(e, old, t, !in)
 		if err != nil {
 			return nil, fmt.Errorf("save state: experiment %q: %w", n, err)
 		}
-		old := ch.base.Experiments[n]
+		if !in && touched != nil && len(touched[n]) > 0 {
+			return nil, fmt.Errorf("save state: trials of experiment %q changed, but this command locked only %s: not saving them (a bug: report it)", n, strings.Join(sortedKeys(scope), ", "))
+		}
 		if !in {
 			// Compared with what this client loaded: others may have
 			// changed it since, which is no conflict.
@@ -524,7 +567,7 @@ func (b *Backend) prepare(ctx context.Context, s *state.State) (*change, error) 
 			continue
 		}
 		ch.exps[n] = enc
-		if old == nil || len(old.Parts) != len(enc.parts) {
+		if old == nil || len(old.Parts) != len(enc.parts)+len(enc.reused) {
 			changed = true
 			continue
 		}
@@ -615,6 +658,9 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 			refs[n][k] = p.ref
 			writes = append(writes, p)
 		}
+		for k, r := range enc.reused {
+			refs[n][k] = r
+		}
 	}
 	var created []string
 	var mu sync.Mutex
@@ -636,6 +682,7 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 		undo()
 		return 0, fmt.Errorf("save state: %w", err)
 	}
+	b.trustRefs = false // until this commit is done
 	base, baseRV := ch.base, ch.baseRV
 	for attempt := 0; ; attempt++ {
 		next := base.clone()
@@ -675,6 +722,7 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 				}
 			}
 			b.cache = &cached{rv: rv, idx: next, parts: parts}
+			b.trustRefs = true
 			b.deleteReplaced(ctx, base, next)
 			return next.Serial, nil
 		}
