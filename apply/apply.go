@@ -556,7 +556,7 @@ func (s *Session) curves(st *state.State) (map[string]map[string][]float64, erro
 			if err != nil {
 				return nil, err
 			}
-			vals := plan.CurveOf(pts, cfg.Objective.Metric)
+			vals := plan.CurveOf(pts, cfg.WatchedObjective().Metric)
 			s.curveCache[key] = curveEntry{n: t.Intermediate, vals: vals}
 			m[id] = vals
 		}
@@ -766,6 +766,10 @@ func recordExperiment(st *state.State, ep *plan.ExperimentPlan, cfg *schema.Expe
 	e.Goal = ep.Settings.Goal
 	e.Metric = ep.Settings.Metric
 	e.Strategy = ep.Settings.Strategy
+	e.Objectives = nil
+	for _, o := range ep.Settings.Objectives {
+		e.Objectives = append(e.Objectives, state.Objective{Metric: o.Metric, Goal: o.Goal})
+	}
 	e.Paused = ep.Settings.Paused
 	if ep.Done {
 		if e.DoneAt == nil || e.DoneReason != ep.DoneReason {

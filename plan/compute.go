@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -351,10 +352,20 @@ func specParts(e *schema.Experiment, legacy bool) map[string][]byte {
 	return map[string][]byte{
 		"search_space": m(e.SearchSpace.Space),
 		"tuner":        m(map[string]any{"name": e.Tuner.Name, "settings": e.Tuner.Settings}),
-		"objective":    m(e.Objective),
+		"objective":    objectivePart(e, m),
 		"trial":        m(ts),
 		"platform":     m(e.Platform.Key()),
 	}
+}
+
+// objectivePart is what the objective part of the spec hash holds: the
+// one objective as before several were possible (so one objective block
+// keeps its hash), or the list of them.
+func objectivePart(e *schema.Experiment, m func(any) []byte) []byte {
+	if e.MultiObjective() {
+		return m(e.Objectives)
+	}
+	return m(e.Objective)
 }
 
 // PartHashes returns one short hash per spec part; apply records them with
@@ -396,8 +407,20 @@ func settingsOf(e *schema.Experiment) Settings {
 		Tuner: e.Tuner.Name, Metric: e.Objective.Metric, Goal: e.Objective.Goal, Strategy: e.Objective.Strategy,
 		MaxTrials: e.MaxTrials, Concurrency: e.Concurrency, MaxFailedTrials: e.MaxFailedTrials,
 		MaxDuration: durString(e.MaxDuration), TrialMaxDuration: durString(e.Trial.MaxDuration),
-		OnMaxDuration: onMaxDuration(e), Paused: e.Paused,
+		OnMaxDuration: onMaxDuration(e), Paused: e.Paused, Objectives: objectivesOf(e),
 	}
+}
+
+// objectivesOf is the state's list of objectives: nil for one.
+func objectivesOf(e *schema.Experiment) []Objective {
+	if !e.MultiObjective() {
+		return nil
+	}
+	out := make([]Objective, len(e.Objectives))
+	for i, o := range e.Objectives {
+		out[i] = Objective{Metric: o.Metric, Goal: o.Goal}
+	}
+	return out
 }
 
 // onMaxDuration is what happens at the experiment's max_duration ("stop"
@@ -413,8 +436,21 @@ func settingsOfState(e *state.Experiment) Settings {
 	return Settings{
 		Metric: e.Metric, Goal: e.Goal, Strategy: e.Strategy, MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
 		MaxFailedTrials: e.MaxFailedTrials, MaxDuration: e.MaxDuration, TrialMaxDuration: e.TrialMaxDuration,
-		OnMaxDuration: e.OnMaxDuration, Paused: e.Paused,
+		OnMaxDuration: e.OnMaxDuration, Paused: e.Paused, Objectives: objectivesOfState(e),
 	}
+}
+
+// Equal reports whether two experiments' settings are the same.
+func (s Settings) Equal(o Settings) bool {
+	return reflect.DeepEqual(s, o)
+}
+
+func objectivesOfState(e *state.Experiment) []Objective {
+	var out []Objective
+	for _, o := range e.Objectives {
+		out = append(out, Objective{Metric: o.Metric, Goal: o.Goal})
+	}
+	return out
 }
 
 // ExperimentID derives a new experiment instance id from the state's
@@ -440,6 +476,15 @@ func progress(e *state.Experiment, gen int) Progress {
 	for _, t := range e.SortedTrials() {
 		pr.Total++
 		pr.ByStatus[t.Status]++
+	}
+	if e.MultiObjective() {
+		// No one best trial: the front of the generation.
+		for _, r := range e.ParetoRanks(gen) {
+			if r == 1 {
+				pr.ParetoFront++
+			}
+		}
+		return pr
 	}
 	if b := e.BestOf(gen); b != nil {
 		v := *b.Value
@@ -829,6 +874,11 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int,
 		Space: cfg.SearchSpace.Space, Goal: tuner.Goal(cfg.Objective.Goal), Seed: cfg.Tuner.Seed,
 		History: history(cfg, cur, gen, curves), Seqs: seqs, Settings: cfg.Tuner.Settings,
 	}
+	if cfg.MultiObjective() {
+		for _, o := range cfg.Objectives {
+			req.Goals = append(req.Goals, tuner.Goal(o.Goal))
+		}
+	}
 	var out []space.Params
 	var notes []tuner.Note
 	if ex, ok := tn.(tuner.Explainer); ok {
@@ -874,6 +924,21 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[
 			continue
 		}
 		o := tuner.Observation{Seq: t.Seq, Params: ps}
+		if cfg.MultiObjective() {
+			// Every objective's value, from the final result; a trial
+			// stopped early has only the watched objective's curve, and
+			// is told as failed.
+			switch vals, ok := multiValues(cfg, t); {
+			case t.Status == state.Succeeded && ok:
+				o.State, o.Value, o.Values = tuner.Completed, vals[0], vals
+			case state.Terminal(t.Status):
+				o.State = tuner.Failed
+			default:
+				o.State = tuner.Pending
+			}
+			hist = append(hist, o)
+			continue
+		}
 		switch {
 		case t.Status == state.Succeeded && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
 			o.State, o.Value = tuner.Completed, *t.Value
@@ -892,6 +957,27 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[
 		hist = append(hist, o)
 	}
 	return hist
+}
+
+// multiValues is a trial's value of each of cfg's objectives (the first
+// is its Value, the others keys of its final result), false when one is
+// missing or not finite.
+func multiValues(cfg *schema.Experiment, t *state.Trial) ([]float64, bool) {
+	if t.Value == nil {
+		return nil, false
+	}
+	out := make([]float64, len(cfg.Objectives))
+	for i, o := range cfg.Objectives {
+		v, ok := *t.Value, true
+		if i > 0 {
+			v, ok = t.Final[o.Metric]
+		}
+		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, false
+		}
+		out[i] = v
+	}
+	return out, true
 }
 
 func settingChanges(cur *state.Experiment, cfg *schema.Experiment) []Change {
@@ -1042,7 +1128,7 @@ func assess(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[s
 		}
 		cs = append(cs, c)
 	}
-	return as.Assess(tuner.AssessRequest{Goal: tuner.Goal(cfg.Objective.Goal), Curves: cs}), nil
+	return as.Assess(tuner.AssessRequest{Goal: tuner.Goal(cfg.WatchedObjective().Goal), Curves: cs}), nil
 }
 
 // CurveOf extracts the objective's intermediate values from a trial's

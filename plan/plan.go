@@ -167,6 +167,15 @@ type Settings struct {
 	// trials torn down) or "finish" (they finish; no new ones).
 	OnMaxDuration string `json:"on_max_duration,omitempty"`
 	Paused        bool   `json:"paused,omitempty"`
+	// Objectives is every objective when there are several (the first
+	// is Metric and Goal); absent for one.
+	Objectives []Objective `json:"objectives,omitempty"`
+}
+
+// Objective is one objective of a multi-objective experiment.
+type Objective struct {
+	Metric string `json:"metric"`
+	Goal   string `json:"goal"`
 }
 
 // Change is one attribute change of an experiment.
@@ -185,6 +194,10 @@ type Progress struct {
 	ByStatus  map[string]int `json:"by_status"`
 	Best      *float64       `json:"best,omitempty"`
 	BestTrial string         `json:"best_trial,omitempty"`
+	// ParetoFront counts the trials on the Pareto front of the current
+	// generation when the experiment has several objectives (Best is
+	// then unset: no one trial is best).
+	ParetoFront int `json:"pareto_front,omitempty"`
 	// Generation is the generation the budget counts: the experiment's
 	// current one, or the one this plan starts (then its counts are 0).
 	Generation int `json:"generation"`
@@ -246,7 +259,16 @@ type Observed struct {
 	After      string   `json:"after"`
 	Reason     string   `json:"reason,omitempty"`
 	Value      *float64 `json:"value,omitempty"`
-	Orphan     bool     `json:"orphan,omitempty"`
+	// Values is every objective's value, in order, when the experiment
+	// has several and the trial succeeded.
+	Values []NamedValue `json:"values,omitempty"`
+	Orphan bool         `json:"orphan,omitempty"`
+}
+
+// NamedValue is one objective's value.
+type NamedValue struct {
+	Metric string  `json:"metric"`
+	Value  float64 `json:"value"`
 }
 
 // Causes of a teardown.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -269,7 +270,13 @@ func Observe(st *state.State, obs *Observations, now time.Time) ([]Observed, []M
 				batches = append(batches, MetricBatch{Experiment: name, TrialID: t.ID, Points: pts})
 			}
 			if t.Status != before {
-				changes = append(changes, Observed{Experiment: name, TrialID: t.ID, Before: before, After: t.Status, Reason: t.Reason, Value: t.Value})
+				ob := Observed{Experiment: name, TrialID: t.ID, Before: before, After: t.Status, Reason: t.Reason, Value: t.Value}
+				if vals, ok := e.ValuesOf(t); ok && e.MultiObjective() && t.Status == state.Succeeded {
+					for i, obj := range e.Objectives {
+						ob.Values = append(ob.Values, NamedValue{Metric: obj.Metric, Value: vals[i]})
+					}
+				}
+				changes = append(changes, ob)
 			}
 		}
 	}
@@ -376,7 +383,12 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		}
 		switch o.Phase {
 		case providers.PhaseSucceeded:
-			if t.Value != nil {
+			if missing := missingObjectives(e, t); t.Value != nil && len(missing) > 0 {
+				// Several objectives: every one is in the final result.
+				t.Status = state.Failed
+				t.Reason = fmt.Sprintf("metrics unavailable: the final result lacks %s %s%s",
+					plural(len(missing), "objective", "objectives"), strings.Join(missing, ", "), reportedKeys(t.Final))
+			} else if t.Value != nil {
 				t.Status = state.Succeeded
 				t.Reason = ""
 			} else {
@@ -421,6 +433,42 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		t.Reason = joinReason(t.Reason, o.Note)
 	}
 	return pts
+}
+
+// missingObjectives lists (quoted) the objectives of a multi-objective
+// experiment that a trial's final result lacks, the first one aside
+// (Value says whether it is there).
+func missingObjectives(e *state.Experiment, t *state.Trial) []string {
+	if !e.MultiObjective() {
+		return nil
+	}
+	var out []string
+	for _, o := range e.Objectives[1:] {
+		if _, ok := t.Final[o.Metric]; !ok {
+			out = append(out, strconv.Quote(o.Metric))
+		}
+	}
+	return out
+}
+
+// reportedKeys says which keys a final result had, for a reason.
+func reportedKeys(final map[string]float64) string {
+	if len(final) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(final))
+	for k := range final {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return " (got: " + strings.Join(keys, ", ") + ")"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // reportedAt is when a result was reported: the platform's time for it

@@ -90,9 +90,15 @@ type Experiment struct {
 	Name        string
 	Platform    *Platform
 	SearchSpace *SearchSpace
-	Objective   Objective
-	Tuner       TunerSpec
-	Assessor    *AssessorSpec // nil = none
+	// Objective is the first (or only) objective block: the one value
+	// single-objective tuners, the best trial and assessors read.
+	Objective Objective
+	// Objectives is every objective block in order (Objectives[0] ==
+	// Objective); more than one makes a multi-objective experiment
+	// whose trials are ranked by Pareto dominance.
+	Objectives []Objective
+	Tuner      TunerSpec
+	Assessor   *AssessorSpec // nil = none
 
 	MaxTrials       int
 	Concurrency     int
@@ -133,6 +139,22 @@ type Objective struct {
 	Strategy string `json:",omitempty"`
 }
 
+// MultiObjective reports whether the experiment has several objectives.
+func (e *Experiment) MultiObjective() bool { return len(e.Objectives) > 1 }
+
+// WatchedObjective is the objective the assessor watches: the one its
+// objective attribute names, else the first.
+func (e *Experiment) WatchedObjective() Objective {
+	if e.Assessor != nil && e.Assessor.Objective != "" {
+		for _, o := range e.Objectives {
+			if o.Metric == e.Assessor.Objective {
+				return o
+			}
+		}
+	}
+	return e.Objective
+}
+
 // StrategyName is the strategy as written: "final" when Strategy is empty.
 func (o Objective) StrategyName() string {
 	if o.Strategy == "" {
@@ -161,7 +183,11 @@ type TunerSpec struct {
 type AssessorSpec struct {
 	Name     string
 	Settings map[string]any
-	Range    hcl.Range
+	// Objective is the metric of the objective the assessor watches
+	// (its objective attribute, kept out of Settings); "" = the first
+	// objective. An experiment with several objectives must name it.
+	Objective string
+	Range     hcl.Range
 }
 
 // TrialSpec is the trial block.

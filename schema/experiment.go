@@ -73,7 +73,13 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	}
 	// One block of each type at most; trial exactly once.
 	single := map[string]*hcl.Block{}
+	var objectives []*hcl.Block
 	for _, blk := range content.Blocks {
+		if blk.Type == "objective" {
+			// Several objective blocks make a multi-objective experiment.
+			objectives = append(objectives, blk)
+			continue
+		}
 		if prev, dup := single[blk.Type]; dup {
 			l.errorf(blk.DefRange.Ptr(), fmt.Sprintf("Duplicate %s block", blk.Type),
 				"An experiment has at most one %s block; the first is at %s.", blk.Type, posString(prev.DefRange))
@@ -162,9 +168,7 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		}
 	}
 
-	if blk := single["objective"]; blk != nil {
-		l.decodeObjective(blk, &e.Objective)
-	}
+	l.decodeObjectives(objectives, e)
 	if blk := single["tuner"]; blk != nil {
 		e.Tuner = TunerSpec{Name: blk.Labels[0], Range: blk.DefRange}
 		e.Tuner.Settings, e.Tuner.Seed = l.decodeSettings(blk, true)
@@ -172,6 +176,7 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	if blk := single["assessor"]; blk != nil {
 		as := &AssessorSpec{Name: blk.Labels[0], Range: blk.DefRange}
 		as.Settings, _ = l.decodeSettings(blk, false)
+		l.assessorObjective(blk, as, e)
 		e.Assessor = as
 	}
 	if blk := single["trial"]; blk != nil {
@@ -198,6 +203,10 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 			hint = didyoumean.Sentence(e.Tuner.Name, names, "%q")
 		}
 		l.errorf(e.Tuner.Range.Ptr(), "Unknown tuner", "Unknown tuner %q; known: %s.%s", e.Tuner.Name, joinNames(names), hint)
+	} else if e.MultiObjective() && !tuner.MultiObjective(e.Tuner.Name) {
+		l.errorf(e.Tuner.Range.Ptr(), "Tuner cannot handle several objectives",
+			"Experiment %q has %d objective blocks and tuner %q optimises one objective. Tuners for several objectives: %s (auto picks motpe); or keep one objective block and report the other metrics as extra keys of the final result.",
+			name, len(e.Objectives), e.Tuner.Name, joinNames(tuner.MultiObjectiveNames()))
 	} else if l.failures() == before && e.SearchSpace != nil {
 		if _, err := tuner.New(e.Tuner.Name, e.Tuner.Settings, e.SearchSpace.Space); err != nil {
 			l.errorf(e.Tuner.Range.Ptr(), "Invalid tuner settings", "%s.", err)
@@ -293,6 +302,83 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("negative duration")
 	}
 	return d, nil
+}
+
+// decodeObjectives decodes the experiment's objective blocks: none is one
+// objective (metric "default", maximize), one keeps its single-objective
+// meaning, several make a multi-objective experiment (distinct metrics,
+// each taken from the final result).
+func (l *loader) decodeObjectives(blocks []*hcl.Block, e *Experiment) {
+	if len(blocks) == 0 {
+		e.Objectives = []Objective{e.Objective}
+		return
+	}
+	seen := map[string]hcl.Range{}
+	for _, blk := range blocks {
+		o := Objective{Metric: "default", Goal: "maximize"}
+		l.decodeObjective(blk, &o)
+		if prev, dup := seen[o.Metric]; dup {
+			l.errorf(blk.DefRange.Ptr(), "Duplicate objective metric",
+				"Two objective blocks name metric %q (the first at %s); each objective of an experiment needs its own metric.", o.Metric, posString(prev))
+			continue
+		}
+		seen[o.Metric] = blk.DefRange
+		if len(blocks) > 1 && o.Strategy != "" {
+			l.errorf(blk.DefRange.Ptr(), "Strategy with several objectives",
+				"Objective %q sets strategy = %q, but an experiment with several objectives takes every objective from the trial's final result; remove strategy or keep one objective block.", o.Metric, o.Strategy)
+		}
+		e.Objectives = append(e.Objectives, o)
+	}
+	if len(e.Objectives) > 0 {
+		e.Objective = e.Objectives[0]
+	}
+}
+
+// assessorObjective reads an assessor block's objective attribute (the
+// metric of the objective it watches) out of its settings. With several
+// objectives it is required: an assessor judges one learning curve.
+func (l *loader) assessorObjective(blk *hcl.Block, as *AssessorSpec, e *Experiment) {
+	metrics := make([]string, len(e.Objectives))
+	for i, o := range e.Objectives {
+		metrics[i] = o.Metric
+	}
+	v, set := as.Settings["objective"]
+	if !set {
+		if len(e.Objectives) > 1 {
+			l.errorf(blk.DefRange.Ptr(), "Assessor needs an objective",
+				"Experiment %q has several objectives and assessor %q judges one learning curve; name the objective it watches, e.g. objective = %q (one of %s).",
+				e.Name, as.Name, metrics[0], quoteNames(metrics))
+		}
+		return
+	}
+	delete(as.Settings, "objective")
+	s, ok := v.(string)
+	rng := blk.DefRange
+	if attrs, diags := blk.Body.JustAttributes(); !diags.HasErrors() && attrs["objective"] != nil {
+		rng = attrs["objective"].Expr.Range()
+	}
+	if !ok || !slices.Contains(metrics, s) {
+		l.errorf(rng.Ptr(), "Invalid assessor objective",
+			"objective must name the metric of one of the experiment's objectives: %s, got %s.", quoteNames(metrics), settingString(v))
+		return
+	}
+	as.Objective = s
+}
+
+// settingString shows a setting's value as written: strings quoted.
+func settingString(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
+}
+
+func quoteNames(ns []string) string {
+	q := make([]string, len(ns))
+	for i, n := range ns {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
 }
 
 func (l *loader) decodeObjective(blk *hcl.Block, o *Objective) {

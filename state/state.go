@@ -97,6 +97,11 @@ type Experiment struct {
 	// "" = its final result; "min", "max", "latest" = the least, greatest
 	// or last value of Metric it reported, intermediate results included.
 	Strategy string `json:"strategy,omitempty"`
+	// Objectives is every objective, in the configuration's order, when
+	// the experiment has several (Objectives[0] is Metric and Goal);
+	// empty for one objective, as in every state written before several
+	// were possible. ObjectiveList reads both shapes.
+	Objectives []Objective `json:"objectives,omitempty"`
 
 	CreatedAt  time.Time  `json:"created_at"`
 	DoneAt     *time.Time `json:"done_at,omitempty"`
@@ -116,6 +121,12 @@ type Experiment struct {
 
 	// Trials by id.
 	Trials map[string]*Trial `json:"trials"`
+}
+
+// Objective is one objective of a multi-objective experiment.
+type Objective struct {
+	Metric string `json:"metric"` // key of the final result
+	Goal   string `json:"goal"`   // "maximize" | "minimize"
 }
 
 // Masks is internal/mask's Record: a base64 salt and "LENGTH:HASH"

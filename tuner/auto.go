@@ -19,7 +19,7 @@ var autoSettings = map[string]string{
 var autoSigmaMin, autoSigmaMax = 0.1, 0.3
 
 func autoInfo() Info {
-	return Info{Name: "auto", Settings: autoSettings, New: newAuto}
+	return Info{Name: "auto", Settings: autoSettings, New: newAuto, MultiObjective: true}
 }
 
 // autoTuner is the default strategy: a model to explore, CMA-ES to
@@ -111,6 +111,9 @@ func (t *autoTuner) gpPhase(c *unitCodec) bool {
 }
 
 func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
+	if len(req.Goals) > 1 {
+		return t.suggestMulti(req)
+	}
 	sp, sign, err := spaceAndSign(req, t.sp)
 	if err != nil {
 		return nil, err

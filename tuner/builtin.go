@@ -16,4 +16,6 @@ func init() {
 	Register(gpInfo())
 	Register(smacInfo())
 	Register(metisInfo())
+	Register(nsga2Info())
+	Register(motpeInfo())
 }

@@ -14,7 +14,7 @@ var gridSettings = map[string]string{
 }
 
 func gridInfo() Info {
-	return Info{Name: "grid", Settings: gridSettings, New: newGrid}
+	return Info{Name: "grid", Settings: gridSettings, New: newGrid, MultiObjective: true}
 }
 
 // gridTuner enumerates the cartesian product of every parameter's values in

@@ -14,7 +14,7 @@ var randomSettings = map[string]string{
 }
 
 func randomInfo() Info {
-	return Info{Name: "random", Settings: randomSettings, New: newRandom}
+	return Info{Name: "random", Settings: randomSettings, New: newRandom, MultiObjective: true}
 }
 
 // randomTuner draws every trial independently with NNI's semantics. When

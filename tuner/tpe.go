@@ -63,7 +63,16 @@ type tpeTuner struct {
 }
 
 func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, sd, err := seededSettings("tpe", in, tpeSettings)
+	t, err := newTPENamed("tpe", in, sp)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// newTPENamed builds a TPE whose errors name tuner (motpe wraps one).
+func newTPENamed(name string, in map[string]any, sp *space.Space) (*tpeTuner, error) {
+	s, sd, err := seededSettings(name, in, tpeSettings)
 	if err != nil {
 		return nil, err
 	}
@@ -76,10 +85,10 @@ func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
 		return nil, err
 	}
 	if cands > 10000 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most 10000, not %d", "tpe", "candidates", cands)
+		return nil, fmt.Errorf("tuner %q: setting %q must be at most 10000, not %d", name, "candidates", cands)
 	}
 	if startup > 1<<30 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most %d, not %d", "tpe", "startup_trials", 1<<30, startup)
+		return nil, fmt.Errorf("tuner %q: setting %q must be at most %d, not %d", name, "startup_trials", 1<<30, startup)
 	}
 	pw, err := s.float("prior_weight", 1, 1e-12, 1e12)
 	if err != nil {

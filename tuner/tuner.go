@@ -35,14 +35,21 @@ type Observation struct {
 	Params space.Params // the parameters it ran with
 	State  TrialState
 	Value  float64 // the objective value, meaningful when State == Completed
+	// Values holds every objective's value, in the order of Request.Goals,
+	// when the experiment has several objectives (Value == Values[0]).
+	Values []float64
 }
 
 // Request asks a tuner for Count new parameter sets. Seqs holds the sequence
 // numbers the new trials will get (len(Seqs) == Count); a tuner derives its
 // random stream from Seed and these numbers, never from a clock.
 type Request struct {
-	Space    *space.Space
-	Goal     Goal
+	Space *space.Space
+	Goal  Goal
+	// Goals is every objective's direction when the experiment has
+	// several (Goals[0] == Goal); nil or one entry for one objective.
+	// Only tuners registered with Info.MultiObjective are asked then.
+	Goals    []Goal
 	Seed     int64
 	History  []Observation
 	Seqs     []int
@@ -65,6 +72,9 @@ type Info struct {
 	Name     string
 	Settings map[string]string // setting name -> short description ("seed": "int, random seed")
 	New      Factory
+	// MultiObjective says the tuner handles several objectives
+	// (Request.Goals): it reads Observation.Values, or no values at all.
+	MultiObjective bool
 }
 
 var registry = map[string]Info{}
@@ -91,6 +101,22 @@ func Names() []string {
 		ns = append(ns, n)
 	}
 	sort.Strings(ns)
+	return ns
+}
+
+// MultiObjective reports whether the named tuner handles several
+// objectives.
+func MultiObjective(name string) bool { return registry[name].MultiObjective }
+
+// MultiObjectiveNames lists the tuners that handle several objectives,
+// sorted.
+func MultiObjectiveNames() []string {
+	var ns []string
+	for _, n := range Names() {
+		if registry[n].MultiObjective {
+			ns = append(ns, n)
+		}
+	}
 	return ns
 }
 

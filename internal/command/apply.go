@@ -466,7 +466,7 @@ func checkPlanConfig(p *plan.Plan, cfg *schema.Config) error {
 			continue
 		}
 		e := cfg.Experiments[ep.Name]
-		if e == nil || plan.SpecHash(e) != ep.SpecHash || plan.SettingsOf(e) != ep.Settings {
+		if e == nil || plan.SpecHash(e) != ep.SpecHash || !plan.SettingsOf(e).Equal(ep.Settings) {
 			return fmt.Errorf("%w: experiment %q changed in the configuration since the plan was made; run plan again", apply.ErrStalePlan, ep.Name)
 		}
 		for _, ta := range ep.Trials {
@@ -565,7 +565,11 @@ func (h *printHooks) Observed(o plan.Observed) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	line := fmt.Sprintf("  %s/%s %s", o.Experiment, o.TrialID, o.After)
-	if o.Value != nil {
+	if len(o.Values) > 0 {
+		for _, v := range o.Values {
+			line += " " + v.Metric + "=" + views.FormatMetric(&v.Value)
+		}
+	} else if o.Value != nil {
 		line += " value=" + views.FormatMetric(o.Value)
 	}
 	if o.Reason != "" {

@@ -210,6 +210,9 @@ func StatusLine(ep *plan.ExperimentPlan) string {
 	if pr.Best != nil {
 		best = fmt.Sprintf("best %s (%s)", FormatMetric(pr.Best), pr.BestTrial)
 	}
+	if pr.ParetoFront > 0 {
+		best = "Pareto front of " + plural(pr.ParetoFront, "trial")
+	}
 	var line string
 	if pr.Generations() {
 		// The generation's counts, then the whole history's.
@@ -418,6 +421,14 @@ func plural(n int, word string) string {
 // the final result: "maximize accuracy (strategy max: the greatest value
 // reported)".
 func objectiveText(s plan.Settings) string {
+	if len(s.Objectives) > 1 {
+		// "maximize acc, minimize latency (Pareto front)"
+		var parts []string
+		for _, o := range s.Objectives {
+			parts = append(parts, o.Goal+" "+o.Metric)
+		}
+		return strings.Join(parts, ", ") + " (Pareto front)"
+	}
 	out := s.Goal + " " + s.Metric
 	switch s.Strategy {
 	case "min":

@@ -1,0 +1,86 @@
+package tuner
+
+import (
+	"sort"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+func motpeInfo() Info {
+	return Info{Name: "motpe", Settings: tpeSettings, New: newMOTPE, MultiObjective: true}
+}
+
+// motpeTuner is TPE for several objectives, after Optuna's
+// multi-objective TPESampler (MOTPE): the good trials TPE models are taken
+// by Pareto dominance instead of by one value. The completed trials are
+// put in NSGA-II's crowded order (paretoOrder: non-domination rank, then
+// within a rank the points that add most to the front's spread first) and
+// that position is the loss the univariate or multivariate TPE of tpe.go
+// splits on: the best gamma(n) = min(ceil(0.1 n), 25) are the front's
+// members, and where the front is larger than gamma(n), those that cover
+// the most hypervolume. Pending trials stay constant liars; failed ones,
+// and completed ones missing an objective, are left out. Settings are
+// tpe's. With one objective it is exactly tpe.
+type motpeTuner struct {
+	tpe *tpeTuner
+}
+
+func newMOTPE(in map[string]any, sp *space.Space) (Tuner, error) {
+	t, err := newTPENamed("motpe", in, sp)
+	if err != nil {
+		return nil, err
+	}
+	return &motpeTuner{tpe: t}, nil
+}
+
+func (t *motpeTuner) Suggest(req Request) ([]space.Params, error) {
+	if len(goalsOf(req)) < 2 {
+		return t.tpe.Suggest(req)
+	}
+	inner, err := scalarised(req)
+	if err != nil {
+		return nil, err
+	}
+	return t.tpe.Suggest(inner)
+}
+
+// scalarised is req with every completed trial's values replaced by its
+// position in the crowded order (0 = best, minimised): what a
+// single-objective model can split on.
+func scalarised(req Request) (Request, error) {
+	if err := checkMulti(req); err != nil {
+		return Request{}, err
+	}
+	obs, err := moHistory(req)
+	if err != nil {
+		return Request{}, err
+	}
+	var done []int
+	var losses [][]float64
+	for i, o := range obs {
+		if !o.pending {
+			done = append(done, i)
+			losses = append(losses, o.loss)
+		}
+	}
+	rank, spread := paretoOrder(losses)
+	order := make([]int, len(done))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return crowdedBetter(rank, spread, order[a], order[b]) })
+	pos := make(map[int]float64, len(done))
+	for k, i := range order {
+		pos[done[i]] = float64(k)
+	}
+	hist := make([]Observation, len(obs))
+	for i, o := range obs {
+		hist[i] = Observation{Seq: o.seq, Params: o.params, State: Pending}
+		if !o.pending {
+			hist[i].State, hist[i].Value = Completed, pos[i]
+		}
+	}
+	inner := req
+	inner.Goal, inner.Goals, inner.History = Minimize, nil, hist
+	return inner, nil
+}

@@ -1,0 +1,220 @@
+package tuner
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/trialform/trialform/tuner/space"
+)
+
+var nsga2Settings = map[string]string{
+	"seed":            "int, random seed (default: the experiment's seed)",
+	"population_size": "int >= 2, the parents: the best completed trials by Pareto rank and spread; also the random trials before the first child (default 20)",
+	"crossover_prob":  "number in [0, 1], chance that a child mixes two parents rather than copying one (default 0.9)",
+	"mutation_prob":   "number in [0, 1], chance that each parameter of a child is mutated (default 1 / the number of parameters)",
+	"eta_crossover":   "number > 0, SBX distribution index: larger keeps children nearer their parents (default 15)",
+	"eta_mutation":    "number > 0, polynomial mutation's distribution index: larger makes smaller steps (default 20)",
+}
+
+func nsga2Info() Info {
+	return Info{Name: "nsga2", Settings: nsga2Settings, New: newNSGA2, MultiObjective: true}
+}
+
+// nsga2Tuner is NSGA-II (Deb et al. 2002), in the steady-state form a
+// tuner that proposes trials as slots free up needs:
+//
+//   - The first population_size trials are random.
+//   - The parents are the population_size best completed trials in
+//     NSGA-II's crowded order (non-domination rank, then spread within a
+//     rank: exclusive hypervolume for two objectives, crowding distance
+//     for more), chosen afresh from the whole history for each child:
+//     elitist, as NSGA-II's (mu + lambda) selection.
+//   - Each child has two parents, each the winner of a binary tournament
+//     on the crowded order. Numbers (in unit coordinates, log kinds in log
+//     space) mix by simulated binary crossover (SBX) with probability
+//     crossover_prob, per parameter with probability 1/2; choices and
+//     nested choices come from either parent. Then each parameter mutates
+//     with probability mutation_prob: numbers by polynomial mutation,
+//     choices (and nested options' parameters) redrawn at random.
+//   - On an all-discrete space a child an earlier trial has is redrawn.
+//
+// With one objective it is a steady-state genetic algorithm on the value.
+type nsga2Tuner struct {
+	seeder
+	sp                  *space.Space
+	population          int
+	crossover, mutation float64 // mutation < 0: 1/number of parameters
+	etaCross, etaMutate float64
+}
+
+func newNSGA2(in map[string]any, sp *space.Space) (Tuner, error) {
+	s, sd, err := seededSettings("nsga2", in, nsga2Settings)
+	if err != nil {
+		return nil, err
+	}
+	pop, _, err := s.intIn("population_size", 20, 2, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	cx, err := s.float("crossover_prob", 0.9, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	mut, err := s.float("mutation_prob", -1, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	ec, err := s.float("eta_crossover", 15, 1e-9, 1e6)
+	if err != nil {
+		return nil, err
+	}
+	em, err := s.float("eta_mutation", 20, 1e-9, 1e6)
+	if err != nil {
+		return nil, err
+	}
+	return &nsga2Tuner{seeder: sd, sp: sp, population: int(pop), crossover: cx, mutation: mut, etaCross: ec, etaMutate: em}, nil
+}
+
+func (t *nsga2Tuner) Suggest(req Request) ([]space.Params, error) {
+	sp, err := spaceOf(req, t.sp)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMulti(req); err != nil {
+		return nil, err
+	}
+	obs, err := moHistory(req)
+	if err != nil {
+		return nil, err
+	}
+	var done []moObs
+	var losses [][]float64
+	var all []scored
+	for _, o := range obs {
+		all = append(all, scored{seq: o.seq, params: o.params, pending: o.pending})
+		if !o.pending && sp.Contains(o.params) {
+			done = append(done, o)
+			losses = append(losses, o.loss)
+		}
+	}
+	seen := seenSet(sp, all)
+	out := make([]space.Params, len(req.Seqs))
+	if len(done) < t.population {
+		for _, i := range ascending(req.Seqs) {
+			rng := t.rng(req, req.Seqs[i])
+			out[i] = seen.draw(func() space.Params { return space.SampleSpace(sp, rng) })
+		}
+		return out, nil
+	}
+	rank, spread := paretoOrder(losses)
+	order := make([]int, len(done))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return crowdedBetter(rank, spread, order[a], order[b]) })
+	parents := order[:t.population]
+	codec := newUnitCodec(sp)
+	nParams := len(sp.Params)
+	pm := t.mutation
+	if pm < 0 {
+		pm = 1 / float64(max(1, nParams))
+	}
+	for _, i := range ascending(req.Seqs) {
+		rng := t.rng(req, req.Seqs[i])
+		tournament := func() moObs {
+			a, b := parents[rng.IntN(len(parents))], parents[rng.IntN(len(parents))]
+			if crowdedBetter(rank, spread, b, a) {
+				a = b
+			}
+			return done[a]
+		}
+		out[i] = seen.draw(func() space.Params {
+			p1, p2 := tournament(), tournament()
+			return t.child(sp, codec, p1.params, p2.params, pm, rng)
+		})
+	}
+	return out, nil
+}
+
+// child mixes two parents and mutates the result.
+func (t *nsga2Tuner) child(sp *space.Space, codec *unitCodec, p1, p2 space.Params, pm float64, rng *rand.Rand) space.Params {
+	c := copyParams(p1)
+	cross := rng.Float64() < t.crossover
+	x1, ok1 := codec.encode(p1)
+	x2, ok2 := codec.encode(p2)
+	if ok1 && ok2 {
+		x := make([]float64, len(x1))
+		for d := range x {
+			x[d] = x1[d]
+			if cross && rng.Float64() < 0.5 {
+				x[d] = sbx(x1[d], x2[d], t.etaCross, rng)
+			}
+			if rng.Float64() < pm {
+				x[d] = polyMutate(x[d], t.etaMutate, rng)
+			}
+			if codec.dims[d].bounded {
+				x[d] = clampF(x[d], 0, 1)
+			}
+		}
+		codec.decode(x, c)
+	}
+	for _, p := range codec.other {
+		if cross && rng.Float64() < 0.5 {
+			if v, has := p2[p.Name]; has {
+				c[p.Name] = copyValue(v)
+			}
+		}
+		if rng.Float64() < pm {
+			c[p.Name] = space.Sample(p, rng)
+		}
+	}
+	// A nested option's own parameters mutate as one more redraw.
+	for _, p := range codec.other {
+		if i := optionIndex(p, c[p.Name]); i >= 0 && space.IsNested(p.Options[i]) && rng.Float64() < pm {
+			c = mutateOne(sp, c, rng)
+			break
+		}
+	}
+	return c
+}
+
+func copyValue(v any) any {
+	switch m := v.(type) {
+	case map[string]any:
+		return map[string]any(copyParams(m))
+	case space.Params:
+		return map[string]any(copyParams(m))
+	}
+	return v
+}
+
+// sbx is one child of simulated binary crossover of a and b, with
+// distribution index eta (the spread factor's density is polynomial).
+func sbx(a, b, eta float64, rng *rand.Rand) float64 {
+	u := rng.Float64()
+	var beta float64
+	if u <= 0.5 {
+		beta = math.Pow(2*u, 1/(eta+1))
+	} else {
+		beta = math.Pow(1/(2*(1-u)), 1/(eta+1))
+	}
+	if rng.Float64() < 0.5 {
+		return 0.5 * ((1+beta)*a + (1-beta)*b)
+	}
+	return 0.5 * ((1-beta)*a + (1+beta)*b)
+}
+
+// polyMutate moves x (a unit coordinate) by polynomial mutation with
+// distribution index eta: small steps likely, a step of the whole range
+// possible.
+func polyMutate(x, eta float64, rng *rand.Rand) float64 {
+	u := rng.Float64()
+	var delta float64
+	if u < 0.5 {
+		delta = math.Pow(2*u, 1/(eta+1)) - 1
+	} else {
+		delta = 1 - math.Pow(2*(1-u), 1/(eta+1))
+	}
+	return x + delta
+}
