@@ -17,9 +17,11 @@ type fakePG struct {
 var testBackends = []BackendKind{
 	LocalBackendKind,
 	{Name: "pg", Summary: "PostgreSQL", Config: func() any { return &fakePG{} }},
-	{Name: "kubernetes", Summary: "Secrets", Config: func() any { return &struct {
-		Namespace string `hcl:"namespace,optional" doc:"ns"`
-	}{} }},
+	{Name: "kubernetes", Summary: "Secrets", Config: func() any {
+		return &struct {
+			Namespace string `hcl:"namespace,optional" doc:"ns"`
+		}{}
+	}},
 }
 
 const backendExp = `
