@@ -15,6 +15,7 @@ import (
 
 	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/internal/mask"
+	"github.com/trialform/trialform/internal/netretry"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -134,7 +135,7 @@ func (p *Provider) lock(exp, trial string) func() {
 
 // call runs one API call under the retry policy.
 func (p *Provider) call(ctx context.Context, f func(ctx context.Context) error) error {
-	return p.opts.Retry.Do(ctx, f)
+	return p.opts.Retry.Do(ctx, Classify, f)
 }
 
 // scrub hides Options.Secrets in err's message, in every encoding a
@@ -657,7 +658,7 @@ func (p *Provider) waitEnded(ctx context.Context, r *record, a *attempt, bound t
 		if time.Now().After(deadline) {
 			return fmt.Errorf("job %s: asked to stop, the service still says %s after %s; stop it in the service's portal", a.Name, j.Phase, bound)
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := netretry.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		wait = min(wait*2, p.opts.Poll)
@@ -789,7 +790,7 @@ func (p *Provider) logs(ctx context.Context, req providers.LogsRequest) error {
 		if ended {
 			return nil
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := netretry.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		wait = min(wait*2, p.opts.Poll)

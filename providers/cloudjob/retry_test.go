@@ -43,7 +43,7 @@ func TestRetryBoundsAndRetryAfter(t *testing.T) {
 	r := Retry{Attempts: 4, Base: 100 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: time.Hour,
 		Sleep: func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return nil }}
 	calls := 0
-	err := r.Do(context.Background(), func(context.Context) error {
+	err := r.Do(context.Background(), Classify, func(context.Context) error {
 		calls++
 		if calls == 1 {
 			return &HTTPError{Status: 429, RetryAfter: 2 * time.Second}
@@ -65,14 +65,14 @@ func TestRetryBoundsAndRetryAfter(t *testing.T) {
 	}
 	// A permanent error is not retried.
 	calls = 0
-	_ = r.Do(context.Background(), func(context.Context) error { calls++; return AuthError("op", 403, "y") })
+	_ = r.Do(context.Background(), Classify, func(context.Context) error { calls++; return AuthError("op", 403, "y") })
 	if calls != 1 {
 		t.Errorf("a 403 was called %d times", calls)
 	}
 	// A Retry-After past MaxElapsed gives up at once.
 	r.MaxElapsed = time.Second
 	calls = 0
-	_ = r.Do(context.Background(), func(context.Context) error { calls++; return &HTTPError{Status: 429, RetryAfter: 3 * time.Second} })
+	_ = r.Do(context.Background(), Classify, func(context.Context) error { calls++; return &HTTPError{Status: 429, RetryAfter: 3 * time.Second} })
 	if calls != 1 {
 		t.Errorf("called %d times past MaxElapsed", calls)
 	}

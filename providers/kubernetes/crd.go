@@ -684,7 +684,7 @@ func (c *CRD) kill(ctx context.Context, obj *unstructured.Unstructured, reason s
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	marks := map[string]string{AnnStopReason: reason, AnnStoppedAt: now}
 	cmPatch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": marks, "ownerReferences": nil}})
-	if err := retry(ctx, func() error {
+	if err := retryConflict(ctx, func() error {
 		_, err := c.k.client.CoreV1().ConfigMaps(c.k.namespace).Patch(ctx, name, types.MergePatchType, cmPatch, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) {
 			a := map[string]string{}

@@ -21,10 +21,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -35,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/trialform/trialform/internal/netretry"
 	"github.com/trialform/trialform/providers"
 )
 
@@ -257,43 +261,63 @@ func validateStart(req providers.StartRequest) error {
 	return nil
 }
 
-// retry runs fn with exponential backoff (100 ms doubling to 5 s, for 45 s
-// at most) while the error is transient: conflicts, throttling (429),
-// unavailability (503), timeouts and connection errors. Permanent errors
-// and everything else return at once.
+// apiRetry is trialform's retry policy (internal/netretry) for the
+// Kubernetes API: 100 ms doubling to 5 s, jittered, for 45 s at most.
+var apiRetry = netretry.Policy{Attempts: -1, Base: 100 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: retryBudget}
+
+// retry runs fn under apiRetry while its error is transient (see
+// transient). A Conflict is not retried: the same write fails the same
+// way; a write that can conflict re-reads with retryConflict.
 func retry(ctx context.Context, fn func() error) error {
-	begin := time.Now()
-	delay := 100 * time.Millisecond
-	for {
-		last := fn()
-		if last == nil || providers.IsPermanent(last) || !transient(last) {
-			return last
-		}
-		d := delay
-		if s, ok := apierrors.SuggestsClientDelay(last); ok && time.Duration(s)*time.Second > d {
-			d = time.Duration(s) * time.Second
-		}
-		if time.Since(begin)+d > retryBudget {
-			return fmt.Errorf("%w (retried for %s)", last, time.Since(begin).Round(time.Second))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
-		case <-time.After(d):
-		}
-		delay = min(2*delay, 5*time.Second)
-	}
+	return retryWith(ctx, transient, fn)
 }
 
-func transient(err error) bool {
-	if apierrors.IsConflict(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) ||
-		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsInternalError(err) {
-		return true
+// retryConflict is retry for an fn that reads what it writes each time it
+// runs (a Get before an Update, a Create after a NotFound): a Conflict
+// (apierrors.IsConflict: the object changed, or was created or deleted
+// meanwhile) runs it again, so it re-reads.
+func retryConflict(ctx context.Context, fn func() error) error {
+	return retryWith(ctx, func(err error) (bool, time.Duration) {
+		if apierrors.IsConflict(err) {
+			return true, 0
+		}
+		return transient(err)
+	}, fn)
+}
+
+func retryWith(ctx context.Context, classify netretry.Classifier, fn func() error) error {
+	err := apiRetry.Do(ctx, classify, func(context.Context) error { return fn() })
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+	}
+	return err
+}
+
+// transient classifies an API error by its type: throttling (429), an
+// unavailable, timed-out or failing server, a refused, reset or dropped
+// connection. What client-go already retried is final: a throttled or
+// failed call whose server said Retry-After (client-go waited and called
+// again up to ten times) and a GET whose connection dropped.
+func transient(err error) (bool, time.Duration) {
+	if providers.IsPermanent(err) {
+		return false, 0
+	}
+	if _, ok := apierrors.SuggestsClientDelay(err); ok {
+		return false, 0
+	}
+	if apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) {
+		return true, 0
+	}
+	dropped := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+	var ue *url.Error
+	if dropped && errors.As(err, &ue) && ue.Op == "Get" { // net/http's name for a GET
+		return false, 0
+	}
+	if dropped || errors.Is(err, syscall.ECONNREFUSED) {
+		return true, 0
 	}
 	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, "connection refused") || strings.Contains(s, "connection reset") || strings.Contains(s, "EOF")
+	return errors.As(err, &ne), 0
 }

@@ -425,7 +425,7 @@ func (k *Kubernetes) createObjects(ctx context.Context, cm *corev1.ConfigMap, jo
 // before it), creating cm again when it went meanwhile.
 func (k *Kubernetes) own(ctx context.Context, cm *corev1.ConfigMap, ref metav1.OwnerReference) error {
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{ref}}})
-	if err := retry(ctx, func() error {
+	if err := retryConflict(ctx, func() error {
 		_, err := k.client.CoreV1().ConfigMaps(k.namespace).Patch(ctx, cm.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) {
 			// Gone meanwhile (collected with an earlier attempt's object):
@@ -461,7 +461,7 @@ func (k *Kubernetes) jobAlive(ctx context.Context, o metav1.OwnerReference) (boo
 // (left by an earlier attempt, or a concurrent Start). alive says whether
 // the object an owner reference names is there and not being deleted.
 func (k *Kubernetes) ensureConfigMap(ctx context.Context, cm *corev1.ConfigMap, alive func(context.Context, metav1.OwnerReference) (bool, error)) error {
-	return retry(ctx, func() error {
+	return retryConflict(ctx, func() error {
 		_, err := k.client.CoreV1().ConfigMaps(k.namespace).Create(ctx, cm, metav1.CreateOptions{})
 		if !apierrors.IsAlreadyExists(err) {
 			if err != nil {
