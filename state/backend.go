@@ -306,3 +306,17 @@ func CurrentLocksOf(b Locker) ([]LockInfo, error) {
 type ChangeNotifier interface {
 	Changes(ctx context.Context) (<-chan struct{}, error)
 }
+
+// Replacer is an optional capability: Replace makes s the state as it
+// is, its lineage and serial included, whatever the backend holds (a
+// state of another lineage, a newer serial): `state push -force` and
+// `init -migrate-state`, which keep a state's lineage and serial when
+// they copy it. The caller holds the whole-state lock and has checked
+// what it replaces. A backend without it takes a copied state through
+// Save (the serial then goes on from the one it holds, and a state of
+// another lineage cannot be replaced).
+type Replacer interface {
+	Replace(s *State) error
+}
+
+var _ Replacer = (*Manager)(nil)

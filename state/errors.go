@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -85,6 +86,17 @@ func (e *LockedError) Error() string {
 	if op == "" {
 		op = "another command"
 	}
-	return fmt.Sprintf("state is locked by %s (pid %d, %s, since %s, lock ID %s); wait for it, use -lock-timeout=30s, or `trialform force-unlock %s` if the holder is gone",
-		op, i.PID, i.Who, i.Created.Format(time.RFC3339), i.ID, i.ID)
+	what := "state"
+	if i.Backend != "" && i.Backend != LocalBackend {
+		what = fmt.Sprintf("state in the %s backend (%s)", i.Backend, i.Path)
+	}
+	if len(i.Experiments) > 0 {
+		s := ""
+		if len(i.Experiments) > 1 {
+			s = "s"
+		}
+		what = fmt.Sprintf("experiment%s %s of the %s", s, strings.Join(i.Experiments, ", "), what)
+	}
+	return fmt.Sprintf("%s is locked by %s (pid %d, %s, since %s, lock ID %s); wait for it, use -lock-timeout=30s, or `trialform force-unlock %s` if the holder is gone",
+		what, op, i.PID, i.Who, i.Created.Format(time.RFC3339), i.ID, i.ID)
 }

@@ -82,3 +82,24 @@ func stampOf(fi fs.FileInfo) string {
 	id := idOf(fi)
 	return fmt.Sprintf("%d:%d:%d:%d", id.dev, id.ino, id.size, id.mtime.UnixNano())
 }
+
+// Replace writes s as the state whatever state.json holds (Replacer),
+// keeping the file it replaces as the backup; s keeps its serial.
+func (m *Manager) Replace(s *State) error {
+	if s == nil || s.Lineage == "" {
+		return errors.New("replace state: the state has no lineage")
+	}
+	if s.Version > FormatVersion {
+		return fmt.Errorf("replace state: the state has format version %d, this trialform writes %d", s.Version, FormatVersion)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	disk, err := m.current()
+	if err != nil {
+		return err
+	}
+	if disk != nil {
+		disk.snap = nil
+	}
+	return m.writeWhole(s, disk, false)
+}

@@ -120,7 +120,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	if o.destroy {
 		op = "destroy"
 	}
-	sd, m, lk, st, ok := g.openLockedState(ctx, op, o.lock)
+	sd, m, lk, st, ok := g.openLockedState(ctx, cfg, op, o.lock, configScope(cfg, o.targets))
 	if !ok {
 		return 1
 	}

@@ -107,7 +107,7 @@ func (g *Globals) loadConfig(v varFlags, noColor bool) *schema.Config {
 		g.errorf("%v", err)
 		return nil
 	}
-	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
+	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
 	if len(diags) > 0 {
 		g.printDiags(cfg, diags, noColor)
 	}
@@ -384,50 +384,35 @@ func (l *lockFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&l.timeout, "lock-timeout", 0, "wait this long for the state lock (e.g. 30s); 0 fails at once")
 }
 
-func (g *Globals) lock(ctx context.Context, m state.Locker, op string, lf lockFlags) (*state.Lock, bool) {
-	l, err := m.Lock(ctx, op, Version, lf.timeout)
-	if err != nil {
-		g.errorf("acquire the state lock: %v", err)
-		return nil, false
-	}
-	return l, true
-}
-
-// lockedState takes the state lock for op and loads the state (a new one,
-// not written until something changes, when there is none yet); the
-// caller unlocks.
-func (g *Globals) lockedState(ctx context.Context, m state.Backend, op string, lf lockFlags) (*state.Lock, *state.State, bool) {
-	lk, ok := g.lock(ctx, m, op, lf)
+// openLockedState opens the working copy's backend (openBackend), takes
+// the lock for op and loads the state (a new one, not written until
+// something changes, when there is none yet), printing why when it
+// cannot; the caller unlocks lk. cfg is the loaded configuration (nil for
+// commands that do not load it). scope names the experiments op changes,
+// given the state (nil: the whole state); a backend that locks per
+// experiment locks just those (see lockExperiments). sd is the state
+// directory (the local platform's trials live there whichever backend
+// holds the state).
+func (g *Globals) openLockedState(ctx context.Context, cfg *schema.Config, op string, lf lockFlags, scope func(*state.State) []string) (sd string, m state.Backend, lk *state.Lock, st *state.State, ok bool) {
+	sd, m, ok = g.openBackend(cfg)
 	if !ok {
-		return nil, nil, false
-	}
-	st := g.loadState(m)
-	if st == nil {
-		lk.Unlock()
-		return nil, nil, false
-	}
-	return lk, st, true
-}
-
-// openLockedState opens the state's backend, takes the state lock for op
-// and loads the state (as lockedState), printing why when it cannot; the
-// caller unlocks lk. sd is the state directory (the local platform's
-// trials live there whichever backend holds the state).
-func (g *Globals) openLockedState(ctx context.Context, op string, lf lockFlags) (sd string, m state.Backend, lk *state.Lock, st *state.State, ok bool) {
-	sd, err := g.stateDir()
-	if err != nil {
-		g.errorf("%v", err)
 		return "", nil, nil, nil, false
 	}
-	m = state.Open(sd)
-	lk, st, ok = g.lockedState(ctx, m, op, lf)
+	lk, st, ok = g.lockExperiments(ctx, m, op, lf, scope)
 	return sd, m, lk, st, ok
+}
+
+// configScope is the lock scope of a command that plans cfg: the
+// -target experiments, or every experiment of the configuration and the
+// state.
+func configScope(cfg *schema.Config, targets []string) func(*state.State) []string {
+	return func(st *state.State) []string { return lockScope(cfg, st, targets) }
 }
 
 // lockedSession is openLockedState with an apply session over the state
 // and cfg's providers; done closes the providers, then unlocks.
-func (g *Globals) lockedSession(ctx context.Context, cfg *schema.Config, op string, lf lockFlags) (s *apply.Session, st *state.State, done func(), ok bool) {
-	sd, m, lk, st, ok := g.openLockedState(ctx, op, lf)
+func (g *Globals) lockedSession(ctx context.Context, cfg *schema.Config, op string, lf lockFlags, scope func(*state.State) []string) (s *apply.Session, st *state.State, done func(), ok bool) {
+	sd, m, lk, st, ok := g.openLockedState(ctx, cfg, op, lf, scope)
 	if !ok {
 		return nil, nil, nil, false
 	}

@@ -357,11 +357,11 @@ func trialAddresses(q *Globals) []string {
 }
 
 func quietState(q *Globals) *state.State {
-	sd, err := q.stateDir()
-	if err != nil {
+	_, m, ok := q.openBackend(nil)
+	if !ok {
 		return nil
 	}
-	st, err := state.Open(sd).Load()
+	st, err := m.Load()
 	if err != nil {
 		return nil
 	}

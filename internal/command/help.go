@@ -144,7 +144,8 @@ recover a lost state file).`,
 			"SUBCOMMAND  " + stateSubcommandList(),
 			"ADDRESS  experiment.NAME or experiment.NAME.trial.ID (also NAME and NAME/ID)",
 		},
-		desc:    `Inspects or edits the state. Run trialform state SUBCOMMAND -help for each.`,
+		desc: `Inspects or edits the state, or copies it out of and into the backend (pull,
+push). Run trialform state SUBCOMMAND -help for each.`,
 		example: "trialform state list\n  trialform state show experiment.svm.trial.t0003",
 	},
 	"state list": {
@@ -177,6 +178,34 @@ its trials, results and metric series. Running trials keep their platform
 identity. A moved { from, to } block in the configuration does the same at the
 next apply.`,
 		example: "trialform state mv experiment.svm experiment.svm_rbf",
+	},
+	"state pull": {
+		synopsis: "trialform state pull [options]",
+		desc: `Prints the state as one JSON document (the format of the local backend's
+state file), whichever backend holds it: to look at it, keep a copy, or push it
+to another backend with state push.`,
+		example: "trialform state pull > backup.json",
+	},
+	"state push": {
+		synopsis: "trialform state push [options] FILE",
+		args:     []string{"FILE  a state document (from state pull, or the local backend's state file); - reads standard input"},
+		desc: `Writes FILE as the state of the working copy's backend, under the whole-state
+lock. It refuses a state of another lineage, one older than the backend's (a
+lower serial), and another version with the same serial, unless -force. The
+metric series are not in the document: they stay as the backend holds them.`,
+		example: "trialform state push backup.json\n  trialform state pull | trialform -chdir=../other state push -",
+	},
+	"init": {
+		synopsis: "trialform init [options]",
+		desc: `Initializes the working copy's state backend (the configuration's backend
+block; without one, the local .trialform directory) and records it in the state
+directory; every other command checks the block against that record. When the
+block changed, -migrate-state copies the state, every metric series and the
+refresh marks from the recorded backend to the configured one, holding both
+locks and refusing to overwrite a state of another lineage or a newer one;
+-reconfigure uses the configured backend as it is. Credentials are never
+recorded: they come from sensitive variables or the environment every time.`,
+		example: "trialform init\n  trialform init -migrate-state\n  TRIALFORM_VAR_pg_password=... trialform init -reconfigure",
 	},
 	"force-unlock": {
 		synopsis: "trialform force-unlock [options] LOCK_ID",

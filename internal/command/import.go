@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/state"
 )
 
 // runImport adopts trials the platform holds but the state does not know
@@ -54,7 +55,7 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 	if cfg.Experiments[exp] == nil {
 		return g.errorf("experiment %q is not in the configuration (experiments: %s); import adopts trials into experiments the configuration defines", exp, strings.Join(sortedKeys(cfg.Experiments), ", "))
 	}
-	s, st, done, ok := g.lockedSession(ctx, cfg, "import", lf)
+	s, st, done, ok := g.lockedSession(ctx, cfg, "import", lf, func(*state.State) []string { return []string{exp} })
 	if !ok {
 		return 1
 	}

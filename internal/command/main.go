@@ -86,6 +86,7 @@ const stopApplying = "Interrupt received: stopping gracefully (no new trials sta
 
 func commands() []command {
 	return []command{
+		{name: "init", summary: "Initialize the state backend; -migrate-state copies the state to a new one", run: runInit},
 		{name: "validate", summary: "Check the configuration (syntax, references, search spaces)", run: runValidate},
 		{name: "fmt", summary: "Rewrite *.hcl files in canonical format", run: runFmt},
 		{name: "plan", summary: "Show what apply would do", run: runPlan},
@@ -102,7 +103,7 @@ func commands() []command {
 		{name: "ui", summary: "Serve a live, read-only web dashboard (127.0.0.1:8080)", run: runUI, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping the dashboard (trials keep running)."},
 		{name: "convert", summary: "Convert an NNI config, a Katib Experiment or a polyaxonfile to HCL", run: runConvert},
 		{name: "import", summary: "Adopt trials the platform runs but the state does not know (orphans)", run: runImport, graceful: true, onInterrupt: stopApplying},
-		{name: "state", summary: "Inspect or edit the state (list, show, rm, mv)", run: runState},
+		{name: "state", summary: "Inspect or edit the state (list, show, rm, mv, pull, push)", run: runState},
 		{name: "force-unlock", summary: "Remove a stale state lock", run: runForceUnlock},
 		{name: "completion", summary: "Print a shell completion script (bash, zsh, fish)", run: runCompletion},
 		{name: "help", summary: "Show the help of a command", run: runHelp},
@@ -151,6 +152,8 @@ type Globals struct {
 	events *views.Events
 	// uiProviders is the dashboard's shared provider set (ui only).
 	uiProviders *sharedProviders
+	// backend is the state backend the command opened (openBackend).
+	backend *openedBackend
 }
 
 // hard is the context for calls that must survive the first interrupt.
@@ -205,6 +208,7 @@ func run(ctx context.Context, g *Globals, args []string) int {
 	if g.cancelFirst != nil {
 		g.cancelFirst(c.cancelFirst)
 	}
+	defer g.closeBackend()
 	return c.run(ctx, g, args[1:])
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
-	"github.com/trialform/trialform/state"
 
 	"github.com/trialform/trialform/internal/fsread"
 )
@@ -72,11 +71,10 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 	if cfg == nil {
 		return nil, 1
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return nil, g.errorf("%v", err)
+	sd, m, ok := g.openBackend(cfg)
+	if !ok {
+		return nil, 1
 	}
-	m := state.Open(sd)
 	// Plan never writes the state and takes no lock. Without a state file
 	// it plans against a new, unsaved state; a saved plan made so carries
 	// that state's lineage and serial 0, which apply adopts if there is

@@ -46,7 +46,7 @@ func runRefresh(ctx context.Context, g *Globals, args []string) int {
 		}
 		cfg = &only
 	}
-	s, st, done, ok := g.lockedSession(ctx, cfg, "refresh", lf)
+	s, st, done, ok := g.lockedSession(ctx, cfg, "refresh", lf, configScope(cfg, pos))
 	if !ok {
 		return 1
 	}

@@ -36,18 +36,18 @@ func runShow(ctx context.Context, g *Globals, args []string) int {
 		}
 		return 0
 	}
-	st := g.readState()
+	m, st := g.readStateManager()
 	if st == nil {
 		return 1
 	}
+	g.backendNote()
 	if *asJSON {
 		if err := views.StateJSONWrite(g.IO.Out, st); err != nil {
 			return g.errorf("%v", err)
 		}
 		return 0
 	}
-	sd, _ := g.stateDir()
-	views.ShowState(g.IO.Out, st, g.colors(*noColor), state.Open(sd).RefreshedAt(st.Lineage), time.Now())
+	views.ShowState(g.IO.Out, st, g.colors(*noColor), m.RefreshedAt(st.Lineage), time.Now())
 	return 0
 }
 
@@ -61,12 +61,10 @@ func (g *Globals) readState() *state.State {
 // (the contract every reader goes through); st is nil when the state
 // cannot be read (said).
 func (g *Globals) readStateManager() (state.Backend, *state.State) {
-	sd, err := g.stateDir()
-	if err != nil {
-		g.errorf("%v", err)
+	_, m, ok := g.openBackend(nil)
+	if !ok {
 		return nil, nil
 	}
-	m := state.Open(sd)
 	return m, g.loadState(m)
 }
 
@@ -136,7 +134,7 @@ func (g *Globals) loadConfigQuiet() *schema.Config {
 	if err != nil {
 		return nil
 	}
-	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Environ: g.IO.Environ})
+	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Backends: schemaBackends(), Environ: g.IO.Environ})
 	if diags.HasErrors() {
 		return nil
 	}
@@ -168,8 +166,12 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 	}
 	fs := flag.NewFlagSet("state "+sub, flag.ContinueOnError)
 	var lf lockFlags
-	if sub == "rm" || sub == "mv" {
+	if sub == "rm" || sub == "mv" || sub == "push" {
 		lf.register(fs)
+	}
+	force := false
+	if sub == "push" {
+		fs.BoolVar(&force, "force", false, "push a state of another lineage, an older one, or another version with the same serial")
 	}
 	pos, code, ok := g.parse(fs, args, spec)
 	if !ok {
@@ -209,7 +211,13 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		enc.Encode(v)
 		return 0
 	case "rm":
-		_, m, lk, st, ok := g.openLockedState(ctx, "state rm", lf)
+		var names []string
+		for _, a := range pos {
+			if exp, _, err := parseAddress(a); err == nil {
+				names = append(names, exp)
+			}
+		}
+		_, m, lk, st, ok := g.openLockedState(ctx, nil, "state rm", lf, func(*state.State) []string { return names })
 		if !ok {
 			return 1
 		}
@@ -236,8 +244,13 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 		fmt.Fprintln(g.IO.Out, "Objects on the platforms are not touched; a running trial no longer in the state is planned as an orphan teardown (or adopt it again with `trialform import EXPERIMENT TRIAL`).")
 		return 0
 	}
-	if sub == "mv" {
+	switch sub {
+	case "mv":
 		return g.stateMv(ctx, pos, lf)
+	case "pull":
+		return g.statePull()
+	case "push":
+		return g.statePush(ctx, pos[0], force, lf)
 	}
 	return g.errorf("unknown state subcommand %q", sub)
 }
@@ -252,6 +265,8 @@ var stateSubcommands = []struct {
 	{"show", "show ADDRESS", argSpec{min: 1, max: 1, hint: "state show takes one address (see `trialform state list`)."}},
 	{"rm", "rm ADDRESS...", argSpec{min: 1, max: -1}},
 	{"mv", "mv SOURCE DESTINATION", argSpec{min: 2, max: 2, hint: "state mv takes two addresses: experiment.OLD experiment.NEW."}},
+	{"pull", "pull", argSpec{hint: "state pull takes no arguments; it prints the state to standard output."}},
+	{"push", "push FILE", argSpec{min: 1, max: 1, hint: "state push takes one file: a state document (from state pull), or - for standard input."}},
 }
 
 func stateSubcommandSpec(name string) (argSpec, bool) {
@@ -302,11 +317,11 @@ func runForceUnlock(ctx context.Context, g *Globals, args []string) int {
 	if !ok {
 		return code
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
+	_, m, ok := g.openBackend(nil)
+	if !ok {
+		return 1
 	}
-	if err := state.Open(sd).ForceUnlock(pos[0]); err != nil {
+	if err := m.ForceUnlock(pos[0]); err != nil {
 		return g.errorf("%v", err)
 	}
 	fmt.Fprintln(g.IO.Out, "The state lock was removed. Make sure its holder is really gone.")

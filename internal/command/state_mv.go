@@ -36,7 +36,7 @@ func (g *Globals) stateMv(ctx context.Context, pos []string, lf lockFlags) int {
 	if from == to {
 		return g.errorf("experiment.%s is already called %s; nothing to move", from, to)
 	}
-	_, m, lk, st, ok := g.openLockedState(ctx, "state mv", lf)
+	_, m, lk, st, ok := g.openLockedState(ctx, nil, "state mv", lf, func(*state.State) []string { return []string{from, to} })
 	if !ok {
 		return 1
 	}

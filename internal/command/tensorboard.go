@@ -37,11 +37,11 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 	if *port <= 0 || *port > 65535 {
 		return g.errorf("-port %d: give a TCP port (1-65535)", *port)
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
+	sd, m, ok := g.openBackend(nil)
+	if !ok {
+		return 1
 	}
-	st := g.loadState(state.Open(sd))
+	st := g.loadState(m)
 	if st == nil {
 		return 1
 	}

@@ -75,6 +75,7 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 	if st == nil {
 		return 1
 	}
+	g.backendNote()
 	exps, code := g.pickExperiments(st, pos, o.all, "trials")
 	if exps == nil {
 		return code

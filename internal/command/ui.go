@@ -50,14 +50,15 @@ func runUI(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
+	sd, backend, ok := g.openBackend(nil)
+	if !ok {
+		return 1
 	}
+	g.backendNote()
 	g.uiProviders = &sharedProviders{}
 	defer g.uiProviders.close()
 	srv := ui.New(ui.Options{
-		StateDir: sd, WorkDir: wd, Token: *token, Backend: state.Open(sd),
+		StateDir: sd, WorkDir: wd, Token: *token, Backend: backend,
 		Config: g.loadConfigQuiet,
 		Plan:   func(ctx context.Context) (string, error) { return g.uiPlan(ctx, sd) },
 		Logs: func(ctx context.Context, e *state.Experiment, t *state.Trial, follow bool, w io.Writer) error {
@@ -105,7 +106,10 @@ func (g *Globals) uiPlan(ctx context.Context, sd string) (string, error) {
 	if cfg == nil {
 		return "", errors.New("the configuration does not load: run `trialform validate` to see why")
 	}
-	m := state.Open(sd)
+	_, m, ok := g.openBackend(nil) // opened by runUI: returns it
+	if !ok {
+		return "", errors.New("the state backend cannot be opened")
+	}
 	st, err := m.Load()
 	if err != nil {
 		return "", err

@@ -59,12 +59,12 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	sd, err := g.stateDir()
-	if err != nil {
-		return g.errorf("%v", err)
+	sd, m, ok := g.openBackendWith(nil, &o.vars)
+	if !ok {
+		return 1
 	}
 	w := &watcher{
-		g: g, o: o, dir: wd, m: state.Open(sd), stateDir: sd,
+		g: g, o: o, dir: wd, m: m, stateDir: sd,
 		c: g.colors(o.noColor),
 	}
 	w.out = &statusWriter{w: g.IO.Out, tty: g.IO.IsTTY}
@@ -96,6 +96,18 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 	fmt.Fprintf(w.out, "Watching %s (%s). Ctrl-C stops watching; trials keep running.\n", wd, mode)
 	w.reload(ctx, nil)
 
+	// A backend that tells of changes (pg's NOTIFY) wakes a pass at once
+	// when another working copy writes the state; the interval stays the
+	// fallback.
+	var stateChanged <-chan struct{}
+	if cn, ok := m.(state.ChangeNotifier); ok {
+		if c, err := cn.Changes(ctx); err != nil {
+			fmt.Fprintf(w.out, "%s the %s backend cannot tell of changes (%v); watch re-reads the state every %s.\n", w.c.Yellow("Warning:"), m.Name(), err, o.interval)
+		} else {
+			stateChanged = c
+		}
+	}
+
 	tick := time.NewTimer(o.interval)
 	defer tick.Stop()
 	for {
@@ -114,6 +126,12 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 			}
 			w.reload(ctx, &b)
 		case <-w.providerChanged():
+			w.reconcile(ctx, false)
+		case _, ok := <-stateChanged:
+			if !ok {
+				stateChanged = nil
+				continue
+			}
 			w.reconcile(ctx, false)
 		case <-tick.C:
 			w.reconcile(ctx, false)
@@ -180,7 +198,7 @@ func (w *watcher) reload(ctx context.Context, b *watch.Batch) {
 		w.changed, w.what = now, what
 		fmt.Fprintf(w.out, "\n%s %s changed at %s\n", w.c.Bold("──"), what, now.Format("15:04:05"))
 	}
-	cfg, diags := schema.Load(w.dir, schema.LoadOptions{Platforms: platformRegistry, Vars: w.o.vars.vars, VarFiles: w.o.vars.varFiles, Environ: w.g.IO.Environ})
+	cfg, diags := schema.Load(w.dir, schema.LoadOptions{Platforms: platformRegistry, Backends: schemaBackends(), Vars: w.o.vars.vars, VarFiles: w.o.vars.varFiles, Environ: w.g.IO.Environ})
 	if len(diags) > 0 {
 		w.out.clearStatus()
 		w.g.printDiags(cfg, diags, w.o.noColor)
@@ -333,7 +351,13 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 
 	// Apply mode: hold the lock only for this pass, so trials, show and
 	// plan keep working between passes.
-	lk, err := w.m.Lock(ctx, "watch", Version, w.o.lock.timeout)
+	var names []string
+	if _, ok := w.m.(state.ExperimentLocker); ok {
+		if st, err := w.m.Load(); err == nil {
+			names = lockScope(w.cfg, st, w.o.targets)
+		}
+	}
+	lk, err := state.LockScope(ctx, w.m, names, "watch", Version, w.o.lock.timeout)
 	if err != nil {
 		var le *state.LockedError
 		if errors.As(err, &le) {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -40,6 +41,24 @@ func (w *watcher) loop(every time.Duration) {
 			lastSerial = sn.st.Serial
 		}
 	}
+	// A backend that tells of changes (pg's NOTIFY) is read at once on
+	// one; the ticker stays the fallback (and the only way for the
+	// others).
+	var notified <-chan struct{}
+	if cn, ok := w.data.b.(state.ChangeNotifier); ok {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			select {
+			case <-w.done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if c, err := cn.Changes(ctx); err == nil {
+			notified = c
+		}
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -47,6 +66,11 @@ func (w *watcher) loop(every time.Duration) {
 		case <-w.done:
 			return
 		case <-t.C:
+		case _, ok := <-notified:
+			if !ok {
+				notified = nil
+				continue
+			}
 		}
 		k, stamped, err := state.StateStampOf(w.data.b)
 		if err != nil || (stamped && (k.State == "" || k == last)) {

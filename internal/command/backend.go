@@ -1,0 +1,305 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trialform/trialform/internal/mask"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/state/backendreg"
+	"github.com/trialform/trialform/state/backends"
+)
+
+// The working copy's state backend: every command opens it here
+// (openBackend), never with state.Open.
+//
+// The configuration's backend block says which backend the state lives
+// in; `trialform init` records it in the state directory
+// (state.RecordBackend) and every command compares the two, refusing to
+// go on when they differ: a changed block must never silently point a
+// working copy at an empty state, or at someone else's. Commands that do
+// not load the whole configuration (show, trials, ui, ...) read the
+// backend block alone (schema.LoadBackend). Without a block and without a
+// record the backend is the local one, as it always was: no init needed.
+
+// schemaBackends are the backend kinds as the schema sees them.
+func schemaBackends() []schema.BackendKind {
+	var out []schema.BackendKind
+	for _, k := range backends.Kinds() {
+		out = append(out, schema.BackendKind{Name: k.Name, Summary: k.Summary, Config: k.Config})
+	}
+	return out
+}
+
+// openedBackend is the backend a command opened, kept for the command's
+// length (a database backend holds connections).
+type openedBackend struct {
+	sd string
+	b  state.Backend
+	// declared: the configuration has a backend block or the working copy
+	// a record, so output names the backend (without either, output is
+	// as it always was).
+	declared bool
+	secrets  []string
+}
+
+// backendRecordOf is what init records for be (nil: local).
+func backendRecordOf(be *schema.Backend) state.BackendRecord {
+	if be == nil {
+		return state.BackendRecord{Kind: state.LocalBackend}
+	}
+	return state.BackendRecord{Kind: be.Kind, Settings: be.Settings}
+}
+
+// backendEnv is what a backend opens with: the state directory and this
+// command's environment.
+func (g *Globals) backendEnv(sd string) backendreg.Env {
+	return backendreg.Env{StateDir: sd, Getenv: g.getenv}
+}
+
+// getenv reads the command's environment (IO.Environ).
+func (g *Globals) getenv(name string) string {
+	for i := len(g.IO.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(g.IO.Environ[i], "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// configuredBackend is the configuration's backend block: cfg's when the
+// command loaded the configuration, else the block alone (with the
+// variables of the environment, and vf's where the command takes -var).
+// be is nil without a block; hasConfig is false when the directory has no
+// configuration at all.
+func (g *Globals) configuredBackend(cfg *schema.Config, vf *varFlags) (be *schema.Backend, hasConfig, ok bool) {
+	if cfg != nil {
+		return cfg.Backend, true, true
+	}
+	wd, err := g.workDir()
+	if err != nil {
+		g.errorf("%v", err)
+		return nil, false, false
+	}
+	opts := schema.LoadOptions{Backends: schemaBackends(), Environ: g.IO.Environ}
+	if vf != nil {
+		opts.Vars, opts.VarFiles = vf.vars, vf.varFiles
+	}
+	be, files, diags := schema.LoadBackend(wd, opts)
+	if len(diags) > 0 {
+		g.printDiags(&schema.Config{Files: files}, diags, false)
+	}
+	if diags.HasErrors() {
+		return nil, files != nil, false
+	}
+	return be, files != nil, true
+}
+
+// backendChangedError says what to do when the configuration's backend is
+// not the one the working copy recorded.
+func backendChangedError(rec, want state.BackendRecord) error {
+	if rec.Kind != want.Kind {
+		return fmt.Errorf("backend changed from %s to %s: run `trialform init -migrate-state` to copy the state, or `trialform init -reconfigure` to use the new one as it is", rec.Kind, want.Kind)
+	}
+	return fmt.Errorf("the settings of backend %s changed (%s): run `trialform init -migrate-state` to copy the state, or `trialform init -reconfigure` to use the new one as it is",
+		want.Kind, strings.Join(rec.ChangedSettings(want), ", "))
+}
+
+// openBackend opens the working copy's backend (once per command: later
+// calls return the same one) after checking that the configuration's
+// backend block is the one `trialform init` recorded. cfg is the loaded
+// configuration, or nil for commands that do not load it.
+func (g *Globals) openBackend(cfg *schema.Config) (sd string, b state.Backend, ok bool) {
+	return g.openBackendWith(cfg, nil)
+}
+
+// openBackendWith is openBackend for a command that takes -var and
+// -var-file (vf) but has not loaded the configuration (watch, init).
+func (g *Globals) openBackendWith(cfg *schema.Config, vf *varFlags) (sd string, b state.Backend, ok bool) {
+	if g.backend != nil {
+		return g.backend.sd, g.backend.b, true
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		g.errorf("%v", err)
+		return "", nil, false
+	}
+	be, hasConfig, ok := g.configuredBackend(cfg, vf)
+	if !ok {
+		return "", nil, false
+	}
+	rec, err := state.RecordedBackend(sd)
+	if err != nil {
+		g.errorf("%v", err)
+		return "", nil, false
+	}
+	have := state.BackendRecord{Kind: state.LocalBackend}
+	if rec != nil {
+		have = *rec
+	}
+	want := backendRecordOf(be)
+	var settings any
+	if be != nil {
+		settings = be.Config
+	}
+	switch {
+	case !hasConfig && have.Kind == state.LocalBackend:
+		// No configuration here (show in a copied state directory): the
+		// local state, as always.
+		want = have
+	case !hasConfig:
+		g.errorf("this working copy's state is in a %s backend, whose settings are in the configuration's backend block, and %s has no configuration: run the command where the configuration is (or with -chdir)", have.Kind, filepathDir(sd))
+		return "", nil, false
+	case !have.Same(want):
+		g.errorf("%v", backendChangedError(have, want))
+		return "", nil, false
+	}
+	var secrets []string
+	if be != nil {
+		secrets = be.Secrets
+	}
+	b, err = backends.Open(want.Kind, settings, g.backendEnv(sd))
+	if err != nil {
+		g.errorf("open the %s backend: %s", want.Kind, mask.New(secrets...).String(err.Error()))
+		return "", nil, false
+	}
+	g.backend = &openedBackend{sd: sd, b: b, declared: be != nil || rec != nil, secrets: secrets}
+	return sd, b, true
+}
+
+func filepathDir(sd string) string {
+	if i := strings.LastIndexAny(sd, `/\`); i > 0 {
+		return sd[:i]
+	}
+	return "."
+}
+
+// closeBackend closes the command's backend when it holds something
+// (connections).
+func (g *Globals) closeBackend() {
+	if g.backend == nil {
+		return
+	}
+	if c, ok := g.backend.b.(io.Closer); ok {
+		c.Close()
+	}
+	g.backend = nil
+}
+
+// lockScope is what a command that changes experiments locks: the
+// -target experiments, or else every experiment of the configuration and
+// of the state. A backend without experiment locks takes its whole-state
+// lock for it (state.LockScope).
+func lockScope(cfg *schema.Config, st *state.State, targets []string) []string {
+	set := map[string]bool{}
+	if len(targets) > 0 {
+		for _, t := range targets {
+			set[strings.TrimPrefix(t, "experiment.")] = true
+		}
+	} else {
+		if cfg != nil {
+			for n := range cfg.Experiments {
+				set[n] = true
+			}
+		}
+		if st != nil {
+			for n := range st.Experiments {
+				set[n] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lockExperiments takes the lock on the experiments scope returns for the
+// state as it is (read without a lock first), loads the state, and when
+// someone added an experiment scope now covers meanwhile, takes the lock
+// again over the larger set. An empty scope is the whole state. wholeState
+// forces the whole-state lock (state push, init).
+func (g *Globals) lockExperiments(ctx context.Context, b state.Backend, op string, lf lockFlags, scope func(*state.State) []string) (*state.Lock, *state.State, bool) {
+	var names []string
+	if scope != nil {
+		if _, ok := b.(state.ExperimentLocker); ok {
+			st, err := b.Load()
+			if err != nil {
+				g.errorf("%v", err)
+				return nil, nil, false
+			}
+			names = scope(st)
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		lk, err := state.LockScope(ctx, b, names, op, Version, lf.timeout)
+		if err != nil {
+			g.errorf("acquire the state lock: %v", err)
+			return nil, nil, false
+		}
+		st := g.loadState(b)
+		if st == nil {
+			lk.Unlock()
+			return nil, nil, false
+		}
+		if len(names) == 0 || attempt >= 3 {
+			return lk, st, true
+		}
+		now := scope(st)
+		if !grew(names, now) {
+			return lk, st, true
+		}
+		lk.Unlock()
+		names = now
+	}
+}
+
+// grew reports whether now names an experiment held lacks.
+func grew(held, now []string) bool {
+	for _, n := range now {
+		if !slices.Contains(held, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// backendNote names the backend and who holds its locks, on stderr, for
+// show, trials and the like: only where the working copy declares a
+// backend (without a block or a record, output stays as it always was).
+func (g *Globals) backendNote() {
+	ob := g.backend
+	if ob == nil || !ob.declared {
+		return
+	}
+	fmt.Fprintf(g.IO.Err, "State: %s backend, %s\n", ob.b.Name(), ob.b.Location())
+	locks, err := state.CurrentLocksOf(ob.b)
+	if err != nil {
+		fmt.Fprintf(g.IO.Err, "  (its locks cannot be read: %v)\n", err)
+		return
+	}
+	for _, l := range locks {
+		fmt.Fprintf(g.IO.Err, "  %s\n", lockHolderLine(l))
+	}
+}
+
+// lockHolderLine is one lock as people read it.
+func lockHolderLine(l state.LockInfo) string {
+	what := "the whole state"
+	if len(l.Experiments) > 0 {
+		what = "experiment " + strings.Join(l.Experiments, ", ")
+	}
+	op := l.Operation
+	if op == "" {
+		op = "a command"
+	}
+	return fmt.Sprintf("locked: %s by %s (%s, pid %d, since %s, lock ID %s)", what, op, l.Who, l.PID, l.Created.Format(time.RFC3339), l.ID)
+}

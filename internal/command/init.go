@@ -1,0 +1,446 @@
+package command
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/trialform/trialform/internal/fsread"
+	"github.com/trialform/trialform/internal/mask"
+	"github.com/trialform/trialform/providers/registry"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/state/backends"
+)
+
+// runInit initializes the working copy's backend, as `terraform init`
+// does: it records the configuration's backend block (kind and the
+// settings that are not credentials) in the state directory, which every
+// other command then checks the block against. When the block changed:
+// -migrate-state copies the state, every metric series and the refresh
+// marks from the recorded backend to the configured one; -reconfigure
+// takes the configured one as it is.
+func runInit(ctx context.Context, g *Globals, args []string) int {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	migrate := fs.Bool("migrate-state", false, "copy the state, its metric series and refresh marks from the recorded backend to the configured one")
+	reconfigure := fs.Bool("reconfigure", false, "use the configured backend as it is, leaving the state in the recorded one where it is")
+	var vf varFlags
+	vf.register(fs)
+	var lf lockFlags
+	lf.register(fs)
+	if _, code, ok := g.parse(fs, args, argSpec{hint: "init takes no arguments: trialform init [-migrate-state | -reconfigure]"}); !ok {
+		return code
+	}
+	if *migrate && *reconfigure {
+		return g.errorf("-migrate-state and -reconfigure exclude each other: copy the state to the new backend (-migrate-state) or use the new one as it is (-reconfigure)")
+	}
+	sd, err := g.stateDir()
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	be, hasConfig, ok := g.configuredBackend(nil, &vf)
+	if !ok {
+		return 1
+	}
+	if !hasConfig {
+		wd, _ := g.workDir()
+		return g.errorf("%s has no configuration (*.hcl files): init reads its backend block", wd)
+	}
+	rec, err := state.RecordedBackend(sd)
+	if err != nil && !*reconfigure {
+		return g.errorf("%v", err)
+	}
+	have := state.BackendRecord{Kind: state.LocalBackend}
+	if rec != nil {
+		have = *rec
+	}
+	want := backendRecordOf(be)
+	var settings any
+	if be != nil {
+		settings = be.Config
+	}
+	secrets := []string(nil)
+	if be != nil {
+		secrets = be.Secrets
+	}
+	dst, err := backends.Open(want.Kind, settings, g.backendEnv(sd))
+	if err != nil {
+		return g.errorf("open the %s backend: %s", want.Kind, maskText(secrets, err.Error()))
+	}
+	defer closeIfCloser(dst)
+	if _, err := dst.Exists(); err != nil {
+		return g.errorf("the %s backend (%s) cannot be read: %s", want.Kind, dst.Location(), maskText(secrets, err.Error()))
+	}
+	if have.Same(want) {
+		if *migrate {
+			fmt.Fprintf(g.IO.Out, "The configured backend is the recorded one (%s, %s): there is nothing to migrate.\n", dst.Name(), dst.Location())
+			return 0
+		}
+		if err := state.RecordBackend(sd, want); err != nil {
+			return g.errorf("%v", err)
+		}
+		fmt.Fprintf(g.IO.Out, "Backend %s (%s) is initialized.\n", dst.Name(), dst.Location())
+		return 0
+	}
+	if *reconfigure {
+		if err := state.RecordBackend(sd, want); err != nil {
+			return g.errorf("%v", err)
+		}
+		fmt.Fprintf(g.IO.Out, "Backend %s (%s) is initialized; the state in the previous backend (%s) was left where it is.\n", dst.Name(), dst.Location(), have)
+		return 0
+	}
+	srcCfg, err := decodeRecordedSettings(have)
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	src, err := backends.Open(have.Kind, srcCfg, g.backendEnv(sd))
+	if err != nil {
+		return g.errorf("open the recorded %s backend: %s", have.Kind, maskText(secrets, err.Error()))
+	}
+	defer closeIfCloser(src)
+	if !*migrate {
+		// Nothing to copy: take the new backend without asking.
+		empty, err := backendEmpty(src)
+		if err != nil {
+			return g.errorf("the recorded %s backend (%s) cannot be read: %s", have.Kind, src.Location(), maskText(secrets, err.Error()))
+		}
+		if !empty {
+			return g.errorf("%v", backendChangedError(have, want))
+		}
+		if err := state.RecordBackend(sd, want); err != nil {
+			return g.errorf("%v", err)
+		}
+		fmt.Fprintf(g.IO.Out, "Backend %s (%s) is initialized (the previous backend, %s, held no state).\n", dst.Name(), dst.Location(), have.Kind)
+		return 0
+	}
+	n, err := g.migrateState(ctx, src, dst, lf)
+	if err != nil {
+		return g.errorf("%s", maskText(secrets, err.Error()))
+	}
+	if err := state.RecordBackend(sd, want); err != nil {
+		return g.errorf("the state was copied, but %v; run `trialform init -reconfigure` to record the new backend", err)
+	}
+	fmt.Fprintf(g.IO.Out, "Copied %s from %s (%s) to %s (%s).\nBackend %s is initialized. The state in %s was left where it is: remove it when you no longer need it.\n",
+		n, src.Name(), src.Location(), dst.Name(), dst.Location(), dst.Name(), src.Name())
+	return 0
+}
+
+func closeIfCloser(b state.Backend) {
+	if c, ok := b.(io.Closer); ok {
+		c.Close()
+	}
+}
+
+func maskText(secrets []string, s string) string {
+	if len(secrets) == 0 {
+		return s
+	}
+	return mask.New(secrets...).String(s)
+}
+
+// decodeRecordedSettings decodes a record's settings into its kind's
+// settings struct (the credentials then come from the environment: they
+// are never recorded).
+func decodeRecordedSettings(r state.BackendRecord) (any, error) {
+	k := backends.Lookup(r.Kind)
+	if k == nil {
+		return nil, fmt.Errorf("the recorded backend kind %q is not one this trialform knows (%v): run `trialform init -reconfigure`", r.Kind, backends.Names())
+	}
+	if k.Config == nil {
+		return nil, nil
+	}
+	cfg := k.Config()
+	s, err := registry.SchemaOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	vals := map[string]cty.Value{}
+	for name, v := range r.Settings {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		ty, err := ctyjson.ImpliedType(b)
+		if err != nil {
+			return nil, err
+		}
+		cv, err := ctyjson.Unmarshal(b, ty)
+		if err != nil {
+			return nil, err
+		}
+		vals[name] = cv
+	}
+	if err := s.Decode(vals, cfg, schema.ParseDuration); err != nil {
+		return nil, fmt.Errorf("the recorded settings of the %s backend: %v; run `trialform init -reconfigure`", r.Kind, err)
+	}
+	return cfg, nil
+}
+
+// backendEmpty reports whether b holds no state and no trace of a lost
+// one.
+func backendEmpty(b state.Backend) (bool, error) {
+	ok, err := b.Exists()
+	if err != nil || ok {
+		return false, err
+	}
+	ls, err := b.Lost()
+	if err != nil {
+		return false, err
+	}
+	return ls == nil, nil
+}
+
+// migrated counts what migrateState copied.
+type migrated struct {
+	lineage             string
+	serial              uint64
+	experiments, trials int
+	series, points      int
+}
+
+func (m migrated) String() string {
+	return fmt.Sprintf("the state (lineage %s, serial %d: %d experiments, %d trials), %d metric series (%d points) and the refresh marks",
+		m.lineage, m.serial, m.experiments, m.trials, m.series, m.points)
+}
+
+// migrateState copies the state, every metric series of its trials and
+// its refresh marks from src to dst, holding both whole-state locks. It
+// refuses to write over a state of another lineage, or over a newer one
+// of the same lineage; a copy interrupted halfway can be run again.
+func (g *Globals) migrateState(ctx context.Context, src, dst state.Backend, lf lockFlags) (migrated, error) {
+	var n migrated
+	slk, err := src.Lock(ctx, "init -migrate-state", Version, lf.timeout)
+	if err != nil {
+		return n, fmt.Errorf("lock the %s backend's state (%s): %w", src.Name(), src.Location(), err)
+	}
+	defer slk.Unlock()
+	dlk, err := dst.Lock(ctx, "init -migrate-state", Version, lf.timeout)
+	if err != nil {
+		return n, fmt.Errorf("lock the %s backend's state (%s): %w", dst.Name(), dst.Location(), err)
+	}
+	defer dlk.Unlock()
+
+	exists, err := src.Exists()
+	if err != nil {
+		return n, fmt.Errorf("read the %s backend's state: %w", src.Name(), err)
+	}
+	if !exists {
+		if ls, err := src.Lost(); err != nil || ls != nil {
+			if err == nil {
+				err = errors.New(ls.String())
+			}
+			return n, fmt.Errorf("the %s backend holds no state but traces of a lost one; nothing was copied: %w", src.Name(), err)
+		}
+	}
+	st, err := src.Load()
+	if err != nil {
+		return n, fmt.Errorf("read the %s backend's state: %w", src.Name(), err)
+	}
+	if err := checkOverwrite(dst, st, false); err != nil {
+		return n, err
+	}
+	n.lineage, n.serial, n.experiments = st.Lineage, st.Serial, len(st.Experiments)
+	if exists {
+		// Series first: a copy interrupted after them leaves dst without
+		// a state, and the next run copies them again (a point appended
+		// twice is read once).
+		for _, name := range sortedKeys(st.Experiments) {
+			e := st.Experiments[name]
+			var batch []state.MetricsBatch
+			for _, id := range sortedKeys(e.Trials) {
+				n.trials++
+				pts, err := src.ReadMetrics(name, id)
+				if err != nil {
+					return n, fmt.Errorf("read the metric series of %s/%s: %w", name, id, err)
+				}
+				if len(pts) == 0 {
+					continue
+				}
+				batch = append(batch, state.MetricsBatch{Experiment: name, Trial: id, Points: pts})
+				n.series++
+				n.points += len(pts)
+			}
+			if len(batch) > 0 {
+				if err := dst.AppendMetricsBatch(batch); err != nil {
+					return n, fmt.Errorf("write the metric series of experiment %s to the %s backend: %w", name, dst.Name(), err)
+				}
+			}
+		}
+		if err := putState(dst, st); err != nil {
+			return n, fmt.Errorf("write the state to the %s backend: %w", dst.Name(), err)
+		}
+		marks := map[time.Time][]string{}
+		for name, t := range src.RefreshedAt(st.Lineage) {
+			marks[t] = append(marks[t], name)
+		}
+		for t, names := range marks {
+			sort.Strings(names)
+			if err := dst.MarkRefreshed(st.Lineage, names, t); err != nil {
+				return n, fmt.Errorf("write the refresh marks to the %s backend: %w", dst.Name(), err)
+			}
+		}
+	}
+	return n, nil
+}
+
+// checkOverwrite refuses to write st over a state of another lineage in
+// b, or over a newer one of the same lineage (a higher serial), unless
+// force.
+func checkOverwrite(b state.Backend, st *state.State, force bool) error {
+	ok, err := b.Exists()
+	if err != nil {
+		return fmt.Errorf("read the %s backend's state (%s): %w", b.Name(), b.Location(), err)
+	}
+	if !ok || force {
+		return nil
+	}
+	cur, err := b.Load()
+	if err != nil {
+		return fmt.Errorf("read the %s backend's state (%s): %w", b.Name(), b.Location(), err)
+	}
+	switch {
+	case cur.Lineage != st.Lineage:
+		return fmt.Errorf("the %s backend (%s) already holds a state of another lineage (%s, serial %d; the state being written has lineage %s): refusing to overwrite it, nothing was written. Use that state as it is (`trialform init -reconfigure`), or remove it from the backend first",
+			b.Name(), b.Location(), cur.Lineage, cur.Serial, st.Lineage)
+	case cur.Serial > st.Serial:
+		return fmt.Errorf("the %s backend (%s) already holds a newer version of this state (serial %d; the state being written has serial %d): refusing to overwrite it, nothing was written",
+			b.Name(), b.Location(), cur.Serial, st.Serial)
+	}
+	return nil
+}
+
+// putState makes st the state of b, keeping its lineage and serial where b
+// can (Replacer), else through Save over what b holds.
+func putState(b state.Backend, st *state.State) error {
+	if r, ok := b.(state.Replacer); ok {
+		return r.Replace(st.Clone())
+	}
+	cp := st.Clone()
+	ok, err := b.Exists()
+	if err != nil {
+		return err
+	}
+	if ok {
+		cur, err := b.Load()
+		if err != nil {
+			return err
+		}
+		if cur.Lineage != cp.Lineage {
+			return fmt.Errorf("the %s backend cannot replace a state of another lineage (%s)", b.Name(), cur.Lineage)
+		}
+		cp.Serial = cur.Serial
+	} else {
+		cp.Serial = 0
+	}
+	return state.SaveWhole(b, cp)
+}
+
+// runStatePull prints the state as a document (the local backend's file
+// format), whichever backend holds it.
+func (g *Globals) statePull() int {
+	_, m, ok := g.openBackend(nil)
+	if !ok {
+		return 1
+	}
+	st := g.loadState(m)
+	if st == nil {
+		return 1
+	}
+	if ok, err := m.Exists(); err != nil {
+		return g.errorf("%v", err)
+	} else if !ok {
+		return g.errorf("there is no state in the %s backend (%s) to pull", m.Name(), m.Location())
+	}
+	b, err := state.Encode(st)
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	g.IO.Out.Write(b)
+	return 0
+}
+
+// statePush writes the state document in path ("-": standard input) as
+// the backend's state, holding the whole-state lock. Without force it
+// refuses a state of another lineage, or one older (a lower serial) than
+// what the backend holds, as Terraform's state push does.
+func (g *Globals) statePush(ctx context.Context, path string, force bool, lf lockFlags) int {
+	var data []byte
+	var err error
+	name := path
+	if path == "-" {
+		name = "standard input"
+		data, err = io.ReadAll(io.LimitReader(g.IO.In, fsread.MaxState+1))
+		if err == nil && len(data) > fsread.MaxState {
+			err = &fsread.TooLargeError{Path: name, Limit: fsread.MaxState}
+		}
+	} else {
+		data, err = fsread.ReadFile(path, fsread.MaxState)
+	}
+	if err != nil {
+		return g.errorf("state push: %v", err)
+	}
+	st, err := state.Decode(name, data)
+	if err != nil {
+		var ce *state.CorruptError
+		if errors.As(err, &ce) {
+			return g.errorf("state push: %s is not a trialform state: it %s; nothing was pushed", name, ce.Problem)
+		}
+		return g.errorf("state push: %v; nothing was pushed", err)
+	}
+	_, m, lk, _, ok := g.openLockedState(ctx, nil, "state push", lf, nil)
+	if !ok {
+		return 1
+	}
+	defer lk.Unlock()
+	err = checkOverwrite(m, st, false)
+	if err == nil {
+		err = sameSerialDiffers(m, st)
+	}
+	if err != nil {
+		if !force {
+			return g.errorf("state push: %v (or push it anyway with -force)", err)
+		}
+		if _, ok := m.(state.Replacer); !ok {
+			if cur, lerr := m.Load(); lerr == nil && cur.Lineage != st.Lineage {
+				return g.errorf("state push -force: the %s backend cannot replace a state of another lineage; nothing was pushed", m.Name())
+			}
+		}
+	}
+	if err := putState(m, st); err != nil {
+		return g.errorf("state push: %v", err)
+	}
+	cur, err := m.Load()
+	if err != nil {
+		return g.errorf("state push: read back: %v", err)
+	}
+	fmt.Fprintf(g.IO.Out, "Pushed %s to the %s backend (%s): lineage %s, serial %d.\n", name, m.Name(), m.Location(), cur.Lineage, cur.Serial)
+	return 0
+}
+
+// sameSerialDiffers refuses a state whose serial is the one b holds, of
+// the same lineage, but whose content differs: two versions must never
+// share a serial.
+func sameSerialDiffers(b state.Backend, st *state.State) error {
+	ok, err := b.Exists()
+	if err != nil || !ok {
+		return err
+	}
+	cur, err := b.Load()
+	if err != nil || cur.Lineage != st.Lineage || cur.Serial != st.Serial {
+		return err
+	}
+	x, err1 := state.Encode(cur)
+	y, err2 := state.Encode(st)
+	if err1 != nil || err2 != nil || string(x) != string(y) {
+		return fmt.Errorf("the %s backend (%s) holds another version of this state with the same serial %d: refusing to overwrite it, nothing was written", b.Name(), b.Location(), cur.Serial)
+	}
+	return nil
+}
