@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/trialform/trialform/internal/fsread"
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // The working copy's record of its backend: what `trialform init`
@@ -117,24 +118,7 @@ func RecordBackend(dir string, r BackendRecord) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("record the backend: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+backendRecordName+".*")
-	if err != nil {
-		return fmt.Errorf("record the backend: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	if err != nil {
+	if err := fsx.WriteFileAtomic(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("record the backend in %s: %w", path, err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,13 +9,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/zclconf/go-cty/cty"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
-
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/internal/fsread"
 	"github.com/trialform/trialform/internal/mask"
-	"github.com/trialform/trialform/providers/registry"
-	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backends"
 )
@@ -158,27 +153,11 @@ func decodeRecordedSettings(r state.BackendRecord) (any, error) {
 		return nil, nil
 	}
 	cfg := k.Config()
-	s, err := registry.SchemaOf(cfg)
+	s, err := decl.SchemaOf(cfg)
 	if err != nil {
 		return nil, err
 	}
-	vals := map[string]cty.Value{}
-	for name, v := range r.Settings {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, err
-		}
-		ty, err := ctyjson.ImpliedType(b)
-		if err != nil {
-			return nil, err
-		}
-		cv, err := ctyjson.Unmarshal(b, ty)
-		if err != nil {
-			return nil, err
-		}
-		vals[name] = cv
-	}
-	if err := s.Decode(vals, cfg, schema.ParseDuration); err != nil {
+	if err := s.DecodeGo(r.Settings, cfg, func(name string) string { return fmt.Sprintf("setting %q", name) }); err != nil {
 		return nil, fmt.Errorf("the recorded settings of the %s backend: %v; run `trialform init -reconfigure`", r.Kind, err)
 	}
 	return cfg, nil
