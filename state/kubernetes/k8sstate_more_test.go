@@ -420,6 +420,14 @@ func TestApiserverDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wctx, wcancel := context.WithCancel(context.Background())
+	defer wcancel()
+	watcher := open(t, suffix)
+	watcher.SetReporter(func(string) {})
+	changes, err := watcher.Changes(wctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c.StopComponent("kube-apiserver")
 	done := make(chan error, 1)
 	go func() {
@@ -442,6 +450,15 @@ func TestApiserverDown(t *testing.T) {
 	got := mustLoad(t, open(t, suffix))
 	if got.Experiments["mnist"].Trials["t0003"].Attempts != 2 || got.Serial != s.Serial {
 		t.Fatalf("after the outage: attempts %d serial %d, want 2 and %d", got.Experiments["mnist"].Trials["t0003"].Attempts, got.Serial, s.Serial)
+	}
+	// The watch was started again: a save after the outage is announced.
+	for len(changes) > 0 {
+		<-changes
+	}
+	s.Experiments["mnist"].Trials["t0004"].Attempts++
+	mustSave(t, b, s)
+	if _, ok := <-changes; !ok {
+		t.Fatal("Changes ended with the outage")
 	}
 	// The lock was held throughout.
 	if cur, err := open(t, suffix).CurrentLocks(); err != nil || len(cur) != 1 || cur[0].ID != l.Info().ID {

@@ -161,10 +161,15 @@ func (b *Backend) tryLock(info state.LockInfo) (*held, error, error) {
 	}
 	take := func(name, scope, exp string) (error, error) {
 		l, err := b.c.createLease(ctx, b.newLease(name, scope, exp, info))
-		if apierrors.IsAlreadyExists(err) {
+		for range 5 {
+			if !apierrors.IsAlreadyExists(err) {
+				break
+			}
 			cur, gerr := b.c.getLease(ctx, name)
 			if apierrors.IsNotFound(gerr) {
-				return b.lockedErr(nil), nil // released meanwhile: try again
+				// Released meanwhile: try again.
+				l, err = b.c.createLease(ctx, b.newLease(name, scope, exp, info))
+				continue
 			}
 			if gerr != nil {
 				return nil, fmt.Errorf("lock state: %w", gerr)
@@ -174,6 +179,9 @@ func (b *Backend) tryLock(info state.LockInfo) (*held, error, error) {
 				return nil, nil
 			}
 			return b.lockedErr(cur), nil
+		}
+		if apierrors.IsAlreadyExists(err) {
+			return b.lockedErr(nil), nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("lock state: %w", err)
