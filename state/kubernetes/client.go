@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
-	"strings"
+	"net/url"
 	"sync"
+	"syscall"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -17,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
+
+	"github.com/trialform/trialform/internal/netretry"
 )
 
 // The client: two REST clients (core/v1 for Secrets, coordination.k8s.io/v1
@@ -79,71 +83,66 @@ func newClient(cfg *rest.Config, ns string, report func(string)) (*client, error
 	return &client{ns: ns, host: cfg.Host, core: core, coord: coord, report: report, retryFor: 2 * time.Minute}, nil
 }
 
-// unreachable reports whether err means the apiserver could not be reached
-// or could not answer now (it is starting, overloaded, its etcd is gone):
-// worth trying again. A refusal (forbidden, invalid, conflict, not found)
-// is not.
-func unreachable(err error) bool {
+// transient classifies an error by its type (never its text): the
+// apiserver could not be reached (refused, reset or dropped connection, a
+// network error) or could not answer now (unavailable, timed out,
+// throttled, failing): worth calling again. A refusal (forbidden,
+// invalid, conflict, not found) is final, and so is what client-go
+// already retried (an answer with Retry-After, a GET whose connection
+// dropped): its retries are not multiplied by these.
+func transient(err error) (bool, time.Duration) {
 	if err == nil {
-		return false
+		return false, 0
 	}
-	if apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
-		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) {
-		return true
+	if _, ok := apierrors.SuggestsClientDelay(err); ok {
+		return false, 0
 	}
-	var st apierrors.APIStatus
-	if errors.As(err, &st) {
-		return st.Status().Code >= 500
+	if apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) {
+		return true, 0
+	}
+	dropped := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+	var ue *url.Error
+	if dropped && errors.As(err, &ue) && ue.Op == "Get" {
+		return false, 0
+	}
+	if dropped || errors.Is(err, syscall.ECONNREFUSED) {
+		return true, 0
 	}
 	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return true
-	}
-	s := err.Error()
-	for _, m := range []string{"connection refused", "connection reset", "EOF", "no route to host", "i/o timeout", "TLS handshake timeout", "http2: client connection lost", "server closed"} {
-		if strings.Contains(s, m) {
-			return true
-		}
-	}
-	return false
+	return errors.As(err, &ne), 0
 }
 
-// do runs one call, retrying with backoff while the apiserver cannot be
-// reached (client-go retries only what carries Retry-After): the first
-// failure is reported to a person, and the call gives up after retryFor.
-// Every other error is returned at once.
+// do runs one call under trialform's retry policy (internal/netretry):
+// while the apiserver cannot be reached it is called again with jittered
+// backoff for up to retryFor, the first failure reported to a person and
+// the recovery too. Every other error is returned at once.
 func (c *client) do(ctx context.Context, what string, f func(ctx context.Context) error) error {
-	var start time.Time
-	wait := 200 * time.Millisecond
-	for {
-		err := f(ctx)
-		if !unreachable(err) {
-			if err == nil {
-				c.recovered()
+	outage := false
+	policy := netretry.Policy{Attempts: -1, Base: 200 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: c.retryFor}
+	err := policy.Do(ctx, func(err error) (bool, time.Duration) {
+		retry, after := transient(err)
+		if retry {
+			outage = true
+			c.reportOutage(err)
+		}
+		return retry, after
+	}, f)
+	if err == nil {
+		c.recovered()
+		return nil
+	}
+	if outage {
+		if retry, _ := transient(err); retry {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%s: %w (the apiserver %s could not be reached: %v)", what, ctx.Err(), c.host, err)
 			}
-			return c.explain(what, err)
-		}
-		if start.IsZero() {
-			start = time.Now()
-		}
-		c.reportOutage(err)
-		if time.Since(start) >= c.retryFor {
-			return fmt.Errorf("%s: the Kubernetes apiserver %s could not be reached for %s (%v); nothing was changed by this call: run the command again once it is back",
+			return fmt.Errorf("%s: the Kubernetes apiserver %s could not be reached for %s (%w); the state is as it was before this call or after it, never a mix: run the command again once the apiserver is back",
 				what, c.host, c.retryFor, err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%s: %w (the apiserver %s could not be reached: %v)", what, ctx.Err(), c.host, err)
-		case <-t.C:
-		}
-		wait = min(2*wait, 5*time.Second)
 	}
+	return c.explain(what, err)
 }
 
 func (c *client) reportOutage(err error) {

@@ -1,0 +1,40 @@
+package k8sstate
+
+import (
+	"errors"
+	"io"
+	"net/url"
+	"syscall"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Errors are classified by type: an apiserver out of reach or failing is
+// retried; a refusal, and what client-go retried itself, are not.
+func TestTransientByType(t *testing.T) {
+	gr := schema.GroupResource{Resource: "secrets"}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"refused", &url.Error{Op: "Put", URL: "https://x", Err: syscall.ECONNREFUSED}, true},
+		{"refused GET", &url.Error{Op: "Get", URL: "https://x", Err: syscall.ECONNREFUSED}, true},
+		{"dropped PUT", &url.Error{Op: "Put", URL: "https://x", Err: io.EOF}, true},
+		{"dropped GET (client-go retried it)", &url.Error{Op: "Get", URL: "https://x", Err: io.ErrUnexpectedEOF}, false},
+		{"unavailable", apierrors.NewServiceUnavailable("etcd gone"), true},
+		{"timeout", apierrors.NewTimeoutError("slow", 0), true},
+		{"throttled with Retry-After (client-go waited)", apierrors.NewTooManyRequests("slow down", 2), false},
+		{"internal", apierrors.NewInternalError(errors.New("x")), true},
+		{"forbidden", apierrors.NewForbidden(gr, "x", errors.New("no")), false},
+		{"conflict", apierrors.NewConflict(gr, "x", errors.New("rv")), false},
+		{"not found", apierrors.NewNotFound(gr, "x"), false},
+		{"text that looks like an outage", errors.New("connection refused"), false},
+	} {
+		if got, _ := transient(c.err); got != c.want {
+			t.Errorf("%s: transient = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
