@@ -22,7 +22,9 @@ type Observations struct {
 	// trial of the state.
 	Trials map[string]map[string]providers.Observation
 	// Listed holds, per experiment, what the platform's Lister found
-	// (trials the state may have lost).
+	// (trials the state may have lost): for an experiment of the state on
+	// a platform that is an UnknownLister, only the trials the state does
+	// not hold.
 	Listed map[string][]providers.Observation
 	// Warnings: platforms that could not be read.
 	Warnings []string
@@ -156,7 +158,16 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 			if e != nil {
 				on = e.OnPlatform()
 			}
-			list, err := l.List(ctx, on)
+			var list []providers.Observation
+			var err error
+			if ul, ok := prov.(providers.UnknownLister); ok && e != nil {
+				// Only what the state does not know can be an orphan
+				// (Compute skips the rest): its known trials are not
+				// opened, finished or not.
+				list, err = ul.ListUnknown(ctx, on, func(id string) bool { return e.Trials[id] != nil })
+			} else {
+				list, err = l.List(ctx, on)
+			}
 			if err != nil {
 				obs.Warnings = append(obs.Warnings, fmt.Sprintf("experiment %s: list trials on %s: %v", name, platform, err))
 			} else {

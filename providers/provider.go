@@ -46,6 +46,16 @@ type Lister interface {
 	List(ctx context.Context, experiment string) ([]Observation, error)
 }
 
+// UnknownLister is implemented by Listers that can leave out the trials
+// the caller already knows without reading them: ListUnknown returns what
+// List would, less the trials for which known(trialID) is true. A refresh
+// looks for orphans this way, so its cost grows with the trials the state
+// does not know (one directory listing, then a read of each unknown
+// trial), not with the finished history it holds.
+type UnknownLister interface {
+	ListUnknown(ctx context.Context, experiment string, known func(trialID string) bool) ([]Observation, error)
+}
+
 // ExperimentPurger is implemented by providers whose trials leave objects
 // behind after they end (Kubernetes Jobs): destroy calls it once an
 // experiment's running trials are torn down, to remove everything the

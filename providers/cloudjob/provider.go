@@ -667,6 +667,16 @@ func (p *Provider) waitEnded(ctx context.Context, r *record, a *attempt, bound t
 
 // List finds the experiment's trials on the shared storage.
 func (p *Provider) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
+	return p.list(ctx, experiment, nil)
+}
+
+// ListUnknown is List less the trials known reports: their records are
+// not read, nor their jobs asked about.
+func (p *Provider) ListUnknown(ctx context.Context, experiment string, known func(trialID string) bool) ([]providers.Observation, error) {
+	return p.list(ctx, experiment, known)
+}
+
+func (p *Provider) list(ctx context.Context, experiment string, known func(string) bool) ([]providers.Observation, error) {
 	if checkNames(experiment, "x") != nil {
 		return nil, nil
 	}
@@ -679,7 +689,7 @@ func (p *Provider) List(ctx context.Context, experiment string) ([]providers.Obs
 	}
 	var out []providers.Observation
 	for _, e := range ents {
-		if !e.IsDir() || checkNames(experiment, e.Name()) != nil {
+		if !e.IsDir() || checkNames(experiment, e.Name()) != nil || known != nil && known(e.Name()) {
 			continue
 		}
 		o, err := p.read(ctx, experiment, e.Name(), nil, false)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -639,6 +640,25 @@ func testList(e *env) {
 	}
 	if got["a"].Phase != providers.PhaseSucceeded || got["b"].Phase != providers.PhaseRunning {
 		e.t.Errorf("listed phases a=%s b=%s", got["a"].Phase, got["b"].Phase)
+	}
+	// An UnknownLister leaves out what the caller knows, and only that.
+	if ul, ok := e.p.(providers.UnknownLister); ok {
+		for _, c := range []struct {
+			known []string
+			want  string
+		}{{nil, "a b"}, {[]string{"a"}, "b"}, {[]string{"b", "zz"}, "a"}, {[]string{"a", "b"}, ""}} {
+			obs, err := ul.ListUnknown(e.ctx(), e.exp, func(id string) bool { return slices.Contains(c.known, id) })
+			var ids []string
+			for _, o := range obs {
+				ids = append(ids, o.TrialID)
+				if o.Phase != got[o.TrialID].Phase || o.Lineage != got[o.TrialID].Lineage {
+					e.t.Errorf("ListUnknown listed %s, List %s", show(o), show(got[o.TrialID]))
+				}
+			}
+			if strings.Join(ids, " ") != c.want || err != nil {
+				e.t.Errorf("ListUnknown knowing %v = %v, %v; want %q", c.known, ids, err, c.want)
+			}
+		}
 	}
 	e.stop("b", true)
 	if obs, _ := l.List(e.ctx(), e.exp); len(obs) != 1 {

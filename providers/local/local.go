@@ -88,7 +88,7 @@ type Local struct {
 	changed chan struct{}
 	closeMu sync.Mutex // guards sends on changed against Close closing it
 	closed  bool
-	list    listCache
+	listc   listCache
 	// expDirs: the experiment dirs this process made sure of (created
 	// and marked for ext4's allocator, see internal/topdir).
 	expDirs sync.Map

@@ -538,6 +538,18 @@ func parseStamp(b []byte) (int64, time.Time, bool) {
 // observation (no metrics), sorted by trial id; trials the state lost are
 // found this way.
 func (l *Local) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
+	return l.list(ctx, experiment, nil)
+}
+
+// ListUnknown is List less the trials known reports: their directories
+// are seen in the experiment's directory listing and not opened (a
+// refresh over a long history costs one listing, not a read of every
+// finished trial).
+func (l *Local) ListUnknown(ctx context.Context, experiment string, known func(trialID string) bool) ([]providers.Observation, error) {
+	return l.list(ctx, experiment, known)
+}
+
+func (l *Local) list(ctx context.Context, experiment string, known func(string) bool) ([]providers.Observation, error) {
 	if err := checkName("experiment", experiment); err != nil {
 		return nil, err
 	}
@@ -554,17 +566,17 @@ func (l *Local) List(ctx context.Context, experiment string) ([]providers.Observ
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if !e.IsDir() || checkName("trial id", e.Name()) != nil {
+		if !e.IsDir() || checkName("trial id", e.Name()) != nil || known != nil && known(e.Name()) {
 			continue
 		}
 		dir := filepath.Join(l.cfg.Root, experiment, e.Name())
-		sp, st := l.list.lookup(seen, experiment, e.Name(), dir)
+		sp, st := l.listc.lookup(seen, experiment, e.Name(), dir)
 		if sp == nil {
 			continue
 		}
 		out = append(out, observe(dir, sp, st))
 	}
-	l.list.store(experiment, seen)
+	l.listc.store(experiment, seen)
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
 	return out, nil
 }

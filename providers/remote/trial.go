@@ -299,6 +299,17 @@ func (r *Remote) Stop(ctx context.Context, req providers.StopRequest) error {
 // List returns the trials of experiment on every reachable machine
 // (without metrics), sorted by trial id.
 func (r *Remote) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
+	return r.list(ctx, experiment, nil)
+}
+
+// ListUnknown is List less the trials known reports: a machine's trial
+// directories are listed (one SFTP directory read) and only the unknown
+// ones are read, so a refresh's cost does not grow with finished history.
+func (r *Remote) ListUnknown(ctx context.Context, experiment string, known func(trialID string) bool) ([]providers.Observation, error) {
+	return r.list(ctx, experiment, known)
+}
+
+func (r *Remote) list(ctx context.Context, experiment string, known func(string) bool) ([]providers.Observation, error) {
 	if err := checkName("experiment", experiment); err != nil {
 		return nil, err
 	}
@@ -333,7 +344,7 @@ func (r *Remote) List(ctx context.Context, experiment string) ([]providers.Obser
 			var iw sync.WaitGroup
 			sem := make(chan struct{}, 32) // SFTP requests in flight
 			for _, e := range ents {
-				if !e.IsDir() || checkName("trial id", e.Name()) != nil {
+				if !e.IsDir() || checkName("trial id", e.Name()) != nil || known != nil && known(e.Name()) {
 					continue
 				}
 				iw.Add(1)
