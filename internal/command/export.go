@@ -47,7 +47,8 @@ func runExport(ctx context.Context, g *Globals, args []string) int {
 		}
 		out = append(out, views.ExportExperiment{
 			Name: e.Name, ID: e.ID, Platform: e.Platform, Objective: obj, Goal: e.Goal, Strategy: e.Strategy, Generation: e.Generation,
-			Params: results.ParamNames(rows), Metrics: results.MetricNames(rows),
+			Objectives: e.Objectives,
+			Params:     results.ParamNames(rows), Metrics: results.MetricNames(rows),
 			Rows: func(yield func(*results.Row) error) error {
 				for i, r := range rows {
 					if ctx.Err() != nil {

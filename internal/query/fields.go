@@ -103,6 +103,12 @@ var fixedFields = map[string]fixed{
 	"generation": {TypeNumber, func(r *results.Row) (any, bool) { return float64(r.Generation), true }, "spec generation the trial ran under"},
 	"attempts":   {TypeNumber, func(r *results.Row) (any, bool) { return float64(r.Attempts), true }, "starts (1 + resumes)"},
 	"metric":     {TypeNumber, func(r *results.Row) (any, bool) { return fptr(r.Metric) }, "objective value"},
+	"pareto": {TypeNumber, func(r *results.Row) (any, bool) {
+		if r.ParetoRank == 0 {
+			return nil, false
+		}
+		return float64(r.ParetoRank), true
+	}, "Pareto rank with several objectives (1 = the front)"},
 	"duration": {TypeDuration, func(r *results.Row) (any, bool) {
 		if r.Duration != nil {
 			return *r.Duration, true

@@ -218,15 +218,27 @@ func compareAny(a, b any) int {
 // name order); rows without an objective value are left out. n <= 0
 // keeps every row that has one.
 func Top(rows []*results.Row, n int) []*results.Row {
+	// With several objectives only ranked trials compete (a failed
+	// trial may hold the first objective's value).
+	ranked := map[string]bool{}
+	for _, r := range rows {
+		if r.ParetoRank > 0 {
+			ranked[r.Experiment] = true
+		}
+	}
 	out := make([]*results.Row, 0, len(rows))
 	for _, r := range rows {
-		if r.Metric != nil {
+		if r.Metric != nil && (!ranked[r.Experiment] || r.ParetoRank > 0) {
 			out = append(out, r)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Experiment != out[j].Experiment {
 			return out[i].Experiment < out[j].Experiment
+		}
+		// Several objectives: the front first, then the next rank.
+		if ri, rj := out[i].ParetoRank, out[j].ParetoRank; ri != rj && ri > 0 && rj > 0 {
+			return ri < rj
 		}
 		a, b := *out[i].Metric, *out[j].Metric
 		if out[i].Goal == "minimize" {

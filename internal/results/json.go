@@ -30,6 +30,9 @@ type RowJSON struct {
 	DurationS *float64 `json:"duration_s,omitempty"`
 	ElapsedS  *float64 `json:"elapsed_s,omitempty"`
 	Best      bool     `json:"best,omitempty"`
+	// ParetoRank is the trial's Pareto rank with several objectives (1 =
+	// on the front; Best is then true); absent otherwise.
+	ParetoRank int `json:"pareto_rank,omitempty"`
 	// Latest and BestIntermediate are set for running and early-stopped
 	// trials (and for every trial when the series was read).
 	Latest           *Point `json:"latest,omitempty"`
@@ -47,7 +50,7 @@ func (r *Row) JSON() RowJSON {
 		Reason: r.Reason, Params: r.Params, Metric: r.Metric, Metrics: r.Metrics,
 		Intermediate: r.Intermediate, Attempts: r.Attempts, ExitCode: r.ExitCode,
 		StartedAt: r.StartedAt, EndedAt: r.EndedAt, DurationS: seconds(r.Duration), ElapsedS: seconds(r.Elapsed),
-		Best: r.Best, Latest: r.Latest, BestIntermediate: r.BestIntermediate, Series: r.Series,
+		Best: r.Best, ParetoRank: r.ParetoRank, Latest: r.Latest, BestIntermediate: r.BestIntermediate, Series: r.Series,
 		Provenance: r.Provenance,
 	}
 }
@@ -63,7 +66,19 @@ func seconds(d *time.Duration) *float64 {
 // CSVHeader returns the columns of the CSV form of rows with these params
 // and metrics: fixed columns, then metrics.NAME and params.NAME, one per
 // name, so pandas.read_csv loads it as it is.
-func CSVHeader(params, metrics []string) []string {
+func CSVHeader(params, metrics []string) []string { return CSVHeaderRanked(params, metrics, false) }
+
+// CSVHeaderRanked is CSVHeader with, when ranked (an experiment with
+// several objectives), a last pareto_rank column.
+func CSVHeaderRanked(params, metrics []string, ranked bool) []string {
+	h := csvHeader(params, metrics)
+	if ranked {
+		h = append(h, "pareto_rank")
+	}
+	return h
+}
+
+func csvHeader(params, metrics []string) []string {
 	h := []string{"experiment", "id", "seq", "generation", "status", "metric"}
 	for _, m := range metrics {
 		h = append(h, "metrics."+m)
@@ -79,6 +94,34 @@ func CSVHeader(params, metrics []string) []string {
 // form (NaN and infinities as pandas reads them: nan, inf, -inf); times in
 // RFC 3339.
 func (r *Row) CSVRecord(params, metrics []string) []string {
+	return r.CSVRecordRanked(params, metrics, false)
+}
+
+// CSVRecordRanked is CSVRecord for CSVHeaderRanked: with ranked, the
+// trial's Pareto rank last ("" when it has none).
+func (r *Row) CSVRecordRanked(params, metrics []string, ranked bool) []string {
+	rec := r.csvRecord(params, metrics)
+	if ranked {
+		rank := ""
+		if r.ParetoRank > 0 {
+			rank = strconv.Itoa(r.ParetoRank)
+		}
+		rec = append(rec, rank)
+	}
+	return rec
+}
+
+// Ranked reports whether any row has a Pareto rank.
+func Ranked(rows []*Row) bool {
+	for _, r := range rows {
+		if r.ParetoRank > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Row) csvRecord(params, metrics []string) []string {
 	rec := make([]string, 0, 15+len(params)+len(metrics))
 	rec = append(rec, r.Experiment, r.ID, strconv.Itoa(r.Seq), strconv.Itoa(r.Generation), r.Status, FormatFloatPtr(r.Metric))
 	for _, m := range metrics {

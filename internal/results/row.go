@@ -35,8 +35,13 @@ type Row struct {
 	Objective string
 	Goal      string
 	Metric    *float64
-	// Best marks the best succeeded trial of its experiment.
+	// Best marks the best succeeded trial of its experiment; with
+	// several objectives, every trial on the Pareto front.
 	Best bool
+	// ParetoRank is the trial's Pareto rank among the succeeded trials
+	// of its experiment's current generation when the experiment has
+	// several objectives (1 = the front); 0 otherwise.
+	ParetoRank int
 
 	// Provenance is what the trial was created from (git commits, the
 	// trialform version); nil when its state recorded none.
@@ -88,6 +93,10 @@ func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 	if goal == "" {
 		goal = "maximize"
 	}
+	var ranks map[string]int
+	if e.MultiObjective() {
+		ranks = e.ParetoRanks(e.Generation)
+	}
 	ts := e.SortedTrials()
 	rows := make([]*Row, 0, len(ts))
 	for _, t := range ts {
@@ -97,6 +106,10 @@ func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 			Objective: objective, Goal: goal, Metric: t.Value, Best: t.ID == best,
 			Attempts: t.Attempts, ExitCode: t.ExitCode, CreatedAt: t.CreatedAt, Provenance: t.Provenance,
 			StartedAt: t.StartedAt, EndedAt: t.EndedAt, Intermediate: t.Intermediate,
+		}
+		if ranks != nil {
+			r.ParetoRank = ranks[t.ID]
+			r.Best = r.ParetoRank == 1
 		}
 		if r.Params == nil {
 			r.Params = map[string]any{}
@@ -128,11 +141,31 @@ func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 
 // BestTrial returns the id of the best succeeded trial of e's current
 // generation, or "" (state.Experiment.Best).
+// With several objectives no one trial is best: "" (ParetoFront).
 func BestTrial(e *state.Experiment) string {
+	if e.MultiObjective() {
+		return ""
+	}
 	if b := e.Best(); b != nil {
 		return b.ID
 	}
 	return ""
+}
+
+// ParetoFront returns the ids of the trials on the Pareto front of e's
+// current generation, in sequence order; nil with one objective.
+func ParetoFront(e *state.Experiment) []string {
+	if !e.MultiObjective() {
+		return nil
+	}
+	ranks := e.ParetoRanks(e.Generation)
+	var out []string
+	for _, t := range e.SortedTrials() {
+		if ranks[t.ID] == 1 {
+			out = append(out, t.ID)
+		}
+	}
+	return out
 }
 
 // NeedsSeries reports whether the table needs r's series: a running trial

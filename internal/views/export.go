@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/internal/results"
+	"github.com/trialform/trialform/state"
 )
 
 // ExportFormatVersion is the version of `trialform export`'s JSON and CSV
@@ -27,6 +28,10 @@ type ExportExperiment struct {
 	// "latest" of every value it reported; absent: its final result.
 	Strategy   string `json:"strategy,omitempty"`
 	Generation int    `json:"generation"`
+	// Objectives is every objective when the experiment has several
+	// (Objective and Goal are the first); each trial then carries its
+	// pareto_rank. Absent for one objective.
+	Objectives []state.Objective `json:"objectives,omitempty"`
 	// Params and Metrics name every parameter and final metric of the
 	// experiment's trials (CSV columns).
 	Params  []string `json:"params"`
@@ -100,14 +105,18 @@ func ExportCSV(w io.Writer, exps []ExportExperiment) error {
 	params, metrics := union(exps, func(e ExportExperiment) []string { return e.Params }), union(exps, func(e ExportExperiment) []string { return e.Metrics })
 	bw := bufio.NewWriterSize(w, 256<<10)
 	cw := csv.NewWriter(bw)
-	head := append([]string{"format_version", "kind"}, results.CSVHeader(params, metrics)...)
+	ranked := false
+	for _, e := range exps {
+		ranked = ranked || len(e.Objectives) > 1
+	}
+	head := append([]string{"format_version", "kind"}, results.CSVHeaderRanked(params, metrics, ranked)...)
 	head = append(head, "step", "step_value", "step_time", "step_metrics")
 	if err := cw.Write(head); err != nil {
 		return err
 	}
 	for _, e := range exps {
 		err := e.Rows(func(r *results.Row) error {
-			rec := append([]string{ExportFormatVersion, "trial"}, r.CSVRecord(params, metrics)...)
+			rec := append([]string{ExportFormatVersion, "trial"}, r.CSVRecordRanked(params, metrics, ranked)...)
 			if err := cw.Write(append(rec, "", "", "", "")); err != nil {
 				return err
 			}

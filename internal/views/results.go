@@ -60,6 +60,15 @@ func DefaultColumns(rows []*results.Row, multi bool) []Column {
 		Column{Header: "GEN", Field: "generation", Cell: func(r *results.Row) string { return fmt.Sprint(r.Generation) }},
 		Column{Header: "STATUS", Field: "status", Cell: func(r *results.Row) string { return r.Status }},
 	)
+	if results.Ranked(rows) {
+		// Several objectives: the Pareto rank (1 = the front, marked *).
+		cols = append(cols, Column{Header: "PARETO", Field: "pareto", Cell: func(r *results.Row) string {
+			if r.ParetoRank == 0 {
+				return ""
+			}
+			return fmt.Sprint(r.ParetoRank)
+		}})
+	}
 	objectives := map[string]bool{}
 	for _, r := range rows {
 		objectives[r.Objective] = true
@@ -284,11 +293,12 @@ func ResultsCSV(w io.Writer, rows []*results.Row, cols []Column) error {
 	cw := csv.NewWriter(w)
 	if cols == nil {
 		params, metrics := results.ParamNames(rows), results.MetricNames(rows)
-		if err := cw.Write(results.CSVHeader(params, metrics)); err != nil {
+		ranked := results.Ranked(rows)
+		if err := cw.Write(results.CSVHeaderRanked(params, metrics, ranked)); err != nil {
 			return err
 		}
 		for _, r := range rows {
-			if err := cw.Write(r.CSVRecord(params, metrics)); err != nil {
+			if err := cw.Write(r.CSVRecordRanked(params, metrics, ranked)); err != nil {
 				return err
 			}
 		}

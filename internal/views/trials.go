@@ -16,6 +16,10 @@ import (
 func BestLines(exps []*state.Experiment) []string {
 	var out []string
 	for _, e := range exps {
+		if front := results.ParetoFront(e); len(front) > 0 {
+			out = append(out, paretoLine(e, front, len(exps) > 1))
+			continue
+		}
 		best := results.BestTrial(e)
 		if best == "" {
 			continue
@@ -41,6 +45,33 @@ func BestLines(exps []*state.Experiment) []string {
 		out = append(out, fmt.Sprintf("%s %s %s = %s (%s)", prefix, best, metric, FormatMetric(bt.Value), Safe(FormatParams(bt.Params))))
 	}
 	return out
+}
+
+// paretoLine is "Pareto front (maximize acc, minimize latency): t0001,
+// t0004 (2 trials)" for an experiment with several objectives.
+func paretoLine(e *state.Experiment, front []string, named bool) string {
+	var of []string
+	if named {
+		of = append(of, e.Name)
+	}
+	if e.Generation > 1 {
+		of = append(of, fmt.Sprintf("generation %d", e.Generation))
+	}
+	prefix := "Pareto front"
+	if len(of) > 0 {
+		prefix += " of " + strings.Join(of, ", ")
+	}
+	var objs []string
+	for _, o := range e.ObjectiveList() {
+		objs = append(objs, o.Goal+" "+o.Metric)
+	}
+	ids := front
+	more := ""
+	if len(ids) > 10 {
+		ids, more = ids[:10], fmt.Sprintf(" and %d more", len(front)-10)
+	}
+	return fmt.Sprintf("%s (%s): %s%s (%s; `-q pareto:1` lists them)", prefix, Safe(strings.Join(objs, ", ")),
+		strings.Join(ids, ", "), more, plural(len(front), "trial"))
 }
 
 // BudgetLines returns the "Budget: ..." line of each experiment: what its
