@@ -69,7 +69,8 @@ func (s *Server) apiOverview(w http.ResponseWriter, r *http.Request) {
 		Experiments []ExperimentJSON `json:"experiments"`
 		Serial      uint64           `json:"serial"`
 		StateDir    string           `json:"state_dir"`
-	}{Experiments: []ExperimentJSON{}, Serial: sn.st.Serial, StateDir: s.o.StateDir}
+		Backend     BackendJSON      `json:"backend"`
+	}{Experiments: []ExperimentJSON{}, Serial: sn.st.Serial, StateDir: s.o.StateDir, Backend: backendJSON(s.data.b)}
 	for _, name := range sortedNames(sn.st.Experiments) {
 		out.Experiments = append(out.Experiments, s.data.summary(sn, sn.st.Experiments[name], cfg))
 	}
@@ -772,4 +773,37 @@ func endOrder(a, b *state.Trial) bool {
 		return a.EndedAt.Before(*b.EndedAt)
 	}
 	return a.Seq < b.Seq
+}
+
+// BackendJSON names where the state lives and who holds its locks now.
+type BackendJSON struct {
+	Kind     string     `json:"kind"`
+	Location string     `json:"location"`
+	Locks    []LockJSON `json:"locks"`
+	// LocksError says why the locks could not be read ("" when they
+	// could).
+	LocksError string `json:"locks_error,omitempty"`
+}
+
+// LockJSON is one lock held: its holder, and its experiments (none: the
+// whole state).
+type LockJSON struct {
+	ID          string    `json:"id"`
+	Operation   string    `json:"operation"`
+	Who         string    `json:"who"`
+	PID         int       `json:"pid"`
+	Since       time.Time `json:"since"`
+	Experiments []string  `json:"experiments,omitempty"`
+}
+
+func backendJSON(b state.Backend) BackendJSON {
+	out := BackendJSON{Kind: b.Name(), Location: b.Location(), Locks: []LockJSON{}}
+	locks, err := state.CurrentLocksOf(b)
+	if err != nil {
+		out.LocksError = err.Error()
+	}
+	for _, l := range locks {
+		out.Locks = append(out.Locks, LockJSON{ID: l.ID, Operation: l.Operation, Who: l.Who, PID: l.PID, Since: l.Created, Experiments: l.Experiments})
+	}
+	return out
 }

@@ -306,6 +306,11 @@ func TestBrowserPages(t *testing.T) {
 	if !regexp.MustCompile(`\b\d+/80 trials done\b`).MatchString(s) {
 		t.Errorf("overview budget: %q", s)
 	}
+	// Where the state lives (issue 26).
+	b.eval(`document.getElementById('backend').textContent`, &s)
+	if !regexp.MustCompile(`^state: local backend, .*\.trialform · serial \d+$`).MatchString(s) {
+		t.Errorf("overview backend line: %q", s)
+	}
 	b.screenshot("overview")
 	b.noErrors("overview")
 

@@ -427,3 +427,48 @@ func TestCurvesRepeatedIDsOnce(t *testing.T) {
 		t.Errorf("curves of %v, want t0001 and t0003 once each (%d bytes)", got, len(body))
 	}
 }
+
+// The overview names the backend and every lock held on it, with its
+// holder (issue 26: the dashboard names the backend and the lock holder).
+func TestOverviewNamesBackendAndLocks(t *testing.T) {
+	dir := fixture(t, 3)
+	ts := newServer(t, dir, "")
+	overview := func() (b struct {
+		Kind     string `json:"kind"`
+		Location string `json:"location"`
+		Locks    []struct {
+			Operation string `json:"operation"`
+			PID       int    `json:"pid"`
+			Who       string `json:"who"`
+		} `json:"locks"`
+	}) {
+		code, body := get(t, ts.Client(), ts.URL+"/api/overview")
+		if code != http.StatusOK {
+			t.Fatalf("overview: %d %s", code, body)
+		}
+		var out struct {
+			Backend json.RawMessage `json:"backend"`
+		}
+		if err := json.Unmarshal([]byte(body), &out); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(out.Backend, &b); err != nil {
+			t.Fatalf("backend %s: %v", out.Backend, err)
+		}
+		return b
+	}
+	b := overview()
+	sd := filepath.Join(dir, ".trialform")
+	if b.Kind != state.LocalBackend || b.Location != sd || len(b.Locks) != 0 {
+		t.Fatalf("backend = %+v, want local at %s, no lock", b, sd)
+	}
+	lk, err := state.Open(sd).Lock(context.Background(), "apply", "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	b = overview()
+	if len(b.Locks) != 1 || b.Locks[0].Operation != "apply" || b.Locks[0].PID != os.Getpid() || b.Locks[0].Who == "" {
+		t.Fatalf("locks = %+v, want this process's apply lock", b.Locks)
+	}
+}

@@ -235,7 +235,10 @@ async function pageOverview() {
         : h('table', { class: 'grid', id: 'overview' },
           h('thead', {}, h('tr', {}, ['experiment', 'status', 'best', 'budget used', 'elapsed', 'platform', 'tuner', 'gen', 'refreshed'].map((c) => h('th', {}, c)))),
           h('tbody', {}, rows)),
-      h('p', { class: 'muted small' }, `state ${d.state_dir} · serial ${d.serial}`));
+      h('p', { class: 'muted small', id: 'backend' }, `state: ${d.backend.kind} backend, ${d.backend.location} · serial ${d.serial}`),
+      d.backend.locks.map((l) => h('p', { class: 'muted small lock' },
+        `locked: ${l.experiments && l.experiments.length ? 'experiment ' + l.experiments.join(', ') : 'the whole state'} by ${l.operation || 'a command'} (${l.who}, pid ${l.pid}, since ${new Date(l.since).toLocaleString()})`)),
+      d.backend.locks_error ? h('p', { class: 'muted small' }, `its locks cannot be read: ${d.backend.locks_error}`) : null);
   };
   await refreshCurrent();
 }
