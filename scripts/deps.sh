@@ -3,7 +3,8 @@
 # downloads, python3 for real trial processes, Debian's scikit-learn for
 # the sklearn example, openssh-server (sshd on 127.0.0.1 stands in for
 # remote machines), Debian's Optuna for the tuner benchmark (bench/tuners),
-# Debian's chromium (the dashboard's browser tests, internal/ui)
+# Debian's chromium (the dashboard's browser tests, internal/ui),
+# Debian's postgresql (a real server for the pg state backend, internal/pgtest)
 # and gcc (the race detector needs cgo). It fails, naming what is missing,
 # rather than let the tests skip. Safe to run again.
 set -euo pipefail
@@ -65,6 +66,11 @@ if ! /usr/bin/python3 -I -c 'import schema' >/dev/null 2>&1; then
   apt_install python3-schema || fail "could not install python3-schema (the NNI peer tests of bench/tuners need it)"
 fi
 
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+  echo "deps: installing postgresql (a real server for the pg state backend's tests, internal/pgtest)"
+  apt_install postgresql || fail "could not install postgresql (the pg state backend's tests need /usr/lib/postgresql/*/bin/initdb and pg_ctl)"
+fi
+
 if ! command -v openssl >/dev/null 2>&1; then
   echo "deps: installing openssl (certificates of the test Kubernetes control plane)"
   apt_install openssl
@@ -74,6 +80,7 @@ fi
 command -v python3 >/dev/null 2>&1 || fail "python3 is not on PATH (real trial processes need it)"
 /usr/bin/python3 -I -c 'import sklearn, optuna, schema' || fail "/usr/bin/python3 cannot import sklearn, optuna and schema"
 [ -x /usr/sbin/sshd ] || fail "/usr/sbin/sshd is missing (Debian package openssh-server)"
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || fail "/usr/lib/postgresql/*/bin/initdb is missing (Debian package postgresql)"
 command -v ssh-agent >/dev/null 2>&1 || fail "ssh-agent is missing (Debian package openssh-client)"
 
 go mod download
