@@ -100,7 +100,7 @@ func config(concurrency, maxTrials int) *schema.Config {
 	sp := &schema.SearchSpace{Name: "s", Space: &space.Space{Params: []space.Param{{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}}}}}
 	e := &schema.Experiment{
 		Name: "exp", Platform: pl, SearchSpace: sp, Objective: schema.Objective{Metric: "default", Goal: "maximize"},
-		Tuner: schema.TunerSpec{Name: "random", Seed: 1}, MaxTrials: maxTrials, Concurrency: concurrency,
+		Tuner: tunerSpec("random", 1, nil), MaxTrials: maxTrials, Concurrency: concurrency,
 		Trial: schema.TrialSpec{CodeDir: "/tmp", Command: &schema.Template{Segments: []schema.Segment{{Literal: "run --x "}, {Param: "x"}}}},
 	}
 	return &schema.Config{Platforms: map[string]*schema.Platform{"local.default": pl}, Experiments: map[string]*schema.Experiment{"exp": e}}

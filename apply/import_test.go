@@ -9,7 +9,6 @@ import (
 
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
-	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/tuner/space"
 )
@@ -209,7 +208,7 @@ func actionsOf(p *plan.Plan) string {
 func TestImportCountsInTunerHistory(t *testing.T) {
 	cfg := config(2, 3)
 	e := cfg.Experiments["exp"]
-	e.Tuner = schema.TunerSpec{Name: "grid"}
+	e.Tuner = tunerSpec("grid", 0, nil)
 	e.SearchSpace.Space = &space.Space{Params: []space.Param{{Name: "x", Kind: space.Choice, Options: []space.Option{{Value: 0.25}, {Value: 0.5}, {Value: 0.75}}}}}
 	store := &memStore{}
 	s, rec := newSession(cfg, store)

@@ -198,22 +198,17 @@ var nniSettingWhy = map[string]string{
 
 // settingOK says whether tuner name takes setting s.
 func settingOK(name, s string) bool {
-	info, ok := tuner.Lookup(name)
-	if !ok {
-		return false
-	}
-	_, ok = info.Settings[s]
-	return ok
+	k := tuners.Lookup(name)
+	return k != nil && k.Schema().AttrNamed(s) != nil
 }
+
+// tuners are the tuners the converters write blocks for.
+var tuners = tuner.Builtin()
 
 // assessorSettingOK says whether assessor name takes setting s.
 func assessorSettingOK(name, s string) bool {
-	info, ok := tuner.LookupAssessor(name)
-	if !ok {
-		return false
-	}
-	_, ok = info.Settings[s]
-	return ok
+	a := tuners.LookupAssessor(name)
+	return a != nil && a.Schema().AttrNamed(s) != nil
 }
 
 // goalFrom reads optimize_mode / optimization values.
@@ -378,7 +373,7 @@ func (c *conv) fitGrid(exp, tb *block, sp *space.Space, n *yaml.Node) {
 	if tb == nil || tb.labels[0] != "grid" || sp == nil {
 		return
 	}
-	size, err := tuner.GridSize(sp, map[string]any{})
+	size, err := tuner.GridSize(sp, &tuner.GridSettings{})
 	if err != nil {
 		return
 	}

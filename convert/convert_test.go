@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/tuner"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden HCL files (or set UPDATE_GOLDEN=1)")
@@ -106,7 +107,7 @@ func validate(t *testing.T, c tcase, res *Result) *schema.Config {
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), res.HCL, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: testPlatforms, Vars: requiredVars(t, res.HCL)})
+	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: testPlatforms, Tuners: tuner.Builtin(), Vars: requiredVars(t, res.HCL)})
 	if diags.HasErrors() {
 		var b strings.Builder
 		schema.WriteDiagnostics(&b, cfg.HCLFiles(), diags, 0, false)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/tuner"
 )
 
 // Field mappings the corpus does not show, each checked in the HCL and by
@@ -258,7 +259,7 @@ component:
 				}
 			}
 			os.WriteFile(filepath.Join(dir, "main.hcl"), res.HCL, 0o644)
-			cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: testPlatforms, Vars: requiredVars(t, res.HCL)})
+			cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: testPlatforms, Tuners: tuner.Builtin(), Vars: requiredVars(t, res.HCL)})
 			if diags.HasErrors() {
 				t.Fatalf("does not validate: %v\n%s", diags, hcl)
 			}

@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	"github.com/trialform/trialform/schema"
-	"github.com/trialform/trialform/tuner"
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -28,7 +27,7 @@ func CheckTrialParams(e *schema.Experiment, params map[string]any) error {
 			return fmt.Errorf("param %q = %s is not a value of its %s in search space %q", p.Name, space.FormatValue(v), p.Kind, e.SearchSpace.Name)
 		}
 	}
-	extra := tuner.ExtraParams(e.Tuner.Name)
+	extra := e.Tuner.Params()
 	var keys []string
 	for k := range params {
 		keys = append(keys, k)

@@ -866,7 +866,7 @@ func renderCommand(cfg *schema.Experiment, params map[string]any) string {
 // A tuner that explains its suggestions (tuner.Explainer) also gives a
 // note per suggestion.
 func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int, curves map[string][]float64) ([]map[string]any, []tuner.Note, error) {
-	tn, err := tuner.New(cfg.Tuner.Name, cfg.Tuner.Settings, cfg.SearchSpace.Space)
+	tn, err := cfg.Tuner.New(cfg.SearchSpace.Space)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1108,7 +1108,7 @@ func tornDown(ep *ExperimentPlan, id string) bool {
 // assess runs the experiment's assessor over the current generation's
 // curves.
 func assess(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[string][]float64) (map[string]string, error) {
-	as, err := tuner.NewAssessor(cfg.Assessor.Name, cfg.Assessor.Settings)
+	as, err := cfg.Assessor.New()
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ func testConfig(mutate ...func(e *schema.Experiment)) *schema.Config {
 	e := &schema.Experiment{
 		Name: "exp", Platform: pl, SearchSpace: sp,
 		Objective: schema.Objective{Metric: "default", Goal: "maximize"},
-		Tuner:     schema.TunerSpec{Name: "random", Seed: 1, Settings: map[string]any{"seed": float64(1)}},
+		Tuner:     tunerSpec("random", 1, map[string]any{"seed": float64(1)}),
 		MaxTrials: 5, Concurrency: 2,
 		Trial: schema.TrialSpec{CodeDir: "/code", Command: &schema.Template{Segments: []schema.Segment{
 			{Literal: "python3 main.py --x "}, {Param: "x"}, {Literal: " --k "}, {Param: "k"},
@@ -187,7 +187,7 @@ func TestConcurrencyLoweredDrains(t *testing.T) {
 func TestNewGeneration(t *testing.T) {
 	old := testConfig()
 	cfg := testConfig(func(e *schema.Experiment) {
-		e.Tuner = schema.TunerSpec{Name: "random", Seed: 2, Settings: map[string]any{"seed": float64(2)}}
+		e.Tuner = tunerSpec("random", 2, map[string]any{"seed": float64(2)})
 	})
 	st := applied(old, trial(0, state.Running), trial(1, state.Succeeded, 0.5))
 	p := compute(t, cfg, st, t0, Options{})
@@ -376,7 +376,7 @@ func TestDestructive(t *testing.T) {
 	st := applied(cfg, trial(0, state.Running), trial(1, state.Succeeded, 1))
 	empty := &schema.Config{Experiments: map[string]*schema.Experiment{}}
 	retuned := testConfig(func(e *schema.Experiment) {
-		e.Tuner = schema.TunerSpec{Name: "random", Seed: 2, Settings: map[string]any{"seed": float64(2)}}
+		e.Tuner = tunerSpec("random", 2, map[string]any{"seed": float64(2)})
 	})
 	timed := testConfig(func(e *schema.Experiment) { e.Trial.MaxDuration = time.Minute })
 	for _, tc := range []struct {
@@ -410,7 +410,7 @@ func TestAssessorEarlyStop(t *testing.T) {
 	cfg := testConfig(func(e *schema.Experiment) {
 		e.MaxTrials = 6
 		e.Concurrency = 2
-		e.Assessor = &schema.AssessorSpec{Name: "medianstop", Settings: map[string]any{"start_step": 2.0}}
+		e.Assessor = assessorSpec("medianstop", map[string]any{"start_step": 2.0})
 	})
 	st := applied(cfg,
 		trial(0, state.Succeeded, 0.9), trial(1, state.Succeeded, 0.8),
@@ -477,7 +477,7 @@ func TestCurveOf(t *testing.T) {
 func TestTunerWaits(t *testing.T) {
 	cfg := testConfig(func(e *schema.Experiment) {
 		e.MaxTrials, e.Concurrency = 20, 4
-		e.Tuner = schema.TunerSpec{Name: "hyperband", Settings: map[string]any{"max_budget": 9.0}}
+		e.Tuner = tunerSpec("hyperband", 0, map[string]any{"max_budget": 9.0})
 	})
 	var trials []*state.Trial
 	for i := 0; i < 9; i++ {
@@ -605,7 +605,7 @@ func TestObserveCapsIntermediate(t *testing.T) {
 func TestMetisRepeatOf(t *testing.T) {
 	cfg := testConfig(func(e *schema.Experiment) {
 		e.MaxTrials, e.Concurrency = 30, 2
-		e.Tuner = schema.TunerSpec{Name: "metis", Seed: 1}
+		e.Tuner = tunerSpec("metis", 1, nil)
 	})
 	var trials []*state.Trial
 	for i := 0; i < 16; i++ {

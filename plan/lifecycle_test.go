@@ -15,7 +15,7 @@ func gridConfig(command string) *schema.Config {
 		e.SearchSpace.Space = &space.Space{Params: []space.Param{
 			{Name: "k", Kind: space.Choice, Options: []space.Option{{Value: "a"}, {Value: "b"}}},
 		}}
-		e.Tuner = schema.TunerSpec{Name: "grid", Settings: map[string]any{}}
+		e.Tuner = tunerSpec("grid", 0, map[string]any{})
 		e.MaxTrials, e.Concurrency = 2, 2
 		e.Trial.Command = &schema.Template{Segments: []schema.Segment{{Literal: command + " --k "}, {Param: "k"}}}
 	})

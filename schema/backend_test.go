@@ -44,7 +44,7 @@ experiment "e" {
 func loadBackendDiags(t *testing.T, files map[string]string, opts LoadOptions) (*Config, []string) {
 	t.Helper()
 	dir := writeConfig(t, files)
-	opts.Platforms = testPlatforms
+	opts.Platforms, opts.Tuners = testPlatforms, testTuners
 	if opts.Backends == nil {
 		opts.Backends = testBackends
 	}

@@ -6,9 +6,11 @@
 package schema
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/trialform/trialform/tuner"
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -177,6 +179,37 @@ type TunerSpec struct {
 	Seed     int64          // "seed" attribute, default 0
 	Settings map[string]any // every attribute (including seed), JSON-compatible values
 	Range    hcl.Range
+	// Kind is the tuner's declaration in the registry Load was given, and
+	// Config its settings struct decoded from the block.
+	Kind   *tuner.Kind
+	Config any
+}
+
+// New builds the tuner for sp.
+func (t *TunerSpec) New(sp *space.Space) (tuner.Tuner, error) {
+	if t.Kind == nil || t.Config == nil {
+		return nil, fmt.Errorf("tuner %q was not decoded by schema.Load (see Resolve)", t.Name)
+	}
+	return t.Kind.New(t.Config, sp)
+}
+
+// Params are the params the tuner adds to every trial.
+func (t *TunerSpec) Params() []string {
+	if t.Kind == nil {
+		return nil
+	}
+	return t.Kind.Params
+}
+
+// Resolve sets Kind and Config from reg and Settings, for a TunerSpec
+// built in code rather than loaded (tests, tools).
+func (t *TunerSpec) Resolve(reg *tuner.Registry) error {
+	if t.Kind = reg.Lookup(t.Name); t.Kind == nil {
+		return fmt.Errorf("unknown tuner %q", t.Name)
+	}
+	cfg, err := t.Kind.Decode(t.Settings)
+	t.Config = cfg
+	return err
 }
 
 // AssessorSpec is an assessor "NAME" { ... } block.
@@ -188,6 +221,27 @@ type AssessorSpec struct {
 	// objective. An experiment with several objectives must name it.
 	Objective string
 	Range     hcl.Range
+	// Kind and Config: as TunerSpec's.
+	Kind   *tuner.AssessorKind
+	Config any
+}
+
+// New builds the assessor.
+func (a *AssessorSpec) New() (tuner.Assessor, error) {
+	if a.Kind == nil || a.Config == nil {
+		return nil, fmt.Errorf("assessor %q was not decoded by schema.Load (see Resolve)", a.Name)
+	}
+	return a.Kind.New(a.Config)
+}
+
+// Resolve is TunerSpec.Resolve for an assessor.
+func (a *AssessorSpec) Resolve(reg *tuner.Registry) error {
+	if a.Kind = reg.LookupAssessor(a.Name); a.Kind == nil {
+		return fmt.Errorf("unknown assessor %q", a.Name)
+	}
+	cfg, err := a.Kind.Decode(a.Settings)
+	a.Config = cfg
+	return err
 }
 
 // TrialSpec is the trial block.

@@ -9,7 +9,7 @@ import (
 )
 
 func TestDiagnosticsJSON(t *testing.T) {
-	cfg, diags := Load("testdata/errors/undefined_param", LoadOptions{Platforms: testPlatforms})
+	cfg, diags := Load("testdata/errors/undefined_param", LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	if len(diags) != 1 {
 		t.Fatalf("diags = %v", diags)
 	}
@@ -77,7 +77,7 @@ func TestSnippetMultiLine(t *testing.T) {
 }
 
 func TestWriteDiagnostics(t *testing.T) {
-	cfg, diags := Load("testdata/errors/duplicate_block", LoadOptions{Platforms: testPlatforms})
+	cfg, diags := Load("testdata/errors/duplicate_block", LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	var b strings.Builder
 	if err := WriteDiagnostics(&b, cfg.HCLFiles(), diags, 0, false); err != nil {
 		t.Fatal(err)

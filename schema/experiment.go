@@ -15,8 +15,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/internal/didyoumean"
-	"github.com/trialform/trialform/tuner"
 	"github.com/trialform/trialform/tuner/space"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -169,20 +169,35 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	}
 
 	l.decodeObjectives(objectives, e)
+	// The tuner's and the assessor's settings are checked against their
+	// declarations, each mistake at its attribute.
+	tunerWhere := decl.NewWhere(e.Tuner.Name, b.DefRange)
+	e.Tuner.Kind = l.tuners.Lookup(e.Tuner.Name)
 	if blk := single["tuner"]; blk != nil {
-		e.Tuner = TunerSpec{Name: blk.Labels[0], Range: blk.DefRange}
-		e.Tuner.Settings, e.Tuner.Seed = l.decodeSettings(blk, true)
+		e.Tuner = TunerSpec{Name: blk.Labels[0], Range: blk.DefRange, Kind: l.tuners.Lookup(blk.Labels[0])}
+		var sch *decl.Schema
+		if e.Tuner.Kind != nil {
+			e.Tuner.Config, sch = e.Tuner.Kind.Settings(), e.Tuner.Kind.Schema()
+		}
+		e.Tuner.Settings, e.Tuner.Seed, tunerWhere = l.decodeSettings(blk, "tuner", sch, e.Tuner.Config)
+	} else if e.Tuner.Kind != nil {
+		e.Tuner.Config = e.Tuner.Kind.Settings()
 	}
+	var assessorWhere *decl.Where
 	if blk := single["assessor"]; blk != nil {
-		as := &AssessorSpec{Name: blk.Labels[0], Range: blk.DefRange}
-		as.Settings, _ = l.decodeSettings(blk, false)
+		as := &AssessorSpec{Name: blk.Labels[0], Range: blk.DefRange, Kind: l.tuners.LookupAssessor(blk.Labels[0])}
+		var sch *decl.Schema
+		if as.Kind != nil {
+			as.Config, sch = as.Kind.Settings(), as.Kind.Schema()
+		}
+		as.Settings, _, assessorWhere = l.decodeSettings(blk, "assessor", sch, as.Config)
 		l.assessorObjective(blk, as, e)
 		e.Assessor = as
 	}
 	if blk := single["trial"]; blk != nil {
 		// Some tuners add params (hyperband's TRIAL_BUDGET, pbt's
 		// checkpoint dirs) that templates may use.
-		l.tunerParams = tuner.ExtraParams(e.Tuner.Name)
+		l.tunerParams = e.Tuner.Params()
 		l.decodeTrial(blk, e)
 		if len(e.Trial.SensitiveEnv) > 0 && e.Platform != nil && e.Platform.Kind != "local" && e.Platform.Kind != "remote" {
 			where, fix := sensitiveEnvAdvice(e.Platform.Kind)
@@ -196,39 +211,43 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 	}
 
 	// The tuner must exist and accept its settings and the space.
-	if _, ok := tuner.Lookup(e.Tuner.Name); !ok {
-		names := tuner.Names()
+	if e.Tuner.Kind == nil {
+		names := l.tuners.Names()
 		hint := nniTunerHint(e.Tuner.Name)
 		if hint == "" {
 			hint = didyoumean.Sentence(e.Tuner.Name, names, "%q")
 		}
 		l.errorf(e.Tuner.Range.Ptr(), "Unknown tuner", "Unknown tuner %q; known: %s.%s", e.Tuner.Name, joinNames(names), hint)
-	} else if e.MultiObjective() && !tuner.MultiObjective(e.Tuner.Name) {
+	} else if e.MultiObjective() && !e.Tuner.Kind.MultiObjective {
 		l.errorf(e.Tuner.Range.Ptr(), "Tuner cannot handle several objectives",
 			"Experiment %q has %d objective blocks and tuner %q optimises one objective. Tuners for several objectives: %s (auto picks motpe); or keep one objective block and report the other metrics as extra keys of the final result.",
-			name, len(e.Objectives), e.Tuner.Name, joinNames(tuner.MultiObjectiveNames()))
+			name, len(e.Objectives), e.Tuner.Name, joinNames(l.tuners.MultiObjectiveNames()))
 	} else if l.failures() == before && e.SearchSpace != nil {
-		if _, err := tuner.New(e.Tuner.Name, e.Tuner.Settings, e.SearchSpace.Space); err != nil {
-			l.errorf(e.Tuner.Range.Ptr(), "Invalid tuner settings", "%s.", err)
-		} else if e.Tuner.Name == "grid" && !tuner.GridRepeats(e.Tuner.Settings) {
-			if n, err := tuner.GridSize(e.SearchSpace.Space, e.Tuner.Settings); err == nil && e.MaxTrials > n {
-				l.errorf(e.Tuner.Range.Ptr(), "Grid smaller than max_trials",
-					"The grid of search_space %q has %d points but max_trials is %d; lower max_trials to %d, widen the grid (more options or values, a smaller q, a larger grid_points), or set repeat = true to sweep it again.",
-					e.SearchSpace.Name, n, e.MaxTrials, n)
+		if _, err := e.Tuner.New(e.SearchSpace.Space); err != nil {
+			l.settingsError(err, "tuner", e.Tuner.Range, tunerWhere)
+		} else if f := e.Tuner.Kind.Finite; f != nil {
+			// A tuner whose suggestions run out (grid) cannot fill a
+			// larger budget.
+			if n, unlimited, err := f.Size(e.Tuner.Config, e.SearchSpace.Space); err == nil && !unlimited && e.MaxTrials > n {
+				l.errorf(e.Tuner.Range.Ptr(), upperFirst(f.Noun)+" smaller than max_trials",
+					"The %s of search_space %q has %d %s but max_trials is %d; lower max_trials to %d, %s.",
+					f.Noun, e.SearchSpace.Name, n, f.Unit, e.MaxTrials, n, f.More)
 			}
 		}
 	}
 
 	if e.Assessor != nil {
-		if _, ok := tuner.LookupAssessor(e.Assessor.Name); !ok {
-			names := tuner.AssessorNames()
+		if e.Assessor.Kind == nil {
+			names := l.tuners.AssessorNames()
 			hint := nniAssessorHint(e.Assessor.Name)
 			if hint == "" {
 				hint = didyoumean.Sentence(e.Assessor.Name, names, "%q")
 			}
 			l.errorf(e.Assessor.Range.Ptr(), "Unknown assessor", "Unknown assessor %q; known: %s.%s", e.Assessor.Name, joinNames(names), hint)
-		} else if _, err := tuner.NewAssessor(e.Assessor.Name, e.Assessor.Settings); err != nil {
-			l.errorf(e.Assessor.Range.Ptr(), "Invalid assessor settings", "%s.", err)
+		} else if l.failures() == before {
+			if _, err := e.Assessor.New(); err != nil {
+				l.settingsError(err, "assessor", e.Assessor.Range, assessorWhere)
+			}
 		}
 	}
 
@@ -418,29 +437,49 @@ func (l *loader) decodeObjective(blk *hcl.Block, o *Objective) {
 	}
 }
 
-// decodeSettings turns a tuner or assessor block's attributes into
-// JSON-compatible values (numbers as float64). For a tuner, seed must be a
-// whole number and is also returned.
-func (l *loader) decodeSettings(blk *hcl.Block, isTuner bool) (map[string]any, int64) {
+// decodeSettings reads a tuner or assessor block (what: "tuner"): every
+// attribute checked against the declared settings s (unknown names with
+// the closest one, types, ranges: each at its attribute), then decoded
+// into cfg. It returns the attributes as JSON-compatible values (numbers
+// as float64), the seed (a whole number) and where each attribute is. An
+// unknown tuner (s nil) is reported by the caller.
+func (l *loader) decodeSettings(blk *hcl.Block, what string, s *decl.Schema, cfg any) (map[string]any, int64, *decl.Where) {
 	out := map[string]any{}
 	var seed int64
-	attrs, diags := blk.Body.JustAttributes()
-	l.diags = append(l.diags, diags...)
+	w := decl.NewWhere(blk.Labels[0], blk.DefRange)
+	body, ok := blk.Body.(*hclsyntax.Body)
+	if !ok {
+		return out, 0, w
+	}
+	before := l.failures()
+	checked := *body
+	checked.Attributes = hclsyntax.Attributes{}
+	vals := map[string]cty.Value{}
+	attrs := hcl.Attributes{}
+	for n, a := range body.Attributes {
+		attrs[n] = a.AsHCLAttribute()
+	}
 	for _, a := range sortedAttrs(attrs) {
 		if l.checkOptimizeMode(a) {
 			continue
+		}
+		// An assessor's objective names the objective it watches
+		// (assessorObjective checks it); it is no setting of the assessor.
+		reserved := what == "assessor" && a.Name == "objective"
+		if !reserved {
+			checked.Attributes[a.Name] = body.Attributes[a.Name]
 		}
 		v, ok := l.value(a.Expr)
 		if !ok {
 			continue
 		}
-		if isTuner && a.Name == "seed" {
-			i, whole := wholeNumber(v)
-			if !whole {
-				l.errorf(a.Expr.Range().Ptr(), "Invalid seed", "seed must be a whole number.")
-				continue
+		if !reserved {
+			vals[a.Name], _ = v.UnmarkDeep()
+		}
+		if a.Name == "seed" {
+			if i, whole := wholeNumber(v); whole {
+				seed = i
 			}
-			seed = i
 		}
 		g, err := toGo(v)
 		if err != nil {
@@ -449,7 +488,36 @@ func (l *loader) decodeSettings(blk *hcl.Block, isTuner bool) (map[string]any, i
 		}
 		out[a.Name] = g
 	}
-	return out, seed
+	if s == nil {
+		return out, seed, w
+	}
+	name := blk.Labels[0]
+	l.checkBody(&checked, vals, s, fmt.Sprintf("%s %q", what, name), fmt.Sprintf("a %s %s", name, what), "", w)
+	if l.failures() == before {
+		if err := s.Decode(vals, cfg, ParseDuration); err != nil {
+			l.settingsError(err, what, blk.DefRange, w)
+		}
+	}
+	return out, seed, w
+}
+
+// settingsError reports what a tuner's or an assessor's constructor
+// refused: at the setting it names (a *decl.AttrError), else at the
+// block.
+func (l *loader) settingsError(err error, what string, block hcl.Range, w *decl.Where) {
+	var ae *decl.AttrError
+	if errors.As(err, &ae) {
+		l.errorf(w.Range(ae.Attr), ae.Summary, "%s", ae.Detail)
+		return
+	}
+	l.errorf(block.Ptr(), "Invalid "+what+" settings", "%s.", err)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {

@@ -38,7 +38,7 @@ func TestNNINames(t *testing.T) {
 		src := strings.Replace(minimalExperiment, `tuner "random" {}`, tt.block, 1)
 		src = strings.Replace(src, "    env     = local.env\n", "", 1)
 		dir := writeConfig(t, map[string]string{"main.hcl": src})
-		_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+		_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 		var all []string
 		found := false
 		for _, d := range diags {
@@ -61,7 +61,7 @@ func TestNotYetPlatformWarns(t *testing.T) {
 			strings.Replace(strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform."+kind+".x", 1),
 				"    env     = local.env\n", "", 1)
 		dir := writeConfig(t, map[string]string{"main.hcl": src})
-		cfg, diags := Load(dir, LoadOptions{Platforms: notYetPlatforms})
+		cfg, diags := Load(dir, LoadOptions{Platforms: notYetPlatforms, Tuners: testTuners})
 		if diags.HasErrors() {
 			t.Fatalf("%s: %v", kind, diags)
 		}

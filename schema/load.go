@@ -15,6 +15,7 @@ import (
 	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/internal/fsread"
 	"github.com/trialform/trialform/providers/registry"
+	"github.com/trialform/trialform/tuner"
 )
 
 // LoadOptions are the variable values given from outside the files.
@@ -25,6 +26,9 @@ type LoadOptions struct {
 	// Platforms is the platform registry (providers/platforms.Registry()):
 	// the kinds platform blocks may name and how each is decoded.
 	Platforms *registry.Registry
+	// Tuners is the tuner and assessor registry (tuner.Builtin()): the
+	// names tuner and assessor blocks may give and how each is decoded.
+	Tuners *tuner.Registry
 	// UnknownVariables gives each required variable that has no value an
 	// unknown value of its declared type instead of reporting it
 	// (validate: Terraform's checks "regardless of any provided
@@ -52,10 +56,14 @@ const EnvPrefix = "TRIALFORM_VAR_"
 // within dir ("main.hcl"), as Terraform does; -var-files by the path given.
 func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	l := newLoader(dir)
-	l.platforms = opts.Platforms
+	l.platforms, l.tuners = opts.Platforms, opts.Tuners
 	l.backends = opts.Backends
 	if l.platforms == nil {
 		l.errorf(nil, "No platform registry", "schema.Load needs LoadOptions.Platforms (providers/platforms.Registry()); this is a bug in the caller.")
+		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
+	}
+	if l.tuners == nil {
+		l.errorf(nil, "No tuner registry", "schema.Load needs LoadOptions.Tuners (tuner.Builtin()); this is a bug in the caller.")
 		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
 	}
 	l.load(opts)
@@ -93,6 +101,7 @@ type loader struct {
 	tunerParams []string // params the experiment's tuner adds, usable in templates
 	dir         string   // as given, for messages
 	platforms   *registry.Registry
+	tuners      *tuner.Registry
 	backends    []BackendKind
 	// backendDecl is the backend block (nil: none); backendBad when its
 	// kind is unknown (reported). backendOnly: LoadBackend.

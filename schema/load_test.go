@@ -46,7 +46,7 @@ func mustLoad(t *testing.T, dir string, opts LoadOptions) *Config {
 }
 
 func TestLoadOK(t *testing.T) {
-	cfg := mustLoad(t, "testdata/ok", LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, "testdata/ok", LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	abs, _ := filepath.Abs("testdata/ok")
 	if cfg.Dir != abs {
 		t.Errorf("Dir = %q, want %q", cfg.Dir, abs)
@@ -188,7 +188,7 @@ func TestImplicitDefaultPlatform(t *testing.T) {
 		"b.hcl": minimalExperiment,
 		"a.hcl": `locals { env = {} }`,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	p := cfg.Platforms["local.default"]
 	if p == nil || p.Kind != "local" || p.Name != "default" || p.Config != nil {
 		t.Fatalf("implicit platform = %+v", p)
@@ -223,7 +223,7 @@ platform "futurecloud" "lab" {
 }
 ` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.futurecloud.lab", 1),
 	})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: notYetPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: notYetPlatforms, Tuners: testTuners})
 	p := cfg.Platforms["futurecloud.lab"]
 	want := map[string]any{
 		"reuse": true,
@@ -270,7 +270,7 @@ platform "remote" "lab" {
 }
 ` + strings.Replace(minimalExperiment, "max_trials   = 1", "max_trials = 1\n  platform = platform.remote.lab", 1),
 	})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	p := cfg.Platforms["remote.lab"]
 	rs, ok := p.Config.(*remote.Settings)
 	if p == nil || !ok {
@@ -327,7 +327,7 @@ locals {
 		"one.tfvars": "c = \"file1\"\nd = \"file1\"\ne = \"file1\"\n",
 		"two.tfvars": "d = \"file2\"\ne = \"file2\"\n",
 	})
-	opts := LoadOptions{Platforms: testPlatforms,
+	opts := LoadOptions{Platforms: testPlatforms, Tuners: testTuners,
 		Environ: []string{
 			"HOME=/x", "TRIALFORM_VAR_b=env", "TRIALFORM_VAR_c=env", "TRIALFORM_VAR_d=env", "TRIALFORM_VAR_e=env",
 			"TRIALFORM_VAR_undeclared=ignored", "TRIALFORM_VAR_n=41",
@@ -368,18 +368,18 @@ locals { env = {} }
 		opts LoadOptions
 		want []string // summary: detail fragment
 	}{
-		{"unknown -var", LoadOptions{Platforms: testPlatforms, Vars: []string{"n=1", "m=2"}},
+		{"unknown -var", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Vars: []string{"n=1", "m=2"}},
 			[]string{`Value for undeclared variable: A variable named "m" was given with -var`}},
-		{"-var without =", LoadOptions{Platforms: testPlatforms, Vars: []string{"n"}},
+		{"-var without =", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Vars: []string{"n"}},
 			[]string{`Invalid -var option: The given -var option "n" is not correctly specified`,
 				`No value for required variable: The variable "n" has no default`}},
-		{"wrong type", LoadOptions{Platforms: testPlatforms, Vars: []string{"n=abc"}},
+		{"wrong type", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Vars: []string{"n=abc"}},
 			[]string{`Invalid value for variable: The value "abc" given for variable "n" by -var n is not suitable: number is required`}},
-		{"wrong type from env", LoadOptions{Platforms: testPlatforms, Environ: []string{"TRIALFORM_VAR_n=x"}},
+		{"wrong type from env", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Environ: []string{"TRIALFORM_VAR_n=x"}},
 			[]string{`Invalid value for variable: The value "x" given for variable "n" by environment variable TRIALFORM_VAR_n is not suitable`}},
-		{"unknown in var file", LoadOptions{Platforms: testPlatforms, VarFiles: []string{filepath.Join(dir, "bad.tfvars")}},
+		{"unknown in var file", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, VarFiles: []string{filepath.Join(dir, "bad.tfvars")}},
 			[]string{`Value for undeclared variable: The variable file sets "nope"`}},
-		{"missing var file", LoadOptions{Platforms: testPlatforms, Vars: []string{"n=1"}, VarFiles: []string{filepath.Join(dir, "none.tfvars")}},
+		{"missing var file", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Vars: []string{"n=1"}, VarFiles: []string{filepath.Join(dir, "none.tfvars")}},
 			[]string{`Cannot read variables file: Reading -var-file`}},
 	}
 	for _, tt := range tests {
@@ -403,7 +403,7 @@ locals { env = {} }
 		})
 	}
 	// The broken default itself.
-	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Vars: []string{"n=1"}})
+	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Vars: []string{"n=1"}})
 	if len(diags) != 1 || diags[0].Summary != "Invalid default value for variable" || diags[0].Subject.Start.Line != 5 {
 		t.Errorf("default diagnostics = %v", diags)
 	}
@@ -435,7 +435,7 @@ locals {
 }
 ` + minimalExperiment,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	want := map[string]string{
 		"DOUBLED": "22", "UPPER": "A-B-C", "FMT": "007", "LEN": "4", "JSON": `{"k":[0,1,2]}`,
 		"COAL": "fallback", "TRY": "none", "FLOOR": "7", "REPL": "a/b/c",
@@ -475,7 +475,7 @@ experiment "f" {
 locals { argv = ["a", "b c"] }
 `,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	cmd := cfg.Experiments["e"].Trial.Command
 	want := []Segment{{Literal: "python3 -c 'print(1)' --x="}, {Param: "x"}, {Param: "k"}, {Literal: " ${HOME} 3"}}
 	if !reflect.DeepEqual(cmd.Segments, want) {
@@ -506,10 +506,21 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown_platform_kind", []wantDiag{{"Unknown platform kind",
 			`Unknown platform kind "slurm"; known kinds: local, remote, kubernetes, kubeflow, adaptdl, frameworkcontroller, openpai, dlc, aml, dlts.`, "main.hcl:1"}}},
 		{"unknown_tuner", []wantDiag{{"Unknown tuner", `. Did you mean "tpe"?`, "main.hcl:7"}}},
-		{"tuner_settings", []wantDiag{{"Invalid tuner settings", `unknown setting "colour"`, "main.hcl:7"}}},
+		{"tuner_settings", []wantDiag{{"Unsupported argument", `An argument named "colour" is not expected in tuner "random"; it takes "seed".`, "main.hcl:9"}}},
+		{"tuner_setting_typo", []wantDiag{
+			{"Unsupported argument", `An argument named "startup_trails" is not expected in tuner "tpe"; it takes "candidates", "multivariate", "prior_weight", "seed", "startup_trials". Did you mean "startup_trials"?`, "main.hcl:8"},
+			{"Invalid value", `candidates must be at least 1, got 0.`, "main.hcl:9"},
+			{"Incorrect attribute value type", `Inappropriate value for multivariate: true or false is required.`, "main.hcl:10"},
+		}},
+		{"tuner_setting_checks", []wantDiag{
+			{"Invalid value", `sample_size (30) must not exceed population_size (20).`, "main.hcl:9"},
+		}},
 		{"grid_too_small", []wantDiag{{"Grid smaller than max_trials", `The grid of search_space "s" has 4 points but max_trials is 5; lower max_trials to 4`, "main.hcl:8"}}},
 		{"unknown_assessor", []wantDiag{{"Unknown assessor", `Unknown assessor "medianstp"; known: curvefitting, medianstop. Did you mean "medianstop"?`, "main.hcl:8"}}},
-		{"assessor_settings", []wantDiag{{"Invalid assessor settings", `assessor "curvefitting": setting "epoch_num" is required`, "main.hcl:8"}}},
+		{"assessor_settings", []wantDiag{{"Missing required argument", `assessor "curvefitting" needs "epoch_num".`, "main.hcl:8"}}},
+		{"assessor_setting_checks", []wantDiag{
+			{"Invalid value", `percentile must be greater than 0, got 0.`, "main.hcl:9"},
+		}},
 		{"undefined_refs", []wantDiag{
 			{"Reference to undeclared platform", `No platform "local" "defualt" is declared. Did you mean platform.local.default?`, "main.hcl:9"},
 			{"Reference to undeclared search space", `No search space named "svn" is declared. Did you mean search_space.svm?`, "main.hcl:10"},
@@ -573,7 +584,7 @@ func TestLoadErrors(t *testing.T) {
 		seen[tt.dir] = true
 		t.Run(tt.dir, func(t *testing.T) {
 			dir := filepath.Join("testdata/errors", tt.dir)
-			cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+			cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 			if !diags.HasErrors() {
 				t.Fatal("Load succeeded")
 			}
@@ -628,7 +639,7 @@ func TestLoadDirErrors(t *testing.T) {
 		{empty, "No configuration files"},
 	}
 	for _, tt := range tests {
-		cfg, diags := Load(tt.dir, LoadOptions{Platforms: testPlatforms})
+		cfg, diags := Load(tt.dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 		if len(diags) != 1 || diags[0].Summary != tt.summary || cfg == nil {
 			t.Errorf("Load(%s) = %v", tt.dir, diags)
 		}
@@ -700,7 +711,7 @@ experiment "copy" {
 }
 `,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	base, cp := cfg.Experiments["base"], cfg.Experiments["copy"]
 	gpu := cfg.Platforms["local.gpu"]
 	if base.Platform != gpu || cp.Platform != gpu || cp.SearchSpace != base.SearchSpace {
@@ -732,7 +743,7 @@ func TestCodeDirSymlinkLoop(t *testing.T) {
 	if err := os.Symlink("nope", filepath.Join(dir, "nope")); err != nil {
 		t.Fatal(err)
 	}
-	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	if len(diags) != 1 || !strings.Contains(describe(diags[0]), `main.hcl:9,16-24: Invalid code directory: code_dir "./nope"`) || !strings.Contains(diags[0].Detail, "symbolic link loop") {
 		t.Fatalf("diags = %v", diags)
 	}
@@ -756,15 +767,15 @@ experiment "e" {
 }
 `}
 	}
-	cfg := mustLoad(t, writeConfig(t, src(`max_duration = "1h"`)), LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, writeConfig(t, src(`max_duration = "1h"`)), LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	if got := cfg.Experiments["e"].OnMaxDuration; got != OnMaxDurationStop {
 		t.Errorf("default on_max_duration = %q, want stop", got)
 	}
-	cfg = mustLoad(t, writeConfig(t, src("max_duration = \"1h\"\n  on_max_duration = \"finish\"")), LoadOptions{Platforms: testPlatforms})
+	cfg = mustLoad(t, writeConfig(t, src("max_duration = \"1h\"\n  on_max_duration = \"finish\"")), LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	if got := cfg.Experiments["e"].OnMaxDuration; got != OnMaxDurationFinish {
 		t.Errorf("on_max_duration = %q, want finish", got)
 	}
-	_, diags := Load(writeConfig(t, src(`on_max_duration = "finish"`)), LoadOptions{Platforms: testPlatforms})
+	_, diags := Load(writeConfig(t, src(`on_max_duration = "finish"`)), LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	if diags.HasErrors() || len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || diags[0].Summary != "on_max_duration without max_duration" ||
 		diags[0].Subject == nil || diags[0].Subject.Start.Line != 8 {
 		t.Errorf("diags = %v", diags)
@@ -778,7 +789,7 @@ experiment "e" {
 // max_trials), and without the option the values are required.
 func TestLoadUnknownVariables(t *testing.T) {
 	dir := filepath.Join("testdata", "unknown_vars")
-	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, UnknownVariables: true})
+	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners, UnknownVariables: true})
 	var got []string
 	for _, d := range diags {
 		if d.Severity == hcl.DiagError {
@@ -808,7 +819,7 @@ func TestLoadUnknownVariables(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(fixed, "main.hcl"), src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := Load(fixed, LoadOptions{Platforms: testPlatforms, UnknownVariables: true})
+	cfg, diags := Load(fixed, LoadOptions{Platforms: testPlatforms, Tuners: testTuners, UnknownVariables: true})
 	if diags.HasErrors() {
 		t.Fatalf("validate with unknown variables: %v", diags)
 	}
@@ -819,7 +830,7 @@ func TestLoadUnknownVariables(t *testing.T) {
 		t.Errorf("Declared = %+v, want 2 experiments, 1 space, 2 platforms (local.default)", d)
 	}
 	// plan and apply: each missing value is an error.
-	_, diags = Load(fixed, LoadOptions{Platforms: testPlatforms})
+	_, diags = Load(fixed, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	n := 0
 	for _, d := range diags {
 		if d.Summary == "No value for required variable" {

@@ -28,7 +28,7 @@ func loadSrc(t *testing.T, src string) (*Config, []string) {
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	var out []string
 	for _, d := range diags {
 		pos := ""

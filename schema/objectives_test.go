@@ -34,7 +34,7 @@ func TestSeveralObjectives(t *testing.T) {
   }
   tuner "nsga2" {}
   assessor "medianstop" { objective = "acc" }
-`)), LoadOptions{Platforms: testPlatforms})
+`)), LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	e := cfg.Experiments["e"]
 	if !e.MultiObjective() || len(e.Objectives) != 2 || e.Objective.Metric != "acc" ||
 		e.Objectives[1].Metric != "latency" || e.Objectives[1].Goal != "minimize" || e.Objectives[0].Goal != "maximize" {
@@ -47,7 +47,7 @@ func TestSeveralObjectives(t *testing.T) {
   metric = "loss"
   goal   = "minimize"
 }`} {
-		e := mustLoad(t, writeConfig(t, moExperiment(body)), LoadOptions{Platforms: testPlatforms}).Experiments["e"]
+		e := mustLoad(t, writeConfig(t, moExperiment(body)), LoadOptions{Platforms: testPlatforms, Tuners: testTuners}).Experiments["e"]
 		if e.MultiObjective() || len(e.Objectives) != 1 || e.Objectives[0] != e.Objective {
 			t.Fatalf("one objective %q: %+v, %+v", body, e.Objectives, e.Objective)
 		}
@@ -84,7 +84,7 @@ func TestSeveralObjectivesErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, diags := Load(writeConfig(t, moExperiment(tc.body)), LoadOptions{Platforms: testPlatforms})
+			_, diags := Load(writeConfig(t, moExperiment(tc.body)), LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 			var got []string
 			found := false
 			for _, d := range diags {

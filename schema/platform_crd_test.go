@@ -59,7 +59,7 @@ platform "frameworkcontroller" "fc" {
 }
 `,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	tf := cfg.Platforms["kubeflow.tf"]
 	if tf == nil || tf.Attrs["operator"] != "tfjob" {
 		t.Fatalf("kubeflow.tf = %+v", tf)
@@ -105,7 +105,7 @@ func TestCRDPlatformErrors(t *testing.T) {
 		{"frameworkcontroller", "task_role \"w\" {\n  replicas = 2\n}", "main.hcl:4,", `An argument named "replicas" is not expected in task_role`},
 	} {
 		dir := writeConfig(t, map[string]string{"main.hcl": "\nplatform \"" + tt.kind + "\" \"k\" {\n" + tt.body + "\n}\n"})
-		_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+		_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 		var got []string
 		found := false
 		for _, d := range diags {
@@ -125,7 +125,7 @@ func TestCRDPlatformErrors(t *testing.T) {
 // platforms section.
 func TestReadmeCRDBlocks(t *testing.T) {
 	dir := writeConfig(t, map[string]string{"main.hcl": readmeHCL(t, "## CRD platforms")})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	for _, k := range []string{"kubeflow.tf", "adaptdl.adl", "frameworkcontroller.fc"} {
 		if cfg.Platforms[k] == nil {
 			t.Errorf("README CRD blocks: no %s", k)

@@ -32,7 +32,7 @@ platform "kubernetes" "gpu" {
 }
 `,
 	})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	p := cfg.Platforms["kubernetes.gpu"]
 	if p == nil {
 		t.Fatal("no kubernetes.gpu")
@@ -57,7 +57,7 @@ func TestKubernetesPlatformErrors(t *testing.T) {
 		{`metrics_interval = "often"`, "main.hcl:3,", `Invalid duration: metrics_interval = "often" is not a duration: write it like "5s"`},
 	} {
 		dir := writeConfig(t, map[string]string{"main.hcl": "\nplatform \"kubernetes\" \"k\" {\n" + tt.body + "\n}\n"})
-		_, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+		_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 		var got []string
 		found := false
 		for _, d := range diags {
@@ -77,7 +77,7 @@ func TestKubernetesPlatformErrors(t *testing.T) {
 // kubernetes section.
 func TestReadmeKubernetesBlock(t *testing.T) {
 	dir := writeConfig(t, map[string]string{"main.hcl": readmeHCL(t, "## The kubernetes platform")})
-	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms})
+	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	if p := cfg.Platforms["kubernetes.gpu"]; p == nil || p.Attrs["namespace"] != "ml" {
 		t.Fatalf("README kubernetes block loaded wrong: %+v", p)
 	}

@@ -3,10 +3,14 @@ package schema
 import (
 	"github.com/trialform/trialform/providers/platforms"
 	"github.com/trialform/trialform/providers/registry"
+	"github.com/trialform/trialform/tuner"
 )
 
 // testPlatforms is the registry every test loads with, as the CLI does.
 var testPlatforms = platforms.Registry()
+
+// testTuners is every tuner and assessor, as the command line passes them.
+var testTuners = tuner.Builtin()
 
 // notYetPlatforms adds to the registry a kind it declares without running
 // it (as it once declared the cloud kinds), for the tests of such kinds.

@@ -29,7 +29,7 @@ func TestReadmeExample(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(rest[start+7:start+7+end]), 0o644)
 	os.WriteFile(filepath.Join(dir, "search_space.json"), []byte(`{"lr": {"_type": "loguniform", "_value": [0.0001, 0.1]},
  "layer": {"_type": "choice", "_value": [{"_name": "conv", "k": {"_type": "choice", "_value": [3, 5]}}, {"_name": "pool"}]}}`), 0o644)
-	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Environ: []string{"TRIALFORM_VAR_hf_token=hf_secret"}})
+	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Environ: []string{"TRIALFORM_VAR_hf_token=hf_secret"}})
 	if diags.HasErrors() {
 		t.Fatalf("README example does not load: %s", diags.Error())
 	}

@@ -29,7 +29,7 @@ func TestReadmeRemoteExample(t *testing.T) {
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(rest[start+7:start+7+end]), 0o644)
-	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms})
+	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	if diags.HasErrors() {
 		t.Fatalf("README remote example does not load: %s", diags.Error())
 	}

@@ -13,7 +13,7 @@ func loadSensitiveSrc(t *testing.T, src string, env ...string) (*Config, string)
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Environ: env})
+	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Environ: env})
 	if diags.HasErrors() {
 		return nil, diags.Error()
 	}

@@ -8,14 +8,20 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var annealSettings = map[string]string{
-	"seed":         "int, random seed (default: the experiment's seed)",
-	"avg_best_idx": "number > 0, mean rank of the trial a new one is sampled around (default 2: mostly among the best three)",
-	"shrink_coef":  "number > 0, how fast the sampling width shrinks with the number of completed trials n: width = 1/(1 + n*shrink_coef) (default 0.1)",
+// AnnealSettings are the anneal tuner's settings.
+type AnnealSettings struct {
+	Seeded
+	AvgBestIdx float64 `hcl:"avg_best_idx,optional" range:"(0, 1e9]" default:"2" doc:"mean rank of the trial a new one is sampled around (2: mostly among the best three)"`
+	ShrinkCoef float64 `hcl:"shrink_coef,optional" range:"(0, 1e9]" default:"0.1" doc:"how fast the sampling width shrinks with the number of completed trials n: width = 1/(1 + n*shrink_coef)"`
 }
 
-func annealInfo() Info {
-	return Info{Name: "anneal", Settings: annealSettings, New: newAnneal}
+func annealKind() Kind {
+	return Kind{
+		Name: "anneal", Spaces: "all kinds, nested choice",
+		Summary:  "NNI/hyperopt annealing: sample around one of the best trials with a width that shrinks as trials complete",
+		Settings: func() any { return &AnnealSettings{AvgBestIdx: 2, ShrinkCoef: 0.1} },
+		New:      newAnneal,
+	}
 }
 
 // annealTuner is simulated-annealing-style search as in hyperopt's and
@@ -41,20 +47,9 @@ type annealTuner struct {
 	shrink  float64
 }
 
-func newAnneal(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, sd, err := seededSettings("anneal", in, annealSettings)
-	if err != nil {
-		return nil, err
-	}
-	avg, err := s.float("avg_best_idx", 2, 1e-9, 1e9)
-	if err != nil {
-		return nil, err
-	}
-	shrink, err := s.float("shrink_coef", 0.1, 1e-9, 1e9)
-	if err != nil {
-		return nil, err
-	}
-	return &annealTuner{seeder: sd, sp: sp, avgBest: avg, shrink: shrink}, nil
+func newAnneal(cfg any, sp *space.Space) (Tuner, error) {
+	c := cfg.(*AnnealSettings)
+	return &annealTuner{seeder: c.seeder(), sp: sp, avgBest: c.AvgBestIdx, shrink: c.ShrinkCoef}, nil
 }
 
 func (t *annealTuner) Suggest(req Request) ([]space.Params, error) {

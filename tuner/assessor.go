@@ -1,11 +1,11 @@
 package tuner
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sort"
-	"strings"
+
+	"github.com/trialform/trialform/internal/decl"
 )
 
 // Assessors decide, from intermediate results, which running trials to
@@ -38,80 +38,38 @@ type Assessor interface {
 	Assess(req AssessRequest) map[string]string
 }
 
-// AssessorInfo describes a registered assessor.
-type AssessorInfo struct {
-	Name     string
-	Settings map[string]string // name -> short description
-	New      func(settings map[string]any) (Assessor, error)
+// MedianStopSettings are the medianstop assessor's settings.
+type MedianStopSettings struct {
+	StartStep  int     `hcl:"start_step,optional" range:"[1,)" default:"1" doc:"the first step at which a trial can be stopped"`
+	MinTrials  int     `hcl:"min_trials,optional" range:"[1,)" default:"1" doc:"completed trials needed before any trial is stopped"`
+	Percentile float64 `hcl:"percentile,optional" range:"(0, 100]" default:"50" doc:"a trial must be in the top percentile % of the completed trials' running averages to go on; 50 is the median"`
 }
 
-var assessors = map[string]AssessorInfo{}
-
-func registerAssessor(info AssessorInfo) { assessors[info.Name] = info }
-
-func init() {
-	registerAssessor(AssessorInfo{
-		Name: "medianstop",
-		Settings: map[string]string{
-			"start_step": "int >= 1, the first step at which a trial can be stopped (default 1)",
-			"min_trials": "int >= 1, completed trials needed before any trial is stopped (default 1)",
-			"percentile": "number in (0, 100], a trial must be in the top percentile % of the completed trials' running averages to go on; 50 is the median (default 50)",
-		},
-		New: newMedianStop,
-	})
-	registerAssessor(AssessorInfo{
-		Name: "curvefitting",
-		Settings: map[string]string{
-			"epoch_num":  "int >= 2, the step count of a full trial (required)",
-			"start_step": "int >= 2, steps a trial must report before it is judged (default 6)",
-			"threshold":  "number in (0, 1], stop when the predicted final result is worse than threshold x the best final so far (default 0.95)",
-			"gap":        "int >= 1, judge every gap steps (default 1)",
-			"min_trials": "int >= 1, completed trials needed before any trial is stopped (default 1)",
-		},
-		New: newCurveFitting,
-	})
-}
-
-// LookupAssessor finds an assessor by name.
-func LookupAssessor(name string) (AssessorInfo, bool) {
-	a, ok := assessors[name]
-	return a, ok
-}
-
-// AssessorNames lists the registered assessors, sorted.
-func AssessorNames() []string {
-	var ns []string
-	for n := range assessors {
-		ns = append(ns, n)
+func medianStopKind() AssessorKind {
+	return AssessorKind{
+		Name:     "medianstop",
+		Summary:  "Vizier's median stopping rule: at step s, stop a trial whose best value so far is worse than the median of the completed trials' running averages up to s; `percentile = 25` raises the bar to the top 25% (Optuna's `PercentilePruner`)",
+		Settings: func() any { return &MedianStopSettings{StartStep: 1, MinTrials: 1, Percentile: 50} },
+		New:      newMedianStop,
 	}
-	sort.Strings(ns)
-	return ns
 }
 
-// NewAssessor builds the named assessor from its block's settings.
-func NewAssessor(name string, settings map[string]any) (Assessor, error) {
-	info, ok := assessors[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown assessor %q (known: %s)", name, strings.Join(AssessorNames(), ", "))
-	}
-	return info.New(settings)
+// CurveFittingSettings are the curvefitting assessor's settings.
+type CurveFittingSettings struct {
+	EpochNum  int     `hcl:"epoch_num,attr" range:"[2,)" doc:"the step count of a full trial"`
+	StartStep int     `hcl:"start_step,optional" range:"[2,)" default:"6" doc:"steps a trial must report before it is judged; below epoch_num"`
+	Threshold float64 `hcl:"threshold,optional" range:"(0, 1]" default:"0.95" doc:"stop when the predicted final result is worse than threshold x the best final so far"`
+	Gap       int     `hcl:"gap,optional" range:"[1,)" default:"1" doc:"judge every gap steps"`
+	MinTrials int     `hcl:"min_trials,optional" range:"[1,)" default:"1" doc:"completed trials needed before any trial is stopped"`
 }
 
-// assessorSettings validates an assessor block's attributes with the
-// tuners' settings reader, naming the assessor in errors.
-func assessorSettings(name string, in map[string]any, valid map[string]string) (settings, error) {
-	s, err := newSettings(name, in, valid)
-	if err != nil {
-		return s, relabel(err)
+func curveFittingKind() AssessorKind {
+	return AssessorKind{
+		Name:     "curvefitting",
+		Summary:  "fits pow3, pow4 (a shifted power law, for curves that rise linearly first and saturate slowly), log-linear and exp3 learning curves (least squares, weighted by 1/residual) and stops a trial whose predicted value at `epoch_num` is worse than `threshold` × the best final result. NNI's version runs MCMC over twelve curve families; this one does not",
+		Settings: func() any { return &CurveFittingSettings{StartStep: 6, Threshold: 0.95, Gap: 1, MinTrials: 1} },
+		New:      newCurveFitting,
 	}
-	return s, nil
-}
-
-func relabel(err error) error {
-	if err == nil {
-		return nil
-	}
-	return errors.New(strings.Replace(err.Error(), "tuner ", "assessor ", 1))
 }
 
 // better reports whether a is better than b for goal.
@@ -134,24 +92,9 @@ type medianStop struct {
 	percentile           float64
 }
 
-func newMedianStop(in map[string]any) (Assessor, error) {
-	s, err := assessorSettings("medianstop", in, assessors["medianstop"].Settings)
-	if err != nil {
-		return nil, err
-	}
-	start, _, err := s.int("start_step", 1, 1)
-	if err != nil {
-		return nil, relabel(err)
-	}
-	minT, _, err := s.int("min_trials", 1, 1)
-	if err != nil {
-		return nil, relabel(err)
-	}
-	pct, err := s.float("percentile", 50, 1e-9, 100)
-	if err != nil {
-		return nil, relabel(err)
-	}
-	return &medianStop{startStep: int(start), minTrials: int(minT), percentile: pct}, nil
+func newMedianStop(cfg any) (Assessor, error) {
+	c := cfg.(*MedianStopSettings)
+	return &medianStop{startStep: c.StartStep, minTrials: c.MinTrials, percentile: c.Percentile}, nil
 }
 
 func (m *medianStop) Assess(req AssessRequest) map[string]string {
@@ -227,38 +170,12 @@ type curveFitting struct {
 	threshold                         float64
 }
 
-func newCurveFitting(in map[string]any) (Assessor, error) {
-	s, err := assessorSettings("curvefitting", in, assessors["curvefitting"].Settings)
-	if err != nil {
-		return nil, err
+func newCurveFitting(cfg any) (Assessor, error) {
+	c := cfg.(*CurveFittingSettings)
+	if c.StartStep >= c.EpochNum {
+		return nil, decl.Errorf("start_step", "start_step (%d) must be below epoch_num (%d).", c.StartStep, c.EpochNum)
 	}
-	epochs, set, err := s.int("epoch_num", 0, 2)
-	if err != nil {
-		return nil, relabel(err)
-	}
-	if !set {
-		return nil, errors.New(`assessor "curvefitting": setting "epoch_num" is required (the number of steps a full trial reports), e.g. epoch_num = 20`)
-	}
-	start, _, err := s.int("start_step", 6, 2)
-	if err != nil {
-		return nil, relabel(err)
-	}
-	gap, _, err := s.int("gap", 1, 1)
-	if err != nil {
-		return nil, relabel(err)
-	}
-	minT, _, err := s.int("min_trials", 1, 1)
-	if err != nil {
-		return nil, relabel(err)
-	}
-	th, err := s.float("threshold", 0.95, 1e-9, 1)
-	if err != nil {
-		return nil, relabel(err)
-	}
-	if start >= epochs {
-		return nil, fmt.Errorf(`assessor "curvefitting": start_step (%d) must be below epoch_num (%d)`, start, epochs)
-	}
-	return &curveFitting{epochs: int(epochs), startStep: int(start), gap: int(gap), minTrials: int(minT), threshold: th}, nil
+	return &curveFitting{epochs: c.EpochNum, startStep: c.StartStep, gap: c.Gap, minTrials: c.MinTrials, threshold: c.Threshold}, nil
 }
 
 func (cf *curveFitting) Assess(req AssessRequest) map[string]string {

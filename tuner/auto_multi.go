@@ -7,10 +7,7 @@ import "github.com/trialform/trialform/tuner/space"
 // is where this choice is measured). auto's own settings shape its
 // single-objective phases and are not used here.
 func (t *autoTuner) suggestMulti(req Request) ([]space.Params, error) {
-	tp, err := newTPENamed("auto", map[string]any{}, t.sp)
-	if err != nil {
-		return nil, err
-	}
+	tp := tpeFrom(defaultTPESettings(), t.sp)
 	tp.seeder = t.seeder
 	return (&motpeTuner{tpe: tp}).Suggest(req)
 }

@@ -3,16 +3,23 @@ package tuner
 import (
 	"fmt"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var batchSettings = map[string]string{
-	"params": "list of objects, required: the parameter sets to run, in order (params = [{lr = 0.1, layers = 2}, ...])",
-	"seed":   "int, accepted for symmetry with the other tuners; batch uses no randomness",
+// BatchSettings are the batch tuner's settings.
+type BatchSettings struct {
+	Params any  `hcl:"params,attr" type:"a list of objects" doc:"the parameter sets to run, in order: params = [{lr = 0.1, layers = 2}, ...]"`
+	Seed   *int `hcl:"seed,optional" doc:"accepted for symmetry with the other tuners; batch uses no randomness"`
 }
 
-func batchInfo() Info {
-	return Info{Name: "batch", Settings: batchSettings, New: newBatch}
+func batchKind() Kind {
+	return Kind{
+		Name: "batch", Spaces: "any",
+		Summary:  "an explicit list `params = [{lr = 0.1, layers = 2}, ...]`, run in order; each set is checked against the space",
+		Settings: func() any { return &BatchSettings{} },
+		New:      newBatch,
+	}
 }
 
 // batchTuner runs an explicit list of parameter sets. Trials take the sets
@@ -24,24 +31,17 @@ type batchTuner struct {
 	sp   *space.Space
 }
 
-func newBatch(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, err := newSettings("batch", in, batchSettings)
-	if err != nil {
-		return nil, err
-	}
-	if _, _, err := s.int("seed", 0, -1<<53); err != nil {
-		return nil, err
-	}
-	raw, ok := in["params"]
-	if !ok || raw == nil {
-		return nil, fmt.Errorf("tuner %q: setting %q is required: a list of parameter sets, e.g. params = [{lr = 0.1}, {lr = 0.01}]", "batch", "params")
+func newBatch(cfg any, sp *space.Space) (Tuner, error) {
+	raw := cfg.(*BatchSettings).Params
+	if raw == nil {
+		return nil, decl.Errorf("params", "params is required: a list of parameter sets, e.g. params = [{lr = 0.1}, {lr = 0.01}].")
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, fmt.Errorf("tuner %q: setting %q must be a list of objects, not %T", "batch", "params", raw)
+		return nil, decl.Errorf("params", "params must be a list of objects, not %T.", raw)
 	}
 	if len(list) == 0 {
-		return nil, fmt.Errorf("tuner %q: setting %q is empty; list at least one parameter set", "batch", "params")
+		return nil, decl.Errorf("params", "params is empty; list at least one parameter set.")
 	}
 	t := &batchTuner{sp: sp}
 	for i, e := range list {
@@ -52,7 +52,7 @@ func newBatch(in map[string]any, sp *space.Space) (Tuner, error) {
 		case space.Params:
 			m = x
 		default:
-			return nil, fmt.Errorf("tuner %q: setting %q: element %d must be an object of parameter values, not %T", "batch", "params", i, e)
+			return nil, decl.Errorf("params", "params: element %d must be an object of parameter values, not %T.", i, e)
 		}
 		t.sets = append(t.sets, space.Params(m))
 	}

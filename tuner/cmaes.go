@@ -9,14 +9,20 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var cmaesSettings = map[string]string{
-	"seed":    "int, random seed (default: the experiment's seed)",
-	"popsize": "int >= 2, population of the first run (default 4 + floor(3 ln d)); doubles at every restart",
-	"sigma0":  "number in (0, 1], initial step size as a fraction of each parameter's range (default 0.25)",
+// CMAESSettings are the cmaes tuner's settings.
+type CMAESSettings struct {
+	Seeded
+	Popsize *int    `hcl:"popsize,optional" range:"[2, 4096]" default:"4 + ⌊3 ln d⌋" doc:"population of the first run (d: the numeric params); doubles at every restart"`
+	Sigma0  float64 `hcl:"sigma0,optional" range:"[1e-6, 1]" default:"0.25" doc:"initial step size as a fraction of each parameter's range"`
 }
 
-func cmaesInfo() Info {
-	return Info{Name: "cmaes", Settings: cmaesSettings, New: newCMAES}
+func cmaesKind() Kind {
+	return Kind{
+		Name: "cmaes", Spaces: "needs a numeric param; choices drawn at random",
+		Summary:  "CMA-ES with IPOP restarts (population doubles) in the normalised space (log params in log space; ints and q-steps rounded at the end); its state is rebuilt by replaying the history, so trials of other tuners count too",
+		Settings: func() any { return &CMAESSettings{Sigma0: 0.25} },
+		New:      newCMAES,
+	}
 }
 
 // cmaesTuner is CMA-ES with IPOP restarts over the numeric parameters, in
@@ -47,25 +53,18 @@ type cmaesTuner struct {
 	sigma0  float64
 }
 
-func newCMAES(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, sd, err := seededSettings("cmaes", in, cmaesSettings)
-	if err != nil {
-		return nil, err
-	}
-	pop, _, err := s.intIn("popsize", 0, 2, 4096)
-	if err != nil {
-		return nil, err
-	}
-	sigma0, err := s.float("sigma0", 0.25, 1e-6, 1)
-	if err != nil {
-		return nil, err
-	}
+func newCMAES(cfg any, sp *space.Space) (Tuner, error) {
+	c := cfg.(*CMAESSettings)
 	if sp != nil {
 		if err := cmaesSpaceOK(sp); err != nil {
 			return nil, err
 		}
 	}
-	return &cmaesTuner{seeder: sd, sp: sp, popsize: int(pop), sigma0: sigma0}, nil
+	pop := 0
+	if c.Popsize != nil {
+		pop = *c.Popsize
+	}
+	return &cmaesTuner{seeder: c.seeder(), sp: sp, popsize: pop, sigma0: c.Sigma0}, nil
 }
 
 func cmaesSpaceOK(sp *space.Space) error {

@@ -1,22 +1,28 @@
 package tuner
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var evolutionSettings = map[string]string{
-	"seed":            "int, random seed (default: the experiment's seed)",
-	"population_size": "int >= 2, trials in the population: the latest completed ones (default 20)",
-	"sample_size":     "int >= 1 and <= population_size, members drawn for each tournament (default population_size / 4, at least 2)",
+// EvolutionSettings are the evolution tuner's settings.
+type EvolutionSettings struct {
+	Seeded
+	PopulationSize int  `hcl:"population_size,optional" range:"[2, 1048576]" default:"20" doc:"trials in the population: the latest completed ones"`
+	SampleSize     *int `hcl:"sample_size,optional" range:"[1,)" default:"population_size / 4, at least 2" doc:"members drawn for each tournament; at most population_size"`
 }
 
-func evolutionInfo() Info {
-	return Info{Name: "evolution", Settings: evolutionSettings, New: newEvolution}
+func evolutionKind() Kind {
+	return Kind{
+		Name: "evolution", Spaces: "all kinds, nested choice",
+		Summary:  "NNI's regularized evolution: tournament among the latest completed trials, mutate one param of the winner",
+		Settings: func() any { return &EvolutionSettings{PopulationSize: 20} },
+		New:      newEvolution,
+	}
 }
 
 // evolutionTuner is regularized (aging) evolution as NNI has it: until
@@ -36,27 +42,16 @@ type evolutionTuner struct {
 	sample     int
 }
 
-func newEvolution(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, sd, err := seededSettings("evolution", in, evolutionSettings)
-	if err != nil {
-		return nil, err
-	}
-	pop, _, err := s.intIn("population_size", 20, 2, 1<<20)
-	if err != nil {
-		return nil, err
-	}
-	sample, hasSample, err := s.int("sample_size", max(2, pop/4), 1)
-	if err != nil {
-		return nil, err
+func newEvolution(cfg any, sp *space.Space) (Tuner, error) {
+	c := cfg.(*EvolutionSettings)
+	pop, sample := c.PopulationSize, max(2, c.PopulationSize/4)
+	if c.SampleSize != nil {
+		sample = *c.SampleSize
 	}
 	if sample > pop {
-		what := "population_size / 4"
-		if hasSample {
-			what = fmt.Sprint(sample)
-		}
-		return nil, fmt.Errorf("tuner %q: setting %q (%s) must not exceed population_size (%d)", "evolution", "sample_size", what, pop)
+		return nil, decl.Errorf("sample_size", "sample_size (%d) must not exceed population_size (%d).", sample, pop)
 	}
-	return &evolutionTuner{seeder: sd, sp: sp, population: int(pop), sample: int(sample)}, nil
+	return &evolutionTuner{seeder: c.seeder(), sp: sp, population: pop, sample: sample}, nil
 }
 
 func (t *evolutionTuner) Suggest(req Request) ([]space.Params, error) {

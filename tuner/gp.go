@@ -1,7 +1,6 @@
 package tuner
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -11,18 +10,28 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var gpSettings = map[string]string{
-	"seed":           "int, random seed (default: the experiment's seed)",
-	"utility":        `"ei" (default), "ucb" or "poi": the acquisition function, as NNI's GP utility`,
-	"kappa":          "number >= 0, the exploration weight of ucb (default 5, as NNI)",
-	"xi":             "number >= 0, the improvement margin of ei and poi in standardised units (default 0, as NNI)",
-	"startup_trials": "int >= 1, random trials before the model is used (default 10, NNI's cold_start_num)",
-	"restarts":       "int >= 0, random restarts of the hyperparameter fit besides the default start (default 2)",
-	"liar":           `"mean" (default), "min" or "max": the value assumed for running trials (constant liar)`,
+// GPSettings are the gp tuner's settings.
+type GPSettings struct {
+	Seeded
+	Utility       string  `hcl:"utility,optional" oneof:"ei ucb poi" default:"ei" doc:"the acquisition function, as NNI's GP utility"`
+	Kappa         float64 `hcl:"kappa,optional" range:"[0, 1e6]" default:"5" doc:"the exploration weight of ucb (as NNI)"`
+	Xi            float64 `hcl:"xi,optional" range:"[0, 1e6]" default:"0" doc:"the improvement margin of ei and poi in standardised units (as NNI)"`
+	StartupTrials int     `hcl:"startup_trials,optional" range:"[1,)" default:"10" doc:"random trials before the model is used (NNI's cold_start_num)"`
+	Restarts      int     `hcl:"restarts,optional" range:"[0, 20]" default:"2" doc:"random restarts of the hyperparameter fit besides the default start"`
+	Liar          string  `hcl:"liar,optional" oneof:"mean min max" default:"mean" doc:"the value assumed for running trials (constant liar)"`
 }
 
-func gpInfo() Info {
-	return Info{Name: "gp", Settings: gpSettings, New: newGP}
+func defaultGPSettings() *GPSettings {
+	return &GPSettings{Utility: "ei", Kappa: 5, StartupTrials: 10, Restarts: 2, Liar: "mean"}
+}
+
+func gpKind() Kind {
+	return Kind{
+		Name: "gp", Spaces: "all kinds; nested choices drawn at random",
+		Summary:  "NNI's GP tuner: a Gaussian process with a Matern 5/2 kernel and one length scale per input (ARD), fitted by maximising the marginal likelihood (L-BFGS, restarts); log params in log space, ints and q-steps rounded at the end, plain choices one-hot; the acquisition is maximised over random and local candidates, then by L-BFGS; running trials are in the model at the liar's value and a repeated point is never proposed. About 30 ms CPU per suggestion with 200 trials of 5 params (`BenchmarkGPSuggest200`); the model keeps at most 300 trials (the best half and a spread of the rest)",
+		Settings: func() any { return defaultGPSettings() },
+		New:      func(cfg any, sp *space.Space) (Tuner, error) { return newBO("gp", cfg.(*GPSettings), sp), nil },
+	}
 }
 
 // boTuner is Bayesian optimisation with the GP of gpmodel.go: the gp tuner,
@@ -63,59 +72,12 @@ const (
 	gpMaxPoints = 300 // points of the posterior
 )
 
-func newGP(in map[string]any, sp *space.Space) (Tuner, error) {
-	return newBO("gp", in, sp, gpSettings)
-}
-
-func newBO(name string, in map[string]any, sp *space.Space, valid map[string]string) (*boTuner, error) {
-	s, sd, err := seededSettings(name, in, valid)
-	if err != nil {
-		return nil, err
-	}
-	t := &boTuner{seeder: sd, name: name, sp: sp}
-	util, err := s.choice("utility", "ei", "ei", "ucb", "poi")
-	if err != nil {
-		return nil, err
-	}
-	t.acq.kind = map[string]acqKind{"ei": acqEI, "ucb": acqUCB, "poi": acqPI}[util]
-	if t.acq.kappa, err = s.float("kappa", 5, 0, 1e6); err != nil {
-		return nil, err
-	}
-	if t.acq.xi, err = s.float("xi", 0, 0, 1e6); err != nil {
-		return nil, err
-	}
-	st, _, err := s.int("startup_trials", 10, 1)
-	if err != nil {
-		return nil, err
-	}
-	rs, _, err := s.intIn("restarts", 2, 0, 20)
-	if err != nil {
-		return nil, err
-	}
-	t.startup, t.restarts = int(st), int(rs)
-	if t.liar, err = s.choice("liar", "mean", "mean", "min", "max"); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// choice returns the string setting name (def when absent), one of valid.
-func (s settings) choice(name, def string, valid ...string) (string, error) {
-	v, ok := s.in[name]
-	if !ok || v == nil {
-		return def, nil
-	}
-	str, isStr := v.(string)
-	for _, w := range valid {
-		if isStr && str == w {
-			return str, nil
-		}
-	}
-	got := space.FormatValue(v)
-	if isStr {
-		got = fmt.Sprintf("%q", str)
-	}
-	return "", fmt.Errorf("tuner %q: setting %q must be one of %s, not %s", s.tuner, name, quoteList(valid), got)
+func newBO(name string, c *GPSettings, sp *space.Space) *boTuner {
+	t := &boTuner{seeder: c.seeder(), name: name, sp: sp}
+	t.acq.kind = map[string]acqKind{"ei": acqEI, "ucb": acqUCB, "poi": acqPI}[c.Utility]
+	t.acq.kappa, t.acq.xi = c.Kappa, c.Xi
+	t.startup, t.restarts, t.liar = c.StartupTrials, c.Restarts, c.Liar
+	return t
 }
 
 // gpCodec maps a point to model coordinates: the numeric unit coordinates,

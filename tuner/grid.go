@@ -7,14 +7,37 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var gridSettings = map[string]string{
-	"grid_points": "int >= 1, values tried for each continuous or unbounded parameter (evenly spaced; log-spaced for log kinds)",
-	"seed":        "int, accepted for symmetry with the other tuners; grid search uses no randomness",
-	"repeat":      "bool, when every point has been tried start over (default false: max_trials may not exceed the grid)",
+// GridSettings are the grid tuner's settings.
+type GridSettings struct {
+	GridPoints *int `hcl:"grid_points,optional" range:"[1, 1048576]" doc:"values tried for each continuous or unbounded parameter (evenly spaced; log-spaced for log kinds); needed when the space has one"`
+	Repeat     bool `hcl:"repeat,optional" default:"false" doc:"when every point has been tried, start over (false: max_trials may not exceed the grid)"`
+	Seed       *int `hcl:"seed,optional" doc:"accepted for symmetry with the other tuners; grid search uses no randomness"`
 }
 
-func gridInfo() Info {
-	return Info{Name: "grid", Settings: gridSettings, New: newGrid, MultiObjective: true}
+func gridKind() Kind {
+	return Kind{
+		Name: "grid", Spaces: "choice, randint, q-kinds; continuous kinds need `grid_points`",
+		Summary:        "every grid point once, in order; `validate` refuses `max_trials` larger than the grid unless `repeat = true` (sweep again)",
+		Settings:       func() any { return &GridSettings{} },
+		MultiObjective: true,
+		New:            newGrid,
+		Finite: &Finite{
+			Size: func(cfg any, sp *space.Space) (int, bool, error) {
+				g := cfg.(*GridSettings)
+				n, err := gridSize(sp, g.points())
+				return n, g.Repeat, err
+			},
+			Noun: "grid", Unit: "points",
+			More: "widen the grid (more options or values, a smaller q, a larger grid_points), or set repeat = true to sweep it again",
+		},
+	}
+}
+
+func (g *GridSettings) points() int {
+	if g.GridPoints == nil {
+		return 0
+	}
+	return *g.GridPoints
 }
 
 // gridTuner enumerates the cartesian product of every parameter's values in
@@ -41,70 +64,24 @@ type gridTuner struct {
 	sp     *space.Space
 }
 
-func newGrid(in map[string]any, sp *space.Space) (Tuner, error) {
-	points, err := gridPoints(in)
-	if err != nil {
-		return nil, err
-	}
+func newGrid(cfg any, sp *space.Space) (Tuner, error) {
+	g := cfg.(*GridSettings)
 	if sp != nil {
-		if _, err := buildGrid(sp, points, ""); err != nil {
+		if _, err := buildGrid(sp, g.points(), ""); err != nil {
 			return nil, err
 		}
 	}
-	repeat, err := gridRepeat(in)
-	if err != nil {
-		return nil, err
-	}
-	return &gridTuner{points: points, repeat: repeat, sp: sp}, nil
-}
-
-// gridRepeat reads the repeat setting.
-func gridRepeat(in map[string]any) (bool, error) {
-	v, ok := in["repeat"]
-	if !ok || v == nil {
-		return false, nil
-	}
-	b, isBool := v.(bool)
-	if !isBool {
-		return false, fmt.Errorf("tuner %q: setting %q must be true or false, not %v", "grid", "repeat", v)
-	}
-	return b, nil
-}
-
-// GridRepeats reports whether grid settings ask to start over when the
-// grid is used up.
-func GridRepeats(settings map[string]any) bool {
-	b, _ := gridRepeat(settings)
-	return b
-}
-
-func gridPoints(in map[string]any) (int, error) {
-	s, err := newSettings("grid", in, gridSettings)
-	if err != nil {
-		return 0, err
-	}
-	if _, _, err := s.int("seed", 0, -1<<53); err != nil {
-		return 0, err
-	}
-	n, _, err := s.int("grid_points", 0, 1)
-	if err != nil {
-		return 0, err
-	}
-	if n > 1<<20 {
-		return 0, fmt.Errorf("tuner %q: setting %q is too large (%d; at most %d)", "grid", "grid_points", n, 1<<20)
-	}
-	return int(n), nil
+	return &gridTuner{points: g.points(), repeat: g.Repeat, sp: sp}, nil
 }
 
 // GridSize is the number of points the grid tuner with these settings
-// enumerates for sp, so that a planner can check max_trials against it. It
-// fails like the grid tuner's factory: on invalid settings, or when a
-// continuous parameter has no grid_points.
-func GridSize(sp *space.Space, settings map[string]any) (int, error) {
-	points, err := gridPoints(settings)
-	if err != nil {
-		return 0, err
-	}
+// enumerates for sp. It fails like the grid tuner's factory: when the
+// space needs grid_points and the settings lack it.
+func GridSize(sp *space.Space, settings *GridSettings) (int, error) {
+	return gridSize(sp, settings.points())
+}
+
+func gridSize(sp *space.Space, points int) (int, error) {
 	g, err := buildGrid(sp, points, "")
 	if err != nil {
 		return 0, err

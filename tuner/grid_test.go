@@ -38,7 +38,7 @@ func TestGridEnumeratesProduct(t *testing.T) {
 			}
 		}
 	}
-	n, err := GridSize(sp, nil)
+	n, err := gridSizeOf(sp, nil)
 	if err != nil || n != len(want) {
 		t.Fatalf("GridSize = %d, %v; want %d", n, err, len(want))
 	}
@@ -72,7 +72,7 @@ func TestGridNestedAndContinuous(t *testing.T) {
 		}},
 		{Name: "lr", Kind: space.Loguniform, Args: []float64{1e-4, 1}},
 	}}
-	_, err := GridSize(sp, nil)
+	_, err := gridSizeOf(sp, nil)
 	if err == nil || !strings.Contains(err.Error(), `"model.cnn.dropout"`) || !strings.Contains(err.Error(), "grid_points") {
 		t.Fatalf("no grid_points: err = %v", err)
 	}
@@ -80,7 +80,7 @@ func TestGridNestedAndContinuous(t *testing.T) {
 		t.Fatal("factory accepted a continuous parameter without grid_points")
 	}
 	settings := map[string]any{"grid_points": 5.0}
-	n, err := GridSize(sp, settings)
+	n, err := gridSizeOf(sp, settings)
 	// model: cnn 2 layers x 5 dropouts + linear = 11; lr: 5.
 	if err != nil || n != 55 {
 		t.Fatalf("GridSize = %d, %v; want 55", n, err)
@@ -145,14 +145,14 @@ func TestGridUnboundedKinds(t *testing.T) {
 		if !reflect.DeepEqual(xs, tc.want) {
 			t.Errorf("%s %v with %d points: %v, want %v", tc.p.Kind, tc.p.Args, tc.n, xs, tc.want)
 		}
-		if n, _ := GridSize(sp, map[string]any{"grid_points": float64(tc.n)}); n != len(tc.want) {
+		if n, _ := gridSizeOf(sp, map[string]any{"grid_points": float64(tc.n)}); n != len(tc.want) {
 			t.Errorf("%s: GridSize %d, want %d", tc.p.Kind, n, len(tc.want))
 		}
 	}
-	if _, err := GridSize(&space.Space{Params: []space.Param{{Name: "q", Kind: space.Qnormal, Args: []float64{0, 1, 1}}}}, nil); err == nil || !strings.Contains(err.Error(), "unbounded") {
+	if _, err := gridSizeOf(&space.Space{Params: []space.Param{{Name: "q", Kind: space.Qnormal, Args: []float64{0, 1, 1}}}}, nil); err == nil || !strings.Contains(err.Error(), "unbounded") {
 		t.Errorf("qnormal without grid_points: %v", err)
 	}
-	if _, err := GridSize(&space.Space{Params: []space.Param{{Name: "c", Kind: space.Choice}}}, nil); err == nil || !strings.Contains(err.Error(), `"c" has no values`) {
+	if _, err := gridSizeOf(&space.Space{Params: []space.Param{{Name: "c", Kind: space.Choice}}}, nil); err == nil || !strings.Contains(err.Error(), `"c" has no values`) {
 		t.Errorf("empty choice: %v", err)
 	}
 }
@@ -204,7 +204,7 @@ func TestGridRepeat(t *testing.T) {
 	if _, err := plain.Suggest(Request{Space: sp, History: hist[:3], Seqs: []int{3}}); err == nil {
 		t.Fatal("an exhausted grid without repeat proposed a point")
 	}
-	if _, err := New("grid", map[string]any{"repeat": "yes"}, sp); err == nil || !strings.Contains(err.Error(), `"repeat" must be true or false`) {
+	if _, err := New("grid", map[string]any{"repeat": "yes"}, sp); err == nil || !strings.Contains(err.Error(), `setting "repeat": true or false is required`) {
 		t.Fatalf("repeat = \"yes\": %v", err)
 	}
 }
@@ -249,7 +249,7 @@ func TestGridSkipsHistoryLikeKeys(t *testing.T) {
 		{Name: "bs", Kind: space.Quniform, Args: []float64{16, 64, 16}},
 	}}
 	settings := map[string]any{"grid_points": 3.0}
-	n, err := GridSize(sp, settings)
+	n, err := gridSizeOf(sp, settings)
 	if err != nil || n != 72 {
 		t.Fatalf("grid size %d, %v; want 3 lr x 6 models x 4 bs", n, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -24,31 +25,45 @@ type WaitError struct {
 
 func (e *WaitError) Error() string { return e.Why }
 
-var hyperbandSettings = map[string]string{
-	"max_budget": "number > 0, the budget of a trial that runs in full, e.g. 81 epochs (required)",
-	"min_budget": "number > 0, the smallest budget a trial gets (default 1)",
-	"eta":        "int >= 2, the halving rate: each rung keeps 1/eta of the trials with eta times the budget (default 3)",
-	"seed":       "int, random seed (default: the experiment's seed)",
+// HyperbandSettings are the hyperband tuner's settings.
+type HyperbandSettings struct {
+	MaxBudget float64 `hcl:"max_budget,attr" range:"[1e-9, 1e12]" doc:"the budget of a trial that runs in full, e.g. 81 epochs"`
+	MinBudget float64 `hcl:"min_budget,optional" range:"[1e-9, 1e12]" default:"1" doc:"the smallest budget a trial gets; at most max_budget"`
+	Eta       int     `hcl:"eta,optional" range:"[2,)" default:"3" doc:"the halving rate: each rung keeps 1/eta of the trials with eta times the budget"`
+	Seeded
 }
 
-var bohbSettings = map[string]string{
-	"max_budget":     hyperbandSettings["max_budget"],
-	"min_budget":     hyperbandSettings["min_budget"],
-	"eta":            hyperbandSettings["eta"],
-	"seed":           hyperbandSettings["seed"],
-	"startup_trials": "int >= 1, results needed at a budget before its model proposes new configurations (default 10)",
+// BOHBSettings are the bohb tuner's settings.
+type BOHBSettings struct {
+	HyperbandSettings
+	StartupTrials int `hcl:"startup_trials,optional" range:"[1,)" default:"10" doc:"results needed at a budget before its model proposes new configurations"`
 }
 
-func hyperbandInfo() Info {
-	return Info{Name: "hyperband", Settings: hyperbandSettings, New: func(in map[string]any, sp *space.Space) (Tuner, error) {
-		return newHyperband("hyperband", in, sp, hyperbandSettings)
-	}}
+func hyperbandKind() Kind {
+	return Kind{
+		Name: "hyperband", Spaces: "all kinds",
+		Summary:  "Hyperband brackets of successive halving; each trial gets its budget as the param `TRIAL_BUDGET` (as in NNI; usable as `${param.TRIAL_BUDGET}`); a rung waits for the one below it, and the plan says so",
+		Settings: func() any { return &HyperbandSettings{MinBudget: 1, Eta: 3} },
+		New: func(cfg any, sp *space.Space) (Tuner, error) {
+			return newHyperband("hyperband", cfg.(*HyperbandSettings), 10, sp)
+		},
+		Params: []string{BudgetParam},
+	}
 }
 
-func bohbInfo() Info {
-	return Info{Name: "bohb", Settings: bohbSettings, New: func(in map[string]any, sp *space.Space) (Tuner, error) {
-		return newHyperband("bohb", in, sp, bohbSettings)
-	}}
+func bohbKind() Kind {
+	return Kind{
+		Name: "bohb", Spaces: "all kinds",
+		Summary: "hyperband whose new configurations come from a TPE model of the results at the largest budget with enough of them",
+		Settings: func() any {
+			return &BOHBSettings{HyperbandSettings: HyperbandSettings{MinBudget: 1, Eta: 3}, StartupTrials: 10}
+		},
+		New: func(cfg any, sp *space.Space) (Tuner, error) {
+			c := cfg.(*BOHBSettings)
+			return newHyperband("bohb", &c.HyperbandSettings, c.StartupTrials, sp)
+		},
+		Params: []string{BudgetParam},
+	}
 }
 
 // hyperband is Li et al.'s Hyperband as a schedule of trial slots: brackets
@@ -87,34 +102,10 @@ type hbSlot struct {
 	budget        float64
 }
 
-func newHyperband(name string, in map[string]any, sp *space.Space, valid map[string]string) (Tuner, error) {
-	s, sd, err := seededSettings(name, in, valid)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := in["max_budget"]; !ok {
-		return nil, fmt.Errorf("tuner %q: setting \"max_budget\" is required: the budget (e.g. epochs) of a trial that runs in full, e.g. max_budget = 81", name)
-	}
-	maxB, err := s.float("max_budget", 0, 1e-9, 1e12)
-	if err != nil {
-		return nil, err
-	}
-	minB, err := s.float("min_budget", 1, 1e-9, 1e12)
-	if err != nil {
-		return nil, err
-	}
+func newHyperband(name string, c *HyperbandSettings, startup int, sp *space.Space) (Tuner, error) {
+	sd, maxB, minB, eta := c.seeder(), c.MaxBudget, c.MinBudget, c.Eta
 	if minB > maxB {
-		return nil, fmt.Errorf("tuner %q: min_budget (%g) must not exceed max_budget (%g)", name, minB, maxB)
-	}
-	eta, _, err := s.int("eta", 3, 2)
-	if err != nil {
-		return nil, err
-	}
-	startup := int64(10)
-	if name == "bohb" {
-		if startup, _, err = s.int("startup_trials", 10, 1); err != nil {
-			return nil, err
-		}
+		return nil, decl.Errorf("min_budget", "min_budget (%g) must not exceed max_budget (%g).", minB, maxB)
 	}
 	if sp != nil {
 		for _, p := range sp.Params {
@@ -124,7 +115,7 @@ func newHyperband(name string, in map[string]any, sp *space.Space, valid map[str
 		}
 	}
 	h := &hyperband{
-		seeder: sd, name: name, sp: sp, maxB: maxB, minB: minB, eta: int(eta), startup: int(startup),
+		seeder: sd, name: name, sp: sp, maxB: maxB, minB: minB, eta: eta, startup: startup,
 		integral: maxB == math.Trunc(maxB) && minB == math.Trunc(minB),
 	}
 	h.slots = h.schedule()

@@ -7,16 +7,22 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var metisSettings = map[string]string{
-	"seed":           "int, random seed (default: the experiment's seed)",
-	"startup_trials": "int >= 1, random trials before the model is used (default 10, NNI's cold_start_num)",
-	"restarts":       gpSettings["restarts"],
-	"resample":       "bool, re-run a trial whose result looks like an outlier (default true; NNI's no_resampling = false)",
-	"outlier_z":      "number >= 1, the leave-one-out z-score above which a result looks like an outlier (default 3)",
+// MetisSettings are the metis tuner's settings.
+type MetisSettings struct {
+	Seeded
+	StartupTrials int     `hcl:"startup_trials,optional" range:"[1,)" default:"10" doc:"random trials before the model is used (NNI's cold_start_num)"`
+	Restarts      int     `hcl:"restarts,optional" range:"[0, 20]" default:"2" doc:"random restarts of the hyperparameter fit besides the default start"`
+	Resample      bool    `hcl:"resample,optional" default:"true" doc:"re-run a trial whose result looks like an outlier (NNI's no_resampling = false)"`
+	OutlierZ      float64 `hcl:"outlier_z,optional" range:"[1, 1e6]" default:"3" doc:"the leave-one-out z-score above which a result looks like an outlier"`
 }
 
-func metisInfo() Info {
-	return Info{Name: "metis", Settings: metisSettings, New: newMetis}
+func metisKind() Kind {
+	return Kind{
+		Name: "metis", Spaces: "as `gp`",
+		Summary:  "NNI's Metis: `gp` with expected improvement, plus its diagnostic: a completed result more than `outlier_z` standard deviations from the GP's leave-one-out prediction of it (and a tenth of the results' spread) is run again as a new trial with the same params; the plan shows it as `+ trial tNNNN` with `# repeat_of tMMMM: why` (`\"repeat_of\"` in `plan -json`). A point is repeated once",
+		Settings: func() any { return &MetisSettings{StartupTrials: 10, Restarts: 2, Resample: true, OutlierZ: 3} },
+		New:      newMetis,
+	}
 }
 
 // metisTuner is the gp tuner (expected improvement) plus Metis's
@@ -35,29 +41,11 @@ type metisTuner struct {
 	z        float64
 }
 
-func newMetis(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, _, err := seededSettings("metis", in, metisSettings)
-	if err != nil {
-		return nil, err
-	}
-	gpIn := map[string]any{}
-	for _, k := range []string{"seed", "startup_trials", "restarts"} {
-		if v, ok := in[k]; ok {
-			gpIn[k] = v
-		}
-	}
-	bo, err := newBO("metis", gpIn, sp, metisSettings)
-	if err != nil {
-		return nil, err
-	}
-	t := &metisTuner{bo: bo}
-	if t.resample, err = s.bool("resample", true); err != nil {
-		return nil, err
-	}
-	if t.z, err = s.float("outlier_z", 3, 1, 1e6); err != nil {
-		return nil, err
-	}
-	return t, nil
+func newMetis(cfg any, sp *space.Space) (Tuner, error) {
+	c := cfg.(*MetisSettings)
+	gp := defaultGPSettings()
+	gp.Seeded, gp.StartupTrials, gp.Restarts = c.Seeded, c.StartupTrials, c.Restarts
+	return &metisTuner{bo: newBO("metis", gp, sp), resample: c.Resample, z: c.OutlierZ}, nil
 }
 
 func (t *metisTuner) Suggest(req Request) ([]space.Params, error) {

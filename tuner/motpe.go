@@ -6,8 +6,14 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-func motpeInfo() Info {
-	return Info{Name: "motpe", Settings: tpeSettings, New: newMOTPE, MultiObjective: true}
+func motpeKind() Kind {
+	return Kind{
+		Name: "motpe", Spaces: "all kinds, nested choice",
+		Summary:        "for [several objectives](#several-objectives): TPE whose \"good\" trials are the Pareto front (then the next ranks), and where the front holds more than γ(n), those covering the most hypervolume, as Optuna's multi-objective TPE; with one objective it is `tpe`",
+		Settings:       func() any { return defaultTPESettings() },
+		New:            newMOTPE,
+		MultiObjective: true,
+	}
 }
 
 // motpeTuner is TPE for several objectives, after Optuna's
@@ -25,12 +31,8 @@ type motpeTuner struct {
 	tpe *tpeTuner
 }
 
-func newMOTPE(in map[string]any, sp *space.Space) (Tuner, error) {
-	t, err := newTPENamed("motpe", in, sp)
-	if err != nil {
-		return nil, err
-	}
-	return &motpeTuner{tpe: t}, nil
+func newMOTPE(cfg any, sp *space.Space) (Tuner, error) {
+	return &motpeTuner{tpe: tpeFrom(cfg.(*TPESettings), sp)}, nil
 }
 
 func (t *motpeTuner) Suggest(req Request) ([]space.Params, error) {

@@ -122,7 +122,7 @@ func TestMultiObjectiveFollowsGoals(t *testing.T) {
 }
 
 func TestSingleObjectiveTunersAreNotMulti(t *testing.T) {
-	got := MultiObjectiveNames()
+	got := builtin.MultiObjectiveNames()
 	want := []string{"auto", "grid", "motpe", "nsga2", "random"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("MultiObjectiveNames = %v, want %v", got, want)

@@ -8,17 +8,26 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var nsga2Settings = map[string]string{
-	"seed":            "int, random seed (default: the experiment's seed)",
-	"population_size": "int >= 2, the parents: the best completed trials by Pareto rank and spread; also the random trials before the first child (default 20)",
-	"crossover_prob":  "number in [0, 1], chance that a child mixes two parents rather than copying one (default 0.9)",
-	"mutation_prob":   "number in [0, 1], chance that each parameter of a child is mutated (default 1 / the number of parameters)",
-	"eta_crossover":   "number > 0, SBX distribution index: larger keeps children nearer their parents (default 15)",
-	"eta_mutation":    "number > 0, polynomial mutation's distribution index: larger makes smaller steps (default 20)",
+// NSGA2Settings are the nsga2 tuner's settings.
+type NSGA2Settings struct {
+	Seeded
+	PopulationSize int      `hcl:"population_size,optional" range:"[2, 1048576]" default:"20" doc:"the parents: the best completed trials by Pareto rank and spread; also the random trials before the first child"`
+	CrossoverProb  float64  `hcl:"crossover_prob,optional" range:"[0, 1]" default:"0.9" doc:"chance that a child mixes two parents rather than copying one"`
+	MutationProb   *float64 `hcl:"mutation_prob,optional" range:"[0, 1]" default:"1 / the number of parameters" doc:"chance that each parameter of a child is mutated"`
+	EtaCrossover   float64  `hcl:"eta_crossover,optional" range:"[1e-9, 1e6]" default:"15" doc:"SBX distribution index: larger keeps children nearer their parents"`
+	EtaMutation    float64  `hcl:"eta_mutation,optional" range:"[1e-9, 1e6]" default:"20" doc:"polynomial mutation's distribution index: larger makes smaller steps"`
 }
 
-func nsga2Info() Info {
-	return Info{Name: "nsga2", Settings: nsga2Settings, New: newNSGA2, MultiObjective: true}
+func nsga2Kind() Kind {
+	return Kind{
+		Name: "nsga2", Spaces: "all kinds, nested choice",
+		Summary: "for [several objectives](#several-objectives): steady-state NSGA-II; the parents are the `population_size` best completed trials by Pareto rank and spread (hypervolume contribution for 2 objectives, crowding distance for more), picked by binary tournaments; numbers mix by SBX and mutate polynomially (log params in log space), choices by uniform crossover and redraws; the first `population_size` trials are random",
+		Settings: func() any {
+			return &NSGA2Settings{PopulationSize: 20, CrossoverProb: 0.9, EtaCrossover: 15, EtaMutation: 20}
+		},
+		New:            newNSGA2,
+		MultiObjective: true,
+	}
 }
 
 // nsga2Tuner is NSGA-II (Deb et al. 2002), in the steady-state form a
@@ -48,32 +57,13 @@ type nsga2Tuner struct {
 	etaCross, etaMutate float64
 }
 
-func newNSGA2(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, sd, err := seededSettings("nsga2", in, nsga2Settings)
-	if err != nil {
-		return nil, err
+func newNSGA2(cfg any, sp *space.Space) (Tuner, error) {
+	c := cfg.(*NSGA2Settings)
+	mut := -1.0
+	if c.MutationProb != nil {
+		mut = *c.MutationProb
 	}
-	pop, _, err := s.intIn("population_size", 20, 2, 1<<20)
-	if err != nil {
-		return nil, err
-	}
-	cx, err := s.float("crossover_prob", 0.9, 0, 1)
-	if err != nil {
-		return nil, err
-	}
-	mut, err := s.float("mutation_prob", -1, 0, 1)
-	if err != nil {
-		return nil, err
-	}
-	ec, err := s.float("eta_crossover", 15, 1e-9, 1e6)
-	if err != nil {
-		return nil, err
-	}
-	em, err := s.float("eta_mutation", 20, 1e-9, 1e6)
-	if err != nil {
-		return nil, err
-	}
-	return &nsga2Tuner{seeder: sd, sp: sp, population: int(pop), crossover: cx, mutation: mut, etaCross: ec, etaMutate: em}, nil
+	return &nsga2Tuner{seeder: c.seeder(), sp: sp, population: c.PopulationSize, crossover: c.CrossoverProb, mutation: mut, etaCross: c.EtaCrossover, etaMutate: c.EtaMutation}, nil
 }
 
 func (t *nsga2Tuner) Suggest(req Request) ([]space.Params, error) {

@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -18,16 +19,27 @@ const (
 	SaveCheckpointParam = "save_checkpoint_dir"
 )
 
-var pbtSettings = map[string]string{
-	"population_size":      "int >= 2, trials per round (default 10)",
-	"factor":               "number in (0, 0.5], the fraction of a round replaced by copies of the best (default 0.2)",
-	"resample_probability": "number in [0, 1], chance that an exploring copy draws a param afresh instead of perturbing it (default 0.25)",
-	"perturbation":         "number in (0, 1), numeric params of a copy are multiplied by 1 - perturbation or 1 + perturbation (default 0.2)",
-	"checkpoint_dir":       "string, the directory shared by all rounds' checkpoints, relative to code_dir or absolute (default \"checkpoints\")",
-	"seed":                 "int, random seed (default: the experiment's seed)",
+// PBTSettings are the pbt tuner's settings.
+type PBTSettings struct {
+	PopulationSize      int     `hcl:"population_size,optional" range:"[2,)" default:"10" doc:"trials per round"`
+	Factor              float64 `hcl:"factor,optional" range:"[1e-9, 0.5]" default:"0.2" doc:"the fraction of a round replaced by copies of the best"`
+	ResampleProbability float64 `hcl:"resample_probability,optional" range:"[0, 1]" default:"0.25" doc:"chance that an exploring copy draws a param afresh instead of perturbing it"`
+	Perturbation        float64 `hcl:"perturbation,optional" range:"[1e-9, 0.999]" default:"0.2" doc:"numeric params of a copy are multiplied by 1 - perturbation or 1 + perturbation"`
+	CheckpointDir       string  `hcl:"checkpoint_dir,optional" default:"checkpoints" doc:"the directory shared by all rounds' checkpoints, relative to code_dir or absolute"`
+	Seeded
 }
 
-func pbtInfo() Info { return Info{Name: "pbt", Settings: pbtSettings, New: newPBT} }
+func pbtKind() Kind {
+	return Kind{
+		Name: "pbt", Spaces: "all kinds",
+		Summary: "population based training in rounds: each trial gets `load_checkpoint_dir` and `save_checkpoint_dir` params (NNI's names); the bottom `factor` of a round copies a top trial's checkpoint and perturbed params",
+		Settings: func() any {
+			return &PBTSettings{PopulationSize: 10, Factor: 0.2, ResampleProbability: 0.25, Perturbation: 0.2, CheckpointDir: "checkpoints"}
+		},
+		New:    newPBT,
+		Params: []string{LoadCheckpointParam, SaveCheckpointParam},
+	}
+}
 
 // pbt is population based training (Jaderberg et al.) as NNI runs it:
 // rounds of population_size trials. Trial seq belongs to round
@@ -48,34 +60,10 @@ type pbt struct {
 	checkpoint string
 }
 
-func newPBT(in map[string]any, sp *space.Space) (Tuner, error) {
-	s, sd, err := seededSettings("pbt", in, pbtSettings)
-	if err != nil {
-		return nil, err
-	}
-	pop, _, err := s.int("population_size", 10, 2)
-	if err != nil {
-		return nil, err
-	}
-	factor, err := s.float("factor", 0.2, 1e-9, 0.5)
-	if err != nil {
-		return nil, err
-	}
-	resample, err := s.float("resample_probability", 0.25, 0, 1)
-	if err != nil {
-		return nil, err
-	}
-	perturb, err := s.float("perturbation", 0.2, 1e-9, 0.999)
-	if err != nil {
-		return nil, err
-	}
-	dir := "checkpoints"
-	if v, ok := in["checkpoint_dir"]; ok && v != nil {
-		str, ok := v.(string)
-		if !ok || str == "" {
-			return nil, fmt.Errorf("tuner %q: setting %q must be a non-empty string, e.g. checkpoint_dir = \"/nfs/ckpt\"", "pbt", "checkpoint_dir")
-		}
-		dir = str
+func newPBT(cfg any, sp *space.Space) (Tuner, error) {
+	c := cfg.(*PBTSettings)
+	if c.CheckpointDir == "" {
+		return nil, decl.Errorf("checkpoint_dir", "checkpoint_dir must be a non-empty string, e.g. checkpoint_dir = \"/nfs/ckpt\".")
 	}
 	if sp != nil {
 		for _, p := range sp.Params {
@@ -84,7 +72,7 @@ func newPBT(in map[string]any, sp *space.Space) (Tuner, error) {
 			}
 		}
 	}
-	return &pbt{seeder: sd, sp: sp, pop: int(pop), factor: factor, resample: resample, perturb: perturb, checkpoint: dir}, nil
+	return &pbt{seeder: c.seeder(), sp: sp, pop: c.PopulationSize, factor: c.Factor, resample: c.ResampleProbability, perturb: c.Perturbation, checkpoint: c.CheckpointDir}, nil
 }
 
 func (t *pbt) saveDir(seq int) string { return path.Join(t.checkpoint, fmt.Sprintf("ckpt-%04d", seq)) }
@@ -214,16 +202,4 @@ func (t *pbt) explore(sp *space.Space, from space.Params, rng *rand.Rand) space.
 		p[par.Name] = fin
 	}
 	return p
-}
-
-// ExtraParams lists the params a tuner adds to every trial's parameters
-// beyond the search space's (a command template may use them).
-func ExtraParams(tuner string) []string {
-	switch tuner {
-	case "hyperband", "bohb":
-		return []string{BudgetParam}
-	case "pbt":
-		return []string{LoadCheckpointParam, SaveCheckpointParam}
-	}
-	return nil
 }

@@ -95,8 +95,8 @@ func TestPBTSettings(t *testing.T) {
 		want string
 	}{
 		{map[string]any{"population_size": 1.0}, `"population_size" must be at least 2`},
-		{map[string]any{"factor": 0.9}, `"factor" must be between`},
-		{map[string]any{"checkpoint_dir": 3.0}, `"checkpoint_dir" must be a non-empty string`},
+		{map[string]any{"factor": 0.9}, `"factor" must be at most 0.5, got 0.9`},
+		{map[string]any{"checkpoint_dir": ""}, "checkpoint_dir must be a non-empty string"},
 		{map[string]any{"popsize": 3.0}, `unknown setting "popsize"`},
 	} {
 		if _, err := New("pbt", tc.in, pbtSpace()); err == nil || !strings.Contains(err.Error(), tc.want) {

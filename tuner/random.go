@@ -9,12 +9,19 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var randomSettings = map[string]string{
-	"seed": "int, random seed (default: the experiment's seed)",
+// RandomSettings are the random tuner's settings.
+type RandomSettings struct {
+	Seeded
 }
 
-func randomInfo() Info {
-	return Info{Name: "random", Settings: randomSettings, New: newRandom, MultiObjective: true}
+func randomKind() Kind {
+	return Kind{
+		Name: "random", Spaces: "all kinds, nested choice",
+		Summary:        "NNI's sampling semantics; de-duplicates on discrete spaces",
+		Settings:       func() any { return &RandomSettings{} },
+		MultiObjective: true,
+		New:            newRandom,
+	}
 }
 
 // randomTuner draws every trial independently with NNI's semantics. When
@@ -28,12 +35,8 @@ type randomTuner struct {
 
 const maxRedraws = 100
 
-func newRandom(in map[string]any, sp *space.Space) (Tuner, error) {
-	_, sd, err := seededSettings("random", in, randomSettings)
-	if err != nil {
-		return nil, err
-	}
-	return &randomTuner{seeder: sd, sp: sp}, nil
+func newRandom(cfg any, sp *space.Space) (Tuner, error) {
+	return &randomTuner{seeder: cfg.(*RandomSettings).seeder(), sp: sp}, nil
 }
 
 func (t *randomTuner) Suggest(req Request) ([]space.Params, error) {

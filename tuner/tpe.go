@@ -11,16 +11,26 @@ import (
 	"github.com/trialform/trialform/tuner/space"
 )
 
-var tpeSettings = map[string]string{
-	"seed":           "int, random seed (default: the experiment's seed)",
-	"startup_trials": "int >= 0, completed trials sampled at random before the model is used (default 10)",
-	"candidates":     "int >= 1, candidates drawn from the good-trial model for each parameter (default 24)",
-	"prior_weight":   "number > 0, weight of the prior kernel in every estimator (default 1.0)",
-	"multivariate":   "bool, model the top-level numbers and flat choices jointly, as Optuna's multivariate TPE (default false)",
+// TPESettings are the tpe tuner's settings.
+type TPESettings struct {
+	Seeded
+	StartupTrials int     `hcl:"startup_trials,optional" range:"[0, 1e9]" default:"10" doc:"completed trials sampled at random before the model is used"`
+	Candidates    int     `hcl:"candidates,optional" range:"[1, 10000]" default:"24" doc:"candidates drawn from the good-trial model for each parameter"`
+	PriorWeight   float64 `hcl:"prior_weight,optional" range:"(0, 1e12]" default:"1" doc:"weight of the prior kernel in every estimator"`
+	Multivariate  bool    `hcl:"multivariate,optional" default:"false" doc:"model the top-level numbers and flat choices jointly, as Optuna's multivariate TPE"`
 }
 
-func tpeInfo() Info {
-	return Info{Name: "tpe", Settings: tpeSettings, New: newTPE}
+func defaultTPESettings() *TPESettings {
+	return &TPESettings{StartupTrials: 10, Candidates: 24, PriorWeight: 1}
+}
+
+func tpeKind() Kind {
+	return Kind{
+		Name: "tpe", Spaces: "all kinds, nested choice",
+		Summary:  "Optuna-3.1-style TPE: gamma(n)=min(⌈0.1n⌉,25), prior at the range middle, magic-clip bandwidths, recency weights, log params in log space, ints and q-steps as discretized kernels, log ints continuous in log space, candidates scored as Optuna 3.1 scores them (each kernel's density times its bandwidth); `multivariate = true` models the top-level numbers and flat choices jointly (Optuna's multivariate TPE)",
+		Settings: func() any { return defaultTPESettings() },
+		New:      newTPE,
+	}
 }
 
 // tpeTuner is a univariate Tree-structured Parzen Estimator in the style of
@@ -62,43 +72,14 @@ type tpeTuner struct {
 	joint       bool // multivariate (tpe_joint.go)
 }
 
-func newTPE(in map[string]any, sp *space.Space) (Tuner, error) {
-	t, err := newTPENamed("tpe", in, sp)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+func newTPE(cfg any, sp *space.Space) (Tuner, error) {
+	return tpeFrom(cfg.(*TPESettings), sp), nil
 }
 
-// newTPENamed builds a TPE whose errors name tuner (motpe wraps one).
-func newTPENamed(name string, in map[string]any, sp *space.Space) (*tpeTuner, error) {
-	s, sd, err := seededSettings(name, in, tpeSettings)
-	if err != nil {
-		return nil, err
-	}
-	startup, _, err := s.int("startup_trials", 10, 0)
-	if err != nil {
-		return nil, err
-	}
-	cands, _, err := s.int("candidates", 24, 1)
-	if err != nil {
-		return nil, err
-	}
-	if cands > 10000 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most 10000, not %d", name, "candidates", cands)
-	}
-	if startup > 1<<30 {
-		return nil, fmt.Errorf("tuner %q: setting %q must be at most %d, not %d", name, "startup_trials", 1<<30, startup)
-	}
-	pw, err := s.float("prior_weight", 1, 1e-12, 1e12)
-	if err != nil {
-		return nil, err
-	}
-	joint, err := s.bool("multivariate", false)
-	if err != nil {
-		return nil, err
-	}
-	return &tpeTuner{seeder: sd, sp: sp, startup: int(startup), candidates: int(cands), priorWeight: pw, joint: joint}, nil
+// tpeFrom is the TPE of settings c (motpe and auto's several-objective
+// phase wrap one).
+func tpeFrom(c *TPESettings, sp *space.Space) *tpeTuner {
+	return &tpeTuner{seeder: c.seeder(), sp: sp, startup: c.StartupTrials, candidates: c.Candidates, priorWeight: c.PriorWeight, joint: c.Multivariate}
 }
 
 // tpeObs is a trial as one level of the (possibly nested) space sees it.

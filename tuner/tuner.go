@@ -6,9 +6,6 @@
 package tuner
 
 import (
-	"fmt"
-	"sort"
-
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -60,73 +57,6 @@ type Request struct {
 type Tuner interface {
 	// Suggest returns len(req.Seqs) parameter sets, each inside req.Space.
 	Suggest(req Request) ([]space.Params, error)
-}
-
-// Factory builds a tuner from the settings of an HCL tuner block. It
-// returns an error naming the setting when a setting is invalid, or when the
-// tuner cannot handle the space.
-type Factory func(settings map[string]any, sp *space.Space) (Tuner, error)
-
-// Info describes a registered tuner for validation and documentation.
-type Info struct {
-	Name     string
-	Settings map[string]string // setting name -> short description ("seed": "int, random seed")
-	New      Factory
-	// MultiObjective says the tuner handles several objectives
-	// (Request.Goals): it reads Observation.Values, or no values at all.
-	MultiObjective bool
-}
-
-var registry = map[string]Info{}
-
-// Register adds a tuner to the registry. It is called from this package's
-// own files only (explicit, no plugin magic).
-func Register(info Info) {
-	if _, dup := registry[info.Name]; dup {
-		panic("tuner: duplicate " + info.Name)
-	}
-	registry[info.Name] = info
-}
-
-// Lookup finds a tuner by name.
-func Lookup(name string) (Info, bool) {
-	i, ok := registry[name]
-	return i, ok
-}
-
-// Names lists the registered tuner names, sorted.
-func Names() []string {
-	var ns []string
-	for n := range registry {
-		ns = append(ns, n)
-	}
-	sort.Strings(ns)
-	return ns
-}
-
-// MultiObjective reports whether the named tuner handles several
-// objectives.
-func MultiObjective(name string) bool { return registry[name].MultiObjective }
-
-// MultiObjectiveNames lists the tuners that handle several objectives,
-// sorted.
-func MultiObjectiveNames() []string {
-	var ns []string
-	for _, n := range Names() {
-		if registry[n].MultiObjective {
-			ns = append(ns, n)
-		}
-	}
-	return ns
-}
-
-// New builds the named tuner.
-func New(name string, settings map[string]any, sp *space.Space) (Tuner, error) {
-	info, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown tuner %q (known: %v)", name, Names())
-	}
-	return info.New(settings, sp)
 }
 
 // Note explains one suggestion of an Explainer.

@@ -11,17 +11,20 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	if got, want := Names(), []string{"anneal", "auto", "batch", "bohb", "cmaes", "evolution", "gp", "grid", "hyperband", "metis", "motpe", "nsga2", "pbt", "random", "smac", "tpe"}; !reflect.DeepEqual(got, want) {
+	if got, want := builtin.Names(), []string{"anneal", "auto", "batch", "bohb", "cmaes", "evolution", "gp", "grid", "hyperband", "metis", "motpe", "nsga2", "pbt", "random", "smac", "tpe"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
-	for _, n := range Names() {
-		info, ok := Lookup(n)
-		if !ok || info.Name != n || info.New == nil || info.Settings["seed"] == "" {
-			t.Errorf("Lookup(%q) = %+v, %v", n, info, ok)
+	for _, n := range builtin.Names() {
+		k := builtin.Lookup(n)
+		if k == nil || k.Name != n || k.New == nil || k.Schema().AttrNamed("seed") == nil {
+			t.Errorf("Lookup(%q) = %+v", n, k)
 		}
 	}
 	if _, err := New("annealing", nil, mixedSpace()); err == nil || !strings.Contains(err.Error(), `"annealing"`) {
 		t.Fatalf("New(annealing) error = %v", err)
+	}
+	if got, want := builtin.AssessorNames(), []string{"curvefitting", "medianstop"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("AssessorNames() = %v, want %v", got, want)
 	}
 }
 
@@ -68,7 +71,7 @@ func TestSettingsValidation(t *testing.T) {
 		{"tpe", map[string]any{"candidates": 0.0}, []string{`"candidates"`, "at least 1"}},
 		{"tpe", map[string]any{"startup_trials": -1.0}, []string{`"startup_trials"`, "at least 0"}},
 		{"tpe", map[string]any{"prior_weight": "big"}, []string{`"prior_weight"`, "number"}},
-		{"tpe", map[string]any{"prior_weight": 0.0}, []string{`"prior_weight"`, "between"}},
+		{"tpe", map[string]any{"prior_weight": 0.0}, []string{`"prior_weight"`, "greater than 0"}},
 		{"grid", map[string]any{"grid_points": 5.0}, nil},
 		{"grid", map[string]any{"grid_points": 0.0}, []string{`"grid_points"`, "at least 1"}},
 		{"grid", map[string]any{"grid_points": true}, []string{`"grid_points"`, "whole number"}},

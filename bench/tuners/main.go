@@ -114,10 +114,10 @@ func mainErr(args []string) error {
 	}
 	want := splitList(*goFlag)
 	if len(want) == 1 && want[0] == "all" {
-		want = tuner.Names()
+		want = tuner.Builtin().Names()
 	}
 	for _, n := range want {
-		if _, ok := tuner.Lookup(registeredName(n)); ok {
+		if tuner.Builtin().Lookup(registeredName(n)) != nil {
 			c.goTuners = append(c.goTuners, n)
 		} else {
 			c.skipped = append(c.skipped, n)

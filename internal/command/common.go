@@ -26,6 +26,7 @@ import (
 	"github.com/trialform/trialform/providers/registry"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner"
 )
 
 func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
@@ -107,7 +108,7 @@ func (g *Globals) loadConfig(v varFlags, noColor bool) *schema.Config {
 		g.errorf("%v", err)
 		return nil
 	}
-	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
+	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
 	if len(diags) > 0 {
 		g.printDiags(cfg, diags, noColor)
 	}
@@ -156,6 +157,10 @@ const localTrialsDir = local.TrialsDir
 // platformRegistry is every platform kind, built in one place
 // (providers/platforms).
 var platformRegistry = platforms.Registry()
+
+// tunerRegistry is every tuner and assessor, built in one place
+// (tuner.Builtin) and passed to schema as the platforms are.
+var tunerRegistry = tuner.Builtin()
 
 // providerSet builds each platform's provider on first use, through the
 // platform registry.

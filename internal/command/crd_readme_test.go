@@ -9,6 +9,7 @@ import (
 	k8s "github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/platforms"
 	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/tuner"
 )
 
 // TestReadmeCRDPlatformsDecode: the platform blocks of README.md's CRD
@@ -24,7 +25,7 @@ func TestReadmeCRDPlatformsDecode(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(rest[start:start+strings.Index(rest[start:], "```")]), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platforms.Registry()})
+	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platforms.Registry(), Tuners: tuner.Builtin()})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

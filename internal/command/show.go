@@ -134,7 +134,7 @@ func (g *Globals) loadConfigQuiet() *schema.Config {
 	if err != nil {
 		return nil
 	}
-	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Backends: schemaBackends(), Environ: g.IO.Environ})
+	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Environ: g.IO.Environ})
 	if diags.HasErrors() {
 		return nil
 	}

@@ -198,7 +198,7 @@ func (w *watcher) reload(ctx context.Context, b *watch.Batch) {
 		w.changed, w.what = now, what
 		fmt.Fprintf(w.out, "\n%s %s changed at %s\n", w.c.Bold("──"), what, now.Format("15:04:05"))
 	}
-	cfg, diags := schema.Load(w.dir, schema.LoadOptions{Platforms: platformRegistry, Backends: schemaBackends(), Vars: w.o.vars.vars, VarFiles: w.o.vars.varFiles, Environ: w.g.IO.Environ})
+	cfg, diags := schema.Load(w.dir, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: w.o.vars.vars, VarFiles: w.o.vars.varFiles, Environ: w.g.IO.Environ})
 	if len(diags) > 0 {
 		w.out.clearStatus()
 		w.g.printDiags(cfg, diags, w.o.noColor)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -75,7 +76,31 @@ func ParseInterval(s string) (*Interval, error) {
 	return iv, nil
 }
 
-func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// num is a bound as people write it: 4096, 0.25, 1e9.
+func num(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e7 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	s = strings.Replace(s, "e+0", "e", 1)
+	s = strings.Replace(s, "e+", "e", 1)
+	return strings.Replace(s, "e-0", "e-", 1)
+}
+
+// Symbols is the interval for a reference: ">= 1", "> 0", "in [0, 1]".
+func (iv *Interval) Symbols() string {
+	switch {
+	case iv.Lo != nil && iv.Hi != nil:
+		return "in " + iv.String()
+	case iv.Lo != nil && iv.LoOpen:
+		return "> " + num(*iv.Lo)
+	case iv.Lo != nil:
+		return ">= " + num(*iv.Lo)
+	case iv.HiOpen:
+		return "< " + num(*iv.Hi)
+	}
+	return "<= " + num(*iv.Hi)
+}
 
 // String is the interval as written in the tag, normalised: "(0, 1]".
 func (iv *Interval) String() string {
@@ -293,6 +318,24 @@ func FromGo(x any) (cty.Value, error) {
 			vals[k] = cv
 		}
 		return cty.ObjectVal(vals), nil
+	}
+	// Named types (a map[string]any under another name), other slices.
+	rv := reflect.ValueOf(x)
+	switch rv.Kind() {
+	case reflect.Map:
+		if rv.Type().Key().Kind() == reflect.String {
+			m := make(map[string]any, rv.Len())
+			for it := rv.MapRange(); it.Next(); {
+				m[it.Key().String()] = it.Value().Interface()
+			}
+			return FromGo(m)
+		}
+	case reflect.Slice:
+		l := make([]any, rv.Len())
+		for i := range l {
+			l[i] = rv.Index(i).Interface()
+		}
+		return FromGo(l)
 	}
 	return cty.NilVal, fmt.Errorf("unsupported value %v (%T)", x, x)
 }

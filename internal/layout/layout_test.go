@@ -54,8 +54,12 @@ func violations(deps map[string][]string) []string {
 			}
 			switch {
 			case under(p, "tuner"):
-				if !under(d, "tuner") {
-					bad(p, d, "tuner is pure: it imports none of trialform's other packages")
+				if !under(d, "tuner", "internal/decl", "internal/didyoumean") {
+					bad(p, d, "tuner is pure: it imports none of trialform's other packages but the settings decoder (internal/decl)")
+				}
+			case under(p, "internal/decl", "internal/didyoumean"):
+				if !under(d, "internal/didyoumean") {
+					bad(p, d, "the settings decoder and did-you-mean are leaves: they import no other trialform package")
 				}
 			case p == "schema":
 				if under(d, "plan", "apply", "state", "internal/views") || platformPackage(d) != "" || d == "providers/platforms" {
@@ -130,7 +134,8 @@ func TestImportRulesCatch(t *testing.T) {
 		"providers/kubernetes/crds": nil,
 		"providers/trialproto":      nil,
 		"plan":                      {"apply"},
-		"tuner":                     {"tuner/space", "state"},
+		"tuner":                     {"tuner/space", "state", "internal/decl"},
+		"internal/decl":             {"internal/didyoumean", "schema"},
 		"tuner/space":               nil,
 		"state":                     nil,
 		"apply":                     nil,
@@ -145,6 +150,7 @@ func TestImportRulesCatch(t *testing.T) {
 		"providers/kubernetes imports plan",
 		"plan imports apply",
 		"tuner imports state",
+		"internal/decl imports schema",
 		"internal/views imports internal/command",
 		"providers/registry imports providers/local: only providers/platforms",
 	} {
@@ -152,7 +158,7 @@ func TestImportRulesCatch(t *testing.T) {
 			t.Errorf("violations lack %q:\n%s", want, got)
 		}
 	}
-	for _, ok := range []string{"providers/kubernetes imports providers/kubernetes/crds", "providers/local imports"} {
+	for _, ok := range []string{"providers/kubernetes imports providers/kubernetes/crds", "providers/local imports", "tuner imports internal/decl", "internal/decl imports internal/didyoumean"} {
 		if strings.Contains(got, ok) {
 			t.Errorf("violations wrongly hold %q:\n%s", ok, got)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/trialform/trialform/providers/platforms"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner"
 )
 
 func newServer(t *testing.T, dir, token string) *httptest.Server {
@@ -26,7 +27,7 @@ func newServer(t *testing.T, dir, token string) *httptest.Server {
 	s := ui.New(ui.Options{
 		StateDir: filepath.Join(dir, ".trialform"), WorkDir: dir, Token: token,
 		Config: func() *schema.Config {
-			cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platforms.Registry()})
+			cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platforms.Registry(), Tuners: tuner.Builtin()})
 			if diags.HasErrors() {
 				t.Errorf("fixture config: %v", diags)
 				return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/trialform/trialform/providers/local"
 	"github.com/trialform/trialform/providers/registry"
 	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/tuner"
 )
 
 // slurmSettings is the README's "Adding a platform" example.
@@ -49,7 +50,7 @@ func TestAddingAPlatform(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: reg})
+		cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: reg, Tuners: tuner.Builtin()})
 		var msgs []string
 		for _, d := range diags {
 			msgs = append(msgs, d.Subject.String()+": "+d.Summary+": "+d.Detail)
