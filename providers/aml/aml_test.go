@@ -32,7 +32,7 @@ const (
 // lab is one fake workspace and the provider of a platform block over it.
 type lab struct {
 	srv   *amltest.Server
-	p     *cloudjob.Provider
+	p     *cloudjob.SpecProvider
 	c     *aml.Client
 	mount string
 }
@@ -65,7 +65,7 @@ func newLab(t *testing.T, sec string, tweak func(*aml.Settings)) *lab {
 	opts := aml.Options(c, s, env)
 	opts.Poll = 200 * time.Millisecond
 	opts.Retry = cloudjob.Retry{Attempts: 8, Base: 10 * time.Millisecond, Max: 2 * time.Second}
-	return &lab{srv: srv, p: cloudjob.New(c, opts), c: c, mount: local}
+	return &lab{srv: srv, p: cloudjob.New(c, opts).(*cloudjob.SpecProvider), c: c, mount: local}
 }
 
 func TestConformance(t *testing.T) {
@@ -75,7 +75,8 @@ func TestConformance(t *testing.T) {
 		return l.p
 	}, conformance.Options{
 		NNIPlatform: "aml", CodeCopied: true,
-		Lose: func(t *testing.T, h providers.Handle) { l.srv.Vanish(h["name"]) },
+		Unimplemented: map[string]string{conformance.CapTensorBoardSync: cloudjob.NoTensorBoardSync},
+		Lose:          func(t *testing.T, h providers.Handle) { l.srv.Vanish(h["name"]) },
 	})
 }
 
@@ -91,83 +92,33 @@ func waitEnd(t *testing.T, l *lab, id string) providers.Observation {
 
 const finalLine = cloudtest.FinalLine
 
-// Every fault converges: the trial runs once, and its job exists once.
-func TestFaultsConverge(t *testing.T) {
+// The cloud platforms' shared suite: faults converge, Retry-After is
+// honoured, a lost job resumes.
+func TestCloudSuite(t *testing.T) {
 	put := cloudtest.Method(http.MethodPut, "/jobs/")
 	get := cloudtest.Method(http.MethodGet, "/jobs/")
 	token := cloudtest.Method(http.MethodPost, "/oauth2/v2.0/token")
 	logs := cloudtest.Method(http.MethodGet, "/contentinfo/")
-	for _, tc := range []struct {
-		name  string
-		fault cloudtest.Fault
-		n     int
-		match func(*http.Request) bool
-	}{
-		{"throttled create", cloudtest.Throttle, 3, put},
-		{"server error on create", cloudtest.ServerError, 2, put},
-		{"connection dropped before create", cloudtest.Drop, 2, put},
-		{"connection dropped after create", cloudtest.DropAfter, 2, put},
-		{"slow create past the client timeout", cloudtest.Slow, 1, put},
-		{"throttled reads", cloudtest.Throttle, 4, get},
-		{"dropped reads", cloudtest.Drop, 3, get},
-		{"throttled token endpoint", cloudtest.Throttle, 1, token},
-		{"server error on logs", cloudtest.ServerError, 3, logs},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	cloudtest.Run(t, cloudtest.Suite{
+		NewLab: func(t *testing.T) *cloudtest.Lab {
 			l := newLab(t, secret, nil)
-			l.srv.Faults.RetryAfter = 1
-			l.srv.Faults.SlowFor = 3 * time.Second
-			l.srv.Faults.Inject(tc.fault, tc.n, tc.match)
-			start(t, l, "t1", finalLine)
-			o := waitEnd(t, l, "t1")
-			if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Value != "0.5" {
-				t.Errorf("after %s: %+v", tc.name, o)
-			}
-			if got := l.srv.Faults.Hits(tc.fault); got != tc.n {
-				t.Errorf("fault injected %d times, want %d", got, tc.n)
-			}
-			if n := l.srv.Submits(); n != 1 {
-				t.Errorf("%d jobs created, want 1", n)
-			}
-			if n := l.srv.Runner.Starts(l.srv.JobNames()[0]); n != 1 {
-				t.Errorf("the job ran %d times", n)
-			}
-		})
-	}
-}
-
-// Retry-After is honoured by azcore's retry policy.
-func TestRetryAfterHonoured(t *testing.T) {
-	l := newLab(t, secret, nil)
-	l.srv.Faults.RetryAfter = 1
-	l.srv.Faults.Inject(cloudtest.Throttle, 1, cloudtest.Method(http.MethodPut, "/jobs/"))
-	begin := time.Now()
-	start(t, l, "t1", "true")
-	if d := time.Since(begin); d < time.Second {
-		t.Errorf("Start returned after %s, before the 1s Retry-After", d)
-	}
-}
-
-// A job the workspace forgot is lost; Start resumes it as a new attempt.
-func TestLostJobResumes(t *testing.T) {
-	l := newLab(t, secret, nil)
-	h := start(t, l, "t1", "sleep 1000")
-	l.srv.Vanish(h["name"])
-	o, err := l.p.Read(context.Background(), providers.ReadRequest{Experiment: "e", TrialID: "t1"})
-	if err != nil || o.Phase != providers.PhaseLost {
-		t.Fatalf("after the job vanished: %+v %v", o, err)
-	}
-	h2, err := l.p.Start(context.Background(), providers.StartRequest{Experiment: "e", ExperimentID: "x1", TrialID: "t1", Seq: 1, ParameterID: 1,
-		Params: map[string]any{"lr": 0.1}, Shell: "true", CodeDir: t.TempDir(), Lineage: "L", Generation: 1, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h2["attempt"] != "2" || h2["name"] == h["name"] {
-		t.Errorf("resumed handle %v (first %v)", h2, h)
-	}
-	if o := waitEnd(t, l, "t1"); o.Phase != providers.PhaseSucceeded {
-		t.Errorf("resumed trial: %+v", o)
-	}
+			return &cloudtest.Lab{Provider: l.p, Faults: l.srv.Faults, Runner: l.srv.Runner, Creates: l.srv.Submits, Jobs: l.srv.JobNames,
+				Vanish: func(h providers.Handle) { l.srv.Vanish(h["name"]) }}
+		},
+		Faults: []cloudtest.FaultCase{
+			{Name: "throttled create", Fault: cloudtest.Throttle, N: 3, Match: put},
+			{Name: "server error on create", Fault: cloudtest.ServerError, N: 2, Match: put},
+			{Name: "connection dropped before create", Fault: cloudtest.Drop, N: 2, Match: put},
+			{Name: "connection dropped after create", Fault: cloudtest.DropAfter, N: 2, Match: put},
+			{Name: "slow create past the client timeout", Fault: cloudtest.Slow, N: 1, Match: put},
+			{Name: "throttled reads", Fault: cloudtest.Throttle, N: 4, Match: get},
+			{Name: "dropped reads", Fault: cloudtest.Drop, N: 3, Match: get},
+			{Name: "throttled token endpoint", Fault: cloudtest.Throttle, N: 1, Match: token},
+			{Name: "server error on logs", Fault: cloudtest.ServerError, N: 3, Match: logs},
+		},
+		Submit: put,
+		JobKey: "name",
+	})
 }
 
 // A wrong client secret: Entra ID refuses it, and the user gets a

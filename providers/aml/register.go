@@ -115,7 +115,7 @@ func Registration() registry.Kind {
 
 // New builds the provider of a decoded block; transport (nil: the default)
 // carries every request, Entra ID's included.
-func New(s *Settings, env registry.Env, transport *http.Client) (*cloudjob.Provider, error) {
+func New(s *Settings, env registry.Env, transport *http.Client) (providers.Provider, error) {
 	c, err := NewFromSettings(s, env.Name, transport, policy.RetryOptions{})
 	if err != nil {
 		return nil, err

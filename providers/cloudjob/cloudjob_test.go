@@ -153,7 +153,8 @@ func TestConformanceMem(t *testing.T) {
 					LogsOnMount: onMount, Poll: 200 * time.Millisecond})
 			}, conformance.Options{
 				NNIPlatform: "mem", CodeCopied: true,
-				Lose: func(t *testing.T, h providers.Handle) { api.run.Forget(h["job"]) },
+				Lose:          func(t *testing.T, h providers.Handle) { api.run.Forget(h["job"]) },
+				Unimplemented: map[string]string{conformance.CapSpecDiff: "the mem API renders no specs", conformance.CapTensorBoardSync: cloudjob.NoTensorBoardSync},
 			})
 		})
 	}
@@ -162,7 +163,7 @@ func TestConformanceMem(t *testing.T) {
 func TestTeeKeepsExitStatus(t *testing.T) {
 	api := newMemAPI(t)
 	local, container := mounts(t)
-	p := cloudjob.New(api, cloudjob.Options{Kind: "mem", LocalMount: local, ContainerMount: container, LogsOnMount: true})
+	p := cloudjob.New(api, cloudjob.Options{Kind: "mem", LocalMount: local, ContainerMount: container, LogsOnMount: true}).(*cloudjob.Provider)
 	code := t.TempDir()
 	ctx := context.Background()
 	if _, err := p.Start(ctx, providers.StartRequest{Experiment: "e", TrialID: "t1", Shell: "echo out; echo err >&2; exit 7", CodeDir: code}); err != nil {

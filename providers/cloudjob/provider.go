@@ -43,10 +43,20 @@ type Provider struct {
 	secrets *mask.Set
 }
 
-// New returns the provider running trials as jobs of api. The returned
-// provider is also a Lister, Importer, ExperimentPurger, LogStreamer,
-// Locator and ReadParallelism; a SpecDiffer when api is a SpecRenderer.
-func New(api API, opts Options) *Provider {
+// New returns the provider running trials as jobs of api: a *Provider
+// (also a Lister, Importer, ExperimentPurger, LogStreamer, Locator and
+// ReadParallelism), or, when api is a SpecRenderer, a *SpecProvider, which
+// is a SpecDiffer too. A provider whose API cannot render specs is no
+// SpecDiffer, so nothing takes its empty renderings for a spec.
+func New(api API, opts Options) providers.Provider {
+	p := newProvider(api, opts)
+	if sr, ok := api.(SpecRenderer); ok {
+		return &SpecProvider{Provider: p, sr: sr}
+	}
+	return p
+}
+
+func newProvider(api API, opts Options) *Provider {
 	if opts.NNIPlatform == "" {
 		opts.NNIPlatform = opts.Kind
 	}
@@ -321,18 +331,27 @@ func (p *Provider) jobSpec(req providers.StartRequest, dry bool) (JobSpec, error
 	return JobSpec{Command: command, Env: env, WorkDir: in(code), GPUs: req.GPUs, Extra: p.opts.Extra}, nil
 }
 
-// Spec renders what Start would submit for req (providers.SpecDiffer),
-// when the API can render specs.
-func (p *Provider) Spec(req providers.StartRequest) (string, error) {
-	sr, ok := p.api.(SpecRenderer)
-	if !ok {
-		return "", nil
-	}
+// NoTensorBoardSync is why the cloud job platforms are no
+// providers.TensorBoardSyncer: trials write their TensorBoard logs to the
+// shared storage this machine mounts, where they are read in place.
+const NoTensorBoardSync = "trials write their TensorBoard logs to the shared storage this machine mounts"
+
+// SpecProvider is the Provider of an API that renders specs: a
+// providers.SpecDiffer.
+type SpecProvider struct {
+	*Provider
+	sr SpecRenderer
+}
+
+var _ providers.SpecDiffer = (*SpecProvider)(nil)
+
+// Spec renders what Start would submit for req.
+func (p *SpecProvider) Spec(req providers.StartRequest) (string, error) {
 	spec, err := p.jobSpec(req, true)
 	if err != nil {
 		return "", err
 	}
-	return sr.RenderSpec(spec)
+	return p.sr.RenderSpec(spec)
 }
 
 // job finds the attempt's job: by id, or by its name's tag when Submit

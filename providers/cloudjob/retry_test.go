@@ -125,7 +125,7 @@ func TestRetryAfterDate(t *testing.T) {
 
 // Secrets never reach an error's text, and the error keeps its class.
 func TestScrub(t *testing.T) {
-	p := New(nil, Options{Secrets: []string{"hunter2"}})
+	p := New(nil, Options{Secrets: []string{"hunter2"}}).(*Provider)
 	err := p.scrub(providers.Permanent(errors.New(`get "http://x/?password=hunter2": refused`)))
 	if strings.Contains(err.Error(), "hunter2") || !providers.IsPermanent(err) {
 		t.Errorf("scrubbed: %v (permanent %v)", err, providers.IsPermanent(err))

@@ -68,10 +68,14 @@ const (
 	CapPurgeExperiment = "PurgeExperiment" // providers.ExperimentPurger
 	// CapKillNewSession: what a trial starts in a new session (setsid)
 	// dies with the trial and with Stop.
-	CapKillNewSession = "KillNewSession"
+	CapKillNewSession  = "KillNewSession"
+	CapSpecDiff        = "SpecDiff"        // providers.SpecDiffer
+	CapLocation        = "Location"        // providers.Locator
+	CapTensorBoardSync = "TensorBoardSync" // providers.TensorBoardSyncer
 )
 
-var capabilities = map[string]bool{CapResume: true, CapLogs: true, CapList: true, CapImport: true, CapPurgeExperiment: true, CapKillNewSession: true}
+var capabilities = map[string]bool{CapResume: true, CapLogs: true, CapList: true, CapImport: true, CapPurgeExperiment: true, CapKillNewSession: true,
+	CapSpecDiff: true, CapLocation: true, CapTensorBoardSync: true}
 
 // need checks that the provider has capability (has), or declared it
 // unimplemented (the test is then skipped, with the declared reason).
@@ -146,6 +150,9 @@ func Run(t *testing.T, newProvider func(t *testing.T) providers.Provider, opts O
 		{"StartRefusesOtherOwner", testOtherOwner},
 		{"PurgeExperiment", testPurgeExperiment},
 		{"KillNewSession", testKillNewSession},
+		{"SpecDiff", testSpecDiff},
+		{"Location", testLocation},
+		{"TensorBoardSync", testTensorBoardSync},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -704,3 +704,84 @@ func testImport(e *env) {
 	}
 	e.stop("imp", true)
 }
+
+// testSpecDiff: the live object's rendering (Read's Observation.Spec) is
+// what Spec renders for the request that started it, and a changed
+// request renders differently.
+func testSpecDiff(e *env) {
+	sd, ok := e.p.(providers.SpecDiffer)
+	e.need(CapSpecDiff, &ok)
+	req := e.req("t1", "sleep 1000")
+	e.start(req)
+	o := e.collect("t1").until("a live spec", func(o providers.Observation) bool { return o.Spec != "" || o.Phase.Ended() })
+	want, err := sd.Spec(req)
+	if err != nil {
+		e.t.Fatalf("Spec: %v", err)
+	}
+	if o.Spec == "" || o.Spec != want {
+		e.t.Errorf("live spec:\n%s\nSpec renders:\n%s", o.Spec, want)
+	}
+	// Another command and another GPU count (a platform whose GPUs come
+	// with its compute target renders only the command).
+	changed := req
+	changed.Shell, changed.GPUs = "sleep 999", req.GPUs+1
+	if other, err := sd.Spec(changed); err != nil || other == want {
+		e.t.Errorf("a changed trial renders the same spec (%v):\n%s", err, other)
+	}
+	e.stop("t1", false)
+}
+
+// testLocation: a started trial's handle names where it runs, on one
+// line, the same every time; an empty handle names nothing and does not
+// fail.
+func testLocation(e *env) {
+	lc, ok := e.p.(providers.Locator)
+	e.need(CapLocation, &ok)
+	h := e.start(e.req("t1", "true"))
+	loc := lc.Location(h)
+	if loc == "" || strings.ContainsAny(loc, "\n\r") || lc.Location(h) != loc {
+		e.t.Errorf("Location(%v) = %q: want one stable, non-empty line", h, loc)
+	}
+	_ = lc.Location(providers.Handle{})
+	e.collect("t1").ended()
+}
+
+// testTensorBoardSync: the trial's TensorBoard directory
+// ($TRIALFORM_TENSORBOARD_DIR) is copied incrementally: new files whole,
+// a grown file from where the copy ends, unchanged files not at all, and
+// never a symbolic link.
+func testTensorBoardSync(e *env) {
+	ts, ok := e.p.(providers.TensorBoardSyncer)
+	e.need(CapTensorBoardSync, &ok)
+	ready, goOn := filepath.Join(e.code, "tb-ready"), filepath.Join(e.code, "tb-go")
+	h := e.start(e.req("t1", `d="$TRIALFORM_TENSORBOARD_DIR"; mkdir -p "$d/sub" && printf abc > "$d/events.1" && printf x > "$d/sub/events.2" && ln -s /etc/hostname "$d/link" && touch `+shq(ready)+
+		`; while [ ! -e `+shq(goOn)+` ]; do sleep 0.02; done; printf def >> "$d/events.1"`))
+	e.waitFile(ready)
+	dest := e.t.TempDir()
+	sync := func() providers.SyncStats {
+		e.t.Helper()
+		st, err := ts.SyncTensorBoard(e.ctx(), providers.SyncRequest{Experiment: e.exp, TrialID: "t1", Handle: h, Dest: dest})
+		if err != nil {
+			e.t.Fatalf("SyncTensorBoard: %v", err)
+		}
+		return st
+	}
+	read := func(rel string) string {
+		b, _ := os.ReadFile(filepath.Join(dest, rel))
+		return string(b)
+	}
+	if st := sync(); st.Files != 2 || st.Bytes != 4 || read("events.1") != "abc" || read("sub/events.2") != "x" {
+		e.t.Errorf("first sync: %+v, events.1 %q, sub/events.2 %q; want 2 files, 4 bytes", st, read("events.1"), read("sub/events.2"))
+	}
+	if _, err := os.Lstat(filepath.Join(dest, "link")); err == nil {
+		e.t.Error("a symbolic link was copied")
+	}
+	e.touch(goOn)
+	e.collect("t1").phase(providers.PhaseSucceeded)
+	if st := sync(); st.Files != 1 || st.Bytes != 3 || read("events.1") != "abcdef" {
+		e.t.Errorf("sync after an append: %+v, events.1 %q; want 1 file, the 3 new bytes", st, read("events.1"))
+	}
+	if st := sync(); st.Files != 0 || st.Bytes != 0 {
+		e.t.Errorf("sync of unchanged files copied %+v", st)
+	}
+}

@@ -30,7 +30,7 @@ const (
 // lab is one fake DLC service and the provider of a platform block over it.
 type lab struct {
 	srv   *dlctest.Server
-	p     *cloudjob.Provider
+	p     *cloudjob.SpecProvider
 	c     *dlc.Client
 	mount string
 }
@@ -66,7 +66,7 @@ func newLab(t testing.TB, secret string) *lab {
 	opts := dlc.Options(c, s, env)
 	opts.Poll = 200 * time.Millisecond
 	opts.Retry = cloudjob.Retry{Attempts: 8, Base: 10 * time.Millisecond, Max: 2 * time.Second}
-	return &lab{srv: srv, p: cloudjob.New(c, opts), c: c, mount: local}
+	return &lab{srv: srv, p: cloudjob.New(c, opts).(*cloudjob.SpecProvider), c: c, mount: local}
 }
 
 func TestConformance(t *testing.T) {
@@ -76,7 +76,8 @@ func TestConformance(t *testing.T) {
 		return l.p
 	}, conformance.Options{
 		NNIPlatform: "dlc", CodeCopied: true,
-		Lose: func(t *testing.T, h providers.Handle) { l.srv.Vanish(h["job"]) },
+		Unimplemented: map[string]string{conformance.CapTensorBoardSync: cloudjob.NoTensorBoardSync},
+		Lose:          func(t *testing.T, h providers.Handle) { l.srv.Vanish(h["job"]) },
 	})
 }
 
@@ -92,49 +93,33 @@ func waitEnd(t *testing.T, l *lab, id string) providers.Observation {
 
 const finalLine = cloudtest.FinalLine
 
-// Every fault converges: the trial runs once, and its job exists once.
-func TestFaultsConverge(t *testing.T) {
+// The cloud platforms' shared suite: faults converge, Retry-After is
+// honoured, a lost job resumes.
+func TestCloudSuite(t *testing.T) {
 	create := cloudtest.Method(http.MethodPost, "/api/v1/jobs")
 	get := cloudtest.Method(http.MethodGet, "/api/v1/jobs/")
 	list := func(r *http.Request) bool { return r.Method == http.MethodGet && r.URL.Path == "/api/v1/jobs" }
-	for _, tc := range []struct {
-		name  string
-		fault cloudtest.Fault
-		n     int
-		match func(*http.Request) bool
-	}{
-		{"throttled create", cloudtest.Throttle, 3, create},
-		{"server error on create", cloudtest.ServerError, 2, create},
-		{"connection dropped before create", cloudtest.Drop, 2, create},
-		// The retried Submit lists the job the first one created: one hit.
-		{"connection dropped after the job was created", cloudtest.DropAfter, 1, create},
-		{"slow create past the client timeout", cloudtest.Slow, 1, create},
-		{"throttled list before create", cloudtest.Throttle, 2, list},
-		{"throttled reads", cloudtest.Throttle, 4, get},
-		{"dropped reads", cloudtest.Drop, 3, get},
-		{"server errors on reads", cloudtest.ServerError, 3, get},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	cloudtest.Run(t, cloudtest.Suite{
+		NewLab: func(t *testing.T) *cloudtest.Lab {
 			l := newLab(t, keySecret)
-			l.srv.Faults.RetryAfter = 1
-			l.srv.Faults.SlowFor = 3 * time.Second
-			l.srv.Faults.Inject(tc.fault, tc.n, tc.match)
-			start(t, l, "t1", finalLine)
-			o := waitEnd(t, l, "t1")
-			if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Value != "0.5" {
-				t.Errorf("after %s: %+v", tc.name, o)
-			}
-			if got := l.srv.Faults.Hits(tc.fault); got != tc.n {
-				t.Errorf("fault injected %d times, want %d", got, tc.n)
-			}
-			if n := l.srv.Creates(); n != 1 {
-				t.Errorf("%d jobs created, want 1 (%v)", n, l.srv.DisplayNames())
-			}
-			if ids := l.srv.JobIDs(); len(ids) != 1 || l.srv.Runner.Starts(ids[0]) != 1 {
-				t.Errorf("jobs %v", ids)
-			}
-		})
-	}
+			return &cloudtest.Lab{Provider: l.p, Faults: l.srv.Faults, Runner: l.srv.Runner, Creates: l.srv.Creates, Jobs: l.srv.JobIDs,
+				Vanish: func(h providers.Handle) { l.srv.Vanish(h["job"]) }}
+		},
+		Faults: []cloudtest.FaultCase{
+			{Name: "throttled create", Fault: cloudtest.Throttle, N: 3, Match: create},
+			{Name: "server error on create", Fault: cloudtest.ServerError, N: 2, Match: create},
+			{Name: "connection dropped before create", Fault: cloudtest.Drop, N: 2, Match: create},
+			// The retried Submit lists the job the first one created: one hit.
+			{Name: "connection dropped after the job was created", Fault: cloudtest.DropAfter, N: 1, Match: create},
+			{Name: "slow create past the client timeout", Fault: cloudtest.Slow, N: 1, Match: create},
+			{Name: "throttled list before create", Fault: cloudtest.Throttle, N: 2, Match: list},
+			{Name: "throttled reads", Fault: cloudtest.Throttle, N: 4, Match: get},
+			{Name: "dropped reads", Fault: cloudtest.Drop, N: 3, Match: get},
+			{Name: "server errors on reads", Fault: cloudtest.ServerError, N: 3, Match: get},
+		},
+		Submit: cloudtest.Method(http.MethodPost, ""),
+		JobKey: "job",
+	})
 }
 
 // Alibaba throttles with HTTP 400 and the code Throttling.User: retried,
@@ -181,43 +166,6 @@ func TestConnectionsReused(t *testing.T) {
 	}
 	if n := l.srv.Conns(); n > 2 {
 		t.Errorf("20 calls opened %d connections", n)
-	}
-}
-
-// Retry-After is honoured: a throttled call waits what the service said.
-func TestRetryAfterHonoured(t *testing.T) {
-	l := newLab(t, keySecret)
-	l.srv.Faults.RetryAfter = 1
-	l.srv.Faults.Inject(cloudtest.Throttle, 1, cloudtest.Method(http.MethodPost, ""))
-	begin := time.Now()
-	start(t, l, "t1", "true")
-	if d := time.Since(begin); d < time.Second {
-		t.Errorf("Start returned after %s, before the 1s Retry-After", d)
-	}
-}
-
-// A job the service forgot is lost; Start resumes it as a new attempt.
-func TestLostJobResumes(t *testing.T) {
-	l := newLab(t, keySecret)
-	h := start(t, l, "t1", "sleep 1000")
-	l.srv.Vanish(h["job"])
-	o, err := l.p.Read(context.Background(), providers.ReadRequest{Experiment: "e", TrialID: "t1"})
-	if err != nil || o.Phase != providers.PhaseLost {
-		t.Fatalf("after the job vanished: %+v %v", o, err)
-	}
-	h2, err := l.p.Start(context.Background(), providers.StartRequest{Experiment: "e", ExperimentID: "x1", TrialID: "t1", Seq: 1, ParameterID: 1,
-		Params: map[string]any{"lr": 0.1}, Shell: finalLine, CodeDir: t.TempDir(), Lineage: "L", Generation: 1, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h2["attempt"] != "2" || h2["job"] == h["job"] {
-		t.Errorf("resumed handle %v (first %v)", h2, h)
-	}
-	if o := waitEnd(t, l, "t1"); o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 {
-		t.Errorf("resumed trial: %+v", o)
-	}
-	if n := l.srv.Creates(); n != 2 {
-		t.Errorf("%d jobs created, want 2 (one per attempt)", n)
 	}
 }
 

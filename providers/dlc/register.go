@@ -109,7 +109,7 @@ func Registration() registry.Kind {
 }
 
 // New builds the provider of a decoded block.
-func New(s *Settings, env registry.Env) (*cloudjob.Provider, error) {
+func New(s *Settings, env registry.Env) (providers.Provider, error) {
 	c, err := NewClientFor(s, env.Name)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ const password = "dlts-Pa55-4e3d2c"
 
 type lab struct {
 	srv *dltstest.Server
-	p   *cloudjob.Provider
+	p   *cloudjob.SpecProvider
 }
 
 func newLab(t *testing.T, s dlts.Settings, getenv func(string) string) *lab {
@@ -55,7 +55,7 @@ func newLab(t *testing.T, s dlts.Settings, getenv func(string) string) *lab {
 	opts := dlts.Options(c, &s, env)
 	opts.Poll = 200 * time.Millisecond
 	opts.Retry = cloudjob.Retry{Attempts: 8, Base: 10 * time.Millisecond, Max: 2 * time.Second}
-	return &lab{srv: srv, p: cloudjob.New(c, opts)}
+	return &lab{srv: srv, p: cloudjob.New(c, opts).(*cloudjob.SpecProvider)}
 }
 
 func good() dlts.Settings {
@@ -69,7 +69,8 @@ func TestConformance(t *testing.T) {
 		return l.p
 	}, conformance.Options{
 		NNIPlatform: "dlts", CodeCopied: true,
-		Lose: func(t *testing.T, h providers.Handle) { l.srv.Vanish(h["job"]) },
+		Unimplemented: map[string]string{conformance.CapTensorBoardSync: cloudjob.NoTensorBoardSync},
+		Lose:          func(t *testing.T, h providers.Handle) { l.srv.Vanish(h["job"]) },
 	})
 }
 
@@ -82,47 +83,32 @@ func start(t *testing.T, l *lab, id, shell string) (providers.Handle, error) {
 	return l.p.Start(context.Background(), cloudtest.StartRequest(t, id, shell))
 }
 
-// DLTS assigns job ids: a submit whose answer was lost is found by name,
-// never made twice.
-func TestFaultsConverge(t *testing.T) {
+// The cloud platforms' shared suite: faults converge, Retry-After is
+// honoured, a lost job resumes. DLTS assigns job ids: a submit whose
+// answer was lost is found by name, never made twice.
+func TestCloudSuite(t *testing.T) {
 	post := cloudtest.Method(http.MethodPost, "/jobs")
 	get := cloudtest.Method(http.MethodGet, "/v2/clusters/")
-	for _, tc := range []struct {
-		name  string
-		fault cloudtest.Fault
-		n     int
-		match func(*http.Request) bool
-	}{
-		{"throttled submit", cloudtest.Throttle, 3, post},
-		{"server error on submit", cloudtest.ServerError, 2, post},
-		{"connection dropped before submit", cloudtest.Drop, 2, post},
-		// the retry finds the job by name: one drop, no second POST
-		{"connection dropped after submit", cloudtest.DropAfter, 1, post},
-		{"slow submit past the client timeout", cloudtest.Slow, 1, post},
-		{"throttled reads", cloudtest.Throttle, 4, get},
-		{"dropped reads", cloudtest.Drop, 3, get},
-		{"slow reads", cloudtest.Slow, 1, get},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	cloudtest.Run(t, cloudtest.Suite{
+		NewLab: func(t *testing.T) *cloudtest.Lab {
 			l := newLab(t, good(), nil)
-			l.srv.Faults.RetryAfter = 1
-			l.srv.Faults.SlowFor = 3 * time.Second
-			l.srv.Faults.Inject(tc.fault, tc.n, tc.match)
-			if _, err := start(t, l, "t1", `echo "NNISDK_MEb'{\"parameter_id\": 1, \"trial_job_id\": \"t1\", \"type\": \"FINAL\", \"sequence\": 0, \"value\": \"0.5\"}'"`); err != nil {
-				t.Fatal(err)
-			}
-			o := waitEnd(t, l, "t1")
-			if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Value != "0.5" {
-				t.Errorf("after %s: %+v", tc.name, o)
-			}
-			if got := l.srv.Faults.Hits(tc.fault); got != tc.n {
-				t.Errorf("fault injected %d times, want %d", got, tc.n)
-			}
-			if n := l.srv.Submits(); n != 1 {
-				t.Errorf("%d jobs created, want 1", n)
-			}
-		})
-	}
+			return &cloudtest.Lab{Provider: l.p, Faults: l.srv.Faults, Runner: l.srv.Runner, Creates: l.srv.Submits, Jobs: l.srv.JobIDs,
+				Vanish: func(h providers.Handle) { l.srv.Vanish(h["job"]) }}
+		},
+		Faults: []cloudtest.FaultCase{
+			{Name: "throttled submit", Fault: cloudtest.Throttle, N: 3, Match: post},
+			{Name: "server error on submit", Fault: cloudtest.ServerError, N: 2, Match: post},
+			{Name: "connection dropped before submit", Fault: cloudtest.Drop, N: 2, Match: post},
+			// the retry finds the job by name: one drop, no second POST
+			{Name: "connection dropped after submit", Fault: cloudtest.DropAfter, N: 1, Match: post},
+			{Name: "slow submit past the client timeout", Fault: cloudtest.Slow, N: 1, Match: post},
+			{Name: "throttled reads", Fault: cloudtest.Throttle, N: 4, Match: get},
+			{Name: "dropped reads", Fault: cloudtest.Drop, N: 3, Match: get},
+			{Name: "slow reads", Fault: cloudtest.Slow, N: 1, Match: get},
+		},
+		Submit: post,
+		JobKey: "job",
+	})
 }
 
 // A wrong password is a permanent error naming its source, never showing

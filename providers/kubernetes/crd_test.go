@@ -93,7 +93,9 @@ func TestCRDConformance(t *testing.T) {
 				Timeout:  90 * time.Second,
 				Parallel: true,
 				Unimplemented: map[string]string{
-					conformance.CapKillNewSession: nodeAgentSessions,
+					conformance.CapKillNewSession:  nodeAgentSessions,
+					conformance.CapLocation:        k8sNoLocation,
+					conformance.CapTensorBoardSync: k8sNoTensorBoardSync,
 				},
 			})
 		})

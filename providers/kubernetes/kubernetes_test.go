@@ -117,7 +117,9 @@ func TestConformance(t *testing.T) {
 		Timeout:  90 * time.Second,
 		Parallel: true,
 		Unimplemented: map[string]string{
-			conformance.CapKillNewSession: nodeAgentSessions,
+			conformance.CapKillNewSession:  nodeAgentSessions,
+			conformance.CapLocation:        k8sNoLocation,
+			conformance.CapTensorBoardSync: k8sNoTensorBoardSync,
 		},
 	})
 }
@@ -127,6 +129,11 @@ func TestConformance(t *testing.T) {
 // containers as plain processes and stops their process group, while a
 // real kubelet's container runtime kills everything in the container
 // (its cgroup and pid namespace), new sessions included.
+const (
+	k8sNoLocation        = "the handle names the Job or object; the platform names no place beyond it"
+	k8sNoTensorBoardSync = "TensorBoard logs stay in the pod or on its checkpoint claim: trialform tensorboard copies nothing from a cluster"
+)
+
 const nodeAgentSessions = "the test node agent runs containers as plain processes and kills their process group; a real container runtime kills the whole container, new sessions included"
 
 // codeDirsIn makes each test's code dir under share (the "NFS share").

@@ -95,10 +95,19 @@ func loseTrial(t *testing.T, h providers.Handle) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
+// localUnimplemented are the optional capabilities the local platform
+// lacks, and why.
+var localUnimplemented = map[string]string{
+	conformance.CapSpecDiff:        "a trial is a process: there is no platform object to drift from its definition",
+	conformance.CapLocation:        "every trial runs on this machine: there is nothing to name",
+	conformance.CapTensorBoardSync: "trials write their TensorBoard logs on this machine, where they are read in place",
+}
+
 func TestConformance(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) providers.Provider { return newLocal(t, nil) }, conformance.Options{
-		Lose:     loseTrial,
-		Parallel: true,
+		Lose:          loseTrial,
+		Parallel:      true,
+		Unimplemented: localUnimplemented,
 	})
 }
 
@@ -108,8 +117,9 @@ func TestConformancePerTrialSupervisor(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) providers.Provider {
 		return newLocal(t, func(c *Config) { c.PerTrialSupervisor = true })
 	}, conformance.Options{
-		Lose:     loseTrial,
-		Parallel: true,
+		Lose:          loseTrial,
+		Parallel:      true,
+		Unimplemented: localUnimplemented,
 	})
 }
 

@@ -23,7 +23,7 @@ const token = "pai-T0ken-8c1f2e"
 // lab is one fake cluster and the provider of a platform block over it.
 type lab struct {
 	srv   *openpaitest.Server
-	p     *cloudjob.Provider
+	p     *cloudjob.SpecProvider
 	mount string
 }
 
@@ -55,7 +55,7 @@ func newLab(t testing.TB, tok string, tweak func(*cloudjob.Options, *openpai.Cli
 	if tweak != nil {
 		tweak(&opts, c)
 	}
-	return &lab{srv: srv, p: cloudjob.New(c, opts), mount: local}
+	return &lab{srv: srv, p: cloudjob.New(c, opts).(*cloudjob.SpecProvider), mount: local}
 }
 
 func TestConformance(t *testing.T) {
@@ -65,7 +65,8 @@ func TestConformance(t *testing.T) {
 		return l.p
 	}, conformance.Options{
 		NNIPlatform: "pai", CodeCopied: true,
-		Lose: func(t *testing.T, h providers.Handle) { l.srv.Vanish(h["name"]) },
+		Unimplemented: map[string]string{conformance.CapTensorBoardSync: cloudjob.NoTensorBoardSync},
+		Lose:          func(t *testing.T, h providers.Handle) { l.srv.Vanish(h["name"]) },
 	})
 }
 
@@ -79,80 +80,29 @@ func waitEnd(t *testing.T, l *lab, id string) providers.Observation {
 	return cloudtest.WaitEnd(t, l.p, id)
 }
 
-// Every fault converges: the trial runs once, and its job exists once.
-func TestFaultsConverge(t *testing.T) {
+// The cloud platforms' shared suite: faults converge, Retry-After is
+// honoured, a lost job resumes in the same output dir.
+func TestCloudSuite(t *testing.T) {
 	post := cloudtest.Method(http.MethodPost, "/api/v2/jobs")
 	get := cloudtest.Method(http.MethodGet, "~")
-	for _, tc := range []struct {
-		name  string
-		fault cloudtest.Fault
-		n     int
-		match func(*http.Request) bool
-	}{
-		{"throttled submit", cloudtest.Throttle, 3, post},
-		{"server error on submit", cloudtest.ServerError, 2, post},
-		{"connection dropped before submit", cloudtest.Drop, 2, post},
-		{"connection dropped after submit", cloudtest.DropAfter, 2, post},
-		{"slow submit past the client timeout", cloudtest.Slow, 1, post},
-		{"throttled reads", cloudtest.Throttle, 4, get},
-		{"dropped reads", cloudtest.Drop, 3, get},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	cloudtest.Run(t, cloudtest.Suite{
+		NewLab: func(t *testing.T) *cloudtest.Lab {
 			l := newLab(t, token, nil)
-			l.srv.Faults.RetryAfter = 1
-			l.srv.Faults.SlowFor = 3 * time.Second
-			l.srv.Faults.Inject(tc.fault, tc.n, tc.match)
-			start(t, l, "t1", `echo "NNISDK_MEb'{\"parameter_id\": 1, \"trial_job_id\": \"t1\", \"type\": \"FINAL\", \"sequence\": 0, \"value\": \"0.5\"}'"`)
-			o := waitEnd(t, l, "t1")
-			if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Value != "0.5" {
-				t.Errorf("after %s: %+v", tc.name, o)
-			}
-			if got := l.srv.Faults.Hits(tc.fault); got != tc.n {
-				t.Errorf("fault injected %d times, want %d", got, tc.n)
-			}
-			if n := l.srv.Submits(); n != 1 {
-				t.Errorf("%d jobs created, want 1", n)
-			}
-			if n := l.srv.Runner.Starts(l.srv.JobNames()[0]); n != 1 {
-				t.Errorf("the job ran %d times", n)
-			}
-		})
-	}
-}
-
-// Retry-After is honoured: a throttled call waits what the service said.
-func TestRetryAfterHonoured(t *testing.T) {
-	l := newLab(t, token, nil)
-	l.srv.Faults.RetryAfter = 1
-	l.srv.Faults.Inject(cloudtest.Throttle, 1, cloudtest.Method(http.MethodPost, ""))
-	begin := time.Now()
-	start(t, l, "t1", "true")
-	if d := time.Since(begin); d < time.Second {
-		t.Errorf("Start returned after %s, before the 1s Retry-After", d)
-	}
-}
-
-// A job the cluster forgot is lost; Start resumes it as a new attempt in
-// the same output dir.
-func TestLostJobResumes(t *testing.T) {
-	l := newLab(t, token, nil)
-	h := start(t, l, "t1", "sleep 1000")
-	l.srv.Vanish(h["name"])
-	o, err := l.p.Read(context.Background(), providers.ReadRequest{Experiment: "e", TrialID: "t1"})
-	if err != nil || o.Phase != providers.PhaseLost {
-		t.Fatalf("after the job vanished: %+v %v", o, err)
-	}
-	h2, err := l.p.Start(context.Background(), providers.StartRequest{Experiment: "e", ExperimentID: "x1", TrialID: "t1", Seq: 1, ParameterID: 1,
-		Params: map[string]any{"lr": 0.1}, Shell: "true", CodeDir: t.TempDir(), Lineage: "L", Generation: 1, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h2["attempt"] != "2" || h2["name"] == h["name"] {
-		t.Errorf("resumed handle %v (first %v)", h2, h)
-	}
-	if o := waitEnd(t, l, "t1"); o.Phase != providers.PhaseSucceeded {
-		t.Errorf("resumed trial: %+v", o)
-	}
+			return &cloudtest.Lab{Provider: l.p, Faults: l.srv.Faults, Runner: l.srv.Runner, Creates: l.srv.Submits, Jobs: l.srv.JobNames,
+				Vanish: func(h providers.Handle) { l.srv.Vanish(h["name"]) }}
+		},
+		Faults: []cloudtest.FaultCase{
+			{Name: "throttled submit", Fault: cloudtest.Throttle, N: 3, Match: post},
+			{Name: "server error on submit", Fault: cloudtest.ServerError, N: 2, Match: post},
+			{Name: "connection dropped before submit", Fault: cloudtest.Drop, N: 2, Match: post},
+			{Name: "connection dropped after submit", Fault: cloudtest.DropAfter, N: 2, Match: post},
+			{Name: "slow submit past the client timeout", Fault: cloudtest.Slow, N: 1, Match: post},
+			{Name: "throttled reads", Fault: cloudtest.Throttle, N: 4, Match: get},
+			{Name: "dropped reads", Fault: cloudtest.Drop, N: 3, Match: get},
+		},
+		Submit: cloudtest.Method(http.MethodPost, ""),
+		JobKey: "name",
+	})
 }
 
 // A wrong token is a permanent error that names where the token comes
