@@ -170,8 +170,8 @@ func (l *loader) decodeBackend() {
 		secret := isSensitive(v)
 		if secret && !sensitive[a.Name] {
 			l.errorf(a.Expr.Range().Ptr(), "Sensitive value not allowed here",
-				"This value comes from a sensitive variable, but %s is not a credential setting of a %s backend, so trialform would record it in the working copy's backend settings. A sensitive value may go into %s.",
-				a.Name, kind.Name, credentialNames(sensitive))
+				"This value comes from a sensitive variable, but %s is not a credential setting of a %s backend, so trialform would record it with the working copy's backend settings. %s",
+				a.Name, kind.Name, credentialNames(kind.Name, sensitive))
 			continue
 		}
 		be.Secrets = append(be.Secrets, sensitiveStrings(v)...)
@@ -244,16 +244,16 @@ func (l *loader) unknownVarNamed(name string) bool {
 
 // credentialNames is how a message names the settings that may hold a
 // sensitive value.
-func credentialNames(sensitive map[string]bool) string {
+func credentialNames(kind string, sensitive map[string]bool) string {
 	if len(sensitive) == 0 {
-		return "none of its settings (credentials come from the environment)"
+		return "A " + kind + " backend takes no credential in its block: it reads them from the environment."
 	}
 	var names []string
 	for n := range sensitive {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return joinQuoted(names)
+	return "A sensitive value may go into " + joinQuoted(names) + "."
 }
 
 // LoadBackend reads only the backend block of the configuration in dir,

@@ -86,17 +86,17 @@ func (e *LockedError) Error() string {
 	if op == "" {
 		op = "another command"
 	}
-	what := "state"
+	what, verb := "state", "is"
 	if i.Backend != "" && i.Backend != LocalBackend {
 		what = fmt.Sprintf("state in the %s backend (%s)", i.Backend, i.Path)
 	}
 	if len(i.Experiments) > 0 {
 		s := ""
 		if len(i.Experiments) > 1 {
-			s = "s"
+			s, verb = "s", "are"
 		}
 		what = fmt.Sprintf("experiment%s %s of the %s", s, strings.Join(i.Experiments, ", "), what)
 	}
-	return fmt.Sprintf("%s is locked by %s (pid %d, %s, since %s, lock ID %s); wait for it, use -lock-timeout=30s, or `trialform force-unlock %s` if the holder is gone",
-		what, op, i.PID, i.Who, i.Created.Format(time.RFC3339), i.ID, i.ID)
+	return fmt.Sprintf("%s %s locked by %s (pid %d, %s, since %s, lock ID %s); wait for it, use -lock-timeout=30s, or `trialform force-unlock %s` if the holder is gone",
+		what, verb, op, i.PID, i.Who, i.Created.Format(time.RFC3339), i.ID, i.ID)
 }

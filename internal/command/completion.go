@@ -89,6 +89,7 @@ func runComplete(ctx context.Context, g *Globals, args []string) int {
 	}
 	words, cur := args[:len(args)-1], args[len(args)-1]
 	q := &Globals{IO: IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard, Environ: g.IO.Environ}}
+	defer q.closeBackend()
 	i := 0
 	for i < len(words) && strings.HasPrefix(words[i], "-") {
 		a := strings.TrimLeft(words[i], "-")
