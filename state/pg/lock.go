@@ -1,0 +1,306 @@
+package pg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trialform/trialform/state"
+)
+
+// held is a lock this client holds: its connection holds the advisory
+// locks.
+type held struct {
+	info  state.LockInfo
+	whole bool
+	conn  *pgx.Conn
+}
+
+// scope is the experiments this client's locks cover: nil when it holds
+// the whole state, or no lock (a save then checks the whole state).
+func (b *Backend) scope() map[string]bool {
+	b.lockMu.Lock()
+	defer b.lockMu.Unlock()
+	var out map[string]bool
+	for h := range b.held {
+		if h.whole {
+			return nil
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		for _, e := range h.info.Experiments {
+			out[e] = true
+		}
+	}
+	return out
+}
+
+// Lock takes the whole-state lock.
+func (b *Backend) Lock(ctx context.Context, operation, version string, timeout time.Duration) (*state.Lock, error) {
+	return b.LockExperiments(ctx, nil, operation, version, timeout)
+}
+
+// LockExperiments takes the lock of experiments (the whole state when
+// empty): all or nothing; with a timeout it tries again until it passes
+// or ctx is done.
+func (b *Backend) LockExperiments(ctx context.Context, experiments []string, operation, version string, timeout time.Duration) (*state.Lock, error) {
+	names := append([]string(nil), experiments...)
+	sort.Strings(names)
+	names = compact(names)
+	info := state.NewLockInfo(operation, version, b.where)
+	info.Backend = Name
+	info.Experiments = names
+	deadline := time.Now().Add(timeout)
+	wait := 100 * time.Millisecond
+	for {
+		h, locked, err := b.tryLock(ctx, info)
+		if err != nil {
+			return nil, err
+		}
+		if h != nil {
+			b.lockMu.Lock()
+			b.held[h] = true
+			b.lockMu.Unlock()
+			return state.NewLock(info, func() error { return b.unlock(h) }), nil
+		}
+		if timeout <= 0 || !time.Now().Before(deadline) {
+			if timeout > 0 {
+				return nil, fmt.Errorf("waited %s for the lock: %w", timeout, locked)
+			}
+			return nil, locked
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%v while waiting for the lock: %w", ctx.Err(), locked)
+		}
+		t := time.NewTimer(min(wait, time.Until(deadline)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("%v while waiting for the lock: %w", ctx.Err(), locked)
+		case <-t.C:
+		}
+		wait = min(wait*2, 2*time.Second)
+	}
+}
+
+func compact(s []string) []string {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// tryLock tries once: a held lock, or the *LockedError of a holder.
+func (b *Backend) tryLock(ctx context.Context, info state.LockInfo) (*held, *state.LockedError, error) {
+	// One try even when ctx is done: the error then names the holder.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	conn, err := b.connect(cctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			conn.Close(context.Background())
+		}
+	}()
+	whole := len(info.Experiments) == 0
+	var got bool
+	if whole {
+		err = conn.QueryRow(cctx, `SELECT pg_try_advisory_lock($1)`, b.stateKey).Scan(&got)
+	} else {
+		keys := []int64{}
+		for _, e := range info.Experiments {
+			keys = append(keys, key("experiment", b.schema, e))
+		}
+		// All or nothing: the shared state lock and each experiment's,
+		// released together when one is missing.
+		err = conn.QueryRow(cctx, `SELECT pg_try_advisory_lock_shared($1) AND
+			(SELECT bool_and(pg_try_advisory_lock(k)) FROM unnest($2::bigint[]) AS k)`, b.stateKey, keys).Scan(&got)
+		if err == nil && !got {
+			_, err = conn.Exec(cctx, `SELECT pg_advisory_unlock_all()`)
+		}
+	}
+	if err != nil {
+		return nil, nil, b.fail("take the lock", err)
+	}
+	if !got {
+		return nil, b.holder(cctx, info.Experiments), nil
+	}
+	js, _ := json.Marshal(info)
+	exps := info.Experiments
+	if exps == nil {
+		exps = []string{}
+	}
+	if _, err := conn.Exec(cctx, `INSERT INTO `+b.t("locks")+` (id, whole, experiments, info, pid, backend_start)
+		SELECT $1, $2, $3, $4::text::jsonb, pg_backend_pid(), backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()`,
+		info.ID, whole, exps, string(js)); err != nil {
+		return nil, nil, b.fail("record the lock", err)
+	}
+	ok = true
+	return &held{info: info, whole: whole, conn: conn}, nil, nil
+}
+
+// live is the condition of a locks row whose connection is still there.
+const live = `EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.pid AND a.backend_start = l.backend_start)`
+
+// holder returns the LockedError naming who holds what experiments
+// wants (the whole state when empty). The holder records itself just
+// after it takes the lock: a moment without a record is tried again.
+func (b *Backend) holder(ctx context.Context, experiments []string) *state.LockedError {
+	for try := 0; try < 20; try++ {
+		locks, err := b.currentLocks(ctx)
+		if err != nil {
+			return &state.LockedError{}
+		}
+		for _, li := range locks {
+			if len(experiments) == 0 || len(li.Experiments) == 0 || overlap(li.Experiments, experiments) {
+				return &state.LockedError{Info: li}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return &state.LockedError{}
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return &state.LockedError{}
+}
+
+func overlap(a, b []string) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unlock releases h: its record, then its connection (and with it the
+// advisory locks; a connection force-unlock ended is gone already).
+func (b *Backend) unlock(h *held) error {
+	b.lockMu.Lock()
+	delete(b.held, h)
+	b.lockMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	if !h.conn.IsClosed() {
+		if _, e := h.conn.Exec(ctx, `DELETE FROM `+b.t("locks")+` WHERE id = $1`, h.info.ID); e != nil && !h.conn.IsClosed() {
+			err = b.fail("release the lock", e)
+		}
+	}
+	h.conn.Close(ctx)
+	return err
+}
+
+// currentLocks lists the live locks, the whole state's first, then by age.
+func (b *Backend) currentLocks(ctx context.Context) ([]state.LockInfo, error) {
+	pool, err := b.getPool(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := pool.Query(ctx, `SELECT info::text FROM `+b.t("locks")+` l WHERE `+live+` ORDER BY whole DESC, (info->>'created'), id`)
+	if err != nil {
+		return nil, b.fail("read the locks", err)
+	}
+	var out []state.LockInfo
+	for rows.Next() {
+		var js []byte
+		if err := rows.Scan(&js); err != nil {
+			return nil, b.fail("read the locks", err)
+		}
+		var li state.LockInfo
+		if err := json.Unmarshal(js, &li); err == nil {
+			out = append(out, li)
+		}
+	}
+	return out, b.fail("read the locks", rows.Err())
+}
+
+// CurrentLocks lists every lock held now.
+func (b *Backend) CurrentLocks() ([]state.LockInfo, error) {
+	ctx, cancel := background()
+	defer cancel()
+	return b.currentLocks(ctx)
+}
+
+// CurrentLock returns the whole-state lock's holder, else the oldest
+// experiment lock's; nil when none is held.
+func (b *Backend) CurrentLock() (*state.LockInfo, error) {
+	locks, err := b.CurrentLocks()
+	if err != nil || len(locks) == 0 {
+		return nil, err
+	}
+	return &locks[0], nil
+}
+
+// ForceUnlock releases the lock whose ID is id: it ends the holder's
+// connection (pg_terminate_backend: the role must be the holder's, or
+// have pg_signal_backend) and removes its record.
+func (b *Backend) ForceUnlock(id string) error {
+	ctx, cancel := background()
+	defer cancel()
+	pool, err := b.getPool(ctx)
+	if err != nil {
+		return err
+	}
+	var pid int
+	err = pool.QueryRow(ctx, `SELECT pid FROM `+b.t("locks")+` l WHERE id = $1 AND `+live, id).Scan(&pid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		locks, lerr := b.currentLocks(ctx)
+		if lerr != nil {
+			return lerr
+		}
+		if len(locks) == 0 {
+			return fmt.Errorf(`backend "pg" (%s): no lock with ID %s: the state is not locked`, b.where, id)
+		}
+		var held []string
+		for _, li := range locks {
+			held = append(held, lockLine(li))
+		}
+		return fmt.Errorf(`backend "pg" (%s): no lock with ID %s; the locks held are: %s`, b.where, id, joinLines(held))
+	}
+	if err != nil {
+		return b.fail("force-unlock", err)
+	}
+	var ok bool
+	if err := pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, 30000)`, pid).Scan(&ok); err != nil {
+		return b.fail("force-unlock (end the holder's connection)", err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM `+b.t("locks")+` WHERE id = $1`, id); err != nil {
+		return b.fail("force-unlock", err)
+	}
+	return nil
+}
+
+func lockLine(li state.LockInfo) string {
+	what := "the whole state"
+	if len(li.Experiments) > 0 {
+		what = fmt.Sprintf("experiments %v", li.Experiments)
+	}
+	return fmt.Sprintf("%s by %s (pid %d, %s, since %s, lock ID %s)", what, li.Operation, li.PID, li.Who, li.Created.Format(time.RFC3339), li.ID)
+}
+
+func joinLines(s []string) string {
+	out := ""
+	for i, l := range s {
+		if i > 0 {
+			out += "; "
+		}
+		out += l
+	}
+	return out
+}

@@ -1,0 +1,211 @@
+package pg
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trialform/trialform/internal/pgtest"
+	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/state/backendreg"
+	"github.com/trialform/trialform/state/backendtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// open opens a client of the database conn (schema "trialform").
+func open(t testing.TB, conn string) *Backend {
+	t.Helper()
+	b, err := Open(Settings{ConnStr: conn}, backendreg.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// pgStore is a fresh database with its faults: what a person (or a
+// program that is not trialform) does to its rows.
+func pgStore(t *testing.T) *backendtest.Store {
+	conn := pgtest.DB(t)
+	srv := pgtest.Shared(t)
+	db := dbName(conn)
+	exec := func(t *testing.T, sql string, args ...any) {
+		t.Helper()
+		if err := srv.Exec(context.Background(), db, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &backendtest.Store{
+		Open: func() state.Backend { return open(t, conn) },
+		// The row of the trial change n added, edited by hand into
+		// something trialform did not write.
+		CorruptChange: func(t *testing.T, n int) {
+			exec(t, `UPDATE trialform.trials SET body = '{"id": 7, "seq": "x"}' WHERE serial = $1`, n+1)
+		},
+		// The state row deleted.
+		LoseState: func(t *testing.T) { exec(t, `DELETE FROM trialform.state`) },
+	}
+}
+
+func dbName(conn string) string {
+	var db string
+	for i := len(conn) - 1; i >= 0; i-- {
+		if conn[i] == '/' {
+			db = conn[i+1:]
+			break
+		}
+	}
+	for i := range db {
+		if db[i] == '?' {
+			return db[:i]
+		}
+	}
+	return db
+}
+
+func TestPgBackend(t *testing.T) {
+	backendtest.Run(t, pgStore)
+}
+
+// A transaction killed midway (its connection ended before the commit,
+// as when the client is killed): nothing of the change is there, the
+// save says so, and the next save goes on from the state before it.
+func TestKilledTransactionLeavesNothing(t *testing.T) {
+	conn := pgtest.DB(t)
+	b := open(t, conn)
+	s := backendtest.Sample(3)
+	if err := b.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Clone()
+	s.Experiments["mnist"].Trials["t0000"].Attempts = 9
+	s.Experiments["mnist"].Trials["t0100"] = backendtest.Trial(100)
+	s.Experiments["cifar"].Paused = true
+	b.beforeCommit = func(ctx context.Context, tx pgx.Tx) error {
+		// The server ends this transaction's connection.
+		_, err := tx.Exec(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+		return err
+	}
+	err := b.Save(s)
+	if err == nil {
+		t.Fatal("a save whose connection was ended before the commit succeeded")
+	}
+	if !strings.Contains(err.Error(), `backend "pg"`) {
+		t.Fatalf("the error does not name the backend: %v", err)
+	}
+	b.beforeCommit = nil
+	got, err := open(t, conn).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, before) {
+		t.Fatalf("after a killed transaction the state is not the one before it: serial %d, t0000 attempts %d", got.Serial, got.Experiments["mnist"].Trials["t0000"].Attempts)
+	}
+	// The writer reloads and saves the change again.
+	again, err := b.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Experiments["mnist"].Trials["t0100"] = backendtest.Trial(100)
+	if err := b.Save(again); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := open(t, conn).Load(); got.Experiments["mnist"].Trials["t0100"] == nil || got.Serial != before.Serial+1 {
+		t.Fatalf("the save after the killed one: serial %d", got.Serial)
+	}
+}
+
+// Errors name the backend, the server and the database, and what to do;
+// never the password.
+func TestErrorsNameTheServerNotThePassword(t *testing.T) {
+	srv := pgtest.Shared(t)
+	conn := pgtest.DB(t)
+	db := dbName(conn)
+	for name, c := range map[string]string{
+		"a wrong password": strings.Replace(conn, srv.Password, "s3cret-wrong-pw", 1),
+		"no server":        strings.Replace(conn, fmt.Sprintf(":%d/", srv.Port), ":1/", 1),
+	} {
+		b := open(t, c)
+		_, err := b.Load()
+		if err == nil {
+			t.Fatalf("%s: loaded", name)
+		}
+		msg := err.Error()
+		if strings.Contains(msg, "s3cret-wrong-pw") || strings.Contains(msg, srv.Password) {
+			t.Fatalf("%s: the error shows the password: %s", name, msg)
+		}
+		if !strings.Contains(msg, `backend "pg"`) || !strings.Contains(msg, "database "+db) || !strings.Contains(msg, "127.0.0.1:") {
+			t.Fatalf("%s: the error does not name the backend, server and database: %s", name, msg)
+		}
+		if name == "a wrong password" && !strings.Contains(msg, "password") {
+			t.Fatalf("%s: the error does not say to check the password: %s", name, msg)
+		}
+	}
+	// A connection string that cannot be parsed is not repeated.
+	if _, err := Open(Settings{ConnStr: "postgres://u:s3cret-pw@host:notaport/db"}, backendreg.Env{}); err == nil || strings.Contains(err.Error(), "s3cret-pw") {
+		t.Fatalf("a bad connection string: %v", err)
+	}
+}
+
+// Without conn_str the PG* variables (as libpq reads them) name the
+// server; two schemas of one database hold two states.
+func TestEnvironmentAndSchemas(t *testing.T) {
+	srv := pgtest.Shared(t)
+	db := dbName(pgtest.DB(t))
+	env := srv.Env(db)
+	getenv := func(k string) string { return env[k] }
+	var clients []*Backend
+	for _, schema := range []string{"", "team_b"} {
+		b, err := Open(Settings{SchemaName: schema}, backendreg.Env{Getenv: getenv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		clients = append(clients, b)
+	}
+	a, bb := clients[0], clients[1]
+	if err := a.Save(backendtest.Sample(2)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := bb.Exists(); err != nil || ok {
+		t.Fatalf("schema team_b sees the default schema's state: %v, %v", ok, err)
+	}
+	if !strings.Contains(bb.Location(), "schema team_b") {
+		t.Fatalf("location %q does not name the schema", bb.Location())
+	}
+	if _, err := Open(Settings{SchemaName: "Bad-Name"}, backendreg.Env{}); err == nil {
+		t.Fatal("a schema name that needs quoting was accepted")
+	}
+	// A schema migrated by a newer trialform is refused, not written.
+	if err := srv.Exec(context.Background(), db, `INSERT INTO team_b.schema_migrations (version) VALUES (99)`); err != nil {
+		t.Fatal(err)
+	}
+	nb, _ := Open(Settings{SchemaName: "team_b"}, backendreg.Env{Getenv: getenv})
+	defer nb.Close()
+	if _, err := nb.Load(); err == nil || !strings.Contains(err.Error(), "newer trialform") {
+		t.Fatalf("a newer schema: %v", err)
+	}
+}
+
+// Registration decodes into Settings and opens the backend.
+func TestRegistration(t *testing.T) {
+	k := Registration()
+	cfg := k.Config().(*Settings)
+	cfg.ConnStr = pgtest.DB(t)
+	b, err := k.Open(cfg, backendreg.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.(*Backend).Close()
+	if b.Name() != "pg" || k.Name != "pg" {
+		t.Fatalf("name %q", b.Name())
+	}
+	if ok, err := b.Exists(); err != nil || ok {
+		t.Fatalf("Exists = %v, %v", ok, err)
+	}
+}
