@@ -2,6 +2,7 @@ package k8sstate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -323,6 +324,51 @@ func (c *client) listLeases(ctx context.Context, selector string) (*coordv1.Leas
 			out = l
 		}
 		return err
+	})
+	return out, err
+}
+
+// Metadata only: for what needs a Secret's name, labels, annotations and
+// resourceVersion and not its data (stamps, listings), the apiserver is
+// asked for PartialObjectMetadata (a full object, from a server that
+// cannot, decodes the same).
+
+const (
+	metaAccept     = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+	metaListAccept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+)
+
+func (c *client) getSecretMeta(ctx context.Context, name string) (*metav1.PartialObjectMetadata, error) {
+	var out *metav1.PartialObjectMetadata
+	err := c.do(ctx, "read Secret "+c.ns+"/"+name, func(ctx context.Context) error {
+		raw, err := c.core.Get().Namespace(c.ns).Resource("secrets").Name(name).SetHeader("Accept", metaAccept).DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		m := &metav1.PartialObjectMetadata{}
+		if err := json.Unmarshal(raw, m); err != nil {
+			return fmt.Errorf("decode the metadata of Secret %s/%s: %w", c.ns, name, err)
+		}
+		out = m
+		return nil
+	})
+	return out, err
+}
+
+func (c *client) listSecretsMeta(ctx context.Context, selector string) (*metav1.PartialObjectMetadataList, error) {
+	var out *metav1.PartialObjectMetadataList
+	err := c.do(ctx, "list Secrets in "+c.ns, func(ctx context.Context) error {
+		raw, err := c.core.Get().Namespace(c.ns).Resource("secrets").
+			VersionedParams(&metav1.ListOptions{LabelSelector: selector}, paramCodec).SetHeader("Accept", metaListAccept).DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		l := &metav1.PartialObjectMetadataList{}
+		if err := json.Unmarshal(raw, l); err != nil {
+			return fmt.Errorf("decode the list of Secrets in %s: %w", c.ns, err)
+		}
+		out = l
+		return nil
 	})
 	return out, err
 }

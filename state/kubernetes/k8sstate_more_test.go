@@ -564,3 +564,50 @@ func TestSettingsChecked(t *testing.T) {
 		}
 	}
 }
+
+// The stamps change with what they stamp, and are read without the
+// Secrets' data (the apiserver answers PartialObjectMetadata).
+func TestStamps(t *testing.T) {
+	suffix := newSuffix()
+	b := open(t, suffix)
+	st0, err := b.StateStamp()
+	if err != nil || st0.State != "" {
+		t.Fatalf("no state: stamp %+v, %v", st0, err)
+	}
+	s := backendtest.Sample(2)
+	mustSave(t, b, s)
+	st1, _ := b.StateStamp()
+	if again, _ := open(t, suffix).StateStamp(); st1.State == "" || again != st1 || st1.Written.IsZero() {
+		t.Fatalf("stamps %+v and %+v of one state", st1, again)
+	}
+	s.Experiments["mnist"].Paused = true
+	mustSave(t, b, s)
+	if st2, _ := b.StateStamp(); st2.State == st1.State {
+		t.Fatal("a save did not change the stamp")
+	}
+	if err := b.MarkRefreshed(s.Lineage, []string{"mnist"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if st3, _ := b.StateStamp(); st3.Refreshed == "" {
+		t.Fatal("a mark did not change the stamp")
+	}
+	if m, err := b.MetricsStamp("mnist", "t0000"); err != nil || m != "" {
+		t.Fatalf("no series: stamp %q, %v", m, err)
+	}
+	pt := []state.MetricPoint{{Type: "PERIODICAL", Value: []byte("1")}}
+	if err := b.AppendMetrics("mnist", "t0000", pt); err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := b.MetricsStamp("mnist", "t0000")
+	pt[0].Sequence = 1
+	if err := b.AppendMetrics("mnist", "t0000", pt); err != nil {
+		t.Fatal(err)
+	}
+	if m2, _ := b.MetricsStamp("mnist", "t0000"); m1 == "" || m2 == m1 {
+		t.Fatalf("an append: stamp %q -> %q", m1, m2)
+	}
+	raw, err := b.c.core.Get().Namespace(b.ns).Resource("secrets").Name(b.indexName()).SetHeader("Accept", metaAccept).DoRaw(context.Background())
+	if err != nil || !strings.Contains(string(raw), `"kind":"PartialObjectMetadata"`) || strings.Contains(string(raw), `"data":`) {
+		t.Fatalf("a metadata read answered %.300s, %v", raw, err)
+	}
+}

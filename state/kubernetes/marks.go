@@ -112,7 +112,7 @@ func (b *Backend) StateStamp() (state.Stamp, error) {
 	ctx, cancel := background()
 	defer cancel()
 	var st state.Stamp
-	sec, err := b.c.getSecret(ctx, b.indexName())
+	sec, err := b.c.getSecretMeta(ctx, b.indexName())
 	if apierrors.IsNotFound(err) {
 		return st, nil
 	}
@@ -126,7 +126,7 @@ func (b *Backend) StateStamp() (state.Stamp, error) {
 			st.Written = mf.Time.Time
 		}
 	}
-	if m, err := b.c.getSecret(ctx, b.marksName()); err == nil {
+	if m, err := b.c.getSecretMeta(ctx, b.marksName()); err == nil {
 		st.Refreshed = m.ResourceVersion
 	}
 	return st, nil
@@ -140,7 +140,7 @@ func (b *Backend) Lost() (*state.LostState, error) {
 	}
 	ctx, cancel := background()
 	defer cancel()
-	list, err := b.c.listSecrets(ctx, b.selector(""))
+	list, err := b.c.listSecretsMeta(ctx, b.selector(""))
 	if err != nil {
 		return nil, fmt.Errorf("look for a lost state: %w", err)
 	}

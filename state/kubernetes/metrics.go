@@ -369,7 +369,7 @@ func (b *Backend) MetricsStamp(experiment, trial string) (string, error) {
 	defer cancel()
 	var stamp []string
 	for i := 0; ; i++ {
-		sec, err := b.c.getSecret(ctx, b.seriesName(experiment, trial, i))
+		sec, err := b.c.getSecretMeta(ctx, b.seriesName(experiment, trial, i))
 		if apierrors.IsNotFound(err) {
 			break
 		}

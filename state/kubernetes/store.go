@@ -149,7 +149,7 @@ func (b *Backend) checkFormat(idx *index) error {
 func (b *Backend) Exists() (bool, error) {
 	ctx, cancel := background()
 	defer cancel()
-	_, err := b.c.getSecret(ctx, b.indexName())
+	_, err := b.c.getSecretMeta(ctx, b.indexName())
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -875,7 +875,7 @@ func (b *Backend) collectGarbage(ctx context.Context, exps []string) {
 	if err != nil || idx == nil {
 		return
 	}
-	list, err := b.c.listSecrets(ctx, b.selector(rolePart))
+	list, err := b.c.listSecretsMeta(ctx, b.selector(rolePart))
 	if err != nil {
 		return
 	}
