@@ -15,6 +15,7 @@ import (
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backendreg"
 	k8sstate "github.com/trialform/trialform/state/kubernetes"
+	pgstate "github.com/trialform/trialform/state/pg"
 )
 
 // Local is the default kind: the files of the working copy's .trialform
@@ -37,6 +38,7 @@ func Kinds() []backendreg.Kind {
 	ks := []backendreg.Kind{
 		Local(),
 		k8sstate.Registration(),
+		pgstate.Registration(),
 	}
 	sort.Slice(ks, func(i, j int) bool { return ks[i].Name < ks[j].Name })
 	return ks
