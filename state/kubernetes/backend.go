@@ -307,6 +307,7 @@ var (
 	_ state.ChangeNotifier   = (*Backend)(nil)
 	_ state.StateStamper     = (*Backend)(nil)
 	_ state.MetricsStamper   = (*Backend)(nil)
+	_ state.Replacer         = (*Backend)(nil)
 )
 
 // Check checks the settings that go together and the suffix's form, so

@@ -611,3 +611,41 @@ func TestStamps(t *testing.T) {
 		t.Fatalf("a metadata read answered %.300s, %v", raw, err)
 	}
 }
+
+// Replace writes a state as it is, its lineage and serial included, over
+// one of another lineage and a higher serial, and leaves no old part.
+func TestReplace(t *testing.T) {
+	suffix := newSuffix()
+	b := open(t, suffix)
+	old := backendtest.Sample(30)
+	for range 5 {
+		old.Experiments["mnist"].Paused = !old.Experiments["mnist"].Paused
+		mustSave(t, b, old)
+	}
+	s := backendtest.Sample(3)
+	s.Serial = 2
+	if err := open(t, suffix).Replace(s); err != nil {
+		t.Fatal(err)
+	}
+	got := mustLoad(t, open(t, suffix))
+	if got.Lineage != s.Lineage || got.Serial != 2 || len(got.Experiments["mnist"].Trials) != 3 {
+		t.Fatalf("after Replace: lineage %s serial %d, %d trials; want %s, 2, 3", got.Lineage, got.Serial, len(got.Experiments["mnist"].Trials), s.Lineage)
+	}
+	list, err := b.c.listSecretsMeta(context.Background(), b.selector(rolePart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ps := range partNames(t, b) {
+		n += len(ps)
+	}
+	if len(list.Items) != n {
+		t.Fatalf("%d part Secrets, the index names %d: the replaced state's parts were left", len(list.Items), n)
+	}
+	// A save goes on from it.
+	got.Experiments["cifar"].Paused = true
+	mustSave(t, open(t, suffix), got)
+	if got.Serial != 3 {
+		t.Fatalf("serial %d after a save, want 3", got.Serial)
+	}
+}

@@ -488,6 +488,8 @@ type change struct {
 	// experiment in scope absent from s is removed.
 	exps    map[string]*encodedExp
 	removed []string
+	// replace: a conflict is not retried nor merged (Replace).
+	replace bool
 }
 
 // prepare computes what saving s writes (nil: nothing) and bumps
@@ -745,6 +747,10 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 			return 0, fmt.Errorf("save state: the index Secret %s/%s was deleted while saving; not saving over it", b.ns, b.indexName())
 		}
 		conflict := &state.ConflictError{Path: b.Location(), FileLineage: cur.Lineage, StateLineage: ch.lineage, FileSerial: cur.Serial, StateSerial: base.Serial}
+		if ch.replace {
+			undo()
+			return 0, fmt.Errorf("the index Secret %s/%s changed while it was being replaced (serial %d now): another command wrote it without the lock; run this one again", b.ns, b.indexName(), cur.Serial)
+		}
 		if cur.Lineage != ch.lineage || ch.scope == nil || attempt >= 50 {
 			undo()
 			return 0, conflict
@@ -899,4 +905,52 @@ func (b *Backend) collectGarbage(ctx context.Context, exps []string) {
 		gone = append(gone, s.Name)
 	}
 	parallel(len(gone), func(i int) error { return b.c.deleteSecret(ctx, gone[i], "") })
+}
+
+// Replace makes s the state as it is, its lineage and serial included,
+// whatever the index holds (state.Replacer: state push -force, init
+// -migrate-state). Every experiment is written as new parts, then the
+// index is replaced (or created), then the old parts are deleted. The
+// caller holds the whole-state lock.
+func (b *Backend) Replace(s *state.State) error {
+	if s == nil || s.Lineage == "" {
+		return errors.New("replace state: the state has no lineage")
+	}
+	if s.Version > state.FormatVersion {
+		return fmt.Errorf("replace state: the state has format version %d, this trialform writes %d", s.Version, state.FormatVersion)
+	}
+	ctx, cancel := background()
+	defer cancel()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	cur, rv, err := b.readIndex(ctx)
+	if err != nil {
+		return err
+	}
+	ch := &change{lineage: s.Lineage, version: state.FormatVersion, exps: map[string]*encodedExp{},
+		base: &index{Layout: layoutVersion, Version: state.FormatVersion, Lineage: s.Lineage, Experiments: map[string]*expEntry{}}}
+	for n, e := range s.Experiments {
+		enc, err := encodeExp(e, nil, nil, false)
+		if err != nil {
+			return fmt.Errorf("replace state: experiment %q: %w", n, err)
+		}
+		ch.exps[n] = enc
+	}
+	// The new index's serial is s's: commit writes base's + 1.
+	if s.Serial > 0 {
+		ch.base.Serial = s.Serial - 1
+	}
+	ch.baseRV = rv
+	ch.replace = true
+	serial, err := b.commit(ctx, ch)
+	if err != nil {
+		return fmt.Errorf("replace state: %w", err)
+	}
+	s.Serial = serial
+	if cur != nil {
+		b.deleteReplaced(ctx, cur, b.cache.idx)
+	}
+	s.Version = state.FormatVersion
+	b.loaded = b.cache.idx
+	return nil
 }
