@@ -460,7 +460,7 @@ func (l *loader) decodeSettings(blk *hcl.Block, what string, s *decl.Schema, cfg
 		attrs[n] = a.AsHCLAttribute()
 	}
 	for _, a := range sortedAttrs(attrs) {
-		if l.checkOptimizeMode(a) {
+		if l.checkOptimizeMode(a) || l.checkForeignSetting(a, s, fmt.Sprintf("%s %q", what, blk.Labels[0])) {
 			continue
 		}
 		// An assessor's objective names the objective it watches

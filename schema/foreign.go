@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/trialform/trialform/internal/decl"
 )
 
 // Names users bring from NNI: its tuner and assessor names, optimize_mode,
@@ -52,6 +54,41 @@ func nniAssessorHint(name string) string {
 		return fmt.Sprintf(" NNI's %q assessor is trialform's %q: assessor %q { }.", k, v, v)
 	}
 	return ""
+}
+
+// foreignSettings are the names NNI's classArgs and Katib's
+// algorithmSettings give settings trialform's tuners take under another
+// name (the converters map them; a hand-written block gets told).
+var foreignSettings = map[string]string{
+	"cold_start_num":       "startup_trials",
+	"min_points_in_model":  "startup_trials",
+	"n_startup_trials":     "startup_trials",
+	"n_ei_candidates":      "candidates",
+	"R":                    "max_budget",
+	"r_l":                  "max_budget",
+	"all_checkpoint_dir":   "checkpoint_dir",
+	"suggestion_trial_dir": "checkpoint_dir",
+	"n_population":         "population_size",
+	"truncation_threshold": "factor",
+	"random_state":         "seed",
+	"no_resampling":        "resample",
+}
+
+// checkForeignSetting reports a setting under NNI's or Katib's name when
+// the block's tuner or assessor (schema s, called what) takes it under
+// trialform's; it returns true when a is one.
+func (l *loader) checkForeignSetting(a *hcl.Attribute, s *decl.Schema, what string) bool {
+	ours, ok := foreignSettings[a.Name]
+	if !ok || s == nil || s.AttrNamed(a.Name) != nil || s.AttrNamed(ours) == nil {
+		return false
+	}
+	negated := ""
+	if a.Name == "no_resampling" {
+		negated = ", negated: resample = false where NNI has no_resampling = true"
+	}
+	l.errorf(a.NameRange.Ptr(), "Unsupported argument",
+		"An argument named %q is not expected in %s: it is NNI's or Katib's name of the setting trialform calls %q%s.", a.Name, what, ours, negated)
+	return true
 }
 
 // checkOptimizeMode reports NNI's optimize_mode in a tuner or assessor

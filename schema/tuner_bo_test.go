@@ -15,7 +15,8 @@ func TestBOTunerSettings(t *testing.T) {
 	}{
 		{"tuner \"gp\" {\n    utility = \"ucb\"\n    kappa = 2\n  }", ""},
 		{"tuner \"gp\" {\n    utility = \"lcb\"\n  }", `utility must be "ei", "ucb" or "poi", got "lcb". Did you mean "ucb"?`},
-		{"tuner \"gp\" {\n    cold_start_num = 3\n  }", `An argument named "cold_start_num" is not expected in tuner "gp"`},
+		{"tuner \"metis\" {\n    no_resampling = true\n  }", `trialform calls "resample", negated: resample = false where NNI has no_resampling = true.`},
+		{"tuner \"gp\" {\n    cold_start_num = 3\n  }", `An argument named "cold_start_num" is not expected in tuner "gp": it is NNI's or Katib's name of the setting trialform calls "startup_trials".`},
 	}
 	for _, tt := range tests {
 		src := strings.Replace(minimalExperiment, `tuner "random" {}`, tt.block, 1)
