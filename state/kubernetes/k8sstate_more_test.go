@@ -649,3 +649,53 @@ func TestReplace(t *testing.T) {
 		t.Fatalf("serial %d after a save, want 3", got.Serial)
 	}
 }
+
+// A save that died after writing its parts and before the index (or
+// before deleting the replaced parts) leaves Secrets no index names: the
+// state reads whole, and the next lock of their experiment deletes them,
+// not another experiment's.
+func TestOrphanPartsCollected(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	b := open(t, suffix)
+	s := backendtest.Sample(3)
+	mustSave(t, b, s)
+	orphans := map[string][]string{}
+	for _, e := range []string{"mnist", "cifar"} {
+		names, err := b.writePart(ctx, e, "t0", []byte(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		orphans[e] = names
+	}
+	got := mustLoad(t, open(t, suffix))
+	if len(got.Experiments["mnist"].Trials) != 3 {
+		t.Fatal("orphan parts changed what is read")
+	}
+	exists := func(name string) bool {
+		_, err := b.c.getSecretMeta(ctx, name)
+		return err == nil
+	}
+	lk, err := open(t, suffix).LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.Unlock()
+	if exists(orphans["mnist"][0]) {
+		t.Fatal("mnist's orphan part survived a lock of mnist")
+	}
+	if !exists(orphans["cifar"][0]) {
+		t.Fatal("a lock of mnist deleted a part of cifar (another holder's save may be under way)")
+	}
+	lk, err = open(t, suffix).Lock(ctx, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk.Unlock()
+	if exists(orphans["cifar"][0]) {
+		t.Fatal("cifar's orphan part survived a whole-state lock")
+	}
+	if got := mustLoad(t, open(t, suffix)); len(got.Experiments["mnist"].Trials) != 3 {
+		t.Fatal("the collection removed a part in use")
+	}
+}
