@@ -19,6 +19,11 @@
 //     last point ignored and cut off by the next append; removed, moved;
 //   - refresh marks, per lineage;
 //   - lost state: what is left is found; an empty store has no lost state;
+//   - experiment locks (ExperimentLocker): different experiments at once,
+//     the same one excluded, the whole state against any, all or nothing,
+//     waits, a killed holder; saves under them write only their
+//     experiments and do not conflict with each other's;
+//   - change notifications (ChangeNotifier) reach another client;
 //   - crashes: a change whose write was torn is dropped with a warning and
 //     the next save goes on from the state before it; a damaged change
 //     that is not the last is an error, and no save writes over it.
@@ -29,6 +34,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os/exec"
 	"reflect"
 	"sync"
 	"testing"
@@ -60,6 +66,16 @@ type Store struct {
 	// TearMetrics leaves a part of a point at the end of a series, as an
 	// interrupted append does.
 	TearMetrics func(t *testing.T, experiment, trial string)
+
+	// Holder, for a backend whose locks are held by a live process,
+	// returns a command running this test binary as another client of
+	// the store that calls Hold (the backend's TestMain runs Hold when
+	// HoldEnv is set, opening the store the command's environment names).
+	// nil skips the case of a holder killed.
+	Holder func(t *testing.T) *exec.Cmd
+	// DeadHolderKeepsLock says that a killed holder's lock stays until
+	// force-unlock (a Lease), rather than going with its process.
+	DeadHolderKeepsLock bool
 }
 
 // Setup makes a fresh store for one case.
@@ -84,6 +100,11 @@ func Run(t *testing.T, setup Setup) {
 		{"RefreshMarks", testRefreshMarks},
 		{"LostState", testLostState},
 		{"CorruptChange", testCorruptChange},
+		{"ExperimentLocks", testExperimentLocks},
+		{"ExperimentLockWaits", testExperimentLockWaits},
+		{"ExperimentLockKilledHolder", testExperimentLockKilledHolder},
+		{"ScopedSaves", testScopedSaves},
+		{"ChangeNotifier", testChangeNotifier},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.f(t, setup(t)) })

@@ -3,6 +3,8 @@ package pg
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,7 +17,17 @@ import (
 	"github.com/trialform/trialform/state/backendtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(backendtest.HoldEnv) != "" {
+		// A lock holder of the suite (ExperimentLockKilledHolder).
+		b, err := Open(Settings{ConnStr: os.Getenv("PGSTATE_TEST_CONN")}, backendreg.Env{})
+		if err != nil {
+			panic(err)
+		}
+		backendtest.Hold(b)
+	}
+	pgtest.Main(m)
+}
 
 // open opens a client of the database conn (schema "trialform").
 func open(t testing.TB, conn string) *Backend {
@@ -34,7 +46,7 @@ func pgStore(t *testing.T) *backendtest.Store {
 	conn := pgtest.DB(t)
 	srv := pgtest.Shared(t)
 	db := dbName(conn)
-	exec := func(t *testing.T, sql string, args ...any) {
+	run := func(t *testing.T, sql string, args ...any) {
 		t.Helper()
 		if err := srv.Exec(context.Background(), db, sql, args...); err != nil {
 			t.Fatal(err)
@@ -45,10 +57,15 @@ func pgStore(t *testing.T) *backendtest.Store {
 		// The row of the trial change n added, edited by hand into
 		// something trialform did not write.
 		CorruptChange: func(t *testing.T, n int) {
-			exec(t, `UPDATE trialform.trials SET body = '{"id": 7, "seq": "x"}' WHERE serial = $1`, n+1)
+			run(t, `UPDATE trialform.trials SET body = '{"id": 7, "seq": "x"}' WHERE serial = $1`, n+1)
+		},
+		Holder: func(t *testing.T) *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "PGSTATE_TEST_CONN="+conn)
+			return cmd
 		},
 		// The state row deleted.
-		LoseState: func(t *testing.T) { exec(t, `DELETE FROM trialform.state`) },
+		LoseState: func(t *testing.T) { run(t, `DELETE FROM trialform.state`) },
 	}
 }
 
