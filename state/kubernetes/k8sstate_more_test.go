@@ -699,3 +699,41 @@ func TestOrphanPartsCollected(t *testing.T) {
 		t.Fatal("the collection removed a part in use")
 	}
 }
+
+// The conflict check of an experiment lock is the experiment's own: a
+// holder whose experiment someone else wrote since it loaded it (its lock
+// was forced away) is refused, naming it; others' saves of other
+// experiments are not conflicts (TestScopedSaves).
+func TestExperimentConflict(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	mustSave(t, open(t, suffix), backendtest.Sample(3))
+	a := open(t, suffix)
+	la, err := a.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Unlock()
+	sa := mustLoad(t, a)
+	b := open(t, suffix)
+	if err := b.ForceUnlock(la.Info().ID); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := mustLoad(t, b)
+	sb.Experiments["mnist"].Trials["t0000"].Attempts = 7
+	mustSave(t, b, sb)
+	lb.Unlock()
+	sa.Experiments["mnist"].Trials["t0001"].Attempts = 9
+	err = a.Save(sa)
+	var ce *state.ConflictError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `experiment "mnist" was changed by someone else`) {
+		t.Fatalf("a save over an experiment written since it was loaded: %v", err)
+	}
+	if got := mustLoad(t, open(t, suffix)); got.Experiments["mnist"].Trials["t0000"].Attempts != 7 || got.Experiments["mnist"].Trials["t0001"].Attempts == 9 {
+		t.Fatal("the refused save wrote over the other's change")
+	}
+}
