@@ -101,6 +101,7 @@ func runKubernetesScripts(t *testing.T, dir string) {
 			"cpexample":  cmdCopyExample,
 			"sleep":      cmdSleep,
 			"replace":    cmdReplace,
+			"waitlog":    cmdWaitLog,
 			// k8sapiserver stop|kill|start: stop kube-apiserver (SIGTERM,
 			// SIGKILL after 10s), kill it (SIGKILL) or start it again with
 			// the same flags, port and etcd.
