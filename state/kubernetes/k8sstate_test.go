@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers/kubernetes/k8stest"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backendtest"
@@ -34,14 +35,14 @@ func TestMain(m *testing.M) {
 }
 
 // controlPlane returns the running control plane, or skips when its
-// binaries are not built (with TRIALFORM_REQUIRE_ALL=1 it fails).
+// binaries are not built (testdeps: with TRIALFORM_REQUIRE_ALL=1 it fails).
 func controlPlane(t testing.TB) *k8stest.ControlPlane {
 	t.Helper()
 	cpOnce.Do(func() {
 		cp, cpErr = k8stest.Start(context.Background(), k8stest.Options{NoScheduler: true, NoControllerManager: true})
 	})
-	if errors.Is(cpErr, k8stest.ErrNotBuilt) && os.Getenv("TRIALFORM_REQUIRE_ALL") == "" {
-		t.Skip(cpErr)
+	if errors.Is(cpErr, k8stest.ErrNotBuilt) {
+		testdeps.Require(t, "the test Kubernetes control plane", cpErr.Error())
 	}
 	if cpErr != nil {
 		t.Fatal(cpErr)
