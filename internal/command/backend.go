@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -239,6 +240,12 @@ func (g *Globals) lockExperiments(ctx context.Context, b state.Backend, op strin
 			names = scope(st)
 		}
 	}
+	if len(names) > 0 {
+		if err := ensureState(ctx, b, op, lf); err != nil {
+			g.errorf("%v", err)
+			return nil, nil, false
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		lk, err := state.LockScope(ctx, b, names, op, Version, lf.timeout)
 		if err != nil {
@@ -260,6 +267,62 @@ func (g *Globals) lockExperiments(ctx context.Context, b state.Backend, op strin
 		lk.Unlock()
 		names = now
 	}
+}
+
+// ensureState creates b's state, empty, when there is none yet, under the
+// whole-state lock, before a command takes experiment locks: two working
+// copies that start different experiments of a new shared state at once
+// would otherwise each create a state of its own lineage, and the second
+// one's save would be refused (TestSharedDifferentExperiments). A lost
+// state (Lost: what one left is still there) is not created over: the
+// command's lost-state check reports it. The lock is waited for at least
+// a few seconds even with -lock-timeout=0: whoever holds it is creating
+// the state, a matter of one write.
+func ensureState(ctx context.Context, b state.Backend, op string, lf lockFlags) error {
+	if ok, err := b.Exists(); err != nil || ok {
+		return err
+	}
+	if ls, err := b.Lost(); err != nil || ls != nil {
+		return err
+	}
+	wait := lf.timeout
+	if wait < 10*time.Second {
+		wait = 10 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	var lk *state.Lock
+	for {
+		// Short tries: whoever holds the lock may be another working copy
+		// that just created the state and now holds its own experiments
+		// (experiment locks exclude the whole-state lock).
+		l, err := b.Lock(ctx, op, Version, 500*time.Millisecond)
+		if err == nil {
+			lk = l
+			break
+		}
+		var le *state.LockedError
+		if !errors.As(err, &le) {
+			return fmt.Errorf("acquire the state lock to create the state: %w", err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("acquire the state lock to create the state: waited %s: %w", wait, le)
+		}
+		if ok, err := b.Exists(); err != nil || ok {
+			return err
+		}
+	}
+	defer lk.Unlock()
+	if ok, err := b.Exists(); err != nil || ok {
+		return err
+	}
+	st, err := b.Load()
+	if err != nil {
+		return err
+	}
+	if err := b.Save(st); err != nil {
+		return fmt.Errorf("create the state: %w", err)
+	}
+	return nil
 }
 
 // grew reports whether now names an experiment held lacks.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,11 +40,17 @@ type killBackend struct {
 	setup func(t *testing.T) (block string, env []string)
 }
 
-// killBackends lists the backends TestKillAnywhere covers.
+// killBackends lists the backends TestKillAnywhere covers: the local
+// one and every shared one (sharedBackends), its server started as the
+// fault tests start it.
 func killBackends() []killBackend {
-	return []killBackend{
-		{name: "local", setup: func(*testing.T) (string, []string) { return "", nil }},
+	kbs := []killBackend{{name: "local", setup: func(*testing.T) (string, []string) { return "", nil }}}
+	for _, sb := range sharedBackends {
+		kbs = append(kbs, killBackend{name: sb.name, setup: func(t *testing.T) (string, []string) {
+			return sb.open(t).setup(t)
+		}})
 	}
+	return kbs
 }
 
 // killDelays are when each kill comes after the start of `apply -wait`:
@@ -90,6 +98,11 @@ trialform.report(trialform.get_params()["x"])
 		cmd.Env = env
 		return cmd.Output()
 	}
+	if block != "" {
+		if out, err := run("init"); err != nil {
+			t.Fatalf("init: %v\n%s%s", err, out, exitStderr(err))
+		}
+	}
 	if len(killDelays) < 20 {
 		t.Fatalf("%d kills; the issue asks for at least 20 per backend", len(killDelays))
 	}
@@ -114,6 +127,23 @@ trialform.report(trialform.get_params()["x"])
 				}
 			}
 		}
+		// A lock the killed apply held on a shared backend outlives it
+		// (a Kubernetes Lease goes stale, it does not go away): release
+		// it as a person would, with force-unlock of the dead holder's
+		// lock ID, which show names.
+		show := exec.Command(bin, "show")
+		show.Dir, show.Env = dir, env
+		var showErr strings.Builder
+		show.Stderr = &showErr
+		show.Run()
+		for _, m := range lockLineRE.FindAllStringSubmatch(showErr.String(), -1) {
+			if m[1] != strconv.Itoa(cmd.Process.Pid) {
+				t.Fatalf("kill %d: a lock held by pid %s, not by the killed apply (%d):\n%s", i, m[1], cmd.Process.Pid, showErr.String())
+			}
+			if out, err := run("force-unlock", m[2]); err != nil {
+				t.Fatalf("kill %d: force-unlock %s: %v\n%s%s", i, m[2], err, out, exitStderr(err))
+			}
+		}
 		if out, err := run("show", "-json"); err != nil {
 			t.Fatalf("kill %d after %s: the state does not read: %v\n%s%s", i, d*time.Millisecond, err, out, exitStderr(err))
 		}
@@ -131,6 +161,10 @@ trialform.report(trialform.get_params()["x"])
 	}
 	checkRanOnce(t, dir, out, maxTrials)
 }
+
+// lockLineRE matches a lock show names on stderr: the holder's pid and
+// the lock ID.
+var lockLineRE = regexp.MustCompile(`locked: .*, pid (\d+), since [^,]+, lock ID ([0-9a-f-]+)\)`)
 
 // exitStderr is what a command that failed wrote to stderr.
 func exitStderr(err error) []byte {

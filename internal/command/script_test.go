@@ -52,6 +52,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	stopSharedServers()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
