@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/cloudjob"
 	"github.com/trialform/trialform/providers/registry"
@@ -54,7 +55,7 @@ var (
 const DefaultImage = "msranni/nni:latest"
 
 // Check checks what types do not, with the attributes' source ranges.
-func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
 	diags := s.MountSettings.Check(w)
 	if !guidRE.MatchString(s.SubscriptionID) {
 		diags = append(diags, w.Error("subscription_id", "Invalid value", "subscription_id must be a subscription id, a GUID such as \"00000000-0000-0000-0000-000000000000\" (az account show), got %q.", s.SubscriptionID))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/trialform/trialform/providers/registry"
+	"github.com/trialform/trialform/internal/decl"
 )
 
 // MountSettings are the shared storage attributes of a cloud platform
@@ -21,7 +21,7 @@ type MountSettings struct {
 
 // Check checks the mount paths: the local one not empty, the container one
 // absolute.
-func (m *MountSettings) Check(w *registry.Where) hcl.Diagnostics {
+func (m *MountSettings) Check(w *decl.Where) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if strings.TrimSpace(m.LocalMount) == "" {
 		diags = append(diags, w.Error("local_storage_mount_point", "Invalid value", "local_storage_mount_point must name the directory on this machine where the jobs' shared storage is mounted (e.g. \"/mnt/nfs\")."))

@@ -13,6 +13,7 @@ import (
 	"github.com/aliyun/credentials-go/credentials"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/cloudjob"
 	"github.com/trialform/trialform/providers/registry"
@@ -54,7 +55,7 @@ var (
 const MaxPodCount = 100
 
 // Check checks ranges and enums with the attributes' source ranges.
-func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
 	diags := s.MountSettings.Check(w)
 	if s.JobType != "TFJob" && s.JobType != "PyTorchJob" {
 		diags = append(diags, w.Error("job_type", "Invalid value", "job_type must be \"TFJob\" or \"PyTorchJob\" (case matters), got %q.", s.JobType))

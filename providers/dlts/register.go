@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/cloudjob"
 	"github.com/trialform/trialform/providers/registry"
@@ -39,7 +40,7 @@ type Settings struct {
 }
 
 // Check checks what types do not.
-func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
 	diags := s.MountSettings.Check(w)
 	if u, err := url.Parse(s.Dashboard); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		diags = append(diags, w.Error("dashboard", "Invalid value", "dashboard must be the cluster's dashboard URL, e.g. \"https://dlts.example.com/\", got %q.", s.Dashboard))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/registry"
@@ -72,7 +73,7 @@ type CompletionPolicy struct {
 
 // Check checks what kubeflow needs: its operator, a worker, the roles
 // the operator has, one master.
-func (s *KubeflowSettings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *KubeflowSettings) Check(w *decl.Where) hcl.Diagnostics {
 	diags := s.Settings.Check(w)
 	op := s.Operator
 	job, known := kubeflowJobs[op]
@@ -123,7 +124,7 @@ func (s *KubeflowSettings) Check(w *registry.Where) hcl.Diagnostics {
 }
 
 // Check checks adaptdl's replica bounds.
-func (s *AdaptDLSettings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *AdaptDLSettings) Check(w *decl.Where) hcl.Diagnostics {
 	diags := s.Settings.Check(w)
 	if s.MaxReplicas > 0 && s.MinReplicas > s.MaxReplicas {
 		diags = append(diags, w.Error("min_replicas", "Invalid value", "min_replicas (%d) is more than max_replicas (%d).", s.MinReplicas, s.MaxReplicas))
@@ -140,7 +141,7 @@ func (s *AdaptDLSettings) Check(w *registry.Where) hcl.Diagnostics {
 
 // Check checks frameworkcontroller's task roles: at least one, names
 // given once.
-func (s *FrameworkControllerSettings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *FrameworkControllerSettings) Check(w *decl.Where) hcl.Diagnostics {
 	diags := s.Settings.Check(w)
 	seen := map[string]string{}
 	for i, r := range s.TaskRoles {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
-	"github.com/trialform/trialform/providers/registry"
 )
 
 func TestCRDConfigFrom(t *testing.T) {
@@ -48,7 +47,7 @@ func TestCRDConfigFrom(t *testing.T) {
 	}
 	// The rules HCL types do not express are the kinds' Check methods.
 	for _, tc := range []struct {
-		cfg  registry.Checker
+		cfg  decl.Checker
 		want string
 	}{
 		{&KubeflowSettings{Operator: "mxjob", Worker: &ReplicaSettings{}}, `operator = "mxjob"`},

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/registry"
 )
@@ -52,7 +53,7 @@ type CheckpointBlock struct {
 }
 
 // Check checks Kubernetes quantities and the duration.
-func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if s.MetricsInterval != "" {
 		if _, err := parseDuration(s.MetricsInterval); err != nil {
@@ -73,7 +74,7 @@ func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
 	return diags
 }
 
-func checkQuantities(w *registry.Where, path string, cpu any, memory string) hcl.Diagnostics {
+func checkQuantities(w *decl.Where, path string, cpu any, memory string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if cpu != nil {
 		switch c := cpu.(type) {

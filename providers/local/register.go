@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/registry"
 )
@@ -21,7 +22,7 @@ type Settings struct {
 }
 
 // Check refuses negative and repeated GPU indices.
-func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
 	seen := map[int]bool{}
 	for _, g := range s.GPUIndices {
 		if g < 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/cloudjob"
 	"github.com/trialform/trialform/providers/registry"
@@ -54,7 +55,7 @@ func MemoryMB(s string) (int, error) {
 }
 
 // Check checks what types do not.
-func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
 	diags := s.MountSettings.Check(w)
 	if u, err := url.Parse(hostURL(s.Host)); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		diags = append(diags, w.Error("host", "Invalid value", "host must be OpenPAI's address, e.g. \"https://pai.example.com\" (a bare host name or address means http://), got %q.", s.Host))

@@ -44,16 +44,6 @@ type Kind struct {
 	Extends string
 }
 
-// The declaration machinery's types under the names the platform packages
-// have used (registry.Where in a Check method); they are internal/decl's.
-type (
-	Checker = decl.Checker
-	Where   = decl.Where
-	Schema  = decl.Schema
-	Attr    = decl.Attr
-	Block   = decl.Block
-)
-
 // Implemented reports whether the kind can run trials.
 func (k *Kind) Implemented() bool { return k.New != nil }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/registry"
 )
@@ -38,7 +39,7 @@ type MachineSettings struct {
 
 // Check checks what types do not: a machine at least, host names, ports,
 // GPU indices, no machine twice.
-func (s *Settings) Check(w *registry.Where) hcl.Diagnostics {
+func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if w.Has("work_dir") && strings.TrimSpace(s.WorkDir) == "" {
 		diags = append(diags, w.Error("work_dir", "Invalid value", "work_dir must not be empty; it is the directory on each machine where trialform keeps code and trials (e.g. \"~/trialform\")."))
