@@ -3,7 +3,9 @@ package k8sstate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +29,17 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(backendtest.HoldEnv) != "" {
+		// A holder process of the suite's ExperimentLockKilledHolder:
+		// the store its environment names.
+		cfg := &rest.Config{Host: os.Getenv("K8SSTATE_HOST"), BearerToken: os.Getenv("K8SSTATE_TOKEN"), TLSClientConfig: rest.TLSClientConfig{CAFile: os.Getenv("K8SSTATE_CA")}}
+		b, err := New(cfg, os.Getenv("K8SSTATE_NS"), os.Getenv("K8SSTATE_SUFFIX"))
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+		backendtest.Hold(b)
+	}
 	code := m.Run()
 	if cp != nil {
 		cp.Stop()
@@ -83,6 +96,15 @@ func store(t *testing.T, cfg *rest.Config, ns string) *backendtest.Store {
 	}
 	return &backendtest.Store{
 		Open: open,
+		// A process that takes a lock and is killed: its Leases stay
+		// (stale, once no longer renewed) until force-unlock.
+		Holder: func(t *testing.T) *exec.Cmd {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "K8SSTATE_HOST="+cfg.Host, "K8SSTATE_TOKEN="+cfg.BearerToken,
+				"K8SSTATE_CA="+cfg.TLSClientConfig.CAFile, "K8SSTATE_NS="+ns, "K8SSTATE_SUFFIX="+suffix)
+			return cmd
+		},
+		DeadHolderKeepsLock: true,
 		// The index Secret deleted (by hand, or a namespace restored
 		// without it).
 		LoseState: func(t *testing.T) {
