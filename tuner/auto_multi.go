@@ -9,5 +9,6 @@ import "github.com/trialform/trialform/tuner/space"
 func (t *autoTuner) suggestMulti(req Request) ([]space.Params, error) {
 	tp := tpeFrom(defaultTPESettings(), t.sp)
 	tp.seeder = t.seeder
+	tp.joint = true // motpe's default
 	return (&motpeTuner{tpe: tp}).Suggest(req)
 }

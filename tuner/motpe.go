@@ -9,8 +9,10 @@ import (
 func motpeKind() Kind {
 	return Kind{
 		Name: "motpe", Spaces: "all kinds, nested choice",
-		Summary:        "for [several objectives](#several-objectives): TPE whose \"good\" trials are the Pareto front (then the next ranks), and where the front holds more than γ(n), those covering the most hypervolume, as Optuna's multi-objective TPE; with one objective it is `tpe`",
-		Settings:       func() any { return defaultTPESettings() },
+		Summary: "for [several objectives](#several-objectives): TPE whose \"good\" trials are the Pareto front (then the next ranks), and where the front holds more than γ(n), those covering the most hypervolume, as Optuna's multi-objective TPE; with one objective it is `tpe`",
+		Settings: func() any {
+			return &MOTPESettings{StartupTrials: 10, Candidates: 24, PriorWeight: 1, Multivariate: true}
+		},
 		New:            newMOTPE,
 		MultiObjective: true,
 	}
@@ -26,13 +28,27 @@ func motpeKind() Kind {
 // members, and where the front is larger than gamma(n), those that cover
 // the most hypervolume. Pending trials stay constant liars; failed ones,
 // and completed ones missing an objective, are left out. Settings are
-// tpe's. With one objective it is exactly tpe.
+// tpe's, multivariate on by default. With one objective it is tpe.
 type motpeTuner struct {
 	tpe *tpeTuner
 }
 
+// MOTPESettings are motpe's settings: tpe's, with the joint model by
+// default (on held-out problems, ZDT3 and ZDT1 in 4 variables with seeds
+// apart from the benchmark's, it covered more hypervolume at 100 trials
+// than the univariate one).
+type MOTPESettings struct {
+	Seeded
+	StartupTrials int     `hcl:"startup_trials,optional" range:"[0, 1e9]" default:"10" doc:"completed trials sampled at random before the model is used"`
+	Candidates    int     `hcl:"candidates,optional" range:"[1, 10000]" default:"24" doc:"candidates drawn from the good-trial model for each parameter"`
+	PriorWeight   float64 `hcl:"prior_weight,optional" range:"(0, 1e12]" default:"1" doc:"weight of the prior kernel in every estimator"`
+	Multivariate  bool    `hcl:"multivariate,optional" default:"true" doc:"model the top-level numbers and flat choices jointly, as Optuna's multivariate TPE; false models each on its own"`
+}
+
 func newMOTPE(cfg any, sp *space.Space) (Tuner, error) {
-	return &motpeTuner{tpe: tpeFrom(cfg.(*TPESettings), sp)}, nil
+	c := cfg.(*MOTPESettings)
+	return &motpeTuner{tpe: tpeFrom(&TPESettings{Seeded: c.Seeded, StartupTrials: c.StartupTrials, Candidates: c.Candidates,
+		PriorWeight: c.PriorWeight, Multivariate: c.Multivariate}, sp)}, nil
 }
 
 func (t *motpeTuner) Suggest(req Request) ([]space.Params, error) {

@@ -13,7 +13,7 @@ type NSGA2Settings struct {
 	Seeded
 	PopulationSize int      `hcl:"population_size,optional" range:"[2, 1048576]" default:"20" doc:"the parents: the best completed trials by Pareto rank and spread; also the random trials before the first child"`
 	CrossoverProb  float64  `hcl:"crossover_prob,optional" range:"[0, 1]" default:"0.9" doc:"chance that a child mixes two parents rather than copying one"`
-	MutationProb   *float64 `hcl:"mutation_prob,optional" range:"[0, 1]" default:"1 / the number of parameters" doc:"chance that each parameter of a child is mutated"`
+	MutationProb   *float64 `hcl:"mutation_prob,optional" range:"[0, 1]" default:"the larger of 0.3 and 1 / the number of parameters" doc:"chance that each parameter of a child is mutated"`
 	EtaCrossover   float64  `hcl:"eta_crossover,optional" range:"[1e-9, 1e6]" default:"15" doc:"SBX distribution index: larger keeps children nearer their parents"`
 	EtaMutation    float64  `hcl:"eta_mutation,optional" range:"[1e-9, 1e6]" default:"20" doc:"polynomial mutation's distribution index: larger makes smaller steps"`
 }
@@ -53,7 +53,7 @@ type nsga2Tuner struct {
 	seeder
 	sp                  *space.Space
 	population          int
-	crossover, mutation float64 // mutation < 0: 1/number of parameters
+	crossover, mutation float64 // mutation < 0: max(0.3, 1/number of parameters)
 	etaCross, etaMutate float64
 }
 
@@ -108,7 +108,11 @@ func (t *nsga2Tuner) Suggest(req Request) ([]space.Params, error) {
 	nParams := len(sp.Params)
 	pm := t.mutation
 	if pm < 0 {
-		pm = 1 / float64(max(1, nParams))
+		// Textbook NSGA-II mutates 1/d of the parameters; with the few
+		// generations of a tuning budget more mutation covered more
+		// hypervolume on held-out problems (ZDT3, ZDT1 in 4 variables,
+		// seeds apart from the benchmark's).
+		pm = math.Max(0.3, 1/float64(max(1, nParams)))
 	}
 	for _, i := range ascending(req.Seqs) {
 		rng := t.rng(req, req.Seqs[i])

@@ -73,6 +73,9 @@ func intList(s string) ([]int, error) {
 }
 
 func mainErr(args []string) error {
+	if len(args) > 0 && args[0] == "multi" {
+		return multiMain(args[1:])
+	}
 	fs := flag.NewFlagSet("tuners", flag.ContinueOnError)
 	var c config
 	fs.IntVar(&c.trials, "trials", 100, "trials per run")

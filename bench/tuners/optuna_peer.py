@@ -10,6 +10,8 @@ problems. Several studies can be open at once, each under its own id.
    "constant_liar": false, "space": [PARAM, ...]}            -> {"ok": true}
   {"op": "ask", "id": "s"}             -> {"number": 0, "params": {...}}
   {"op": "tell", "id": "s", "number": 0, "value": 1.5}       -> {"ok": true}
+  {"op": "new", ..., "sampler": "nsga2"|"motpe"|"random", "directions":
+   ["minimize", ...]}  a multi-objective study; tell it "values": [...]
   {"op": "close", "id": "s"}                                 -> {"ok": true}
   {"op": "latency", "space": [...], "history": 1000, "reps": 20, "seed": 1}
       -> {"median_ms": ..., "all_ms": [...]}   (TPE ask on a pre-filled study)
@@ -72,6 +74,18 @@ def make_sampler(kind, seed, constant_liar=False):
             constant_liar=constant_liar,
         )
     raise ValueError("unknown sampler %r" % kind)
+
+
+def make_multi_sampler(kind, seed):
+    """Optuna 3.1's multi-objective samplers, as a user gets them."""
+    if kind == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed)
+    if kind == "motpe":
+        # TPESampler is MOTPE when the study has several directions.
+        return optuna.samplers.TPESampler(seed=seed)
+    if kind == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    raise ValueError("unknown multi-objective sampler %r" % kind)
 
 
 def distributions(spec):
@@ -152,7 +166,16 @@ def main():
         try:
             msg = json.loads(line)
             op = msg["op"]
-            if op == "new":
+            if op == "new" and "directions" in msg:
+                # Several objectives (`tuners multi`): Optuna's own
+                # multi-objective samplers with their 3.1 defaults.
+                study = optuna.create_study(
+                    directions=msg["directions"],
+                    sampler=make_multi_sampler(msg["sampler"], msg["seed"]),
+                )
+                studies[msg["id"]] = (study, distributions(msg["space"]), {})
+                resp = {"ok": True}
+            elif op == "new":
                 study = optuna.create_study(
                     direction="minimize",
                     sampler=make_sampler(
@@ -168,7 +191,10 @@ def main():
                 resp = {"number": trial.number, "params": trial.params}
             elif op == "tell":
                 study, _, running = studies[msg["id"]]
-                study.tell(running.pop(msg["number"]), msg["value"])
+                if "values" in msg:
+                    study.tell(running.pop(msg["number"]), msg["values"])
+                else:
+                    study.tell(running.pop(msg["number"]), msg["value"])
                 resp = {"ok": True}
             elif op == "close":
                 studies.pop(msg["id"], None)
