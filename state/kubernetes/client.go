@@ -34,6 +34,8 @@ var scheme = func() *runtime.Scheme {
 	metav1.AddToGroupVersion(s, corev1.SchemeGroupVersion)
 	s.AddKnownTypes(coordv1.SchemeGroupVersion, &coordv1.Lease{}, &coordv1.LeaseList{})
 	metav1.AddToGroupVersion(s, coordv1.SchemeGroupVersion)
+	// What a watch of metadata only (Changes) decodes.
+	s.AddKnownTypes(metav1.SchemeGroupVersion, &metav1.PartialObjectMetadata{}, &metav1.PartialObjectMetadataList{})
 	return s
 }()
 

@@ -737,3 +737,33 @@ func TestExperimentConflict(t *testing.T) {
 		t.Fatal("the refused save wrote over the other's change")
 	}
 }
+
+// Changes watches metadata only: an append to a series does not send
+// the series to every watcher.
+func TestChangesWatchMetadataOnly(t *testing.T) {
+	b := open(t, newSuffix())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rv, err := b.listRV(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := b.watch(ctx, rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := b.AppendMetrics("mnist", "t0000", []state.MetricPoint{{Type: "PERIODICAL", Value: []byte("1")}}); err != nil {
+		t.Fatal(err)
+	}
+	for ev := range w.ResultChan() {
+		if ev.Type == "BOOKMARK" {
+			continue
+		}
+		if _, ok := ev.Object.(*metav1.PartialObjectMetadata); !ok {
+			t.Fatalf("the watch sent a %T, want metadata only", ev.Object)
+		}
+		return
+	}
+	t.Fatal("the watch ended without an event")
+}

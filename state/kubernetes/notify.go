@@ -10,8 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// Changes watches the state's Secrets (the index, the series, the marks)
-// and sends a value after each change, until ctx is done. A watch the
+// Changes watches the state's Secrets (the index, the series, the marks),
+// their metadata only, and sends a value after each change, until ctx is
+// done. A watch the
 // apiserver ends is started again from where it was (or, when that is
 // too old, from now, with one value for what may have been missed).
 func (b *Backend) Changes(ctx context.Context) (<-chan struct{}, error) {
@@ -106,7 +107,7 @@ func (b *Backend) watch(ctx context.Context, rv string) (watch.Interface, error)
 		var err error
 		w, err = b.c.core.Get().Namespace(b.ns).Resource("secrets").
 			VersionedParams(&metav1.ListOptions{LabelSelector: b.selector(""), Watch: true, ResourceVersion: rv, AllowWatchBookmarks: true}, paramCodec).
-			Watch(ctx)
+			SetHeader("Accept", metaAccept).Watch(ctx)
 		return err
 	})
 	return w, err
