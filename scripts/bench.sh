@@ -12,7 +12,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 
 echo "== machine: $(nproc) cores, $(uname -sr), $(command -v go >/dev/null && go version | cut -d' ' -f3)"
 GENSTATE="$PWD/bin/genstate"
-[ -x "$GENSTATE" ] || go build -o "$GENSTATE" ./bench/genstate
+if command -v go >/dev/null; then go build -o "$GENSTATE" ./bench/genstate; fi
 WATCHLAT="$PWD/bin/watchlat"
 [ -x "$WATCHLAT" ] || go build -o "$WATCHLAT" ./bench/watchlat
 
@@ -61,6 +61,8 @@ HCL
   # files right before the next run would slow its file creations on ext4
   # without a journal (see internal/topdir), which measures the harness.
 }
+# BENCH_ONLY=plan runs section 2 alone (plan over long histories).
+if [ "${BENCH_ONLY:-}" != plan ]; then
 echo "launch: trivial trials, apply -auto-approve -wait next to xargs -P (NNI 3.0 local mode: about 36x)"
 for r in $(seq "${BENCH_REPEAT:-1}"); do
   for np in ${BENCH_LAUNCH:-300:16 1000:16 10000:64}; do
@@ -71,37 +73,88 @@ done
 # supervisor host (README, "How trials report results").
 echo "launch with TRIALFORM_LOCAL_SUPERVISOR=per-trial:"
 TRIALFORM_LOCAL_SUPERVISOR=per-trial launch 300 16
+fi
 
-# 2. plan with 10,000 trials in state (wall best of 5, and CPU).
-for tuner in random tpe; do
-  "$GENSTATE" -n 10000 -tuner "$tuner" -dir "$work/big-$tuner" >/dev/null
-  best=""
+# 2. plan over long histories, on states as users have them: a real
+# apply's (trial directories, metric series, TensorBoard directories),
+# and copies of its trials' files and records grown to 100,000 (genstate
+# -like). planbench LABEL DIR TARGET prints the wall time (best of 5), the
+# CPU of one more run, and the system calls of one more under strace -f
+# (all; openat and stat calls, which must not grow with the finished
+# history; getdents64, the one listing of the trial directories, grows with
+# the entries it returns; the rest is the Go runtime's, which grows with
+# the CPU and memory the state's size costs) (README, "Benchmarks").
+planbench() {
+  local label=$1 dir=$2 target=$3 best="" t0 t1 s u sy kb calls opens
   for i in 1 2 3 4 5; do
     t0=$(now)
-    "$BIN" -chdir="$work/big-$tuner" plan > /dev/null
+    "$BIN" -chdir="$dir" plan > /dev/null
     t1=$(now)
     s=$(elapsed "$t0" "$t1")
     if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN { exit !(a < b) }'; then best=$s; fi
   done
-  /usr/bin/env time -f "%U %S" -o "$work/k10.time" "$BIN" -chdir="$work/big-$tuner" plan > /dev/null
-  read -r u s < "$work/k10.time"
-  echo "plan with 10,000 trials in state (tuner $tuner): best of 5 = ${best} s, CPU $(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }') s (target < 0.3 s)"
-done
-
-# 2a. plan with 100,000 trials in state: time, CPU and the CLI's peak RSS;
-# then state load alone (bench/loadstate: wall and CPU, medians of 5).
-"$GENSTATE" -n 100000 -tuner random -dir "$work/huge" >/dev/null
-for i in 1 2 3; do
-  /usr/bin/env time -f "%e %U %S %M" -o "$work/huge.time" "$BIN" -chdir="$work/huge" plan > /dev/null
-  read -r s u sy kb < "$work/huge.time"
-  echo "plan with 100,000 trials in state (tuner random), run $i: ${s} s, CPU $(awk -v u="$u" -v s="$sy" 'BEGIN { printf "%.2f", u + s }') s, peak RSS $((kb / 1024)) MB (target < 2 s, < 500 MB)  load $(cut -d' ' -f1 /proc/loadavg)"
-done
+  /usr/bin/env time -f "%U %S %M" -o "$work/plan.time" "$BIN" -chdir="$dir" plan > /dev/null
+  read -r u sy kb < "$work/plan.time"
+  calls="n/a (no strace)"
+  if command -v strace >/dev/null; then
+    strace -f -c -o "$work/plan.strace" "$BIN" -chdir="$dir" plan > /dev/null
+    calls=$(awk '$NF == "total" { t = $4 } $NF == "openat" { o = $4 } $NF ~ /stat/ { st += $4 } $NF == "getdents64" { g = $4 } END { printf "%d (openat %d, stat %d, getdents64 %d)", t, o, st, g }' "$work/plan.strace")
+  fi
+  echo "  $label: best of 5 = ${best} s (target < ${target} s), CPU $(awk -v u="$u" -v s="$sy" 'BEGIN { printf "%.2f", u + s }') s, peak RSS $((kb / 1024)) MB, syscalls per plan $calls  load $(cut -d' ' -f1 /proc/loadavg)"
+}
+# A real apply of 10,000 trivial trials. Each trial waits while the file
+# hold exists (so that trials can be kept running below), then reports.
+real="$work/real10k"
+mkdir -p "$real"
+cat > "$real/main.hcl" <<HCL
+search_space "s" {
+  param "x" { randint = [0, 1000000000] }
+}
+experiment "bench" {
+  search_space = search_space.s
+  tuner "random" {
+    seed = 1
+  }
+  max_trials  = 10000
+  concurrency = 64
+  trial {
+    command = "while [ -e hold ]; do sleep 0.2; done; echo 'trialform: {\"default\": '\${param.x}'}'"
+  }
+}
+HCL
+t0=$(now)
+"$BIN" -chdir="$real" apply -auto-approve -wait -parallelism 64 > "$work/real10k.log" 2>&1
+echo "plan over states of real applies (the apply of 10,000 trials took $(elapsed "$t0" "$(now)") s):"
+planbench "finished 10,000 (real apply)" "$real" 0.3
+# 2a. 100,000 finished: the real trials' files and records copied.
+"$GENSTATE" -like "$real" -n 100000 -dir "$work/real100k" > /dev/null
+planbench "finished 100,000 (genstate -like: the 10,000 real trials' files and records copied)" "$work/real100k" 2
 LOADSTATE="$PWD/bin/loadstate"
 [ -x "$LOADSTATE" ] || go build -o "$LOADSTATE" ./bench/loadstate
-echo "$("$LOADSTATE" -dir "$work/huge/.trialform") (target < 1 s)"
+echo "  state load alone, 100,000 trials: $("$LOADSTATE" -dir "$work/real100k/.trialform") (target < 1 s)"
+rm -rf "$work/real100k"
+# 2b. 64 trials running among 10,064: the budget raised by 64, the
+# trials held running by the hold file, apply without -wait starts them.
+touch "$real/hold"
+sed -i 's/max_trials  = 10000/max_trials  = 10064/' "$real/main.hcl"
+"$BIN" -chdir="$real" apply -auto-approve -parallelism 64 > "$work/real64.log" 2>&1
+running=$("$BIN" -chdir="$real" trials bench -json | grep -c '"status": "RUNNING"' || true)
+planbench "$running running among 10,064 (real apply)" "$real" 0.4
+rm -f "$real/hold"
+"$BIN" -chdir="$real" apply -auto-approve -wait > /dev/null 2>&1
+# Generated states (bench/genstate without -like: records only, no trial
+# directories), the figures before issue 30, kept beside the above.
+echo "plan over generated states (records only, no trial directories):"
+for tuner in random tpe; do
+  "$GENSTATE" -n 10000 -tuner "$tuner" -dir "$work/big-$tuner" >/dev/null
+  planbench "finished 10,000 (generated, tuner $tuner)" "$work/big-$tuner" 0.3
+done
+"$GENSTATE" -n 100000 -tuner random -dir "$work/huge" >/dev/null
+planbench "finished 100,000 (generated, tuner random)" "$work/huge" 2
 rm -rf "$work/huge"
+[ "${BENCH_ONLY:-}" != plan ] || exit 0
 
-# 2b. Results over 10,000 trials with 100 intermediate points each:
+# 2c. Results over 10,000 trials with 100 intermediate points each:
 # trials -q -sort, and export -o json (time and the peak RSS of the process).
 "$GENSTATE" -n 10000 -intermediate 100 -dir "$work/results" >/dev/null
 runrss() {

@@ -1,6 +1,14 @@
 // Command genstate writes a configuration and a state with N finished
 // trials into a directory, so `make bench` can time `trialform plan` on a
 // long history. It is a benchmark fixture, not part of trialform.
+//
+// With -like DIR it grows what a real apply left in DIR (main.hcl and
+// .trialform: the state, each trial's directory, metric series and
+// TensorBoard directory) to N trials: trial i is a copy of real trial
+// i mod (trials in DIR), files and state record, under its own id. The
+// state then holds what users' states hold, and the trial directories are
+// there, as after a real apply. Without -like it writes a state alone (no
+// trial directories), as the benchmarks before issue 30 did.
 package main
 
 import (
@@ -41,10 +49,18 @@ func main() {
 	dir := flag.String("dir", "", "directory to write")
 	tunerName := flag.String("tuner", "random", "tuner of the experiment")
 	inter := flag.Int("intermediate", 0, "intermediate results per trial, written to the metric series files")
+	like := flag.String("like", "", "directory of a real, finished apply to grow to -n trials (copies of its trials and their files)")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "genstate: -dir is required")
 		os.Exit(2)
+	}
+	if *like != "" {
+		if err := grow(*like, *dir, *n); err != nil {
+			fmt.Fprintln(os.Stderr, "genstate:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*dir, *n, *tunerName, *inter); err != nil {
 		fmt.Fprintln(os.Stderr, "genstate:", err)
