@@ -142,7 +142,7 @@ func (c *CRD) Validate(ctx context.Context) error {
 	}
 	gvk := c.kind.gvk()
 	return retry(ctx, func() error {
-		list, err := c.k.client.Discovery().ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		list, err := c.k.client.serverResources(ctx, gvk.GroupVersion().String())
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("%s platform: %w", c.cfg.Kind, err)
 		}

@@ -36,7 +36,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/trialform/trialform/internal/netretry"
 	"github.com/trialform/trialform/providers"
@@ -72,8 +71,8 @@ const (
 // Kubernetes is the kubernetes platform. It is safe for concurrent use.
 type Kubernetes struct {
 	cfg       Config
-	client    kubernetes.Interface // every call but log streams: 30s per request
-	stream    kubernetes.Interface // log streams (no timeout)
+	client    *clientset // every call but log streams: 30s per request
+	stream    *clientset // log streams (no timeout)
 	namespace string
 	// nniPlatform is the NNI_PLATFORM trials see ("kubernetes", or the
 	// CRD platform's kind).
@@ -124,14 +123,14 @@ func New(cfg Config) (*Kubernetes, error) {
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: namespace %q: %s", ns, strings.Join(errs, "; ")))
 	}
-	streams, err := kubernetes.NewForConfig(rc)
+	streams, err := newClientset(rc)
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
 	}
 	// A request on a connection to an apiserver that went away can hang
 	// for long; bound every request so that retries take over.
 	rc.Timeout = requestTimeout
-	cs, err := kubernetes.NewForConfig(rc)
+	cs, err := newClientset(rc)
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
 	}

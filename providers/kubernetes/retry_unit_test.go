@@ -2,10 +2,13 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"syscall"
 	"testing"
@@ -13,10 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/rest"
 
 	"github.com/trialform/trialform/providers"
 )
@@ -52,50 +53,96 @@ func TestTransientByType(t *testing.T) {
 	}
 }
 
+// fakeAPI is an apiserver double for unit tests: handle answers each
+// request (method, path), with the status and object it returns.
+type fakeAPI struct {
+	t      *testing.T
+	handle func(method, path string, body []byte) (int, any)
+}
+
+func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	code, obj := f.handle(r.Method, r.URL.Path, body)
+	if se, ok := obj.(*apierrors.StatusError); ok {
+		st := se.ErrStatus
+		st.Kind, st.APIVersion = "Status", "v1"
+		obj = &st
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(obj)
+}
+
+// client returns a provider talking to the double.
+func (f *fakeAPI) client() *Kubernetes {
+	srv := httptest.NewServer(f)
+	f.t.Cleanup(srv.Close)
+	cs, err := newClientset(&rest.Config{Host: srv.URL})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return &Kubernetes{client: cs, stream: cs, namespace: "ns"}
+}
+
 // A delete with a UID precondition that conflicts (the object was
 // replaced) is not retried: the same call would fail the same way for the
 // whole retry budget.
 func TestConflictNotRetriedBlindly(t *testing.T) {
-	cs := fake.NewSimpleClientset()
 	deletes := 0
-	cs.PrependReactor("delete", "jobs", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	var sent metav1.DeleteOptions
+	f := &fakeAPI{t: t, handle: func(method, path string, body []byte) (int, any) {
+		if method != "DELETE" || path != "/apis/batch/v1/namespaces/ns/jobs/j" {
+			return 404, apierrors.NewNotFound(corev1.Resource("x"), path)
+		}
 		deletes++
-		return true, nil, apierrors.NewConflict(corev1.Resource("jobs"), "j", errors.New("precondition failed: UID"))
-	})
-	k := &Kubernetes{client: cs, namespace: "ns"}
-	err := k.deleteJob(context.Background(), "j", types.UID("old"))
+		_ = json.Unmarshal(body, &sent)
+		return 409, apierrors.NewConflict(corev1.Resource("jobs"), "j", errors.New("precondition failed: UID"))
+	}}
+	err := f.client().deleteJob(context.Background(), "j", types.UID("old"))
 	if !apierrors.IsConflict(err) || deletes != 1 {
 		t.Fatalf("deleteJob: %v after %d calls; want the conflict after 1", err, deletes)
+	}
+	if sent.Preconditions == nil || sent.Preconditions.UID == nil || *sent.Preconditions.UID != "old" {
+		t.Errorf("the delete sent %+v; want the UID precondition old", sent)
 	}
 }
 
 // A write that conflicts is done again after reading the object again:
 // ensureConfigMap's Update that lost a race re-reads, then succeeds.
 func TestConflictRereads(t *testing.T) {
-	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", ResourceVersion: "1"}, Data: map[string]string{"a": "old"}}
-	cs := fake.NewSimpleClientset(old)
+	cur := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", ResourceVersion: "1"}, Data: map[string]string{"a": "old"}}
 	gets, updates := 0, 0
-	cs.PrependReactor("get", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		gets++
-		return false, nil, nil
-	})
-	cs.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		updates++
-		if updates == 1 {
-			return true, nil, apierrors.NewConflict(corev1.Resource("configmaps"), "cm", errors.New("the object has been modified"))
+	const at = "/api/v1/namespaces/ns/configmaps"
+	f := &fakeAPI{t: t, handle: func(method, path string, body []byte) (int, any) {
+		switch {
+		case method == "POST" && path == at:
+			return 409, apierrors.NewAlreadyExists(corev1.Resource("configmaps"), "cm")
+		case method == "GET" && path == at+"/cm":
+			gets++
+			return 200, cur
+		case method == "PUT" && path == at+"/cm":
+			updates++
+			if updates == 1 {
+				return 409, apierrors.NewConflict(corev1.Resource("configmaps"), "cm", errors.New("the object has been modified"))
+			}
+			var cm corev1.ConfigMap
+			if err := json.Unmarshal(body, &cm); err != nil {
+				return 400, apierrors.NewBadRequest(err.Error())
+			}
+			cur = &cm
+			return 200, cur
 		}
-		return false, nil, nil
-	})
-	k := &Kubernetes{client: cs, namespace: "ns"}
+		return 404, apierrors.NewNotFound(corev1.Resource("x"), path)
+	}}
 	want := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns"}, Data: map[string]string{"a": "new"}}
-	if err := k.ensureConfigMap(context.Background(), want, nil); err != nil {
+	if err := f.client().ensureConfigMap(context.Background(), want, nil); err != nil {
 		t.Fatal(err)
 	}
 	if gets != 2 || updates != 2 {
 		t.Errorf("%d gets, %d updates; want the conflicting update re-read: 2 and 2", gets, updates)
 	}
-	got, err := cs.CoreV1().ConfigMaps("ns").Get(context.Background(), "cm", metav1.GetOptions{})
-	if err != nil || got.Data["a"] != "new" {
-		t.Errorf("configmap data %v, %v; want a=new", got.Data, err)
+	if cur.Data["a"] != "new" {
+		t.Errorf("configmap data %v; want a=new", cur.Data)
 	}
 }
