@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -44,12 +45,18 @@ type Settings struct {
 	secretAt string // where client_secret is written
 }
 
+// Compiled on first use, not at every start of the binary: counted
+// repeats ({0,254}) compile to large programs.
 var (
-	guidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	rgRE   = regexp.MustCompile(`^[-\w._()]{1,90}$`)
-	wsRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{2,32}$`)
-	nameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,254}$`)
+	guidRE = lazyRE(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+	rgRE   = lazyRE(`^[-\w._()]{1,90}$`)
+	wsRE   = lazyRE(`^[A-Za-z0-9][A-Za-z0-9_-]{2,32}$`)
+	nameRE = lazyRE(`^[A-Za-z][A-Za-z0-9_-]{0,254}$`)
 )
+
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // DefaultImage is NNI's aml default image.
 const DefaultImage = "msranni/nni:latest"
@@ -57,22 +64,22 @@ const DefaultImage = "msranni/nni:latest"
 // Check checks what types do not, with the attributes' source ranges.
 func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
 	diags := s.MountSettings.Check(w)
-	if !guidRE.MatchString(s.SubscriptionID) {
+	if !guidRE().MatchString(s.SubscriptionID) {
 		diags = append(diags, w.Error("subscription_id", "Invalid value", "subscription_id must be a subscription id, a GUID such as \"00000000-0000-0000-0000-000000000000\" (az account show), got %q.", s.SubscriptionID))
 	}
-	if !rgRE.MatchString(s.ResourceGroup) || strings.HasSuffix(s.ResourceGroup, ".") {
+	if !rgRE().MatchString(s.ResourceGroup) || strings.HasSuffix(s.ResourceGroup, ".") {
 		diags = append(diags, w.Error("resource_group", "Invalid value", "resource_group must be a resource group name (1 to 90 letters, digits, '-', '_', '.', '(', ')'), got %q.", s.ResourceGroup))
 	}
-	if !wsRE.MatchString(s.WorkspaceName) {
+	if !wsRE().MatchString(s.WorkspaceName) {
 		diags = append(diags, w.Error("workspace_name", "Invalid value", "workspace_name must be a workspace name (3 to 33 letters, digits, '-', '_', starting with a letter or digit), got %q.", s.WorkspaceName))
 	}
-	if !nameRE.MatchString(s.ComputeTarget) {
+	if !nameRE().MatchString(s.ComputeTarget) {
 		diags = append(diags, w.Error("compute_target", "Invalid value", "compute_target must name the workspace's compute cluster (letters, digits, '-', '_'), got %q.", s.ComputeTarget))
 	}
 	if s.Image != "" && s.Environment != "" {
 		diags = append(diags, w.Error("environment", "Conflicting attributes", "give image or environment, not both: environment already names the image the jobs run in."))
 	}
-	if s.Datastore != "" && !nameRE.MatchString(s.Datastore) {
+	if s.Datastore != "" && !nameRE().MatchString(s.Datastore) {
 		diags = append(diags, w.Error("datastore", "Invalid value", "datastore must name a datastore of the workspace, got %q.", s.Datastore))
 	}
 	if s.ClientSecret != "" {

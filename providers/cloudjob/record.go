@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trialform/trialform/internal/fsx"
@@ -55,12 +56,14 @@ func (r *record) last() *attempt {
 	return &r.Attempts[len(r.Attempts)-1]
 }
 
-var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
+// safeName is compiled on first use, not at every start of the binary
+// (a counted repeat compiles to a large program).
+var safeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`) })
 
 // checkNames refuses an experiment or trial id that is no safe path element.
 func checkNames(exp, trial string) error {
 	for _, s := range []string{exp, trial} {
-		if !safeName.MatchString(s) || strings.Contains(s, "..") {
+		if !safeName().MatchString(s) || strings.Contains(s, "..") {
 			return providers.Permanent(fmt.Errorf("name %q cannot be a directory on the shared storage: use letters, digits, '.', '_' and '-'", s))
 		}
 	}
