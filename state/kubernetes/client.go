@@ -113,8 +113,20 @@ func transient(err error) (bool, time.Duration) {
 	if dropped || errors.Is(err, syscall.ECONNREFUSED) {
 		return true, 0
 	}
+	// A network error is transient when the network failed (an
+	// operation on a socket, a timeout, a DNS server that did not
+	// answer), not when the configuration is wrong: an unknown host, a
+	// certificate not trusted (a *url.Error is a net.Error too).
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		return de.IsTimeout || de.IsTemporary, 0
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return true, 0
+	}
 	var ne net.Error
-	return errors.As(err, &ne), 0
+	return errors.As(err, &ne) && ne.Timeout(), 0
 }
 
 // do runs one call under trialform's retry policy (internal/netretry):

@@ -1,7 +1,9 @@
 package k8sstate
 
 import (
+	"crypto/x509"
 	"errors"
+	"net"
 	"io"
 	"net/url"
 	"syscall"
@@ -32,6 +34,10 @@ func TestTransientByType(t *testing.T) {
 		{"conflict", apierrors.NewConflict(gr, "x", errors.New("rv")), false},
 		{"not found", apierrors.NewNotFound(gr, "x"), false},
 		{"text that looks like an outage", errors.New("connection refused"), false},
+		{"refused, as net/http returns it", &url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, true},
+		{"a certificate not trusted", &url.Error{Op: "Get", URL: "https://x", Err: x509.UnknownAuthorityError{}}, false},
+		{"an unknown host", &url.Error{Op: "Get", URL: "https://x", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}}}, false},
+		{"a DNS server that did not answer", &url.Error{Op: "Get", URL: "https://x", Err: &net.DNSError{Err: "timeout", Name: "x", IsTimeout: true}}, true},
 	} {
 		if got, _ := transient(c.err); got != c.want {
 			t.Errorf("%s: transient = %v, want %v", c.name, got, c.want)
