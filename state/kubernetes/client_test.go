@@ -3,8 +3,8 @@ package k8sstate
 import (
 	"crypto/x509"
 	"errors"
-	"net"
 	"io"
+	"net"
 	"net/url"
 	"syscall"
 	"testing"
