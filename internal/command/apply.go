@@ -5,21 +5,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"runtime/debug"
-	"strings"
-	"sync"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
-	"github.com/trialform/trialform/state"
 )
 
 type applyOptions struct {
@@ -95,13 +89,6 @@ func runDestroy(ctx context.Context, g *Globals, args []string) int {
 	return g.apply(ctx, o, "")
 }
 
-// countingHooks are the hooks of apply: they print (or emit events) and
-// count the actions done.
-type countingHooks interface {
-	apply.Hooks
-	count(plan.Action) int
-}
-
 func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) int {
 	c := g.colors(o.noColor)
 	if o.json {
@@ -151,14 +138,9 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	s.Parallelism = o.parallelism
 	s.TakeOver = o.takeOver
 	s.Hard = g.hard(ctx)
-	out := &lineWriter{w: g.IO.Out}
-	var hooks countingHooks
-	if g.events != nil {
-		hooks = &eventHooks{ev: g.events, where: machineOf(cfg, s), started: map[*plan.TrialAction]time.Time{}}
-	} else {
-		hooks = &printHooks{w: out, c: c, where: machineOf(cfg, s)}
-	}
-	s.Hooks = hooks
+	view := views.NewApply(views.ApplyOptions{Out: g.IO.Out, Err: g.IO.Err, TTY: g.IO.IsTTY, Colors: c, Events: g.events,
+		Where: machineOf(cfg, s), Skipped: apply.IsSkipped})
+	s.Hooks = view
 
 	var p *plan.Plan
 	var err error
@@ -179,9 +161,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			}
 			return g.errorf("refresh: %v", err)
 		}
-		if g.events != nil {
-			g.events.Plan(p)
-		}
+		view.Plan(p, true)
 	} else {
 		p, err = s.Plan(ctx, plan.Options{Destroy: o.destroy, Targets: o.targets, Replace: o.trials.replace, Stop: o.trials.stop})
 		if err != nil {
@@ -193,11 +173,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		if pv != nil {
 			pv.note(p)
 		}
-		if g.events != nil {
-			g.events.Plan(p)
-		} else {
-			views.Plan(out, p, c)
-		}
+		view.Plan(p, false)
 		if p.HasChanges() && !o.autoApprove {
 			if !o.input {
 				return g.errorf("the plan needs approval and -input=false forbids asking: review it with `trialform plan -out=FILE` and apply the file, or add -auto-approve")
@@ -214,7 +190,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 				return g.errorf("read the answer: %v (use -auto-approve where there is no terminal)", err)
 			}
 			if !yes {
-				fmt.Fprintln(g.IO.Out, "Apply cancelled.")
+				view.Cancelled()
 				return 1
 			}
 		}
@@ -233,7 +209,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	applyErr := s.Apply(ctx, p)
 	code := g.reportApply(ctx, applyErr)
 	if apply.IsFatal(applyErr) {
-		fmt.Fprintln(g.IO.Err, "Apply failed: the state could not be saved. Fix the cause above and run `trialform apply` again; trials already started are picked up.")
+		view.NotSaved()
 		return 1
 	}
 	if ctx.Err() != nil {
@@ -248,75 +224,34 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 				trials += n
 			}
 		}
-		if g.events != nil {
-			g.events.Emit(views.Event{Type: "change_summary", Message: views.DestroySummary(exps, trials),
-				Changes: &views.ChangeSummaryJSON{Operation: "destroy", Teardown: hooks.count(plan.Teardown), Experiments: exps, Trials: trials}})
-		} else {
-			fmt.Fprintln(out, c.Bold("\n"+views.DestroySummary(exps, trials)))
-		}
+		view.DestroySummary(exps, trials)
 		return code
 	}
 	if !o.wait {
-		if code == 0 && g.reportFailed(out, p, c) {
+		if code == 0 && reportFailed(view, p) {
 			code = ExitExperimentFailed
 		}
-		g.applySummary(out, hooks, c, code == ExitExperimentFailed)
+		view.Summary(code == ExitExperimentFailed)
 		return code
 	}
 	// A failed action (reported above) is retried by the next pass, as
 	// in every later pass of the wait.
-	return g.wait(ctx, s, o, ps, out, hooks, c)
-}
-
-// applySummary prints "Apply complete! Trials: ..." (or its event).
-func (g *Globals) applySummary(out io.Writer, hooks countingHooks, c views.Colors, failed bool) {
-	head := "Apply complete!"
-	if failed {
-		head = "Apply complete, but an experiment failed (exit status 4)."
-	}
-	line := fmt.Sprintf("%s Trials: %d created, %d resumed, %d torn down.", head, hooks.count(plan.Create), hooks.count(plan.Resume), hooks.count(plan.Teardown))
-	if g.events != nil {
-		g.events.Emit(views.Event{Type: "change_summary", Message: line,
-			Changes: &views.ChangeSummaryJSON{Operation: "apply", Create: hooks.count(plan.Create), Resume: hooks.count(plan.Resume), Teardown: hooks.count(plan.Teardown)}})
-		return
-	}
-	fmt.Fprintln(out, c.Bold("\n"+line))
+	return g.wait(ctx, s, o, ps, view)
 }
 
 // interrupted reports a graceful stop after Ctrl-C (Main exits 128+N).
 func (g *Globals) interrupted(op string) int {
-	again := "trialform apply"
-	if op == "destroy" {
-		again = "trialform destroy"
-	}
-	msg := fmt.Sprintf("Interrupted: running trials keep running; run `%s` again to pick them up.", again)
-	if g.events != nil {
-		g.events.Diagnostic("error", "Interrupted", msg)
-		return 1
-	}
-	fmt.Fprintln(g.IO.Err, "\n"+msg)
+	views.Interrupted(g.events, g.IO.Err, op)
 	return 1
 }
 
-func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps *providerSet, out *lineWriter, hooks countingHooks, c views.Colors) int {
+func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps *providerSet, view views.Apply) int {
 	defer loopGC()()
-	if g.events == nil {
-		fmt.Fprintln(out, "\nWaiting for every experiment to finish (Ctrl-C stops waiting; trials keep running)...")
+	total := 0
+	for _, e := range s.Config.Experiments {
+		total += e.MaxTrials
 	}
-	var bar *progressbar.ProgressBar
-	if g.IO.IsTTY && g.events == nil {
-		total := 0
-		for _, e := range s.Config.Experiments {
-			total += e.MaxTrials
-		}
-		bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(g.IO.Out),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionSetPredictTime(false),
-		)
-		out.bar = bar
-	}
+	view.WaitStart(total)
 	last, err := s.Run(ctx, apply.RunOptions{
 		Plan:     plan.Options{Targets: o.targets},
 		Interval: o.interval,
@@ -325,61 +260,25 @@ func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps
 			if p == nil {
 				return
 			}
-			if g.events != nil {
-				g.events.Progress(p)
-			}
-			done := 0
-			line := ""
-			for _, ep := range p.Experiments {
-				done += views.Ended(ep)
-				if line != "" {
-					line += "; "
-				}
-				line += views.StatusLine(ep)
-			}
-			if bar != nil {
-				bar.Describe(line)
-				bar.Set(done)
-			}
 			// An error of a pass Ctrl-C cut short is the interruption,
 			// reported once below.
+			var errs []error
 			if err != nil && !apply.IsSkipped(err) && ctx.Err() == nil {
-				for _, e := range applyErrors(err) {
-					if g.events != nil {
-						g.events.Diagnostic("error", e.Error(), "")
-					} else {
-						fmt.Fprintln(out, c.Red("Error: ")+e.Error())
-					}
-				}
+				errs = applyErrors(err)
 			}
+			view.Pass(p, errs)
 		},
 	})
-	if bar != nil {
-		// The bar stays as the last pass drew it (20/20 at the end; it
-		// is not cleared on finish, which hid the last frame).
-		bar.Exit()
-		out.bar = nil
-		fmt.Fprintln(g.IO.Out)
-	}
+	view.WaitEnd()
 	if ctx.Err() != nil {
 		return g.interrupted("apply")
 	}
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	if g.events == nil {
-		fmt.Fprintln(out)
-		for _, ep := range last.Experiments {
-			fmt.Fprintln(out, views.StatusLine(ep))
-		}
-		for _, ep := range last.Experiments {
-			if line := views.ElsewhereLine(ep); line != "" {
-				fmt.Fprintln(out, line)
-			}
-		}
-	}
-	failed := g.reportFailed(out, last, c)
-	g.applySummary(out, hooks, c, failed)
+	view.Status(last)
+	failed := reportFailed(view, last)
+	view.Summary(failed)
 	if failed {
 		return ExitExperimentFailed
 	}
@@ -394,25 +293,13 @@ const ExitExperimentFailed = 4
 
 // reportFailed reports, as errors, the experiments of p that ended failed;
 // it says whether there were any.
-func (g *Globals) reportFailed(out io.Writer, p *plan.Plan, c views.Colors) bool {
+func reportFailed(view views.Apply, p *plan.Plan) bool {
 	found := false
 	for _, ep := range p.Experiments {
-		if !ep.Failed {
-			continue
+		if ep.Failed {
+			view.ExperimentFailed(ep)
+			found = true
 		}
-		found = true
-		msg := fmt.Sprintf("experiment %s failed: %s", ep.Name, ep.DoneReason)
-		detail := fmt.Sprintf("`trialform trials %s -q status:failed` lists its failed trials and `trialform logs %s TRIAL` shows why; fix the cause, then raise max_trials (or max_failed_trials) or change the trial to run more", ep.Name, ep.Name)
-		if strings.HasPrefix(ep.DoneReason, "max_duration") {
-			// Its trials were not failed but torn down (CANCELED) at the
-			// deadline, or it ran out of time before one ended.
-			detail = fmt.Sprintf("its max_duration ran out before a trial succeeded; `trialform trials %s -q status:canceled` lists the trials it stopped and `trialform logs %s TRIAL` shows how far they got; raise max_duration, or set on_max_duration = \"finish\" to let running trials finish", ep.Name, ep.Name)
-		}
-		if g.events != nil {
-			g.events.Diagnostic("error", msg, detail)
-			continue
-		}
-		fmt.Fprintln(out, c.Red("Error: ")+msg+"\n  "+detail)
 	}
 	return found
 }
@@ -481,19 +368,7 @@ func checkPlanConfig(p *plan.Plan, cfg *schema.Config) error {
 	return nil
 }
 
-// printHooks prints one line per finished trial action and per observed
-// change.
-type printHooks struct {
-	w      io.Writer
-	c      views.Colors
-	mu     sync.Mutex
-	counts map[plan.Action]int
-	// where names where a started trial went (the machine), "" when its
-	// provider does not say (machineOf).
-	where func(exp, id string) string
-}
-
-// machineOf returns printHooks.where: where a started trial runs, from
+// machineOf returns where a started trial runs (views.ApplyOptions.Where), from
 // its platform's provider when that is a providers.Locator (remote names
 // the machine), else "".
 func machineOf(cfg *schema.Config, s *apply.Session) func(exp, id string) string {
@@ -517,146 +392,6 @@ func machineOf(cfg *schema.Config, s *apply.Session) func(exp, id string) string
 		}
 		return ""
 	}
-}
-
-func (h *printHooks) count(a plan.Action) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.counts[a]
-}
-
-func (h *printHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
-	if !done {
-		return
-	}
-	on := ""
-	if h.where != nil && err == nil && (a.Action == plan.Create || a.Action == plan.Resume) {
-		if m := h.where(a.Experiment, a.TrialID); m != "" {
-			on = " on " + m
-		}
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.counts == nil {
-		h.counts = map[plan.Action]int{}
-	}
-	name := a.Experiment + "/" + a.TrialID
-	switch {
-	case err != nil && apply.IsSkipped(err):
-		fmt.Fprintf(h.w, "  %s %s: %s\n", h.c.Dim("."), name, views.Safe(err.Error()))
-	case errors.Is(err, context.Canceled):
-		fmt.Fprintf(h.w, "  %s %s: %s cancelled by the interrupt\n", h.c.Red("!"), name, a.Action)
-	case err != nil:
-		fmt.Fprintf(h.w, "  %s %s: %s failed: %s\n", h.c.Red("!"), name, a.Action, views.Safe(err.Error()))
-	default:
-		h.counts[a.Action]++
-		switch a.Action {
-		case plan.Create:
-			fmt.Fprintf(h.w, "  %s %s started%s  %s\n", h.c.Green("+"), name, on, views.FormatParams(a.Params))
-		case plan.Resume:
-			fmt.Fprintf(h.w, "  %s %s resumed%s\n", h.c.Yellow("~"), name, on)
-		case plan.Teardown:
-			fmt.Fprintf(h.w, "  %s %s torn down (%s)\n", h.c.Red("-"), name, views.Safe(a.Reason))
-		}
-	}
-}
-
-func (h *printHooks) Observed(o plan.Observed) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	line := fmt.Sprintf("  %s/%s %s", o.Experiment, o.TrialID, o.After)
-	if len(o.Values) > 0 {
-		for _, v := range o.Values {
-			line += " " + v.Metric + "=" + views.FormatMetric(&v.Value)
-		}
-	} else if o.Value != nil {
-		line += " value=" + views.FormatMetric(o.Value)
-	}
-	if o.Reason != "" {
-		line += " (" + views.Safe(o.Reason) + ")"
-	}
-	if o.After == state.Failed {
-		line += fmt.Sprintf("; see `trialform logs %s %s`", o.Experiment, o.TrialID)
-	}
-	fmt.Fprintln(h.w, line)
-}
-
-// lineWriter writes whole lines, clearing the progress bar first on a
-// terminal so lines and the bar do not mix.
-type lineWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	bar *progressbar.ProgressBar
-}
-
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.bar != nil {
-		l.bar.Clear()
-	}
-	n, err := l.w.Write(p)
-	if l.bar != nil {
-		l.bar.RenderBlank()
-	}
-	return n, err
-}
-
-// eventHooks emit apply_start, apply_complete, apply_errored and
-// trial_status events (apply -json).
-type eventHooks struct {
-	ev      *views.Events
-	where   func(exp, id string) string
-	mu      sync.Mutex
-	counts  map[plan.Action]int
-	started map[*plan.TrialAction]time.Time
-}
-
-func (h *eventHooks) count(a plan.Action) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.counts[a]
-}
-
-func (h *eventHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
-	name := a.Experiment + "/" + a.TrialID
-	hook := &views.HookJSON{Experiment: a.Experiment, Trial: a.TrialID, Action: a.Action}
-	h.mu.Lock()
-	if !done {
-		h.started[a] = time.Now()
-		h.mu.Unlock()
-		h.ev.Emit(views.Event{Type: "apply_start", Message: name + ": " + string(a.Action) + " started", Hook: hook})
-		return
-	}
-	if t, ok := h.started[a]; ok {
-		hook.ElapsedSeconds = time.Since(t).Seconds()
-		delete(h.started, a)
-	}
-	if err == nil {
-		if h.counts == nil {
-			h.counts = map[plan.Action]int{}
-		}
-		h.counts[a.Action]++
-	}
-	h.mu.Unlock()
-	switch {
-	case err != nil && apply.IsSkipped(err):
-		hook.Error = err.Error()
-		h.ev.Emit(views.Event{Type: "apply_errored", Level: "warn", Message: name + ": " + err.Error(), Hook: hook})
-	case err != nil:
-		hook.Error = err.Error()
-		h.ev.Emit(views.Event{Type: "apply_errored", Level: "error", Message: name + ": " + string(a.Action) + " failed: " + err.Error(), Hook: hook})
-	default:
-		if h.where != nil && (a.Action == plan.Create || a.Action == plan.Resume) {
-			hook.Machine = h.where(a.Experiment, a.TrialID)
-		}
-		h.ev.Emit(views.Event{Type: "apply_complete", Message: name + ": " + string(a.Action) + " complete", Hook: hook})
-	}
-}
-
-func (h *eventHooks) Observed(o plan.Observed) {
-	msg := fmt.Sprintf("%s/%s: %s -> %s", o.Experiment, o.TrialID, o.Before, o.After)
-	h.ev.Emit(views.Event{Type: "trial_status", Message: msg, Observed: &o})
 }
 
 // loopGC makes the garbage collector run less often (GOGC 200, unless GOGC

@@ -3,9 +3,11 @@ package command
 import (
 	"context"
 	"flag"
-	"fmt"
 	"maps"
 	"strings"
+
+	"github.com/trialform/trialform/apply"
+	"github.com/trialform/trialform/internal/views"
 )
 
 // runRefresh is `trialform refresh [EXPERIMENT...]`, Terraform's
@@ -51,8 +53,7 @@ func runRefresh(ctx context.Context, g *Globals, args []string) int {
 		return 1
 	}
 	defer done()
-	out := &lineWriter{w: g.IO.Out}
-	s.Hooks = &printHooks{w: out, c: g.colors(*noColor), where: machineOf(cfg, s)}
+	s.Hooks = views.NewApply(views.ApplyOptions{Out: g.IO.Out, Colors: g.colors(*noColor), Where: machineOf(cfg, s), Skipped: apply.IsSkipped})
 	_, changes, err := s.Refresh(ctx)
 	if err != nil {
 		return g.errorf("refresh: %v", err)
@@ -63,6 +64,6 @@ func runRefresh(ctx context.Context, g *Globals, args []string) int {
 			n++
 		}
 	}
-	fmt.Fprintf(g.IO.Out, "Refresh complete: %d experiment(s) read, %d trial change(s) recorded. Nothing was started or stopped.\n", n, len(changes))
+	views.RefreshComplete(g.IO.Out, n, len(changes))
 	return 0
 }

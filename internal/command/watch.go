@@ -6,10 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/trialform/trialform/apply"
@@ -65,10 +63,8 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 	}
 	w := &watcher{
 		g: g, o: o, dir: wd, m: m, stateDir: sd,
-		c: g.colors(o.noColor),
+		view: views.NewWatch(g.IO.Out, g.IO.IsTTY, g.colors(o.noColor), apply.IsSkipped),
 	}
-	w.out = &statusWriter{w: g.IO.Out, tty: g.IO.IsTTY}
-	w.hooks = &printHooks{w: w.out, c: w.c}
 	defer func() {
 		if w.ps != nil {
 			w.ps.Close()
@@ -86,14 +82,7 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 	defer fw.Close()
 	w.extraSetter = fw.SetExtra
 
-	mode := "plan only; add -auto-approve to apply"
-	if o.autoApprove {
-		mode = "applying every plan"
-		if !o.allowDestroy {
-			mode += "; plans that remove experiments or tear down trials are held without -allow-destroy"
-		}
-	}
-	fmt.Fprintf(w.out, "Watching %s (%s). Ctrl-C stops watching; trials keep running.\n", wd, mode)
+	w.view.Started(wd, o.autoApprove, o.allowDestroy)
 	w.reload(ctx, nil)
 
 	// A backend that tells of changes (pg's NOTIFY) wakes a pass at once
@@ -102,7 +91,7 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 	var stateChanged <-chan struct{}
 	if cn, ok := m.(state.ChangeNotifier); ok {
 		if c, err := cn.Changes(ctx); err != nil {
-			fmt.Fprintf(w.out, "%s the %s backend cannot tell of changes (%v); watch re-reads the state every %s.\n", w.c.Yellow("Warning:"), m.Name(), err, o.interval)
+			w.view.NoChangeNotices(m.Name(), err, o.interval)
 		} else {
 			stateChanged = c
 		}
@@ -113,15 +102,14 @@ func runWatch(ctx context.Context, g *Globals, args []string) int {
 	for {
 		select {
 		case <-ctx.Done():
-			w.out.clearStatus()
-			fmt.Fprintln(g.IO.Out, "\nStopped watching. Running trials keep running; `trialform watch` or `trialform apply -wait` picks them up.")
+			w.view.Stopped()
 			return 0
 		case b, ok := <-fw.C:
 			if !ok {
 				return g.errorf("file watcher stopped")
 			}
 			if b.Err != nil {
-				fmt.Fprintf(w.out, "%s watching files: %v\n", w.c.Yellow("Warning:"), b.Err)
+				w.view.FilesError(b.Err)
 				continue
 			}
 			w.reload(ctx, &b)
@@ -149,9 +137,7 @@ type watcher struct {
 	dir      string
 	stateDir string
 	m        state.Backend
-	c        views.Colors
-	out      *statusWriter
-	hooks    *printHooks
+	view     *views.Watch
 
 	cfg      *schema.Config // last configuration that loaded
 	units    map[string]schema.Unit
@@ -196,19 +182,15 @@ func (w *watcher) reload(ctx context.Context, b *watch.Batch) {
 			what = "events were lost; rescanned"
 		}
 		w.changed, w.what = now, what
-		fmt.Fprintf(w.out, "\n%s %s changed at %s\n", w.c.Bold("──"), what, now.Format("15:04:05"))
+		w.view.Changed(what, now)
 	}
 	cfg, diags := schema.Load(w.dir, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: w.o.vars.vars, VarFiles: w.o.vars.varFiles, Environ: w.g.IO.Environ})
 	if len(diags) > 0 {
-		w.out.clearStatus()
+		w.view.Out.ClearStatus()
 		w.g.printDiags(cfg, diags, w.o.noColor)
 	}
 	if diags.HasErrors() {
-		if w.cfg != nil {
-			fmt.Fprintln(w.out, w.c.Yellow("The configuration has errors; keeping the last good plan. Fix the files and save again."))
-		} else {
-			fmt.Fprintln(w.out, w.c.Yellow("The configuration has errors; nothing is planned until it loads. Fix the files and save again."))
-		}
+		w.view.ConfigErrors(w.cfg != nil)
 		w.status()
 		return
 	}
@@ -233,12 +215,7 @@ func (w *watcher) reload(ctx context.Context, b *watch.Batch) {
 		}
 		diff := schema.BlockDiff(schema.HideSensitive(w.units, hide), schema.HideSensitive(units, hide))
 		diff += w.fileDiffs(extra)
-		if diff == "" {
-			fmt.Fprintln(w.out, "No change in the definitions since the last good plan.")
-		} else {
-			fmt.Fprintln(w.out, "Changes in the definitions since the last good plan:")
-			w.printDiff(diff)
-		}
+		w.view.DefinitionsDiff(diff)
 	}
 	w.cfg, w.units, w.extra = cfg, units, extra
 	w.setExtra(extraPaths)
@@ -279,8 +256,6 @@ func (w *watcher) fileDiffs(now map[string][]byte) string {
 	return sb.String()
 }
 
-func (w *watcher) printDiff(diff string) { views.Diff(w.out, diff, w.c, "") }
-
 // buildProviders keeps the provider set while the platform blocks are
 // unchanged (providers hold caches and notifiers) and rebuilds it when
 // they change.
@@ -320,31 +295,29 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		return
 	}
 	opts := plan.Options{Targets: w.o.targets}
-	if !w.g.checkPlatformsTo(ctx, w.cfg, w.ps, w.out) {
+	if !w.g.checkPlatformsTo(ctx, w.cfg, w.ps, w.view.Out) {
 		return
 	}
 	if !w.o.autoApprove {
 		if err := lostError(w.m, w.stateDir); err != nil {
-			fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
+			w.view.Error(err)
 			return
 		}
 		st, err := w.m.Load()
 		if err != nil {
-			fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
+			w.view.Error(err)
 			return
 		}
 		s := apply.NewSession(w.cfg, st, newMemStore(w.m), w.ps)
 		p, err := s.Plan(ctx, opts)
 		if err != nil {
-			fmt.Fprintf(w.out, "%s plan: %v\n", w.c.Red("Error:"), err)
+			w.view.Error(fmt.Errorf("plan: %w", err))
 			return
 		}
 		w.last = p
-		var buf bytes.Buffer
-		views.Plan(&buf, p, w.c)
-		if printPlan || buf.String() != w.lastPlan {
-			w.out.Write(buf.Bytes())
-			w.lastPlan = buf.String()
+		if text := w.view.PlanText(p); printPlan || text != w.lastPlan {
+			w.view.PrintText(text)
+			w.lastPlan = text
 		}
 		return
 	}
@@ -363,22 +336,22 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		if errors.As(err, &le) {
 			if msg := err.Error(); msg != w.locked {
 				w.locked = msg
-				fmt.Fprintf(w.out, "%s %v; watch tries again every %s.\n", w.c.Yellow("Waiting:"), err, w.o.interval)
+				w.view.Waiting(err, w.o.interval)
 			}
 			return
 		}
-		fmt.Fprintf(w.out, "%s acquire the state lock: %v\n", w.c.Red("Error:"), err)
+		w.view.Error(fmt.Errorf("acquire the state lock: %w", err))
 		return
 	}
 	defer lk.Unlock()
 	w.locked = ""
 	st, err := w.m.Load()
 	if err != nil {
-		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
+		w.view.Error(err)
 		return
 	}
 	if err := lostError(w.m, w.stateDir); err != nil {
-		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), err)
+		w.view.Error(err)
 		return
 	}
 	s := apply.NewSession(w.cfg, st, w.m, w.ps)
@@ -387,36 +360,31 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	s.Provenance = w.g.readProvenance(w.cfg, w.stateDir).byExp
 	s.Parallelism = w.o.parallelism
 	s.Hard = w.g.hard(ctx)
-	s.Hooks = w.hooks
+	s.Hooks = w.view.Apply
 	p, err := s.Plan(ctx, opts)
 	if err != nil {
-		fmt.Fprintf(w.out, "%s plan: %v\n", w.c.Red("Error:"), err)
+		w.view.Error(fmt.Errorf("plan: %w", err))
 		return
 	}
 	w.last = p
 	if d := p.Destructive(); len(d) > 0 && !w.o.allowDestroy {
 		held := heldKey(d)
 		if printPlan || held != w.held {
-			views.Plan(w.out, p, w.c)
-			fmt.Fprintln(w.out, w.c.Yellow("\nHeld: this plan is not applied because"))
-			for _, line := range d {
-				fmt.Fprintf(w.out, "  - %s\n", line)
-			}
-			fmt.Fprintln(w.out, "Restore the definitions, run `trialform apply` to apply it yourself, or restart watch with -allow-destroy.")
+			w.view.Held(p, d)
 			w.held = held
 		}
 		return
 	}
 	w.held = ""
 	if printPlan {
-		views.Plan(w.out, p, w.c)
+		w.view.Plan(p)
 	}
 	if err := s.Apply(ctx, p); err != nil && ctx.Err() == nil {
 		w.printApplyErr(err)
 	}
 	if apply.Finished(p) {
 		if !w.done {
-			fmt.Fprintln(w.out, w.c.Bold("\nAll experiments are done. Watching for changes..."))
+			w.view.AllDone()
 			w.done = true
 		}
 	} else {
@@ -438,83 +406,17 @@ func heldKey(destructive []string) string {
 
 func (w *watcher) printApplyErr(err error) {
 	for _, e := range applyErrors(err) {
-		fmt.Fprintf(w.out, "%s %v\n", w.c.Red("Error:"), e)
+		w.view.Error(e)
 	}
 }
 
 // status redraws the status line (terminals only).
 func (w *watcher) status() {
-	if !w.out.tty {
-		return
-	}
-	var parts []string
-	if w.last != nil {
-		for _, ep := range w.last.Experiments {
-			parts = append(parts, views.StatusLine(ep))
-		}
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "no experiments")
-	}
-	line := strings.Join(parts, " · ")
-	if !w.changed.IsZero() {
-		line += fmt.Sprintf(" · last change %s (%s)", w.changed.Format("15:04:05"), w.what)
-	}
-	if w.held != "" {
-		line += " · plan held"
-	}
-	w.out.setStatus("watch · " + line)
+	w.view.Status(w.last, w.changed, w.what, w.held != "")
 }
 
 // checkPlatformsTo is checkPlatforms writing its diagnostics through w.
-func (g *Globals) checkPlatformsTo(ctx context.Context, cfg *schema.Config, ps *providerSet, w *statusWriter) bool {
-	w.clearStatus()
+func (g *Globals) checkPlatformsTo(ctx context.Context, cfg *schema.Config, ps *providerSet, w *views.StatusWriter) bool {
+	w.ClearStatus()
 	return g.checkPlatforms(ctx, cfg, ps)
-}
-
-// statusWriter writes whole lines and, on a terminal, keeps a status line
-// at the bottom: cleared before each write and drawn again after.
-type statusWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	tty    bool
-	status string
-	shown  bool
-}
-
-func (s *statusWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.clearLocked()
-	n, err := s.w.Write(p)
-	s.drawLocked()
-	return n, err
-}
-
-func (s *statusWriter) setStatus(line string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.clearLocked()
-	s.status = line
-	s.drawLocked()
-}
-
-func (s *statusWriter) clearStatus() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.clearLocked()
-}
-
-func (s *statusWriter) clearLocked() {
-	if s.shown {
-		io.WriteString(s.w, "\r\x1b[2K")
-		s.shown = false
-	}
-}
-
-func (s *statusWriter) drawLocked() {
-	if s.tty && s.status != "" {
-		io.WriteString(s.w, s.status)
-		s.shown = true
-	}
 }

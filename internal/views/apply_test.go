@@ -1,0 +1,96 @@
+package views
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/state"
+)
+
+var errWaits = errors.New("waiting for capacity")
+
+// drive plays one apply through a view: three trials started, resumed and
+// torn down, one skipped, one failed, an observed failure, a failed
+// experiment, the summary.
+func drive(v Apply) {
+	acts := []*plan.TrialAction{
+		{Experiment: "e", TrialID: "t0", Action: plan.Create, Params: map[string]any{"lr": 0.1}},
+		{Experiment: "e", TrialID: "t1", Action: plan.Resume},
+		{Experiment: "e", TrialID: "t2", Action: plan.Teardown, Reason: "generation 2"},
+		{Experiment: "e", TrialID: "t3", Action: plan.Create},
+		{Experiment: "e", TrialID: "t4", Action: plan.Create},
+	}
+	errs := []error{nil, nil, nil, errWaits, errors.New("quota exceeded")}
+	for i, a := range acts {
+		v.TrialAction(a, false, nil)
+		v.TrialAction(a, true, errs[i])
+	}
+	v.Observed(plan.Observed{Experiment: "e", TrialID: "t0", Before: state.Running, After: state.Failed, Reason: "exit 1"})
+	v.ExperimentFailed(&plan.ExperimentPlan{Name: "e", Failed: true, DoneReason: "max_failed_trials reached"})
+	v.Summary(true)
+}
+
+// The human and the JSON view report the same things: each done action,
+// each observed change, the failed experiment, the same counts.
+func TestApplyViewsAgree(t *testing.T) {
+	var human, stream bytes.Buffer
+	skipped := func(err error) bool { return errors.Is(err, errWaits) }
+	where := func(exp, id string) string { return "gpu-" + id }
+	hv := NewApply(ApplyOptions{Out: &human, Skipped: skipped, Where: where})
+	jv := NewApply(ApplyOptions{Events: NewEvents(&stream), Skipped: skipped, Where: where})
+	drive(hv)
+	drive(jv)
+
+	wantHuman := []string{
+		"  + e/t0 started on gpu-t0  lr=0.1",
+		"  ~ e/t1 resumed on gpu-t1",
+		"  - e/t2 torn down (generation 2)",
+		"  . e/t3: waiting for capacity",
+		"  ! e/t4: create failed: quota exceeded",
+		"  e/t0 FAILED (exit 1); see `trialform logs e t0`",
+		"Error: experiment e failed: max_failed_trials reached",
+		"Apply complete, but an experiment failed (exit status 4). Trials: 1 created, 1 resumed, 1 torn down.",
+	}
+	for _, w := range wantHuman {
+		if !strings.Contains(human.String(), w+"\n") {
+			t.Errorf("human output lacks %q:\n%s", w, human.String())
+		}
+	}
+
+	var types []string
+	var summary *ChangeSummaryJSON
+	sc := bufio.NewScanner(&stream)
+	for sc.Scan() {
+		var e Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("%s: %v", sc.Text(), err)
+		}
+		types = append(types, e.Type)
+		if e.Type == "apply_complete" && e.Hook.Machine != "gpu-"+e.Hook.Trial && e.Hook.Action != plan.Teardown {
+			t.Errorf("apply_complete of %s names machine %q", e.Hook.Trial, e.Hook.Machine)
+		}
+		if e.Changes != nil {
+			summary = e.Changes
+		}
+	}
+	count := func(typ string) int {
+		n := 0
+		for _, x := range types {
+			if x == typ {
+				n++
+			}
+		}
+		return n
+	}
+	if count("apply_start") != 5 || count("apply_complete") != 3 || count("apply_errored") != 2 || count("trial_status") != 1 || count("diagnostic") != 1 {
+		t.Errorf("events %v", types)
+	}
+	if summary == nil || *summary != (ChangeSummaryJSON{Operation: "apply", Create: hv.Count(plan.Create), Resume: hv.Count(plan.Resume), Teardown: hv.Count(plan.Teardown)}) {
+		t.Errorf("JSON summary %+v, human counts %d/%d/%d", summary, hv.Count(plan.Create), hv.Count(plan.Resume), hv.Count(plan.Teardown))
+	}
+}
