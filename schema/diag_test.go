@@ -94,3 +94,36 @@ func TestWriteDiagnostics(t *testing.T) {
 		}
 	}
 }
+
+// An HCL body's misspelt names are suggested by internal/didyoumean, the
+// rule every message uses, not by HCL's own, which takes the first name
+// within 2 edits in schema order: for n_max_duration it said
+// "max_duration" (2 edits) where "on_max_duration" is 1.
+func TestMisspeltNamesUseOneRule(t *testing.T) {
+	dir := writeConfig(t, map[string]string{"main.hcl": `
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+experiment "e" {
+  search_space = search_space.s
+  max_trials     = 1
+  n_max_duration = "stop"
+  trial { command = "true" }
+  Objective { metric = "acc" }
+}
+`})
+	_, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
+	var got []string
+	for _, d := range diags {
+		got = append(got, d.Summary+": "+d.Detail)
+	}
+	all := strings.Join(got, "\n")
+	for _, want := range []string{
+		`Unsupported argument: An argument named "n_max_duration" is not expected here. Did you mean "on_max_duration"?`,
+		`Unsupported block type: Blocks of type "Objective" are not expected here. Did you mean "objective"?`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("diagnostics lack %q:\n%s", want, all)
+		}
+	}
+}

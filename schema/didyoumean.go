@@ -10,9 +10,10 @@ import (
 )
 
 // bodyContent is body.Content(s) whose "Unsupported argument" and
-// "Unsupported block type" diagnostics name the closest valid name, as
-// Terraform's do: HCL suggests only names within 2 edits and says nothing
-// otherwise ("An argument named "max_failed_trail" is not expected here.").
+// "Unsupported block type" diagnostics name the closest valid name by
+// internal/didyoumean, as every other message does: HCL suggests only
+// names within 2 edits, by case, and says nothing otherwise ("An argument
+// named "max_failed_trail" is not expected here.").
 func bodyContent(body hcl.Body, s *hcl.BodySchema) (*hcl.BodyContent, hcl.Diagnostics) {
 	c, diags := body.Content(s)
 	var attrs, blocks []string
@@ -44,8 +45,10 @@ func bodyContent(body hcl.Body, s *hcl.BodySchema) (*hcl.BodyContent, hcl.Diagno
 		default:
 			continue
 		}
-		if strings.Contains(d.Detail, "Did you mean") {
-			continue
+		// HCL's own suggestion (its own edit distance, case-sensitive,
+		// within 2 edits) gives way to the one rule every message uses.
+		if i := strings.Index(d.Detail, " Did you mean"); i >= 0 {
+			d.Detail = d.Detail[:i]
 		}
 		d.Detail += didyoumean.Sentence(name, cands, format)
 	}
