@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,8 +19,74 @@ import (
 type held struct {
 	info  state.LockInfo
 	whole bool
-	conn  *pgx.Conn
+
+	mu   sync.Mutex
+	conn *pgx.Conn // nil while the lock is lost and not yet taken again
+	stop chan struct{}
+	done chan struct{}
 }
+
+// keepAlive checks h's connection every few seconds; when it is gone (the
+// server restarted, the network failed) the advisory locks went with it,
+// and it takes them again, with the same lock ID, as soon as it can
+// (unless someone else took them meanwhile: then it tries until Unlock).
+// A save meanwhile still checks, per experiment, that nobody else wrote
+// since, so a holder whose lock lapsed never overwrites another's change.
+func (b *Backend) keepAlive(h *held) {
+	defer close(h.done)
+	t := time.NewTicker(keepAliveEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		conn := h.conn
+		h.mu.Unlock()
+		if conn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), keepAliveEvery)
+			err := conn.Ping(ctx)
+			cancel()
+			if err == nil {
+				continue
+			}
+			conn.Close(context.Background())
+			h.mu.Lock()
+			h.conn = nil
+			h.mu.Unlock()
+		}
+		// Its record says whether it was force-unlocked (the record is
+		// gone: it is not taken again) or lost with the connection.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var mine bool
+		var again *held
+		pool, err := b.getPool(ctx)
+		if err == nil {
+			err = pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+b.t("locks")+` l WHERE id = $1 AND NOT `+live+`)`, h.info.ID).Scan(&mine)
+		}
+		if err == nil && !mine {
+			cancel()
+			return
+		}
+		if err == nil {
+			_, err = pool.Exec(ctx, `DELETE FROM `+b.t("locks")+` l WHERE id = $1 AND NOT `+live, h.info.ID)
+		}
+		if err == nil {
+			again, _, err = b.tryLock(ctx, h.info)
+		}
+		cancel()
+		if err == nil && again != nil {
+			h.mu.Lock()
+			h.conn = again.conn
+			h.mu.Unlock()
+		}
+	}
+}
+
+// keepAliveEvery is how often a held lock's connection is checked.
+var keepAliveEvery = 5 * time.Second
 
 // scope is the experiments this client's locks cover: nil when it holds
 // the whole state, or no lock (a save then checks the whole state).
@@ -67,6 +134,8 @@ func (b *Backend) LockExperiments(ctx context.Context, experiments []string, ope
 			b.lockMu.Lock()
 			b.held[h] = true
 			b.lockMu.Unlock()
+			h.stop, h.done = make(chan struct{}), make(chan struct{})
+			go b.keepAlive(h)
 			return state.NewLock(info, func() error { return b.unlock(h) }), nil
 		}
 		if timeout <= 0 || !time.Now().Before(deadline) {
@@ -194,15 +263,24 @@ func (b *Backend) unlock(h *held) error {
 	b.lockMu.Lock()
 	delete(b.held, h)
 	b.lockMu.Unlock()
+	close(h.stop)
+	<-h.done
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	h.mu.Lock()
+	conn := h.conn
+	h.conn = nil
+	h.mu.Unlock()
+	if conn == nil {
+		return nil // lost with its connection, not taken again
+	}
 	var err error
-	if !h.conn.IsClosed() {
-		if _, e := h.conn.Exec(ctx, `DELETE FROM `+b.t("locks")+` WHERE id = $1`, h.info.ID); e != nil && !h.conn.IsClosed() {
+	if !conn.IsClosed() {
+		if _, e := conn.Exec(ctx, `DELETE FROM `+b.t("locks")+` WHERE id = $1`, h.info.ID); e != nil && !conn.IsClosed() {
 			err = b.fail("release the lock", e)
 		}
 	}
-	h.conn.Close(ctx)
+	conn.Close(ctx)
 	return err
 }
 
@@ -276,12 +354,14 @@ func (b *Backend) ForceUnlock(id string) error {
 	if err != nil {
 		return b.fail("force-unlock", err)
 	}
+	// The record first: a holder whose connection ends looks for it to
+	// tell a force-unlock from a lost connection.
+	if _, err := pool.Exec(ctx, `DELETE FROM `+b.t("locks")+` WHERE id = $1`, id); err != nil {
+		return b.fail("force-unlock", err)
+	}
 	var ok bool
 	if err := pool.QueryRow(ctx, `SELECT pg_terminate_backend($1, 30000)`, pid).Scan(&ok); err != nil {
 		return b.fail("force-unlock (end the holder's connection)", err)
-	}
-	if _, err := pool.Exec(ctx, `DELETE FROM `+b.t("locks")+` WHERE id = $1`, id); err != nil {
-		return b.fail("force-unlock", err)
 	}
 	return nil
 }

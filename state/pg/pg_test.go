@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,6 +27,9 @@ func TestMain(m *testing.M) {
 		}
 		backendtest.Hold(b)
 	}
+	// Held locks' connections are checked often, so the suite's cases
+	// (force-unlock, a server restart) meet the check.
+	keepAliveEvery = 100 * time.Millisecond
 	pgtest.Main(m)
 }
 
@@ -224,5 +228,54 @@ func TestRegistration(t *testing.T) {
 	}
 	if ok, err := b.Exists(); err != nil || ok {
 		t.Fatalf("Exists = %v, %v", ok, err)
+	}
+}
+
+// The server goes away and comes back: a held lock went with its
+// connection and is taken again (same ID) by its holder, the holder saves
+// again, and the state is whole.
+func TestServerRestart(t *testing.T) {
+	srv := pgtest.NewServer(t)
+	conn := srv.NewDB(t)
+	a := open(t, conn)
+	s := backendtest.Sample(5)
+	if err := a.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := a.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	srv.Stop(t)
+	s.Experiments["mnist"].Trials["t0000"].Attempts++
+	if err := a.Save(s); err == nil {
+		t.Fatal("a save with the server stopped succeeded")
+	} else if !strings.Contains(err.Error(), `backend "pg"`) || strings.Contains(err.Error(), srv.Password) {
+		t.Fatalf("the error while the server is down: %v", err)
+	}
+	srv.Start(t)
+	// The lock is held again by its holder (waited for, not timed).
+	b := open(t, conn)
+	for {
+		locks, err := b.CurrentLocks()
+		if err == nil && len(locks) == 1 && locks[0].ID == lk.Info().ID {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0); err == nil {
+		t.Fatal("another client took the experiment its holder took again")
+	}
+	again, err := a.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Experiments["mnist"].Trials["t0000"].Attempts++
+	if err := a.Save(again); err != nil {
+		t.Fatalf("a save after the restart: %v", err)
+	}
+	if got, err := b.Load(); err != nil || got.Experiments["mnist"].Trials["t0000"].Attempts != 2 || got.Serial != 2 {
+		t.Fatalf("after the restart: %v, %v", got, err)
 	}
 }

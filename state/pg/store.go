@@ -170,7 +170,7 @@ type change struct {
 	deletes    []trialKey
 	touched    map[string]bool  // experiments written
 	versions   map[string]int64 // what this client read of each touched experiment (-1: absent)
-	next       *snapshot        // the snapshot after the commit
+	base       *snapshot        // what the change was computed from; the commit applies it
 }
 
 type trialKey struct{ exp, id string }
@@ -257,7 +257,6 @@ func (b *Backend) prepare(s *state.State, refs []state.TrialRef) (func() error, 
 			named[r.Experiment][r.ID] = true
 		}
 	}
-	next := &snapshot{lineage: s.Lineage, exps: make(map[string]*snapExp, len(s.Experiments)), saved: true}
 	out := func(what, n string) error {
 		return fmt.Errorf("save state: %s %q changed, but this command locked only %s: not saving it (a bug: report it)", what, n, strings.Join(sortedKeys(scope), ", "))
 	}
@@ -266,11 +265,6 @@ func (b *Backend) prepare(s *state.State, refs []state.TrialRef) (func() error, 
 		h, err := head(e)
 		if err != nil {
 			return nil, fmt.Errorf("save state: experiment %q: %w", n, err)
-		}
-		ne := &snapExp{head: h, trials: nil}
-		if old != nil {
-			ne.version = old.version
-			ne.trials = old.trials
 		}
 		changed := old == nil || string(old.head) != string(h)
 		var ups []trialRow
@@ -320,9 +314,6 @@ func (b *Backend) prepare(s *state.State, refs []state.TrialRef) (func() error, 
 		}
 		if changed || len(ups) > 0 || len(dels) > 0 {
 			if scope != nil && !scope[n] {
-				if old == nil {
-					return nil, out("experiment", n)
-				}
 				return nil, out("experiment", n)
 			}
 			ch.touched[n] = true
@@ -333,26 +324,7 @@ func (b *Backend) prepare(s *state.State, refs []state.TrialRef) (func() error, 
 			if old != nil {
 				ch.versions[n] = old.version
 			}
-			// The trials after the commit: copied when they change.
-			trials := make(map[string]*state.Trial, len(e.Trials))
-			if old != nil && (len(ups) > 0 || len(dels) > 0) {
-				for id, t := range old.trials {
-					trials[id] = t
-				}
-			} else if old != nil {
-				trials = old.trials
-			}
-			if len(ups) > 0 || len(dels) > 0 {
-				for _, d := range dels {
-					delete(trials, d.id)
-				}
-				for _, u := range ups {
-					trials[u.id] = u.trial
-				}
-			}
-			ne.trials = trials
 		}
-		next.exps[n] = ne
 	}
 	for n, old := range base.exps {
 		if s.Experiments[n] != nil {
@@ -368,7 +340,7 @@ func (b *Backend) prepare(s *state.State, refs []state.TrialRef) (func() error, 
 	if ch.exists && len(ch.touched) == 0 {
 		return nil, nil
 	}
-	ch.next = next
+	ch.base = base
 	if scope == nil || !ch.exists {
 		s.Serial = base.serial + 1
 	} else {
@@ -395,13 +367,27 @@ func (b *Backend) prepare(s *state.State, refs []state.TrialRef) (func() error, 
 			b.snap = nil // what the database holds is read again
 			return err
 		}
-		ch.next.serial = serial
-		for n := range ch.touched {
-			if e := ch.next.exps[n]; e != nil {
-				e.version = int64(serial)
-			}
+		// What this client holds now: the base with the change.
+		base := ch.base
+		base.serial, base.saved = serial, true
+		for _, n := range ch.removed {
+			delete(base.exps, n)
 		}
-		b.snap = ch.next
+		for n, h := range ch.heads {
+			e := base.exps[n]
+			if e == nil {
+				e = &snapExp{trials: map[string]*state.Trial{}}
+				base.exps[n] = e
+			}
+			e.head, e.version = h, int64(serial)
+		}
+		for _, d := range ch.deletes {
+			delete(base.exps[d.exp].trials, d.id)
+		}
+		for _, u := range ch.upserts {
+			base.exps[u.exp].trials[u.id] = u.trial
+		}
+		b.snap = base
 		return nil
 	}, nil
 }
