@@ -100,7 +100,7 @@ func optimum(c curves, steps int) float64 {
 }
 
 func suggest(seed int64, seq int) space.Params {
-	tn, err := tuner.Builtin().New("random", map[string]any{}, problem)
+	tn, err := builtinTuners.New("random", map[string]any{}, problem)
 	check(err)
 	out, err := tn.Suggest(tuner.Request{Space: problem, Goal: tuner.Maximize, Seed: seed, Seqs: []int{seq}})
 	check(err)
@@ -179,7 +179,7 @@ func (s sim) runHyperband(name string, settings map[string]any, budget int, resu
 	for k, v := range settings {
 		set[k] = v
 	}
-	tn, err := tuner.Builtin().New(name, set, problem)
+	tn, err := builtinTuners.New(name, set, problem)
 	check(err)
 	var hist []tuner.Observation
 	bestRep, bestTrue := math.Inf(-1), math.Inf(-1)
@@ -236,7 +236,7 @@ type method struct {
 
 func assessorMethod(name string, settings map[string]any) method {
 	return method{label: name + " " + fmtSettings(settings), run: func(s sim, budget int) result {
-		a, err := tuner.Builtin().NewAssessor(name, settings)
+		a, err := builtinTuners.NewAssessor(name, settings)
 		check(err)
 		return s.run(budget, a)
 	}}
@@ -555,3 +555,6 @@ func check(err error) {
 		os.Exit(1)
 	}
 }
+
+// builtinTuners is trialform's list of tuners and assessors.
+var builtinTuners = tuner.Builtin()

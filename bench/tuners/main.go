@@ -117,10 +117,10 @@ func mainErr(args []string) error {
 	}
 	want := splitList(*goFlag)
 	if len(want) == 1 && want[0] == "all" {
-		want = tuner.Builtin().Names()
+		want = builtinTuners.Names()
 	}
 	for _, n := range want {
-		if tuner.Builtin().Lookup(registeredName(n)) != nil {
+		if builtinTuners.Lookup(registeredName(n)) != nil {
 			c.goTuners = append(c.goTuners, n)
 		} else {
 			c.skipped = append(c.skipped, n)
@@ -456,3 +456,6 @@ func (c *config) store(s Sampler, pr *Problem, seed, par int, o Outcome) {
 		fmt.Fprintln(os.Stderr, "tuners: -cache:", err)
 	}
 }
+
+// builtinTuners is trialform's list of tuners and assessors.
+var builtinTuners = tuner.Builtin()

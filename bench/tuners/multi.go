@@ -160,8 +160,8 @@ func multiMain(args []string) error {
 		}
 	}
 	for _, n := range splitList(*goFlag) {
-		if k := tuner.Builtin().Lookup(n); k == nil || !k.MultiObjective {
-			return fmt.Errorf("-go: %q is not a multi-objective tuner (%s)", n, strings.Join(tuner.Builtin().MultiObjectiveNames(), ", "))
+		if k := builtinTuners.Lookup(n); k == nil || !k.MultiObjective {
+			return fmt.Errorf("-go: %q is not a multi-objective tuner (%s)", n, strings.Join(builtinTuners.MultiObjectiveNames(), ", "))
 		}
 		c.goTuners = append(c.goTuners, n)
 	}
@@ -279,7 +279,7 @@ func moRunOne(c *moConfig, ps *procs, p *MOProblem, sampler string, seed int) (m
 	if name, ok := strings.CutPrefix(sampler, "optuna-"); ok {
 		return moRunOptuna(c, ps, p, name, seed)
 	}
-	tn, err := tuner.Builtin().New(sampler, nil, p.Space)
+	tn, err := builtinTuners.New(sampler, nil, p.Space)
 	if err != nil {
 		return moRun{}, err
 	}
@@ -427,7 +427,7 @@ func moLatency(w io.Writer, c *moConfig) {
 		goals := []tuner.Goal{tuner.Minimize, tuner.Minimize}
 		fmt.Fprintf(w, "%-10s", p.Name)
 		for _, name := range c.goTuners {
-			tn, err := tuner.Builtin().New(name, nil, p.Space)
+			tn, err := builtinTuners.New(name, nil, p.Space)
 			if err != nil {
 				fmt.Fprintf(w, " %s: %v", name, err)
 				continue

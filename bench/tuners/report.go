@@ -176,7 +176,7 @@ func report(w io.Writer, c *config, par int, res results, took time.Duration) {
 		if !has(ss, t.a) || !has(ss, t.b) {
 			why := "not run"
 			if t.a.Side == "go" && !has(ss, t.a) {
-				if tuner.Builtin().Lookup(t.a.Name) == nil {
+				if builtinTuners.Lookup(t.a.Name) == nil {
 					why = "not registered"
 				}
 			}
@@ -279,7 +279,7 @@ func reps(n int) int {
 // trials in the history.
 func goLatency(name string, n int) (float64, error) {
 	sp := latencySpace()
-	tn, err := tuner.Builtin().New(name, tunerSettings[name], sp)
+	tn, err := builtinTuners.New(name, tunerSettings[name], sp)
 	if err != nil {
 		return 0, err
 	}
@@ -311,7 +311,7 @@ func latencyReport(w io.Writer, c *config) {
 	}
 	row(w, append(cols, "target")...)
 	row(w, strings.Split(strings.Repeat("---,", len(cols))+"---", ",")...)
-	for _, name := range tuner.Builtin().Names() {
+	for _, name := range builtinTuners.Names() {
 		targets := latencyTargetsFor(name)
 		var tgt []string
 		for _, n := range c.latency {

@@ -201,7 +201,7 @@ func (e *runEnv) Run(s Sampler, pr *Problem, seed int64, trials, par int) Outcom
 		if err != nil {
 			return Outcome{Err: err}
 		}
-		tn, err := tuner.Builtin().New(registeredName(s.Name), set, pr.Space)
+		tn, err := builtinTuners.New(registeredName(s.Name), set, pr.Space)
 		if err != nil {
 			return Outcome{Err: err}
 		}
