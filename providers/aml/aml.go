@@ -4,8 +4,9 @@
 // /subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.MachineLearningServices/workspaces/{ws}/jobs/{name}),
 // on the shared base in providers/cloudjob.
 //
-// Requests go through azcore's pipeline (retries with Retry-After, per-try
-// timeouts) with its bearer-token policy over an azidentity credential:
+// Requests go through azcore's pipeline (per-try timeouts; its retries are
+// off: cloudjob's policy retries every call, Retry-After included) with its
+// bearer-token policy over an azidentity credential:
 // ClientSecretCredential when the block gives client_secret, else
 // DefaultAzureCredential (environment, workload or managed identity, Azure
 // CLI).

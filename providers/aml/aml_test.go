@@ -58,7 +58,7 @@ func newLab(t *testing.T, sec string, tweak func(*aml.Settings)) *lab {
 		tweak(s)
 	}
 	env := registry.Env{Name: "ws", Dir: d}
-	c, err := aml.NewFromSettings(s, env.Name, srv.Client, policy.RetryOptions{MaxRetries: 3, RetryDelay: 10 * time.Millisecond, MaxRetryDelay: 2 * time.Second})
+	c, err := aml.NewFromSettings(s, env.Name, srv.Client, policy.RetryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +119,28 @@ func TestCloudSuite(t *testing.T) {
 		Submit: put,
 		JobKey: "name",
 	})
+}
+
+// The registered provider retries under one policy, cloudjob's: a create
+// that keeps failing is called DefaultRetry.Attempts times, not that many
+// times azcore's own retries.
+func TestRetriesNotStacked(t *testing.T) {
+	l := newLab(t, secret, nil)
+	s := &aml.Settings{SubscriptionID: sub, ResourceGroup: "rg-ml", WorkspaceName: "ws1", ComputeTarget: "cpu-cluster",
+		TenantID: tenant, ClientID: client, ClientSecret: secret, Datastore: "trialstore",
+		Endpoint: l.srv.URL, AuthorityHost: l.srv.URL + "/", ArtifactEndpoint: l.srv.URL, RequestTimeout: 2 * time.Second,
+		MountSettings: cloudjob.MountSettings{LocalMount: l.mount, ContainerMount: filepath.Join(t.TempDir(), "mnt")}}
+	p, err := aml.New(s, registry.Env{Name: "ws", Dir: t.TempDir()}, l.srv.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.srv.Faults.Inject(cloudtest.ServerError, 1000, cloudtest.Method(http.MethodPut, "/jobs/"))
+	if _, err := p.Start(context.Background(), cloudtest.StartRequest(t, "t1", "true")); err == nil {
+		t.Fatal("Start succeeded against a service that always fails")
+	}
+	if got, want := l.srv.Faults.Hits(cloudtest.ServerError), cloudjob.DefaultRetry.Attempts; got != want {
+		t.Errorf("the failing create was called %d times, want %d (one retry policy)", got, want)
+	}
 }
 
 // A wrong client secret: Entra ID refuses it, and the user gets a

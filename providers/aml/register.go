@@ -145,7 +145,10 @@ func NewFromSettings(s *Settings, name string, transport *http.Client, retry pol
 		retry.TryTimeout = timeout
 	}
 	if retry.MaxRetries == 0 {
-		retry.MaxRetries = 3
+		// The provider retries every call under trialform's one policy
+		// (cloudjob.Retry, Retry-After included); azcore's retries under
+		// it would multiply its calls (6 × 4).
+		retry.MaxRetries = -1
 	}
 	endpoint := s.Endpoint
 	if endpoint == "" {
