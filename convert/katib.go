@@ -77,7 +77,10 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 		c.failf(obj.keyNode("type"), "spec.objective.type must be maximize or minimize, not %q", typ)
 	}
 	obj.skip(ob, "goal", "trialform has no target value that ends the experiment; it runs max_trials")
-	obj.skip(ob, "additionalMetricNames", "trialform records every metric a trial reports; only the objective is tuned")
+	// Katib's additional metrics are recorded, not optimised: they stay
+	// extra metrics here too, never extra objective blocks (which would
+	// change the search from one objective to a Pareto front).
+	obj.skip(ob, "additionalMetricNames", "trialform records every metric a trial reports; only the objective is tuned, these stay extra metrics (an objective block for one would make it a second objective)")
 	c.katibStrategy(obj, ob, metric, typ)
 	obj.done(ob, nil)
 

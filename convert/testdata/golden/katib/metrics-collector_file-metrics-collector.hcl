@@ -28,7 +28,7 @@ experiment "file-metrics-collector" {
     # Katib's default without metricStrategies: the greatest value the trial reported
     strategy = "max"
     # not converted: spec.objective.goal: trialform has no target value that ends the experiment; it runs max_trials
-    # not converted: spec.objective.additionalMetricNames: trialform records every metric a trial reports; only the objective is tuned
+    # not converted: spec.objective.additionalMetricNames: trialform records every metric a trial reports; only the objective is tuned, these stay extra metrics (an objective block for one would make it a second objective)
   }
   tuner "random" {
     # Katib algorithm "random": the same algorithm
