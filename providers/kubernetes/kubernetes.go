@@ -21,13 +21,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -37,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/trialform/trialform/internal/kubeerr"
 	"github.com/trialform/trialform/internal/netretry"
 	"github.com/trialform/trialform/providers"
 )
@@ -292,31 +289,12 @@ func retryWith(ctx context.Context, classify netretry.Classifier, fn func() erro
 	return err
 }
 
-// transient classifies an API error by its type: throttling (429), an
-// unavailable, timed-out or failing server, a refused, reset or dropped
-// connection. What client-go already retried is final: a throttled or
-// failed call whose server said Retry-After (client-go waited and called
-// again up to ten times) and a GET whose connection dropped.
+// transient classifies an API error (internal/kubeerr, the kubernetes
+// state backend's rule too); an error the platform marked permanent is
+// final.
 func transient(err error) (bool, time.Duration) {
 	if providers.IsPermanent(err) {
 		return false, 0
 	}
-	if _, ok := apierrors.SuggestsClientDelay(err); ok {
-		return false, 0
-	}
-	if apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
-		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) {
-		return true, 0
-	}
-	dropped := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
-	var ue *url.Error
-	if dropped && errors.As(err, &ue) && ue.Op == "Get" { // net/http's name for a GET
-		return false, 0
-	}
-	if dropped || errors.Is(err, syscall.ECONNREFUSED) {
-		return true, 0
-	}
-	var ne net.Error
-	return errors.As(err, &ne), 0
+	return kubeerr.Transient(err)
 }

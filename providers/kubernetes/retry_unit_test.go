@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,8 @@ func TestTransientByType(t *testing.T) {
 		{"GET dropped (client-go retried it)", &url.Error{Op: "Get", URL: "https://k8s/api", Err: io.ErrUnexpectedEOF}, false},
 		{"connection reset on a DELETE", &url.Error{Op: "Delete", URL: "https://k8s/api", Err: &net.OpError{Op: "read", Err: syscall.ECONNRESET}}, true},
 		{"connection refused", &url.Error{Op: "Get", URL: "https://k8s/api", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, true},
+		{"a certificate not trusted (a *url.Error is a net.Error: it was retried)", &url.Error{Op: "Get", URL: "https://k8s/api", Err: x509.UnknownAuthorityError{}}, false},
+		{"an unknown host", &url.Error{Op: "Get", URL: "https://k8s/api", Err: &net.OpError{Op: "dial", Err: &net.DNSError{Err: "no such host", Name: "k8s", IsNotFound: true}}}, false},
 		{"a message that merely says EOF", errors.New("kubeconfig: unexpected EOF in the token file"), false},
 		{"a message that says connection refused", fmt.Errorf("webhook said: connection refused"), false},
 	} {

@@ -3,13 +3,8 @@ package k8sstate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
 	"sync"
-	"syscall"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
@@ -21,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 
+	"github.com/trialform/trialform/internal/kubeerr"
 	"github.com/trialform/trialform/internal/netretry"
 )
 
@@ -86,48 +82,9 @@ func newClient(cfg *rest.Config, ns string, report func(string)) (*client, error
 	return &client{ns: ns, host: cfg.Host, core: core, coord: coord, report: report, retryFor: 2 * time.Minute}, nil
 }
 
-// transient classifies an error by its type (never its text): the
-// apiserver could not be reached (refused, reset or dropped connection, a
-// network error) or could not answer now (unavailable, timed out,
-// throttled, failing): worth calling again. A refusal (forbidden,
-// invalid, conflict, not found) is final, and so is what client-go
-// already retried (an answer with Retry-After, a GET whose connection
-// dropped): its retries are not multiplied by these.
-func transient(err error) (bool, time.Duration) {
-	if err == nil {
-		return false, 0
-	}
-	if _, ok := apierrors.SuggestsClientDelay(err); ok {
-		return false, 0
-	}
-	if apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) || apierrors.IsServerTimeout(err) ||
-		apierrors.IsTimeout(err) || apierrors.IsInternalError(err) {
-		return true, 0
-	}
-	dropped := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
-	var ue *url.Error
-	if dropped && errors.As(err, &ue) && ue.Op == "Get" {
-		return false, 0
-	}
-	if dropped || errors.Is(err, syscall.ECONNREFUSED) {
-		return true, 0
-	}
-	// A network error is transient when the network failed (an
-	// operation on a socket, a timeout, a DNS server that did not
-	// answer), not when the configuration is wrong: an unknown host, a
-	// certificate not trusted (a *url.Error is a net.Error too).
-	var de *net.DNSError
-	if errors.As(err, &de) {
-		return de.IsTimeout || de.IsTemporary, 0
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return true, 0
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout(), 0
-}
+// transient is internal/kubeerr's classification, shared with the
+// kubernetes platform.
+func transient(err error) (bool, time.Duration) { return kubeerr.Transient(err) }
 
 // do runs one call under trialform's retry policy (internal/netretry):
 // while the apiserver cannot be reached it is called again with jittered
