@@ -400,6 +400,7 @@ func TestSharedDifferentExperiments(t *testing.T) {
 func TestSharedServerAway(t *testing.T) {
 	forEachShared(t, func(t *testing.T, b sharedBackend) {
 		if b.stop == nil {
+			// A capability of the backend's test server, not a dependency.
 			t.Skipf("the %s test server cannot be stopped and started", b.name)
 		}
 		block, env := b.setup(t)
