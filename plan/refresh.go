@@ -142,7 +142,10 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 			if p, ok := prov.(providers.Private); ok && obs.Me != nil {
 				private = p.PrivateToWorkingCopy()
 			}
-			for _, t := range e.SortedTrials() {
+			// The map, not SortedTrials: over a long history nearly every
+			// trial is skipped, and sorting them all costs more than the
+			// reads (jobs are sorted below).
+			for _, t := range e.Trials {
 				if state.Terminal(t.Status) || t.Status == state.Paused {
 					continue // a PAUSED trial was stopped on purpose: its end is not news
 				}
@@ -176,6 +179,13 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 		}
 	}
 
+	sort.Slice(jobs, func(i, j int) bool {
+		a, b := jobs[i], jobs[j]
+		if a.exp != b.exp {
+			return a.exp < b.exp
+		}
+		return a.trial.Seq < b.trial.Seq || a.trial.Seq == b.trial.Seq && a.trial.ID < b.trial.ID
+	})
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	// Reads run in parallel, bounded per provider: 16 at once, or what a
@@ -266,11 +276,19 @@ func Observe(st *state.State, obs *Observations, now time.Time) ([]Observed, []M
 	for _, name := range names {
 		e := st.Experiments[name]
 		seen := obs.Trials[name]
-		for _, t := range e.SortedTrials() {
-			o, ok := seen[t.ID]
-			if !ok {
-				continue
+		// The observed trials in the state's order (few of a long
+		// history: not all of them sorted).
+		var ts []*state.Trial
+		for id := range seen {
+			if t := e.Trials[id]; t != nil {
+				ts = append(ts, t)
 			}
+		}
+		sort.Slice(ts, func(i, j int) bool {
+			return ts[i].Seq < ts[j].Seq || ts[i].Seq == ts[j].Seq && ts[i].ID < ts[j].ID
+		})
+		for _, t := range ts {
+			o := seen[t.ID]
 			before := t.Status
 			if obs.Claim[name][t.ID] && obs.Me != nil {
 				me := *obs.Me

@@ -1,11 +1,13 @@
 package state
 
 import (
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"maps"
 	"reflect"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 )
@@ -86,11 +88,11 @@ func (e *Experiment) SortedTrials() []*Trial {
 	for _, t := range e.Trials {
 		ts = append(ts, t)
 	}
-	sort.Slice(ts, func(i, j int) bool {
-		if ts[i].Seq != ts[j].Seq {
-			return ts[i].Seq < ts[j].Seq
+	slices.SortFunc(ts, func(a, b *Trial) int {
+		if c := cmp.Compare(a.Seq, b.Seq); c != 0 {
+			return c
 		}
-		return ts[i].ID < ts[j].ID
+		return strings.Compare(a.ID, b.ID)
 	})
 	return ts
 }

@@ -553,7 +553,7 @@ func (l *Local) list(ctx context.Context, experiment string, known func(string) 
 	if err := checkName("experiment", experiment); err != nil {
 		return nil, err
 	}
-	ents, err := os.ReadDir(filepath.Join(l.cfg.Root, experiment))
+	ents, err := readDirUnsorted(filepath.Join(l.cfg.Root, experiment))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -579,6 +579,17 @@ func (l *Local) list(ctx context.Context, experiment string, known func(string) 
 	l.listc.store(experiment, seen)
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
 	return out, nil
+}
+
+// readDirUnsorted is os.ReadDir without its sort by name (List sorts what
+// it returns; the listing of a long history is mostly skipped).
+func readDirUnsorted(dir string) ([]fs.DirEntry, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
 }
 
 // notRegularNote says, for a trial's reason, that its metric file at path
