@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -99,4 +100,29 @@ func (e *LockedError) Error() string {
 	}
 	return fmt.Sprintf("%s %s locked by %s (pid %d, %s, since %s, lock ID %s); wait for it, use -lock-timeout=30s, or `trialform force-unlock %s` if the holder is gone",
 		what, verb, op, i.PID, i.Who, i.Created.Format(time.RFC3339), i.ID, i.ID)
+}
+
+// UnavailableError is an error of a backend that could not reach its
+// server (a connection refused, dropped or timed out): the same call may
+// succeed later. Backends wrap such errors with Unavailable; a caller that
+// can wait (apply, watch) retries them for a while (apply.RetryStore),
+// others report them.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string { return e.Err.Error() }
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Unavailable marks err as an UnavailableError (nil stays nil).
+func Unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &UnavailableError{Err: err}
+}
+
+// IsUnavailable reports whether err says the backend's server could not
+// be reached.
+func IsUnavailable(err error) bool {
+	var u *UnavailableError
+	return errors.As(err, &u)
 }

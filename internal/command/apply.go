@@ -129,7 +129,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	if !o.destroy && !g.checkPlatforms(ctx, cfg, ps) {
 		return 1
 	}
-	s := apply.NewSession(cfg, st, m, ps)
+	s := apply.NewSession(cfg, st, g.retrying(m), ps)
 	var pv *provenance
 	if !o.destroy {
 		pv = g.readProvenance(cfg, sd)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/internal/mask"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
@@ -267,6 +268,17 @@ func (g *Globals) lockExperiments(ctx context.Context, b state.Backend, op strin
 		lk.Unlock()
 		names = now
 	}
+}
+
+// retrying is the store of a command that writes while trials run (apply,
+// watch): a shared backend's writes are retried while its server cannot
+// be reached (apply.RetryStore), each outage reported on stderr; the
+// local backend's files need no retry.
+func (g *Globals) retrying(b state.Backend) apply.StateStore {
+	if b.Name() == state.LocalBackend {
+		return b
+	}
+	return apply.RetryStore(b, func(msg string) { fmt.Fprintf(g.IO.Err, "trialform: %s\n", msg) })
 }
 
 // ensureState creates b's state, empty, when there is none yet, under the

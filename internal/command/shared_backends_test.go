@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trialform/trialform/internal/pgtest"
 	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/providers/kubernetes/k8stest"
 )
@@ -117,7 +119,37 @@ func kubernetesShared(t *testing.T) sharedBackend {
 // sharedSuffix: the namespace and suffix setup made, by test name.
 var sharedSuffix sync.Map
 
+// The pg backend: a fresh database of a real PostgreSQL server
+// (internal/pgtest) of the test's own, since a test stops and starts it,
+// reached with libpq's PG* variables, as a person's shell would.
+func pgShared(t *testing.T) sharedBackend {
+	srv := pgtest.NewServer(t)
+	var db string
+	return sharedBackend{
+		setup: func(t *testing.T) (string, []string) {
+			conn := srv.NewDB(t)
+			db = conn[strings.LastIndex(conn, "/")+1:]
+			db, _, _ = strings.Cut(db, "?")
+			var env []string
+			for k, v := range srv.Env(db) {
+				env = append(env, k+"="+v)
+			}
+			return "backend \"pg\" {}\n", env
+		},
+		stop:  func(t *testing.T) { srv.Stop(t) },
+		start: func(t *testing.T) { srv.Start(t) },
+		// A trial's row edited by SQL into what trialform never writes.
+		tamper: func(t *testing.T, exp string) *regexp.Regexp {
+			if err := srv.Exec(context.Background(), db, `UPDATE trialform.trials SET body = '{"id": 7, "seq": "x"}' WHERE experiment = $1 AND id = 't0000'`, exp); err != nil {
+				t.Fatal(err)
+			}
+			return regexp.MustCompile(`cannot be read as trialform wrote it: .*; it was not modified, and no save writes over it\. Someone or something changed it behind trialform's back`)
+		},
+	}
+}
+
 // sharedBackends lists the shared backends the fault tests run against.
 var sharedBackends = []namedBackend{
+	{"pg", pgShared},
 	{"kubernetes", kubernetesShared},
 }

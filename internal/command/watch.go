@@ -354,7 +354,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		w.view.Error(err)
 		return
 	}
-	s := apply.NewSession(w.cfg, st, w.m, w.ps)
+	s := apply.NewSession(w.cfg, st, w.g.retrying(w.m), w.ps)
 	// Read again at each pass: a commit made while watch runs is what the
 	// trials created from now on come from.
 	s.Provenance = w.g.readProvenance(w.cfg, w.stateDir).byExp

@@ -41,10 +41,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -261,7 +263,31 @@ func (b *Backend) fail(what string, err error) error {
 		}
 	}
 	msg := scrub(err.Error(), b.secret)
-	return &Error{What: what, Where: b.where, Msg: msg, Hint: hint, Err: err}
+	e := &Error{What: what, Where: b.where, Msg: msg, Hint: hint, Err: err}
+	if unreachable(err) {
+		return state.Unavailable(e)
+	}
+	return e
+}
+
+// unreachable reports whether err says the server could not be reached
+// or went away (by the error's type and SQLSTATE, never its text): a
+// refused, reset or timed-out connection, a connection that ended, the
+// server shutting down or starting (SQLSTATE class 08, 57P01-57P03).
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ne), pgconn.Timeout(err),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	return false
 }
 
 // Error is an error of the pg backend: what it did, where, what went
