@@ -450,3 +450,46 @@ func TestSharedStateChangedBehind(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedOwnerElsewhere: trials run on one working copy's local
+// platform, which the other working copy cannot see: sharing the backend,
+// the other plans them as left to their owner (naming where they run),
+// never calls them LOST and never runs them; their owner ends them.
+func TestSharedOwnerElsewhere(t *testing.T) {
+	forEachShared(t, func(t *testing.T, b sharedBackend) {
+		block, env := b.setup(t)
+		wcs, shared := newWorkingCopies(t, block, env, experimentHCL("own", 3, 2, ""), 2)
+		a, bb := wcs[0], wcs[1]
+		if out, errOut, err := a.run("apply", "-auto-approve"); err != nil {
+			t.Fatalf("apply in A: %v\n%s%s", err, out, errOut)
+		}
+		waitRuns(t, shared, 2)
+
+		out, errOut, err := bb.run("plan", "-no-color")
+		if err != nil {
+			t.Fatalf("plan in B: %v\n%s", err, errOut)
+		}
+		where := regexp.QuoteMeta(filepath.Join(a.dir, ".trialform"))
+		if !regexp.MustCompile(`trials t0000, t0001 run in .+@.+:` + where + `: left to that working copy`).MatchString(out) || strings.Contains(out, "LOST") || !strings.Contains(out, "No changes") {
+			t.Fatalf("B's plan does not leave A's trials to A:\n%s", out)
+		}
+		out, errOut, err = bb.run("apply", "-auto-approve", "-wait", "-interval=100ms")
+		if err != nil {
+			t.Fatalf("apply -wait in B: %v\n%s%s", err, out, errOut)
+		}
+		if !regexp.MustCompile(`experiment\.own: nothing left to do in this working copy: trials t0000, t0001 run in .+` + where).MatchString(out) {
+			t.Fatalf("B's apply -wait does not say why it stopped waiting:\n%s", out)
+		}
+
+		release(t, shared)
+		if out, errOut, err := a.run("apply", "-auto-approve", "-wait", "-interval=100ms"); err != nil {
+			t.Fatalf("apply -wait in A: %v\n%s%s", err, out, errOut)
+		}
+		checkEnded(t, bb, shared, "own", 3)
+		for id, dirs := range runs(t, shared) {
+			if dirs[0] != a.dir {
+				t.Errorf("trial %s ran in %s, not in A", id, dirs[0])
+			}
+		}
+	})
+}
