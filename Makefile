@@ -71,6 +71,7 @@ bench: build
 	TRIALFORM_K8S_BENCH=1 $(GO) test -count=1 -run TestBenchKubeflow200 -v ./providers/kubernetes/ | grep -E '^(kubeflow bench|--- )'
 	TRIALFORM_K8S_BENCH=1 $(GO) test -count=1 -run TestBenchStateBackend -v ./state/kubernetes/ | grep -E '^(state bench|  |--- )'
 	TRIALFORM_PG_BENCH=1 $(GO) test -count=1 -run TestBenchStateBackend -v ./state/pg/ | grep -E '^(pg bench|  |--- )'
+	TRIALFORM_PG_BENCH=1 TRIALFORM_BIN=$(abspath $(BIN)) GENSTATE_BIN=$(abspath bin/genstate) $(GO) test -count=1 -run TestBenchCommands -v ./state/pg/ | grep -E '^(pg bench|  |--- )'
 	$(MAKE) bench-tuners
 	$(MAKE) bench-ui
 

@@ -50,11 +50,12 @@ type Server struct {
 	// unix socket trusts).
 	Password string
 
-	bin    string // the directory of initdb and pg_ctl
-	runAs  string // "" or the user the server runs as
-	mu     sync.Mutex
-	dbs    int
-	closed bool
+	bin     string // the directory of initdb and pg_ctl
+	durable bool   // fsync and synchronous commits on (benchmarks)
+	runAs   string // "" or the user the server runs as
+	mu      sync.Mutex
+	dbs     int
+	closed  bool
 }
 
 // Bin returns the directory of the newest PostgreSQL's programs, or why
@@ -88,7 +89,7 @@ func Shared(t testing.TB) *Server {
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
 	if shared == nil && sharedErr == nil {
-		shared, sharedErr = start(bin)
+		shared, sharedErr = start(bin, false)
 	}
 	if sharedErr != nil {
 		t.Fatalf("pgtest: %v", sharedErr)
@@ -119,9 +120,22 @@ func DB(t testing.TB) string {
 // that stop and start it.
 func NewServer(t testing.TB) *Server {
 	t.Helper()
+	return newServer(t, false)
+}
+
+// NewDurableServer is NewServer with PostgreSQL's defaults for
+// durability (fsync, synchronous commits), which the test servers turn
+// off for speed: for benchmarks beside the local backend, which fsyncs.
+func NewDurableServer(t testing.TB) *Server {
+	t.Helper()
+	return newServer(t, true)
+}
+
+func newServer(t testing.TB, durable bool) *Server {
+	t.Helper()
 	bin, missing := Bin()
 	testdeps.Require(t, "postgresql", missing)
-	s, err := start(bin)
+	s, err := start(bin, durable)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -142,7 +156,7 @@ func runAsUser() (string, error) {
 	return "", fmt.Errorf("running as root, and there is neither a postgres nor a nobody user to run PostgreSQL as (it refuses root)")
 }
 
-func start(bin string) (*Server, error) {
+func start(bin string, durable bool) (*Server, error) {
 	runAs, err := runAsUser()
 	if err != nil {
 		return nil, err
@@ -154,7 +168,7 @@ func start(bin string) (*Server, error) {
 	}
 	pw := make([]byte, 12)
 	rand.Read(pw)
-	s := &Server{Dir: dir, Password: hex.EncodeToString(pw), bin: bin, runAs: runAs}
+	s := &Server{Dir: dir, Password: hex.EncodeToString(pw), bin: bin, runAs: runAs, durable: durable}
 	fail := func(err error) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
@@ -221,7 +235,10 @@ func (s *Server) run(prog string, args ...string) ([]byte, error) {
 }
 
 func (s *Server) startServer() error {
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", s.Port, s.Dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", s.Port, s.Dir)
+	if !s.durable {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
 	out, err := s.run("pg_ctl", "-D", s.data(), "-l", filepath.Join(s.Dir, "log"), "-o", opts, "-w", "-t", "120", "start")
 	if err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.Dir, "log"))

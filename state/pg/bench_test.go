@@ -33,7 +33,8 @@ func TestBenchStateBackend(t *testing.T) {
 func benchState(t *testing.T, n int) {
 	const saves = 40
 	ctx := context.Background()
-	conn := pgtest.DB(t)
+	// Durable, as local is: fsync and synchronous commits on.
+	conn := pgtest.NewDurableServer(t).NewDB(t)
 	dir := filepath.Join(t.TempDir(), ".trialform")
 	for _, bk := range []struct {
 		name string

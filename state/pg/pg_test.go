@@ -279,3 +279,32 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("after the restart: %v, %v", got, err)
 	}
 }
+
+// A state trialform wrote is decoded in one document (the state
+// package's decoder), not row by row; a row edited by hand is named.
+func TestLoadDecodesOneDocument(t *testing.T) {
+	conn := pgtest.DB(t)
+	s := backendtest.Sample(20)
+	s.Experiments["empty"] = &state.Experiment{Name: "empty", Trials: map[string]*state.Trial{}}
+	if err := open(t, conn).Save(s); err != nil {
+		t.Fatal(err)
+	}
+	before := slowLoads.Load()
+	got, err := open(t, conn).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Fatal("the state loaded is not the one saved")
+	}
+	if n := slowLoads.Load() - before; n != 0 {
+		t.Fatalf("%d loads decoded row by row", n)
+	}
+	if err := pgtest.Shared(t).Exec(context.Background(), dbName(conn), `UPDATE trialform.trials SET body = jsonb_set(body, '{id}', '"t9999"') WHERE id = 't0003'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = open(t, conn).Load()
+	if err == nil || !strings.Contains(err.Error(), `trial "t0003" of experiment "mnist" in table trialform.trials`) {
+		t.Fatalf("a row edited by hand: %v", err)
+	}
+}

@@ -1,12 +1,14 @@
 package pg
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,11 +80,12 @@ func (b *Backend) read(ctx context.Context) (*state.State, *snapshot, error) {
 		return nil, nil, b.fail("read the state", err)
 	}
 	defer tx.Rollback(ctx)
-	s := state.New()
+	var lineage string
+	var serial uint64
 	var format int
-	err = tx.QueryRow(ctx, `SELECT lineage, serial, format FROM `+b.t("state")).Scan(&s.Lineage, &s.Serial, &format)
+	err = tx.QueryRow(ctx, `SELECT lineage, serial, format FROM `+b.t("state")).Scan(&lineage, &serial, &format)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s, nil, nil
+		return state.New(), nil, nil
 	}
 	if err != nil {
 		return nil, nil, b.fail("read the state", err)
@@ -90,66 +93,174 @@ func (b *Backend) read(ctx context.Context) (*state.State, *snapshot, error) {
 	if format > state.FormatVersion {
 		return nil, nil, &state.NewerFormatError{Path: b.where + ", table " + b.schema + ".state", Version: format, Supported: state.FormatVersion}
 	}
-	snap := &snapshot{lineage: s.Lineage, serial: s.Serial, exps: map[string]*snapExp{}}
-	rows, err := tx.Query(ctx, `SELECT name, head::text, version FROM `+b.t("experiments"))
+	var heads []headRow
+	rows, err := tx.Query(ctx, `SELECT name, (head - 'trials')::text, version FROM `+b.t("experiments"))
 	if err != nil {
 		return nil, nil, b.fail("read the experiments", err)
 	}
 	for rows.Next() {
-		var name string
-		var h []byte
-		var v int64
-		if err := rows.Scan(&name, &h, &v); err != nil {
+		var h headRow
+		if err := rows.Scan(&h.name, &h.head, &h.version); err != nil {
 			return nil, nil, b.fail("read the experiments", err)
 		}
-		e := &state.Experiment{}
-		if err := json.Unmarshal(h, e); err != nil || e.Name != name {
-			if err == nil {
-				err = fmt.Errorf("its name is %q", e.Name)
-			}
-			return nil, nil, b.corrupt(fmt.Sprintf("the row of experiment %q in table %s.experiments", name, b.schema), err)
-		}
-		e.Trials = map[string]*state.Trial{}
-		s.Experiments[name] = e
-		enc, err := head(e)
-		if err != nil {
-			return nil, nil, b.corrupt(fmt.Sprintf("the row of experiment %q in table %s.experiments", name, b.schema), err)
-		}
-		snap.exps[name] = &snapExp{head: enc, version: v, trials: map[string]*state.Trial{}}
+		heads = append(heads, h)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, b.fail("read the experiments", err)
 	}
+	var trials []bodyRow
 	rows, err = tx.Query(ctx, `SELECT experiment, id, body::text FROM `+b.t("trials"))
 	if err != nil {
 		return nil, nil, b.fail("read the trials", err)
 	}
 	for rows.Next() {
-		var exp, id string
-		var body []byte
-		if err := rows.Scan(&exp, &id, &body); err != nil {
+		var r bodyRow
+		if err := rows.Scan(&r.exp, &r.id, &r.body); err != nil {
 			return nil, nil, b.fail("read the trials", err)
 		}
-		where := fmt.Sprintf("the row of trial %q of experiment %q in table %s.trials", id, exp, b.schema)
-		e := s.Experiments[exp]
-		if e == nil {
-			return nil, nil, b.corrupt(where, errors.New("its experiment has no row in "+b.schema+".experiments"))
-		}
-		tr := &state.Trial{}
-		if err := json.Unmarshal(body, tr); err != nil {
-			return nil, nil, b.corrupt(where, err)
-		}
-		if tr.ID != id {
-			return nil, nil, b.corrupt(where, fmt.Errorf("its id is %q", tr.ID))
-		}
-		e.Trials[id] = tr
-		snap.exps[exp].trials[id] = tr.Clone()
+		trials = append(trials, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, b.fail("read the trials", err)
 	}
-	s.Version = state.FormatVersion
+	s, ok := decodeRows(lineage, serial, heads, trials)
+	if !ok {
+		// Row by row, to name the one that cannot be read.
+		slowLoads.Add(1)
+		if s, err = b.decodeEach(lineage, serial, heads, trials); err != nil {
+			return nil, nil, err
+		}
+	}
+	snap := &snapshot{lineage: s.Lineage, serial: s.Serial, exps: make(map[string]*snapExp, len(heads))}
+	for _, h := range heads {
+		e := s.Experiments[h.name]
+		enc, err := head(e)
+		if err != nil {
+			return nil, nil, b.corrupt(fmt.Sprintf("the row of experiment %q in table %s.experiments", h.name, b.schema), err)
+		}
+		se := &snapExp{head: enc, version: h.version, trials: make(map[string]*state.Trial, len(e.Trials))}
+		for id, t := range e.Trials {
+			se.trials[id] = t.Clone()
+		}
+		snap.exps[h.name] = se
+	}
 	return s, snap, nil
+}
+
+// slowLoads counts the loads that decoded row by row (for tests: a state
+// trialform wrote takes the fast path).
+var slowLoads atomic.Int64
+
+type headRow struct {
+	name    string
+	head    []byte
+	version int64
+}
+
+type bodyRow struct {
+	exp, id string
+	body    []byte
+}
+
+// decodeRows assembles the rows into one state document and decodes it
+// with the state package's decoder (the fast path); ok is false when a
+// row does not fit (decodeEach then names it).
+func decodeRows(lineage string, serial uint64, heads []headRow, trials []bodyRow) (*state.State, bool) {
+	byExp := make(map[string]*bytes.Buffer, len(heads))
+	for _, h := range heads {
+		byExp[h.name] = &bytes.Buffer{}
+	}
+	for _, r := range trials {
+		buf := byExp[r.exp]
+		if buf == nil {
+			return nil, false
+		}
+		if buf.Len() > 0 {
+			buf.WriteByte(',')
+		}
+		id, _ := json.Marshal(r.id)
+		buf.Write(id)
+		buf.WriteByte(':')
+		buf.Write(r.body)
+	}
+	var doc bytes.Buffer
+	l, _ := json.Marshal(lineage)
+	fmt.Fprintf(&doc, `{"version":%d,"serial":%d,"lineage":%s,"experiments":{`, state.FormatVersion, serial, l)
+	for i, h := range heads {
+		hd := bytes.TrimSpace(h.head)
+		if len(hd) < 2 || hd[0] != '{' || hd[len(hd)-1] != '}' {
+			return nil, false
+		}
+		if i > 0 {
+			doc.WriteByte(',')
+		}
+		n, _ := json.Marshal(h.name)
+		doc.Write(n)
+		doc.WriteByte(':')
+		doc.Write(hd[:len(hd)-1])
+		if len(bytes.TrimSpace(hd[1:len(hd)-1])) > 0 {
+			doc.WriteByte(',')
+		}
+		doc.WriteString(`"trials":{`)
+		doc.Write(byExp[h.name].Bytes())
+		doc.WriteString("}}")
+	}
+	doc.WriteString("}}")
+	s, err := state.Decode("pg", doc.Bytes())
+	if err != nil || len(s.Experiments) != len(heads) {
+		return nil, false
+	}
+	n := 0
+	for name, e := range s.Experiments {
+		if e.Name != name {
+			return nil, false
+		}
+		if e.Trials == nil {
+			e.Trials = map[string]*state.Trial{}
+		}
+		for id, t := range e.Trials {
+			if t == nil || t.ID != id {
+				return nil, false
+			}
+			n++
+		}
+	}
+	return s, n == len(trials)
+}
+
+// decodeEach decodes the rows one by one: the slow path, which names a
+// row that cannot be read.
+func (b *Backend) decodeEach(lineage string, serial uint64, heads []headRow, trials []bodyRow) (*state.State, error) {
+	s := state.New()
+	s.Lineage, s.Serial = lineage, serial
+	for _, h := range heads {
+		e := &state.Experiment{}
+		if err := json.Unmarshal(h.head, e); err != nil || e.Name != h.name {
+			if err == nil {
+				err = fmt.Errorf("its name is %q", e.Name)
+			}
+			return nil, b.corrupt(fmt.Sprintf("the row of experiment %q in table %s.experiments", h.name, b.schema), err)
+		}
+		e.Trials = map[string]*state.Trial{}
+		s.Experiments[h.name] = e
+	}
+	for _, r := range trials {
+		where := fmt.Sprintf("the row of trial %q of experiment %q in table %s.trials", r.id, r.exp, b.schema)
+		e := s.Experiments[r.exp]
+		if e == nil {
+			return nil, b.corrupt(where, errors.New("its experiment has no row in "+b.schema+".experiments"))
+		}
+		tr := &state.Trial{}
+		if err := json.Unmarshal(r.body, tr); err != nil {
+			return nil, b.corrupt(where, err)
+		}
+		if tr.ID != r.id {
+			return nil, b.corrupt(where, fmt.Errorf("its id is %q", tr.ID))
+		}
+		e.Trials[r.id] = tr
+	}
+	s.Version = state.FormatVersion
+	return s, nil
 }
 
 // corrupt reports a row that cannot be read: edited by hand, or by
