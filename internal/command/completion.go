@@ -3,11 +3,11 @@ package command
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"sort"
 	"strings"
 
+	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/state"
 )
 
@@ -70,11 +70,11 @@ func runCompletion(ctx context.Context, g *Globals, args []string) int {
 	}
 	switch pos[0] {
 	case shells[0]:
-		io.WriteString(g.IO.Out, bashCompletion)
+		views.Text(g.IO.Out, bashCompletion)
 	case shells[1]:
-		io.WriteString(g.IO.Out, zshCompletion)
+		views.Text(g.IO.Out, zshCompletion)
 	case shells[2]:
-		io.WriteString(g.IO.Out, fishCompletion)
+		views.Text(g.IO.Out, fishCompletion)
 	default:
 		return g.errorf("completion: unknown shell %q: use bash, zsh or fish", pos[0])
 	}
@@ -114,11 +114,13 @@ func runComplete(ctx context.Context, g *Globals, args []string) int {
 	default:
 		cands = completeCommand(ctx, q, words[i], words[i+1:], cur)
 	}
+	var matches []string
 	for _, c := range cands {
 		if strings.HasPrefix(c, cur) {
-			fmt.Fprintln(g.IO.Out, c)
+			matches = append(matches, c)
 		}
 	}
+	views.Lines(g.IO.Out, matches...)
 	return 0
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trialform/trialform/convert"
 	"github.com/trialform/trialform/internal/fsread"
+	"github.com/trialform/trialform/internal/views"
 )
 
 // convertOptions are the flags and arguments of convert.
@@ -89,10 +90,10 @@ func (g *Globals) convert(o convertOptions) int {
 		return g.errorf("convert %s: %v", o.input, err)
 	}
 	for _, w := range res.Warnings {
-		fmt.Fprintf(g.IO.Err, "Warning: %s\n", w)
+		views.Warning(g.IO.Err, w.String())
 	}
 	if o.output == "" {
-		g.IO.Out.Write(res.HCL)
+		views.Text(g.IO.Out, string(res.HCL))
 		return 0
 	}
 	out := abs(o.output)
@@ -105,11 +106,7 @@ func (g *Globals) convert(o convertOptions) int {
 	if err := os.WriteFile(out, res.HCL, 0o644); err != nil {
 		return g.errorf("write %s: %v", o.output, err)
 	}
-	plural := "s"
-	if len(res.Warnings) == 1 {
-		plural = ""
-	}
-	fmt.Fprintf(g.IO.Err, "Wrote %s (%d warning%s). Check it with: trialform validate\n", o.output, len(res.Warnings), plural)
+	views.Converted(g.IO.Err, o.output, len(res.Warnings))
 	return 0
 }
 

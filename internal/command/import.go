@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"flag"
-	"fmt"
 	"strings"
 
 	"github.com/trialform/trialform/internal/views"
@@ -66,7 +65,7 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 			return g.errorf("%v", err)
 		}
 		if len(ids) == 0 {
-			fmt.Fprintf(g.IO.Out, "No trial of experiment %s on its platform is missing from the state; nothing to import.\n", exp)
+			views.NothingToImport(g.IO.Out, exp)
 			return 0
 		}
 	}
@@ -77,18 +76,14 @@ func runImport(ctx context.Context, g *Globals, args []string) int {
 			code = g.errorf("%v", err)
 			continue
 		}
-		t := imp.Trial
-		line := fmt.Sprintf("Imported %s/%s: %s  %s", exp, t.ID, t.Status, views.FormatParams(t.Params))
-		if t.Value != nil {
-			line += "  value " + views.FormatMetric(t.Value)
+		previous := imp.PreviousLineage
+		if previous == st.Lineage {
+			previous = ""
 		}
-		if imp.PreviousLineage != "" && imp.PreviousLineage != st.Lineage {
-			line += fmt.Sprintf("  (was owned by the state of lineage %s)", imp.PreviousLineage)
-		}
-		fmt.Fprintln(g.IO.Out, line)
+		views.Imported(g.IO.Out, exp, imp.Trial, previous)
 	}
 	if code == 0 {
-		fmt.Fprintln(g.IO.Out, "The state holds the imported trials as if this state had started them: their parameters count in the tuner's history and the next plan no longer tears them down.")
+		views.ImportDone(g.IO.Out)
 	}
 	return code
 }

@@ -55,7 +55,7 @@ func runPlan(ctx context.Context, g *Globals, args []string) int {
 			return g.errorf("save plan: %v", err)
 		}
 		if !o.json {
-			fmt.Fprintf(g.IO.Out, "\nSaved the plan to %s. Run `trialform apply %s` to perform exactly these actions.\n", o.out, o.out)
+			views.PlanSaved(g.IO.Out, o.out)
 		}
 	}
 	if o.detailed && p.HasChanges() {

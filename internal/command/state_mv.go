@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/state"
 )
 
@@ -57,14 +58,10 @@ func (g *Globals) stateMv(ctx context.Context, pos []string, lf lockFlags) int {
 		return g.errorf("save state: %v", err)
 	}
 	e := st.Experiments[to]
+	backup := ""
 	if bk, ok := m.(state.BackupLocator); ok {
-		fmt.Fprintf(g.IO.Out, "Moved experiment.%s to experiment.%s (%d trials; the previous state is in %s).\n", from, to, len(e.Trials), bk.BackupPath())
-	} else {
-		fmt.Fprintf(g.IO.Out, "Moved experiment.%s to experiment.%s (%d trials).\n", from, to, len(e.Trials))
+		backup = bk.BackupPath()
 	}
-	if e.PlatformName != "" {
-		fmt.Fprintf(g.IO.Out, "Its trials keep their name %q on platform %s, so running trials keep running.\n", e.PlatformName, e.Platform)
-	}
-	fmt.Fprintf(g.IO.Out, "Rename its block in the configuration to experiment %q too: otherwise the next plan tears its trials down as removed from the configuration.\n", to)
+	views.StateMoved(g.IO.Out, from, to, len(e.Trials), backup, e.PlatformName, e.Platform)
 	return 0
 }

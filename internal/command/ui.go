@@ -44,7 +44,7 @@ func runUI(ctx context.Context, g *Globals, args []string) int {
 		b := make([]byte, 16)
 		rand.Read(b)
 		*token = hex.EncodeToString(b)
-		fmt.Fprintf(g.IO.Err, "trialform ui: %s is not 127.0.0.1, so every request needs a token; made one (pass -token to choose it)\n", *addr)
+		views.UITokenMade(g.IO.Err, *addr)
 	}
 	wd, err := g.workDir()
 	if err != nil {
@@ -74,11 +74,10 @@ func runUI(ctx context.Context, g *Globals, args []string) int {
 	if *token != "" {
 		url += "?token=" + *token
 	}
-	fmt.Fprintln(g.IO.Out, url)
-	fmt.Fprintln(g.IO.Err, "trialform ui: serving the dashboard (read-only) of", wd, "; Ctrl-C to stop")
+	views.UIServing(g.IO.Out, g.IO.Err, url, wd)
 	if *open {
 		if err := exec.Command("xdg-open", url).Start(); err != nil {
-			fmt.Fprintf(g.IO.Err, "trialform ui: could not open a browser (%v); open the URL above\n", err)
+			views.UINoBrowser(g.IO.Err, err)
 		}
 	}
 	hs := ui.HTTPServer(srv, ui.Limits{})

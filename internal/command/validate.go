@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/schema"
 )
 
@@ -44,13 +45,11 @@ func runValidate(ctx context.Context, g *Globals, args []string) int {
 	if diags.HasErrors() {
 		return 1
 	}
-	fmt.Fprintf(g.IO.Out, "Success! The configuration is valid: %d experiment(s), %d search space(s), %d platform(s).\n",
-		cfg.Declared.Experiments, cfg.Declared.Spaces, cfg.Declared.Platforms)
+	unknown := ""
 	if len(cfg.UnknownVars) > 0 {
-		// As Terraform's validate: checked whatever the values will be.
-		fmt.Fprintf(g.IO.Out, "Checked with %s unknown (no value given): plan and apply need %s.\n",
-			joinVarNames(cfg.UnknownVars), map[bool]string{true: "its value", false: "their values"}[len(cfg.UnknownVars) == 1])
+		unknown = joinVarNames(cfg.UnknownVars)
 	}
+	views.Valid(g.IO.Out, cfg.Declared.Experiments, cfg.Declared.Spaces, cfg.Declared.Platforms, unknown, len(cfg.UnknownVars))
 	return 0
 }
 
@@ -91,9 +90,9 @@ func runFmt(ctx context.Context, g *Globals, args []string) int {
 				changed++
 			}
 			if *diff {
-				fmt.Fprint(g.IO.Out, schema.UnifiedDiff(r.Name, r.Old, r.New))
+				views.Text(g.IO.Out, schema.UnifiedDiff(r.Name, r.Old, r.New))
 			} else if !*check {
-				g.IO.Out.Write(r.New)
+				views.Text(g.IO.Out, string(r.New))
 			}
 			continue
 		}
@@ -108,10 +107,10 @@ func runFmt(ctx context.Context, g *Globals, args []string) int {
 			}
 			changed++
 			if *list {
-				fmt.Fprintln(g.IO.Out, r.Name)
+				views.Lines(g.IO.Out, r.Name)
 			}
 			if *diff {
-				fmt.Fprint(g.IO.Out, schema.UnifiedDiff(r.Name, r.Old, r.New))
+				views.Text(g.IO.Out, schema.UnifiedDiff(r.Name, r.Old, r.New))
 			}
 			if !*check {
 				if err := writeFormatted(r.Path, r.New); err != nil {
