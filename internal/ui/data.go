@@ -193,15 +193,20 @@ type ExperimentJSON struct {
 	GenerationTrials int    `json:"generation_trials"`
 	Budget           string `json:"budget"`
 	// Failed is set with DoneAt when the experiment ended failed.
-	Failed      bool       `json:"failed,omitempty"`
-	Concurrency int        `json:"concurrency"`
-	Best        *BestJSON  `json:"best"`
-	CreatedAt   time.Time  `json:"created_at"`
-	DoneAt      *time.Time `json:"done_at,omitempty"`
-	DoneReason  string     `json:"done_reason,omitempty"`
-	ElapsedSec  float64    `json:"elapsed_s"`
-	Written     time.Time  `json:"written"`             // the state file's last write
-	Refreshed   *time.Time `json:"refreshed,omitempty"` // last refresh from the platform (refreshed.json)
+	Failed      bool      `json:"failed,omitempty"`
+	Concurrency int       `json:"concurrency"`
+	Best        *BestJSON `json:"best"`
+	// Objectives and Front are set when the experiment has several
+	// objectives (Best is then null): every objective, and the trials on
+	// the Pareto front of the current generation with their values.
+	Objectives []state.Objective `json:"objectives,omitempty"`
+	Front      []FrontJSON       `json:"front,omitempty"`
+	CreatedAt  time.Time         `json:"created_at"`
+	DoneAt     *time.Time        `json:"done_at,omitempty"`
+	DoneReason string            `json:"done_reason,omitempty"`
+	ElapsedSec float64           `json:"elapsed_s"`
+	Written    time.Time         `json:"written"`             // the state file's last write
+	Refreshed  *time.Time        `json:"refreshed,omitempty"` // last refresh from the platform (refreshed.json)
 	// Edit says where to change what the page cannot (read-only by design).
 	Edit *EditJSON `json:"edit,omitempty"`
 }
@@ -211,6 +216,14 @@ type BestJSON struct {
 	ID    string  `json:"id"`
 	Seq   int     `json:"seq"`
 	Value float64 `json:"value"`
+}
+
+// FrontJSON is one trial of the Pareto front: its value of each
+// objective, in order.
+type FrontJSON struct {
+	ID     string    `json:"id"`
+	Seq    int       `json:"seq"`
+	Values []float64 `json:"values"`
 }
 
 // EditJSON points at the HCL to edit.
@@ -243,11 +256,29 @@ type RowJSON struct {
 	Attempts     int                `json:"attempts"`
 	Start        int64              `json:"start,omitempty"` // unix ms
 	End          int64              `json:"end,omitempty"`
-	Best         bool               `json:"best,omitempty"`
+	// Best marks the best trial; with several objectives, each trial on
+	// the Pareto front, whose rank ParetoRank is 1.
+	Best       bool `json:"best,omitempty"`
+	ParetoRank int  `json:"pareto_rank,omitempty"`
 }
 
-// bestOf is the best trial of e's current generation.
-func bestOf(e *state.Experiment) *state.Trial { return e.Best() }
+// bestOf is the best trial of e's current generation; nil with several
+// objectives (no one trial is best: see ranksOf).
+func bestOf(e *state.Experiment) *state.Trial {
+	if e.MultiObjective() {
+		return nil
+	}
+	return e.Best()
+}
+
+// ranksOf is the Pareto rank of each ranked trial of e's current
+// generation with several objectives; nil with one.
+func ranksOf(e *state.Experiment) map[string]int {
+	if !e.MultiObjective() {
+		return nil
+	}
+	return e.ParetoRanks(e.Generation)
+}
 
 func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) ExperimentJSON {
 	j := ExperimentJSON{
@@ -267,6 +298,15 @@ func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) E
 	if b := bestOf(e); b != nil {
 		j.Best = &BestJSON{ID: b.ID, Seq: b.Seq, Value: *b.Value}
 	}
+	if ranks := ranksOf(e); ranks != nil {
+		j.Objectives = e.Objectives
+		for _, t := range e.SortedTrials() {
+			if ranks[t.ID] == 1 {
+				vals, _ := e.ValuesOf(t)
+				j.Front = append(j.Front, FrontJSON{ID: t.ID, Seq: t.Seq, Values: vals})
+			}
+		}
+	}
 	end := time.Now()
 	if e.DoneAt != nil {
 		end = *e.DoneAt
@@ -283,10 +323,14 @@ func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) E
 	return j
 }
 
-func rowOf(t *state.Trial, best string) RowJSON {
+func rowOf(t *state.Trial, best string, ranks map[string]int) RowJSON {
 	r := RowJSON{
 		ID: t.ID, Seq: t.Seq, Generation: t.Generation, Status: t.Status, Reason: t.Reason, Value: t.Value,
 		Params: t.Params, Metrics: t.Final, Intermediate: t.Intermediate, Attempts: t.Attempts, Best: t.ID == best,
+	}
+	if ranks != nil {
+		r.ParetoRank = ranks[t.ID]
+		r.Best = r.ParetoRank == 1
 	}
 	if r.Params == nil {
 		r.Params = map[string]any{}

@@ -220,8 +220,8 @@ async function pageOverview() {
       return h('tr', {},
         h('td', {}, link(`/e/${enc(e.name)}`, e.name), h('div', { class: 'muted small' }, e.id)),
         h('td', {}, Object.entries(e.counts).sort().map(([s, n]) => h('span', { class: 'count' }, statusBadge(s), ' ', n))),
-        h('td', { class: 'num' }, e.best ? [fmtNum(e.best.value), ' ', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, e.best.id)] : '–',
-          h('div', { class: 'muted small' }, `${e.goal} ${e.metric}`)),
+        h('td', { class: 'num' }, e.front ? frontLinks(e) : e.best ? [fmtNum(e.best.value), ' ', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, e.best.id)] : '–',
+          h('div', { class: 'muted small' }, objectivesText(e))),
         h('td', {}, h('div', { class: 'bar' }, h('div', { style: `width:${used}%` })), h('div', { class: 'small' }, e.budget)),
         h('td', {}, fmtDur(e.elapsed_s), e.done_reason ? h('div', { class: 'muted small' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null),
         h('td', {}, e.platform), h('td', {}, e.tuner || '–'), h('td', { class: 'num' }, e.generation),
@@ -580,7 +580,8 @@ async function pageExperiment(name) {
       h('h2', {}, e.name, ' ', h('span', { class: 'muted small' }, `${e.id} · ${e.platform} · ${e.tuner || '?'} · generation ${e.generation}`)),
       h('div', { class: 'summary' },
         Object.entries(e.counts).sort().map(([s, n]) => h('span', { class: 'count' }, statusBadge(s), ' ', n)),
-        h('span', {}, `best ${e.goal === 'minimize' ? '↓' : '↑'} ${e.metric}: `, e.best ? [h('b', {}, fmtNum(e.best.value)), ' (', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, e.best.id), ')'] : '–'),
+        e.front ? h('span', {}, `Pareto front (${objectivesText(e)}): `, frontLinks(e))
+          : h('span', {}, `best ${e.goal === 'minimize' ? '↓' : '↑'} ${e.metric}: `, e.best ? [h('b', {}, fmtNum(e.best.value)), ' (', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, e.best.id), ')'] : '–'),
         h('span', {}, `budget: ${e.budget} · concurrency ${e.concurrency} · elapsed ${fmtDur(e.elapsed_s)}`),
         e.done_reason ? h('span', { class: 'muted' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null),
       h('details', { class: 'hint' }, h('summary', {}, 'Change this experiment'),
@@ -806,3 +807,15 @@ async function pageHistory() {
 
 connectEvents();
 route();
+
+// Several objectives: the objectives as written, and links to the trials
+// of the Pareto front with their values (what the best-trial card shows
+// for one objective).
+function objectivesText(e) {
+  return e.objectives ? e.objectives.map((o) => `${o.goal} ${o.metric}`).join(', ') : `${e.goal} ${e.metric}`;
+}
+function frontLinks(e) {
+  return [`${e.front.length} trial${e.front.length === 1 ? '' : 's'}: `,
+    ...e.front.slice(0, 5).flatMap((f, k) => [k ? ', ' : '', link(`/e/${enc(e.name)}/t/${enc(f.id)}`, f.id, ` (${f.values.map(fmtNum).join(', ')})`)]),
+    e.front.length > 5 ? ` +${e.front.length - 5}` : ''];
+}
