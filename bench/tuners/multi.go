@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/trialform/trialform/tuner"
@@ -415,7 +416,7 @@ func moReport(w io.Writer, c *moConfig, res map[moKey]moRun) {
 // moLatency times one suggestion of each of our tuners after a history
 // of c.latency random trials on ZDT1 and on the HPO-shaped problem.
 func moLatency(w io.Writer, c *moConfig) {
-	fmt.Fprintf(w, "\nsuggest latency after %d trials (median of 9, ms)\n", c.latency)
+	fmt.Fprintf(w, "\nsuggest latency after %d trials (median of 9, ms of wall clock, and of the process's CPU time: on a loaded machine the wall clock includes waiting for a core)\n", c.latency)
 	for _, p := range []*MOProblem{MOProblems()[0], MOProblems()[4]} {
 		rng := rand.New(rand.NewPCG(1, 2))
 		var hist []tuner.Observation
@@ -432,14 +433,22 @@ func moLatency(w io.Writer, c *moConfig) {
 				fmt.Fprintf(w, " %s: %v", name, err)
 				continue
 			}
-			var ts []float64
+			var ts, cpu []float64
 			for i := 0; i < 9; i++ {
-				t0 := time.Now()
+				c0, t0 := cpuTime(), time.Now()
 				tn.Suggest(tuner.Request{Space: p.Space, Goal: goals[0], Goals: goals, Seed: 1, History: hist, Seqs: []int{c.latency + i}})
 				ts = append(ts, float64(time.Since(t0).Microseconds())/1000)
+				cpu = append(cpu, float64((cpuTime()-c0).Microseconds())/1000)
 			}
-			fmt.Fprintf(w, " %s %.2f", name, Median(ts))
+			fmt.Fprintf(w, " %s %.2f (cpu %.2f)", name, Median(ts), Median(cpu))
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
