@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +15,7 @@ import (
 	"github.com/trialform/trialform/providers/platforms"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner"
 )
 
 // grow copies the real apply in src to dst with n trials: dst's main.hcl
@@ -76,7 +75,7 @@ func grow(src, dst string, n int) error {
 	}
 	// Marked as trialform marks them (see internal/topdir): new trial
 	// directories spread over quiet block groups.
-	for _, d := range []string{dstTF, filepath.Join(dstTF, "trials"), filepath.Join(dstTF, "trials", e.Name), filepath.Join(dstTF, "tensorboard"), filepath.Join(dstTF, "tensorboard", e.Name), filepath.Join(dstTF, "metrics", e.Name)} {
+	for _, d := range []string{dstTF, filepath.Join(dstTF, "trials"), filepath.Join(dstTF, "trials", e.Name), filepath.Join(dstTF, "tensorboard"), filepath.Join(dstTF, "tensorboard", e.Name)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -120,7 +119,7 @@ func grow(src, dst string, n int) error {
 	}
 	// The configuration's directory is the trials' code directory, part
 	// of what defines a generation: hash the moved one as apply would.
-	cfg, diags := schema.Load(dst, schema.LoadOptions{Platforms: platforms.Registry()})
+	cfg, diags := schema.Load(dst, schema.LoadOptions{Platforms: platforms.Registry(), Tuners: tuner.Builtin()})
 	if diags.HasErrors() {
 		return fmt.Errorf("%s/main.hcl: %v", dst, diags)
 	}
@@ -156,14 +155,12 @@ func copyTrial(srcTF, dstTF, exp, from, to, absSrc, absDst string) error {
 			return err
 		}
 	}
-	b, err := os.ReadFile(filepath.Join(srcTF, "metrics", exp, from+".jsonl"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	// The series, through the backend contract (its points name no trial).
+	pts, err := state.NewManager(srcTF).ReadMetrics(exp, from)
+	if err != nil || len(pts) == 0 {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dstTF, "metrics", exp, to+".jsonl"), ren(b), 0o644)
+	return state.NewManager(dstTF).AppendMetrics(exp, to, pts)
 }
 
 // rename replaces the trial id (as a JSON string and as a path element)
