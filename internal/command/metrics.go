@@ -2,12 +2,8 @@ package command
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"flag"
-	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/trialform/trialform/internal/results"
@@ -67,75 +63,8 @@ func runMetrics(ctx context.Context, g *Globals, args []string) int {
 		}
 	}
 	names = sortedKeys(seen)
-	switch *output {
-	case "json":
-		enc := json.NewEncoder(g.IO.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(series); err != nil {
-			return g.errorf("write JSON: %v", err)
-		}
-	case "csv":
-		cw := csv.NewWriter(g.IO.Out)
-		head := append([]string{"step", "value", "time"}, prefixAll("metrics.", names)...)
-		cw.Write(head)
-		for _, p := range series {
-			rec := []string{fmt.Sprint(p.Step), results.FormatFloatPtr(p.Value), p.Time.UTC().Format(time.RFC3339Nano)}
-			for _, n := range names {
-				if v, ok := p.Metrics[n]; ok {
-					rec = append(rec, results.FormatFloat(v))
-				} else {
-					rec = append(rec, "")
-				}
-			}
-			cw.Write(rec)
-		}
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return g.errorf("write CSV: %v", err)
-		}
-	default:
-		if len(series) == 0 {
-			fmt.Fprintf(g.IO.Out, "Trial %s/%s reported no intermediate results.\n", e.Name, t.ID)
-			return 0
-		}
-		tw := tabwriter.NewWriter(g.IO.Out, 0, 0, 2, ' ', 0)
-		head := []string{"STEP", strings.ToUpper(row.Objective)}
-		for _, n := range names {
-			if n != row.Objective {
-				head = append(head, strings.ToUpper(n))
-			}
-		}
-		fmt.Fprintln(tw, strings.Join(append(head, "TIME"), "\t"))
-		for _, p := range series {
-			rec := []string{fmt.Sprint(p.Step), views.FormatMetric(p.Value)}
-			for _, n := range names {
-				if n == row.Objective {
-					continue
-				}
-				if v, ok := p.Metrics[n]; ok {
-					rec = append(rec, views.FormatMetric(&v))
-				} else {
-					rec = append(rec, "-")
-				}
-			}
-			fmt.Fprintln(tw, strings.Join(append(rec, p.Time.Local().Format("15:04:05")), "\t"))
-		}
-		tw.Flush()
-		var vals []float64
-		for _, p := range series {
-			if p.Value != nil {
-				vals = append(vals, *p.Value)
-			}
-		}
-		fmt.Fprintf(g.IO.Out, "\n%s\n", views.Sparkline(vals, 60))
+	if err := views.Metrics(g.IO.Out, *output, e.Name, t.ID, row.Objective, names, series); err != nil {
+		return g.errorf("%v", err)
 	}
 	return 0
-}
-
-func prefixAll(prefix string, names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = prefix + n
-	}
-	return out
 }

@@ -2,13 +2,14 @@ package command
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/trialform/trialform/internal/views"
 )
 
 // interrupts implements trialform's answer to SIGINT and SIGTERM, as
@@ -80,7 +81,7 @@ func (in *interrupts) cancelAll(sig os.Signal, after string) {
 	in.cancelHard()
 	code := exitCode(sig)
 	time.AfterFunc(in.hardExit, func() {
-		fmt.Fprintf(in.errw, "\nStill running %s after %s: exiting.\n", in.hardExit, after)
+		views.HardExit(in.errw, in.hardExit, after)
 		in.exit(code)
 	})
 }
@@ -105,18 +106,18 @@ func (in *interrupts) loop() {
 		switch {
 		case n == 1 && cancelFirst:
 			if msg != "" {
-				fmt.Fprintln(in.errw, "\n"+msg)
+				views.InterruptNote(in.errw, msg)
 			}
 			in.cancelAll(sig, "the interrupt")
 		case n == 1 && graceful:
 			if msg != "" {
-				fmt.Fprintln(in.errw, "\n"+msg)
+				views.InterruptNote(in.errw, msg)
 			}
 			in.cancelSoft()
 		case n == 1:
 			in.exit(exitCode(sig))
 		case n == 2:
-			fmt.Fprintln(in.errw, "\nSecond interrupt received: cancelling the platform calls in flight. Interrupt again to exit at once (the state may then miss the last changes).")
+			views.SecondInterrupt(in.errw)
 			in.cancelAll(sig, "the second interrupt")
 		default:
 			in.exit(exitCode(sig))

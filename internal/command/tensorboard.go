@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/state"
 )
@@ -82,7 +83,7 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 			syncer, _ = p.(providers.TensorBoardSyncer)
 		}
 		if syncer == nil {
-			fmt.Fprintf(g.IO.Err, "Platform %s: trialform cannot copy its TensorBoard logs here; trials log into their output directory (output/tensorboard; on Kubernetes the checkpoint claim keeps it, see README \"TensorBoard\").\n", e.Platform)
+			views.TensorBoardNoSync(g.IO.Err, e.Platform)
 		}
 	}
 	sync := func() {
@@ -99,14 +100,14 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 			})
 			if err != nil {
 				if ctx.Err() == nil {
-					fmt.Fprintf(g.IO.Err, "Warning: sync TensorBoard logs of %s/%s: %v\n", e.Name, t.ID, err)
+					views.TensorBoardSyncFailed(g.IO.Err, e.Name, t.ID, err)
 				}
 				continue
 			}
 			total.Files += s.Files
 			total.Bytes += s.Bytes
 		}
-		fmt.Fprintf(g.IO.Err, "Synced TensorBoard logs from %s: %d file(s), %d bytes.\n", e.Platform, total.Files, total.Bytes)
+		views.TensorBoardSynced(g.IO.Err, e.Platform, total.Files, total.Bytes)
 	}
 	sync()
 
@@ -120,13 +121,13 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 		logFlag, logdir = "--logdir_spec", strings.Join(parts, ",")
 	}
 	if *printLogdir {
-		fmt.Fprintln(g.IO.Out, logdir)
+		views.Lines(g.IO.Out, logdir)
 		return 0
 	}
 	bin, err := exec.LookPath("tensorboard")
 	if err != nil {
-		fmt.Fprintf(g.IO.Err, "TensorBoard is not installed (no `tensorboard` on PATH). Install it with\n\n  pip install tensorboard\n\nand run `trialform tensorboard %s` again, or start it yourself:\n\n  tensorboard %s %s\n", e.Name, logFlag, logdir)
-		fmt.Fprintln(g.IO.Out, logdir)
+		views.TensorBoardMissing(g.IO.Err, e.Name, logFlag, logdir)
+		views.Lines(g.IO.Out, logdir)
 		return 1
 	}
 	cmd := exec.Command(bin, logFlag, logdir, "--port", fmt.Sprint(*port), "--host", *host)
@@ -135,7 +136,7 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 	if err := cmd.Start(); err != nil {
 		return g.errorf("start TensorBoard: %v", err)
 	}
-	fmt.Fprintf(g.IO.Out, "TensorBoard: http://%s:%d/ (logdir %s). Ctrl-C stops it.\n", *host, *port, logdir)
+	views.TensorBoardServing(g.IO.Out, *host, *port, logdir)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	tick := time.NewTicker(*interval)
@@ -158,7 +159,7 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 				<-done
 			}
-			fmt.Fprintln(g.IO.Err, "TensorBoard stopped.")
+			views.TensorBoardStopped(g.IO.Err)
 			return 0
 		}
 	}
