@@ -52,6 +52,9 @@ func (g *Globals) workDir() (string, error) {
 }
 
 func (g *Globals) stateDir() (string, error) {
+	if g.stateDirAt != "" {
+		return g.stateDirAt, nil
+	}
 	wd, err := g.workDir()
 	if err != nil {
 		return "", err

@@ -75,6 +75,26 @@ down trials are held without -allow-destroy. Ctrl-C stops watching; trials keep
 running.`,
 		example: "trialform watch -auto-approve",
 	},
+	"controller": {
+		synopsis: "trialform controller -repo URL [options]",
+		desc: `Follows a git branch: at each new commit and every -interval it fetches, loads
+the definitions under -path, plans, and applies under -policy. auto applies
+creates, resumes and in-place updates; an experiment whose plan tears down
+trials or removes it (a new generation, a removed block) is held until
+"trialform approve" approves that exact change. plan-only applies nothing. A
+commit that does not validate leaves the last good definitions in force. Logs
+are JSON lines; -listen serves /healthz, /readyz, /metrics, /held and POST
+/approve.`,
+		example: "trialform controller -repo https://git.example.com/ml/hpo.git -branch main -path experiments -listen :8080",
+	},
+	"approve": {
+		synopsis: "trialform approve -controller URL [options] EXPERIMENT [SPEC_HASH]",
+		args:     []string{"EXPERIMENT  the experiment whose held change to approve", "SPEC_HASH   the spec hash the change moves to (GET /held); refused if the held change differs"},
+		desc: `Approves the change a controller holds for EXPERIMENT: exactly that change
+(its spec hash and generation, or its removal). A later, different change is
+held again. The token is read from -token-file or $TRIALFORM_APPROVE_TOKEN.`,
+		example: "trialform approve -controller http://trialform.hpo.svc:8080 svm",
+	},
 	"show": {
 		synopsis: "trialform show [options] [PLANFILE]",
 		args:     []string{"PLANFILE  a plan saved by `plan -out`; without it, the state is shown"},

@@ -92,6 +92,8 @@ func commands() []command {
 		{name: "plan", summary: "Show what apply would do", run: runPlan},
 		{name: "apply", summary: "Create, resume and tear down trials (-wait: until every experiment is done)", run: runApply, graceful: true, onInterrupt: stopApplying},
 		{name: "watch", summary: "Re-plan on every file change and keep reconciling (-auto-approve: apply too)", run: runWatch, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping watching (trials keep running; a pass in flight finishes and the state is saved). Interrupt again to cancel the calls in flight."},
+		{name: "controller", summary: "Reconcile from a git branch (in the cluster): plan and apply each new commit, holding destructive changes until approved", run: runController, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping the controller (trials keep running; a pass in flight finishes and the state is saved). Interrupt again to cancel the calls in flight."},
+		{name: "approve", summary: "Approve a destructive change a controller holds (POST /approve)", run: runApprove},
 		{name: "destroy", summary: "Tear down every trial and remove the experiments from the state", run: runDestroy, graceful: true, onInterrupt: stopApplying},
 		{name: "show", summary: "Show the state or a saved plan", run: runShow},
 		{name: "trials", summary: "Results of experiments' trials: query (-q), sort, formats, curves", run: runTrials},
@@ -154,6 +156,10 @@ type Globals struct {
 	uiProviders *sharedProviders
 	// backend is the state backend the command opened (openBackend).
 	backend *openedBackend
+	// stateDirAt, when set, is the state directory instead of the
+	// configuration directory's .trialform (the controller keeps it out
+	// of its git checkout).
+	stateDirAt string
 }
 
 // hard is the context for calls that must survive the first interrupt.

@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are the controller's Prometheus metrics, in a registry of
+// their own (with the Go and process collectors).
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	Trials         *prometheus.GaugeVec // experiment, status
+	PlanSeconds    prometheus.Histogram
+	ApplySeconds   prometheus.Histogram
+	SyncedCommit   *prometheus.GaugeVec // commit: 1 for the commit in force
+	SyncedAt       prometheus.Gauge
+	FetchedCommit  *prometheus.GaugeVec // commit: 1 for the last commit fetched
+	Held           *prometheus.GaugeVec // experiment: trials its held change would tear down (+1 for a removal)
+	SyncErrors     *prometheus.CounterVec
+	DefinitionsOK  prometheus.Gauge
+	SourceOK       prometheus.Gauge
+	ApprovalsTotal prometheus.Counter
+}
+
+// NewMetrics registers the metrics.
+func NewMetrics() *Metrics {
+	r := prometheus.NewRegistry()
+	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{
+		Registry: r,
+		Trials: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trialform_trials", Help: "Trials in the state, by experiment and status.",
+		}, []string{"experiment", "status"}),
+		PlanSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "trialform_plan_duration_seconds", Help: "Time to refresh and plan.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}),
+		ApplySeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "trialform_apply_duration_seconds", Help: "Time to apply a plan.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+		}),
+		SyncedCommit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trialform_definitions_commit_info", Help: "1 for the commit whose definitions are in force.",
+		}, []string{"commit"}),
+		SyncedAt: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "trialform_last_sync_timestamp_seconds", Help: "When the last git sync succeeded (Unix time).",
+		}),
+		FetchedCommit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trialform_fetched_commit_info", Help: "1 for the branch head last fetched (in force or not).",
+		}, []string{"commit"}),
+		Held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trialform_held_changes", Help: "Experiments whose destructive change is held until approved: trials it would tear down.",
+		}, []string{"experiment", "spec_hash"}),
+		SyncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trialform_sync_errors_total", Help: "Failed passes, by stage (git, definitions, lock, plan, apply).",
+		}, []string{"stage"}),
+		DefinitionsOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "trialform_definitions_valid", Help: "1 when the branch head's definitions validate, 0 when the last good ones are kept in force.",
+		}),
+		SourceOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "trialform_source_reachable", Help: "1 when the last fetch succeeded.",
+		}),
+		ApprovalsTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "trialform_approvals_total", Help: "Held changes approved.",
+		}),
+	}
+	r.MustRegister(m.Trials, m.PlanSeconds, m.ApplySeconds, m.SyncedCommit, m.SyncedAt, m.FetchedCommit, m.Held, m.SyncErrors, m.DefinitionsOK, m.SourceOK, m.ApprovalsTotal)
+	for _, s := range []string{"git", "definitions", "lock", "plan", "apply"} {
+		m.SyncErrors.WithLabelValues(s)
+	}
+	return m
+}
+
+// Handler serves /metrics.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// SetCommit records the commit in force.
+func (m *Metrics) SetCommit(g *prometheus.GaugeVec, commit string) {
+	g.Reset()
+	g.WithLabelValues(commit).Set(1)
+}
+
+// SetHeld records the held changes.
+func (m *Metrics) SetHeld(held []Held) {
+	m.Held.Reset()
+	for _, h := range held {
+		n := h.Teardowns
+		if h.Removed {
+			n++
+		}
+		m.Held.WithLabelValues(h.Experiment, h.SpecHash).Set(float64(n))
+	}
+}
+
+// SetTrials records the trial counts (experiment → status → count).
+func (m *Metrics) SetTrials(counts map[string]map[string]int) {
+	m.Trials.Reset()
+	for exp, byStatus := range counts {
+		for st, n := range byStatus {
+			m.Trials.WithLabelValues(exp, st).Set(float64(n))
+		}
+	}
+}
+
+// Since observes the seconds since t on h.
+func Since(h prometheus.Histogram, t time.Time) { h.Observe(time.Since(t).Seconds()) }

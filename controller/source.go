@@ -1,0 +1,149 @@
+// Package controller holds the pure parts of `trialform controller`: the
+// git source the definitions are read from, the record of approved held
+// changes, which experiments of a plan the policy holds, the retry
+// backoff, and the Prometheus metrics. The reconcile loop itself lives in
+// internal/command, which owns loading, the backend, locking and applying.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+)
+
+// Credentials for the git source. At most one of Token and SSHKey.
+type Credentials struct {
+	// Token is an HTTPS access token (sent as the password of basic auth,
+	// with User, default "git").
+	Token string
+	User  string
+	// SSHKey is a PEM private key for ssh:// and scp-like URLs;
+	// KnownHosts a known_hosts file (empty: the user's default).
+	SSHKey     []byte
+	KnownHosts string
+}
+
+// Source is a git repository branch whose Path holds the definitions.
+type Source struct {
+	URL    string
+	Branch string
+	// Path is the definitions' directory inside the repository ("" or ".":
+	// its root).
+	Path string
+	// Dir is where the repository is cloned (created if missing).
+	Dir   string
+	Creds Credentials
+}
+
+// DefinitionsDir is the directory of the definitions in the checkout.
+func (s *Source) DefinitionsDir() string {
+	return filepath.Join(s.Dir, filepath.FromSlash(s.Path))
+}
+
+func (s *Source) auth() (transport.AuthMethod, error) {
+	switch {
+	case len(s.Creds.SSHKey) > 0:
+		user := s.Creds.User
+		if user == "" {
+			user = "git"
+		}
+		keys, err := gitssh.NewPublicKeys(user, s.Creds.SSHKey, "")
+		if err != nil {
+			return nil, fmt.Errorf("the SSH key: %w", err)
+		}
+		if s.Creds.KnownHosts != "" {
+			cb, err := gitssh.NewKnownHostsCallback(s.Creds.KnownHosts)
+			if err != nil {
+				return nil, fmt.Errorf("known hosts %s: %w", s.Creds.KnownHosts, err)
+			}
+			keys.HostKeyCallback = cb
+		}
+		return keys, nil
+	case s.Creds.Token != "":
+		user := s.Creds.User
+		if user == "" {
+			user = "git"
+		}
+		return &githttp.BasicAuth{Username: user, Password: s.Creds.Token}, nil
+	}
+	return nil, nil
+}
+
+// Sync clones the repository (first call) or fetches it, and checks out
+// the branch's head, discarding any change made in the checkout. It
+// returns the commit checked out. Errors never include the credentials.
+func (s *Source) Sync(ctx context.Context) (string, error) {
+	auth, err := s.auth()
+	if err != nil {
+		return "", err
+	}
+	branch := plumbing.NewBranchReferenceName(s.Branch)
+	remoteRef := plumbing.NewRemoteReferenceName("origin", s.Branch)
+	repo, err := git.PlainOpen(s.Dir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+			return "", err
+		}
+		repo, err = git.PlainCloneContext(ctx, s.Dir, false, &git.CloneOptions{
+			URL: s.URL, Auth: auth, ReferenceName: branch, SingleBranch: true,
+		})
+		if err != nil {
+			// A failed clone leaves a partial .git: start over next time.
+			os.RemoveAll(filepath.Join(s.Dir, ".git"))
+			return "", fmt.Errorf("clone %s (branch %s): %w", s.URL, s.Branch, err)
+		}
+	} else if err != nil {
+		return "", fmt.Errorf("open the checkout %s: %w", s.Dir, err)
+	} else {
+		err = repo.FetchContext(ctx, &git.FetchOptions{
+			RemoteName: "origin", Auth: auth, Force: true,
+			RefSpecs: []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+%s:%s", branch, remoteRef))},
+		})
+		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+			return "", fmt.Errorf("fetch %s (branch %s): %w", s.URL, s.Branch, err)
+		}
+	}
+	ref, err := repo.Reference(remoteRef, true)
+	if err != nil {
+		return "", fmt.Errorf("branch %s of %s: %w", s.Branch, s.URL, err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return "", err
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Hash: ref.Hash(), Force: true}); err != nil {
+		return "", fmt.Errorf("check out %s: %w", ref.Hash(), err)
+	}
+	if fi, err := os.Stat(s.DefinitionsDir()); err != nil || !fi.IsDir() {
+		return ref.Hash().String(), fmt.Errorf("commit %s has no directory %q", short(ref.Hash().String()), s.Path)
+	}
+	return ref.Hash().String(), nil
+}
+
+// Redact removes secret from text (for errors that echo a URL with a
+// token in it).
+func Redact(text string, secrets ...string) string {
+	for _, s := range secrets {
+		if s != "" {
+			text = strings.ReplaceAll(text, s, "****")
+		}
+	}
+	return text
+}
+
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}

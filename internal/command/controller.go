@@ -1,0 +1,598 @@
+package command
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trialform/trialform/apply"
+	"github.com/trialform/trialform/controller"
+	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/schema"
+	"github.com/trialform/trialform/state"
+)
+
+type controllerOptions struct {
+	vars        varFlags
+	lock        lockFlags
+	repo        string
+	branch      string
+	path        string
+	workDir     string
+	interval    time.Duration
+	maxBackoff  time.Duration
+	policy      string
+	listen      string
+	gitUser     string
+	tokenFile   string
+	sshKeyFile  string
+	knownHosts  string
+	approveFile string
+	parallelism int
+}
+
+// Environment variables the controller reads its secrets from when no
+// file is named (a Kubernetes Secret mounted as env).
+const (
+	envGitToken     = "TRIALFORM_GIT_TOKEN"
+	envGitSSHKey    = "TRIALFORM_GIT_SSH_KEY"
+	envApproveToken = "TRIALFORM_APPROVE_TOKEN"
+)
+
+func runController(ctx context.Context, g *Globals, args []string) int {
+	defer loopGC()()
+	var o controllerOptions
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	o.vars.register(fs)
+	o.lock.register(fs)
+	fs.StringVar(&o.repo, "repo", "", "git repository of the definitions: a URL (https://, ssh://, file://) or a local path")
+	fs.StringVar(&o.branch, "branch", "main", "branch to follow")
+	fs.StringVar(&o.path, "path", ".", "directory of the definitions inside the repository")
+	fs.StringVar(&o.workDir, "work-dir", "", "where the checkout, the state directory and the approvals are kept (default: the current directory or -chdir)")
+	fs.DurationVar(&o.interval, "interval", 30*time.Second, "time between passes (fetch, plan, apply)")
+	fs.DurationVar(&o.maxBackoff, "max-backoff", 5*time.Minute, "longest wait between retries while the repository is unreachable")
+	fs.StringVar(&o.policy, "policy", "auto", "auto (apply all but destructive changes, which are held until approved) or plan-only")
+	fs.StringVar(&o.listen, "listen", "", "address for /healthz, /readyz, /metrics, /held and POST /approve (e.g. :8080)")
+	fs.StringVar(&o.gitUser, "git-user", "", "user name for the git token or SSH key (default git)")
+	fs.StringVar(&o.tokenFile, "git-token-file", "", "file holding an HTTPS access token (else $"+envGitToken+")")
+	fs.StringVar(&o.sshKeyFile, "ssh-key-file", "", "file holding an SSH private key (else $"+envGitSSHKey+" holds the key itself)")
+	fs.StringVar(&o.knownHosts, "ssh-known-hosts", "", "known_hosts file for SSH (default: the user's)")
+	fs.StringVar(&o.approveFile, "approve-token-file", "", "file holding the token POST /approve requires (else $"+envApproveToken+"; with neither, approving is off)")
+	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
+	if _, code, ok := g.parse(fs, args, argSpec{hint: "controller takes no arguments: name the repository with -repo."}); !ok {
+		return code
+	}
+	if o.repo == "" {
+		return g.errorf("controller needs -repo: the git repository of the definitions (a URL or a local path)")
+	}
+	if o.interval <= 0 {
+		return g.errorf("-interval must be positive (got %s)", o.interval)
+	}
+	policy, err := controller.ParsePolicy(o.policy)
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	wd := o.workDir
+	if wd == "" {
+		if wd, err = g.workDir(); err != nil {
+			return g.errorf("%v", err)
+		}
+	}
+	if wd, err = filepath.Abs(wd); err != nil {
+		return g.errorf("%v", err)
+	}
+	creds, secrets, err := o.credentials(g)
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	approveToken, err := secretFrom(o.approveFile, g.getenv(envApproveToken))
+	if err != nil {
+		return g.errorf("-approve-token-file: %v", err)
+	}
+	approvals, err := controller.OpenApprovals(filepath.Join(wd, "approvals.json"))
+	if err != nil {
+		return g.errorf("%v", err)
+	}
+	repoURL := o.repo
+	if !strings.Contains(repoURL, "://") && !strings.Contains(repoURL, "@") {
+		if abs, err := filepath.Abs(repoURL); err == nil {
+			repoURL = abs
+		}
+	}
+	c := &ctrl{
+		g: g, o: o, policy: policy,
+		log: views.ControllerLog(g.IO.Out),
+		src: &controller.Source{
+			URL: repoURL, Branch: o.branch, Path: filepath.ToSlash(filepath.Clean(o.path)),
+			Dir: filepath.Join(wd, "checkout"), Creds: creds,
+		},
+		stateDir:  filepath.Join(wd, ".trialform"),
+		approvals: approvals, metrics: controller.NewMetrics(),
+		secrets: append(secrets, approveToken), approveToken: approveToken,
+		wake: make(chan struct{}, 1),
+	}
+	c.metrics.DefinitionsOK.Set(0)
+	defer func() {
+		if c.ps != nil {
+			c.ps.Close()
+		}
+	}()
+	if o.listen != "" {
+		ln, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return g.errorf("-listen=%s: %v", o.listen, err)
+		}
+		srv := &http.Server{Handler: c.handler(), ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		// The address (with the port -listen=:0 picked) for scripts.
+		os.WriteFile(filepath.Join(wd, "listen.addr"), []byte(ln.Addr().String()), 0o644)
+		c.log.Info("listening", "addr", ln.Addr().String())
+	}
+	c.log.Info("controller started", "repo", controller.Redact(o.repo, secrets...), "branch", o.branch, "path", o.path, "policy", string(policy), "interval", o.interval.String(), "work_dir", wd, "approving", approveToken != "")
+
+	failures := 0
+	for {
+		if c.pass(ctx) {
+			failures = 0
+		} else {
+			failures++
+		}
+		wait := o.interval
+		if failures > 0 {
+			wait = controller.Backoff(failures, time.Second, max(o.maxBackoff, time.Second))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			c.log.Info("controller stopped", "reason", "interrupt; running trials keep running")
+			return 0
+		case <-c.wake:
+		case <-c.providerChanged():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// credentials reads the git credentials; secrets are the strings never to
+// print.
+func (o *controllerOptions) credentials(g *Globals) (controller.Credentials, []string, error) {
+	cr := controller.Credentials{User: o.gitUser, KnownHosts: o.knownHosts}
+	tok, err := secretFrom(o.tokenFile, g.getenv(envGitToken))
+	if err != nil {
+		return cr, nil, fmt.Errorf("-git-token-file: %v", err)
+	}
+	cr.Token = tok
+	if o.sshKeyFile != "" {
+		b, err := os.ReadFile(o.sshKeyFile)
+		if err != nil {
+			return cr, nil, fmt.Errorf("-ssh-key-file: %v", err)
+		}
+		cr.SSHKey = b
+	} else if k := g.getenv(envGitSSHKey); k != "" {
+		cr.SSHKey = []byte(k)
+	}
+	if cr.Token != "" && len(cr.SSHKey) > 0 {
+		return cr, nil, fmt.Errorf("both a git token and an SSH key are given: keep the one the -repo URL's scheme uses")
+	}
+	return cr, []string{tok}, nil
+}
+
+func secretFrom(file, env string) (string, error) {
+	if file == "" {
+		return strings.TrimSpace(env), nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// ctrl is one controller's state.
+type ctrl struct {
+	g        *Globals
+	o        controllerOptions
+	policy   controller.Policy
+	log      *slog.Logger
+	src      *controller.Source
+	stateDir string
+	m        state.Backend
+
+	approvals    *controller.Approvals
+	approveToken string
+	metrics      *controller.Metrics
+	secrets      []string
+	wake         chan struct{}
+
+	cfg        *schema.Config // last good definitions
+	goodCommit string         // their commit
+	fetched    string         // the branch head last checked out
+	badCommit  string         // a head whose definitions did not load
+	ps         *providerSet
+	psKey      string
+	sourceDown bool
+	lockedMsg  string
+	lastPlan   string
+
+	mu    sync.Mutex // guards ready and held
+	ready bool
+	held  []controller.Held
+}
+
+func (c *ctrl) redact(s string) string { return controller.Redact(s, c.secrets...) }
+
+func (c *ctrl) providerChanged() <-chan struct{} {
+	if c.ps == nil {
+		return nil
+	}
+	return c.ps.notify()
+}
+
+// pass fetches, reloads on a new commit, and reconciles the definitions
+// in force. It reports whether the git source was reachable.
+func (c *ctrl) pass(ctx context.Context) bool {
+	ok := true
+	commit, err := c.src.Sync(ctx)
+	switch {
+	case err != nil && commit == "":
+		ok = false
+		c.metrics.SourceOK.Set(0)
+		c.metrics.SyncErrors.WithLabelValues("git").Inc()
+		c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", c.goodCommit)
+		c.sourceDown = true
+	default:
+		if c.sourceDown {
+			c.log.Info("git source reachable again", "commit", commit)
+			c.sourceDown = false
+		}
+		c.metrics.SourceOK.Set(1)
+		c.metrics.SyncedAt.SetToCurrentTime()
+		c.metrics.SetCommit(c.metrics.FetchedCommit, commit)
+		if commit != c.fetched {
+			c.fetched = commit
+			c.load(commit, err)
+		}
+	}
+	c.reconcile(ctx)
+	return ok
+}
+
+// load reads the definitions of the commit just checked out; on errors
+// the last good ones stay in force.
+func (c *ctrl) load(commit string, syncErr error) {
+	dir := c.src.DefinitionsDir()
+	var cfg *schema.Config
+	var msg string
+	if syncErr != nil {
+		msg = syncErr.Error()
+	} else {
+		var diags schemaDiags
+		cfg, diags = loadDefinitions(c.g, dir, c.o.vars)
+		if diags != nil && diags.HasErrors() {
+			msg = diags.Error()
+			cfg = nil
+		}
+	}
+	if cfg == nil {
+		c.badCommit = commit
+		c.metrics.DefinitionsOK.Set(0)
+		c.metrics.SyncErrors.WithLabelValues("definitions").Inc()
+		c.log.Error("definitions do not validate; the last good ones stay in force", "commit", commit, "error", c.redact(msg), "in_force", c.goodCommit)
+		return
+	}
+	c.cfg, c.goodCommit, c.badCommit = cfg, commit, ""
+	c.metrics.DefinitionsOK.Set(1)
+	c.metrics.SetCommit(c.metrics.SyncedCommit, commit)
+	c.log.Info("definitions loaded", "commit", commit, "experiments", len(cfg.Experiments))
+	if c.m == nil {
+		if !c.openBackend(cfg) {
+			return
+		}
+	}
+	c.buildProviders()
+}
+
+type schemaDiags = interface {
+	HasErrors() bool
+	Error() string
+}
+
+func loadDefinitions(g *Globals, dir string, v varFlags) (*schema.Config, schemaDiags) {
+	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
+	return cfg, diags
+}
+
+// openBackend opens the configured backend with the state directory in
+// the work directory (not in the checkout, which each commit replaces).
+func (c *ctrl) openBackend(cfg *schema.Config) bool {
+	c.g.stateDirAt = c.stateDir
+	if err := os.MkdirAll(c.stateDir, 0o755); err != nil {
+		c.log.Error("state directory", "error", err.Error())
+		return false
+	}
+	errBuf := &bytes.Buffer{}
+	saved := c.g.IO.Err
+	c.g.IO.Err = errBuf
+	_, m, ok := c.g.openBackendWith(cfg, &c.o.vars)
+	c.g.IO.Err = saved
+	if !ok {
+		c.log.Error("open the state backend", "error", c.redact(strings.TrimSpace(errBuf.String())))
+		return false
+	}
+	c.m = m
+	c.log.Info("state backend open", "backend", m.Name())
+	return true
+}
+
+func (c *ctrl) buildProviders() {
+	var key strings.Builder
+	for _, k := range sortedKeys(c.cfg.Platforms) {
+		fmt.Fprintf(&key, "%s=%v;", k, c.cfg.Platforms[k].Attrs)
+	}
+	if c.ps != nil && key.String() == c.psKey {
+		c.ps.mu.Lock()
+		c.ps.cfg = c.cfg
+		c.ps.mu.Unlock()
+		return
+	}
+	if c.ps != nil {
+		c.ps.Close()
+	}
+	c.ps, c.psKey = newProviderSet(c.cfg, c.stateDir), key.String()
+}
+
+// reconcile plans the definitions in force and applies what the policy
+// allows, holding the experiments whose change is destructive.
+func (c *ctrl) reconcile(ctx context.Context) {
+	if c.cfg == nil || c.m == nil || ctx.Err() != nil {
+		return
+	}
+	var names []string
+	if _, ok := c.m.(state.ExperimentLocker); ok {
+		if st, err := c.m.Load(); err == nil {
+			names = lockScope(c.cfg, st, nil)
+		}
+	}
+	lk, err := state.LockScope(ctx, c.m, names, "controller", Version, c.o.lock.timeout)
+	if err != nil {
+		c.metrics.SyncErrors.WithLabelValues("lock").Inc()
+		var le *state.LockedError
+		if errors.As(err, &le) {
+			if msg := err.Error(); msg != c.lockedMsg {
+				c.lockedMsg = msg
+				c.log.Warn("state is locked; retrying at the next pass", "error", msg)
+			}
+			return
+		}
+		c.log.Error("acquire the state lock", "error", c.redact(err.Error()))
+		return
+	}
+	defer lk.Unlock()
+	c.lockedMsg = ""
+	st, err := c.m.Load()
+	if err == nil {
+		err = lostError(c.m, c.stateDir)
+	}
+	if err != nil {
+		c.metrics.SyncErrors.WithLabelValues("plan").Inc()
+		c.log.Error("load the state", "error", c.redact(err.Error()))
+		return
+	}
+	s := apply.NewSession(c.cfg, st, c.m, c.ps)
+	s.Provenance = c.provenance()
+	s.Parallelism = c.o.parallelism
+	s.Hard = c.g.hard(ctx)
+	s.Hooks = logHooks{c.log}
+	t0 := time.Now()
+	p, err := s.Plan(ctx, plan.Options{})
+	controller.Since(c.metrics.PlanSeconds, t0)
+	if err != nil {
+		c.metrics.SyncErrors.WithLabelValues("plan").Inc()
+		c.log.Error("plan failed", "error", c.redact(err.Error()))
+		return
+	}
+	approved, held := controller.Split(p, c.approvals)
+	if c.policy == controller.PlanOnly {
+		held = controller.Destructive(p)
+		approved = nil
+	}
+	c.setHeld(held)
+	if sum := fmt.Sprintf("%+v", p.Summary); sum != c.lastPlan || p.HasChanges() {
+		c.log.Info("planned", "commit", c.goodCommit, "create", p.Summary.Create, "resume", p.Summary.Resume, "teardown", p.Summary.Teardown, "update", p.Summary.Update, "policy", string(c.policy))
+		c.lastPlan = sum
+	}
+	if c.policy == controller.PlanOnly {
+		c.setReady(s)
+		return
+	}
+	if targets := controller.Targets(p, held); targets != nil {
+		if len(targets) == 0 {
+			c.setReady(s)
+			return
+		}
+		if p, err = s.Plan(ctx, plan.Options{Targets: targets}); err != nil {
+			c.metrics.SyncErrors.WithLabelValues("plan").Inc()
+			c.log.Error("plan failed", "error", c.redact(err.Error()))
+			return
+		}
+	}
+	if p.HasChanges() {
+		for _, a := range approved {
+			c.log.Info("applying an approved change", "experiment", a.Experiment, "spec_hash", a.SpecHash, "generation", a.Generation, "removed", a.Removed, "teardowns", a.Teardowns)
+		}
+		t0 := time.Now()
+		err := s.Apply(ctx, p)
+		controller.Since(c.metrics.ApplySeconds, t0)
+		if err != nil && ctx.Err() == nil {
+			c.metrics.SyncErrors.WithLabelValues("apply").Inc()
+			for _, e := range applyErrors(err) {
+				c.log.Error("apply failed", "error", c.redact(e.Error()))
+			}
+		} else if err == nil {
+			c.log.Info("applied", "create", p.Summary.Create, "resume", p.Summary.Resume, "teardown", p.Summary.Teardown, "update", p.Summary.Update)
+			for _, a := range approved {
+				if err := c.approvals.Done(a.Change); err != nil {
+					c.log.Warn("forget an applied approval", "error", err.Error())
+				}
+			}
+		}
+	}
+	c.setReady(s)
+}
+
+// provenance is the git provenance of the definitions in force: their
+// commit, even while the checkout holds a later commit that did not load.
+func (c *ctrl) provenance() map[string]state.Provenance {
+	pv := c.g.readProvenance(c.cfg, c.stateDir).byExp
+	for name, p := range pv {
+		if p.Commit == c.fetched && c.fetched != c.goodCommit {
+			p.Commit = c.goodCommit
+			if p.CodeCommit == c.fetched {
+				p.CodeCommit = c.goodCommit
+			}
+		}
+		pv[name] = p
+	}
+	return pv
+}
+
+func (c *ctrl) setHeld(held []controller.Held) {
+	c.metrics.SetHeld(held)
+	c.mu.Lock()
+	prev := c.held
+	c.held = held
+	c.mu.Unlock()
+	prevKeys := map[string]bool{}
+	for _, h := range prev {
+		prevKeys[h.Experiment+" "+h.Key()] = true
+	}
+	for _, h := range held {
+		if !prevKeys[h.Experiment+" "+h.Key()] {
+			c.log.Warn("held: destructive change waits for approval", "experiment", h.Experiment, "spec_hash", h.SpecHash, "generation", h.Generation, "removed", h.Removed, "teardowns", h.Teardowns, "reasons", strings.Join(h.Reasons, "; "), "approve", "trialform approve -controller URL "+h.Experiment)
+		}
+	}
+}
+
+func (c *ctrl) setReady(s *apply.Session) {
+	counts := map[string]map[string]int{}
+	st := s.State()
+	for name, e := range st.Experiments {
+		byStatus := map[string]int{}
+		for _, t := range e.Trials {
+			byStatus[string(t.Status)]++
+		}
+		counts[name] = byStatus
+	}
+	c.metrics.SetTrials(counts)
+	c.mu.Lock()
+	c.ready = true
+	c.mu.Unlock()
+}
+
+func (c *ctrl) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		ready := c.ready
+		c.mu.Unlock()
+		if !ready {
+			http.Error(w, "not ready: no successful sync and plan yet", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	mux.Handle("/metrics", c.metrics.Handler())
+	mux.HandleFunc("/held", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		held := append([]controller.Held{}, c.held...)
+		c.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(held)
+	})
+	mux.HandleFunc("/approve", c.serveApprove)
+	return mux
+}
+
+// serveApprove records an approval of a change that is held now, named
+// exactly (experiment, spec hash, kind). It needs the approve token.
+func (c *ctrl) serveApprove(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST a JSON change", http.StatusMethodNotAllowed)
+		return
+	}
+	if c.approveToken == "" {
+		http.Error(w, "approving is off: start the controller with -approve-token-file or $"+envApproveToken, http.StatusForbidden)
+		return
+	}
+	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if subtle.ConstantTimeCompare([]byte(got), []byte(c.approveToken)) != 1 {
+		http.Error(w, "wrong or missing approve token", http.StatusUnauthorized)
+		return
+	}
+	var req controller.Approval
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
+		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	var match *controller.Held
+	for i := range c.held {
+		if c.held[i].Experiment == req.Experiment && c.held[i].Key() == req.Key() {
+			match = &c.held[i]
+		}
+	}
+	c.mu.Unlock()
+	if match == nil {
+		http.Error(w, fmt.Sprintf("no held change of experiment %q with spec hash %q: see GET /held (the change may have been replaced by a later commit)", req.Experiment, req.SpecHash), http.StatusConflict)
+		return
+	}
+	req.At = time.Now().UTC()
+	if err := c.approvals.Add(req); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	c.metrics.ApprovalsTotal.Inc()
+	c.log.Info("approved", "experiment", req.Experiment, "spec_hash", req.SpecHash, "generation", req.Generation, "removed", req.Removed, "by", req.By)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(match)
+}
+
+// logHooks logs apply's progress.
+type logHooks struct{ log *slog.Logger }
+
+func (h logHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
+	if !done {
+		return
+	}
+	if err != nil {
+		h.log.Error("trial action failed", "action", string(a.Action), "experiment", a.Experiment, "trial", a.TrialID, "error", err.Error())
+		return
+	}
+	h.log.Info("trial "+string(a.Action), "experiment", a.Experiment, "trial", a.TrialID, "cause", a.Cause)
+}
+
+func (h logHooks) Observed(o plan.Observed) {
+	h.log.Info("observed", "experiment", o.Experiment, "trial", o.TrialID, "before", o.Before, "after", o.After)
+}
