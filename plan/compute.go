@@ -1112,6 +1112,7 @@ func assess(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[s
 	if err != nil {
 		return nil, err
 	}
+	watched := cfg.WatchedObjective()
 	var cs []tuner.Curve
 	for _, t := range cur.SortedTrials() {
 		if t.Generation != gen {
@@ -1122,13 +1123,25 @@ func assess(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[s
 		case t.Status == state.Running:
 			c.Running = true
 		case t.Status == state.Succeeded && t.Value != nil:
-			c.Completed, c.Final = true, *t.Value
+			c.Completed, c.Final = true, watchedFinal(cfg, watched, t)
 		default:
 			continue
 		}
 		cs = append(cs, c)
 	}
 	return as.Assess(tuner.AssessRequest{Goal: tuner.Goal(cfg.WatchedObjective().Goal), Curves: cs}), nil
+}
+
+// watchedFinal is a succeeded trial's final value of the objective the
+// assessor watches: its Value for the first objective, else that key of
+// its final result (every objective is there, or it would have failed).
+func watchedFinal(cfg *schema.Experiment, watched schema.Objective, t *state.Trial) float64 {
+	if watched.Metric != cfg.Objective.Metric {
+		if v, ok := t.Final[watched.Metric]; ok {
+			return v
+		}
+	}
+	return *t.Value
 }
 
 // CurveOf extracts the objective's intermediate values from a trial's

@@ -782,3 +782,36 @@ func TestObserveAdoptedTrialCountsItsAttempt(t *testing.T) {
 		}
 	}
 }
+
+// TestAssessorWatchesNamedObjective: with several objectives the
+// assessor judges the objective it names, in that objective's direction
+// (loss, minimised, while the first objective is maximised).
+func TestAssessorWatchesNamedObjective(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.MaxTrials = 6
+		e.Concurrency = 2
+		e.Objectives = []schema.Objective{{Metric: "default", Goal: "maximize"}, {Metric: "loss", Goal: "minimize"}}
+		e.Objective = e.Objectives[0]
+		e.Tuner = schema.TunerSpec{Name: "random"}
+		e.Assessor = assessorSpec("medianstop", map[string]any{"start_step": 2.0})
+		e.Assessor.Objective = "loss"
+	})
+	st := applied(cfg,
+		trial(0, state.Succeeded, 0.9), trial(1, state.Succeeded, 0.8),
+		trial(2, state.Running), trial(3, state.Running))
+	for _, id := range []string{"t0000", "t0001"} {
+		st.Experiments["exp"].Trials[id].Final = map[string]float64{"default": 0.9, "loss": 0.1}
+	}
+	curves := map[string][]float64{
+		"t0000": {0.5, 0.3, 0.1}, "t0001": {0.6, 0.4, 0.2}, // running averages at step 2: 0.4, 0.5
+		"t0002": {0.9, 0.8}, // best 0.8 is worse than the median 0.45 when minimising: stopped
+		"t0003": {0.3, 0.2}, // kept
+	}
+	p, err := Compute(Input{Config: cfg, State: st, Now: t0, Curves: map[string]map[string][]float64{"exp": curves}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p); got != "-t0002" {
+		t.Fatalf("actions = %q, want the early stop of t0002 (loss is minimised)", got)
+	}
+}
