@@ -470,7 +470,7 @@ func TestSharedOwnerElsewhere(t *testing.T) {
 			t.Fatalf("plan in B: %v\n%s", err, errOut)
 		}
 		where := regexp.QuoteMeta(filepath.Join(a.dir, ".trialform"))
-		if !regexp.MustCompile(`trials t0000, t0001 run in .+@.+:` + where + `: left to that working copy`).MatchString(out) || strings.Contains(out, "LOST") || !strings.Contains(out, "No changes") {
+		if !regexp.MustCompile(`trials t0000, t0001 run in .+@.+:`+where+`: left to that working copy`).MatchString(out) || strings.Contains(out, "LOST") || !strings.Contains(out, "No changes") {
 			t.Fatalf("B's plan does not leave A's trials to A:\n%s", out)
 		}
 		out, errOut, err = bb.run("apply", "-auto-approve", "-wait", "-interval=100ms")
