@@ -176,6 +176,14 @@ func (l *loader) decodeBackend() {
 		}
 		be.Secrets = append(be.Secrets, sensitiveStrings(v)...)
 		plain, _ := v.UnmarkDeep()
+		if ic, ok := cfg.(InlineCredentialChecker); ok && !secret && sensitive[a.Name] && plain.Type() == cty.String && plain.IsKnown() && !plain.IsNull() {
+			if what := ic.InlineCredential(a.Name, plain.AsString()); what != "" {
+				l.errorf(a.Expr.Range().Ptr(), "Credential written in the configuration",
+					"%s holds %s written in the configuration, not given through a sensitive variable: it would be committed with the HCL and shown with any error on this line. Give the whole setting through a sensitive variable (%s = var.NAME, with variable \"NAME\" { sensitive = true } set by %sNAME), or leave %s out of it and let the backend read it from the environment.",
+					a.Name, what, a.Name, EnvPrefix, what)
+				continue
+			}
+		}
 		vals[a.Name] = plain
 		if !secret && !sensitive[a.Name] {
 			if g, err := toGo(plain); err == nil {
@@ -202,6 +210,16 @@ func (l *loader) decodeBackend() {
 	}
 	be.Config = cfg
 	l.cfg.Backend = be
+}
+
+// InlineCredentialChecker is implemented by a backend kind's settings whose
+// credential settings may hold a credential among other things (pg's
+// conn_str, which may hold a password or name the server only):
+// InlineCredential says what credential the value holds ("a password"),
+// or "" when it holds none. A credential setting whose value does not
+// come from a sensitive variable and holds one is an error.
+type InlineCredentialChecker interface {
+	InlineCredential(setting, value string) string
 }
 
 // backendRefsOK reports whether expr refers to variables only (the one

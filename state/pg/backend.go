@@ -43,6 +43,8 @@ import (
 	"hash/fnv"
 	"io"
 	"net"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +70,40 @@ type Settings struct {
 	ConnStr    string `hcl:"conn_str,optional" sensitive:"true" type:"a string (a PostgreSQL connection string or URL)" doc:"connection string (default: libpq's PG* environment variables: PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, PGSSLMODE, ...); pass a password through a sensitive variable or PGPASSWORD"`
 	SchemaName string `hcl:"schema_name,optional" type:"a string (a schema name)" doc:"schema of trialform's tables, created when missing (default \"trialform\"); two states share a database with two schemas"`
 }
+
+// InlineCredential says "a password" when conn_str holds one (a URL's
+// user:password@ or a password/sslpassword parameter, keyword/value form
+// or URL query): schema refuses it unless it comes from a sensitive
+// variable.
+func (*Settings) InlineCredential(setting, value string) string {
+	if setting != "conn_str" {
+		return ""
+	}
+	if strings.HasPrefix(value, "postgres://") || strings.HasPrefix(value, "postgresql://") {
+		u, err := url.Parse(value)
+		if err != nil {
+			// unparseable: it may still hold one; do not guess
+			if strings.Contains(strings.SplitN(value[strings.Index(value, "//")+2:], "@", 2)[0], ":") && strings.Contains(value, "@") {
+				return "a password"
+			}
+			return ""
+		}
+		if _, ok := u.User.Password(); ok {
+			return "a password"
+		}
+		q := u.Query()
+		if q.Get("password") != "" || q.Get("sslpassword") != "" {
+			return "a password"
+		}
+		return ""
+	}
+	if kwPassword.MatchString(value) {
+		return "a password"
+	}
+	return ""
+}
+
+var kwPassword = regexp.MustCompile(`(?:^|\s)(?:ssl)?password\s*=`)
 
 // Registration is the kind's registration for state/backends.
 func Registration() backendreg.Kind {
