@@ -315,6 +315,12 @@ func checkDecoded(path string, s *State, version int) (*State, int, error) {
 		if e == nil {
 			return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has experiment %q set to null", name)}
 		}
+		if p := nameProblem(name); p != "" {
+			return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has an experiment named %q, which %s", name, p)}
+		}
+		if e.Name != "" && e.Name != name {
+			return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has experiment %q whose name is %q", name, e.Name)}
+		}
 		if e.Trials == nil {
 			e.Trials = map[string]*Trial{}
 		}
@@ -322,9 +328,31 @@ func checkDecoded(path string, s *State, version int) (*State, int, error) {
 			if t == nil {
 				return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has trial %q of experiment %q set to null", id, name)}
 			}
+			if p := nameProblem(id); p != "" {
+				return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has a trial %q of experiment %q, an id which %s", id, name, p)}
+			}
+			if t.ID != "" && t.ID != id {
+				return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has trial %q of experiment %q whose id is %q", id, name, t.ID)}
+			}
 		}
 	}
 	return s, version, nil
+}
+
+// nameProblem says why an experiment name or trial id read from a state
+// cannot be one trialform wrote (trialform never writes such a name; the
+// platforms and the metric series name directories and files by them), or
+// "" when it can.
+func nameProblem(n string) string {
+	switch {
+	case n == "":
+		return "is empty"
+	case len(n) > 200:
+		return "is longer than 200 bytes"
+	case strings.HasPrefix(n, "."), strings.ContainsAny(n, "/\\\x00"):
+		return "cannot name a directory (it starts with a dot or holds a slash, a backslash or NUL)"
+	}
+	return ""
 }
 
 func syntaxProblem(path string, data []byte, err error) error {
