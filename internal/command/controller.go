@@ -301,12 +301,9 @@ func (c *ctrl) load(commit string, syncErr error) {
 	c.metrics.DefinitionsOK.Set(1)
 	c.metrics.SetCommit(c.metrics.SyncedCommit, commit)
 	c.log.Info("definitions loaded", "commit", commit, "experiments", len(cfg.Experiments))
-	if c.m == nil {
-		if !c.openBackend(cfg) {
-			return
-		}
+	if c.m != nil {
+		c.buildProviders()
 	}
-	c.buildProviders()
 }
 
 type schemaDiags = interface {
@@ -326,6 +323,18 @@ func (c *ctrl) openBackend(cfg *schema.Config) bool {
 	if err := os.MkdirAll(c.stateDir, 0o755); err != nil {
 		c.log.Error("state directory", "error", err.Error())
 		return false
+	}
+	// A fresh work directory is initialized with the definitions'
+	// backend, as `trialform init` would; a work directory with a local
+	// state or another recorded backend is left to `init` (the open
+	// below says so).
+	if rec, err := state.RecordedBackend(c.stateDir); err == nil && rec == nil && cfg.Backend != nil {
+		if _, err := os.Stat(filepath.Join(c.stateDir, "state.json")); os.IsNotExist(err) {
+			if err := state.RecordBackend(c.stateDir, backendRecordOf(cfg.Backend)); err != nil {
+				c.log.Error("record the state backend", "error", err.Error())
+				return false
+			}
+		}
 	}
 	errBuf := &bytes.Buffer{}
 	saved := c.g.IO.Err
@@ -361,13 +370,32 @@ func (c *ctrl) buildProviders() {
 // reconcile plans the definitions in force and applies what the policy
 // allows, holding the experiments whose change is destructive.
 func (c *ctrl) reconcile(ctx context.Context) {
-	if c.cfg == nil || c.m == nil || ctx.Err() != nil {
+	if c.cfg == nil || ctx.Err() != nil {
 		return
+	}
+	if c.m == nil {
+		// The backend could not be opened yet (a server down at start):
+		// tried again at each pass.
+		if !c.openBackend(c.cfg) {
+			c.metrics.SyncErrors.WithLabelValues("lock").Inc()
+			return
+		}
+		c.buildProviders()
 	}
 	var names []string
 	if _, ok := c.m.(state.ExperimentLocker); ok {
 		if st, err := c.m.Load(); err == nil {
 			names = lockScope(c.cfg, st, nil)
+		}
+	}
+	if len(names) > 0 {
+		// A new shared state is created under the whole-state lock first
+		// (as apply does), so a laptop starting at once does not make a
+		// state of another lineage.
+		if err := ensureState(ctx, c.m, "controller", c.o.lock); err != nil {
+			c.metrics.SyncErrors.WithLabelValues("lock").Inc()
+			c.log.Error("create the state", "error", c.redact(err.Error()))
+			return
 		}
 	}
 	lk, err := state.LockScope(ctx, c.m, names, "controller", Version, c.o.lock.timeout)
