@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"sort"
 	"time"
 
@@ -105,7 +106,7 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 		// Nothing to copy: take the new backend without asking.
 		empty, err := backendEmpty(src)
 		if err != nil {
-			return g.errorf("the recorded %s backend (%s) cannot be read: %s", have.Kind, src.Location(), maskText(secrets, err.Error()))
+			return g.errorf("the recorded %s backend (%s) cannot be read: %s%s", have.Kind, src.Location(), maskText(secrets, err.Error()), recordedCredentialHint(have.Kind))
 		}
 		if !empty {
 			return g.errorf("%v", backendChangedError(have, want))
@@ -115,6 +116,9 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 		}
 		fmt.Fprintf(g.IO.Out, "Backend %s (%s) is initialized (the previous backend, %s, held no state).\n", dst.Name(), dst.Location(), have.Kind)
 		return 0
+	}
+	if _, err := src.Exists(); err != nil {
+		return g.errorf("the recorded %s backend (%s) cannot be read: %s; nothing was copied%s", have.Kind, src.Location(), maskText(secrets, err.Error()), recordedCredentialHint(have.Kind))
 	}
 	n, err := g.migrateState(ctx, src, dst, lf)
 	if err != nil {
@@ -126,6 +130,35 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 	fmt.Fprintf(g.IO.Out, "Copied %s from %s (%s) to %s (%s).\nBackend %s is initialized. The state in %s was left where it is: remove it when you no longer need it.\n",
 		n, src.Name(), src.Location(), dst.Name(), dst.Location(), dst.Name(), src.Name())
 	return 0
+}
+
+// recordedCredentialHint explains, for a recorded backend that cannot be
+// reached, that its credential settings were not recorded: it is opened
+// from the environment alone (the configuration now names another).
+func recordedCredentialHint(kind string) string {
+	k := backends.Lookup(kind)
+	if k == nil || k.Config == nil {
+		return ""
+	}
+	s, err := decl.SchemaOf(k.Config())
+	if err != nil {
+		return ""
+	}
+	var creds []string
+	for _, a := range s.Attrs {
+		if a.Sensitive {
+			creds = append(creds, a.Name)
+		}
+	}
+	if len(creds) == 0 {
+		return ""
+	}
+	env := "the environment it reads"
+	if kind == "pg" {
+		env = "PGHOST, PGPORT, PGDATABASE, PGUSER and PGPASSWORD (or ~/.pgpass)"
+	}
+	return fmt.Sprintf(". The recorded %s backend's %s is never recorded, so it is opened from the environment alone: set %s to reach it (the same server and database its %s named), then run init again",
+		kind, strings.Join(creds, ", "), env, strings.Join(creds, ", "))
 }
 
 func closeIfCloser(b state.Backend) {
