@@ -127,6 +127,11 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 	if err := state.RecordBackend(sd, want); err != nil {
 		return g.errorf("the state was copied, but %v; run `trialform init -reconfigure` to record the new backend", err)
 	}
+	if n.lineage == "" {
+		fmt.Fprintf(g.IO.Out, "The %s backend (%s) holds no state: nothing was copied.\nBackend %s (%s) is initialized, with the state it holds.\n",
+			src.Name(), src.Location(), dst.Name(), dst.Location())
+		return 0
+	}
 	fmt.Fprintf(g.IO.Out, "Copied %s from %s (%s) to %s (%s).\nBackend %s is initialized. The state in %s was left where it is: remove it when you no longer need it.\n",
 		n, src.Name(), src.Location(), dst.Name(), dst.Location(), dst.Name(), src.Name())
 	return 0
@@ -234,11 +239,6 @@ func (g *Globals) migrateState(ctx context.Context, src, dst state.Backend, lf l
 		return n, fmt.Errorf("lock the %s backend's state (%s): %w", src.Name(), src.Location(), err)
 	}
 	defer slk.Unlock()
-	dlk, err := dst.Lock(ctx, "init -migrate-state", Version, lf.timeout)
-	if err != nil {
-		return n, fmt.Errorf("lock the %s backend's state (%s): %w", dst.Name(), dst.Location(), err)
-	}
-	defer dlk.Unlock()
 
 	exists, err := src.Exists()
 	if err != nil {
@@ -252,6 +252,16 @@ func (g *Globals) migrateState(ctx context.Context, src, dst state.Backend, lf l
 			return n, fmt.Errorf("the %s backend holds no state but traces of a lost one; nothing was copied: %w", src.Name(), err)
 		}
 	}
+	if !exists {
+		return n, nil // nothing to copy: dst is taken as it is
+	}
+	// The destination's lock only once there is something to copy: a
+	// shared state others are applying is joined without waiting for them.
+	dlk, err := dst.Lock(ctx, "init -migrate-state", Version, lf.timeout)
+	if err != nil {
+		return n, fmt.Errorf("lock the %s backend's state (%s): %w", dst.Name(), dst.Location(), err)
+	}
+	defer dlk.Unlock()
 	st, err := src.Load()
 	if err != nil {
 		return n, fmt.Errorf("read the %s backend's state: %w", src.Name(), err)
