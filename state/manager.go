@@ -315,7 +315,7 @@ func checkDecoded(path string, s *State, version int) (*State, int, error) {
 		if e == nil {
 			return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has experiment %q set to null", name)}
 		}
-		if p := nameProblem(name); p != "" {
+		if p := NameProblem(name); p != "" {
 			return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has an experiment named %q, which %s", name, p)}
 		}
 		if e.Name != "" && e.Name != name {
@@ -328,7 +328,7 @@ func checkDecoded(path string, s *State, version int) (*State, int, error) {
 			if t == nil {
 				return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has trial %q of experiment %q set to null", id, name)}
 			}
-			if p := nameProblem(id); p != "" {
+			if p := NameProblem(id); p != "" {
 				return nil, 0, &CorruptError{Path: path, Problem: fmt.Sprintf("has a trial %q of experiment %q, an id which %s", id, name, p)}
 			}
 			if t.ID != "" && t.ID != id {
@@ -339,11 +339,11 @@ func checkDecoded(path string, s *State, version int) (*State, int, error) {
 	return s, version, nil
 }
 
-// nameProblem says why an experiment name or trial id read from a state
+// NameProblem says why an experiment name or trial id read from a state
 // cannot be one trialform wrote (trialform never writes such a name; the
 // platforms and the metric series name directories and files by them), or
 // "" when it can.
-func nameProblem(n string) string {
+func NameProblem(n string) string {
 	switch {
 	case n == "":
 		return "is empty"

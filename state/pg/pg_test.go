@@ -308,3 +308,34 @@ func TestLoadDecodesOneDocument(t *testing.T) {
 		t.Fatalf("a row edited by hand: %v", err)
 	}
 }
+
+// A row whose experiment name or trial id trialform never writes (a
+// path: the platforms and the metric series name directories and files
+// by them), well-formed otherwise, is reported, not read as the state.
+func TestRowWithAPathAsNameIsReported(t *testing.T) {
+	conn := pgtest.DB(t)
+	if err := open(t, conn).Save(backendtest.Sample(4)); err != nil {
+		t.Fatal(err)
+	}
+	db := pgtest.Shared(t)
+	if err := db.Exec(context.Background(), dbName(conn), `UPDATE trialform.trials SET id = '../../../tmp/x', body = jsonb_set(body, '{id}', '"../../../tmp/x"') WHERE id = 't0001'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := open(t, conn).Load()
+	if err == nil || !strings.Contains(err.Error(), `the row of trial "../../../tmp/x" of experiment "mnist" in table trialform.trials cannot be read as trialform wrote it: its id cannot name a directory`) {
+		t.Fatalf("a trial id that is a path: %v", err)
+	}
+	if err := db.Exec(context.Background(), dbName(conn), `UPDATE trialform.trials SET id = 't0001', body = jsonb_set(body, '{id}', '"t0001"') WHERE id = '../../../tmp/x'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open(t, conn).Load(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Exec(context.Background(), dbName(conn), `UPDATE trialform.experiments SET name = '.evil', head = jsonb_set(head, '{name}', '".evil"') WHERE name = 'mnist'; UPDATE trialform.trials SET experiment = '.evil'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = open(t, conn).Load()
+	if err == nil || !strings.Contains(err.Error(), `the row of experiment ".evil" in table trialform.experiments cannot be read as trialform wrote it: its name cannot name a directory`) {
+		t.Fatalf("an experiment name with a leading dot: %v", err)
+	}
+}

@@ -108,6 +108,11 @@ func (b *Backend) read(ctx context.Context) (*state.State, *snapshot, error) {
 	if err := rows.Err(); err != nil {
 		return nil, nil, b.fail("read the experiments", err)
 	}
+	for _, h := range heads {
+		if p := state.NameProblem(h.name); p != "" {
+			return nil, nil, b.corrupt(fmt.Sprintf("the row of experiment %q in table %s.experiments", h.name, b.schema), errors.New("its name "+p))
+		}
+	}
 	var trials []bodyRow
 	rows, err = tx.Query(ctx, `SELECT experiment, id, body::text FROM `+b.t("trials"))
 	if err != nil {
@@ -122,6 +127,11 @@ func (b *Backend) read(ctx context.Context) (*state.State, *snapshot, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, b.fail("read the trials", err)
+	}
+	for _, r := range trials {
+		if p := state.NameProblem(r.id); p != "" {
+			return nil, nil, b.corrupt(fmt.Sprintf("the row of trial %q of experiment %q in table %s.trials", r.id, r.exp, b.schema), errors.New("its id "+p))
+		}
 	}
 	s, ok := decodeRows(lineage, serial, heads, trials)
 	if !ok {
