@@ -20,6 +20,7 @@ import (
 
 	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/controller"
+	"github.com/trialform/trialform/internal/ui"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/schema"
@@ -42,6 +43,7 @@ type controllerOptions struct {
 	sshKeyFile  string
 	knownHosts  string
 	approveFile string
+	dashFile    string
 	parallelism int
 }
 
@@ -51,6 +53,7 @@ const (
 	envGitToken     = "TRIALFORM_GIT_TOKEN"
 	envGitSSHKey    = "TRIALFORM_GIT_SSH_KEY"
 	envApproveToken = "TRIALFORM_APPROVE_TOKEN"
+	envDashToken    = "TRIALFORM_DASHBOARD_TOKEN"
 )
 
 func runController(ctx context.Context, g *Globals, args []string) int {
@@ -72,6 +75,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	fs.StringVar(&o.sshKeyFile, "ssh-key-file", "", "file holding an SSH private key (else $"+envGitSSHKey+" holds the key itself)")
 	fs.StringVar(&o.knownHosts, "ssh-known-hosts", "", "known_hosts file for SSH (default: the user's)")
 	fs.StringVar(&o.approveFile, "approve-token-file", "", "file holding the token POST /approve requires (else $"+envApproveToken+"; with neither, approving is off)")
+	fs.StringVar(&o.dashFile, "dashboard-token-file", "", "file holding the token the dashboard (served at / with -listen) requires (else $"+envDashToken+"; with neither, it is open: it is read-only)")
 	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
 	if _, code, ok := g.parse(fs, args, argSpec{hint: "controller takes no arguments: name the repository with -repo."}); !ok {
 		return code
@@ -103,6 +107,10 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("-approve-token-file: %v", err)
 	}
+	dashToken, err := secretFrom(o.dashFile, g.getenv(envDashToken))
+	if err != nil {
+		return g.errorf("-dashboard-token-file: %v", err)
+	}
 	approvals, err := controller.OpenApprovals(filepath.Join(wd, "approvals.json"))
 	if err != nil {
 		return g.errorf("%v", err)
@@ -122,7 +130,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		},
 		stateDir:  filepath.Join(wd, ".trialform"),
 		approvals: approvals, metrics: controller.NewMetrics(),
-		secrets: append(secrets, approveToken), approveToken: approveToken,
+		secrets: append(secrets, approveToken, dashToken), approveToken: approveToken, dashToken: dashToken,
 		wake: make(chan struct{}, 1),
 	}
 	c.metrics.DefinitionsOK.Set(0)
@@ -130,6 +138,11 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		if c.ps != nil {
 			c.ps.Close()
 		}
+		c.mu.Lock()
+		if c.dash != nil {
+			c.dash.Close()
+		}
+		c.mu.Unlock()
 	}()
 	if o.listen != "" {
 		ln, err := net.Listen("tcp", o.listen)
@@ -231,9 +244,13 @@ type ctrl struct {
 	lockedMsg  string
 	lastPlan   string
 
-	mu    sync.Mutex // guards ready and held
-	ready bool
-	held  []controller.Held
+	mu        sync.Mutex // guards ready, held, cfgShared, planShown and dash
+	ready     bool
+	held      []controller.Held
+	cfgShared *schema.Config // cfg, for the dashboard
+	planShown *plan.Plan     // the last plan, for the dashboard
+	dash      *ui.Server     // the dashboard, once the backend is open
+	dashToken string
 }
 
 func (c *ctrl) redact(s string) string { return controller.Redact(s, c.secrets...) }
@@ -298,6 +315,9 @@ func (c *ctrl) load(commit string, syncErr error) {
 		return
 	}
 	c.cfg, c.goodCommit, c.badCommit = cfg, commit, ""
+	c.mu.Lock()
+	c.cfgShared = cfg
+	c.mu.Unlock()
 	c.metrics.DefinitionsOK.Set(1)
 	c.metrics.SetCommit(c.metrics.SyncedCommit, commit)
 	c.log.Info("definitions loaded", "commit", commit, "experiments", len(cfg.Experiments))
@@ -347,6 +367,20 @@ func (c *ctrl) openBackend(cfg *schema.Config) bool {
 	}
 	c.m = m
 	c.log.Info("state backend open", "backend", m.Name())
+	if c.o.listen != "" {
+		dash := ui.New(ui.Options{
+			StateDir: c.stateDir, WorkDir: c.src.DefinitionsDir(), Token: c.dashToken, Backend: m,
+			Config: func() *schema.Config {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				return c.cfgShared
+			},
+			Plan: c.dashboardPlan,
+		})
+		c.mu.Lock()
+		c.dash = dash
+		c.mu.Unlock()
+	}
 	return true
 }
 
@@ -436,6 +470,9 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		c.log.Error("plan failed", "error", c.redact(err.Error()))
 		return
 	}
+	c.mu.Lock()
+	c.planShown = p
+	c.mu.Unlock()
 	approved, held := controller.Split(p, c.approvals)
 	if c.policy == controller.PlanOnly {
 		held = controller.Destructive(p)
@@ -556,6 +593,16 @@ func (c *ctrl) handler() http.Handler {
 		json.NewEncoder(w).Encode(held)
 	})
 	mux.HandleFunc("/approve", c.serveApprove)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		dash := c.dash
+		c.mu.Unlock()
+		if dash == nil {
+			http.Error(w, "the dashboard starts once the state backend is open (after the first good commit)", http.StatusServiceUnavailable)
+			return
+		}
+		dash.ServeHTTP(w, r)
+	})
 	return mux
 }
 
@@ -623,4 +670,18 @@ func (h logHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
 
 func (h logHooks) Observed(o plan.Observed) {
 	h.log.Info("observed", "experiment", o.Experiment, "trial", o.TrialID, "before", o.Before, "after", o.After)
+}
+
+// dashboardPlan is the controller's last plan, as plan prints it, for
+// the dashboard's plan view.
+func (c *ctrl) dashboardPlan(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	p := c.planShown
+	c.mu.Unlock()
+	if p == nil {
+		return "", errors.New("the controller has not planned yet")
+	}
+	var b bytes.Buffer
+	views.Plan(&b, p, views.Colors{})
+	return b.String(), nil
 }
