@@ -51,10 +51,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backendreg"
 )
@@ -69,6 +71,16 @@ const DefaultSchema = "trialform"
 type Settings struct {
 	ConnStr    string `hcl:"conn_str,optional" sensitive:"true" type:"a string (a PostgreSQL connection string or URL)" doc:"connection string (default: libpq's PG* environment variables: PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, PGSSLMODE, ...); pass a password through a sensitive variable or PGPASSWORD"`
 	SchemaName string `hcl:"schema_name,optional" type:"a string (a schema name)" doc:"schema of trialform's tables, created when missing (default \"trialform\"); two states share a database with two schemas"`
+}
+
+// Check reports an invalid schema_name at its line (Open refuses it too,
+// without a line).
+func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
+	if s.SchemaName != "" && !validSchema(s.SchemaName) {
+		return hcl.Diagnostics{w.Error("schema_name", "Invalid schema name",
+			"schema_name = %q: use at most 63 lowercase letters, digits and _, starting with a letter or _ (e.g. \"team_vision\").", s.SchemaName)}
+	}
+	return nil
 }
 
 // InlineCredential says "a password" when conn_str holds one (a URL's
