@@ -158,16 +158,11 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	}
 	c.log.Info("controller started", "repo", controller.Redact(o.repo, secrets...), "branch", o.branch, "path", o.path, "policy", string(policy), "interval", o.interval.String(), "work_dir", wd, "approving", approveToken != "")
 
-	failures := 0
 	for {
-		if c.pass(ctx) {
-			failures = 0
-		} else {
-			failures++
-		}
+		c.pass(ctx)
 		wait := o.interval
-		if failures > 0 {
-			wait = controller.Backoff(failures, time.Second, max(o.maxBackoff, time.Second))
+		if c.failures > 0 {
+			wait = c.retryIn()
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -241,6 +236,7 @@ type ctrl struct {
 	ps         *providerSet
 	psKey      string
 	sourceDown bool
+	failures   int // consecutive failed fetches
 	lockedMsg  string
 	lastPlan   string
 
@@ -262,6 +258,12 @@ func (c *ctrl) providerChanged() <-chan struct{} {
 	return c.ps.notify()
 }
 
+// retryIn is the wait before the next fetch after c.failures failures:
+// doubling from 1s up to -max-backoff.
+func (c *ctrl) retryIn() time.Duration {
+	return controller.Backoff(c.failures, time.Second, max(c.o.maxBackoff, time.Second))
+}
+
 // pass fetches, reloads on a new commit, and reconciles the definitions
 // in force. It reports whether the git source was reachable.
 func (c *ctrl) pass(ctx context.Context) bool {
@@ -272,13 +274,15 @@ func (c *ctrl) pass(ctx context.Context) bool {
 		ok = false
 		c.metrics.SourceOK.Set(0)
 		c.metrics.SyncErrors.WithLabelValues("git").Inc()
-		c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", c.goodCommit)
+		c.failures++
+		c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", c.goodCommit, "attempt", c.failures, "retry_in", c.retryIn().String())
 		c.sourceDown = true
 	default:
 		if c.sourceDown {
-			c.log.Info("git source reachable again", "commit", commit)
+			c.log.Info("git source reachable again", "commit", commit, "failed_attempts", c.failures)
 			c.sourceDown = false
 		}
+		c.failures = 0
 		c.metrics.SourceOK.Set(1)
 		c.metrics.SyncedAt.SetToCurrentTime()
 		c.metrics.SetCommit(c.metrics.FetchedCommit, commit)
