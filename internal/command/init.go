@@ -6,8 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/trialform/trialform/internal/decl"
