@@ -35,6 +35,12 @@ type BackendRecord struct {
 	// Settings are the backend block's settings that are not credentials
 	// (schema.Backend.Settings), as JSON values.
 	Settings map[string]any `json:"settings,omitempty"`
+	// Location is where the backend pointed when init recorded it (its
+	// Location: server, database, schema; never a credential), for a
+	// shared backend: a credential setting (pg's conn_str) or the
+	// environment may name the server, and they are not recorded. Not
+	// part of Same: commands compare it with the opened backend's.
+	Location string `json:"location,omitempty"`
 }
 
 // Same reports whether r and o name the same backend with the same

@@ -113,6 +113,14 @@ func backendChangedError(rec, want state.BackendRecord) error {
 		want.Kind, strings.Join(rec.ChangedSettings(want), ", "))
 }
 
+// locationChangedError: the backend block's settings are the recorded
+// ones, but its credential settings or the environment now point at
+// another server or database.
+func locationChangedError(rec, want state.BackendRecord) error {
+	return fmt.Errorf("the %s backend now points at %s, but this working copy was initialized with %s (a credential setting such as conn_str, or the environment, changed; neither is recorded): put back the old connection settings, or run `trialform init -reconfigure` to use the new one as it is (init -migrate-state cannot copy from the old one: its connection settings are not recorded; use `trialform state pull` there and `state push` here)",
+		want.Kind, want.Location, rec.Location)
+}
+
 // openBackend opens the working copy's backend (once per command: later
 // calls return the same one) after checking that the configuration's
 // backend block is the one `trialform init` recorded. cfg is the loaded
@@ -169,6 +177,12 @@ func (g *Globals) openBackendWith(cfg *schema.Config, vf *varFlags) (sd string, 
 	b, err = backends.Open(want.Kind, settings, g.backendEnv(sd))
 	if err != nil {
 		g.errorf("open the %s backend: %s", want.Kind, mask.New(secrets...).String(err.Error()))
+		return "", nil, false
+	}
+	if rec != nil && rec.Location != "" && rec.Kind == want.Kind && want.Kind != state.LocalBackend && b.Location() != rec.Location {
+		closeIfCloser(b)
+		want.Location = b.Location()
+		g.errorf("%v", locationChangedError(*rec, want))
 		return "", nil, false
 	}
 	g.backend = &openedBackend{sd: sd, b: b, declared: be != nil || rec != nil, secrets: secrets}

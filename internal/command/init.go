@@ -75,7 +75,13 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 	if _, err := dst.Exists(); err != nil {
 		return g.errorf("the %s backend (%s) cannot be read: %s", want.Kind, dst.Location(), maskText(secrets, err.Error()))
 	}
+	if want.Kind != state.LocalBackend {
+		want.Location = dst.Location()
+	}
 	if have.Same(want) {
+		if have.Location != "" && have.Location != want.Location && !*reconfigure {
+			return g.errorf("%v", locationChangedError(have, want))
+		}
 		if *migrate {
 			fmt.Fprintf(g.IO.Out, "The configured backend is the recorded one (%s, %s): there is nothing to migrate.\n", dst.Name(), dst.Location())
 			return 0
