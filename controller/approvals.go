@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // Approval is one approved held change.
@@ -79,12 +81,8 @@ func (a *Approvals) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := a.path + ".tmp"
 	if err := os.MkdirAll(filepath.Dir(a.path), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, a.path)
+	return fsx.WriteFileAtomic(a.path, b, 0o600)
 }

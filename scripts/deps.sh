@@ -66,6 +66,13 @@ if ! /usr/bin/python3 -I -c 'import schema' >/dev/null 2>&1; then
   apt_install python3-schema || fail "could not install python3-schema (the NNI peer tests of bench/tuners need it)"
 fi
 
+for tool in git curl; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "deps: installing $tool (provenance and the controller's end-to-end tests)"
+    apt_install "$tool" || fail "could not install $tool (provenance.txtar and controller*.txtar need it)"
+  fi
+done
+
 if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   echo "deps: installing postgresql (a real server for the pg state backend's tests, internal/pgtest)"
   apt_install postgresql || fail "could not install postgresql (the pg state backend's tests need /usr/lib/postgresql/*/bin/initdb and pg_ctl)"

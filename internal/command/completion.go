@@ -299,6 +299,9 @@ func argCompleters() map[string]func(q *Globals, pos []string) []string {
 			return out
 		},
 		"DESTINATION": nil,
+		// approve's SPEC_HASH is the controller's (GET /held), which
+		// completion does not ask a remote server for.
+		"SPEC_HASH": nil,
 		"TOOL":        func(*Globals, []string) []string { return sortedKeys(converters) },
 		"SHELL":       func(*Globals, []string) []string { return shells },
 		"COMMAND": func(q *Globals, pos []string) []string {

@@ -353,7 +353,9 @@ func (c *ctrl) openBackend(cfg *schema.Config) bool {
 	// state or another recorded backend is left to `init` (the open
 	// below says so).
 	if rec, err := state.RecordedBackend(c.stateDir); err == nil && rec == nil && cfg.Backend != nil {
-		if _, err := os.Stat(filepath.Join(c.stateDir, "state.json")); os.IsNotExist(err) {
+		// (a local state there is asked through the contract, which alone
+		// knows its files)
+		if exists, err := state.Open(c.stateDir).Exists(); err == nil && !exists {
 			if err := state.RecordBackend(c.stateDir, backendRecordOf(cfg.Backend)); err != nil {
 				c.log.Error("record the state backend", "error", err.Error())
 				return false

@@ -2,6 +2,7 @@ package command_test
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -96,9 +97,17 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// scriptCondition adds [sshd]: real sshd servers can run here.
+// scriptCondition adds [sshd]: real sshd servers can run here; [git]
+// and [curl]: those programs are installed (scripts/deps.sh installs
+// them).
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
+	case "git", "curl":
+		missing := ""
+		if _, err := exec.LookPath(cond); err != nil {
+			missing = fmt.Sprintf("no %s on PATH (`make deps` installs it)", cond)
+		}
+		return testdeps.Condition(cond, missing)
 	case "sshd":
 		return testdeps.Condition("sshd", sshtest.Available())
 	case "sklearn":
