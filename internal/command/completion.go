@@ -302,8 +302,8 @@ func argCompleters() map[string]func(q *Globals, pos []string) []string {
 		// approve's SPEC_HASH is the controller's (GET /held), which
 		// completion does not ask a remote server for.
 		"SPEC_HASH": nil,
-		"TOOL":        func(*Globals, []string) []string { return sortedKeys(converters) },
-		"SHELL":       func(*Globals, []string) []string { return shells },
+		"TOOL":      func(*Globals, []string) []string { return sortedKeys(converters) },
+		"SHELL":     func(*Globals, []string) []string { return shells },
 		"COMMAND": func(q *Globals, pos []string) []string {
 			var out []string
 			for _, c := range commands() {
