@@ -221,6 +221,17 @@ func (m *Manager) ReadMetrics(experiment, trial string) ([]MetricPoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read metrics: %w", err)
 	}
+	return DecodeMetricLines(data, path)
+}
+
+// DecodeMetricLines decodes a series kept as JSON lines of MetricPoint
+// (what ReadMetricsFile returns), as every backend's ReadMetrics does: a
+// torn last line (a crash during an append) is ignored; a bad line
+// elsewhere is an error naming what (the series) and the line; a point
+// appended again (the same type, sequence and value: a refresh replayed
+// after a crash between appending and saving the state's offsets) is
+// returned once.
+func DecodeMetricLines(data []byte, what string) ([]MetricPoint, error) {
 	var pts []MetricPoint
 	type key struct {
 		typ   string
@@ -241,7 +252,7 @@ func (m *Manager) ReadMetrics(experiment, trial string) ([]MetricPoint, error) {
 			if !complete {
 				break // torn by a crash mid-append
 			}
-			return pts, fmt.Errorf("read metrics %s: line %d: %w", path, line, err)
+			return pts, fmt.Errorf("read metrics %s: line %d: %w", what, line, err)
 		}
 		k := key{p.Type, p.Sequence, string(p.Value)}
 		if seen[k] {

@@ -1,7 +1,6 @@
 package k8sstate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -227,33 +226,7 @@ func (b *Backend) ReadMetrics(experiment, trial string) ([]state.MetricPoint, er
 	if err != nil || data == nil {
 		return nil, err
 	}
-	var pts []state.MetricPoint
-	type key struct {
-		typ   string
-		seq   int
-		value string
-	}
-	seen := map[key]bool{}
-	line := 0
-	for len(data) > 0 {
-		line++
-		l, rest, _ := bytes.Cut(data, []byte{'\n'})
-		data = rest
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
-		}
-		var p state.MetricPoint
-		if err := json.Unmarshal(l, &p); err != nil {
-			return pts, fmt.Errorf("read metrics of %s/%s: line %d: %w", experiment, trial, line, err)
-		}
-		k := key{p.Type, p.Sequence, string(p.Value)}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		pts = append(pts, p)
-	}
-	return pts, nil
+	return state.DecodeMetricLines(data, experiment+"/"+trial)
 }
 
 // seriesOf lists the series Secrets of an experiment.
