@@ -12,9 +12,9 @@ import (
 // needs, and a test suite (state/backendtest) holds every implementation
 // to the same behaviour.
 //
-// The one implementation today is "local", the files of a .trialform
-// directory (Manager). Backends elsewhere (a database, a cluster) are to
-// implement the same interfaces; none exists yet.
+// The embedded default is "local", the files of a .trialform directory
+// (Manager); state/pg (PostgreSQL) and state/kubernetes (Secrets and
+// Leases) are the shared backends, listed in state/backends.
 //
 // Optional capabilities are one-method interfaces a caller finds by type
 // assertion (WholeSaver, Compacter, StateStamper, MetricsStamper): a
@@ -230,8 +230,8 @@ func MetricsStampOf(b any, experiment, trial string) (token string, ok bool, err
 	return token, true, err
 }
 
-// Open returns the backend of the working directory whose state
-// directory is dir: today always the local one.
+// Open returns the local backend of the state directory dir (the
+// commands open the configured backend through state/backends).
 func Open(dir string) Backend { return NewManager(dir) }
 
 // The local backend implements the whole contract and its options.
