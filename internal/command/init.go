@@ -442,8 +442,29 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 			}
 		}
 	}
+	// The metric series of a state of another lineage that -force
+	// replaces belong to its trials, not to the pushed state's trials of
+	// the same experiment and id: they go with it (after the push, so a
+	// failed push loses nothing).
+	var stale []string
+	var staleLineage string
+	if force {
+		if ex, _ := m.Exists(); ex {
+			if old, lerr := m.Load(); lerr == nil && old.Lineage != st.Lineage {
+				stale, staleLineage = sortedKeys(old.Experiments), old.Lineage
+			}
+		}
+	}
 	if err := putState(m, st); err != nil {
 		return g.errorf("state push: %v", err)
+	}
+	for _, n := range stale {
+		if err := m.RemoveMetrics(n); err != nil {
+			g.warnf("state push: the metric series of experiment %s of the replaced state (lineage %s) could not be removed: %v; they may show as the pushed trials' intermediate results", n, staleLineage, err)
+		}
+	}
+	if len(stale) > 0 {
+		fmt.Fprintf(g.IO.Out, "Removed the metric series of the replaced state's experiments (lineage %s): %s.\n", staleLineage, strings.Join(stale, ", "))
 	}
 	cur, err := m.Load()
 	if err != nil {
