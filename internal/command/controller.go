@@ -391,20 +391,7 @@ func (c *ctrl) openBackend(cfg *schema.Config) bool {
 }
 
 func (c *ctrl) buildProviders() {
-	var key strings.Builder
-	for _, k := range sortedKeys(c.cfg.Platforms) {
-		fmt.Fprintf(&key, "%s=%v;", k, c.cfg.Platforms[k].Attrs)
-	}
-	if c.ps != nil && key.String() == c.psKey {
-		c.ps.mu.Lock()
-		c.ps.cfg = c.cfg
-		c.ps.mu.Unlock()
-		return
-	}
-	if c.ps != nil {
-		c.ps.Close()
-	}
-	c.ps, c.psKey = newProviderSet(c.cfg, c.stateDir), key.String()
+	c.ps, c.psKey = reuseProviders(c.ps, c.psKey, c.cfg, c.stateDir)
 }
 
 // reconcile plans the definitions in force and applies what the policy

@@ -257,23 +257,30 @@ func (w *watcher) fileDiffs(now map[string][]byte) string {
 }
 
 // buildProviders keeps the provider set while the platform blocks are
-// unchanged (providers hold caches and notifiers) and rebuilds it when
-// they change.
+// unchanged and rebuilds it when they change (reuseProviders).
 func (w *watcher) buildProviders() {
+	w.ps, w.psKey = reuseProviders(w.ps, w.psKey, w.cfg, w.stateDir)
+}
+
+// reuseProviders returns ps, now serving cfg, while cfg's platform blocks
+// are those ps was built for (psKey): providers hold caches and
+// notifiers. When the blocks changed it closes ps and returns a new set
+// for cfg, with its key.
+func reuseProviders(ps *providerSet, psKey string, cfg *schema.Config, stateDir string) (*providerSet, string) {
 	var key strings.Builder
-	for _, k := range sortedKeys(w.cfg.Platforms) {
-		fmt.Fprintf(&key, "%s=%v;", k, w.cfg.Platforms[k].Attrs)
+	for _, k := range sortedKeys(cfg.Platforms) {
+		fmt.Fprintf(&key, "%s=%v;", k, cfg.Platforms[k].Attrs)
 	}
-	if w.ps != nil && key.String() == w.psKey {
-		w.ps.mu.Lock()
-		w.ps.cfg = w.cfg
-		w.ps.mu.Unlock()
-		return
+	if ps != nil && key.String() == psKey {
+		ps.mu.Lock()
+		ps.cfg = cfg
+		ps.mu.Unlock()
+		return ps, psKey
 	}
-	if w.ps != nil {
-		w.ps.Close()
+	if ps != nil {
+		ps.Close()
 	}
-	w.ps, w.psKey = newProviderSet(w.cfg, w.stateDir), key.String()
+	return newProviderSet(cfg, stateDir), key.String()
 }
 
 // providerChanged receives when a provider of the current set signals a
