@@ -263,6 +263,9 @@ func (g *Globals) lockExperiments(ctx context.Context, b state.Backend, op strin
 	}
 	for attempt := 0; ; attempt++ {
 		lk, err := state.LockScope(ctx, b, names, op, Version, lf.timeout)
+		if err != nil && len(names) > 0 {
+			lk, err = waitCreation(ctx, b, names, op, lf, err)
+		}
 		if err != nil {
 			g.errorf("acquire the state lock: %v", err)
 			return nil, nil, false
@@ -321,7 +324,7 @@ func ensureState(ctx context.Context, b state.Backend, op string, lf lockFlags) 
 		// Short tries: whoever holds the lock may be another working copy
 		// that just created the state and now holds its own experiments
 		// (experiment locks exclude the whole-state lock).
-		l, err := b.Lock(ctx, op, Version, 500*time.Millisecond)
+		l, err := b.Lock(ctx, op+creatingState, Version, 500*time.Millisecond)
 		if err == nil {
 			lk = l
 			break
@@ -391,4 +394,43 @@ func lockHolderLine(l state.LockInfo) string {
 		op = "a command"
 	}
 	return fmt.Sprintf("locked: %s by %s (%s, pid %d, since %s, lock ID %s)", what, op, l.Who, l.PID, l.Created.Format(time.RFC3339), l.ID)
+}
+
+// creatingState marks the operation of the whole-state lock ensureState
+// holds for the moment it takes to create a new shared state.
+const creatingState = " (creating the state)"
+
+// waitCreation retries an experiment lock refused because another working
+// copy holds the whole-state lock only to create the state (ensureState):
+// that lock goes within moments, and a command that found the state
+// created must not fail on it (two working copies starting different
+// experiments on a new shared state: TestSharedDifferentExperiments saw
+// the second refused, "locked by apply", or on pg "its lock information
+// could not be read"). Any other refusal is returned.
+func waitCreation(ctx context.Context, b state.Backend, names []string, op string, lf lockFlags, err error) (*state.Lock, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var le *state.LockedError
+		// A holder whose lock information cannot be read yet (pg: taken or
+		// released between the lock and its row) is most likely that
+		// short lock too.
+		if !errors.As(err, &le) {
+			return nil, err
+		}
+		creating := (len(le.Info.Experiments) == 0 && strings.HasSuffix(le.Info.Operation, creatingState)) || le.Info.ID == ""
+		if !creating || time.Now().After(deadline) {
+			return nil, err
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		var lk *state.Lock
+		if lk, err = state.LockScope(ctx, b, names, op, Version, lf.timeout); err == nil {
+			return lk, nil
+		}
+	}
 }

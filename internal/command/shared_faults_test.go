@@ -382,7 +382,16 @@ func TestSharedDifferentExperiments(t *testing.T) {
 		wcs, shared := newWorkingCopies(t, block, env, experimentHCL("e1", 3, 3, "e2")+experimentHCL("e2", 3, 3, "e1"), 2)
 		one := wcs[0].start("apply", "-auto-approve", "-wait", "-interval=100ms", "-target=experiment.e1")
 		two := wcs[1].start("apply", "-auto-approve", "-wait", "-interval=100ms", "-target=experiment.e2")
-		for _, s := range []*started{one, two} {
+		// Report whichever fails first: one that failed at once leaves
+		// the other's trials waiting 240 s in vain.
+		for !one.exited() && !two.exited() {
+			time.Sleep(50 * time.Millisecond)
+		}
+		first, next := one, two
+		if two.exited() {
+			first, next = two, one
+		}
+		for _, s := range []*started{first, next} {
 			if err := s.wait(t); err != nil {
 				t.Fatalf("apply: %v\n%s\n%s", err, s.out.String(), s.err.String())
 			}
