@@ -94,6 +94,8 @@ type ControlPlane struct {
 	mu    sync.Mutex
 	procs map[string]*exec.Cmd
 	done  map[string]chan struct{}
+
+	stopMirror context.CancelFunc // the training operator's secret mirror
 }
 
 // Options tune Start.
@@ -392,6 +394,17 @@ func (cp *ControlPlane) runEnv(name, exe string, env []string, args ...string) e
 	return nil
 }
 
+// note appends a line of the harness's own to a component's log, so that
+// a failure shows what the harness did beside the component.
+func (cp *ControlPlane) note(name, line string) {
+	f, err := os.OpenFile(filepath.Join(cp.Dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(f, "%s %s\n", time.Now().Format(time.RFC3339), line)
+	f.Close()
+}
+
 // Log returns the tail of one component's log (for failure messages).
 func (cp *ControlPlane) Log(name string) string {
 	b, _ := os.ReadFile(filepath.Join(cp.Dir, name+".log"))
@@ -515,6 +528,11 @@ func (cp *ControlPlane) RestartComponent(name string) error {
 
 // Stop stops every component and removes Dir when Start made it.
 func (cp *ControlPlane) Stop() {
+	cp.mu.Lock()
+	if cp.stopMirror != nil {
+		cp.stopMirror()
+	}
+	cp.mu.Unlock()
 	for _, n := range []string{"training-operator", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
 		cp.StopComponent(n)
 	}

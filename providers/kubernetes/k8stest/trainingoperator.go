@@ -1,6 +1,7 @@
 package k8stest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // The real Kubeflow training operator (github.com/kubeflow/training-operator,
@@ -34,7 +37,8 @@ import (
 //     configuration has the CA);
 //   - nothing mounts the secret, so StartTrainingOperator copies its files
 //     into controller-runtime's cert dir ($TMPDIR/k8s-webhook-server/
-//     serving-certs, with a TMPDIR of the operator's own) and makes sure
+//     serving-certs, with a TMPDIR of the operator's own), refreshes them
+//     whenever the secret changes (as the kubelet does), and makes sure
 //     the rotator's fixed /tmp/k8s-webhook-server/serving-certs/tls.crt
 //     exists, which it only checks for;
 //   - the Service training-operator in kubeflow is an ExternalName service
@@ -140,15 +144,17 @@ func StartTrainingOperator(ctx context.Context, cp *ControlPlane) error {
 	); err != nil {
 		return err
 	}
-	// The rotator fills the secret; "mount" it.
+	// The rotator fills the secret; "mount" it, and keep mirroring it as
+	// the kubelet does for a mounted secret: the rotator may write a new
+	// certificate after the first one (two of its reconciles racing on a
+	// stale cache, or a rotation), and the operator's cert watcher then
+	// reloads the files.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s, err := c.CoreV1().Secrets(ns).Get(ctx, trainingOperatorSecret, metav1.GetOptions{})
 		if err == nil && len(s.Data["tls.crt"]) > 0 && len(s.Data["tls.key"]) > 0 {
-			for _, n := range []string{"tls.crt", "tls.key", "ca.crt"} {
-				if err := os.WriteFile(filepath.Join(certDir, n), s.Data[n], 0o600); err != nil {
-					return err
-				}
+			if err := mountWebhookCerts(certDir, s.Data); err != nil {
+				return err
 			}
 			// The rotator checks this fixed path (only that it exists).
 			fixed := "/tmp/k8s-webhook-server/serving-certs"
@@ -172,6 +178,7 @@ func StartTrainingOperator(ctx context.Context, cp *ControlPlane) error {
 			return err
 		}
 	}
+	cp.startSecretMirror(certDir)
 	// Only now the webhook configuration: the operator registers its
 	// webhooks and starts serving them (reading the files above) once its
 	// rotator has injected the CA into it. The webhooks are those of the
@@ -236,6 +243,8 @@ func waitWebhook(ctx context.Context, cp *ControlPlane) error {
 	}}
 	deadline := time.Now().Add(90 * time.Second)
 	var last error
+	var notes []string
+	lastNudge := time.Now()
 	for time.Now().Before(deadline) {
 		_, err := dyn.Resource(TFJobs).Namespace(TrainingOperatorNamespace).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil && strings.Contains(err.Error(), "denied the request") {
@@ -245,6 +254,17 @@ func waitWebhook(ctx context.Context, cp *ControlPlane) error {
 		if !cp.Alive("training-operator") {
 			return fmt.Errorf("training-operator exited:\n%s", cp.Log("training-operator"))
 		}
+		// The apiserver does not trust the served certificate: the CA in
+		// the webhook configuration is missing or not the secret's. The
+		// rotator injects it when it reconciles the secret, which it may
+		// have skipped while its cache was stale; any change of the
+		// secret makes it reconcile again.
+		if err != nil && strings.Contains(err.Error(), "x509") && time.Since(lastNudge) > 10*time.Second {
+			if note := nudgeRotator(ctx, cp); note != "" && (len(notes) == 0 || notes[len(notes)-1] != note) {
+				notes = append(notes, note)
+			}
+			lastNudge = time.Now()
+		}
 		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
 			return err
 		}
@@ -252,7 +272,7 @@ func waitWebhook(ctx context.Context, cp *ControlPlane) error {
 	if last == nil {
 		last = errors.New("an invalid TFJob was admitted")
 	}
-	return fmt.Errorf("training-operator webhook not serving after 90s (%v):\n%s", last, cp.Log("training-operator"))
+	return fmt.Errorf("training-operator webhook not serving after 90s (%v; %s):\n%s", last, strings.Join(notes, "; "), cp.Log("training-operator"))
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -262,4 +282,88 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return nil
 	}
+}
+
+// mountWebhookCerts writes the secret's files into the operator's cert
+// dir, each atomically, and reports whether anything changed.
+func mountWebhookCerts(certDir string, data map[string][]byte) error {
+	_, err := mountWebhookCertsChanged(certDir, data)
+	return err
+}
+
+func mountWebhookCertsChanged(certDir string, data map[string][]byte) (bool, error) {
+	changed := false
+	// The key first: the cert watcher reloads on the certificate.
+	for _, n := range []string{"tls.key", "ca.crt", "tls.crt"} {
+		old, _ := os.ReadFile(filepath.Join(certDir, n))
+		if bytes.Equal(old, data[n]) {
+			continue
+		}
+		if err := fsx.WriteFileAtomic(filepath.Join(certDir, n), data[n], 0o600); err != nil {
+			return changed, err
+		}
+		changed = true
+	}
+	return changed, nil
+}
+
+// startSecretMirror copies the webhook secret into certDir whenever it
+// changes, until Stop, as the kubelet refreshes a mounted secret.
+func (cp *ControlPlane) startSecretMirror(certDir string) {
+	cp.mu.Lock()
+	if cp.stopMirror != nil {
+		cp.stopMirror()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cp.stopMirror = cancel
+	cp.mu.Unlock()
+	go func() {
+		for {
+			if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+				return
+			}
+			c, cancel := context.WithTimeout(ctx, 5*time.Second)
+			s, err := cp.Client.CoreV1().Secrets(TrainingOperatorNamespace).Get(c, trainingOperatorSecret, metav1.GetOptions{})
+			cancel()
+			if err != nil || len(s.Data["tls.crt"]) == 0 || len(s.Data["tls.key"]) == 0 {
+				continue
+			}
+			if changed, err := mountWebhookCertsChanged(certDir, s.Data); err == nil && changed {
+				cp.note("training-operator", "k8stest: the webhook secret changed; its files were refreshed")
+			}
+		}
+	}()
+}
+
+// nudgeRotator compares the CA of the webhook configuration with the
+// secret's and, when they differ, touches the secret so that the rotator
+// reconciles it (and injects its CA). It returns what it found.
+func nudgeRotator(ctx context.Context, cp *ControlPlane) string {
+	c := cp.Client
+	s, err := c.CoreV1().Secrets(TrainingOperatorNamespace).Get(ctx, trainingOperatorSecret, metav1.GetOptions{})
+	if err != nil {
+		return "secret: " + err.Error()
+	}
+	vwc, err := c.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, trainingOperatorVWC, metav1.GetOptions{})
+	if err != nil {
+		return "webhook configuration: " + err.Error()
+	}
+	stale := 0
+	for _, w := range vwc.Webhooks {
+		if !bytes.Equal(w.ClientConfig.CABundle, s.Data["ca.crt"]) {
+			stale++
+		}
+	}
+	if stale == 0 {
+		return "the configuration has the secret's CA"
+	}
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	s.Annotations["trialform.test/reconcile"] = strconv.FormatInt(time.Now().UnixNano(), 10)
+	if _, err := c.CoreV1().Secrets(TrainingOperatorNamespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		return fmt.Sprintf("%d webhooks without the secret's CA; touching the secret: %v", stale, err)
+	}
+	cp.note("training-operator", fmt.Sprintf("k8stest: %d webhooks without the secret's CA; touched the secret so that the rotator reconciles it", stale))
+	return fmt.Sprintf("%d webhooks without the secret's CA; touched the secret", stale)
 }
