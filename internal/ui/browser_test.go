@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	neturl "net/url"
 	"os"
 	"os/exec"
@@ -169,7 +170,32 @@ func newBrowser(t *testing.T) *browser {
 	return b
 }
 
+// lostContext reports the error of a step that ran while the page's
+// JavaScript context was being replaced (a navigation that chromedp had
+// not seen complete yet): the step did not run and can run again.
+func lostContext(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "Cannot find context with specified id") ||
+		strings.Contains(err.Error(), "Execution context was destroyed"))
+}
+
+// do runs steps that can run again (polls, evaluations): one that ran
+// while the page's context was replaced runs again, a few times.
 func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 90*time.Second)
+	defer cancel()
+	err := chromedp.Do(ctx, steps...)
+	for i := 0; i < 5 && lostContext(err) && ctx.Err() == nil; i++ {
+		time.Sleep(100 * time.Millisecond)
+		err = chromedp.Do(ctx, steps...)
+	}
+	if err != nil {
+		b.t.Fatalf("browser: %v (console errors: %v)", err, b.consoleErrors())
+	}
+}
+
+// doOnce runs steps that must not run twice (navigations, typing).
+func (b *browser) doOnce(steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 90*time.Second)
 	defer cancel()
@@ -183,6 +209,10 @@ func (b *browser) eval(js string, out *string) {
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	for i := 0; i < 5 && lostContext(err) && ctx.Err() == nil; i++ {
+		time.Sleep(100 * time.Millisecond)
+		v, err = chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	}
 	if err != nil {
 		b.t.Fatalf("evaluate %s: %v", js, err)
 	}
@@ -210,8 +240,8 @@ func (b *browser) open(url string) {
 	if path == "" {
 		path = "/"
 	}
-	b.do(chromedp.Navigate(url),
-		chromedp.Poll[chromedp.Void](fmt.Sprintf(`location.pathname === %q && window.__trialform && window.__trialform.ready && window.__trialform.renders > 0`, path), chromedp.WithPollingTimeout(60*time.Second)))
+	b.doOnce(chromedp.Navigate(url))
+	b.do(chromedp.Poll[chromedp.Void](fmt.Sprintf(`location.pathname === %q && window.__trialform && window.__trialform.ready && window.__trialform.renders > 0`, path), chromedp.WithPollingTimeout(60*time.Second)))
 }
 
 // screenshot saves the viewport as bin/ui-screens/NAME.png.
@@ -337,7 +367,7 @@ func TestBrowserPages(t *testing.T) {
 	}
 
 	// A query narrows the table; the URL keeps it.
-	b.do(chromedp.SendKeys(chromedp.ID("q"), "status:succeeded, params.opt:adam"),
+	b.doOnce(chromedp.SendKeys(chromedp.ID("q"), "status:succeeded, params.opt:adam"),
 		chromedp.Poll[chromedp.Void](`(() => { const t = document.getElementById('row-count').textContent; return t !== '60 of 60 trials' && / of 60 trials$/.test(t); })()`, chromedp.WithPollingTimeout(30*time.Second)))
 	b.eval(`JSON.stringify([document.getElementById('row-count').textContent,
 	  [...document.querySelectorAll('#trials .vt-row')].every((r) => r.innerText.includes('SUCCEEDED') && r.innerText.includes('adam')), location.search])`, &s)
@@ -347,7 +377,7 @@ func TestBrowserPages(t *testing.T) {
 	b.screenshot("experiment-query")
 	// A mistake gets a caret under its column.
 	b.eval(`(() => { document.getElementById('q').value = ''; return ''; })()`, &s)
-	b.do(chromedp.SendKeys(chromedp.ID("q"), "status:succeeded, parms.lr:<1"), chromedp.WaitVisible(chromedp.ID("query-error")))
+	b.doOnce(chromedp.SendKeys(chromedp.ID("q"), "status:succeeded, parms.lr:<1"), chromedp.WaitVisible(chromedp.ID("query-error")))
 	b.eval(`document.querySelector('#query-error pre').textContent`, &s)
 	if want := "status:succeeded, parms.lr:<1\n" + strings.Repeat(" ", len("status:succeeded, ")) + "^"; s != want {
 		t.Errorf("caret:\n%s\nwant:\n%s", s, want)
@@ -582,7 +612,7 @@ func TestBrowserTokenOnOtherAddress(t *testing.T) {
 	if _, err := chromedp.Call(b.ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
 		t.Fatal(err)
 	}
-	b.do(chromedp.Navigate(base + "/e/demo"))
+	b.doOnce(chromedp.Navigate(base + "/e/demo"))
 	var s string
 	b.eval(`document.body.innerText`, &s)
 	if !strings.Contains(s, "token is required") {
@@ -626,4 +656,26 @@ func TestBrowserNoGitBestIDGenColumn(t *testing.T) {
 		t.Errorf("history without git: %q", s)
 	}
 	b.noErrors("history without git")
+}
+
+// TestBrowserStepsSurviveNavigation: evaluations and polls that run while
+// the page replaces itself (here it reloads every 20 ms) run again instead
+// of failing with "Cannot find context with specified id", which failed
+// TestBrowserLiveUpdate on a clean CI run.
+func TestBrowserStepsSurviveNavigation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser tests are not short")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>x</title><script>setTimeout(() => location.reload(), 20)</script><p id="p">ok</p>`)
+	}))
+	defer srv.Close()
+	b := newBrowser(t)
+	b.doOnce(chromedp.Navigate(srv.URL))
+	for i := 0; i < 100; i++ {
+		var s string
+		b.eval(`document.title`, &s)
+		b.do(chromedp.Poll[chromedp.Void](`document.readyState !== ''`, chromedp.WithPollingTimeout(10*time.Second)))
+	}
 }
