@@ -224,7 +224,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 				trials += n
 			}
 		}
-		view.DestroySummary(exps, trials)
+		view.DestroySummary(exps, trials, len(removing)-exps)
 		return code
 	}
 	if !o.wait {

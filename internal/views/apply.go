@@ -49,7 +49,8 @@ type Apply interface {
 	// failed, exit status 4).
 	Summary(failed bool)
 	// DestroySummary is destroy's last line.
-	DestroySummary(experiments, trials int)
+	// left experiments were to be destroyed and are not.
+	DestroySummary(experiments, trials, left int)
 	// Count is how many actions of kind a were done.
 	Count(a plan.Action) int
 	// NotSaved says the state could not be saved (the error was
@@ -308,8 +309,8 @@ func (h *ApplyHuman) Summary(failed bool) {
 }
 
 // DestroySummary prints "Destroy complete! ...".
-func (h *ApplyHuman) DestroySummary(experiments, trials int) {
-	fmt.Fprintln(h.out, h.o.Colors.Bold("\n"+DestroySummary(experiments, trials)))
+func (h *ApplyHuman) DestroySummary(experiments, trials, left int) {
+	fmt.Fprintln(h.out, h.o.Colors.Bold("\n"+DestroySummary(experiments, trials, left)))
 }
 
 // ApplyJSON is the JSON view: apply_start, apply_complete, apply_errored,
@@ -398,8 +399,8 @@ func (h *ApplyJSON) Summary(failed bool) {
 }
 
 // DestroySummary emits destroy's change_summary.
-func (h *ApplyJSON) DestroySummary(experiments, trials int) {
-	h.o.Events.Emit(Event{Type: "change_summary", Message: DestroySummary(experiments, trials),
+func (h *ApplyJSON) DestroySummary(experiments, trials, left int) {
+	h.o.Events.Emit(Event{Type: "change_summary", Message: DestroySummary(experiments, trials, left),
 		Changes: &ChangeSummaryJSON{Operation: "destroy", Teardown: h.Count(plan.Teardown), Experiments: experiments, Trials: trials}})
 }
 

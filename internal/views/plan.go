@@ -405,8 +405,14 @@ func Ended(ep *plan.ExperimentPlan) int {
 	return pr.GenerationEnded
 }
 
-// DestroySummary is "Destroy complete! 2 experiments, 20 trials destroyed."
-func DestroySummary(experiments, trials int) string {
+// DestroySummary is "Destroy complete! 2 experiments, 20 trials destroyed.",
+// or, when left experiments could not be destroyed, "Destroy incomplete!
+// 1 of 2 experiments destroyed (20 trials); ...".
+func DestroySummary(experiments, trials, left int) string {
+	if left > 0 {
+		return fmt.Sprintf("Destroy incomplete! %d of %s destroyed (%s); the errors above say why, run destroy again once they are fixed.",
+			experiments, plural(experiments+left, "experiment"), plural(trials, "trial"))
+	}
 	return fmt.Sprintf("Destroy complete! %s, %s destroyed.", plural(experiments, "experiment"), plural(trials, "trial"))
 }
 

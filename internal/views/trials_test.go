@@ -60,14 +60,16 @@ func TestShowStateColumnsAligned(t *testing.T) {
 
 func TestDestroySummary(t *testing.T) {
 	for _, c := range []struct {
-		e, t int
-		want string
+		e, t, left int
+		want       string
 	}{
-		{2, 20, "Destroy complete! 2 experiments, 20 trials destroyed."},
-		{1, 1, "Destroy complete! 1 experiment, 1 trial destroyed."},
-		{0, 0, "Destroy complete! 0 experiments, 0 trials destroyed."},
+		{2, 20, 0, "Destroy complete! 2 experiments, 20 trials destroyed."},
+		{1, 1, 0, "Destroy complete! 1 experiment, 1 trial destroyed."},
+		{0, 0, 0, "Destroy complete! 0 experiments, 0 trials destroyed."},
+		{0, 0, 1, "Destroy incomplete! 0 of 1 experiment destroyed (0 trials); the errors above say why, run destroy again once they are fixed."},
+		{1, 20, 1, "Destroy incomplete! 1 of 2 experiments destroyed (20 trials); the errors above say why, run destroy again once they are fixed."},
 	} {
-		if got := DestroySummary(c.e, c.t); got != c.want {
+		if got := DestroySummary(c.e, c.t, c.left); got != c.want {
 			t.Errorf("DestroySummary(%d, %d) = %q, want %q", c.e, c.t, got, c.want)
 		}
 	}
