@@ -80,7 +80,8 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (f *fakeAPI) client() *Kubernetes {
 	srv := httptest.NewServer(f)
 	f.t.Cleanup(srv.Close)
-	cs, err := newClientset(&rest.Config{Host: srv.URL})
+	// The fake speaks JSON only (the client asks for protobuf by default).
+	cs, err := newClientset(&rest.Config{Host: srv.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -62,7 +62,9 @@ func newClient(cfg *rest.Config, ns string, report func(string)) (*client, error
 		c.GroupVersion = &gv
 		c.APIPath = apiPath
 		c.NegotiatedSerializer = codecs
-		c.ContentType = runtime.ContentTypeJSON
+		// Protobuf: Secret data travels as bytes, not base64 in JSON.
+		c.ContentType = runtime.ContentTypeProtobuf
+		c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 		if c.UserAgent == "" {
 			c.UserAgent = "trialform (state backend kubernetes)"
 		}
