@@ -25,6 +25,7 @@ type Metrics struct {
 	DefinitionsOK  prometheus.Gauge
 	SourceOK       prometheus.Gauge
 	ApprovalsTotal prometheus.Counter
+	Leader         prometheus.Gauge // 1 while this replica leads (or runs alone)
 }
 
 // NewMetrics registers the metrics.
@@ -68,8 +69,11 @@ func NewMetrics() *Metrics {
 		ApprovalsTotal: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "trialform_approvals_total", Help: "Held changes approved.",
 		}),
+		Leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "trialform_controller_leader", Help: "1 while this replica plans and applies (the leader, or the only replica), 0 while it stands by.",
+		}),
 	}
-	r.MustRegister(m.Trials, m.PlanSeconds, m.ApplySeconds, m.SyncedCommit, m.SyncedAt, m.FetchedCommit, m.Held, m.SyncErrors, m.DefinitionsOK, m.SourceOK, m.ApprovalsTotal)
+	r.MustRegister(m.Trials, m.PlanSeconds, m.ApplySeconds, m.SyncedCommit, m.SyncedAt, m.FetchedCommit, m.Held, m.SyncErrors, m.DefinitionsOK, m.SourceOK, m.ApprovalsTotal, m.Leader)
 	for _, s := range []string{"git", "definitions", "lock", "plan", "apply"} {
 		m.SyncErrors.WithLabelValues(s)
 	}

@@ -45,6 +45,7 @@ type controllerOptions struct {
 	approveFile string
 	dashFile    string
 	parallelism int
+	leader      leaderOptions
 }
 
 // Environment variables the controller reads its secrets from when no
@@ -77,6 +78,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	fs.StringVar(&o.approveFile, "approve-token-file", "", "file holding the token POST /approve requires (else $"+envApproveToken+"; with neither, approving is off)")
 	fs.StringVar(&o.dashFile, "dashboard-token-file", "", "file holding the token the dashboard (served at / with -listen) requires (else $"+envDashToken+"; with neither, it is open: it is read-only)")
 	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
+	o.leader.register(fs)
 	if _, code, ok := g.parse(fs, args, argSpec{hint: "controller takes no arguments: name the repository with -repo."}); !ok {
 		return code
 	}
@@ -85,6 +87,9 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	}
 	if o.interval <= 0 {
 		return g.errorf("-interval must be positive (got %s)", o.interval)
+	}
+	if err := o.leader.check(); err != nil {
+		return g.errorf("%v", err)
 	}
 	policy, err := controller.ParsePolicy(o.policy)
 	if err != nil {
@@ -132,8 +137,13 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		approvals: approvals, metrics: controller.NewMetrics(),
 		secrets: append(secrets, approveToken, dashToken), approveToken: approveToken, dashToken: dashToken,
 		wake: make(chan struct{}, 1),
+		leader: &leaderState{enabled: o.leader.enabled, identity: leaderIdentity(g.getenv),
+			lost: make(chan struct{}), started: make(chan struct{}, 1), stopped: make(chan struct{})},
 	}
 	c.metrics.DefinitionsOK.Set(0)
+	if !o.leader.enabled {
+		c.metrics.Leader.Set(1)
+	}
 	defer func() {
 		if c.ps != nil {
 			c.ps.Close()
@@ -156,7 +166,23 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		os.WriteFile(filepath.Join(wd, "listen.addr"), []byte(ln.Addr().String()), 0o644)
 		c.log.Info("listening", "addr", ln.Addr().String())
 	}
-	c.log.Info("controller started", "repo", controller.Redact(o.repo, secrets...), "branch", o.branch, "path", o.path, "policy", string(policy), "interval", o.interval.String(), "work_dir", wd, "approving", approveToken != "")
+	c.log.Info("controller started", "repo", controller.Redact(o.repo, secrets...), "branch", o.branch, "path", o.path, "policy", string(policy), "interval", o.interval.String(), "work_dir", wd, "approving", approveToken != "", "leader_elect", o.leader.enabled)
+	var lost, started <-chan struct{}
+	if o.leader.enabled {
+		if err := c.startLeaderElection(ctx); err != nil {
+			return g.errorf("%v", err)
+		}
+		defer func() {
+			// Give the Lease up before exiting, so that a standby takes
+			// over at once.
+			c.leader.cancel()
+			select {
+			case <-c.leader.stopped:
+			case <-time.After(o.leader.renewDeadline):
+			}
+		}()
+		lost, started = c.leader.lost, c.leader.started
+	}
 
 	for {
 		c.pass(ctx)
@@ -170,6 +196,18 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 			t.Stop()
 			c.log.Info("controller stopped", "reason", "interrupt; running trials keep running")
 			return 0
+		case <-lost:
+			t.Stop()
+			if ctx.Err() != nil {
+				c.log.Info("controller stopped", "reason", "interrupt; running trials keep running")
+				return 0
+			}
+			// Another replica may hold the Lease by now: this one must not
+			// apply again. Exit, and let the Deployment start it afresh as
+			// a standby.
+			c.log.Error("stopped leading; exiting", "lease", c.leader.lease, "identity", c.leader.identity)
+			return 1
+		case <-started:
 		case <-c.wake:
 		case <-c.providerChanged():
 		case <-t.C:
@@ -224,6 +262,7 @@ type ctrl struct {
 	m        state.Backend
 
 	approvals    *controller.Approvals
+	leader       *leaderState
 	approveToken string
 	metrics      *controller.Metrics
 	secrets      []string
@@ -400,6 +439,12 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	if c.cfg == nil || ctx.Err() != nil {
 		return
 	}
+	lctx := c.leader.leaderCtx(ctx)
+	if lctx == nil {
+		c.standby()
+		return
+	}
+	ctx = lctx
 	if c.m == nil {
 		// The backend could not be opened yet (a server down at start):
 		// tried again at each pass.
@@ -408,7 +453,10 @@ func (c *ctrl) reconcile(ctx context.Context) {
 			return
 		}
 		c.buildProviders()
+	} else if c.ps == nil {
+		c.buildProviders()
 	}
+	op := c.leader.lockOperation()
 	var names []string
 	if _, ok := c.m.(state.ExperimentLocker); ok {
 		if st, err := c.m.Load(); err == nil {
@@ -419,13 +467,20 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		// A new shared state is created under the whole-state lock first
 		// (as apply does), so a laptop starting at once does not make a
 		// state of another lineage.
-		if err := ensureState(ctx, c.m, "controller", c.o.lock); err != nil {
+		err := ensureState(ctx, c.m, op, c.o.lock)
+		if err != nil && c.takeOverLock(err) {
+			err = ensureState(ctx, c.m, op, c.o.lock)
+		}
+		if err != nil {
 			c.metrics.SyncErrors.WithLabelValues("lock").Inc()
 			c.log.Error("create the state", "error", c.redact(err.Error()))
 			return
 		}
 	}
-	lk, err := state.LockScope(ctx, c.m, names, "controller", Version, c.o.lock.timeout)
+	lk, err := state.LockScope(ctx, c.m, names, op, Version, c.o.lock.timeout)
+	if err != nil && c.takeOverLock(err) {
+		lk, err = state.LockScope(ctx, c.m, names, op, Version, c.o.lock.timeout)
+	}
 	if err != nil {
 		c.metrics.SyncErrors.WithLabelValues("lock").Inc()
 		var le *state.LockedError
@@ -549,8 +604,14 @@ func (c *ctrl) setHeld(held []controller.Held) {
 }
 
 func (c *ctrl) setReady(s *apply.Session) {
+	c.metrics.SetTrials(trialCounts(s.State()))
+	c.mu.Lock()
+	c.ready = true
+	c.mu.Unlock()
+}
+
+func trialCounts(st *state.State) map[string]map[string]int {
 	counts := map[string]map[string]int{}
-	st := s.State()
 	for name, e := range st.Experiments {
 		byStatus := map[string]int{}
 		for _, t := range e.Trials {
@@ -558,7 +619,19 @@ func (c *ctrl) setReady(s *apply.Session) {
 		}
 		counts[name] = byStatus
 	}
-	c.metrics.SetTrials(counts)
+	return counts
+}
+
+// standby is a pass of a replica that does not lead: the definitions are
+// followed and the backend opened (for the dashboard and the metrics),
+// nothing is planned or applied.
+func (c *ctrl) standby() {
+	if c.m == nil && !c.openBackend(c.cfg) {
+		return
+	}
+	if st, err := c.m.Load(); err == nil {
+		c.metrics.SetTrials(trialCounts(st))
+	}
 	c.mu.Lock()
 	c.ready = true
 	c.mu.Unlock()
@@ -573,6 +646,10 @@ func (c *ctrl) handler() http.Handler {
 		c.mu.Unlock()
 		if !ready {
 			http.Error(w, "not ready: no successful sync and plan yet", http.StatusServiceUnavailable)
+			return
+		}
+		if st := c.leader.status(); st != "" {
+			w.Write([]byte("ready (" + st + ")\n"))
 			return
 		}
 		w.Write([]byte("ready\n"))

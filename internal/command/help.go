@@ -84,7 +84,8 @@ trials or removes it (a new generation, a removed block) is held until
 "trialform approve" approves that exact change. plan-only applies nothing. A
 commit that does not validate leaves the last good definitions in force. Logs
 are JSON lines; -listen serves /healthz, /readyz, /metrics, /held and POST
-/approve.`,
+/approve. With -leader-elect it is one of several replicas sharing a Lease:
+only the leader plans and applies, the others stand by.`,
 		example: "trialform controller -repo https://git.example.com/ml/hpo.git -branch main -path experiments -listen :8080",
 	},
 	"approve": {

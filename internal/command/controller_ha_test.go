@@ -1,0 +1,342 @@
+package command_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trialform/trialform/internal/testdeps"
+	"github.com/trialform/trialform/providers/kubernetes/k8stest"
+	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/state/backendreg"
+	k8sstate "github.com/trialform/trialform/state/kubernetes"
+)
+
+const haTrials = 56
+
+const haDefs = `variable "namespace" {}
+
+backend "kubernetes" {
+  namespace = var.namespace
+}
+
+platform "kubernetes" "k" {
+  namespace = var.namespace
+}
+
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+
+experiment "ha" {
+  platform     = platform.kubernetes.k
+  search_space = search_space.s
+  tuner "random" {
+    seed = 5
+  }
+  max_trials  = %d
+  concurrency = 4
+  trial {
+    command = "python3 trial.py"
+  }
+}
+`
+
+// The trial appends its id to a file of the host (the node agent runs
+// pods as processes of this machine) when it starts: a trial run twice
+// shows twice.
+const haTrial = `import os, time
+import nni
+
+p = nni.get_next_parameter()
+with open(%q, "a") as f:
+    f.write(os.environ["NNI_TRIAL_JOB_ID"] + "\n")
+time.sleep(1.5)
+nni.report_final_result(p["x"])
+`
+
+// TestControllerHA runs two replicas of trialform controller with leader
+// election on the test control plane (kubernetes state backend, trials
+// as Jobs) and kills the leader with SIGKILL in the middle of an apply
+// ten times, restarting it as its Deployment would: each time the other
+// replica takes over within the lease duration (plus one retry period),
+// and at the end every trial of the budget ran exactly once (issue 27,
+// item 3).
+func TestControllerHA(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end")
+	}
+	testdeps.Python3(t)
+	git := testdeps.LookPath(t, "git")
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cp, err := k8stest.Start(ctx, k8stest.Options{})
+	if errors.Is(err, k8stest.ErrNotBuilt) {
+		testdeps.Require(t, "the test Kubernetes control plane", err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	agent, err := k8stest.StartNodeAgent(ctx, cp, "agent-0", k8stest.AgentOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(agent.Stop)
+	b := make([]byte, 4)
+	rand.Read(b)
+	ns := "ha-" + hex.EncodeToString(b)
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	top := t.TempDir()
+	runs := filepath.Join(top, "runs")
+	env := append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "NO_COLOR=1", "PYTHONDONTWRITEBYTECODE=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	repo := filepath.Join(top, "repo")
+	gitRun := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(git, args...)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	gitRun("init", "-q", "-b", "main", repo)
+	os.WriteFile(filepath.Join(repo, "main.hcl"), []byte(fmt.Sprintf(haDefs, haTrials)), 0o644)
+	os.WriteFile(filepath.Join(repo, "trial.py"), []byte(fmt.Sprintf(haTrial, runs)), 0o644)
+	gitRun("-C", repo, "add", "-A")
+	gitRun("-C", repo, "commit", "-q", "-m", "v1")
+
+	const lease, retry = 4 * time.Second, 500 * time.Millisecond
+	type replica struct {
+		name, log string
+		cmd       *exec.Cmd
+		done      chan struct{}
+	}
+	start := func(r *replica) {
+		t.Helper()
+		work := filepath.Join(top, r.name)
+		os.MkdirAll(work, 0o755)
+		f, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(filepath.Join(binDir, "trialform"), "controller", "-repo", repo, "-work-dir", work,
+			"-interval", "1s", "-var", "namespace="+ns,
+			"-leader-elect", "-leader-elect-namespace", ns,
+			"-leader-elect-lease-duration", lease.String(), "-leader-elect-renew-deadline", "3s", "-leader-elect-retry-period", retry.String())
+		cmd.Env = append(env, "POD_NAME="+r.name)
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		r.cmd, r.done = cmd, make(chan struct{})
+		go func(done chan struct{}) { cmd.Wait(); close(done) }(r.done)
+	}
+	reps := []*replica{{name: "r0", log: filepath.Join(top, "r0.log")}, {name: "r1", log: filepath.Join(top, "r1.log")}}
+	for _, r := range reps {
+		start(r)
+	}
+	t.Cleanup(func() {
+		for _, r := range reps {
+			r.cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-r.done:
+			case <-time.After(20 * time.Second):
+				r.cmd.Process.Kill()
+			}
+		}
+		if t.Failed() {
+			for _, r := range reps {
+				b, _ := os.ReadFile(r.log)
+				if len(b) > 12000 {
+					b = b[len(b)-12000:]
+				}
+				t.Logf("%s log (tail):\n%s", r.name, b)
+			}
+		}
+	})
+	// lines counts a message in a replica's log.
+	lines := func(r *replica, msg string) int {
+		f, err := os.Open(r.log)
+		if err != nil {
+			return 0
+		}
+		defer f.Close()
+		n := 0
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"msg":"`+msg+`"`) {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(what string, d time.Duration, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(d)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out after %s waiting for %s", d, what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	startedLeading := map[*replica]int{}
+	var takeovers []time.Duration
+	const kills = 10
+	var leader *replica
+	waitFor("a leader", 90*time.Second, func() bool {
+		for _, r := range reps {
+			if n := lines(r, "started leading"); n > 0 {
+				leader, startedLeading[r] = r, n
+				return true
+			}
+		}
+		return false
+	})
+	for k := 0; k < kills; k++ {
+		// Kill the leader in the middle of an apply: right after it
+		// created a trial of this term.
+		creates := lines(leader, "trial create")
+		waitFor(fmt.Sprintf("kill %d: %s creating a trial", k+1, leader.name), 120*time.Second, func() bool {
+			return lines(leader, "trial create") > creates
+		})
+		leader.cmd.Process.Signal(syscall.SIGKILL)
+		killed := time.Now()
+		<-leader.done
+		other := reps[0]
+		if other == leader {
+			other = reps[1]
+		}
+		before := lines(other, "started leading")
+		waitFor(fmt.Sprintf("kill %d: %s taking over", k+1, other.name), lease+30*time.Second, func() bool {
+			return lines(other, "started leading") > before
+		})
+		took := time.Since(killed)
+		takeovers = append(takeovers, took)
+		t.Logf("kill %d: %s killed while creating trials; %s took over after %s", k+1, leader.name, other.name, took.Round(10*time.Millisecond))
+		// The Deployment restarts the killed replica; it stands by.
+		start(leader)
+		leader = other
+	}
+	// A leader stopped with Ctrl-C (a rolling update) gives the Lease up:
+	// the standby takes over at its next try, not a lease duration later.
+	{
+		other := reps[0]
+		if other == leader {
+			other = reps[1]
+		}
+		before := lines(other, "started leading")
+		leader.cmd.Process.Signal(os.Interrupt)
+		stopped := time.Now()
+		waitFor("the standby taking over from a leader that stopped", lease+30*time.Second, func() bool {
+			return lines(other, "started leading") > before
+		})
+		released := time.Since(stopped)
+		<-leader.done
+		t.Logf("interrupt: %s stopped; %s took over after %s", leader.name, other.name, released.Round(10*time.Millisecond))
+		if released >= lease {
+			t.Errorf("after a leader stopped with an interrupt, the standby took over after %s: the Lease was not given up (lease duration %s)", released, lease)
+		}
+		start(leader)
+		leader = other
+	}
+	// The last leader finishes the budget.
+	st := loadHAState(t, ns, cp.Kubeconfig, top)
+	waitFor("every trial to succeed", 4*time.Minute, func() bool {
+		st = loadHAState(t, ns, cp.Kubeconfig, top)
+		e := st.Experiment("ha")
+		if e == nil || len(e.Trials) < haTrials {
+			return false
+		}
+		for _, tr := range e.Trials {
+			if tr.Status != state.Succeeded {
+				return false
+			}
+		}
+		return true
+	})
+	// No trial lost, none run twice: the state holds exactly the budget,
+	// each trial started once on the node, and one Job each.
+	if n := len(st.Experiment("ha").Trials); n != haTrials {
+		t.Errorf("the state holds %d trials, want %d", n, haTrials)
+	}
+	b, _ = os.ReadFile(runs)
+	seen := map[string]int{}
+	for _, l := range strings.Fields(string(b)) {
+		seen[l]++
+	}
+	var twice []string
+	for id, n := range seen {
+		if n > 1 {
+			twice = append(twice, fmt.Sprintf("%s ×%d", id, n))
+		}
+	}
+	sort.Strings(twice)
+	if len(twice) > 0 {
+		t.Errorf("trials run more than once: %v", twice)
+	}
+	if len(seen) != haTrials {
+		t.Errorf("%d distinct trials ran, want %d", len(seen), haTrials)
+	}
+	jobs, err := cp.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != haTrials {
+		t.Errorf("%d Jobs in the namespace, want %d", len(jobs.Items), haTrials)
+	}
+	var worst time.Duration
+	for _, d := range takeovers {
+		worst = max(worst, d)
+	}
+	// A standby takes the Lease once it has not been renewed for the
+	// lease duration, checking every retry period (jittered by 1.2): the
+	// bound, plus a second for this test's polling and the process start.
+	bound := lease + 2*retry + time.Second
+	fmt.Printf("controller HA: %d leader kills in the middle of an apply; takeover after %s (worst %s; lease duration %s); %d trials, each run once\n",
+		len(takeovers), fmtDurations(takeovers), worst.Round(10*time.Millisecond), lease, haTrials)
+	if worst > bound {
+		t.Errorf("a takeover took %s, more than the lease duration %s plus two retry periods and a second", worst, lease)
+	}
+}
+
+func fmtDurations(ds []time.Duration) string {
+	var s []string
+	for _, d := range ds {
+		s = append(s, d.Round(100*time.Millisecond).String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func loadHAState(t *testing.T, ns, kubeconfig, top string) *state.State {
+	t.Helper()
+	b, err := k8sstate.Open(k8sstate.Settings{Namespace: ns, ConfigPath: kubeconfig}, backendreg.Env{StateDir: filepath.Join(top, "probe", ".trialform")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Load()
+	if err != nil || st == nil {
+		return &state.State{}
+	}
+	return st
+}

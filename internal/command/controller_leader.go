@@ -1,0 +1,229 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/trialform/trialform/controller/election"
+	"github.com/trialform/trialform/state"
+)
+
+// Leader election among the replicas of one controller (issue 27, HA):
+// controller/election on a coordination.k8s.io/v1 Lease (client-go's
+// algorithm and Lease fields; see that package for why not client-go's
+// package itself). Only the
+// leader plans and applies; a standby follows the branch and serves the
+// health checks, the metrics and the dashboard, so that taking over
+// costs a plan, not a clone.
+
+type leaderOptions struct {
+	enabled       bool
+	namespace     string
+	name          string
+	leaseDuration time.Duration
+	renewDeadline time.Duration
+	retryPeriod   time.Duration
+}
+
+func (o *leaderOptions) register(fs interface {
+	BoolVar(*bool, string, bool, string)
+	StringVar(*string, string, string, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
+}) {
+	fs.BoolVar(&o.enabled, "leader-elect", false, "run as one of several replicas: only the holder of a Lease plans and applies (the others stand by); needs a Kubernetes API (in a pod, or $KUBECONFIG)")
+	fs.StringVar(&o.namespace, "leader-elect-namespace", "", "namespace of the leader Lease (default: the pod's namespace, else the kubeconfig's)")
+	fs.StringVar(&o.name, "leader-elect-name", "trialform-controller", "name of the leader Lease: the replicas of one controller share it")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the leader's last renewal before it takes over")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before it stops leading (less than the lease duration)")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "time between tries to acquire or renew the Lease")
+}
+
+func (o *leaderOptions) check() error {
+	if !o.enabled {
+		return nil
+	}
+	if o.name == "" {
+		return errors.New("-leader-elect-name must not be empty")
+	}
+	if o.leaseDuration < time.Second {
+		return fmt.Errorf("-leader-elect-lease-duration (%s) must be at least 1s", o.leaseDuration)
+	}
+	if !(o.leaseDuration > o.renewDeadline && float64(o.renewDeadline) > election.JitterFactor*float64(o.retryPeriod) && o.retryPeriod > 0) {
+		return fmt.Errorf("leader election needs -leader-elect-lease-duration (%s) > -leader-elect-renew-deadline (%s) > %.1f × -leader-elect-retry-period (%s)",
+			o.leaseDuration, o.renewDeadline, election.JitterFactor, o.retryPeriod)
+	}
+	return nil
+}
+
+// leaderState is what the loop and the HTTP handlers know of the
+// election.
+type leaderState struct {
+	mu       sync.Mutex
+	enabled  bool
+	identity string
+	lease    string             // namespace/name
+	leading  context.Context    // the leader's context while leading, else nil
+	leader   string             // the current leader's identity, as last seen
+	lost     chan struct{}      // closed when this replica stops leading
+	started  chan struct{}      // receives when this replica starts leading
+	since    time.Time          // when it started leading
+	cancel   context.CancelFunc // stops the elector
+	stopped  chan struct{}      // closed when the elector returned (the Lease given up)
+}
+
+// leaderCtx is the context to plan and apply under: ctx without leader
+// election, the leader's context while leading, nil on a standby.
+func (l *leaderState) leaderCtx(ctx context.Context) context.Context {
+	if l == nil || !l.enabled {
+		return ctx
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leading
+}
+
+// status is "leader", or "standby (leader: ID)".
+func (l *leaderState) status() string {
+	if l == nil || !l.enabled {
+		return ""
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.leading != nil {
+		return "leader"
+	}
+	if l.leader == "" {
+		return "standby (no leader yet)"
+	}
+	return "standby (leader: " + l.leader + ")"
+}
+
+// lockOperation is the operation the controller's state locks carry:
+// with leader election it names the Lease, so that a new leader knows
+// the locks of a former leader of the same election (and breaks them: a
+// former leader that lost the Lease has stopped applying).
+func (l *leaderState) lockOperation() string {
+	if l == nil || !l.enabled {
+		return "controller"
+	}
+	return "controller (leader of " + l.lease + ")"
+}
+
+// leaderIdentity is the Pod's name ($POD_NAME, from the downward API) or
+// host_pid.
+func leaderIdentity(getenv func(string) string) string {
+	if p := getenv("POD_NAME"); p != "" {
+		return p
+	}
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "localhost"
+	}
+	return fmt.Sprintf("%s_%d", h, os.Getpid())
+}
+
+// startLeaderElection starts the elector; it runs until ctx ends.
+func (c *ctrl) startLeaderElection(ctx context.Context) error {
+	o := c.o.leader
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kc := c.g.getenv("KUBECONFIG"); kc != "" {
+		rules.Precedence = strings.Split(kc, string(os.PathListSeparator))
+	}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("-leader-elect needs a Kubernetes API (run in a pod, or set $KUBECONFIG): %s", kubeconfigProblemText(err))
+	}
+	ns := o.namespace
+	if ns == "" {
+		if n, _, err := cc.Namespace(); err == nil && n != "" {
+			ns = n
+		} else {
+			ns = "default"
+		}
+	}
+	l := c.leader
+	l.lease = ns + "/" + o.name
+	ectx, cancel := context.WithCancel(ctx)
+	l.cancel = cancel
+	el, err := election.New(election.Config{
+		Rest: cfg, Namespace: ns, Name: o.name, Identity: l.identity,
+		LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
+		OnStartedLeading: func(lctx context.Context) {
+			l.mu.Lock()
+			l.leading, l.since = lctx, time.Now()
+			l.mu.Unlock()
+			c.metrics.Leader.Set(1)
+			c.log.Info("started leading", "lease", l.lease, "identity", l.identity)
+			select {
+			case l.started <- struct{}{}:
+			default:
+			}
+		},
+		OnStoppedLeading: func() {
+			l.mu.Lock()
+			was := l.leading != nil
+			l.leading = nil
+			l.mu.Unlock()
+			c.metrics.Leader.Set(0)
+			if was {
+				close(l.lost)
+			}
+		},
+		OnNewLeader: func(id string) {
+			l.mu.Lock()
+			l.leader = id
+			l.mu.Unlock()
+			if id != l.identity {
+				c.log.Info("standing by", "lease", l.lease, "leader", id, "identity", l.identity)
+			}
+		},
+	})
+	if err != nil {
+		cancel()
+		return fmt.Errorf("-leader-elect: %v", err)
+	}
+	go func() {
+		el.Run(ectx)
+		close(l.stopped)
+	}()
+	return nil
+}
+
+func kubeconfigProblemText(err error) string {
+	if clientcmd.IsEmptyConfig(err) {
+		return "no kubeconfig found and not in a pod"
+	}
+	msg := err.Error()
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	return msg
+}
+
+// takeOverLock breaks a state lock that a former leader of this
+// controller's election holds (it was killed in the middle of a pass):
+// this replica holds the Lease now, so the former leader has stopped. It
+// reports whether it broke one.
+func (c *ctrl) takeOverLock(err error) bool {
+	if c.leader == nil || !c.leader.enabled {
+		return false
+	}
+	var le *state.LockedError
+	if !errors.As(err, &le) || le.Info.ID == "" || le.Info.Operation != c.leader.lockOperation() {
+		return false
+	}
+	if ferr := c.m.ForceUnlock(le.Info.ID); ferr != nil {
+		c.log.Error("break the lock of a former leader", "lock_id", le.Info.ID, "error", c.redact(ferr.Error()))
+		return false
+	}
+	c.log.Warn("broke the state lock of a former leader", "lock_id", le.Info.ID, "holder", le.Info.Who, "pid", le.Info.PID, "since", le.Info.Created, "experiments", le.Info.Experiments)
+	return true
+}
