@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/trialform
 GOFLAGS ?=
 
-.PHONY: ui-assets bench-ui all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-budgets bench-tuners-full bench-tuners-multi vet fmt-check clean
+.PHONY: docs ui-assets bench-ui all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-budgets bench-tuners-full bench-tuners-multi vet fmt-check clean
 
 all: build
 
@@ -54,6 +54,16 @@ unit:
 e2e: build
 	$(GO) test -count=1 -run TestScripts ./internal/command/...
 
+# The generated parts of the docs, from their one source each: the
+# commands' -help (docs/cli), the platform registry (docs/platforms), the
+# tuner declarations (docs/tuners.md) and the pages' headings (tables of
+# contents). The same tests without -update fail when a part is stale.
+docs:
+	$(GO) test -count=1 -run TestCLIDocs ./internal/command -update
+	$(GO) test -count=1 -run TestReadmePlatformReference ./providers/platforms -update
+	$(GO) test -count=1 -run TestReadmeTunerReference ./tuner -update
+	$(GO) test -count=1 -run TestDocContents ./internal/docs -update
+
 # The quickstart on the local platform, then its results table.
 demo: build
 	cd examples/quickstart && ../../$(BIN) apply -auto-approve -wait && ../../$(BIN) trials quickstart
@@ -82,7 +92,7 @@ bench-ui:
 	TRIALFORM_UI_BENCH=1 $(GO) test -count=1 -run TestDashboardBench -v ./internal/ui/ | grep -v '^=== RUN'
 
 # Our tuners next to Optuna 3.1 (python3-optuna) and NNI's own tuners on the
-# same problems; see README.md, "Tuner benchmark". TUNERS_OUT: where the
+# same problems; see docs/benchmarks.md, "Tuner benchmark". TUNERS_OUT: where the
 # markdown report goes. NNI's tuners load from $(TRIALFORM_NNI_SRC), a
 # checkout of github.com/microsoft/nni (skipped with a note when unset; an
 # error with TRIALFORM_REQUIRE_ALL=1). NNI_TUNERS: which (gp, metis; metis

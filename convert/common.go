@@ -335,7 +335,7 @@ func (c *conv) command(n *yaml.Node, field string) string {
 }
 
 // autoWhat says what the auto tuner does, as tuner/auto.go does it and the
-// README's tuner table says: where a conversion falls back on it, the
+// tuner list of docs/tuners.md says: where a conversion falls back on it, the
 // comment says what the trials will get.
 const autoWhat = "10 random trials, then a Gaussian process (TPE where the space has nested choices), then CMA-ES on the numeric parameters"
 

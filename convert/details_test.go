@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trialform/trialform/internal/docs"
+
 	"github.com/trialform/trialform/tuner"
 )
 
@@ -165,7 +167,7 @@ func TestDLCOptionalPlaceholders(t *testing.T) {
 }
 
 // Where a conversion falls back on the auto tuner, the comment says what
-// auto does, as the tuner (its settings) and the README's tuner table
+// auto does, as the tuner (its settings) and docs/tuners.md's tuner list
 // say; it said "auto (TPE, then CMA-ES)", which left out the Gaussian
 // process phase.
 func TestAutoTunerDescribedAsItRuns(t *testing.T) {
@@ -179,19 +181,22 @@ func TestAutoTunerDescribedAsItRuns(t *testing.T) {
 			t.Errorf("auto's %s setting is the %s phase: %q; the converters say %q", setting, phase, doc, autoWhat)
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	_, sec, err := docs.Section("..", "Tuners and assessors")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// the auto item of the tuner list: its first line to the next item
 	var row string
-	for _, l := range strings.Split(string(readme), "\n") {
-		if strings.HasPrefix(l, "| `auto` (default) |") {
-			row = l
+	if i := strings.Index(sec, "- **`auto`** (default)"); i >= 0 {
+		row = sec[i:]
+		if j := strings.Index(row, "\n- "); j >= 0 {
+			row = row[:j]
 		}
+		row = strings.Join(strings.Fields(row), " ")
 	}
 	for _, phase := range []string{"10 random trials", "the `gp` tuner", "otherwise TPE", "then CMA-ES"} {
 		if !strings.Contains(row, phase) {
-			t.Errorf("the README's auto row lacks %q: %s", phase, row)
+			t.Errorf("docs/tuners.md's auto item lacks %q: %s", phase, row)
 		}
 	}
 	for _, src := range []string{

@@ -1,8 +1,6 @@
 package schema
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -102,25 +100,10 @@ func TestSeveralObjectivesErrors(t *testing.T) {
 	}
 }
 
-// TestReadmeSeveralObjectives loads the HCL of README.md's "Several
-// objectives" section (with a search space for it to refer to).
+// TestReadmeSeveralObjectives loads the HCL of the "Several objectives"
+// page (docs/objectives.md) (with a search space for it to refer to).
 func TestReadmeSeveralObjectives(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	i := strings.Index(readme, "## Several objectives")
-	if i < 0 {
-		t.Fatal("README has no Several objectives section")
-	}
-	rest := readme[i:]
-	start := strings.Index(rest, "```hcl\n")
-	end := strings.Index(rest[start+7:], "```")
-	if start < 0 || end < 0 {
-		t.Fatal("no hcl block in the section")
-	}
-	src := "search_space \"mnist\" {\n  param \"lr\" { loguniform = [0.0001, 0.1] }\n}\n" + rest[start+7:start+7+end]
+	src := "search_space \"mnist\" {\n  param \"lr\" { loguniform = [0.0001, 0.1] }\n}\n" + readmeHCL(t, "Several objectives")
 	cfg := mustLoad(t, writeConfig(t, map[string]string{"main.hcl": src}), LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	e := cfg.Experiments["mnist"]
 	if e == nil || len(e.Objectives) != 2 || e.Objectives[1].Metric != "latency_ms" || e.Tuner.Name != "motpe" {

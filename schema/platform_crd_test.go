@@ -121,10 +121,10 @@ func TestCRDPlatformErrors(t *testing.T) {
 	}
 }
 
-// TestReadmeCRDBlocks loads the platform blocks of README.md's CRD
-// platforms section.
+// TestReadmeCRDBlocks loads the platform blocks of the CRD
+// platforms' page.
 func TestReadmeCRDBlocks(t *testing.T) {
-	dir := writeConfig(t, map[string]string{"main.hcl": readmeHCL(t, "## CRD platforms")})
+	dir := writeConfig(t, map[string]string{"main.hcl": readmeHCL(t, "CRD platforms")})
 	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	for _, k := range []string{"kubeflow.tf", "adaptdl.adl", "frameworkcontroller.fc"} {
 		if cfg.Platforms[k] == nil {

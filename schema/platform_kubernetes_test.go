@@ -73,10 +73,10 @@ func TestKubernetesPlatformErrors(t *testing.T) {
 	}
 }
 
-// TestReadmeKubernetesBlock loads the platform block of README.md's
-// kubernetes section.
+// TestReadmeKubernetesBlock loads the platform block of the kubernetes
+// platform's page.
 func TestReadmeKubernetesBlock(t *testing.T) {
-	dir := writeConfig(t, map[string]string{"main.hcl": readmeHCL(t, "## The kubernetes platform")})
+	dir := writeConfig(t, map[string]string{"main.hcl": readmeHCL(t, "The kubernetes platform")})
 	cfg := mustLoad(t, dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	if p := cfg.Platforms["kubernetes.gpu"]; p == nil || p.Attrs["namespace"] != "ml" {
 		t.Fatalf("README kubernetes block loaded wrong: %+v", p)

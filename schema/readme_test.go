@@ -3,30 +3,17 @@ package schema
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/trialform/trialform/internal/docs"
 )
 
-// TestReadmeExample loads the HCL block of README.md's language section,
-// so the documentation cannot drift from what the parser accepts.
+// TestReadmeExample loads the first HCL block of the language page
+// (docs/language.md), so the documentation cannot drift from what the
+// parser accepts.
 func TestReadmeExample(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	i := strings.Index(readme, "## The HCL language")
-	if i < 0 {
-		t.Fatal("README has no language section")
-	}
-	rest := readme[i:]
-	start := strings.Index(rest, "```hcl\n")
-	end := strings.Index(rest[start+7:], "```")
-	if start < 0 || end < 0 {
-		t.Fatal("no hcl block in the language section")
-	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(rest[start+7:start+7+end]), 0o644)
+	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(readmeHCL(t, "The HCL language")), 0o644)
 	os.WriteFile(filepath.Join(dir, "search_space.json"), []byte(`{"lr": {"_type": "loguniform", "_value": [0.0001, 0.1]},
  "layer": {"_type": "choice", "_value": [{"_name": "conv", "k": {"_type": "choice", "_value": [3, 5]}}, {"_name": "pool"}]}}`), 0o644)
 	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Environ: []string{"TRIALFORM_VAR_hf_token=hf_secret"}})
@@ -45,23 +32,17 @@ func TestReadmeExample(t *testing.T) {
 	}
 }
 
-// readmeHCL is the first hcl block of README.md's section with the given
-// heading.
+// readmeHCL is the first hcl block of the docs' section with the given
+// heading (README.md, CONTRIBUTING.md or a page under docs/).
 func readmeHCL(t *testing.T, heading string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	file, sec, err := docs.Section("..", heading)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := strings.Index(string(b), heading)
-	if i < 0 {
-		t.Fatalf("README has no section %q", heading)
+	blocks := docs.Blocks(sec, "hcl")
+	if len(blocks) == 0 {
+		t.Fatalf("no hcl block in %s's section %q", file, heading)
 	}
-	rest := string(b)[i:]
-	start := strings.Index(rest, "```hcl\n")
-	end := strings.Index(rest[start+7:], "```")
-	if start < 0 || end < 0 {
-		t.Fatalf("no hcl block in README's %q", heading)
-	}
-	return rest[start+7 : start+7+end]
+	return blocks[0]
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: trialform's overhead next to xargs, and plan time on a long
-# history. Prints numbers; asserts nothing (targets are in README.md).
+# history. Prints numbers; asserts nothing (targets are in docs/benchmarks.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN="$PWD/bin/trialform"
@@ -70,7 +70,7 @@ for r in $(seq "${BENCH_REPEAT:-1}"); do
   done
 done
 # The same 300 trials with a supervisor process per trial instead of the
-# supervisor host (README, "How trials report results").
+# supervisor host (docs/trials.md, "How trials report results").
 echo "launch with TRIALFORM_LOCAL_SUPERVISOR=per-trial:"
 TRIALFORM_LOCAL_SUPERVISOR=per-trial launch 300 16
 fi
@@ -83,7 +83,7 @@ fi
 # (all; openat and stat calls, which must not grow with the finished
 # history; getdents64, the one listing of the trial directories, grows with
 # the entries it returns; the rest is the Go runtime's, which grows with
-# the CPU and memory the state's size costs) (README, "Benchmarks").
+# the CPU and memory the state's size costs) (docs/benchmarks.md).
 planbench() {
   local label=$1 dir=$2 target=$3 best="" t0 t1 s u sy kb calls opens
   for i in 1 2 3 4 5; do

@@ -13,11 +13,11 @@ import (
 // Kind is one tuner's declaration, as a platform kind is declared in
 // providers/registry: its name, its settings as a tagged struct (read and
 // decoded by internal/decl, so schema reports every mistake at its
-// attribute and the README's reference is generated from it), a
+// attribute and docs/tuners.md's reference is generated from it), a
 // constructor, and the capabilities schema and plan act on.
 type Kind struct {
 	Name string
-	// Summary says what it does (the README's tuner reference).
+	// Summary says what it does (docs/tuners.md's tuner reference).
 	Summary string
 	// Spaces says which search spaces it handles.
 	Spaces string
@@ -242,7 +242,7 @@ func (r *Registry) NewAssessor(name string, settings map[string]any) (Assessor, 
 }
 
 // Builtin is the registry of trialform's tuners and assessors, in the
-// order the README lists them. Adding a tuner is one file and one line
+// order docs/tuners.md lists them. Adding a tuner is one file and one line
 // here.
 func Builtin() *Registry {
 	return NewRegistry([]Kind{

@@ -21,7 +21,7 @@ type NSGA2Settings struct {
 func nsga2Kind() Kind {
 	return Kind{
 		Name: "nsga2", Spaces: "all kinds, nested choice",
-		Summary: "for [several objectives](#several-objectives): steady-state NSGA-II; the parents are the `population_size` best completed trials by Pareto rank and spread (hypervolume contribution for 2 objectives, crowding distance for more), picked by binary tournaments; numbers mix by SBX and mutate polynomially (log params in log space), choices by uniform crossover and redraws; the first `population_size` trials are random",
+		Summary: "for [several objectives](objectives.md): steady-state NSGA-II; the parents are the `population_size` best completed trials by Pareto rank and spread (hypervolume contribution for 2 objectives, crowding distance for more), picked by binary tournaments; numbers mix by SBX and mutate polynomially (log params in log space), choices by uniform crossover and redraws; the first `population_size` trials are random",
 		Settings: func() any {
 			return &NSGA2Settings{PopulationSize: 20, CrossoverProb: 0.9, EtaCrossover: 15, EtaMutation: 20}
 		},

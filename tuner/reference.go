@@ -8,34 +8,43 @@ import (
 	"github.com/trialform/trialform/internal/decl"
 )
 
-// The README's tuner and assessor reference, written from the
+// The tuner and assessor reference of docs/tuners.md, written from the
 // declarations (go test ./tuner -run TestReadmeTunerReference -update
 // rewrites it; the test fails when it is stale).
 
-// ReferenceTable is the table of tuners: name, settings with their
+// ReferenceTable is the list of tuners: name, settings with their
 // defaults, the spaces each handles, what it does. defaultTuner is
-// marked "(default)".
+// marked "(default)". (A list, not a table: the rows were too long to
+// read.)
 func ReferenceTable(r *Registry, defaultTuner string) string {
 	var b strings.Builder
-	b.WriteString("| tuner | settings | spaces | what it does |\n|---|---|---|---|\n")
 	for _, k := range r.Kinds() {
-		name := "`" + k.Name + "`"
+		name := "**`" + k.Name + "`**"
 		if k.Name == defaultTuner {
 			name += " (default)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, cell(settingList(k.Schema())), cell(k.Spaces), cell(k.Summary))
+		text := fmt.Sprintf("%s: %s Spaces: %s. Settings: %s.", name, sentence(k.Summary), k.Spaces, settingList(k.Schema()))
+		b.WriteString(decl.Wrap(text, "- ", "  ", 100) + "\n")
 	}
 	return b.String()
 }
 
-// AssessorTable is the table of assessors.
+// AssessorTable is the list of assessors.
 func AssessorTable(r *Registry) string {
 	var b strings.Builder
-	b.WriteString("| assessor | settings | rule |\n|---|---|---|\n")
 	for _, a := range r.Assessors() {
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", a.Name, cell(settingList(a.Schema())), cell(a.Summary))
+		text := fmt.Sprintf("**`%s`**: %s Settings: %s.", a.Name, sentence(a.Summary), settingList(a.Schema()))
+		b.WriteString(decl.Wrap(text, "- ", "  ", 100) + "\n")
 	}
 	return b.String()
+}
+
+// sentence ends s with a full stop.
+func sentence(s string) string {
+	if strings.HasSuffix(s, ".") || strings.HasSuffix(s, ")") && strings.HasSuffix(strings.TrimSuffix(s, ")"), ".") {
+		return s
+	}
+	return s + "."
 }
 
 // SettingsReference is one table per tuner and assessor: every setting,
@@ -43,11 +52,11 @@ func AssessorTable(r *Registry) string {
 func SettingsReference(r *Registry) string {
 	var b strings.Builder
 	for _, k := range r.Kinds() {
-		fmt.Fprintf(&b, "#### `tuner %q`\n\n", k.Name)
+		fmt.Fprintf(&b, "### `tuner %q`\n\n", k.Name)
 		settingRows(&b, k.Schema())
 	}
 	for _, a := range r.Assessors() {
-		fmt.Fprintf(&b, "#### `assessor %q`\n\n", a.Name)
+		fmt.Fprintf(&b, "### `assessor %q`\n\n", a.Name)
 		settingRows(&b, a.Schema())
 	}
 	return b.String()

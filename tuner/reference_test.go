@@ -2,7 +2,6 @@ package tuner_test
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -10,47 +9,30 @@ import (
 	"testing"
 
 	"github.com/trialform/trialform/internal/decl"
+	"github.com/trialform/trialform/internal/docs"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/tuner"
 )
 
-var update = flag.Bool("update", false, "rewrite README.md's tuner reference from the declarations")
+var update = flag.Bool("update", false, "rewrite docs/tuners.md's tuner reference from the declarations")
 
-// TestReadmeTunerReference fails when a generated part of README.md's
-// tuner reference is not what the declarations make; -update rewrites it.
+// TestReadmeTunerReference fails when a generated part of docs/tuners.md
+// (the tuner reference) is not what the declarations make; -update
+// rewrites it.
 func TestReadmeTunerReference(t *testing.T) {
-	path := filepath.Join("..", "README.md")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
+	path := filepath.Join("..", "docs", "tuners.md")
 	reg := tuner.Builtin()
 	for _, part := range []struct{ name, want string }{
 		{"tuner table", tuner.ReferenceTable(reg, schema.DefaultTuner)},
 		{"assessor table", tuner.AssessorTable(reg)},
 		{"tuner settings", tuner.SettingsReference(reg)},
 	} {
-		begin := "<!-- BEGIN " + part.name + ": generated from the declarations by `go test ./tuner -run TestReadmeTunerReference -update`; do not edit -->\n"
-		end := "<!-- END " + part.name + " -->\n"
-		i, j := strings.Index(readme, begin), strings.Index(readme, end)
-		if i < 0 || j < i {
-			t.Errorf("README.md has no %s between %q and %q", part.name, begin, end)
-			continue
-		}
-		got := readme[i+len(begin) : j]
-		if got == part.want {
-			continue
-		}
-		if *update {
-			readme = readme[:i+len(begin)] + part.want + readme[j:]
-			continue
-		}
-		t.Errorf("README.md's %s is stale: run go test ./tuner -run TestReadmeTunerReference -update\n--- README\n%s\n--- declarations\n%s", part.name, got, part.want)
-	}
-	if *update && readme != string(b) {
-		if err := os.WriteFile(path, []byte(readme), 0o644); err != nil {
+		msg, err := docs.CheckGenerated(path, part.name, "from the declarations by `go test ./tuner -run TestReadmeTunerReference -update`", part.want, *update)
+		if err != nil {
 			t.Fatal(err)
+		}
+		if msg != "" {
+			t.Error(msg)
 		}
 	}
 }

@@ -270,7 +270,7 @@ func fmtSettings(m map[string]any) string {
 }
 
 // defaults are NNI's defaults, the best of each kind on the tuning seeds
-// (see -sweep) and the setting the README recommends (curvefitting with
+// (see -sweep) and the setting docs/tuners.md recommends (curvefitting with
 // start_step = epoch_num/6, threshold 0.95, min_trials 3).
 func defaults(steps int) []method {
 	E := float64(steps)

@@ -2,7 +2,7 @@
 // Optuna 3.1's samplers side by side on the same problems (the Go side
 // evaluates every objective, Optuna runs in optuna_peer.py), then prints the
 // regret of each, Mann-Whitney U tests, geometric-mean ratios against
-// targets, and suggest latency on long histories. See README.md, "Tuner
+// targets, and suggest latency on long histories. See docs/benchmarks.md, "Tuner
 // benchmark".
 package main
 

@@ -287,8 +287,8 @@ func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps
 
 // ExitExperimentFailed is apply's exit status when an experiment it
 // applied has failed: it ended because max_failed_trials was reached, or
-// with no successful trial in its current generation. The README's exit
-// code table lists it.
+// with no successful trial in its current generation. The exit codes of
+// docs/cli/README.md list it.
 const ExitExperimentFailed = 4
 
 // reportFailed reports, as errors, the experiments of p that ended failed;

@@ -3,26 +3,29 @@ package command_test
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/trialform/trialform/internal/docs"
 	k8s "github.com/trialform/trialform/providers/kubernetes"
 	"github.com/trialform/trialform/providers/platforms"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/tuner"
 )
 
-// TestReadmeCRDPlatformsDecode: the platform blocks of README.md's CRD
-// section load and decode into provider configs (what plan builds).
+// TestReadmeCRDPlatformsDecode: the platform blocks of the CRD
+// platforms' page (docs/platforms/crd.md) load and decode into provider
+// configs (what plan builds).
 func TestReadmeCRDPlatformsDecode(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	file, sec, err := docs.Section(filepath.Join("..", ".."), "CRD platforms")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rest := string(b)[strings.Index(string(b), "## CRD platforms"):]
-	start := strings.Index(rest, "```hcl\n") + 7
+	blocks := docs.Blocks(sec, "hcl")
+	if len(blocks) == 0 {
+		t.Fatalf("%s: no hcl block in the CRD platforms section", file)
+	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(rest[start:start+strings.Index(rest[start:], "```")]), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(blocks[0]), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platforms.Registry(), Tuners: tuner.Builtin()})

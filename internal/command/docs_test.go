@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/trialform/trialform/internal/docs"
 )
 
 func repoFile(t *testing.T, name string) string {
@@ -37,8 +39,9 @@ func trialform(t *testing.T, dir string, stdin string, args ...string) (string, 
 	return out.String(), code
 }
 
-// The repository's examples and the README's HCL blocks are in the
-// canonical format: `fmt -check` passes on what the docs show.
+// The repository's examples and the HCL blocks of every page of the
+// docs (README.md, CONTRIBUTING.md, docs/, examples/*/README.md) are in
+// the canonical format: `fmt -check` passes on what the docs show.
 func TestDocsAreFormatted(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join("..", "..", "examples", "*"))
 	if err != nil || len(dirs) == 0 {
@@ -52,17 +55,31 @@ func TestDocsAreFormatted(t *testing.T) {
 			t.Errorf("fmt -check %s: exit %d\n%s", d, code, out)
 		}
 	}
-	for _, doc := range []string{"README.md", "examples/quickstart/README.md", "examples/remote/README.md", "examples/kubernetes/README.md", "examples/kubeflow/README.md", "examples/sklearn-digits/README.md", "examples/openpai/README.md", "examples/dlts/README.md", "examples/aml/README.md"} {
+	pages, err := docs.Files(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "*", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range examples {
+		rel, _ := filepath.Rel(filepath.Join("..", ".."), e)
+		pages = append(pages, rel)
+	}
+	n := 0
+	for _, doc := range pages {
 		text := repoFile(t, doc)
 		blocks := regexp.MustCompile("(?s)```hcl\n(.*?)```").FindAllStringSubmatch(text, -1)
-		if doc == "README.md" && len(blocks) < 4 {
-			t.Fatalf("README.md: %d hcl blocks, want at least 4", len(blocks))
-		}
+		n += len(blocks)
 		for i, b := range blocks {
 			if out, code := trialform(t, ".", b[1], "fmt", "-check", "-diff", "-"); code != 0 {
 				t.Errorf("%s: hcl block %d is not formatted (exit %d):\n%s", doc, i+1, code, out)
 			}
 		}
+	}
+	if n < 11 {
+		t.Fatalf("%d hcl blocks in the docs and examples, want at least 11 (the README held 11 before the split)", n)
 	}
 }
 
@@ -109,18 +126,56 @@ func TestReadmeTourPlanIsReal(t *testing.T) {
 	}
 }
 
-// import -help and the README say the same about -all: running or
+// import -help and the docs (docs/import.md) say the same about -all: running or
 // ended trials.
 func TestImportAllDocumented(t *testing.T) {
 	help, code := trialform(t, ".", "", "import", "-help")
 	if code != 0 {
 		t.Fatalf("import -help: exit %d", code)
 	}
-	readme := repoFile(t, "README.md")
-	sec := readme[strings.Index(readme, "## Importing trials"):]
-	for what, text := range map[string]string{"import -help": help, "README": sec} {
+	file, sec, err := docs.Section(filepath.Join("..", ".."), "Importing trials")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, text := range map[string]string{"import -help": help, file: sec} {
 		if !strings.Contains(text, "running or ended") {
 			t.Errorf("%s does not say -all takes running or ended trials:\n%s", what, text)
 		}
+	}
+}
+
+// README.md's two set-up commands are the targets the Makefile has, and
+// CI (.ci/run) runs the test command README.md documents.
+func TestReadmeSetUpCommands(t *testing.T) {
+	readme := repoFile(t, "README.md")
+	_, sec, err := docs.Section(filepath.Join("..", ".."), "Set up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := docs.Blocks(sec, "sh")
+	if len(blocks) == 0 {
+		t.Fatal("README.md's Set up has no sh block")
+	}
+	var cmds []string
+	for _, l := range strings.Split(blocks[0], "\n") {
+		if c, _, _ := strings.Cut(l, "#"); strings.TrimSpace(c) != "" {
+			cmds = append(cmds, strings.TrimSpace(c))
+		}
+	}
+	if len(cmds) != 2 || cmds[0] != "make demo" || cmds[1] != "make test" {
+		t.Fatalf("README.md's set-up commands are %q, want make demo and make test", cmds)
+	}
+	makefile := repoFile(t, "Makefile")
+	for _, c := range cmds {
+		if !regexp.MustCompile(`(?m)^` + strings.TrimPrefix(c, "make ") + `:`).MatchString(makefile) {
+			t.Errorf("README.md says %q; the Makefile has no such target", c)
+		}
+	}
+	ci := repoFile(t, ".ci/run")
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(cmds[1]) + `$`).MatchString(ci) {
+		t.Errorf(".ci/run does not run %q, the test command README.md documents:\n%s", cmds[1], ci)
+	}
+	if !strings.Contains(readme, "](docs/cli/README.md)") || !strings.Contains(readme, "](CONTRIBUTING.md)") {
+		t.Error("README.md does not link the commands' reference and CONTRIBUTING.md")
 	}
 }

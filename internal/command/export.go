@@ -13,7 +13,7 @@ import (
 // runExport is `trialform export EXPERIMENT... [-all] -o csv|json`: every
 // trial with its params, final metrics and intermediate series, streamed
 // (one trial's series in memory at a time), in the versioned schema
-// README.md documents.
+// docs/results.md documents.
 func runExport(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	output := new(string)

@@ -109,7 +109,7 @@ held again. The token is read from -token-file or $TRIALFORM_APPROVE_TOKEN.`,
 json, jsonl, csv or markdown with -o. -q filters with the query language
 (status:succeeded, params.lr:<0.01, metrics.loss:0.1..0.3, comma = and, | = or,
 ~ = not), -sort orders ("-metrics.loss,params.lr": a leading - is descending),
--limit and -top cut the list. See "Looking at results" in the README.`,
+-limit and -top cut the list. See docs/results.md, "Looking at results".`,
 		example: "trialform trials quickstart -q 'status:succeeded, params.optimizer:adam|sgd' -sort -metric -top 5\n  trialform trials -all -o csv > trials.csv",
 	},
 	"metrics": {

@@ -1,7 +1,7 @@
 // Package decl reads settings that are declared as tagged Go structs (a
 // platform's, a tuner's, an assessor's, a state backend's) and decodes
 // values into them: one schema reader, one value check and one decoder for
-// every kind of block, so they all give the same messages and the README's
+// every kind of block, so they all give the same messages and the docs'
 // references can be generated from the same declarations (rclone's
 // fs.Options and a Terraform provider's schema are the models).
 //

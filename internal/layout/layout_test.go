@@ -1,5 +1,5 @@
 // Package layout holds only a test: it checks, with `go list`, the import
-// rules README.md's Layout section states.
+// rules CONTRIBUTING.md's Layout section states.
 package layout
 
 import (

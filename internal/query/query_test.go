@@ -1,10 +1,11 @@
 package query
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trialform/trialform/internal/docs"
 	"time"
 
 	"github.com/trialform/trialform/internal/results"
@@ -315,25 +316,25 @@ func TestEveryStatusParses(t *testing.T) {
 	}
 }
 
-// TestREADMEListsEveryStatus: the README's table of query fields names
-// every status a status condition accepts.
+// TestREADMEListsEveryStatus: the docs' table of query fields
+// (docs/results.md) names every status a status condition accepts.
 func TestREADMEListsEveryStatus(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	_, sec, err := docs.Section("../..", "Looking at results")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var row string
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(sec, "\n") {
 		if strings.HasPrefix(l, "| `status` |") {
 			row = l
 		}
 	}
 	if row == "" {
-		t.Fatal("README.md: no row starting with \"| `status` |\" in the query fields table")
+		t.Fatal("docs: no row starting with \"| `status` |\" in the query fields table")
 	}
 	for _, st := range Statuses {
 		if !slices.Contains(strings.FieldsFunc(row, func(r rune) bool { return r == ' ' || r == '`' || r == '|' }), strings.ToLower(st)) {
-			t.Errorf("README.md's status row %q lacks %s", row, strings.ToLower(st))
+			t.Errorf("the docs' status row %q lacks %s", row, strings.ToLower(st))
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // ExportFormatVersion is the version of `trialform export`'s JSON and CSV
-// schema (README.md, "Export format").
+// schema (docs/results.md, "Export format").
 const ExportFormatVersion = "1"
 
 // ExportExperiment is one experiment's header in an export.

@@ -10,7 +10,7 @@ import (
 
 // TensorBoardNoSync says a platform's logs cannot be copied here.
 func TensorBoardNoSync(w io.Writer, platform string) {
-	fmt.Fprintf(w, "Platform %s: trialform cannot copy its TensorBoard logs here; trials log into their output directory (output/tensorboard; on Kubernetes the checkpoint claim keeps it, see README \"TensorBoard\").\n", platform)
+	fmt.Fprintf(w, "Platform %s: trialform cannot copy its TensorBoard logs here; trials log into their output directory (output/tensorboard; on Kubernetes the checkpoint claim keeps it, see docs/results.md, \"TensorBoard\").\n", platform)
 }
 
 // TensorBoardSyncFailed warns that one trial's logs were not copied.

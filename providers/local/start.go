@@ -144,7 +144,7 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	// leaves the old one or the new one) but not fsynced: the files of a
 	// trial dir are not made durable one by one. The state's journal is
 	// what survives a machine crash; a crash also ends every trial, and
-	// one the state does not record as ended is run again (README,
+	// one the state does not record as ended is run again (docs/trials.md,
 	// "State").
 	if err := replaceSpec(filepath.Join(dir, specFile), ns); err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trialform/trialform/internal/docs"
+
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/local"
 	"github.com/trialform/trialform/providers/registry"
@@ -83,15 +85,17 @@ func TestAddingAPlatform(t *testing.T) {
 	}
 }
 
-// The README's example declares the same settings as the test above.
+// CONTRIBUTING.md's example declares the same settings as the test above.
 func TestReadmeAddingAPlatformExample(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	_, sec, err := docs.Section(filepath.Join("..", ".."), "Adding a platform")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec := string(b)[strings.Index(string(b), "## Adding a platform"):]
-	start := strings.Index(sec, "```go\n") + len("```go\n")
-	src := sec[start : start+strings.Index(sec[start:], "```")]
+	blocks := docs.Blocks(sec, "go")
+	if len(blocks) == 0 {
+		t.Fatal("no go block in the Adding a platform section")
+	}
+	src := blocks[0]
 	f, err := parser.ParseFile(token.NewFileSet(), "README.go", src, 0)
 	if err != nil {
 		t.Fatalf("README's example is not Go: %v", err)

@@ -1,5 +1,5 @@
 // Package platforms is the one place the platform registry is built: every
-// kind trialform knows, in the order the README lists them. Adding a
+// kind trialform knows, in the order the docs list them. Adding a
 // platform is one package plus one line here.
 package platforms
 
@@ -17,7 +17,7 @@ import (
 // Registry returns the registry of every platform kind.
 func Registry() *registry.Registry { return registry.New(Kinds()...) }
 
-// Kinds is every platform kind's registration, in the README's order.
+// Kinds is every platform kind's registration, in the docs' order.
 func Kinds() []registry.Kind {
 	kinds := []registry.Kind{
 		local.Registration(),

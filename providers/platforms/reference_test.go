@@ -2,46 +2,47 @@ package platforms
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/trialform/trialform/internal/decl"
+	"github.com/trialform/trialform/internal/docs"
 )
 
-var update = flag.Bool("update", false, "rewrite README.md's platform reference from the registry")
+var update = flag.Bool("update", false, "rewrite docs/platforms' generated parts from the registry")
 
-const (
-	refBegin = "<!-- BEGIN platform reference: generated from the registry by `go test ./providers/platforms -update`; do not edit -->\n"
-	refEnd   = "<!-- END platform reference -->\n"
-)
+const how = "from the registry by `go test ./providers/platforms -update`"
 
-// TestReadmePlatformReference fails when README.md's platform reference
-// is not what the registered kinds' docs make; -update rewrites it.
+// TestReadmePlatformReference fails when a platform's page
+// (docs/platforms/KIND.md) or the index of them is not what the
+// registered kinds' docs make; -update rewrites them (and starts the
+// page of a new kind).
 func TestReadmePlatformReference(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	i, j := strings.Index(readme, refBegin), strings.Index(readme, refEnd)
-	if i < 0 || j < i {
-		t.Fatalf("README.md has no platform reference between %q and %q", refBegin, refEnd)
-	}
-	want := Reference(Registry())
-	got := readme[i+len(refBegin) : j]
-	if got == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(readme[:i+len(refBegin)]+want+readme[j:]), 0o644); err != nil {
+	dir := filepath.Join("..", "..", "docs", "platforms")
+	r := Registry()
+	check := func(path, name, want string) {
+		msg, err := docs.CheckGenerated(path, name, how, want, *update)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return
+		if msg != "" {
+			t.Errorf("%s\nrun go test ./providers/platforms -run TestReadmePlatformReference -update", msg)
+		}
 	}
-	t.Errorf("README.md's platform reference is stale: run go test ./providers/platforms -run TestReadmePlatformReference -update\n--- README\n%s\n--- registry\n%s", got, want)
+	check(filepath.Join(dir, "README.md"), "platform index", Index(r))
+	for _, k := range r.Kinds() {
+		path := filepath.Join(dir, k.Name+".md")
+		if _, err := os.Stat(path); os.IsNotExist(err) && *update {
+			page := fmt.Sprintf("# The `%s` platform\n\n## Settings\n\n<!-- BEGIN platform reference: -->\n<!-- END platform reference -->\n", k.Name)
+			if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(path, "platform reference", KindReference(r, k))
+	}
 }
 
 // Every attribute and block of every registered kind has a doc string,
@@ -80,8 +81,8 @@ func TestEveryAttributeIsDocumented(t *testing.T) {
 func TestReferenceShape(t *testing.T) {
 	ref := Reference(Registry())
 	for _, want := range []string{
-		"#### `platform \"kubernetes\"`", "| `nfs.server` | a string | **required**; NFS server |",
-		"It takes every setting of `kubernetes`, and:", "| `task_role \"NAME\" { }` | block, repeatable |",
+		"#### `platform \"kubernetes\"`", "- `nfs.server` (a string): **required**; NFS server",
+		"It takes every setting of [`kubernetes`](kubernetes.md), and:", "`task_role \"NAME\" { }` (block, repeatable)",
 		"#### `platform \"dlts\"`",
 	} {
 		if !strings.Contains(ref, want) {

@@ -3,7 +3,7 @@
 // (read and decoded by internal/decl, as tuner and backend settings are),
 // and a constructor (rclone's RegInfo and a Terraform provider's schema are
 // the models). schema checks and decodes every platform block through it,
-// the README's platform reference is generated from it, and the command
+// the platforms' pages (docs/platforms) are generated from it, and the command
 // package builds providers with it.
 //
 // The registry itself knows no platform: the list is built explicitly in
@@ -31,7 +31,7 @@ type Env struct {
 // Kind is one platform kind's registration.
 type Kind struct {
 	Name    string // the first label of its platform blocks
-	Summary string // one line for the README's platform reference
+	Summary string // one line for the platform's page and the index of platforms
 	// Config returns a new configuration struct (a pointer) with its
 	// defaults set; schema decodes a block into it. nil: the kind takes any
 	// settings (a kind not implemented yet).

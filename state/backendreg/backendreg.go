@@ -25,7 +25,7 @@ type Env struct {
 type Kind struct {
 	// Name is the block's label: backend "NAME" { ... }.
 	Name string
-	// Summary is one line for the README's reference and did-you-mean.
+	// Summary is one line for the docs' reference and did-you-mean.
 	Summary string
 	// Config returns a new pointer to the kind's settings struct (tags as
 	// providers/registry's), or nil when the block takes no settings.

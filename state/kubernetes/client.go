@@ -156,7 +156,7 @@ func (c *client) explain(what string, err error) error {
 		return nil
 	}
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s: %w; the kubernetes backend's credentials need the Role listed in the README (State backends, kubernetes) in namespace %s", what, err, c.ns)
+		return fmt.Errorf("%s: %w; the kubernetes backend's credentials need the Role listed in docs/backends.md (The kubernetes backend) in namespace %s", what, err, c.ns)
 	}
 	if apierrors.IsUnauthorized(err) {
 		return fmt.Errorf("%s: the apiserver %s refused the credentials (401 Unauthorized): check the kubeconfig's user or the service account token", what, c.host)

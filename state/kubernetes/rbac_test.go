@@ -20,7 +20,7 @@ import (
 	"github.com/trialform/trialform/state/backendtest"
 )
 
-// roleVerbs is the Role the README lists: exactly what the backend uses,
+// roleVerbs is the Role docs/backends.md lists: exactly what the backend uses,
 // in the namespace of the state.
 var roleVerbs = map[string][]string{
 	"secrets": {"get", "list", "watch", "create", "update", "delete"},
@@ -91,7 +91,7 @@ func serviceAccount(t *testing.T, ns, name string, verbs map[string][]string) *r
 	}
 }
 
-// The suite with a service account's token bound to the README's Role
+// The suite with a service account's token bound to the Role of docs/backends.md
 // in one namespace.
 func TestRBAC(t *testing.T) {
 	ns := namespace(t, "tfstate-rbac")

@@ -301,7 +301,7 @@ func (b *Backend) fail(what string, err error) error {
 	if errors.As(err, &pe) {
 		switch {
 		case pe.Code == "42501": // insufficient_privilege
-			hint = fmt.Sprintf("the role needs CREATE on the database (or an existing schema %s it may CREATE in and USAGE on) and SELECT, INSERT, UPDATE, DELETE on its tables; see the README, \"State backends\"", b.schema)
+			hint = fmt.Sprintf("the role needs CREATE on the database (or an existing schema %s it may CREATE in and USAGE on) and SELECT, INSERT, UPDATE, DELETE on its tables; see docs/backends.md, \"The pg backend\"", b.schema)
 		case strings.HasPrefix(pe.Code, "28"): // invalid authorization
 			hint = "check the user and password (conn_str, PGUSER, PGPASSWORD or ~/.pgpass)"
 		case pe.Code == "3D000":
