@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 )
 
 // Files are the documentation pages under root, relative to it, sorted:
@@ -156,15 +157,11 @@ func Slug(heading string) string {
 		switch {
 		case r == ' ':
 			b.WriteByte('-')
-		case r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r > 127 && isLetter(r):
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r):
 			b.WriteRune(r)
 		}
 	}
 	return b.String()
-}
-
-func isLetter(r rune) bool {
-	return strings.ContainsRune("äöüéèàçñ", r)
 }
 
 // Anchors are the anchors of text's headings, a repeated one numbered
