@@ -44,8 +44,14 @@ CORE := ./state/... ./plan/... ./apply/... ./providers/local/... ./tuner/...
 # the control plane `make k8s` builds), testscript end-to-end tests.
 # TRIALFORM_REQUIRE_ALL=1 (set by .ci/run) fails a test whose dependency is
 # missing instead of skipping it.
+# The tuners' statistical quality tests (tuner/quality_test.go, built
+# only without -race) run without the race detector, which makes them 5-8
+# times slower and finds nothing in their single goroutine.
+QUALITY_TESTS = ^($(shell grep -ho '^func Test[A-Za-z0-9_]*' tuner/quality_test.go | sed 's/^func //' | paste -sd'|'))$$
+
 test: deps build k8s fmt-check vet
 	$(GO) test -count=1 -race -timeout 30m $(CORE)
+	$(GO) test -count=1 -timeout 30m -run '$(QUALITY_TESTS)' ./tuner/
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(CORE))")
 
 unit:

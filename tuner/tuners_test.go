@@ -29,32 +29,6 @@ var optimisers = []struct {
 	{"metis", map[string]any{"startup_trials": 5.0}},
 }
 
-// TestOptimisersStayInSpace: over a space with every kind and a nested
-// choice, every suggestion is a value of its parameter (in bounds, on the
-// q grid, integral for randint, log kinds positive).
-func TestOptimisersStayInSpace(t *testing.T) {
-	sp := mixedSpace()
-	for _, o := range optimisers {
-		t.Run(o.name, func(t *testing.T) {
-			tn := mustNew(t, o.name, o.settings, sp)
-			for _, goal := range []Goal{Maximize, Minimize} {
-				loop(t, tn, sp, goal, 4, 60, func(p space.Params) float64 {
-					if !sp.Contains(p) {
-						t.Fatalf("suggestion %v is not in the space", p)
-					}
-					if r := p["ri"].(float64); r != math.Trunc(r) {
-						t.Fatalf("randint %v", r)
-					}
-					if q := p["qu"].(float64); q != 1 && q != 3 && q != 6 && q != 9 && q != 10 {
-						t.Fatalf("quniform(1, 10, 3) gave %v", q)
-					}
-					return objective(p)
-				})
-			}
-		})
-	}
-}
-
 // TestOptimisersGoal: a linear objective pulls late suggestions up when
 // maximizing and down when minimizing.
 func TestOptimisersGoal(t *testing.T) {
@@ -174,47 +148,6 @@ func TestOptimisersFailedTrials(t *testing.T) {
 		if m := median(xs); m > 0.4 {
 			t.Errorf("%s: median x of trials 41-60 = %.3f; drawn to the failures", o.name, m)
 		}
-	}
-}
-
-// TestOptimisersBeatRandom: on a 5-d sphere with 120 trials, each
-// optimiser's median best over 9 seeds is well below random search's.
-func TestOptimisersBeatRandom(t *testing.T) {
-	fn := sphereFunc(5)
-	rnd := mustNew(t, "random", nil, fn.sp)
-	var br []float64
-	for seed := int64(1); seed <= 9; seed++ {
-		br = append(br, bestOf(loop(t, rnd, fn.sp, Minimize, seed, 120, fn.f), Minimize))
-	}
-	mr := median(br)
-	for _, name := range []string{"cmaes", "auto", "anneal", "evolution"} {
-		tn := mustNew(t, name, nil, fn.sp)
-		var bs []float64
-		for seed := int64(1); seed <= 9; seed++ {
-			bs = append(bs, bestOf(loop(t, tn, fn.sp, Minimize, seed, 120, fn.f), Minimize))
-		}
-		ms := median(bs)
-		t.Logf("median best: %s %.4g, random %.4g", name, ms, mr)
-		if !(ms < 0.5*mr) {
-			t.Errorf("%s: median best %.4g is not below half of random's %.4g", name, ms, mr)
-		}
-	}
-}
-
-// TestAutoLearnsChoice: on the mixed test function, whose 4-way choice
-// moves the optimum, auto's CMA-ES phase picks the best level most often.
-func TestAutoLearnsChoice(t *testing.T) {
-	fn := mixedFunc()
-	tn := mustNew(t, "auto", nil, fn.sp)
-	hist := loop(t, tn, fn.sp, Minimize, 6, 150, fn.f)
-	d := 0
-	for _, h := range hist[100:] {
-		if h.Params["c"] == "d" {
-			d++
-		}
-	}
-	if d < 25 {
-		t.Errorf("only %d of the last 50 trials chose the best level", d)
 	}
 }
 
