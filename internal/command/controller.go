@@ -348,6 +348,8 @@ func (c *ctrl) load(commit string, syncErr error) {
 		if diags != nil && diags.HasErrors() {
 			msg = diags.Error()
 			cfg = nil
+		} else if msg = c.privateTrialsProblem(cfg); msg != "" {
+			cfg = nil
 		}
 	}
 	if cfg == nil {

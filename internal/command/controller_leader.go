@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trialform/trialform/controller/election"
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 )
 
@@ -226,4 +228,42 @@ func (c *ctrl) takeOverLock(err error) bool {
 	}
 	c.log.Warn("broke the state lock of a former leader", "lock_id", le.Info.ID, "holder", le.Info.Who, "pid", le.Info.PID, "since", le.Info.Created, "experiments", le.Info.Experiments)
 	return true
+}
+
+// privateTrialsProblem refuses, under leader election, definitions with
+// an experiment on a platform whose trials only the replica that started
+// them sees (providers.Private: local trials live in the replica's own
+// work directory, and in a pod they die with it). A new leader could
+// neither follow nor stop them: with the replica's own working-copy
+// identity it would leave them to their starter for ever (an experiment
+// that never finishes), and with one identity shared by the replicas it
+// would find them gone and start them again while, on one host, they
+// still run. It returns "" when every experiment runs on a platform all
+// replicas reach, else the problem, naming each experiment's file and
+// line.
+func (c *ctrl) privateTrialsProblem(cfg *schema.Config) string {
+	if c.leader == nil || !c.leader.enabled || cfg == nil {
+		return ""
+	}
+	ps := newProviderSet(cfg, c.stateDir)
+	defer ps.Close()
+	var bad []string
+	for _, name := range sortedKeys(cfg.Experiments) {
+		e := cfg.Experiments[name]
+		key := "local.default"
+		if e.Platform != nil {
+			key = e.Platform.Kind + "." + e.Platform.Name
+		}
+		p, err := ps.Provider(key)
+		if err != nil {
+			continue // reported when planned
+		}
+		if pr, ok := p.(providers.Private); ok && pr.PrivateToWorkingCopy() {
+			bad = append(bad, fmt.Sprintf("%s: experiment %q runs on platform %s, whose trials only the replica that starts them sees", e.DeclRange.String(), name, key))
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return strings.Join(bad, "; ") + ". With -leader-elect a new leader must reach the trials of the last one: run them on a platform every replica reaches (kubernetes, remote, a cloud platform), or run a single controller without -leader-elect"
 }
