@@ -76,14 +76,41 @@ nni.report_final_result(p["x"])
 // replica takes over within the lease duration (plus one retry period),
 // and at the end every trial of the budget ran exactly once (issue 27,
 // item 3).
-func TestControllerHA(t *testing.T) {
+// haCluster is the test control plane, a namespace, a git repository
+// of definitions and the controller replicas of the leader election
+// tests.
+type haCluster struct {
+	t             *testing.T
+	ctx           context.Context
+	cp            *k8stest.ControlPlane
+	ns, top, repo string
+	runs          string // the file every trial appends its id to
+	env           []string
+	git           string
+	lease, retry  time.Duration
+	trial         string // the trial script (a format of the runs file's path)
+	reps          []*haReplica
+}
+
+type haReplica struct {
+	name, log string
+	cmd       *exec.Cmd
+	done      chan struct{}
+}
+
+// startHA starts the control plane, a node agent and a namespace, and
+// commits the definitions (haDefs with maxTrials) and the trial to a new
+// repository; it starts no replica.
+func startHA(t *testing.T, maxTrials int, trial string) *haCluster {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end to end")
 	}
 	testdeps.Python3(t)
-	git := testdeps.LookPath(t, "git")
+	h := &haCluster{t: t, git: testdeps.LookPath(t, "git"), lease: 4 * time.Second, retry: 500 * time.Millisecond, trial: trial}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	h.ctx = ctx
 	cp, err := k8stest.Start(ctx, k8stest.Options{})
 	if errors.Is(err, k8stest.ErrNotBuilt) {
 		testdeps.Require(t, "the test Kubernetes control plane", err.Error())
@@ -92,6 +119,7 @@ func TestControllerHA(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cp.Stop)
+	h.cp = cp
 	agent, err := k8stest.StartNodeAgent(ctx, cp, "agent-0", k8stest.AgentOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -99,120 +127,165 @@ func TestControllerHA(t *testing.T) {
 	t.Cleanup(agent.Stop)
 	b := make([]byte, 4)
 	rand.Read(b)
-	ns := "ha-" + hex.EncodeToString(b)
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	h.ns = "ha-" + hex.EncodeToString(b)
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	top := t.TempDir()
-	runs := filepath.Join(top, "runs")
-	env := append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "NO_COLOR=1", "PYTHONDONTWRITEBYTECODE=1",
+	h.top = t.TempDir()
+	h.runs = filepath.Join(h.top, "runs")
+	h.env = append(os.Environ(), "KUBECONFIG="+cp.Kubeconfig, "NO_COLOR=1", "PYTHONDONTWRITEBYTECODE=1",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	repo := filepath.Join(top, "repo")
-	gitRun := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command(git, args...)
-		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	gitRun("init", "-q", "-b", "main", repo)
-	os.WriteFile(filepath.Join(repo, "main.hcl"), []byte(fmt.Sprintf(haDefs, haTrials)), 0o644)
-	os.WriteFile(filepath.Join(repo, "trial.py"), []byte(fmt.Sprintf(haTrial, runs)), 0o644)
-	gitRun("-C", repo, "add", "-A")
-	gitRun("-C", repo, "commit", "-q", "-m", "v1")
+	h.repo = filepath.Join(h.top, "repo")
+	h.gitRun("init", "-q", "-b", "main", h.repo)
+	h.commit(fmt.Sprintf(haDefs, maxTrials), "v1")
+	t.Cleanup(h.stopAll)
+	return h
+}
 
-	const lease, retry = 4 * time.Second, 500 * time.Millisecond
-	type replica struct {
-		name, log string
-		cmd       *exec.Cmd
-		done      chan struct{}
+func (h *haCluster) gitRun(args ...string) {
+	h.t.Helper()
+	cmd := exec.Command(h.git, args...)
+	cmd.Env = h.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		h.t.Fatalf("git %v: %v\n%s", args, err, out)
 	}
-	start := func(r *replica) {
-		t.Helper()
-		work := filepath.Join(top, r.name)
-		os.MkdirAll(work, 0o755)
-		f, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			t.Fatal(err)
+}
+
+// commit commits defs as main.hcl (and the trial).
+func (h *haCluster) commit(defs, msg string) {
+	h.t.Helper()
+	os.WriteFile(filepath.Join(h.repo, "main.hcl"), []byte(defs), 0o644)
+	os.WriteFile(filepath.Join(h.repo, "trial.py"), []byte(fmt.Sprintf(h.trial, h.runs)), 0o644)
+	h.gitRun("-C", h.repo, "add", "-A")
+	h.gitRun("-C", h.repo, "commit", "-q", "-m", msg)
+}
+
+// replicas makes n replicas r0, r1, … and starts them.
+func (h *haCluster) replicas(n int) []*haReplica {
+	for i := 0; i < n; i++ {
+		r := &haReplica{name: fmt.Sprintf("r%d", i), log: filepath.Join(h.top, fmt.Sprintf("r%d.log", i))}
+		h.reps = append(h.reps, r)
+		h.start(r)
+	}
+	return h.reps
+}
+
+// start starts r (again: its work directory and log are kept, as a
+// restarted container's volume).
+func (h *haCluster) start(r *haReplica) {
+	h.t.Helper()
+	work := filepath.Join(h.top, r.name)
+	os.MkdirAll(work, 0o755)
+	f, err := os.OpenFile(r.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "trialform"), "controller", "-repo", h.repo, "-work-dir", work,
+		"-interval", "1s", "-var", "namespace="+h.ns,
+		"-leader-elect", "-leader-elect-namespace", h.ns,
+		"-leader-elect-lease-duration", h.lease.String(), "-leader-elect-renew-deadline", "3s", "-leader-elect-retry-period", h.retry.String())
+	cmd.Env = append(h.env, "POD_NAME="+r.name)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	f.Close()
+	r.cmd, r.done = cmd, make(chan struct{})
+	go func(done chan struct{}) { cmd.Wait(); close(done) }(r.done)
+}
+
+// stopAll interrupts the replicas and, after a failure, logs their logs.
+func (h *haCluster) stopAll() {
+	for _, r := range h.reps {
+		r.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-r.done:
+		case <-time.After(20 * time.Second):
+			r.cmd.Process.Kill()
 		}
-		cmd := exec.Command(filepath.Join(binDir, "trialform"), "controller", "-repo", repo, "-work-dir", work,
-			"-interval", "1s", "-var", "namespace="+ns,
-			"-leader-elect", "-leader-elect-namespace", ns,
-			"-leader-elect-lease-duration", lease.String(), "-leader-elect-renew-deadline", "3s", "-leader-elect-retry-period", retry.String())
-		cmd.Env = append(env, "POD_NAME="+r.name)
-		cmd.Stdout, cmd.Stderr = f, f
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		f.Close()
-		r.cmd, r.done = cmd, make(chan struct{})
-		go func(done chan struct{}) { cmd.Wait(); close(done) }(r.done)
 	}
-	reps := []*replica{{name: "r0", log: filepath.Join(top, "r0.log")}, {name: "r1", log: filepath.Join(top, "r1.log")}}
-	for _, r := range reps {
-		start(r)
-	}
-	t.Cleanup(func() {
-		for _, r := range reps {
-			r.cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-r.done:
-			case <-time.After(20 * time.Second):
-				r.cmd.Process.Kill()
+	if h.t.Failed() {
+		for _, r := range h.reps {
+			b, _ := os.ReadFile(r.log)
+			if len(b) > 12000 {
+				b = b[len(b)-12000:]
 			}
-		}
-		if t.Failed() {
-			for _, r := range reps {
-				b, _ := os.ReadFile(r.log)
-				if len(b) > 12000 {
-					b = b[len(b)-12000:]
-				}
-				t.Logf("%s log (tail):\n%s", r.name, b)
-			}
-		}
-	})
-	// lines counts a message in a replica's log.
-	lines := func(r *replica, msg string) int {
-		f, err := os.Open(r.log)
-		if err != nil {
-			return 0
-		}
-		defer f.Close()
-		n := 0
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), `"msg":"`+msg+`"`) {
-				n++
-			}
-		}
-		return n
-	}
-	waitFor := func(what string, d time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(d)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out after %s waiting for %s", d, what)
-			}
-			time.Sleep(20 * time.Millisecond)
+			h.t.Logf("%s log (tail):\n%s", r.name, b)
 		}
 	}
-	startedLeading := map[*replica]int{}
-	var takeovers []time.Duration
-	const kills = 10
-	var leader *replica
-	waitFor("a leader", 90*time.Second, func() bool {
-		for _, r := range reps {
-			if n := lines(r, "started leading"); n > 0 {
-				leader, startedLeading[r] = r, n
+}
+
+// lines counts a message in a replica's log.
+func (h *haCluster) lines(r *haReplica, msg string) int {
+	f, err := os.Open(r.log)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"msg":"`+msg+`"`) {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *haCluster) waitFor(what string, d time.Duration, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// leader waits for a replica to lead and returns it.
+func (h *haCluster) leader() *haReplica {
+	h.t.Helper()
+	var leader *haReplica
+	h.waitFor("a leader", 90*time.Second, func() bool {
+		for _, r := range h.reps {
+			if h.lines(r, "started leading") > 0 {
+				leader = r
 				return true
 			}
 		}
 		return false
 	})
+	return leader
+}
+
+// other is the replica of two that is not r.
+func (h *haCluster) other(r *haReplica) *haReplica {
+	if h.reps[0] == r {
+		return h.reps[1]
+	}
+	return h.reps[0]
+}
+
+func (h *haCluster) state() *state.State { return loadHAState(h.t, h.ns, h.cp.Kubeconfig, h.top) }
+
+// TestControllerHA runs two replicas of trialform controller with leader
+// election on the test control plane (kubernetes state backend, trials
+// as Jobs) and kills the leader with SIGKILL in the middle of an apply
+// ten times, restarting it as its Deployment would: each time the other
+// replica takes over within the lease duration (plus one retry period),
+// and at the end every trial of the budget ran exactly once (issue 27,
+// item 3).
+func TestControllerHA(t *testing.T) {
+	h := startHA(t, haTrials, haTrial)
+	h.replicas(2)
+	lease, retry := h.lease, h.retry
+	lines, waitFor, start := h.lines, h.waitFor, h.start
+	ctx, cp, ns, top, runs := h.ctx, h.cp, h.ns, h.top, h.runs
+	var takeovers []time.Duration
+	const kills = 10
+	leader := h.leader()
 	for k := 0; k < kills; k++ {
 		// Kill the leader in the middle of an apply: right after it
 		// created a trial of this term.
@@ -223,10 +296,7 @@ func TestControllerHA(t *testing.T) {
 		leader.cmd.Process.Signal(syscall.SIGKILL)
 		killed := time.Now()
 		<-leader.done
-		other := reps[0]
-		if other == leader {
-			other = reps[1]
-		}
+		other := h.other(leader)
 		before := lines(other, "started leading")
 		waitFor(fmt.Sprintf("kill %d: %s taking over", k+1, other.name), lease+30*time.Second, func() bool {
 			return lines(other, "started leading") > before
@@ -241,10 +311,7 @@ func TestControllerHA(t *testing.T) {
 	// A leader stopped with Ctrl-C (a rolling update) gives the Lease up:
 	// the standby takes over at its next try, not a lease duration later.
 	{
-		other := reps[0]
-		if other == leader {
-			other = reps[1]
-		}
+		other := h.other(leader)
 		before := lines(other, "started leading")
 		leader.cmd.Process.Signal(os.Interrupt)
 		stopped := time.Now()
@@ -280,7 +347,7 @@ func TestControllerHA(t *testing.T) {
 	if n := len(st.Experiment("ha").Trials); n != haTrials {
 		t.Errorf("the state holds %d trials, want %d", n, haTrials)
 	}
-	b, _ = os.ReadFile(runs)
+	b, _ := os.ReadFile(runs)
 	seen := map[string]int{}
 	for _, l := range strings.Fields(string(b)) {
 		seen[l]++
