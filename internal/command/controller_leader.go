@@ -15,6 +15,7 @@ import (
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	k8sstate "github.com/trialform/trialform/state/kubernetes"
 )
 
 // Leader election among the replicas of one controller (issue 27, HA):
@@ -141,7 +142,7 @@ func (c *ctrl) startLeaderElection(ctx context.Context) error {
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return fmt.Errorf("-leader-elect needs a Kubernetes API (run in a pod, or set $KUBECONFIG): %s", kubeconfigProblemText(err))
+		return fmt.Errorf("-leader-elect needs a Kubernetes API (run in a pod, or set $KUBECONFIG): %s", k8sstate.KubeconfigProblem(err))
 	}
 	ns := o.namespace
 	if ns == "" {
@@ -197,17 +198,6 @@ func (c *ctrl) startLeaderElection(ctx context.Context) error {
 		close(l.stopped)
 	}()
 	return nil
-}
-
-func kubeconfigProblemText(err error) string {
-	if clientcmd.IsEmptyConfig(err) {
-		return "no kubeconfig found and not in a pod"
-	}
-	msg := err.Error()
-	if len(msg) > 300 {
-		msg = msg[:300]
-	}
-	return msg
 }
 
 // takeOverLock breaks a state lock that a former leader of this

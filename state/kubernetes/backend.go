@@ -128,7 +128,7 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context})
 		var err error
 		if cfg, err = cc.ClientConfig(); err != nil {
-			return nil, fmt.Errorf(`backend "kubernetes": the kubeconfig %s: %s; set config_path and context, or in_cluster = true in a pod`, where, kubeconfigProblem(err))
+			return nil, fmt.Errorf(`backend "kubernetes": the kubeconfig %s: %s; set config_path and context, or in_cluster = true in a pod`, where, KubeconfigProblem(err))
 		}
 		if ns == "" {
 			if n, _, err := cc.Namespace(); err == nil {
@@ -142,9 +142,10 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 	return New(cfg, ns, suffix)
 }
 
-// kubeconfigProblem says what is wrong with a kubeconfig without quoting
-// it (it may hold a token).
-func kubeconfigProblem(err error) string {
+// KubeconfigProblem says what is wrong with a kubeconfig without quoting
+// it (it may hold a token); the controller's leader election says it so
+// too.
+func KubeconfigProblem(err error) string {
 	if clientcmd.IsEmptyConfig(err) {
 		return "no kubeconfig found, or it has no current context"
 	}
