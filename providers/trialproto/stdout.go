@@ -27,9 +27,12 @@ const StdoutPrefix = "trialform: "
 const nniStdoutPrefix = "NNISDK_MEb'"
 
 // IsMetricLine reports whether a stdout line (or its beginning) is one of
-// the metric forms that do not depend on a metric_regex.
+// the metric forms that do not depend on a metric_regex: every line
+// ParseStdoutLine reads without a regexp, trialform's own line after a
+// progress bar's carriage return included (FuzzParseStdoutLine).
 func IsMetricLine(head []byte) bool {
-	return bytes.HasPrefix(head, []byte(StdoutPrefix)) || bytes.Contains(head, []byte(nniStdoutPrefix))
+	return bytes.HasPrefix(head, []byte(StdoutPrefix)) || bytes.Contains(head, []byte("\r"+StdoutPrefix)) ||
+		bytes.Contains(head, []byte(nniStdoutPrefix))
 }
 
 // ParseStdoutLine recognises a metric in one line of a trial's stdout (the
