@@ -23,7 +23,7 @@ import (
 func ParseNNI(data []byte) (*Space, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	v, err := nniReadValue(dec)
+	v, err := nniReadValue(dec, 0)
 	if err != nil {
 		return nil, nniSyntaxError(data, dec, err)
 	}
@@ -52,9 +52,15 @@ type nniMember struct {
 	Val any
 }
 
+// nniMaxDepth bounds how deep objects and lists nest in a search space
+// (a real one nests a few levels): reading recurses, and a hostile file
+// of a million "[" must be an error, not a stack grown towards the
+// runtime's limit (TestParseNNIDeepNesting).
+const nniMaxDepth = 200
+
 // nniReadValue reads one JSON value: nniObject, []any, json.Number,
-// string, bool or nil.
-func nniReadValue(dec *json.Decoder) (any, error) {
+// string, bool or nil. depth is how many objects and lists enclose it.
+func nniReadValue(dec *json.Decoder, depth int) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		if err == io.EOF {
@@ -64,6 +70,9 @@ func nniReadValue(dec *json.Decoder) (any, error) {
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if (t == '{' || t == '[') && depth >= nniMaxDepth {
+			return nil, fmt.Errorf("objects and lists nested more than %d deep", nniMaxDepth)
+		}
 		switch t {
 		case '{':
 			obj := nniObject{}
@@ -81,7 +90,7 @@ func nniReadValue(dec *json.Decoder) (any, error) {
 					return nil, fmt.Errorf("key %q appears twice in one object", key)
 				}
 				seen[key] = true
-				val, err := nniReadValue(dec)
+				val, err := nniReadValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
@@ -94,7 +103,7 @@ func nniReadValue(dec *json.Decoder) (any, error) {
 		case '[':
 			arr := []any{}
 			for dec.More() {
-				val, err := nniReadValue(dec)
+				val, err := nniReadValue(dec, depth+1)
 				if err != nil {
 					return nil, err
 				}
