@@ -136,6 +136,16 @@ func replayJournal(path string, data []byte, s *State, js *journalState) error {
 		if err := json.Unmarshal(payload, &rec); err != nil {
 			return bad(fmt.Sprintf("cannot be decoded (%v)", err))
 		}
+		if rec.Lineage == "" {
+			// Not one of another state's either: a journal whose first
+			// record has no lineage would be kept as "foreign" with no
+			// name, and the records appended after it lost (FuzzJournal,
+			// seed no-lineage).
+			return bad("has no lineage")
+		}
+		if p := recordProblem(&rec, s); p != "" && rec.Lineage == s.Lineage {
+			return bad(p)
+		}
 		if rec.Lineage != s.Lineage {
 			if n == 1 {
 				// A journal left by a state of another lineage (the state
@@ -166,6 +176,35 @@ func replayJournal(path string, data []byte, s *State, js *journalState) error {
 	return nil
 }
 
+// recordProblem says why rec is not a change state.json could hold (the
+// checks decode makes of state.json: experiment names and trial ids that
+// can name directories, matching the names inside, trials of an
+// experiment the state holds), or "" (FuzzJournal).
+func recordProblem(rec *journalRecord, s *State) string {
+	for _, name := range sortedKeys(rec.Experiments) {
+		if p := NameProblem(name); p != "" {
+			return fmt.Sprintf("has an experiment named %q, which %s", name, p)
+		}
+		if e := rec.Experiments[name]; e != nil && e.Name != "" && e.Name != name {
+			return fmt.Sprintf("has experiment %q whose name is %q", name, e.Name)
+		}
+	}
+	for _, name := range sortedKeys(rec.Trials) {
+		if e, ok := rec.Experiments[name]; (ok && e == nil) || (!ok && s.Experiments[name] == nil) {
+			return fmt.Sprintf("changes trials of experiment %q, which the state does not hold", name)
+		}
+		for _, id := range sortedKeys(rec.Trials[name]) {
+			if p := NameProblem(id); p != "" {
+				return fmt.Sprintf("has a trial %q of experiment %q, an id which %s", id, name, p)
+			}
+			if t := rec.Trials[name][id]; t != nil && t.ID != "" && t.ID != id {
+				return fmt.Sprintf("has trial %q of experiment %q whose id is %q", id, name, t.ID)
+			}
+		}
+	}
+	return ""
+}
+
 func short(lineage string) string {
 	if len(lineage) > 8 {
 		return lineage[:8]
@@ -192,7 +231,7 @@ func apply(s *State, rec *journalRecord) {
 	for name, ts := range rec.Trials {
 		e := s.Experiments[name]
 		if e == nil {
-			continue // cannot happen: diff lists a new experiment's head
+			continue // cannot happen: diff lists a new experiment's head, replay checks it (recordProblem)
 		}
 		for id, t := range ts {
 			if t == nil {
