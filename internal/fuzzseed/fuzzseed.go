@@ -1,7 +1,8 @@
 // Package fuzzseed writes seed inputs of Go native fuzz tests in the
 // corpus file format of `go test -fuzz` (testdata/fuzz/FuzzXxx/NAME), so
 // a package's seed corpus is regenerated from code rather than edited by
-// hand. Tests call it behind an environment variable:
+// hand. A package's TestWriteFuzzSeeds calls it when the environment
+// asks for it:
 //
 //	TRIALFORM_WRITE_SEEDS=1 go test -run TestWriteFuzzSeeds ./pkg
 package fuzzseed
@@ -14,9 +15,6 @@ import (
 	"strconv"
 	"strings"
 )
-
-// Enabled reports whether seeds are to be (re)written.
-func Enabled() bool { return os.Getenv("TRIALFORM_WRITE_SEEDS") == "1" }
 
 // Write writes one corpus entry, testdata/fuzz/<fuzzer>/<name>, holding
 // args in order (the fuzz function's arguments after *testing.T).
