@@ -1092,3 +1092,10 @@ func (s *Session) purgeTensorBoard(prov providers.Provider, ep *plan.ExperimentP
 func refOf(a *plan.TrialAction) []state.TrialRef {
 	return []state.TrialRef{{Experiment: a.Experiment, ID: a.TrialID}}
 }
+
+// ChangeExperiments changes experiments' own fields (not their trials:
+// the save compares only the experiments' own fields) and saves the
+// state: the controller's holds (state.Hold).
+func (s *Session) ChangeExperiments(fn func(st *state.State)) error {
+	return s.changeTrials([]state.TrialRef{}, fn)
+}

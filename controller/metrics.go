@@ -67,7 +67,7 @@ func NewMetrics() *Metrics {
 			Name: "trialform_source_reachable", Help: "1 when the last fetch succeeded.",
 		}),
 		ApprovalsTotal: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "trialform_approvals_total", Help: "Held changes approved.",
+			Name: "trialform_approvals_total", Help: "Approved held changes applied.",
 		}),
 		Leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "trialform_controller_leader", Help: "1 while this replica plans and applies (the leader, or the only replica), 0 while it stands by.",

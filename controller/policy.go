@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/state"
 )
 
 // Policy is what the controller applies of a plan.
@@ -29,30 +30,10 @@ func ParsePolicy(s string) (Policy, error) {
 	return "", fmt.Errorf("-policy=%s: want auto or plan-only", s)
 }
 
-// Change identifies one held change of an experiment: what an approval
-// names, so that a later, different change is held again.
-type Change struct {
-	Experiment string `json:"experiment"`
-	// SpecHash is the hash of the experiment's definitions the plan moves
-	// to (for a removal: the hash in the state).
-	SpecHash string `json:"spec_hash"`
-	// Generation the plan starts (0 for a removal).
-	Generation int `json:"generation,omitempty"`
-	// Removed is set when the change removes the experiment.
-	Removed bool `json:"removed,omitempty"`
-}
-
-// Key is the change's identity in approvals.
-func (c Change) Key() string {
-	if c.Removed {
-		return "remove " + c.SpecHash
-	}
-	return fmt.Sprintf("generation %d %s", c.Generation, c.SpecHash)
-}
-
 // Held is a destructive change of one experiment the policy holds.
 type Held struct {
-	Change
+	Experiment string `json:"experiment"`
+	state.Change
 	// Teardowns counts the trials it would tear down.
 	Teardowns int `json:"teardowns"`
 	// Reasons say why (the new generation's reasons, or "removed from the
@@ -79,7 +60,7 @@ func Destructive(p *plan.Plan) []Held {
 		if ep.Action != plan.Delete && n == 0 {
 			continue
 		}
-		h := Held{Change: Change{Experiment: ep.Name, SpecHash: ep.SpecHash}, Teardowns: n}
+		h := Held{Experiment: ep.Name, Change: state.Change{SpecHash: ep.SpecHash}, Teardowns: n}
 		if ep.Action == plan.Delete {
 			h.Removed = true
 			h.Reasons = []string{"removed from the definitions"}
@@ -93,11 +74,11 @@ func Destructive(p *plan.Plan) []Held {
 	return out
 }
 
-// Split divides the destructive changes of p into those approvals
-// approve and those still held.
-func Split(p *plan.Plan, approvals *Approvals) (approved, held []Held) {
+// Split divides the destructive changes of p into those approved in st
+// (an Approval naming exactly the change) and those still held.
+func Split(p *plan.Plan, st *state.State) (approved, held []Held) {
 	for _, h := range Destructive(p) {
-		if approvals.Approves(h.Change) {
+		if e := st.Experiment(h.Experiment); e != nil && e.Approval.Approves(h.Change) {
 			approved = append(approved, h)
 		} else {
 			held = append(held, h)
@@ -134,4 +115,47 @@ func Backoff(n int, base, max time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, max)
+}
+
+// RecordHolds brings the holds and approvals of st's experiments up to
+// date with a pass's destructive changes (approved ones included), and
+// reports whether it changed anything. by and commit say who holds and
+// from which commit; now is when a new hold starts. An experiment with
+// no destructive change loses its hold and approval; an approval that
+// names another change than the one held now (an earlier commit's) is
+// dropped, and reported in stale.
+func RecordHolds(st *state.State, destructive []Held, by, commit string, now time.Time) (changed bool, stale []string) {
+	want := map[string]Held{}
+	for _, h := range destructive {
+		want[h.Experiment] = h
+	}
+	for name, e := range st.Experiments {
+		h, ok := want[name]
+		if !ok {
+			if e.Hold != nil || e.Approval != nil {
+				e.Hold, e.Approval = nil, nil
+				changed = true
+			}
+			continue
+		}
+		if e.Hold == nil || e.Hold.Key() != h.Key() || e.Hold.Teardowns != h.Teardowns || e.Hold.By != by {
+			since := now
+			if e.Hold != nil && e.Hold.Key() == h.Key() {
+				since = e.Hold.Since
+			}
+			cm := commit
+			if e.Hold != nil && e.Hold.Key() == h.Key() && e.Hold.Commit != "" {
+				cm = e.Hold.Commit
+			}
+			e.Hold = &state.Hold{Change: h.Change, Teardowns: h.Teardowns, Reasons: append([]string(nil), h.Reasons...), Commit: cm, By: by, Since: since}
+			changed = true
+		}
+		if e.Approval != nil && !e.Approval.Approves(h.Change) {
+			stale = append(stale, name)
+			e.Approval = nil
+			changed = true
+		}
+	}
+	sort.Strings(stale)
+	return changed, stale
 }

@@ -141,6 +141,12 @@ func (e *Experiment) Clone() *Experiment {
 	c := *e
 	c.PartHashes = maps.Clone(e.PartHashes)
 	c.DoneAt = clonePtr(e.DoneAt)
+	if e.Hold != nil {
+		h := *e.Hold
+		h.Reasons = append([]string(nil), e.Hold.Reasons...)
+		c.Hold = &h
+	}
+	c.Approval = clonePtr(e.Approval)
 	if e.Trials != nil {
 		c.Trials = make(map[string]*Trial, len(e.Trials))
 		for k, t := range e.Trials {

@@ -119,6 +119,12 @@ type Experiment struct {
 	// with a secret since rotated stays masked.
 	Masks *Masks `json:"masks,omitempty"`
 
+	// Hold is the change of the definitions the controller holds until
+	// someone approves it, and Approval the approval given (see
+	// held.go); nil when none.
+	Hold     *Hold     `json:"hold,omitempty"`
+	Approval *Approval `json:"approval,omitempty"`
+
 	// Trials by id.
 	Trials map[string]*Trial `json:"trials"`
 }

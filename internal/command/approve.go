@@ -1,106 +1,103 @@
 package command
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
-	"fmt"
-	"io"
-	"net/http"
-
+	"sort"
 	"strings"
 	"time"
 
-	"github.com/trialform/trialform/controller"
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/state"
 )
 
+// runApprove lists the changes `trialform controller` holds (no
+// arguments), or approves one: it records a state.Approval naming
+// exactly the held change, under the experiment's lock, in the state the
+// working copy's backend shares with the controller. The controller sees
+// it (a change notification, or its next pass) and applies the change.
 func runApprove(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
-	var url, tokenFile, by string
-	fs.StringVar(&url, "controller", "", "the controller's -listen URL (e.g. http://localhost:8080)")
-	fs.StringVar(&tokenFile, "token-file", "", "file holding the controller's approve token (else $"+envApproveToken+")")
-	fs.StringVar(&by, "by", "", "who approves (recorded in the controller's log; default $USER)")
-	rest, code, ok := g.parse(fs, args, argSpec{min: 1, max: 2, hint: "approve takes EXPERIMENT and optionally the SPEC_HASH the controller shows at GET /held."})
+	var by string
+	var lf lockFlags
+	fs.StringVar(&by, "by", "", "who approves, recorded with the approval (default USER@HOST)")
+	fs.DurationVar(&lf.timeout, "lock-timeout", time.Minute, "wait this long for the experiment's lock (the controller holds it during a pass)")
+	noColor := fs.Bool("no-color", false, "no colours")
+	rest, code, ok := g.parse(fs, args, argSpec{max: 2, hint: "approve takes EXPERIMENT and optionally the SPEC_HASH of the held change (`trialform approve` lists them)."})
 	if !ok {
 		return code
 	}
-	if url == "" {
-		return g.errorf("approve needs -controller: the URL the controller serves (its -listen)")
+	_, m, ok := g.openBackend(nil)
+	if !ok {
+		return 1
 	}
-	url = strings.TrimRight(url, "/")
-	token, err := secretFrom(tokenFile, g.getenv(envApproveToken))
-	if err != nil {
-		return g.errorf("-token-file: %v", err)
+	st := g.loadState(m)
+	if st == nil {
+		return 1
 	}
-	if token == "" {
-		return g.errorf("no approve token: give -token-file or set $%s", envApproveToken)
+	now := time.Now()
+	if len(rest) == 0 {
+		views.HeldChanges(g.IO.Out, st, g.colors(*noColor), now, true)
+		return 0
+	}
+	exp := rest[0]
+	if e := st.Experiment(exp); e == nil || e.Hold == nil {
+		return g.errorf("%s", notHeld(st, exp))
 	}
 	if by == "" {
-		by = g.getenv("USER")
+		by = state.Who()
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
-	exp := rest[0]
-	held, err := getHeld(ctx, client, url)
+	lk, err := state.LockScope(ctx, m, []string{exp}, "approve", Version, lf.timeout)
 	if err != nil {
-		return g.errorf("%v", err)
+		return g.errorf("acquire the lock of experiment %s: %v", exp, err)
 	}
-	var match *controller.Held
-	for i := range held {
-		if held[i].Experiment == exp {
-			match = &held[i]
-		}
+	defer lk.Unlock()
+	if st = g.loadState(m); st == nil {
+		return 1
 	}
-	if match == nil {
-		var names []string
-		for _, h := range held {
-			names = append(names, h.Experiment)
-		}
-		if len(names) == 0 {
-			return g.errorf("the controller holds no change: nothing to approve")
-		}
-		return g.errorf("the controller holds no change of experiment %q (it holds: %s)", exp, strings.Join(names, ", "))
+	e := st.Experiment(exp)
+	if e == nil || e.Hold == nil {
+		// The controller applied or dropped it meanwhile.
+		return g.errorf("%s", notHeld(st, exp))
 	}
-	if len(rest) == 2 && rest[1] != match.SpecHash {
-		return g.errorf("experiment %s's held change moves to spec %s, not %s: a later commit replaced it; look again (GET %s/held)", exp, match.SpecHash, rest[1], url)
+	h := e.Hold
+	if len(rest) == 2 && (len(rest[1]) < 6 || !strings.HasPrefix(h.SpecHash, rest[1])) {
+		return g.errorf("experiment %s's held change moves to spec %s, not %s: a later commit replaced the change you reviewed; look again (`trialform approve` lists what is held)", exp, h.SpecHash, rest[1])
 	}
-	body, _ := json.Marshal(controller.Approval{Change: match.Change, By: by})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/approve", bytes.NewReader(body))
-	if err != nil {
-		return g.errorf("%v", err)
+	if e.Approval.Approves(h.Change) {
+		views.Approved(g.IO.Out, exp, h, e.Approval, true)
+		return 0
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return g.errorf("approve: %v", err)
+	e.Approval = &state.Approval{Change: h.Change, By: by, At: now.UTC().Truncate(time.Second)}
+	if err := m.Save(st); err != nil {
+		return g.errorf("record the approval: %v", err)
 	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode != http.StatusOK {
-		return g.errorf("the controller refused: %s %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	views.Approved(g.IO.Out, match.Experiment, match.SpecHash, match.Generation, match.Removed, match.Teardowns, match.Reasons)
+	views.Approved(g.IO.Out, exp, h, e.Approval, false)
 	return 0
 }
 
-func getHeld(ctx context.Context, client *http.Client, url string) ([]controller.Held, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/held", nil)
-	if err != nil {
-		return nil, err
+// notHeld says that exp has no held change, and what is held.
+func notHeld(st *state.State, exp string) string {
+	var held, all []string
+	for name, e := range st.Experiments {
+		all = append(all, name)
+		if e.Hold != nil {
+			held = append(held, name)
+		}
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("reach the controller: %v", err)
+	sort.Strings(held)
+	sort.Strings(all)
+	msg := "experiment " + exp + " has no held change."
+	if st.Experiment(exp) == nil {
+		cands := held
+		if len(cands) == 0 {
+			cands = all
+		}
+		msg = "no experiment " + exp + " in the state." + didyoumean.Sentence(exp, cands, "%s")
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/held: %s", url, resp.Status)
+	if len(held) == 0 {
+		return msg + " The controller holds no change now: nothing to approve."
 	}
-	var held []controller.Held
-	if err := json.NewDecoder(resp.Body).Decode(&held); err != nil {
-		return nil, fmt.Errorf("GET %s/held: %v", url, err)
-	}
-	return held, nil
+	return msg + " Held: " + strings.Join(held, ", ") + " (`trialform approve` lists them)."
 }

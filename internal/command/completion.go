@@ -299,11 +299,19 @@ func argCompleters() map[string]func(q *Globals, pos []string) []string {
 			return out
 		},
 		"DESTINATION": nil,
-		// approve's SPEC_HASH is the controller's (GET /held), which
-		// completion does not ask a remote server for.
-		"SPEC_HASH": nil,
-		"TOOL":      func(*Globals, []string) []string { return sortedKeys(converters) },
-		"SHELL":     func(*Globals, []string) []string { return shells },
+		// approve's SPEC_HASH: the held change's, from the state.
+		"SPEC_HASH": func(q *Globals, pos []string) []string {
+			st := quietState(q)
+			if st == nil || len(pos) == 0 {
+				return nil
+			}
+			if e := st.Experiment(pos[0]); e != nil && e.Hold != nil {
+				return []string{e.Hold.SpecHash}
+			}
+			return nil
+		},
+		"TOOL":  func(*Globals, []string) []string { return sortedKeys(converters) },
+		"SHELL": func(*Globals, []string) []string { return shells },
 		"COMMAND": func(q *Globals, pos []string) []string {
 			var out []string
 			for _, c := range commands() {

@@ -3,12 +3,10 @@ package command
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -42,7 +40,6 @@ type controllerOptions struct {
 	tokenFile   string
 	sshKeyFile  string
 	knownHosts  string
-	approveFile string
 	dashFile    string
 	parallelism int
 	leader      leaderOptions
@@ -51,10 +48,9 @@ type controllerOptions struct {
 // Environment variables the controller reads its secrets from when no
 // file is named (a Kubernetes Secret mounted as env).
 const (
-	envGitToken     = "TRIALFORM_GIT_TOKEN"
-	envGitSSHKey    = "TRIALFORM_GIT_SSH_KEY"
-	envApproveToken = "TRIALFORM_APPROVE_TOKEN"
-	envDashToken    = "TRIALFORM_DASHBOARD_TOKEN"
+	envGitToken  = "TRIALFORM_GIT_TOKEN"
+	envGitSSHKey = "TRIALFORM_GIT_SSH_KEY"
+	envDashToken = "TRIALFORM_DASHBOARD_TOKEN"
 )
 
 func runController(ctx context.Context, g *Globals, args []string) int {
@@ -70,12 +66,11 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	fs.DurationVar(&o.interval, "interval", 30*time.Second, "time between passes (fetch, plan, apply)")
 	fs.DurationVar(&o.maxBackoff, "max-backoff", 5*time.Minute, "longest wait between retries while the repository is unreachable")
 	fs.StringVar(&o.policy, "policy", "auto", "auto (apply all but destructive changes, which are held until approved) or plan-only")
-	fs.StringVar(&o.listen, "listen", "", "address for /healthz, /readyz, /metrics, /held and POST /approve (e.g. :8080)")
+	fs.StringVar(&o.listen, "listen", "", "address for /healthz, /readyz, /metrics, /held and the dashboard (e.g. :8080)")
 	fs.StringVar(&o.gitUser, "git-user", "", "user name for the git token or SSH key (default git)")
 	fs.StringVar(&o.tokenFile, "git-token-file", "", "file holding an HTTPS access token (else $"+envGitToken+")")
 	fs.StringVar(&o.sshKeyFile, "ssh-key-file", "", "file holding an SSH private key (else $"+envGitSSHKey+" holds the key itself)")
 	fs.StringVar(&o.knownHosts, "ssh-known-hosts", "", "known_hosts file for SSH (default: the user's)")
-	fs.StringVar(&o.approveFile, "approve-token-file", "", "file holding the token POST /approve requires (else $"+envApproveToken+"; with neither, approving is off)")
 	fs.StringVar(&o.dashFile, "dashboard-token-file", "", "file holding the token the dashboard (served at / with -listen) requires (else $"+envDashToken+"; with neither, it is open: it is read-only)")
 	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
 	o.leader.register(fs)
@@ -108,17 +103,9 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	approveToken, err := secretFrom(o.approveFile, g.getenv(envApproveToken))
-	if err != nil {
-		return g.errorf("-approve-token-file: %v", err)
-	}
 	dashToken, err := secretFrom(o.dashFile, g.getenv(envDashToken))
 	if err != nil {
 		return g.errorf("-dashboard-token-file: %v", err)
-	}
-	approvals, err := controller.OpenApprovals(filepath.Join(wd, "approvals.json"))
-	if err != nil {
-		return g.errorf("%v", err)
 	}
 	repoURL := o.repo
 	if !strings.Contains(repoURL, "://") && !strings.Contains(repoURL, "@") {
@@ -133,9 +120,9 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 			URL: repoURL, Branch: o.branch, Path: filepath.ToSlash(filepath.Clean(o.path)),
 			Dir: filepath.Join(wd, "checkout"), Creds: creds,
 		},
-		stateDir:  filepath.Join(wd, ".trialform"),
-		approvals: approvals, metrics: controller.NewMetrics(),
-		secrets: append(secrets, approveToken, dashToken), approveToken: approveToken, dashToken: dashToken,
+		stateDir: filepath.Join(wd, ".trialform"),
+		metrics:  controller.NewMetrics(),
+		secrets:  append(secrets, dashToken), dashToken: dashToken,
 		wake: make(chan struct{}, 1),
 		leader: &leaderState{enabled: o.leader.enabled, identity: leaderIdentity(g.getenv),
 			lost: make(chan struct{}), started: make(chan struct{}, 1), stopped: make(chan struct{})},
@@ -166,7 +153,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		os.WriteFile(filepath.Join(wd, "listen.addr"), []byte(ln.Addr().String()), 0o644)
 		c.log.Info("listening", "addr", ln.Addr().String())
 	}
-	c.log.Info("controller started", "repo", controller.Redact(o.repo, secrets...), "branch", o.branch, "path", o.path, "policy", string(policy), "interval", o.interval.String(), "work_dir", wd, "approving", approveToken != "", "leader_elect", o.leader.enabled)
+	c.log.Info("controller started", "repo", controller.Redact(o.repo, secrets...), "branch", o.branch, "path", o.path, "policy", string(policy), "interval", o.interval.String(), "work_dir", wd, "leader_elect", o.leader.enabled)
 	var lost, started <-chan struct{}
 	if o.leader.enabled {
 		if err := c.startLeaderElection(ctx); err != nil {
@@ -191,29 +178,83 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 			wait = c.retryIn()
 		}
 		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			c.log.Info("controller stopped", "reason", "interrupt; running trials keep running")
-			return 0
-		case <-lost:
-			t.Stop()
-			if ctx.Err() != nil {
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
 				c.log.Info("controller stopped", "reason", "interrupt; running trials keep running")
 				return 0
+			case <-lost:
+				t.Stop()
+				if ctx.Err() != nil {
+					c.log.Info("controller stopped", "reason", "interrupt; running trials keep running")
+					return 0
+				}
+				// Another replica may hold the Lease by now: this one must not
+				// apply again. Exit, and let the Deployment start it afresh as
+				// a standby.
+				c.log.Error("stopped leading; exiting", "lease", c.leader.lease, "identity", c.leader.identity)
+				return 1
+			case <-started:
+			case <-c.wake:
+			case <-c.providerChanged():
+			case <-c.stateChanges(ctx):
+				// Someone wrote the state: a pass only for an approval.
+				if !c.approvalArrived() {
+					continue
+				}
+			case <-t.C:
 			}
-			// Another replica may hold the Lease by now: this one must not
-			// apply again. Exit, and let the Deployment start it afresh as
-			// a standby.
-			c.log.Error("stopped leading; exiting", "lease", c.leader.lease, "identity", c.leader.identity)
-			return 1
-		case <-started:
-		case <-c.wake:
-		case <-c.providerChanged():
-		case <-t.C:
+			break wait
 		}
 		t.Stop()
 	}
+}
+
+// stateChanges is the backend's change notifications (pg, kubernetes),
+// subscribed to once it is open; nil (never ready) without them.
+func (c *ctrl) stateChanges(ctx context.Context) <-chan struct{} {
+	if c.changes == nil && c.m != nil {
+		c.changes = closedNever
+		if n, ok := c.m.(state.ChangeNotifier); ok {
+			if ch, err := n.Changes(ctx); err != nil {
+				c.log.Warn("no change notifications from the state backend: approvals are seen at the next pass", "error", c.redact(err.Error()))
+			} else {
+				c.changes = ch
+			}
+		}
+	}
+	return c.changes
+}
+
+// closedNever is a channel that never receives.
+var closedNever = make(chan struct{})
+
+// approvalArrived reports whether the state, changed by someone since
+// the last pass, now approves a held change (read without a lock, in
+// the loop's goroutine: the pass is not running).
+func (c *ctrl) approvalArrived() bool {
+	if c.m == nil || c.policy == controller.PlanOnly {
+		return false
+	}
+	if stamp, ok, err := state.StateStampOf(c.m); ok && err == nil {
+		if stamp.State == c.passStamp {
+			return false
+		}
+		c.passStamp = stamp.State
+	}
+	st, err := c.m.Load()
+	if err != nil {
+		return false
+	}
+	for name, e := range st.Experiments {
+		if e.Pending() {
+			c.log.Info("approval arrived", "experiment", name, "spec_hash", e.Approval.SpecHash, "by", e.Approval.By)
+			return true
+		}
+	}
+	return false
 }
 
 // credentials reads the git credentials; secrets are the strings never to
@@ -261,12 +302,12 @@ type ctrl struct {
 	stateDir string
 	m        state.Backend
 
-	approvals    *controller.Approvals
-	leader       *leaderState
-	approveToken string
-	metrics      *controller.Metrics
-	secrets      []string
-	wake         chan struct{}
+	leader    *leaderState
+	metrics   *controller.Metrics
+	secrets   []string
+	wake      chan struct{}
+	changes   <-chan struct{} // the backend's change notifications
+	passStamp string          // the state's stamp after the last pass
 
 	cfg        *schema.Config // last good definitions
 	goodCommit string         // their commit
@@ -523,10 +564,13 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	c.mu.Lock()
 	c.planShown = p
 	c.mu.Unlock()
-	approved, held := controller.Split(p, c.approvals)
+	defer c.noteStamp()
+	destructive := controller.Destructive(p)
+	approved, held := controller.Split(p, st)
 	if c.policy == controller.PlanOnly {
-		held = controller.Destructive(p)
-		approved = nil
+		held, approved = destructive, nil
+	} else if !c.recordHolds(s, destructive) {
+		return
 	}
 	c.setHeld(held)
 	if sum := fmt.Sprintf("%+v", p.Summary); sum != c.lastPlan || p.HasChanges() {
@@ -550,7 +594,8 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	}
 	if p.HasChanges() {
 		for _, a := range approved {
-			c.log.Info("applying an approved change", "experiment", a.Experiment, "spec_hash", a.SpecHash, "generation", a.Generation, "removed", a.Removed, "teardowns", a.Teardowns)
+			e := st.Experiment(a.Experiment)
+			c.log.Info("applying an approved change", "experiment", a.Experiment, "spec_hash", a.SpecHash, "generation", a.Generation, "removed", a.Removed, "teardowns", a.Teardowns, "approved_by", e.Approval.By)
 		}
 		t0 := time.Now()
 		err := s.Apply(ctx, p)
@@ -562,14 +607,46 @@ func (c *ctrl) reconcile(ctx context.Context) {
 			}
 		} else if err == nil {
 			c.log.Info("applied", "create", p.Summary.Create, "resume", p.Summary.Resume, "teardown", p.Summary.Teardown, "update", p.Summary.Update)
-			for _, a := range approved {
-				if err := c.approvals.Done(a.Change); err != nil {
-					c.log.Warn("forget an applied approval", "error", err.Error())
+			if len(approved) > 0 {
+				// Applied: the approved changes are no longer held.
+				c.metrics.ApprovalsTotal.Add(float64(len(approved)))
+				c.recordHolds(s, held)
+				for _, a := range approved {
+					c.log.Info("approved change applied", "experiment", a.Experiment, "spec_hash", a.SpecHash)
 				}
 			}
 		}
 	}
 	c.setReady(s)
+}
+
+// recordHolds writes the holds (and drops the approvals of changes no
+// longer held) into the state, under the pass's lock, so that people
+// sharing the backend see and approve them (state.Hold). It reports
+// whether the pass may go on.
+func (c *ctrl) recordHolds(s *apply.Session, holds []controller.Held) bool {
+	var stale []string
+	now := time.Now().UTC().Truncate(time.Second)
+	err := s.ChangeExperiments(func(st *state.State) {
+		_, stale = controller.RecordHolds(st, holds, "controller "+c.leader.identity, c.goodCommit, now)
+	})
+	for _, name := range stale {
+		c.log.Warn("an approval named an earlier change; the new change is held again", "experiment", name)
+	}
+	if err != nil {
+		c.metrics.SyncErrors.WithLabelValues("apply").Inc()
+		c.log.Error("record the held changes in the state", "error", c.redact(err.Error()))
+		return false
+	}
+	return true
+}
+
+// noteStamp remembers the state's stamp after a pass: a change
+// notification that finds it unchanged was the pass's own write.
+func (c *ctrl) noteStamp() {
+	if stamp, ok, err := state.StateStampOf(c.m); ok && err == nil {
+		c.passStamp = stamp.State
+	}
 }
 
 // provenance is the git provenance of the definitions in force: their
@@ -600,7 +677,7 @@ func (c *ctrl) setHeld(held []controller.Held) {
 	}
 	for _, h := range held {
 		if !prevKeys[h.Experiment+" "+h.Key()] {
-			c.log.Warn("held: destructive change waits for approval", "experiment", h.Experiment, "spec_hash", h.SpecHash, "generation", h.Generation, "removed", h.Removed, "teardowns", h.Teardowns, "reasons", strings.Join(h.Reasons, "; "), "approve", "trialform approve -controller URL "+h.Experiment)
+			c.log.Warn("held: destructive change waits for approval", "experiment", h.Experiment, "spec_hash", h.SpecHash, "generation", h.Generation, "removed", h.Removed, "teardowns", h.Teardowns, "reasons", strings.Join(h.Reasons, "; "), "approve", "trialform approve "+h.Experiment)
 		}
 	}
 }
@@ -664,7 +741,6 @@ func (c *ctrl) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(held)
 	})
-	mux.HandleFunc("/approve", c.serveApprove)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		dash := c.dash
@@ -676,54 +752,6 @@ func (c *ctrl) handler() http.Handler {
 		dash.ServeHTTP(w, r)
 	})
 	return mux
-}
-
-// serveApprove records an approval of a change that is held now, named
-// exactly (experiment, spec hash, kind). It needs the approve token.
-func (c *ctrl) serveApprove(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST a JSON change", http.StatusMethodNotAllowed)
-		return
-	}
-	if c.approveToken == "" {
-		http.Error(w, "approving is off: start the controller with -approve-token-file or $"+envApproveToken, http.StatusForbidden)
-		return
-	}
-	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if subtle.ConstantTimeCompare([]byte(got), []byte(c.approveToken)) != 1 {
-		http.Error(w, "wrong or missing approve token", http.StatusUnauthorized)
-		return
-	}
-	var req controller.Approval
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&req); err != nil {
-		http.Error(w, "bad request: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	c.mu.Lock()
-	var match *controller.Held
-	for i := range c.held {
-		if c.held[i].Experiment == req.Experiment && c.held[i].Key() == req.Key() {
-			match = &c.held[i]
-		}
-	}
-	c.mu.Unlock()
-	if match == nil {
-		http.Error(w, fmt.Sprintf("no held change of experiment %q with spec hash %q: see GET /held (the change may have been replaced by a later commit)", req.Experiment, req.SpecHash), http.StatusConflict)
-		return
-	}
-	req.At = time.Now().UTC()
-	if err := c.approvals.Add(req); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	c.metrics.ApprovalsTotal.Inc()
-	c.log.Info("approved", "experiment", req.Experiment, "spec_hash", req.SpecHash, "generation", req.Generation, "removed", req.Removed, "by", req.By)
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(match)
 }
 
 // logHooks logs apply's progress.

@@ -48,7 +48,10 @@ trialform.report(float(sys.argv[1]))
 // The controller shares a pg state with a laptop: the laptop's plan works
 // while the controller runs, and the laptop's apply on the same
 // experiment, while the controller holds it, is refused naming the
-// controller as the holder (issue 27 item 2).
+// controller as the holder (issue 27 item 2). A commit that changes the
+// search space is held; the laptop's plan and show say so, and the
+// laptop approves it through the shared state (no HTTP access to the
+// controller): the controller applies it (issue 27 item 1).
 func TestControllerSharesPgBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end to end")
@@ -162,6 +165,50 @@ func TestControllerSharesPgBackend(t *testing.T) {
 	out = must(laptop, "trialform", "apply", "-auto-approve", "-no-color", "-lock-timeout=30s")
 	if !strings.Contains(out, "Apply complete") && !strings.Contains(out, "No changes") {
 		t.Fatalf("laptop apply:\n%s", out)
+	}
+
+	// A new search space: the controller holds the new generation and
+	// records it in the shared state.
+	os.WriteFile(filepath.Join(repo, "main.hcl"), []byte(strings.Replace(controllerPgDefs, "[0, 1]", "[0, 2]", 1)), 0o644)
+	must(repo, git, "commit", "-q", "-am", "wider space")
+	must(laptop, git, "pull", "-q")
+	var hold *state.Hold
+	for hold == nil {
+		if st, err := b.Load(); err == nil && st.Experiment("w") != nil {
+			hold = st.Experiment("w").Hold
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the controller recorded no hold in the shared state")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if hold.Generation != 2 || hold.Teardowns != 2 || !strings.HasPrefix(hold.By, "controller ") || len(hold.Commit) != 40 {
+		t.Fatalf("hold %+v: want generation 2, 2 teardowns, by the controller, a commit", hold)
+	}
+	out = must(laptop, "trialform", "plan", "-no-color")
+	if !strings.Contains(out, "Held by the controller until approved:") || !strings.Contains(out, "waits for approval: trialform approve w "+hold.SpecHash[:12]) {
+		t.Fatalf("the laptop's plan does not show the held change:\n%s", out)
+	}
+	out = must(laptop, "trialform", "show", "-no-color")
+	if !strings.Contains(out, "held: generation 2") {
+		t.Fatalf("the laptop's show does not show the held change:\n%s", out)
+	}
+	if _, err := run(laptop, "trialform", "approve", "x"); err == nil {
+		t.Fatal("approving an experiment not in the state succeeded")
+	}
+	out = must(laptop, "trialform", "approve", "-by", "alice", "w", hold.SpecHash[:12])
+	if !strings.Contains(out, "Approved: experiment w, generation 2") {
+		t.Fatalf("approve:\n%s", out)
+	}
+	for {
+		st, err := b.Load()
+		if err == nil && st.Experiment("w") != nil && st.Experiment("w").Generation == 2 && st.Experiment("w").Hold == nil && st.Experiment("w").Approval == nil {
+			break
+		}
+		if time.Now().After(deadline.Add(60 * time.Second)) {
+			t.Fatalf("the controller did not apply the approved change: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -83,18 +83,23 @@ creates, resumes and in-place updates; an experiment whose plan tears down
 trials or removes it (a new generation, a removed block) is held until
 "trialform approve" approves that exact change. plan-only applies nothing. A
 commit that does not validate leaves the last good definitions in force. Logs
-are JSON lines; -listen serves /healthz, /readyz, /metrics, /held and POST
-/approve. With -leader-elect it is one of several replicas sharing a Lease:
+are JSON lines; -listen serves /healthz, /readyz, /metrics, /held and the
+dashboard. Held changes are recorded in the shared state for "trialform
+approve" from any working copy with the same backend. With -leader-elect it is one of several replicas sharing a Lease:
 only the leader plans and applies, the others stand by.`,
 		example: "trialform controller -repo https://git.example.com/ml/hpo.git -branch main -path experiments -listen :8080",
 	},
 	"approve": {
-		synopsis: "trialform approve -controller URL [options] EXPERIMENT [SPEC_HASH]",
-		args:     []string{"EXPERIMENT  the experiment whose held change to approve", "SPEC_HASH   the spec hash the change moves to (GET /held); refused if the held change differs"},
-		desc: `Approves the change a controller holds for EXPERIMENT: exactly that change
-(its spec hash and generation, or its removal). A later, different change is
-held again. The token is read from -token-file or $TRIALFORM_APPROVE_TOKEN.`,
-		example: "trialform approve -controller http://trialform.hpo.svc:8080 svm",
+		synopsis: "trialform approve [options] [EXPERIMENT [SPEC_HASH]]",
+		args:     []string{"EXPERIMENT  the experiment whose held change to approve; without it, the held changes are listed", "SPEC_HASH   the spec hash the change moves to (or its first 6+ characters, as listed); refused if the held change differs"},
+		desc: `Approves the change "trialform controller" holds for EXPERIMENT: exactly that
+change (its spec hash and generation, or its removal). The controller records
+what it holds in the state; approve records the approval there, under the
+experiment's lock, from any working copy whose backend block points at the
+same state (pg, kubernetes; with the local backend, the controller's work
+directory). The controller applies it at once (pg, kubernetes: a change
+notification) or at its next pass. A later, different change is held again.`,
+		example: "trialform approve\n  trialform approve svm\n  trialform approve svm 9c2e41d07a1b",
 	},
 	"show": {
 		synopsis: "trialform show [options] [PLANFILE]",

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/internal/fsx"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/state"
 
 	"github.com/trialform/trialform/internal/fsread"
 )
@@ -39,7 +41,7 @@ func runPlan(ctx context.Context, g *Globals, args []string) int {
 	if _, code, ok := g.parse(fs, args, argSpec{hint: "plan takes no arguments: to plan some experiments only, use -target=experiment.NAME; to plan from another directory, trialform -chdir=DIR plan."}); !ok {
 		return code
 	}
-	p, code := g.makePlan(ctx, o.vars, o.noColor, plan.Options{Destroy: o.destroy, Targets: o.targets, Replace: o.trials.replace, Stop: o.trials.stop})
+	p, st, code := g.makePlan(ctx, o.vars, o.noColor, plan.Options{Destroy: o.destroy, Targets: o.targets, Replace: o.trials.replace, Stop: o.trials.stop})
 	if p == nil {
 		return code
 	}
@@ -49,6 +51,9 @@ func runPlan(ctx context.Context, g *Globals, args []string) int {
 		}
 	} else {
 		views.Plan(g.IO.Out, p, g.colors(o.noColor))
+		// What the controller holds (state.Hold): the plan above shows
+		// the change; this says who waits for whom.
+		views.HeldChanges(g.IO.Out, st, g.colors(o.noColor), time.Now(), false)
 	}
 	if o.out != "" {
 		if err := writePlanFile(o.out, p); err != nil {
@@ -65,41 +70,49 @@ func runPlan(ctx context.Context, g *Globals, args []string) int {
 }
 
 // makePlan loads config and state, refreshes (without writing the state)
-// and computes a plan.
-func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts plan.Options) (*plan.Plan, int) {
+// and computes a plan; st is the state it was planned from (before the
+// refresh).
+func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts plan.Options) (p *plan.Plan, st *state.State, code int) {
 	cfg := g.loadConfig(v, noColor)
 	if cfg == nil {
-		return nil, 1
+		return nil, nil, 1
 	}
 	sd, m, ok := g.openBackend(cfg)
 	if !ok {
-		return nil, 1
+		return nil, nil, 1
 	}
 	// Plan never writes the state and takes no lock. Without a state file
 	// it plans against a new, unsaved state; a saved plan made so carries
 	// that state's lineage and serial 0, which apply adopts if there is
 	// still no state then (apply.CheckFresh).
 	if !opts.Destroy && !g.checkLost(m, sd) {
-		return nil, 1
+		return nil, nil, 1
 	}
-	st := g.loadState(m)
+	st = g.loadState(m)
 	if st == nil {
-		return nil, 1
+		return nil, nil, 1
 	}
 	ps := newProviderSet(cfg, sd)
 	defer ps.Close()
 	if !opts.Destroy && !g.checkPlatforms(ctx, cfg, ps) {
-		return nil, 1
+		return nil, nil, 1
+	}
+	// The holds only (cloning 10,000 trials would cost the plan time).
+	holds := state.New()
+	for n, e := range st.Experiments {
+		if e.Hold != nil {
+			holds.Experiments[n] = &state.Experiment{Name: n, Hold: e.Hold, Approval: e.Approval}
+		}
 	}
 	s := apply.NewSession(cfg, st, newMemStore(m), ps)
 	p, err := s.Plan(ctx, opts)
 	if err != nil {
-		return nil, g.errorf("plan: %v", err)
+		return nil, nil, g.errorf("plan: %v", err)
 	}
 	if !opts.Destroy {
 		g.readProvenance(cfg, sd).note(p)
 	}
-	return p, 0
+	return p, holds, 0
 }
 
 func writePlanFile(path string, p *plan.Plan) error {

@@ -152,6 +152,9 @@ func ShowState(w io.Writer, st *state.State, c Colors, refreshed map[string]time
 		} else {
 			fmt.Fprintln(w, "  never refreshed from its platform (`trialform refresh`)")
 		}
+		if l := HeldLine(e, now); l != "" {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 		Trials(&indent{w: w}, e, now)
 	}
 }

@@ -24,6 +24,9 @@
 //     waits, a killed holder; saves under them write only their
 //     experiments and do not conflict with each other's;
 //   - change notifications (ChangeNotifier) reach another client;
+//   - held changes and their approvals (state.Hold, state.Approval) are
+//     kept with the experiment: a hold written by one client is read by
+//     another, whose approval, under the experiment lock, is read back;
 //   - crashes: a change whose write was torn is dropped with a warning and
 //     the next save goes on from the state before it; a damaged change
 //     that is not the last is an error, and no save writes over it.
@@ -105,6 +108,7 @@ func Run(t *testing.T, setup Setup) {
 		{"ExperimentLockKilledHolder", testExperimentLockKilledHolder},
 		{"ScopedSaves", testScopedSaves},
 		{"ChangeNotifier", testChangeNotifier},
+		{"HeldChanges", testHeldChanges},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.f(t, setup(t)) })
