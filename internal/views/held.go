@@ -30,7 +30,7 @@ func HeldChanges(w io.Writer, st *state.State, c Colors, now time.Time, empty bo
 	fmt.Fprintf(w, "\n%s\n", c.Bold("Held by the controller until approved:"))
 	for _, n := range names {
 		e := st.Experiments[n]
-		fmt.Fprintf(w, "  %s: %s\n", c.Bold("experiment."+n), holdText(e.Hold, now))
+		fmt.Fprintf(w, "  %s: %s\n", c.Bold("experiment."+Safe(n)), holdText(e.Hold, now))
 		fmt.Fprintf(w, "    %s\n", approvalText(n, e, now))
 	}
 }
@@ -44,7 +44,7 @@ func HeldLine(e *state.Experiment, now time.Time) string {
 }
 
 func holdText(h *state.Hold, now time.Time) string {
-	what := fmt.Sprintf("%s tears down %d trial(s)", h.Change, h.Teardowns)
+	what := fmt.Sprintf("%s tears down %d trial(s)", changeText(h.Change), h.Teardowns)
 	if h.Removed {
 		what = fmt.Sprintf("removing it tears down %d trial(s)", h.Teardowns)
 	}
@@ -53,7 +53,7 @@ func holdText(h *state.Hold, now time.Time) string {
 	}
 	by := Safe(h.By)
 	if h.Commit != "" {
-		by += ", commit " + short(h.Commit)
+		by += ", commit " + Safe(short(h.Commit))
 	}
 	return fmt.Sprintf("%s; held by %s for %s", what, by, Ago(now.Sub(h.Since)))
 }
@@ -62,7 +62,13 @@ func approvalText(name string, e *state.Experiment, now time.Time) string {
 	if e.Pending() {
 		return fmt.Sprintf("approved by %s %s ago: the controller applies it at its next pass", Safe(e.Approval.By), Ago(now.Sub(e.Approval.At)))
 	}
-	return fmt.Sprintf("waits for approval: trialform approve %s %s", name, short(e.Hold.SpecHash))
+	return fmt.Sprintf("waits for approval: trialform approve %s %s", Safe(name), Safe(short(e.Hold.SpecHash)))
+}
+
+// changeText is state.Change.String with the spec hash made safe.
+func changeText(c state.Change) string {
+	c.SpecHash = Safe(c.SpecHash)
+	return c.String()
 }
 
 func short(h string) string {
@@ -79,8 +85,8 @@ func Approved(w io.Writer, experiment string, h *state.Hold, a *state.Approval, 
 	if already {
 		verb = fmt.Sprintf("Already approved (by %s at %s)", Safe(a.By), a.At.Format(time.RFC3339))
 	}
-	what := h.Change.String()
-	fmt.Fprintf(w, "%s: experiment %s, %s: %d trial(s) to tear down.\n", verb, experiment, what, h.Teardowns)
+	what := changeText(h.Change)
+	fmt.Fprintf(w, "%s: experiment %s, %s: %d trial(s) to tear down.\n", verb, Safe(experiment), what, h.Teardowns)
 	if len(h.Reasons) > 0 {
 		fmt.Fprintf(w, "  because: %s\n", Safe(strings.Join(h.Reasons, "; ")))
 	}
