@@ -3,9 +3,16 @@ package ui_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/trialform/trialform/internal/testdeps"
 
 	"github.com/trialform/trialform/internal/ui"
 	"github.com/trialform/trialform/state"
@@ -140,4 +147,163 @@ func ranksFront(e *state.Experiment) []string {
 		}
 	}
 	return out
+}
+
+const paretoHCL = `search_space "s" {
+  param "x" { uniform = [0, 1] }
+  param "y" { uniform = [0, 1] }
+  param "z" { uniform = [0, 1] }
+}
+
+experiment "two" {
+  search_space = search_space.s
+  tuner "random" {
+    seed = 5
+  }
+  max_trials  = 14
+  concurrency = 4
+  objective {}
+  objective {
+    metric = "cost"
+    goal   = "minimize"
+  }
+  trial {
+    command = "python3 mo.py 2"
+  }
+}
+
+experiment "three" {
+  search_space = search_space.s
+  tuner "random" {
+    seed = 6
+  }
+  max_trials  = 14
+  concurrency = 4
+  objective {}
+  objective {
+    metric = "cost"
+    goal   = "minimize"
+  }
+  objective {
+    metric = "size"
+    goal   = "minimize"
+  }
+  trial {
+    command = "python3 mo.py 3"
+  }
+}
+`
+
+const paretoTrial = `import sys
+import nni
+p = nni.get_next_parameter()
+x, y = p["x"], p["y"]
+r = {"default": x, "cost": x ** 2 + y}
+if sys.argv[1] == "3":
+    # z only makes things worse: trials with a large z leave the front.
+    z = p["z"]
+    r = {"default": x - z, "cost": x ** 2 + y + z, "size": 1 - y + z}
+nni.report_final_result(r)
+`
+
+// TestBrowserParetoCharts: after a real apply of a 2-objective and a
+// 3-objective experiment, the experiment page draws a point per trial
+// with every objective, highlights as many as `trials -q pareto:1` lists,
+// names the axes by metric and direction, joins the 2-objective front by
+// a line, and for 3 objectives draws parallel coordinates and lets the
+// scatter show another pair of objectives.
+func TestBrowserParetoCharts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser tests are not short")
+	}
+	testdeps.Python3(t)
+	dir := t.TempDir()
+	for name, body := range map[string]string{"main.hcl": paretoHCL, "mo.py": paretoTrial} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := trialformBin(t)
+	if out, err := exec.Command(bin, "-chdir", dir, "apply", "-auto-approve", "-wait").CombinedOutput(); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	count := func(exp, q string) int {
+		out, err := exec.Command(bin, "-chdir", dir, "trials", exp, "-q", q, "-o", "json").Output()
+		if err != nil {
+			t.Fatalf("trials %s -q %s: %v", exp, q, err)
+		}
+		var rows []map[string]any
+		if err := json.Unmarshal(out, &rows); err != nil {
+			t.Fatalf("trials %s -q %s: %v\n%s", exp, q, err, out)
+		}
+		return len(rows)
+	}
+	base := strings.TrimSuffix(startUI(t, dir, "-addr", "127.0.0.1:0"), "/")
+	b := newBrowser(t)
+	type view struct {
+		Points, Front, LinePoints, Lines, FrontLines int
+		X, Y                                         string
+		Axes                                         []string
+	}
+	look := func() view {
+		var s string
+		b.eval(`JSON.stringify({
+			Points: document.querySelectorAll('#front-scatter circle.pt').length,
+			Front: document.querySelectorAll('#front-scatter circle.pt.front').length,
+			LinePoints: (() => { const l = document.querySelector('#front-scatter .front-line'); return l ? l.points.numberOfItems : 0; })(),
+			Lines: document.querySelectorAll('#front-parallel polyline.pc-line').length,
+			FrontLines: document.querySelectorAll('#front-parallel polyline.pc-line.front').length,
+			X: document.querySelector('#front-scatter .axis-x').textContent,
+			Y: document.querySelector('#front-scatter .axis-y').textContent,
+			Axes: [...document.querySelectorAll('#front-parallel .axis-name')].map((e) => e.textContent),
+		})`, &s)
+		var v view
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatalf("%v: %s", err, s)
+		}
+		return v
+	}
+	// The charts draw after the table: wait for them before reading.
+	drawn := func() {
+		b.do(chromedp.Poll[chromedp.Void](`document.querySelectorAll('#front-scatter circle.pt').length > 0`, chromedp.WithPollingTimeout(60*time.Second)))
+	}
+
+	b.open(base + "/e/two")
+	drawn()
+	v := look()
+	n, front := count("two", "status:succeeded"), count("two", "pareto:1")
+	if n != 14 || front < 2 {
+		t.Fatalf("two: %d succeeded, front of %d: the fixture needs 14 and a front of several", n, front)
+	}
+	if v.Points != n || v.Front != front || v.LinePoints != front || v.Lines != 0 {
+		t.Errorf("two: %+v; want %d points, %d on the front and on its line, no parallel coordinates", v, n, front)
+	}
+	if v.X != "default (maximize ↑)" || v.Y != "cost (minimize ↓)" {
+		t.Errorf("two: axes %q, %q", v.X, v.Y)
+	}
+	b.screenshot("pareto-two")
+	b.noErrors("pareto two")
+
+	b.open(base + "/e/three")
+	drawn()
+	v = look()
+	n, front = count("three", "status:succeeded"), count("three", "pareto:1")
+	if n != 14 || front < 2 || front == n {
+		t.Fatalf("three: %d succeeded, front of %d: the fixture needs 14 and a front of some", n, front)
+	}
+	if v.Points != n || v.Front != front || v.Lines != n || v.FrontLines != front || v.LinePoints != 0 {
+		t.Errorf("three: %+v; want %d points and lines, %d of them the front, no front line in a projection", v, n, front)
+	}
+	if strings.Join(v.Axes, "|") != "default (maximize ↑)|cost (minimize ↓)|size (minimize ↓)" {
+		t.Errorf("three: parallel axes %q", v.Axes)
+	}
+	// Choose size for the scatter's y axis.
+	var s string
+	b.eval(`(() => { const e = document.getElementById('front-y'); e.value = '2'; e.dispatchEvent(new Event('change')); return e.value; })()`, &s)
+	b.do(chromedp.Poll[chromedp.Void](`document.querySelector('#front-scatter .axis-y').dataset.metric === 'size'`, chromedp.WithPollingTimeout(60*time.Second)))
+	if v = look(); v.Y != "size (minimize ↓)" || v.X != "default (maximize ↑)" || v.Points != n || v.Front != front {
+		t.Errorf("three after choosing size: %+v", v)
+	}
+	b.screenshot("pareto-three")
+	b.noErrors("pareto three")
 }

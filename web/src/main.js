@@ -4,6 +4,7 @@
 // chart tooltips render as rich text on the canvas, so a param value like
 // <img src=x onerror=alert(1)> shows as text.
 import { echarts } from './charts.js';
+import { frontPoints, scatter, parallel, axisName } from './front.js';
 
 // ---------- small helpers ----------
 
@@ -282,6 +283,10 @@ async function pageExperiment(name) {
   const curvesNote = h('p', { class: 'muted small' });
   const parallelNote = h('p', { class: 'muted small' });
   const sliceNote = h('p', { class: 'muted small' });
+  // Several objectives: the front's scatter and parallel coordinates
+  // (front.js), shown once the experiment is known to have them.
+  const frontPanel = h('section', { class: 'panel wide-panel', id: 'front-panel', hidden: true });
+  const frontPick = { x: 0, y: 1 };
 
   put(app, 
     header,
@@ -289,6 +294,7 @@ async function pageExperiment(name) {
       h('div', { class: 'toolbar' },
         h('label', {}, 'Query ', qInput), h('label', {}, 'Sort ', sInput), chooser, countBox),
       errBox, thead, viewport, selInfo),
+    frontPanel,
     h('div', { class: 'charts' },
       panel('Objective by trial sequence', boxes.seq),
       panel('Objective over time', boxes.time),
@@ -573,6 +579,23 @@ async function pageExperiment(name) {
     });
   }
 
+  function drawFront() {
+    const objs = st.meta.experiment.objectives || [];
+    if (objs.length < 2) { frontPanel.hidden = true; return; }
+    frontPanel.hidden = false;
+    const pts = frontPoints(objs, st.all);
+    const nFront = pts.filter((p) => p.front).length;
+    const pick = (which) => h('label', {}, `${which} `, h('select', { id: `front-${which}`, onchange: (ev) => { frontPick[which] = Number(ev.target.value); drawFront(); } },
+      objs.map((o, k) => h('option', { value: k, selected: frontPick[which] === k }, axisName(o)))));
+    put(frontPanel,
+      h('h3', {}, 'Pareto front'),
+      h('p', { class: 'muted small', id: 'front-note' }, `${pts.length} trials with every objective, ${nFront} on the front (highlighted; \`trialform trials ${st.meta.experiment.name} -q pareto:1\` lists them).`,
+        objs.length > 2 ? ' The scatter shows two objectives; the front is that of all of them.' : ''),
+      objs.length > 2 ? h('div', { class: 'toolbar' }, pick('x'), pick('y')) : null,
+      pts.length ? scatter(objs, pts, frontPick.x, frontPick.y) : h('p', { class: 'muted' }, 'No trial has a value of every objective yet.'),
+      objs.length > 2 && pts.length ? parallel(objs, pts) : null);
+  }
+
   function drawHeader() {
     const e = st.meta.experiment;
     const edit = e.edit ? `${e.edit.file}:${e.edit.line}` : 'its experiment block';
@@ -602,6 +625,7 @@ async function pageExperiment(name) {
   let chartsBusy = null, chartsDirty = false;
   async function drawCharts(curvesData, impData) {
     await frame();
+    await timed('front', drawFront);
     await timed('history', drawHistory);
     await timed('curves', () => drawCurves(curvesData));
     await timed('importance', () => drawImportance(impData));
