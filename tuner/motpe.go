@@ -1,8 +1,10 @@
 package tuner
 
 import (
+	"math"
 	"sort"
 
+	"github.com/trialform/trialform/tuner/pareto"
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -55,23 +57,39 @@ func (t *motpeTuner) Suggest(req Request) ([]space.Params, error) {
 	if len(goalsOf(req)) < 2 {
 		return t.tpe.Suggest(req)
 	}
-	inner, err := scalarised(req)
+	inner, weights, err := scalarised(req)
 	if err != nil {
 		return nil, err
 	}
-	return t.tpe.Suggest(inner)
+	return t.tpe.suggest(inner, weights)
 }
 
-// scalarised is req with every completed trial's values replaced by its
-// position in the crowded order (0 = best, minimised): what a
-// single-objective model can split on.
-func scalarised(req Request) (Request, error) {
+// scalarised is req with every completed trial's values replaced by a
+// loss a single-objective model can split on, and the weights of the good
+// trials' kernels, as Optuna 3.1's multi-objective TPE chooses them:
+//
+//   - The good trials are the gamma(n) = min(ceil(0.1 n), 25) best by
+//     non-domination rank (n counting pending trials, as tpe's split
+//     does); in the rank that does not fit whole, the members are chosen
+//     greedily by hypervolume (each time the one adding the most to those
+//     already chosen: the hypervolume subset selection). Their losses are
+//     0..k-1, so tpe's split takes exactly them.
+//   - Each good trial's weight is its exclusive hypervolume among the good
+//     ones, over the largest (plus a tiny floor): a good trial another
+//     good trial dominates, or one in a crowded part of the front, counts
+//     less than one that alone covers a region.
+//
+// Objectives are normalised to the completed trials' range first, and
+// hypervolumes are taken against the good trials' worst point plus 0.1
+// of their range, so no objective's scale dominates. The other trials'
+// losses follow in NSGA-II's crowded order (only the split uses them).
+func scalarised(req Request) (Request, map[int]float64, error) {
 	if err := checkMulti(req); err != nil {
-		return Request{}, err
+		return Request{}, nil, err
 	}
 	obs, err := moHistory(req)
 	if err != nil {
-		return Request{}, err
+		return Request{}, nil, err
 	}
 	var done []int
 	var losses [][]float64
@@ -87,9 +105,46 @@ func scalarised(req Request) (Request, error) {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return crowdedBetter(rank, spread, order[a], order[b]) })
+	k := min((len(obs)+9)/10, 25, len(done))
+	var good []int
+	if k > 0 {
+		good = goodByHypervolume(normalise(losses), rank, order, k)
+		inGood := make(map[int]bool, k)
+		for _, i := range good {
+			inGood[i] = true
+		}
+		rest := order[:0:0]
+		for _, i := range order {
+			if !inGood[i] {
+				rest = append(rest, i)
+			}
+		}
+		order = append(append([]int(nil), good...), rest...)
+	}
 	pos := make(map[int]float64, len(done))
 	for k, i := range order {
 		pos[done[i]] = float64(k)
+	}
+	var weights map[int]float64
+	if len(good) > 0 {
+		norm := normalise(losses)
+		pts := make([][]float64, len(good))
+		for j, i := range good {
+			pts[j] = norm[i]
+		}
+		c := pareto.Contributions(pts, worstPlus(pts, 0.1))
+		top := 0.0
+		for _, v := range c {
+			top = math.Max(top, v)
+		}
+		weights = make(map[int]float64, len(good))
+		for j, i := range good {
+			w := 1.0
+			if top > 0 {
+				w = math.Min(1, (c[j]+1e-12)/(top+1e-12))
+			}
+			weights[obs[done[i]].seq] = math.Max(w, 1e-12)
+		}
 	}
 	hist := make([]Observation, len(obs))
 	for i, o := range obs {
@@ -100,5 +155,65 @@ func scalarised(req Request) (Request, error) {
 	}
 	inner := req
 	inner.Goal, inner.Goals, inner.History = Minimize, nil, hist
-	return inner, nil
+	return inner, weights, nil
+}
+
+// goodByHypervolume picks k points (indexes into norm): whole ranks in
+// order, then from the rank that does not fit whole, greedily the point
+// that adds most hypervolume to those of that rank already picked
+// (against that rank's worst point plus 0.1 of its range); ties: the crowded order.
+func goodByHypervolume(norm [][]float64, rank, order []int, k int) []int {
+	var good []int
+	for len(good) < k {
+		r := rank[order[len(good)]]
+		var members []int
+		for _, i := range order[len(good):] {
+			if rank[i] == r {
+				members = append(members, i)
+			}
+		}
+		if len(good)+len(members) <= k {
+			good = append(good, members...)
+			continue
+		}
+		pts := make([][]float64, len(members))
+		for j, i := range members {
+			pts[j] = norm[i]
+		}
+		ref := worstPlus(pts, 0.1)
+		var chosen [][]float64
+		taken := make([]bool, len(members))
+		base := 0.0
+		for len(good) < k {
+			best, bestGain := -1, -1.0
+			for j := range members {
+				if taken[j] {
+					continue
+				}
+				gain := pareto.Hypervolume(append(chosen, pts[j]), ref) - base
+				if gain > bestGain {
+					best, bestGain = j, gain
+				}
+			}
+			taken[best] = true
+			chosen = append(chosen, pts[best])
+			base += bestGain
+			good = append(good, members[best])
+		}
+	}
+	return good
+}
+
+// worstPlus is the points' worst value in each objective plus margin
+// times their range in it (a tiny step where they all agree).
+func worstPlus(pts [][]float64, margin float64) []float64 {
+	ref := make([]float64, len(pts[0]))
+	for m := range ref {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, p := range pts {
+			lo, hi = math.Min(lo, p[m]), math.Max(hi, p[m])
+		}
+		ref[m] = hi + math.Max(margin*(hi-lo), 1e-9)
+	}
+	return ref
 }

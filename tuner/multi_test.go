@@ -128,3 +128,44 @@ func TestSingleObjectiveTunersAreNotMulti(t *testing.T) {
 		t.Fatalf("MultiObjectiveNames = %v, want %v", got, want)
 	}
 }
+
+// TestMOTPEWeightsGoodTrialsByHypervolume: motpe's good trials are the
+// gamma(n) best by rank, and each one's kernel weight is its exclusive
+// hypervolume among them (Optuna 3.1's MOTPE): good trials dominated by
+// another good one weigh next to nothing, the front's members up to 1.
+func TestMOTPEWeightsGoodTrialsByHypervolume(t *testing.T) {
+	pts := [][]float64{{0, 1}, {1, 0}, {0.5, 0.5}, {0.6, 0.6}, {0.1, 1.05}}
+	for i := 0; len(pts) < 50; i++ {
+		pts = append(pts, []float64{2 + float64(i), 2 + float64(i)})
+	}
+	var hist []Observation
+	for i, p := range pts {
+		hist = append(hist, Observation{Seq: i + 1, State: Completed, Value: p[0], Values: p, Params: space.Params{"x": float64(i)}})
+	}
+	req := Request{Goal: Minimize, Goals: []Goal{Minimize, Minimize}, History: hist, Seqs: []int{51}}
+	inner, w, err := scalarised(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w) != 5 {
+		t.Fatalf("weights for %d trials, want the 5 good ones (gamma(50) = 5): %v", len(w), w)
+	}
+	for _, seq := range []int{1, 2, 3} {
+		if !(w[seq] > 0.1 && w[seq] <= 1) {
+			t.Errorf("front trial %d: weight %g, want in (0.1, 1]", seq, w[seq])
+		}
+	}
+	if math.Max(w[1], math.Max(w[2], w[3])) != 1 {
+		t.Errorf("largest weight %v, want 1", w)
+	}
+	for _, seq := range []int{4, 5} {
+		if !(w[seq] < 0.01) {
+			t.Errorf("dominated good trial %d: weight %g, want near 0", seq, w[seq])
+		}
+	}
+	for _, o := range inner.History[:5] {
+		if o.Value >= 5 {
+			t.Errorf("good trial %d has loss %g, want < 5 so tpe's split takes it", o.Seq, o.Value)
+		}
+	}
+}

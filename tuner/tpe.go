@@ -86,9 +86,29 @@ func tpeFrom(c *TPESettings, sp *space.Space) *tpeTuner {
 type tpeObs struct {
 	vals map[string]any
 	loss float64 // smaller is better; +Inf for pending
+	// w is the trial's weight in the good-trial model when it is good,
+	// set by motpe (its hypervolume contribution); 0: the default ramp.
+	w float64
+}
+
+// goodWeights are the weights of the good trials' kernels: theirs where
+// every one has one (motpe), else Optuna's default ramp.
+func goodWeights(ws []float64) []float64 {
+	for _, w := range ws {
+		if !(w > 0) {
+			return rampWeights(len(ws))
+		}
+	}
+	return ws
 }
 
 func (t *tpeTuner) Suggest(req Request) ([]space.Params, error) {
+	return t.suggest(req, nil)
+}
+
+// suggest is Suggest where weight, if not nil, gives a completed trial's
+// weight (by its Seq) when it is among the good ones.
+func (t *tpeTuner) suggest(req Request, weight map[int]float64) ([]space.Params, error) {
 	sp, err := spaceOf(req, t.sp)
 	if err != nil {
 		return nil, err
@@ -108,7 +128,7 @@ func (t *tpeTuner) Suggest(req Request) ([]space.Params, error) {
 	for _, o := range hist {
 		switch {
 		case o.State == Completed && !math.IsNaN(o.Value) && !math.IsInf(o.Value, 0):
-			obs = append(obs, tpeObs{vals: o.Params, loss: sign * o.Value})
+			obs = append(obs, tpeObs{vals: o.Params, loss: sign * o.Value, w: weight[o.Seq]})
 			completed++
 		case o.State == Pending:
 			obs = append(obs, tpeObs{vals: o.Params, loss: math.Inf(1)})
@@ -158,6 +178,7 @@ func (t *tpeTuner) sampleNumber(p space.Param, obs []tpeObs, rng *rand.Rand) any
 	}
 	xs := make([]float64, 0, len(obs))
 	losses := make([]float64, 0, len(obs))
+	ws := make([]float64, 0, len(obs))
 	for _, o := range obs {
 		v, has := o.vals[p.Name]
 		if !has {
@@ -166,6 +187,7 @@ func (t *tpeTuner) sampleNumber(p space.Param, obs []tpeObs, rng *rand.Rand) any
 		if x, ok := d.modelledVal(v); ok {
 			xs = append(xs, x)
 			losses = append(losses, o.loss)
+			ws = append(ws, o.w)
 		}
 	}
 	below, nComp := splitGood(losses)
@@ -173,7 +195,8 @@ func (t *tpeTuner) sampleNumber(p space.Param, obs []tpeObs, rng *rand.Rand) any
 		return space.Sample(p, rng)
 	}
 	bx, ax := partition(xs, below)
-	l := newMixture(d, bx, rampWeights(len(bx)), t.priorWeight)
+	bw, _ := partition(ws, below)
+	l := newMixture(d, bx, goodWeights(bw), t.priorWeight)
 	ax, aw := resample(ax, rampWeights(len(ax)), maxAboveKernels)
 	g := newMixture(d, ax, aw, t.priorWeight)
 	// Candidates are drawn in order from the seeded stream; their scores
@@ -287,6 +310,7 @@ func (t *tpeTuner) sampleChoice(p space.Param, obs []tpeObs, rng *rand.Rand) any
 	idx := make([]int, 0, len(obs))
 	sub := make([]tpeObs, 0, len(obs))
 	losses := make([]float64, 0, len(obs))
+	ws := make([]float64, 0, len(obs))
 	for _, o := range obs {
 		v, has := o.vals[p.Name]
 		if !has {
@@ -295,6 +319,7 @@ func (t *tpeTuner) sampleChoice(p space.Param, obs []tpeObs, rng *rand.Rand) any
 		if i := optionIndex(p, v); i >= 0 {
 			idx = append(idx, i)
 			losses = append(losses, o.loss)
+			ws = append(ws, o.w)
 			sub = append(sub, o)
 		}
 	}
@@ -304,7 +329,8 @@ func (t *tpeTuner) sampleChoice(p space.Param, obs []tpeObs, rng *rand.Rand) any
 		chosen = rng.IntN(len(p.Options))
 	} else {
 		bi, ai := partition(idx, below)
-		l := newCatModel(len(p.Options), bi, rampWeights(len(bi)), t.priorWeight)
+		bw, _ := partition(ws, below)
+		l := newCatModel(len(p.Options), bi, goodWeights(bw), t.priorWeight)
 		g := newCatModel(len(p.Options), ai, rampWeights(len(ai)), t.priorWeight)
 		bestScore := math.Inf(-1)
 		for c := 0; c < t.candidates; c++ {
@@ -326,7 +352,7 @@ func (t *tpeTuner) sampleChoice(p space.Param, obs []tpeObs, rng *rand.Rand) any
 			if pm, ok := s.vals[p.Name].(space.Params); ok {
 				m = pm
 			}
-			subObs = append(subObs, tpeObs{vals: m, loss: s.loss})
+			subObs = append(subObs, tpeObs{vals: m, loss: s.loss, w: s.w})
 		}
 	}
 	m := map[string]any{"_name": o.Name}

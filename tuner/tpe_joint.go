@@ -275,7 +275,7 @@ func (t *tpeTuner) sampleJoint(sp *space.Space, obs []tpeObs, rng *rand.Rand) sp
 		return t.sampleLevel(sp, obs, rng)
 	}
 	var rows [][]float64
-	var losses []float64
+	var losses, ws []float64
 	for _, o := range obs {
 		row := make([]float64, len(ps))
 		ok := true
@@ -299,6 +299,7 @@ func (t *tpeTuner) sampleJoint(sp *space.Space, obs []tpeObs, rng *rand.Rand) sp
 		if ok {
 			rows = append(rows, row)
 			losses = append(losses, o.loss)
+			ws = append(ws, o.w)
 		}
 	}
 	below, nComp := splitGood(losses)
@@ -306,7 +307,8 @@ func (t *tpeTuner) sampleJoint(sp *space.Space, obs []tpeObs, rng *rand.Rand) sp
 		return t.sampleLevel(sp, obs, rng)
 	}
 	br, ar := partition(rows, below)
-	l := newJointModel(ps, br, rampWeights(len(br)), t.priorWeight)
+	bw, _ := partition(ws, below)
+	l := newJointModel(ps, br, goodWeights(bw), t.priorWeight)
 	g := newJointModel(ps, ar, rampWeights(len(ar)), t.priorWeight)
 	// Candidates are drawn in order from the seeded stream; their scores
 	// are pure, so they are computed in parallel on long histories.
