@@ -56,15 +56,16 @@ experiment "ha" {
 }
 `
 
-// The trial appends its id to a file of the host (the node agent runs
-// pods as processes of this machine) when it starts: a trial run twice
-// shows twice.
+// The trial appends its id and its parameter to a file of the host (the
+// node agent runs pods as processes of this machine) when it starts: a
+// trial run twice shows twice, and so does a parameter a new leader's
+// tuner proposed again.
 const haTrial = `import os, time
 import nni
 
 p = nni.get_next_parameter()
 with open(%q, "a") as f:
-    f.write(os.environ["NNI_TRIAL_JOB_ID"] + "\n")
+    f.write(os.environ["NNI_TRIAL_JOB_ID"] + " " + repr(p["x"]) + "\n")
 time.sleep(1.5)
 nni.report_final_result(p["x"])
 `
@@ -348,9 +349,11 @@ func TestControllerHA(t *testing.T) {
 		t.Errorf("the state holds %d trials, want %d", n, haTrials)
 	}
 	b, _ := os.ReadFile(runs)
-	seen := map[string]int{}
-	for _, l := range strings.Fields(string(b)) {
-		seen[l]++
+	seen, params := map[string]int{}, map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		id, x, _ := strings.Cut(l, " ")
+		seen[id]++
+		params[x] = append(params[x], id)
 	}
 	var twice []string
 	for id, n := range seen {
@@ -364,6 +367,16 @@ func TestControllerHA(t *testing.T) {
 	}
 	if len(seen) != haTrials {
 		t.Errorf("%d distinct trials ran, want %d", len(seen), haTrials)
+	}
+	var again []string
+	for x, ids := range params {
+		if len(ids) > 1 {
+			again = append(again, fmt.Sprintf("x=%s: %v", x, ids))
+		}
+	}
+	sort.Strings(again)
+	if len(again) > 0 {
+		t.Errorf("parameters proposed again by a later leader's tuner: %v", again)
 	}
 	jobs, err := cp.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
