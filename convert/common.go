@@ -10,7 +10,7 @@ import (
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/tuner"
 	"github.com/trialform/trialform/tuner/space"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // spaceParams writes the params of sp into b (a search_space block or a

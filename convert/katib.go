@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/trialform/trialform/tuner/space"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Katib converts a Katib v1beta1 Experiment.

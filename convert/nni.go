@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/trialform/trialform/tuner/space"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // NNI converts an NNI experiment config (config.yml), in the v1 schema

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/trialform/trialform/tuner/space"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Polyaxon converts a polyaxonfile: v0/v1 (kind: experiment or group,

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/cloudjob"

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/trialform/trialform/providers/cloudjob/cloudtest"
 )
