@@ -22,6 +22,7 @@ type Metrics struct {
 	FetchedCommit  *prometheus.GaugeVec // commit: 1 for the last commit fetched
 	Held           *prometheus.GaugeVec // experiment: trials its held change would tear down (+1 for a removal)
 	SyncErrors     *prometheus.CounterVec
+	LastSyncError  *prometheus.GaugeVec // stage, commit: when the last failed sync failed, while it is not resolved
 	DefinitionsOK  prometheus.Gauge
 	SourceOK       prometheus.Gauge
 	ApprovalsTotal prometheus.Counter
@@ -60,6 +61,9 @@ func NewMetrics() *Metrics {
 		SyncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trialform_sync_errors_total", Help: "Failed passes, by stage (git, definitions, lock, plan, apply).",
 		}, []string{"stage"}),
+		LastSyncError: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "trialform_last_sync_error_timestamp_seconds", Help: "When the last failed sync failed (Unix time), by stage and the commit it concerns; absent once a later sync of that stage succeeded.",
+		}, []string{"stage", "commit"}),
 		DefinitionsOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "trialform_definitions_valid", Help: "1 when the branch head's definitions validate, 0 when the last good ones are kept in force.",
 		}),
@@ -73,7 +77,7 @@ func NewMetrics() *Metrics {
 			Name: "trialform_controller_leader", Help: "1 while this replica plans and applies (the leader, or the only replica), 0 while it stands by.",
 		}),
 	}
-	r.MustRegister(m.Trials, m.PlanSeconds, m.ApplySeconds, m.SyncedCommit, m.SyncedAt, m.FetchedCommit, m.Held, m.SyncErrors, m.DefinitionsOK, m.SourceOK, m.ApprovalsTotal, m.Leader)
+	r.MustRegister(m.Trials, m.PlanSeconds, m.ApplySeconds, m.SyncedCommit, m.SyncedAt, m.FetchedCommit, m.Held, m.SyncErrors, m.LastSyncError, m.DefinitionsOK, m.SourceOK, m.ApprovalsTotal, m.Leader)
 	for _, s := range []string{"git", "definitions", "lock", "plan", "apply"} {
 		m.SyncErrors.WithLabelValues(s)
 	}
@@ -115,3 +119,14 @@ func (m *Metrics) SetTrials(counts map[string]map[string]int) {
 
 // Since observes the seconds since t on h.
 func Since(h prometheus.Histogram, t time.Time) { h.Observe(time.Since(t).Seconds()) }
+
+// SetLastSyncError records a failed sync of stage about commit at t.
+func (m *Metrics) SetLastSyncError(stage, commit string, t time.Time) {
+	m.LastSyncError.DeletePartialMatch(prometheus.Labels{"stage": stage})
+	m.LastSyncError.WithLabelValues(stage, commit).Set(float64(t.UnixNano()) / 1e9)
+}
+
+// ClearLastSyncError forgets stage's failed sync once one succeeded.
+func (m *Metrics) ClearLastSyncError(stage string) {
+	m.LastSyncError.DeletePartialMatch(prometheus.Labels{"stage": stage})
+}

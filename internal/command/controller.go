@@ -320,13 +320,15 @@ type ctrl struct {
 	lockedMsg  string
 	lastPlan   string
 
-	mu        sync.Mutex // guards ready, held, cfgShared, planShown and dash
-	ready     bool
-	held      []controller.Held
-	cfgShared *schema.Config // cfg, for the dashboard
-	planShown *plan.Plan     // the last plan, for the dashboard
-	dash      *ui.Server     // the dashboard, once the backend is open
-	dashToken string
+	mu         sync.Mutex // guards ready, held, cfgShared, planShown, syncErr and dash
+	syncErr    *ui.SyncErrorJSON
+	ready      bool
+	held       []controller.Held
+	cfgShared  *schema.Config // cfg, for the dashboard
+	goodShared string         // goodCommit, for the dashboard
+	planShown  *plan.Plan     // the last plan, for the dashboard
+	dash       *ui.Server     // the dashboard, once the backend is open
+	dashToken  string
 }
 
 func (c *ctrl) redact(s string) string { return controller.Redact(s, c.secrets...) }
@@ -356,6 +358,7 @@ func (c *ctrl) pass(ctx context.Context) bool {
 		c.metrics.SyncErrors.WithLabelValues("git").Inc()
 		c.failures++
 		c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", c.goodCommit, "attempt", c.failures, "retry_in", c.retryIn().String())
+		c.syncFailed("git", c.goodCommit, c.redact(err.Error()))
 		c.sourceDown = true
 	default:
 		if c.sourceDown {
@@ -363,6 +366,7 @@ func (c *ctrl) pass(ctx context.Context) bool {
 			c.sourceDown = false
 		}
 		c.failures = 0
+		c.syncOK("git")
 		c.metrics.SourceOK.Set(1)
 		c.metrics.SyncedAt.SetToCurrentTime()
 		c.metrics.SetCommit(c.metrics.FetchedCommit, commit)
@@ -398,11 +402,13 @@ func (c *ctrl) load(commit string, syncErr error) {
 		c.metrics.DefinitionsOK.Set(0)
 		c.metrics.SyncErrors.WithLabelValues("definitions").Inc()
 		c.log.Error("definitions do not validate; the last good ones stay in force", "commit", commit, "error", c.redact(msg), "in_force", c.goodCommit)
+		c.syncFailed("definitions", commit, c.redact(msg))
 		return
 	}
 	c.cfg, c.goodCommit, c.badCommit = cfg, commit, ""
+	c.syncOK("definitions")
 	c.mu.Lock()
-	c.cfgShared = cfg
+	c.cfgShared, c.goodShared = cfg, commit
 	c.mu.Unlock()
 	c.metrics.DefinitionsOK.Set(1)
 	c.metrics.SetCommit(c.metrics.SyncedCommit, commit)
@@ -463,7 +469,8 @@ func (c *ctrl) openBackend(cfg *schema.Config) bool {
 				defer c.mu.Unlock()
 				return c.cfgShared
 			},
-			Plan: c.dashboardPlan,
+			Plan:       c.dashboardPlan,
+			Controller: c.controllerStatus,
 		})
 		c.mu.Lock()
 		c.dash = dash
@@ -559,8 +566,10 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	if err != nil {
 		c.metrics.SyncErrors.WithLabelValues("plan").Inc()
 		c.log.Error("plan failed", "error", c.redact(err.Error()))
+		c.syncFailed("plan", c.goodCommit, c.redact(err.Error()))
 		return
 	}
+	c.syncOK("plan", "lock")
 	c.mu.Lock()
 	c.planShown = p
 	c.mu.Unlock()
@@ -602,10 +611,14 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		controller.Since(c.metrics.ApplySeconds, t0)
 		if err != nil && ctx.Err() == nil {
 			c.metrics.SyncErrors.WithLabelValues("apply").Inc()
+			var msgs []string
 			for _, e := range applyErrors(err) {
-				c.log.Error("apply failed", "error", c.redact(e.Error()))
+				c.log.Error("apply failed", "error", c.redact(e.Error()), "commit", c.goodCommit)
+				msgs = append(msgs, c.redact(e.Error()))
 			}
+			c.syncFailed("apply", c.goodCommit, strings.Join(msgs, "\n"))
 		} else if err == nil {
+			c.syncOK("apply")
 			c.log.Info("applied", "create", p.Summary.Create, "resume", p.Summary.Resume, "teardown", p.Summary.Teardown, "update", p.Summary.Update)
 			if len(approved) > 0 {
 				// Applied: the approved changes are no longer held.
@@ -639,6 +652,41 @@ func (c *ctrl) recordHolds(s *apply.Session, holds []controller.Held) bool {
 		return false
 	}
 	return true
+}
+
+// syncFailed records a failed sync for the dashboard and the metrics
+// (the log line is the caller's).
+func (c *ctrl) syncFailed(stage, commit, msg string) {
+	now := time.Now().UTC()
+	c.metrics.SetLastSyncError(stage, commit, now)
+	c.mu.Lock()
+	c.syncErr = &ui.SyncErrorJSON{Stage: stage, Commit: commit, Message: msg, At: now}
+	c.mu.Unlock()
+}
+
+// syncOK clears the last failed sync when a later sync of its stage
+// succeeded.
+func (c *ctrl) syncOK(stages ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range stages {
+		c.metrics.ClearLastSyncError(st)
+		if c.syncErr != nil && c.syncErr.Stage == st {
+			c.syncErr = nil
+		}
+	}
+}
+
+// controllerStatus is the dashboard's view of the controller.
+func (c *ctrl) controllerStatus() ui.ControllerJSON {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := ui.ControllerJSON{Commit: c.goodShared}
+	if c.syncErr != nil {
+		e := *c.syncErr
+		out.SyncError = &e
+	}
+	return out
 }
 
 // noteStamp remembers the state's stamp after a pass: a change

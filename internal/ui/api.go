@@ -70,9 +70,19 @@ func (s *Server) apiOverview(w http.ResponseWriter, r *http.Request) {
 		Serial      uint64           `json:"serial"`
 		StateDir    string           `json:"state_dir"`
 		Backend     BackendJSON      `json:"backend"`
-	}{Experiments: []ExperimentJSON{}, Serial: sn.st.Serial, StateDir: s.o.StateDir, Backend: backendJSON(s.data.b)}
+		Controller  *ControllerJSON  `json:"controller,omitempty"`
+		Held        []HeldJSON       `json:"held"`
+	}{Held: []HeldJSON{}, Experiments: []ExperimentJSON{}, Serial: sn.st.Serial, StateDir: s.o.StateDir, Backend: backendJSON(s.data.b)}
 	for _, name := range sortedNames(sn.st.Experiments) {
-		out.Experiments = append(out.Experiments, s.data.summary(sn, sn.st.Experiments[name], cfg))
+		e := sn.st.Experiments[name]
+		out.Experiments = append(out.Experiments, s.data.summary(sn, e, cfg))
+		if e.Hold != nil {
+			out.Held = append(out.Held, HeldJSON{Experiment: name, Hold: e.Hold, Approved: e.Pending(), Approval: e.Approval})
+		}
+	}
+	if s.o.Controller != nil {
+		c := s.o.Controller()
+		out.Controller = &c
 	}
 	writeJSON(w, out)
 }
@@ -807,4 +817,29 @@ func backendJSON(b state.Backend) BackendJSON {
 		out.Locks = append(out.Locks, LockJSON{ID: l.ID, Operation: l.Operation, Who: l.Who, PID: l.PID, Since: l.Created, Experiments: l.Experiments})
 	}
 	return out
+}
+
+// HeldJSON is a change the controller holds (state.Hold), with its
+// approval.
+type HeldJSON struct {
+	Experiment string          `json:"experiment"`
+	Hold       *state.Hold     `json:"hold"`
+	Approved   bool            `json:"approved"`
+	Approval   *state.Approval `json:"approval,omitempty"`
+}
+
+// ControllerJSON is the controller's sync status.
+type ControllerJSON struct {
+	// Commit is the commit whose definitions are in force.
+	Commit string `json:"commit,omitempty"`
+	// SyncError is the last failed sync, nil once a later one succeeded.
+	SyncError *SyncErrorJSON `json:"sync_error,omitempty"`
+}
+
+// SyncErrorJSON is one failed sync of the controller.
+type SyncErrorJSON struct {
+	Stage   string    `json:"stage"` // git, definitions, lock, plan, apply
+	Commit  string    `json:"commit,omitempty"`
+	Message string    `json:"message"`
+	At      time.Time `json:"at"`
 }

@@ -46,6 +46,9 @@ type Options struct {
 	Config func() *schema.Config
 	// Plan renders what `apply` would do next, as plan's human text.
 	Plan func(ctx context.Context) (string, error)
+	// Controller, set by `trialform controller`, reports its sync status
+	// for the overview (nil: not a controller's dashboard).
+	Controller func() ControllerJSON
 	// Logs writes a trial's output to w (following it while it runs when
 	// follow is set) until it ends or ctx is done.
 	Logs func(ctx context.Context, e *state.Experiment, t *state.Trial, follow bool, w io.Writer) error

@@ -240,6 +240,31 @@ async function pageOverview() {
       d.backend.locks.map((l) => h('p', { class: 'muted small lock' },
         `locked: ${l.experiments && l.experiments.length ? 'experiment ' + l.experiments.join(', ') : 'the whole state'} by ${l.operation || 'a command'} (${l.who}, pid ${l.pid}, since ${new Date(l.since).toLocaleString()})`)),
       d.backend.locks_error ? h('p', { class: 'muted small' }, `its locks cannot be read: ${d.backend.locks_error}`) : null);
+    const extra = [];
+    const ctl = d.controller;
+    if (ctl && ctl.sync_error) {
+      const se = ctl.sync_error;
+      extra.push(h('div', { class: 'query-error', id: 'sync-error' },
+        h('div', {}, `controller: the last ${se.stage} sync failed ${ago(se.at)}`, se.commit ? ` (commit ${se.commit.slice(0, 12)})` : '',
+          ctl.commit ? `; the definitions of commit ${ctl.commit.slice(0, 12)} stay in force` : ''),
+        h('pre', {}, se.message)));
+    }
+    if (d.held && d.held.length) {
+      extra.push(h('h2', {}, 'Held until approved'),
+        h('table', { class: 'grid', id: 'held' },
+          h('thead', {}, h('tr', {}, ['experiment', 'change', 'tears down', 'why', 'held by', 'since', 'approval'].map((c) => h('th', {}, c)))),
+          h('tbody', {}, d.held.map((x) => h('tr', {},
+            h('td', {}, link(`/e/${enc(x.experiment)}`, x.experiment)),
+            h('td', {}, x.hold.removed ? 'removal' : `generation ${x.hold.generation} (spec ${x.hold.spec_hash.slice(0, 12)})`),
+            h('td', { class: 'num' }, `${x.hold.teardowns} trial(s)`),
+            h('td', {}, (x.hold.reasons || []).join('; ')),
+            h('td', {}, x.hold.by, x.hold.commit ? h('div', { class: 'muted small' }, `commit ${x.hold.commit.slice(0, 12)}`) : null),
+            h('td', { title: x.hold.since }, ago(x.hold.since)),
+            h('td', {}, x.approved
+              ? `approved by ${x.approval.by} ${ago(x.approval.at)}: applied at the controller's next pass`
+              : h('code', {}, `trialform approve ${x.experiment} ${x.hold.spec_hash.slice(0, 12)}`)))))));
+    }
+    if (extra.length) root.prepend(...extra);
   };
   await refreshCurrent();
 }
