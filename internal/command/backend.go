@@ -12,6 +12,7 @@ import (
 
 	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/internal/mask"
+	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backendreg"
@@ -62,7 +63,7 @@ func backendRecordOf(be *schema.Backend) state.BackendRecord {
 // backendEnv is what a backend opens with: the state directory and this
 // command's environment.
 func (g *Globals) backendEnv(sd string) backendreg.Env {
-	return backendreg.Env{StateDir: sd, Getenv: g.getenv}
+	return backendreg.Env{StateDir: sd, Getenv: g.getenv, Report: func(msg string) { views.Notice(g.IO.Err, msg) }}
 }
 
 // getenv reads the command's environment (IO.Environ).
@@ -295,7 +296,7 @@ func (g *Globals) retrying(b state.Backend) apply.StateStore {
 	if b.Name() == state.LocalBackend {
 		return b
 	}
-	return apply.RetryStore(b, func(msg string) { fmt.Fprintf(g.IO.Err, "trialform: %s\n", msg) })
+	return apply.RetryStore(b, func(msg string) { views.Notice(g.IO.Err, msg) })
 }
 
 // ensureState creates b's state, empty, when there is none yet, under the
@@ -372,28 +373,8 @@ func (g *Globals) backendNote() {
 	if ob == nil || !ob.declared {
 		return
 	}
-	fmt.Fprintf(g.IO.Err, "State: %s backend, %s\n", ob.b.Name(), ob.b.Location())
 	locks, err := state.CurrentLocksOf(ob.b)
-	if err != nil {
-		fmt.Fprintf(g.IO.Err, "  (its locks cannot be read: %v)\n", err)
-		return
-	}
-	for _, l := range locks {
-		fmt.Fprintf(g.IO.Err, "  %s\n", lockHolderLine(l))
-	}
-}
-
-// lockHolderLine is one lock as people read it.
-func lockHolderLine(l state.LockInfo) string {
-	what := "the whole state"
-	if len(l.Experiments) > 0 {
-		what = "experiment " + strings.Join(l.Experiments, ", ")
-	}
-	op := l.Operation
-	if op == "" {
-		op = "a command"
-	}
-	return fmt.Sprintf("locked: %s by %s (%s, pid %d, since %s, lock ID %s)", what, op, l.Who, l.PID, l.Created.Format(time.RFC3339), l.ID)
+	views.BackendNote(g.IO.Err, ob.b.Name(), ob.b.Location(), locks, err)
 }
 
 // creatingState marks the operation of the whole-state lock ensureState

@@ -79,7 +79,7 @@ func (g *Globals) errorf(format string, args ...any) int {
 		g.events.Diagnostic("error", fmt.Sprintf(format, args...), "")
 		return 1
 	}
-	fmt.Fprintf(g.IO.Err, "Error: "+format+"\n", args...)
+	views.Error(g.IO.Err, fmt.Sprintf(format, args...))
 	return 1
 }
 
@@ -89,7 +89,7 @@ func (g *Globals) warnf(format string, args ...any) {
 		g.events.Diagnostic("warning", fmt.Sprintf(format, args...), "")
 		return
 	}
-	fmt.Fprintf(g.IO.Err, "Warning: "+format+"\n", args...)
+	views.Warning(g.IO.Err, fmt.Sprintf(format, args...))
 }
 
 // varFlags are the flags every command that reads the configuration has.
@@ -137,7 +137,7 @@ func (g *Globals) printDiags(cfg *schema.Config, diags hcl.Diagnostics, noColor 
 	}
 	files := parsedFiles(cfg)
 	width := uint(100)
-	_ = schema.WriteDiagnostics(g.IO.Err, files, diags, width, g.colors(noColor).On)
+	views.Diagnostics(g.IO.Err, files, diags, width, g.colors(noColor).On)
 }
 
 // parsedFiles re-parses the sources the config loaded for diagnostic
@@ -433,7 +433,7 @@ func (g *Globals) lockedSession(ctx context.Context, cfg *schema.Config, op stri
 
 // confirm asks the user to type "yes"; Ctrl-C (ctx) ends the question.
 func (g *Globals) confirm(ctx context.Context, question string) (bool, error) {
-	fmt.Fprintf(g.IO.Out, "\n%s\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ", question)
+	views.Question(g.IO.Out, question)
 	type answer struct {
 		line string
 		err  error
@@ -447,7 +447,7 @@ func (g *Globals) confirm(ctx context.Context, question string) (bool, error) {
 	case <-ctx.Done():
 		return false, ctx.Err()
 	case a := <-ch:
-		fmt.Fprintln(g.IO.Out)
+		views.AnswerEnd(g.IO.Out)
 		if a.err != nil && a.line == "" {
 			if errors.Is(a.err, io.EOF) {
 				return false, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/internal/fsread"
 	"github.com/trialform/trialform/internal/mask"
+	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backends"
 )
@@ -83,20 +84,20 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 			return g.errorf("%v", locationChangedError(have, want))
 		}
 		if *migrate {
-			fmt.Fprintf(g.IO.Out, "The configured backend is the recorded one (%s, %s): there is nothing to migrate.\n", dst.Name(), dst.Location())
+			views.NothingToMigrate(g.IO.Out, backendView(dst))
 			return 0
 		}
 		if err := state.RecordBackend(sd, want); err != nil {
 			return g.errorf("%v", err)
 		}
-		fmt.Fprintf(g.IO.Out, "Backend %s (%s) is initialized.\n", dst.Name(), dst.Location())
+		views.BackendInitialized(g.IO.Out, backendView(dst), "")
 		return 0
 	}
 	if *reconfigure {
 		if err := state.RecordBackend(sd, want); err != nil {
 			return g.errorf("%v", err)
 		}
-		fmt.Fprintf(g.IO.Out, "Backend %s (%s) is initialized; the state in the previous backend (%s) was left where it is.\n", dst.Name(), dst.Location(), have)
+		views.BackendInitialized(g.IO.Out, backendView(dst), views.PreviousBackendLeft(have.String()))
 		return 0
 	}
 	srcCfg, err := decodeRecordedSettings(have)
@@ -120,7 +121,7 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 		if err := state.RecordBackend(sd, want); err != nil {
 			return g.errorf("%v", err)
 		}
-		fmt.Fprintf(g.IO.Out, "Backend %s (%s) is initialized (the previous backend, %s, held no state).\n", dst.Name(), dst.Location(), have.Kind)
+		views.BackendInitialized(g.IO.Out, backendView(dst), views.PreviousBackendEmpty(have.Kind))
 		return 0
 	}
 	if _, err := src.Exists(); err != nil {
@@ -133,13 +134,11 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 	if err := state.RecordBackend(sd, want); err != nil {
 		return g.errorf("the state was copied, but %v; run `trialform init -reconfigure` to record the new backend", err)
 	}
-	if n.lineage == "" {
-		fmt.Fprintf(g.IO.Out, "The %s backend (%s) holds no state: nothing was copied.\nBackend %s (%s) is initialized, with the state it holds.\n",
-			src.Name(), src.Location(), dst.Name(), dst.Location())
+	if n.Lineage == "" {
+		views.NothingCopied(g.IO.Out, backendView(src), backendView(dst))
 		return 0
 	}
-	fmt.Fprintf(g.IO.Out, "Copied %s from %s (%s) to %s (%s).\nBackend %s is initialized. The state in %s was left where it is: remove it when you no longer need it.\n",
-		n, src.Name(), src.Location(), dst.Name(), dst.Location(), dst.Name(), src.Name())
+	views.StateCopied(g.IO.Out, n, backendView(src), backendView(dst))
 	return 0
 }
 
@@ -222,17 +221,7 @@ func backendEmpty(b state.Backend) (bool, error) {
 }
 
 // migrated counts what migrateState copied.
-type migrated struct {
-	lineage             string
-	serial              uint64
-	experiments, trials int
-	series, points      int
-}
-
-func (m migrated) String() string {
-	return fmt.Sprintf("the state (lineage %s, serial %d: %d experiments, %d trials), %d metric series (%d points) and the refresh marks",
-		m.lineage, m.serial, m.experiments, m.trials, m.series, m.points)
-}
+type migrated = views.Migrated
 
 // migrateState copies the state, every metric series of its trials and
 // its refresh marks from src to dst, holding both whole-state locks. It
@@ -275,7 +264,7 @@ func (g *Globals) migrateState(ctx context.Context, src, dst state.Backend, lf l
 	if err := checkOverwrite(dst, st, false); err != nil {
 		return n, err
 	}
-	n.lineage, n.serial, n.experiments = st.Lineage, st.Serial, len(st.Experiments)
+	n.Lineage, n.Serial, n.Experiments = st.Lineage, st.Serial, len(st.Experiments)
 	if exists {
 		// Series first: a copy interrupted after them leaves dst without
 		// a state, and the next run copies them again (a point appended
@@ -284,7 +273,7 @@ func (g *Globals) migrateState(ctx context.Context, src, dst state.Backend, lf l
 			e := st.Experiments[name]
 			var batch []state.MetricsBatch
 			for _, id := range sortedKeys(e.Trials) {
-				n.trials++
+				n.Trials++
 				pts, err := src.ReadMetrics(name, id)
 				if err != nil {
 					return n, fmt.Errorf("read the metric series of %s/%s: %w", name, id, err)
@@ -293,8 +282,8 @@ func (g *Globals) migrateState(ctx context.Context, src, dst state.Backend, lf l
 					continue
 				}
 				batch = append(batch, state.MetricsBatch{Experiment: name, Trial: id, Points: pts})
-				n.series++
-				n.points += len(pts)
+				n.Series++
+				n.Points += len(pts)
 			}
 			if len(batch) > 0 {
 				if err := dst.AppendMetricsBatch(batch); err != nil {
@@ -391,7 +380,7 @@ func (g *Globals) statePull() int {
 	if err != nil {
 		return g.errorf("%v", err)
 	}
-	g.IO.Out.Write(b)
+	views.StateDocument(g.IO.Out, b)
 	return 0
 }
 
@@ -464,13 +453,13 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 		}
 	}
 	if len(stale) > 0 {
-		fmt.Fprintf(g.IO.Out, "Removed the metric series of the replaced state's experiments (lineage %s): %s.\n", staleLineage, strings.Join(stale, ", "))
+		views.MetricSeriesRemoved(g.IO.Out, staleLineage, stale)
 	}
 	cur, err := m.Load()
 	if err != nil {
 		return g.errorf("state push: read back: %v", err)
 	}
-	fmt.Fprintf(g.IO.Out, "Pushed %s to the %s backend (%s): lineage %s, serial %d.\n", name, m.Name(), m.Location(), cur.Lineage, cur.Serial)
+	views.StatePushed(g.IO.Out, name, m.Name(), m.Location(), cur.Lineage, cur.Serial)
 	return 0
 }
 
@@ -492,4 +481,9 @@ func sameSerialDiffers(b state.Backend, st *state.State) error {
 		return fmt.Errorf("the %s backend (%s) holds another version of this state with the same serial %d: refusing to overwrite it, nothing was written", b.Name(), b.Location(), cur.Serial)
 	}
 	return nil
+}
+
+// backendView is b as init reports it.
+func backendView(b state.Backend) views.Backend {
+	return views.Backend{Name: b.Name(), Location: b.Location()}
 }

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"strings"
@@ -206,9 +205,7 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 			}
 			v = t
 		}
-		enc := json.NewEncoder(g.IO.Out)
-		enc.SetIndent("", "  ")
-		enc.Encode(v)
+		views.JSONDocument(g.IO.Out, v)
 		return 0
 	case "rm":
 		var names []string
@@ -236,12 +233,12 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 			} else {
 				delete(e.Trials, trial)
 			}
-			fmt.Fprintf(g.IO.Out, "Removed %s\n", a)
+			views.StateRemoved(g.IO.Out, a)
 		}
 		if err := state.SaveWhole(m, st); err != nil {
 			return g.errorf("save state: %v", err)
 		}
-		fmt.Fprintln(g.IO.Out, "Objects on the platforms are not touched; a running trial no longer in the state is planned as an orphan teardown (or adopt it again with `trialform import EXPERIMENT TRIAL`).")
+		views.StateRemoveDone(g.IO.Out)
 		return 0
 	}
 	switch sub {
@@ -324,6 +321,6 @@ func runForceUnlock(ctx context.Context, g *Globals, args []string) int {
 	if err := m.ForceUnlock(pos[0]); err != nil {
 		return g.errorf("%v", err)
 	}
-	fmt.Fprintln(g.IO.Out, "The state lock was removed. Make sure its holder is really gone.")
+	views.LockRemoved(g.IO.Out)
 	return 0
 }

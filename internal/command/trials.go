@@ -211,7 +211,7 @@ func orNoneList(names []string) string {
 func (g *Globals) queryError(flagName string, err error) int {
 	var qe *query.Error
 	if errors.As(err, &qe) {
-		fmt.Fprintf(g.IO.Err, "Error: %s: %s\n\n%s\n", flagName, err, qe.Caret("  "))
+		views.ErrorWithCaret(g.IO.Err, flagName, err, qe.Caret("  "))
 		return 1
 	}
 	return g.errorf("%s: %v", flagName, err)

@@ -2,7 +2,6 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -31,9 +30,7 @@ func runValidate(ctx context.Context, g *Globals, args []string) int {
 	}
 	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ, UnknownVariables: true})
 	if *asJSON {
-		enc := json.NewEncoder(g.IO.Out)
-		enc.SetIndent("", "  ")
-		enc.Encode(schema.DiagnosticsJSON(parsedFiles(cfg), diags))
+		views.JSONDocument(g.IO.Out, schema.DiagnosticsJSON(parsedFiles(cfg), diags))
 		if diags.HasErrors() {
 			return 1
 		}

@@ -19,6 +19,10 @@ type Env struct {
 	// Getenv reads the environment (PG* variables, KUBECONFIG); tests
 	// pass their own. nil means os.Getenv.
 	Getenv func(string) string
+	// Report is where a backend sends a message for people while it
+	// works (its server cannot be reached; it is back), "state backend
+	// NAME: ..."; the command layer passes its view's. nil: dropped.
+	Report func(msg string)
 }
 
 // Kind is one kind of backend.

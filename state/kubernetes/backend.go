@@ -139,7 +139,12 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 	if ns == "" {
 		ns = "default"
 	}
-	return New(cfg, ns, suffix)
+	b, err := New(cfg, ns, suffix)
+	if err != nil {
+		return nil, err
+	}
+	b.SetReporter(env.Report)
+	return b, nil
 }
 
 // KubeconfigProblem says what is wrong with a kubeconfig without quoting
@@ -210,7 +215,8 @@ type Backend struct {
 }
 
 // SetReporter sets what a message for people (the apiserver could not be
-// reached; it is back) goes to; the default is standard error.
+// reached; it is back) goes to: the command layer's view (Env.Report).
+// Without one the messages are dropped: this package writes nothing itself.
 func (b *Backend) SetReporter(f func(string)) {
 	b.reportMu.Lock()
 	b.reporter = f
@@ -221,12 +227,10 @@ func (b *Backend) reportf(format string, args ...any) {
 	b.reportMu.Lock()
 	f := b.reporter
 	b.reportMu.Unlock()
-	msg := fmt.Sprintf(format, args...)
 	if f == nil {
-		fmt.Fprintf(os.Stderr, "trialform: state backend kubernetes: %s\n", msg)
 		return
 	}
-	f(msg)
+	f("state backend kubernetes: " + fmt.Sprintf(format, args...))
 }
 
 // Name returns "kubernetes".
