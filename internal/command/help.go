@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/trialform/trialform/internal/views"
 )
 
 // helpText is what `trialform CMD -help` (and `trialform help CMD`)
@@ -294,34 +296,18 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 	if !ok {
 		h = helpText{synopsis: "trialform " + fs.Name() + " [options]"}
 	}
-	fmt.Fprintf(w, "Usage: %s\n\n", h.synopsis)
-	if h.desc != "" {
-		fmt.Fprintln(w, indentText(h.desc, "  "))
-		fmt.Fprintln(w)
-	}
-	if len(h.args) > 0 {
-		fmt.Fprintln(w, "Arguments:")
-		fmt.Fprintln(w)
-		for _, a := range h.args {
-			name, what, _ := strings.Cut(a, "  ")
-			fmt.Fprintf(w, "  %s\n%s\n", name, wrap(what, "      ", 80))
-		}
-		fmt.Fprintln(w)
+	p := views.HelpPage{Synopsis: h.synopsis, Desc: h.desc, Example: h.example}
+	for _, a := range h.args {
+		name, what, _ := strings.Cut(a, "  ")
+		p.Args = append(p.Args, views.HelpItem{Name: name, What: what})
 	}
 	var flags []*flag.Flag
 	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f) })
 	sort.Slice(flags, func(i, j int) bool { return flags[i].Name < flags[j].Name })
-	fmt.Fprintln(w, "Options:")
-	fmt.Fprintln(w)
 	for _, f := range flags {
-		fmt.Fprintf(w, "  %s\n%s\n", flagSynopsis(f), wrap(flagUsage(f), "      ", 80))
+		p.Flags = append(p.Flags, views.HelpItem{Name: flagSynopsis(f), What: flagUsage(f)})
 	}
-	fmt.Fprintf(w, "  -help\n      print this help\n\n")
-	if h.example != "" {
-		fmt.Fprintln(w, "Example:")
-		fmt.Fprintln(w)
-		fmt.Fprintf(w, "  %s\n", h.example)
-	}
+	views.Help(w, p)
 }
 
 // flagSynopsis is "-name" for a boolean flag, else "-name=PLACEHOLDER".
@@ -362,36 +348,6 @@ func flagUsage(f *flag.Flag) string {
 	return u
 }
 
-func indentText(s, ind string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		if l != "" {
-			lines[i] = ind + l
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// wrap fills s into lines of at most width columns after ind.
-func wrap(s, ind string, width int) string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		if line != "" && len(ind)+len(line)+1+len(word) > width {
-			lines = append(lines, ind+line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += word
-	}
-	if line != "" {
-		lines = append(lines, ind+line)
-	}
-	return strings.Join(lines, "\n")
-}
-
 // argSpec says how many positional arguments a command takes; hint is
 // added to the "Too many command line arguments" error.
 type argSpec struct {
@@ -420,25 +376,17 @@ func (g *Globals) parse(fs *flag.FlagSet, args []string, spec argSpec) (pos []st
 		return nil, 0, false
 	}
 	if err != nil {
-		fmt.Fprintf(g.IO.Err, "Error: %v\n\nRun `trialform %s -help` for its options.\n", err, fs.Name())
+		views.FlagError(g.IO.Err, err, fs.Name())
 		return nil, 1, false
 	}
 	h := helps[fs.Name()]
 	switch {
 	case spec.max >= 0 && len(pos) > spec.max:
 		extra := pos[spec.max:]
-		fmt.Fprintf(g.IO.Err, "Error: Too many command line arguments: %s\n\n", quoteAll(extra))
-		if spec.hint != "" {
-			fmt.Fprintf(g.IO.Err, "%s\n\n", strings.ReplaceAll(spec.hint, "{arg}", extra[0]))
-		}
-		fmt.Fprintf(g.IO.Err, "Usage: %s\nRun `trialform %s -help` for more.\n", h.synopsis, fs.Name())
+		views.TooManyArguments(g.IO.Err, quoteAll(extra), strings.ReplaceAll(spec.hint, "{arg}", extra[0]), h.synopsis, fs.Name())
 		return nil, 1, false
 	case len(pos) < spec.min:
-		fmt.Fprintf(g.IO.Err, "Error: Not enough command line arguments\n\n")
-		if spec.hint != "" {
-			fmt.Fprintf(g.IO.Err, "%s\n\n", spec.hint)
-		}
-		fmt.Fprintf(g.IO.Err, "Usage: %s\nRun `trialform %s -help` for more.\n", h.synopsis, fs.Name())
+		views.NotEnoughArguments(g.IO.Err, spec.hint, h.synopsis, fs.Name())
 		return nil, 1, false
 	}
 	return pos, 0, true

@@ -8,7 +8,6 @@ package command
 import (
 	"context"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
@@ -192,8 +191,7 @@ func run(ctx context.Context, g *Globals, args []string) int {
 			usage(io.Out)
 			return 0
 		default:
-			fmt.Fprintf(io.Err, "Error: unknown global option %q\n\n", args[0])
-			usage(io.Err)
+			views.UnknownGlobalOption(io.Err, args[0], commandList())
 			return 1
 		}
 		args = args[1:]
@@ -229,27 +227,20 @@ func unknownCommand(w io.Writer, name string) {
 			names = append(names, c.name)
 		}
 	}
-	if hint := didyoumean.Sentence(name, names, "%q"); hint != "" {
-		fmt.Fprintf(w, "Error: unknown command %q.%s\n\nRun `trialform -help` for the list of commands.\n", name, hint)
-		return
-	}
-	fmt.Fprintf(w, "Error: unknown command %q\n\n", name)
-	usage(w)
+	views.UnknownCommand(w, name, didyoumean.Sentence(name, names, "%q"), commandList())
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: trialform [-chdir=DIR] <command> [options] [args]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "trialform plans and runs hyperparameter-tuning experiments defined in *.hcl files.")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands:")
+func usage(w io.Writer) { views.Usage(w, commandList()) }
+
+// commandList is the commands people may run, as the usage lists them.
+func commandList() []views.Command {
+	var l []views.Command
 	for _, c := range commands() {
 		if !c.hidden {
-			fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
+			l = append(l, views.Command{Name: c.name, Summary: c.summary})
 		}
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `trialform <command> -help` or `trialform help <command>` for a command's usage. -flag and --flag are the same.")
+	return l
 }
 
 // parseFlags parses flags that may come before, between or after the
@@ -284,7 +275,7 @@ func runVersion(ctx context.Context, g *Globals, args []string) int {
 	if _, code, ok := g.parse(fs, args, argSpec{}); !ok {
 		return code
 	}
-	fmt.Fprintf(g.IO.Out, "trialform v%s\n", Version)
+	views.Version(g.IO.Out, Version)
 	return 0
 }
 
