@@ -181,27 +181,60 @@ func goodByHypervolume(norm [][]float64, rank, order []int, k int) []int {
 			pts[j] = norm[i]
 		}
 		ref := worstPlus(pts, 0.1)
-		var chosen [][]float64
-		taken := make([]bool, len(members))
-		base := 0.0
-		for len(good) < k {
-			best, bestGain := -1, -1.0
-			for j := range members {
-				if taken[j] {
-					continue
-				}
-				gain := pareto.Hypervolume(append(chosen, pts[j]), ref) - base
-				if gain > bestGain {
-					best, bestGain = j, gain
-				}
-			}
-			taken[best] = true
-			chosen = append(chosen, pts[best])
-			base += bestGain
-			good = append(good, members[best])
-		}
+		good = append(good, greedyHypervolume(pts, ref, k-len(good), members)...)
 	}
 	return good
+}
+
+// greedyHypervolume picks k of pts (returning their labels), each time
+// the one whose addition grows the hypervolume of those picked the most;
+// ties: the earlier. A point's gain only shrinks as others are picked
+// (hypervolume is submodular), so a gain computed earlier bounds it: the
+// candidates are kept by their last gain and only the leader's is
+// recomputed until it stays the leader (lazy greedy: the same choice as
+// recomputing every gain, in far fewer hypervolumes).
+func greedyHypervolume(pts [][]float64, ref []float64, k int, labels []int) []int {
+	type cand struct {
+		j     int
+		bound float64
+		round int // the number picked when bound was computed
+	}
+	cs := make([]cand, len(pts))
+	for j, p := range pts {
+		v := 1.0
+		for m := range p {
+			v *= math.Max(0, ref[m]-p[m])
+		}
+		cs[j] = cand{j: j, bound: v}
+	}
+	less := func(a, b cand) bool { // a ranks before b
+		if a.bound != b.bound {
+			return a.bound > b.bound
+		}
+		return a.j < b.j
+	}
+	var chosen [][]float64
+	var out []int
+	base := 0.0
+	for len(out) < k && len(cs) > 0 {
+		top := 0
+		for i := range cs {
+			if less(cs[i], cs[top]) {
+				top = i
+			}
+		}
+		c := cs[top]
+		if c.round != len(out) {
+			cs[top].bound = pareto.Hypervolume(append(chosen, pts[c.j]), ref) - base
+			cs[top].round = len(out)
+			continue
+		}
+		chosen = append(chosen, pts[c.j])
+		base += c.bound
+		out = append(out, labels[c.j])
+		cs = append(cs[:top], cs[top+1:]...)
+	}
+	return out
 }
 
 // worstPlus is the points' worst value in each objective plus margin
