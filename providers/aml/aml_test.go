@@ -290,6 +290,39 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// The name checks (their regexps compile on first use): each bound and
+// what is refused just past it.
+func TestCheckNameBounds(t *testing.T) {
+	where := decl.NewWhere("ws", hcl.Range{Filename: "aml.hcl", Start: hcl.Pos{Line: 3, Column: 1}})
+	for name, tc := range map[string]struct {
+		mut func(*aml.Settings)
+		ok  bool
+	}{
+		"compute 255":     {func(s *aml.Settings) { s.ComputeTarget = "c" + strings.Repeat("x", 254) }, true},
+		"compute 256":     {func(s *aml.Settings) { s.ComputeTarget = "c" + strings.Repeat("x", 255) }, false},
+		"compute digit":   {func(s *aml.Settings) { s.ComputeTarget = "1cpu" }, false},
+		"datastore 255":   {func(s *aml.Settings) { s.Datastore = "d" + strings.Repeat("_", 254) }, true},
+		"datastore 256":   {func(s *aml.Settings) { s.Datastore = "d" + strings.Repeat("_", 255) }, false},
+		"workspace 3":     {func(s *aml.Settings) { s.WorkspaceName = "w-1" }, true},
+		"workspace 33":    {func(s *aml.Settings) { s.WorkspaceName = "w" + strings.Repeat("1", 32) }, true},
+		"workspace 34":    {func(s *aml.Settings) { s.WorkspaceName = "w" + strings.Repeat("1", 33) }, false},
+		"workspace dash":  {func(s *aml.Settings) { s.WorkspaceName = "-ws" }, false},
+		"group 90":        {func(s *aml.Settings) { s.ResourceGroup = strings.Repeat("(", 90) }, true},
+		"group 91":        {func(s *aml.Settings) { s.ResourceGroup = strings.Repeat("r", 91) }, false},
+		"group dot end":   {func(s *aml.Settings) { s.ResourceGroup = "rg." }, false},
+		"group empty":     {func(s *aml.Settings) { s.ResourceGroup = "" }, false},
+		"subscription":    {func(s *aml.Settings) { s.SubscriptionID = "ABCDEF01-2345-6789-abcd-ef0123456789" }, true},
+		"subscription 13": {func(s *aml.Settings) { s.SubscriptionID = "abcdef01-2345-6789-abcd-ef01234567890" }, false},
+	} {
+		s := &aml.Settings{SubscriptionID: sub, ResourceGroup: "rg-ml", WorkspaceName: "ws1", ComputeTarget: "cpu-cluster",
+			MountSettings: cloudjob.MountSettings{LocalMount: "/mnt/x", ContainerMount: "/mnt/x"}}
+		tc.mut(s)
+		if d := s.Check(where); d.HasErrors() == tc.ok {
+			t.Errorf("%s: %v, want accepted %v", name, d, tc.ok)
+		}
+	}
+}
+
 // Without client_secret, DefaultAzureCredential is used: here its
 // environment credential (AZURE_TENANT_ID, AZURE_CLIENT_ID,
 // AZURE_CLIENT_SECRET) gets the token from the fake's Entra ID. A wrong

@@ -38,7 +38,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -80,7 +79,25 @@ func Registration() backendreg.Kind {
 	}
 }
 
-var suffixRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
+// validSuffix reports whether s is 1 to 40 lowercase letters, digits and
+// "-", starting and ending with a letter or digit (what the regexp
+// ^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$ accepts; plain code, as a counted
+// repeat compiled at every start costs the binary's start-up).
+func validSuffix(s string) bool {
+	if len(s) < 1 || len(s) > 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Open opens the backend the settings name. It does not connect: the
 // first call does.
@@ -93,7 +110,7 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 	if suffix == "" {
 		suffix = "default"
 	}
-	if !suffixRE.MatchString(suffix) {
+	if !validSuffix(suffix) {
 		return nil, fmt.Errorf(`backend "kubernetes": secret_suffix = %q: use at most 40 lowercase letters, digits and "-", starting and ending with a letter or digit`, suffix)
 	}
 	var cfg *rest.Config
@@ -319,7 +336,7 @@ var (
 // that a bad block is an error at its line.
 func (s *Settings) Check(w *decl.Where) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	if s.SecretSuffix != "" && !suffixRE.MatchString(s.SecretSuffix) {
+	if s.SecretSuffix != "" && !validSuffix(s.SecretSuffix) {
 		diags = append(diags, w.Error("secret_suffix", "Invalid secret_suffix", `secret_suffix = %q: use at most 40 lowercase letters, digits and "-", starting and ending with a letter or digit (it is part of Secret and Lease names).`, s.SecretSuffix))
 	}
 	if s.InCluster && (s.ConfigPath != "" || s.Context != "") {
