@@ -559,7 +559,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	s.Provenance = c.provenance()
 	s.Parallelism = c.o.parallelism
 	s.Hard = c.g.hard(ctx)
-	s.Hooks = logHooks{c.log}
+	s.Hooks = views.ApplyLog{Log: c.log}
 	t0 := time.Now()
 	p, err := s.Plan(ctx, plan.Options{})
 	controller.Since(c.metrics.PlanSeconds, t0)
@@ -800,24 +800,6 @@ func (c *ctrl) handler() http.Handler {
 		dash.ServeHTTP(w, r)
 	})
 	return mux
-}
-
-// logHooks logs apply's progress.
-type logHooks struct{ log *slog.Logger }
-
-func (h logHooks) TrialAction(a *plan.TrialAction, done bool, err error) {
-	if !done {
-		return
-	}
-	if err != nil {
-		h.log.Error("trial action failed", "action", string(a.Action), "experiment", a.Experiment, "trial", a.TrialID, "error", err.Error())
-		return
-	}
-	h.log.Info("trial "+string(a.Action), "experiment", a.Experiment, "trial", a.TrialID, "cause", a.Cause)
-}
-
-func (h logHooks) Observed(o plan.Observed) {
-	h.log.Info("observed", "experiment", o.Experiment, "trial", o.TrialID, "before", o.Before, "after", o.After)
 }
 
 // dashboardPlan is the controller's last plan, as plan prints it, for

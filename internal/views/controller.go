@@ -3,10 +3,34 @@ package views
 import (
 	"io"
 	"log/slog"
+
+	"github.com/trialform/trialform/plan"
 )
 
 // ControllerLog is the controller's structured log: one JSON object a
 // line (log/slog), for a cluster's log collector.
 func ControllerLog(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// ApplyLog is the controller's view of apply's progress (apply.Hooks's
+// methods, as Apply's human and JSON views have them): each trial action
+// done and each change observed, as a record of its log.
+type ApplyLog struct{ Log *slog.Logger }
+
+// TrialAction logs a trial action done, or failed.
+func (h ApplyLog) TrialAction(a *plan.TrialAction, done bool, err error) {
+	if !done {
+		return
+	}
+	if err != nil {
+		h.Log.Error("trial action failed", "action", string(a.Action), "experiment", a.Experiment, "trial", a.TrialID, "error", err.Error())
+		return
+	}
+	h.Log.Info("trial "+string(a.Action), "experiment", a.Experiment, "trial", a.TrialID, "cause", a.Cause)
+}
+
+// Observed logs a trial's change seen on its platform.
+func (h ApplyLog) Observed(o plan.Observed) {
+	h.Log.Info("observed", "experiment", o.Experiment, "trial", o.TrialID, "before", o.Before, "after", o.After)
 }
