@@ -3,7 +3,8 @@ GO      ?= go
 BIN     := bin/trialform
 GOFLAGS ?=
 
-.PHONY: docs fuzz ui-assets bench-ui all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-budgets bench-tuners-full bench-tuners-multi vet fmt-check clean
+# fuzz and ui-check run in test.
+.PHONY: docs fuzz ui-check web ui-assets bench-ui all build test unit e2e deps k8s demo demo-clean bench bench-tuners bench-tuners-budgets bench-tuners-full bench-tuners-multi vet fmt-check clean
 
 all: build
 
@@ -23,6 +24,12 @@ deps:
 # web/package-lock.json.
 ui-assets:
 	cd web && npm ci --no-audit --no-fund && npm run build
+web: ui-assets
+
+# Fails when the committed bundle is stale against web/ ("run make web"):
+# builds web/ in a temporary directory and compares (scripts/ui-check.sh).
+ui-check:
+	bash scripts/ui-check.sh
 
 # The test control plane (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler) built from tools/k8s into ~/.cache/trialform/k8s/<version>/;
@@ -54,6 +61,7 @@ test: deps build k8s fmt-check vet
 	$(GO) test -count=1 -timeout 30m -run '$(QUALITY_TESTS)' ./tuner/
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(CORE))")
 	$(MAKE) fuzz
+	$(MAKE) ui-check
 
 # The fuzzers of the parsers of bytes trialform did not write, each for
 # FUZZTIME (their seed corpora, testdata/fuzz/FuzzXxx, also run as plain

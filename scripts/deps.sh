@@ -3,7 +3,8 @@
 # downloads, python3 for real trial processes, Debian's scikit-learn for
 # the sklearn example, openssh-server (sshd on 127.0.0.1 stands in for
 # remote machines), Debian's Optuna for the tuner benchmark (bench/tuners),
-# Debian's chromium (the dashboard's browser tests, internal/ui),
+# Debian's chromium (the dashboard's browser tests, internal/ui), Debian's
+# nodejs and npm (make ui-check rebuilds the dashboard's bundle),
 # Debian's postgresql (a real server for the pg state backend, internal/pgtest)
 # and gcc (the race detector needs cgo). It fails, naming what is missing,
 # rather than let the tests skip. Safe to run again.
@@ -55,6 +56,15 @@ if ! command -v gcc >/dev/null 2>&1; then
   echo "deps: installing gcc (go test -race needs cgo)"
   apt_install gcc libc6-dev
 fi
+
+# node and npm: make ui-check rebuilds the dashboard's bundle from web/ to
+# compare it with the committed internal/ui/assets (esbuild needs node 18+).
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  echo "deps: installing nodejs and npm (make ui-check rebuilds the dashboard's bundle)"
+  apt_install nodejs npm || fail "could not install nodejs and npm (make ui-check needs them)"
+fi
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+[ "$node_major" -ge 18 ] || fail "node $(node --version 2>/dev/null) is older than 18, which esbuild (web/package-lock.json) needs"
 
 if ! command -v chromium >/dev/null 2>&1; then
   echo "deps: installing chromium (the dashboard's browser tests, internal/ui)"

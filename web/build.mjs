@@ -3,7 +3,9 @@
 import * as esbuild from 'esbuild';
 import { copyFileSync, mkdirSync } from 'node:fs';
 
-const out = '../internal/ui/assets';
+// TRIALFORM_UI_OUT: another directory (scripts/ui-check.sh builds into a
+// temporary one to compare with the committed bundle).
+const out = process.env.TRIALFORM_UI_OUT || '../internal/ui/assets';
 mkdirSync(out, { recursive: true });
 await esbuild.build({
   entryPoints: ['src/main.js'],
