@@ -104,6 +104,7 @@ bench: build
 	go build -o bin/genstate ./bench/genstate
 	go build -o bin/watchlat ./bench/watchlat
 	go build -o bin/loadstate ./bench/loadstate
+	go build -o bin/ctllat ./bench/ctllat
 	bash scripts/bench.sh
 	bash scripts/build-k8s.sh >/dev/null
 	TRIALFORM_K8S_BENCH=1 $(GO) test -count=1 -run TestBench1000 -v ./providers/kubernetes/ | grep -E '^(kubernetes bench|--- )'

@@ -27,6 +27,8 @@ type Metrics struct {
 	SourceOK       prometheus.Gauge
 	ApprovalsTotal prometheus.Counter
 	Leader         prometheus.Gauge // 1 while this replica leads (or runs alone)
+	BackendChanged prometheus.Gauge // 1 while the branch head's backend block is not the backend in use
+	Webhooks       *prometheus.CounterVec
 }
 
 // NewMetrics registers the metrics.
@@ -59,7 +61,7 @@ func NewMetrics() *Metrics {
 			Name: "trialform_held_changes", Help: "Experiments whose destructive change is held until approved: trials it would tear down.",
 		}, []string{"experiment", "spec_hash"}),
 		SyncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "trialform_sync_errors_total", Help: "Failed passes, by stage (git, definitions, lock, plan, apply).",
+			Name: "trialform_sync_errors_total", Help: "Failed passes, by stage (git, definitions, backend, lock, plan, apply).",
 		}, []string{"stage"}),
 		LastSyncError: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "trialform_last_sync_error_timestamp_seconds", Help: "When the last failed sync failed (Unix time), by stage and the commit it concerns; absent once a later sync of that stage succeeded.",
@@ -77,8 +79,15 @@ func NewMetrics() *Metrics {
 			Name: "trialform_controller_leader", Help: "1 while this replica plans and applies (the leader, or the only replica), 0 while it stands by.",
 		}),
 	}
+	m.BackendChanged = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "trialform_backend_changed", Help: "1 while the branch head's backend block differs from the backend the controller opened (its definitions are not in force; restart needed), else 0.",
+	})
+	m.Webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trialform_webhook_requests_total", Help: "POST /hook requests, by result (sync, ignored: another branch, unauthorized, off: no secret configured).",
+	}, []string{"result"})
+	r.MustRegister(m.BackendChanged, m.Webhooks)
 	r.MustRegister(m.Trials, m.PlanSeconds, m.ApplySeconds, m.SyncedCommit, m.SyncedAt, m.FetchedCommit, m.Held, m.SyncErrors, m.LastSyncError, m.DefinitionsOK, m.SourceOK, m.ApprovalsTotal, m.Leader)
-	for _, s := range []string{"git", "definitions", "lock", "plan", "apply"} {
+	for _, s := range []string{"git", "definitions", "backend", "lock", "plan", "apply"} {
 		m.SyncErrors.WithLabelValues(s)
 	}
 	return m

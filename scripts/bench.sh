@@ -61,6 +61,17 @@ HCL
   # files right before the next run would slow its file creations on ext4
   # without a journal (see internal/topdir), which measures the harness.
 }
+# 0. The controller (bench/ctllat): a real git repository (local path),
+# real python3 trials; commit -> first new trial running with a 5 s
+# -interval and with the push webhook (median of BENCH_CTL_COMMITS), and
+# the controller's memory with 10,000 trials in its state. About 2 min.
+# BENCH_ONLY=controller runs it alone.
+CTLLAT="$PWD/bin/ctllat"
+[ -x "$CTLLAT" ] || go build -o "$CTLLAT" ./bench/ctllat
+if [ "${BENCH_ONLY:-}" = controller ]; then
+  "$CTLLAT" -bin "$BIN" -genstate "$GENSTATE" -n "${BENCH_CTL_COMMITS:-5}"
+  exit 0
+fi
 # BENCH_ONLY=plan runs section 2 alone (plan over long histories).
 if [ "${BENCH_ONLY:-}" != plan ]; then
 echo "launch: trivial trials, apply -auto-approve -wait next to xargs -P (NNI 3.0 local mode: about 36x)"
@@ -179,6 +190,9 @@ echo "  output size: $("$BIN" -chdir="$work/results" export big -o json | wc -c)
 
 # 3. watch: latency from a file save to the new plan printed.
 "$WATCHLAT" -bin "$BIN" -n "${BENCH_WATCH_SAVES:-20}"
+
+# 3b. the controller: see section 0.
+"$CTLLAT" -bin "$BIN" -genstate "$GENSTATE" -n "${BENCH_CTL_COMMITS:-5}"
 
 # 4. Early stopping: assessors on crossing learning curves (pure simulation).
 if command -v go >/dev/null; then go run ./bench/earlystop; fi

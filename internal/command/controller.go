@@ -41,6 +41,7 @@ type controllerOptions struct {
 	sshKeyFile  string
 	knownHosts  string
 	dashFile    string
+	hookFile    string
 	parallelism int
 	leader      leaderOptions
 }
@@ -51,6 +52,7 @@ const (
 	envGitToken  = "TRIALFORM_GIT_TOKEN"
 	envGitSSHKey = "TRIALFORM_GIT_SSH_KEY"
 	envDashToken = "TRIALFORM_DASHBOARD_TOKEN"
+	envHookToken = "TRIALFORM_WEBHOOK_TOKEN"
 )
 
 func runController(ctx context.Context, g *Globals, args []string) int {
@@ -72,6 +74,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	fs.StringVar(&o.sshKeyFile, "ssh-key-file", "", "file holding an SSH private key (else $"+envGitSSHKey+" holds the key itself)")
 	fs.StringVar(&o.knownHosts, "ssh-known-hosts", "", "known_hosts file for SSH (default: the user's)")
 	fs.StringVar(&o.dashFile, "dashboard-token-file", "", "file holding the token the dashboard (served at / with -listen) requires (else $"+envDashToken+"; with neither, it is open: it is read-only)")
+	fs.StringVar(&o.hookFile, "webhook-token-file", "", "file holding the secret of the push webhook POST /hook (else $"+envHookToken+"; with neither, the webhook is off)")
 	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
 	o.leader.register(fs)
 	if _, code, ok := g.parse(fs, args, argSpec{hint: "controller takes no arguments: name the repository with -repo."}); !ok {
@@ -107,6 +110,10 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("-dashboard-token-file: %v", err)
 	}
+	hookToken, err := secretFrom(o.hookFile, g.getenv(envHookToken))
+	if err != nil {
+		return g.errorf("-webhook-token-file: %v", err)
+	}
 	repoURL := o.repo
 	if !strings.Contains(repoURL, "://") && !strings.Contains(repoURL, "@") {
 		if abs, err := filepath.Abs(repoURL); err == nil {
@@ -122,7 +129,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		},
 		stateDir: filepath.Join(wd, ".trialform"),
 		metrics:  controller.NewMetrics(),
-		secrets:  append(secrets, dashToken), dashToken: dashToken,
+		secrets:  append(secrets, dashToken, hookToken), dashToken: dashToken, hookToken: hookToken,
 		wake: make(chan struct{}, 1),
 		leader: &leaderState{enabled: o.leader.enabled, identity: leaderIdentity(g.getenv),
 			lost: make(chan struct{}), started: make(chan struct{}, 1), stopped: make(chan struct{})},
@@ -153,7 +160,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		os.WriteFile(filepath.Join(wd, "listen.addr"), []byte(ln.Addr().String()), 0o644)
 		c.log.Info("listening", "addr", ln.Addr().String())
 	}
-	c.log.Info("controller started", "repo", controller.Redact(o.repo, secrets...), "branch", o.branch, "path", o.path, "policy", string(policy), "interval", o.interval.String(), "work_dir", wd, "leader_elect", o.leader.enabled)
+	c.log.Info("controller started", "repo", controller.Redact(o.repo, secrets...), "branch", o.branch, "path", o.path, "policy", string(policy), "interval", o.interval.String(), "work_dir", wd, "webhook", hookToken != "", "leader_elect", o.leader.enabled)
 	var lost, started <-chan struct{}
 	if o.leader.enabled {
 		if err := c.startLeaderElection(ctx); err != nil {
@@ -301,8 +308,12 @@ type ctrl struct {
 	src      *controller.Source
 	stateDir string
 	m        state.Backend
+	// mRec is the backend block m was opened with: a later commit whose
+	// block differs is not put in force (backendChanged).
+	mRec state.BackendRecord
 
 	leader    *leaderState
+	hookToken string
 	metrics   *controller.Metrics
 	secrets   []string
 	wake      chan struct{}
@@ -329,6 +340,11 @@ type ctrl struct {
 	planShown  *plan.Plan     // the last plan, for the dashboard
 	dash       *ui.Server     // the dashboard, once the backend is open
 	dashToken  string
+
+	// backendMsg (guarded by mu) says, while the branch head's backend
+	// block differs from the backend in use, what changed and what to do
+	// (for /readyz).
+	backendMsg string
 }
 
 func (c *ctrl) redact(s string) string { return controller.Redact(s, c.secrets...) }
@@ -405,6 +421,9 @@ func (c *ctrl) load(commit string, syncErr error) {
 		c.syncFailed("definitions", commit, c.redact(msg))
 		return
 	}
+	if c.backendChanged(commit, cfg) {
+		return
+	}
 	c.cfg, c.goodCommit, c.badCommit = cfg, commit, ""
 	c.syncOK("definitions")
 	c.mu.Lock()
@@ -459,7 +478,7 @@ func (c *ctrl) openBackend(cfg *schema.Config) bool {
 		c.log.Error("open the state backend", "error", c.redact(strings.TrimSpace(errBuf.String())))
 		return false
 	}
-	c.m = m
+	c.m, c.mRec = m, backendRecordOf(cfg.Backend)
 	c.log.Info("state backend open", "backend", m.Name())
 	if c.o.listen != "" {
 		dash := ui.New(ui.Options{
@@ -769,7 +788,7 @@ func (c *ctrl) handler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
-		ready := c.ready
+		ready, backendMsg := c.ready, c.backendMsg
 		c.mu.Unlock()
 		if !ready {
 			http.Error(w, "not ready: no successful sync and plan yet", http.StatusServiceUnavailable)
@@ -777,9 +796,14 @@ func (c *ctrl) handler() http.Handler {
 		}
 		if st := c.leader.status(); st != "" {
 			w.Write([]byte("ready (" + st + ")\n"))
-			return
+		} else {
+			w.Write([]byte("ready\n"))
 		}
-		w.Write([]byte("ready\n"))
+		// Still ready (the last good definitions are applied, the
+		// dashboard serves), but a person must act.
+		if backendMsg != "" {
+			w.Write([]byte("restart needed: " + backendMsg + "\n"))
+		}
 	})
 	mux.Handle("/metrics", c.metrics.Handler())
 	mux.HandleFunc("/held", func(w http.ResponseWriter, r *http.Request) {
@@ -789,6 +813,7 @@ func (c *ctrl) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(held)
 	})
+	mux.HandleFunc("/hook", c.serveHook)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		dash := c.dash
