@@ -120,6 +120,8 @@ func TestHumanRenderersQuoteControlCharacters(t *testing.T) {
 		"StatusLine":  func(w *bytes.Buffer) { w.WriteString(StatusLine(p.Experiments[0])) },
 		"ShowState":   func(w *bytes.Buffer) { ShowState(w, &st, Colors{}, map[string]time.Time{hostile: now}, now) },
 		"Trials":      func(w *bytes.Buffer) { Trials(w, e, now) },
+		"HeldChanges": func(w *bytes.Buffer) { HeldChanges(w, &st, Colors{}, now, true) },
+		"Approved":    func(w *bytes.Buffer) { Approved(w, hostile, e.Hold, e.Approval, true) },
 		"StateList":   func(w *bytes.Buffer) { StateList(w, &st) },
 		"BestLines": func(w *bytes.Buffer) {
 			w.WriteString(strings.Join(BestLines([]*state.Experiment{e}), "\n"))
