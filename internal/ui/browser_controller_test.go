@@ -136,6 +136,15 @@ func TestBrowserControllerHeldAndSyncError(t *testing.T) {
 	}
 	b.screenshot("controller-overview")
 	b.noErrors("controller overview")
+
+	// The experiment's page says so too.
+	b.open(base + "/e/w")
+	b.do(chromedp.Poll[chromedp.Void](`document.getElementById('held-change') !== null`, chromedp.WithPollingTimeout(60*time.Second)))
+	b.eval(`document.getElementById('held-change').innerText`, &s)
+	if !strings.Contains(s, "generation 2") || !strings.Contains(s, "tears down 2 trial(s)") || !strings.Contains(s, "trialform approve w ") {
+		t.Errorf("the held change on the experiment's page: %q", s)
+	}
+	b.noErrors("controller experiment page")
 }
 
 var regexpCommit = regexp.MustCompile(`commit [0-9a-f]{12}`)

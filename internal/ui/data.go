@@ -209,6 +209,11 @@ type ExperimentJSON struct {
 	Refreshed  *time.Time        `json:"refreshed,omitempty"` // last refresh from the platform (refreshed.json)
 	// Edit says where to change what the page cannot (read-only by design).
 	Edit *EditJSON `json:"edit,omitempty"`
+	// Hold is the change the controller holds until approved, Approved
+	// whether Approval approves it (state.Hold).
+	Hold     *state.Hold     `json:"hold,omitempty"`
+	Approval *state.Approval `json:"approval,omitempty"`
+	Approved bool            `json:"approved,omitempty"`
 }
 
 // BestJSON is the best trial.
@@ -286,6 +291,7 @@ func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) E
 		Counts: map[string]int{}, Trials: len(e.Trials), MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
 		CreatedAt: e.CreatedAt, DoneAt: e.DoneAt, DoneReason: e.DoneReason, Written: sn.modTime, Failed: e.Failed,
 	}
+	j.Hold, j.Approval, j.Approved = e.Hold, e.Approval, e.Pending()
 	b := e.Budget()
 	j.BudgetUsed, j.GenerationTrials = b.Used, b.Trials
 	j.Budget = views.BudgetText(b.Generation, b.Ended, e.MaxTrials, b.All, b.All != b.Trials)

@@ -632,6 +632,12 @@ async function pageExperiment(name) {
           : h('span', {}, `best ${e.goal === 'minimize' ? '↓' : '↑'} ${e.metric}: `, e.best ? [h('b', {}, fmtNum(e.best.value)), ' (', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, e.best.id), ')'] : '–'),
         h('span', {}, `budget: ${e.budget} · concurrency ${e.concurrency} · elapsed ${fmtDur(e.elapsed_s)}`),
         e.done_reason ? h('span', { class: 'muted' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null),
+      e.hold ? h('div', { class: 'query-error', id: 'held-change' },
+        `Held by ${e.hold.by} ${ago(e.hold.since)}${e.hold.commit ? ` (commit ${e.hold.commit.slice(0, 12)})` : ''}: `,
+        e.hold.removed ? 'the removal of this experiment' : `generation ${e.hold.generation} (spec ${e.hold.spec_hash.slice(0, 12)})`,
+        ` tears down ${e.hold.teardowns} trial(s)`, (e.hold.reasons || []).length ? ` (${e.hold.reasons.join('; ')})` : '', '. ',
+        e.approved ? `Approved by ${e.approval.by} ${ago(e.approval.at)}: the controller applies it at its next pass.`
+          : ['Approve it with ', h('code', {}, `trialform approve ${e.name} ${e.hold.spec_hash.slice(0, 12)}`), '.']) : null,
       h('details', { class: 'hint' }, h('summary', {}, 'Change this experiment'),
         h('p', {}, 'The dashboard is read-only: the HCL files are the source of truth. Edit ', h('code', {}, edit), ', then run ', h('code', {}, 'trialform plan'), ' and ', h('code', {}, 'trialform apply'), '.'),
         h('ul', {},
