@@ -22,15 +22,11 @@ func motpeKind() Kind {
 
 // motpeTuner is TPE for several objectives, after Optuna's
 // multi-objective TPESampler (MOTPE): the good trials TPE models are taken
-// by Pareto dominance instead of by one value. The completed trials are
-// put in NSGA-II's crowded order (paretoOrder: non-domination rank, then
-// within a rank the points that add most to the front's spread first) and
-// that position is the loss the univariate or multivariate TPE of tpe.go
-// splits on: the best gamma(n) = min(ceil(0.1 n), 25) are the front's
-// members, and where the front is larger than gamma(n), those that cover
-// the most hypervolume. Pending trials stay constant liars; failed ones,
-// and completed ones missing an objective, are left out. Settings are
-// tpe's, multivariate on by default. With one objective it is tpe.
+// by Pareto dominance instead of by one value, and weighted by the
+// hypervolume each alone covers (see scalarised). Pending trials stay
+// constant liars; failed ones, and completed ones missing an objective,
+// are left out. Settings are tpe's, multivariate on by default. With one
+// objective it is tpe.
 type motpeTuner struct {
 	tpe *tpeTuner
 }
