@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/trialform/trialform/internal/incluster"
+
 	"github.com/trialform/trialform/controller/election"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
@@ -139,7 +141,7 @@ func (c *ctrl) startLeaderElection(ctx context.Context) error {
 	if kc := c.g.getenv("KUBECONFIG"); kc != "" {
 		rules.Precedence = strings.Split(kc, string(os.PathListSeparator))
 	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	cc := incluster.ClientConfig(clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}))
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return fmt.Errorf("-leader-elect needs a Kubernetes API (run in a pod, or set $KUBECONFIG): %s", k8sstate.KubeconfigProblem(err))

@@ -12,6 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/trialform/trialform/internal/incluster"
+
 	"github.com/trialform/trialform/providers"
 )
 
@@ -103,7 +105,7 @@ func (c *Config) restConfig() (*rest.Config, string, error) {
 	if c.Kubeconfig != "" {
 		rules.ExplicitPath = c.Kubeconfig
 	}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context})
+	cc := incluster.ClientConfig(clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context}))
 	rc, err := cc.ClientConfig()
 	if err != nil {
 		return nil, "", providers.Permanent(fmt.Errorf("kubernetes platform: kubeconfig: %w", err))

@@ -46,6 +46,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/trialform/trialform/internal/incluster"
+
 	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backendreg"
@@ -117,13 +119,11 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 	ns := s.Namespace
 	if s.InCluster {
 		var err error
-		if cfg, err = rest.InClusterConfig(); err != nil {
+		if cfg, err = incluster.Config(); err != nil {
 			return nil, fmt.Errorf(`backend "kubernetes": in_cluster = true but %v; run it in a pod, or set config_path instead`, err)
 		}
 		if ns == "" {
-			if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
-				ns = strings.TrimSpace(string(b))
-			}
+			ns, _ = incluster.Namespace()
 		}
 	} else {
 		rules := &clientcmd.ClientConfigLoadingRules{}
@@ -142,7 +142,7 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 			p := expandHome("~/.kube/config")
 			rules.Precedence, where = []string{p}, p
 		}
-		cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context})
+		cc := incluster.ClientConfig(clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context}))
 		var err error
 		if cfg, err = cc.ClientConfig(); err != nil {
 			return nil, fmt.Errorf(`backend "kubernetes": the kubeconfig %s: %s; set config_path and context, or in_cluster = true in a pod`, where, KubeconfigProblem(err))
