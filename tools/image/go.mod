@@ -1,0 +1,15 @@
+// Module tools/image writes trialform's container image as an OCI layout
+// (`make image`). It is a separate module so that go-containerregistry
+// never enters trialform's own go.mod.
+module github.com/trialform/trialform/tools/image
+
+go 1.26.8
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
