@@ -83,6 +83,7 @@ type ControlPlane struct {
 	Config     *rest.Config
 	Client     kubernetes.Interface
 	CACert     string // path of the CA certificate (also signs node serving certs)
+	AuditLog   string // with Options.Audit: the apiserver's audit log (JSON lines)
 	CAKey      string
 
 	bin      string
@@ -113,6 +114,9 @@ type Options struct {
 	// that its garbage collector knows them from the start (it looks for
 	// new resources only every 30 s).
 	CRDs bool
+	// Audit makes the apiserver log every request's metadata (user, verb,
+	// resource, response code) as JSON lines to AuditLog.
+	Audit bool
 }
 
 // Start builds nothing: it starts the binaries from BinDir and returns once
@@ -175,20 +179,30 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	p := func(n string) string { return filepath.Join(dir, n) }
-	if err := cp.run("kube-apiserver",
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(cp.ports["apiserver"]),
-		"--tls-cert-file="+p("apiserver.crt"), "--tls-private-key-file="+p("apiserver.key"),
-		"--client-ca-file="+p("ca.crt"), "--token-auth-file="+p("tokens.csv"),
+	var audit []string
+	if opts.Audit {
+		policy := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+		if err := os.WriteFile(p("audit-policy.yaml"), []byte(policy), 0o600); err != nil {
+			return nil, err
+		}
+		cp.AuditLog = p("audit.log")
+		audit = []string{"--audit-policy-file=" + p("audit-policy.yaml"), "--audit-log-path=" + cp.AuditLog, "--audit-log-format=json", "--audit-log-mode=blocking"}
+	}
+	if err := cp.run("kube-apiserver", append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cp.ports["apiserver"]),
+		"--tls-cert-file=" + p("apiserver.crt"), "--tls-private-key-file=" + p("apiserver.key"),
+		"--client-ca-file=" + p("ca.crt"), "--token-auth-file=" + p("tokens.csv"),
 		"--authorization-mode=RBAC",
-		"--service-account-key-file="+p("sa.pub"), "--service-account-signing-key-file="+p("sa.key"),
+		"--service-account-key-file=" + p("sa.pub"), "--service-account-signing-key-file=" + p("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=10.0.0.0/24", "--endpoint-reconciler-type=none",
-		"--kubelet-certificate-authority="+p("ca.crt"),
-		"--kubelet-client-certificate="+p("apiserver-kubelet-client.crt"), "--kubelet-client-key="+p("apiserver-kubelet-client.key"),
+		"--kubelet-certificate-authority=" + p("ca.crt"),
+		"--kubelet-client-certificate=" + p("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + p("apiserver-kubelet-client.key"),
 		"--kubelet-preferred-address-types=InternalIP",
 		"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
 		"--profiling=false", "--v=0",
+	}, audit...)...,
 	); err != nil {
 		return nil, err
 	}
