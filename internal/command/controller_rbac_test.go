@@ -255,7 +255,6 @@ func TestControllerInClusterRBAC(t *testing.T) {
 	// to this test's.
 	work := filepath.Join(top, "work")
 	os.MkdirAll(work, 0o755)
-	const approveToken = "approve-secret-1"
 	c := dep.Spec.Template.Spec.Containers[0]
 	var args []string
 	for _, a := range c.Args {
@@ -269,13 +268,9 @@ func TestControllerInClusterRBAC(t *testing.T) {
 			val = work
 		case "-listen":
 			val = "127.0.0.1:0"
-		case "-git-token-file", "-approve-token-file", "-dashboard-token-file":
+		case "-git-token-file", "-dashboard-token-file":
 			f := filepath.Join(top, strings.TrimPrefix(name, "-"))
-			tok := "t-" + name
-			if name == "-approve-token-file" {
-				tok = approveToken
-			}
-			os.WriteFile(f, []byte(tok+"\n"), 0o600)
+			os.WriteFile(f, []byte("t"+name+"\n"), 0o600)
 			val = f
 		case "-interval":
 			val = "1s"
@@ -356,18 +351,20 @@ func TestControllerInClusterRBAC(t *testing.T) {
 
 	slowSel := metav1.ListOptions{LabelSelector: k8s.LabelExperiment + "=" + k8s.LabelValue("slow")}
 
-	// Remove "slow": held, then approved with the approve token.
+	// Remove "slow": held until approved.
 	os.WriteFile(filepath.Join(defsDir, "main.hcl"), []byte(fmt.Sprintf(rbacDefs, ns, "")), 0o644)
 	gitRun("-C", repo, "commit", "-q", "-am", "remove slow")
 	waitFor("the removal to be held", 2*time.Minute, func() bool { return logHas(`"msg":"held: destructive change waits for approval","experiment":"slow"`) })
-	addr, err := os.ReadFile(filepath.Join(work, "listen.addr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ap := exec.Command(filepath.Join(binDir, "trialform"), "approve", "-controller", "http://"+string(addr), "slow")
-	ap.Env = append(env, "TRIALFORM_APPROVE_TOKEN="+approveToken)
-	if out, err := ap.CombinedOutput(); err != nil {
-		t.Fatalf("approve: %v\n%s", err, out)
+	// A laptop with the same definitions (and the admin's kubeconfig)
+	// approves through the shared state.
+	laptop := filepath.Join(top, "laptop")
+	gitRun("clone", "-q", repo, laptop)
+	for _, args := range [][]string{{"init"}, {"approve", "-lock-timeout", "2m", "slow"}} {
+		tf := exec.Command(filepath.Join(binDir, "trialform"), args...)
+		tf.Dir, tf.Env = filepath.Join(laptop, "experiments"), append(env, "KUBECONFIG="+cp.Kubeconfig)
+		if out, err := tf.CombinedOutput(); err != nil {
+			t.Fatalf("trialform %v on the laptop: %v\n%s", args, err, out)
+		}
 	}
 	// Removing an experiment stops its trials (their pods deleted) and
 	// drops it from the state; its Jobs stay, ended (destroy deletes them).

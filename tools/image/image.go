@@ -189,4 +189,3 @@ func rootLayer(bin, certs []byte) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil },
 		tarball.WithMediaType(types.OCILayer))
 }
-
