@@ -375,8 +375,8 @@ func (c *ctrl) pass(ctx context.Context) bool {
 		c.metrics.SourceOK.Set(0)
 		c.metrics.SyncErrors.WithLabelValues("git").Inc()
 		c.failures++
-		c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", c.goodCommit, "attempt", c.failures, "retry_in", c.retryIn().String())
 		c.syncFailed("git", c.goodCommit, c.redact(err.Error()))
+		c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", c.goodCommit, "attempt", c.failures, "retry_in", c.retryIn().String())
 		c.sourceDown = true
 	default:
 		if c.sourceDown {
@@ -419,8 +419,10 @@ func (c *ctrl) load(commit string, syncErr error) {
 		c.badCommit = commit
 		c.metrics.DefinitionsOK.Set(0)
 		c.metrics.SyncErrors.WithLabelValues("definitions").Inc()
-		c.log.Error("definitions do not validate; the last good ones stay in force", "commit", commit, "error", c.redact(msg), "in_force", c.goodCommit)
+		// (recorded before the log line: whoever reads the log then
+		// finds it in the metrics and the dashboard)
 		c.syncFailed("definitions", commit, c.redact(msg))
+		c.log.Error("definitions do not validate; the last good ones stay in force", "commit", commit, "error", c.redact(msg), "in_force", c.goodCommit)
 		return
 	}
 	if c.backendChanged(commit, cfg) {
