@@ -249,6 +249,31 @@ func runKubernetesScripts(t *testing.T, dir string) {
 				}
 				ts.Fatalf("k8sdeletejob: job still there")
 			},
+			// k8sdeletepod EXP TRIAL: delete the pods of a trial's Job
+			// (as a node drain or an eviction does); the Job stays.
+			"k8sdeletepod": func(ts *testscript.TestScript, neg bool, args []string) {
+				if len(args) != 2 {
+					ts.Fatalf("usage: k8sdeletepod EXP TRIAL")
+				}
+				job, err := cp.Client.BatchV1().Jobs(nsOf(ts)).Get(context.Background(), k8s.JobName(args[0], args[1]), metav1.GetOptions{})
+				ts.Check(err)
+				sel := metav1.ListOptions{LabelSelector: "batch.kubernetes.io/controller-uid=" + string(job.UID)}
+				var pods *corev1.PodList
+				for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+					pods, err = cp.Client.CoreV1().Pods(nsOf(ts)).List(context.Background(), sel)
+					ts.Check(err)
+					if len(pods.Items) > 0 && pods.Items[0].Status.Phase == corev1.PodRunning {
+						break
+					}
+					if time.Now().After(deadline) {
+						ts.Fatalf("k8sdeletepod: the job has no running pod after 60s")
+					}
+				}
+				zero := int64(0)
+				for _, p := range pods.Items {
+					ts.Check(cp.Client.CoreV1().Pods(nsOf(ts)).Delete(context.Background(), p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}))
+				}
+			},
 			// k8sgone: wait (60s) until no Job, pod or ConfigMap with
 			// trialform's labels is left in the namespace.
 			"k8sgone": func(ts *testscript.TestScript, neg bool, args []string) {

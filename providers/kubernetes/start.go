@@ -83,15 +83,18 @@ func (k *Kubernetes) Start(ctx context.Context, req providers.StartRequest) (pro
 				attempt = n + 1
 			}
 			if job.DeletionTimestamp == nil {
+				// A Job that failed without a container that exited (its
+				// pod was deleted, evicted or lost with its node) is Lost:
+				// to resume is to replace it too, not to adopt it again.
 				ph, _ := jobPhase(job, nil)
-				if !ph.Ended() || !req.Resume {
+				if !(ph.Ended() || ph == providers.PhaseLost) || !req.Resume {
 					k.markSeen(req.Experiment, req.TrialID, true)
 					return handle(job), nil
 				}
 			}
-			// An ended trial to resume: delete the old Job (its pods and
-			// ConfigMap go with it; the checkpoint claim stays) and wait
-			// for the name to be free.
+			// An ended or lost trial to resume: delete the old Job (its
+			// pods and ConfigMap go with it; the checkpoint claim stays)
+			// and wait for the name to be free.
 			if err := k.deleteJob(ctx, name, job.UID); err != nil {
 				return nil, err
 			}
