@@ -70,10 +70,10 @@ func TestDocsAreFormatted(t *testing.T) {
 	n := 0
 	for _, doc := range pages {
 		text := repoFile(t, doc)
-		blocks := regexp.MustCompile("(?s)```hcl\n(.*?)```").FindAllStringSubmatch(text, -1)
+		blocks := docs.Blocks(text, "hcl")
 		n += len(blocks)
 		for i, b := range blocks {
-			if out, code := trialform(t, ".", b[1], "fmt", "-check", "-diff", "-"); code != 0 {
+			if out, code := trialform(t, ".", b, "fmt", "-check", "-diff", "-"); code != 0 {
 				t.Errorf("%s: hcl block %d is not formatted (exit %d):\n%s", doc, i+1, code, out)
 			}
 		}

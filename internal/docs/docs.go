@@ -51,7 +51,7 @@ func Headings(text string) []Heading {
 	var hs []Heading
 	fence := false
 	for i, l := range strings.Split(text, "\n") {
-		if strings.HasPrefix(l, "```") {
+		if strings.HasPrefix(strings.TrimLeft(l, " \t"), "```") {
 			fence = !fence
 			continue
 		}
@@ -105,11 +105,17 @@ func Section(root, heading string) (file, text string, err error) {
 }
 
 // Blocks are the contents of text's fenced code blocks of the given
-// language ("hcl", "go", "sh").
+// language ("hcl", "go", "sh"). A fence indented under a list item has
+// that indentation taken off its lines, as markdown does.
 func Blocks(text, lang string) []string {
 	var out []string
-	for _, m := range regexp.MustCompile("(?s)```"+regexp.QuoteMeta(lang)+"\n(.*?)```").FindAllStringSubmatch(text, -1) {
-		out = append(out, m[1])
+	re := regexp.MustCompile("(?ms)^([ \t]*)```" + regexp.QuoteMeta(lang) + "\n(.*?)^[ \t]*```")
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		lines := strings.SplitAfter(m[2], "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimPrefix(l, m[1])
+		}
+		out = append(out, strings.Join(lines, ""))
 	}
 	return out
 }
@@ -203,7 +209,7 @@ func Links(text string) []Link {
 	lines := strings.Split(text, "\n")
 	fence := false
 	for i, l := range lines {
-		if strings.HasPrefix(l, "```") {
+		if strings.HasPrefix(strings.TrimLeft(l, " \t"), "```") {
 			fence = !fence
 			lines[i] = ""
 		} else if fence {

@@ -88,6 +88,9 @@ func TestLinksAndAnchors(t *testing.T) {
 	if !a["a-title"] || !a["b-c"] || !a["b-c-1"] || len(a) != 3 {
 		t.Errorf("anchors %v", a)
 	}
+	if b := Blocks("- item:\n\n  ```hcl\n  a = 1\n    b = 2\n  ```\n```hcl\nc = 3\n```\n", "hcl"); len(b) != 2 || b[0] != "a = 1\n  b = 2\n" || b[1] != "c = 3\n" {
+		t.Errorf("blocks %q", b)
+	}
 	if s := Slug("Platforms — status"); s != "platforms--status" {
 		t.Errorf("slug %q", s)
 	}
@@ -99,7 +102,7 @@ func TestDocLineLength(t *testing.T) {
 	for page, text := range pages(t) {
 		fence := false
 		for i, l := range strings.Split(text, "\n") {
-			if strings.HasPrefix(l, "```") {
+			if strings.HasPrefix(strings.TrimLeft(l, " \t"), "```") {
 				fence = !fence
 			}
 			if !fence && len([]rune(l)) > 200 {
