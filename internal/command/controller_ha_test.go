@@ -234,6 +234,28 @@ func (h *haCluster) lines(r *haReplica, msg string) int {
 	return n
 }
 
+// linesAfter counts msg in a replica's log after the first line with
+// after (0 when after never came).
+func (h *haCluster) linesAfter(r *haReplica, after, msg string) int {
+	f, err := os.Open(r.log)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	n, seen := 0, false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		switch {
+		case !seen && strings.Contains(sc.Text(), `"msg":"`+after+`"`):
+			seen = true
+		case seen && strings.Contains(sc.Text(), `"msg":"`+msg+`"`):
+			n++
+		}
+	}
+	return n
+}
+
 func (h *haCluster) waitFor(what string, d time.Duration, cond func() bool) {
 	h.t.Helper()
 	deadline := time.Now().Add(d)

@@ -179,14 +179,16 @@ func lostContext(err error) bool {
 }
 
 // do runs steps that can run again (polls, evaluations): one that ran
-// while the page's context was replaced runs again, a few times.
+// while the page's context was replaced runs again, until its timeout (a
+// context is replaced in milliseconds; a loaded machine may replace it
+// under several tries in a row).
 func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 90*time.Second)
 	defer cancel()
 	err := chromedp.Do(ctx, steps...)
-	for i := 0; i < 5 && lostContext(err) && ctx.Err() == nil; i++ {
-		time.Sleep(100 * time.Millisecond)
+	for lostContext(err) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
 		err = chromedp.Do(ctx, steps...)
 	}
 	if err != nil {
@@ -209,8 +211,8 @@ func (b *browser) eval(js string, out *string) {
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
-	for i := 0; i < 5 && lostContext(err) && ctx.Err() == nil; i++ {
-		time.Sleep(100 * time.Millisecond)
+	for lostContext(err) && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
 		v, err = chromedp.Run(ctx, chromedp.Evaluate[string](js))
 	}
 	if err != nil {
@@ -659,7 +661,7 @@ func TestBrowserNoGitBestIDGenColumn(t *testing.T) {
 }
 
 // TestBrowserStepsSurviveNavigation: evaluations and polls that run while
-// the page replaces itself (here it reloads every 20 ms) run again instead
+// the page replaces itself (here it reloads every 50 ms) run again instead
 // of failing with "Cannot find context with specified id", which failed
 // TestBrowserLiveUpdate on a clean CI run.
 func TestBrowserStepsSurviveNavigation(t *testing.T) {
@@ -668,7 +670,7 @@ func TestBrowserStepsSurviveNavigation(t *testing.T) {
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<!doctype html><title>x</title><script>setTimeout(() => location.reload(), 20)</script><p id="p">ok</p>`)
+		fmt.Fprint(w, `<!doctype html><title>x</title><script>setTimeout(() => location.reload(), 50)</script><p id="p">ok</p>`)
 	}))
 	defer srv.Close()
 	b := newBrowser(t)
