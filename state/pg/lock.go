@@ -276,7 +276,15 @@ func (b *Backend) unlock(h *held) error {
 	}
 	var err error
 	if !conn.IsClosed() {
-		if _, e := conn.Exec(ctx, `DELETE FROM `+b.t("locks")+` WHERE id = $1`, h.info.ID); e != nil && !conn.IsClosed() {
+		// The advisory locks first, on the connection, so that the lock
+		// is free when Unlock returns: left to the connection's end,
+		// they stay held until the server has finished that backend,
+		// after Close returns. Then the record (a locker that took the
+		// lock meanwhile has its own).
+		if _, e := conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`); e != nil && !conn.IsClosed() {
+			err = b.fail("release the lock", e)
+		}
+		if _, e := conn.Exec(ctx, `DELETE FROM `+b.t("locks")+` WHERE id = $1`, h.info.ID); e != nil && !conn.IsClosed() && err == nil {
 			err = b.fail("release the lock", e)
 		}
 	}

@@ -339,3 +339,31 @@ func TestRowWithAPathAsNameIsReported(t *testing.T) {
 		t.Fatalf("an experiment name with a leading dot: %v", err)
 	}
 }
+
+// An Unlock has released the lock when it returns: another client's
+// Lock that follows at once gets it. The advisory locks used to go with
+// the connection's end, which the server finishes after the client has
+// closed its side, so a Lock right after an Unlock could find the lock
+// still held and its record gone ("its lock information could not be
+// read"; TestPgBackend/LockContention failed so on a clean CI run).
+func TestUnlockReleasesAtOnce(t *testing.T) {
+	conn := pgtest.DB(t)
+	a, b := open(t, conn), open(t, conn)
+	ctx := context.Background()
+	for i := 0; i < 200; i++ {
+		la, err := a.Lock(ctx, "apply", "v", 0)
+		if err != nil {
+			t.Fatalf("round %d: a: %v", i, err)
+		}
+		if err := la.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		lb, err := b.LockExperiments(ctx, []string{"x"}, "apply", "v", 0)
+		if err != nil {
+			t.Fatalf("round %d: right after a's Unlock: %v", i, err)
+		}
+		if err := lb.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
