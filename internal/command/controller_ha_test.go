@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -112,20 +111,8 @@ func startHA(t *testing.T, maxTrials int, trial string) *haCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
 	h.ctx = ctx
-	cp, err := k8stest.Start(ctx, k8stest.Options{})
-	if errors.Is(err, k8stest.ErrNotBuilt) {
-		testdeps.Require(t, "the test Kubernetes control plane", err.Error())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
+	cp, _ := startClusterWithNode(ctx, t, k8stest.Options{})
 	h.cp = cp
-	agent, err := k8stest.StartNodeAgent(ctx, cp, "agent-0", k8stest.AgentOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(agent.Stop)
 	b := make([]byte, 4)
 	rand.Read(b)
 	h.ns = "ha-" + hex.EncodeToString(b)

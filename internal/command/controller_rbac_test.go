@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -150,19 +149,7 @@ func TestControllerInClusterRBAC(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	cp, err := k8stest.Start(ctx, k8stest.Options{Audit: true})
-	if errors.Is(err, k8stest.ErrNotBuilt) {
-		testdeps.Require(t, "the test Kubernetes control plane", err.Error())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
-	agent, err := k8stest.StartNodeAgent(ctx, cp, "agent-0", k8stest.AgentOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(agent.Stop)
+	cp, _ := startClusterWithNode(ctx, t, k8stest.Options{Audit: true})
 	k := cp.Client
 	if _, err := k.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

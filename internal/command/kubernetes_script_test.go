@@ -36,13 +36,12 @@ func TestKubernetesAPIServerRestart(t *testing.T) {
 	runKubernetesScripts(t, "testdata/kubernetes-restart")
 }
 
-func runKubernetesScripts(t *testing.T, dir string) {
-	if testing.Short() {
-		t.Skip("end-to-end scripts are not short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp, err := k8stest.Start(ctx, k8stest.Options{CRDs: true})
+// startClusterWithNode starts a test control plane and one node agent
+// that runs its pods as processes of this machine, both stopped when the
+// test ends; a control plane not built fails the test in CI.
+func startClusterWithNode(ctx context.Context, t *testing.T, o k8stest.Options) (*k8stest.ControlPlane, *k8stest.NodeAgent) {
+	t.Helper()
+	cp, err := k8stest.Start(ctx, o)
 	if errors.Is(err, k8stest.ErrNotBuilt) {
 		testdeps.Require(t, "the test Kubernetes control plane", err.Error())
 	}
@@ -55,6 +54,16 @@ func runKubernetesScripts(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(agent.Stop)
+	return cp, agent
+}
+
+func runKubernetesScripts(t *testing.T, dir string) {
+	if testing.Short() {
+		t.Skip("end-to-end scripts are not short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp, agent := startClusterWithNode(ctx, t, k8stest.Options{CRDs: true})
 	// The real Kubeflow training operator, and the stand-in for the
 	// operators of adaptdl and frameworkcontroller.
 	if err := k8stest.StartTrainingOperator(ctx, cp); err != nil {
