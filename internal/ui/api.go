@@ -167,7 +167,10 @@ func (s *Server) trialsAnswer(sn *snapshot, e *state.Experiment, q, sortBy strin
 			Total  int       `json:"total"`
 			Rows   []RowJSON `json:"rows"`
 			Serial uint64    `json:"serial"`
-		}{len(e.Trials), rows, sn.st.Serial})
+			// Version is this server's number of the state version
+			// (the events' version and from).
+			Version uint64 `json:"version"`
+		}{len(e.Trials), rows, sn.st.Serial, sn.ver})
 		if err != nil {
 			return &QueryError{Param: "q", Msg: err.Error(), Col: -1}
 		}

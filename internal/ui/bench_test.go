@@ -123,6 +123,12 @@ func TestDashboardBench(t *testing.T) {
 // open experiment page's table shows it.
 func measureLive(t *testing.T, b *browser, dir, exp, what string) {
 	t.Helper()
+	var before, after string
+	b.eval(trialsFetchesJS(exp), &before)
+	defer func() {
+		b.eval(trialsFetchesJS(exp), &after)
+		fmt.Printf("live updates (%s): the page fetched the whole trials list %s -> %s times\n", what, before, after)
+	}()
 	for run := 0; run < 5; run++ {
 		m := state.NewManager(filepath.Join(dir, ".trialform"))
 		st, err := m.Load()

@@ -76,6 +76,14 @@ func trialformBin(t testing.TB) string {
 // prints.
 func startUI(t *testing.T, dir string, args ...string) string {
 	t.Helper()
+	url, _ := startUIStoppable(t, dir, args...)
+	return url
+}
+
+// startUIStoppable is startUI that also returns a function stopping the
+// server (as Ctrl-C does).
+func startUIStoppable(t *testing.T, dir string, args ...string) (string, func()) {
+	t.Helper()
 	cmd := exec.Command(trialformBin(t), append([]string{"-chdir", dir, "ui"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -86,9 +94,15 @@ func startUI(t *testing.T, dir string, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+		})
+	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+		stop()
 		if t.Failed() {
 			t.Logf("trialform ui stderr:\n%s", stderr.String())
 		}
@@ -100,7 +114,7 @@ func startUI(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("trialform ui printed no URL: %v\n%s", err, stderr.String())
 	}
 	go io.Copy(io.Discard, out)
-	return strings.TrimSpace(line)
+	return strings.TrimSpace(line), stop
 }
 
 type browser struct {
@@ -175,7 +189,8 @@ func newBrowser(t *testing.T) *browser {
 // not seen complete yet): the step did not run and can run again.
 func lostContext(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "Cannot find context with specified id") ||
-		strings.Contains(err.Error(), "Execution context was destroyed"))
+		strings.Contains(err.Error(), "Execution context was destroyed") ||
+		strings.Contains(err.Error(), "Inspected target navigated or closed"))
 }
 
 // do runs steps that can run again (polls, evaluations): one that ran

@@ -37,6 +37,12 @@ type snapshot struct {
 	modTime time.Time
 	id      string // the backend's stamp of this version ("" when unknown)
 	err     error
+	// ver numbers the versions this server read (1, 2, ...): the
+	// change log and the events say what changed from one to another.
+	ver uint64
+	// cursor is where a following backend's read stopped (nil: read
+	// whole).
+	cursor *state.Cursor
 
 	mu      sync.Mutex
 	derived map[string]*derived
@@ -76,6 +82,8 @@ type store struct {
 	b  state.Backend
 	mu sync.Mutex
 	sn *snapshot
+	// log says what changed between the recent versions (guarded by mu).
+	log changeLog
 
 	metricsMu sync.Mutex
 	metrics   map[string]metricsEntry // "EXP/ID" -> series
@@ -103,22 +111,56 @@ func newStore(o Options) *store {
 }
 
 // current returns the snapshot of the state as it is now: the cached one
-// while the backend's stamp says the state has not changed.
+// while the backend's stamp says the state has not changed. A backend
+// that follows (the local one) reads only the journal records written
+// since the cached version; any other is read whole and compared. Either
+// way the change log learns which trials changed.
 func (d *store) current() *snapshot {
 	st, stamped, err := state.StateStampOf(d.b)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if stamped && err == nil && st.State != "" && d.sn != nil && d.sn.err == nil && d.sn.id == st.State {
-		return d.sn
+	old := d.sn
+	if stamped && err == nil && st.State != "" && old != nil && old.err == nil && old.id == st.State {
+		return old
 	}
 	sn := &snapshot{id: st.State, modTime: st.Written, derived: map[string]*derived{}, answers: newAnswerCache(maxAnswers, maxAnswerBytes)}
-	if stamped && err == nil && st.State == "" {
+	var ch *state.Changes
+	switch f, ok := d.b.(state.Follower); {
+	case stamped && err == nil && st.State == "":
 		sn.st = state.New()
-	} else {
+	case ok:
+		var prev *state.State
+		var cur *state.Cursor
+		if old != nil && old.err == nil {
+			prev, cur = old.st, old.cursor
+		}
+		sn.st, sn.cursor, ch, sn.err = f.Follow(prev, cur)
+	default:
 		sn.st, sn.err = d.b.Load()
 	}
 	if !stamped {
 		sn.id = ""
+	}
+	if old != nil && old.err == nil && sn.err == nil {
+		if ch == nil && old.st.Lineage == sn.st.Lineage {
+			ch = state.Diff(old.st, sn.st)
+		}
+		if ch != nil && ch.Empty() && old.st.Serial == sn.st.Serial {
+			// Nothing changed (a rewrite of the same content): keep the
+			// version and what was derived from it.
+			old.id, old.cursor = sn.id, sn.cursor
+			return old
+		}
+	}
+	if old != nil {
+		sn.ver = old.ver + 1
+	} else {
+		sn.ver = 1
+	}
+	if old != nil && old.err == nil && sn.err == nil {
+		d.log.add(old, sn, ch)
+	} else {
+		d.log.reset()
 	}
 	d.sn = sn
 	return sn

@@ -7,58 +7,101 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
+
 	"github.com/trialform/trialform/state"
 )
 
-// watcher polls the backend's stamp of the state and tells subscribers
-// when it changed. Polling (every 200ms by default) rather than inotify:
-// the local backend replaces its files by rename, which a watch on a file
-// itself would lose, and its stamp is a few stats. A backend without
-// stamps is read on each tick.
+// watcher tells subscribers when the backend's stamp of the state
+// changed. The local backend's directory is watched with inotify (a save
+// is seen at once; a watch on the directory, not on the files, sees
+// files replaced by rename), and its stamp polled as well (every 200ms
+// by default: a directory inotify cannot watch, a state.json that is a
+// link elsewhere); a backend that tells of changes (pg's NOTIFY) is read
+// at once on one. A backend without stamps is read on each tick.
 type watcher struct {
 	data *store
 	// onChange runs (in its own goroutine) for each new version read.
 	onChange func(*snapshot)
 	mu       sync.Mutex
-	subs     map[chan uint64]bool
+	subs     map[chan struct{}]bool
 	done     chan struct{}
 	once     sync.Once
 }
 
 func newWatcher(d *store, every time.Duration, onChange func(*snapshot)) *watcher {
-	w := &watcher{data: d, onChange: onChange, subs: map[chan uint64]bool{}, done: make(chan struct{})}
+	w := &watcher{data: d, onChange: onChange, subs: map[chan struct{}]bool{}, done: make(chan struct{})}
 	go w.loop(every)
 	return w
+}
+
+// notifications returns a channel that receives a value after changes
+// of the state, when the backend can tell (nil when it cannot).
+func (w *watcher) notifications(ctx context.Context) <-chan struct{} {
+	if cn, ok := w.data.b.(state.ChangeNotifier); ok {
+		if c, err := cn.Changes(ctx); err == nil {
+			return c
+		}
+		return nil
+	}
+	dl, ok := w.data.b.(interface{ Dir() string })
+	if !ok || w.data.b.Name() != state.LocalBackend {
+		return nil
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil
+	}
+	if err := fw.Add(dl.Dir()); err != nil {
+		fw.Close() // not there yet: the poll sees it made
+		return nil
+	}
+	c := make(chan struct{}, 1)
+	go func() {
+		defer fw.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-fw.Events:
+				if !ok {
+					return
+				}
+				if ev.Op == fsnotify.Chmod {
+					continue
+				}
+			case _, ok := <-fw.Errors:
+				if !ok {
+					return
+				}
+			}
+			select {
+			case c <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return c
 }
 
 func (w *watcher) loop(every time.Duration) {
 	// The state's stamp covers the refresh marks too (a refresh that
 	// found nothing new writes only those).
 	last, _, _ := state.StateStampOf(w.data.b)
-	lastSerial := uint64(0)
-	if !w.stamped() {
-		if sn := w.data.current(); sn.err == nil {
-			lastSerial = sn.st.Serial
-		}
+	lastVer := uint64(0)
+	if sn := w.data.current(); sn.err == nil {
+		lastVer = sn.ver
 	}
-	// A backend that tells of changes (pg's NOTIFY) is read at once on
-	// one; the ticker stays the fallback (and the only way for the
-	// others).
-	var notified <-chan struct{}
-	if cn, ok := w.data.b.(state.ChangeNotifier); ok {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			select {
-			case <-w.done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		if c, err := cn.Changes(ctx); err == nil {
-			notified = c
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.done:
+			cancel()
+		case <-ctx.Done():
 		}
-	}
+	}()
+	notified := w.notifications(ctx)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -82,40 +125,34 @@ func (w *watcher) loop(every time.Duration) {
 			continue // caught mid-edit by hand: wait for a readable version
 		}
 		if !stamped {
-			if sn.st.Serial == lastSerial {
+			if sn.ver == lastVer {
 				continue
 			}
-			lastSerial = sn.st.Serial
 		}
-		if w.onChange != nil {
+		if sn.ver != lastVer && w.onChange != nil {
 			go w.onChange(sn)
 		}
+		lastVer = sn.ver
 		w.mu.Lock()
 		for c := range w.subs {
 			select {
-			case c <- sn.st.Serial:
-			default: // the subscriber has an event pending; it will refetch anyway
+			case c <- struct{}{}:
+			default: // the subscriber has a wake-up pending: it reads the newest version then
 			}
 		}
 		w.mu.Unlock()
 	}
 }
 
-// stamped reports whether the backend tells versions by stamps.
-func (w *watcher) stamped() bool {
-	_, ok := w.data.b.(state.StateStamper)
-	return ok
-}
-
-func (w *watcher) subscribe() chan uint64 {
-	c := make(chan uint64, 1)
+func (w *watcher) subscribe() chan struct{} {
+	c := make(chan struct{}, 1)
 	w.mu.Lock()
 	w.subs[c] = true
 	w.mu.Unlock()
 	return c
 }
 
-func (w *watcher) unsubscribe(c chan uint64) {
+func (w *watcher) unsubscribe(c chan struct{}) {
 	w.mu.Lock()
 	delete(w.subs, c)
 	w.mu.Unlock()
@@ -123,8 +160,13 @@ func (w *watcher) unsubscribe(c chan uint64) {
 
 func (w *watcher) stop() { w.once.Do(func() { close(w.done) }) }
 
-// apiEvents streams "state" events (data: the state's serial) when the
-// state file changes, and a comment every 15s to keep proxies open.
+// apiEvents streams the state's changes: first a "hello" event (data:
+// {"version", "serial"} of the state as the stream starts), then a
+// "state" event (EventJSON) each time it changes, carrying the rows of
+// the trials that changed since the stream's previous event, and a
+// comment every 15s to keep proxies open. Every event carries the
+// version it starts from: a page that shows another version (it missed
+// one, or fetched a newer one meanwhile) fetches what it shows again.
 func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -142,7 +184,8 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 	if sn.st != nil {
 		serial = sn.st.Serial
 	}
-	fmt.Fprintf(w, "retry: 1000\nevent: hello\ndata: %d\n\n", serial)
+	ver := sn.ver
+	fmt.Fprintf(w, "retry: 1000\nevent: hello\ndata: {\"version\":%d,\"serial\":%d}\n\n", ver, serial)
 	fl.Flush()
 	keep := time.NewTicker(15 * time.Second)
 	defer keep.Stop()
@@ -152,9 +195,14 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-s.watch.done:
 			return
-		case serial := <-c:
-			fmt.Fprintf(w, "event: state\ndata: %d\n\n", serial)
+		case <-c:
+			sn := s.data.current()
+			if sn.err != nil {
+				continue
+			}
+			fmt.Fprintf(w, "event: state\ndata: %s\n\n", s.event(sn, ver))
 			fl.Flush()
+			ver = sn.ver
 		case <-keep.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 			fl.Flush()

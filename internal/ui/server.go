@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trialform/trialform/schema"
@@ -70,7 +71,17 @@ type Server struct {
 	mux   *http.ServeMux
 	data  *store
 	watch *watcher
+
+	warmMu    sync.Mutex
+	warmTimer *time.Timer
+	closed    bool // guarded by warmMu
 }
+
+// warmDelay is how long the state must stay unchanged before the server
+// prepares what a newly opened page asks for (warm): while trials keep
+// changing, open pages are patched by events and need none of it, and
+// the CPU is theirs.
+const warmDelay = time.Second
 
 // New returns the server of o. Close stops its state watcher.
 func New(o Options) *Server {
@@ -85,14 +96,43 @@ func New(o Options) *Server {
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	s.data = newStore(o)
-	s.watch = newWatcher(s.data, o.Poll, s.warm)
+	s.watch = newWatcher(s.data, o.Poll, s.changed)
 	go s.warm(s.data.current()) // read a large state before the first page asks
 	s.routes()
 	return s
 }
 
 // Close stops the watcher; open event streams end.
-func (s *Server) Close() { s.watch.stop() }
+func (s *Server) Close() {
+	s.watch.stop()
+	s.warmMu.Lock()
+	s.closed = true
+	if s.warmTimer != nil {
+		s.warmTimer.Stop()
+	}
+	s.warmMu.Unlock()
+}
+
+// changed is told of each new version of the state: it warms the newest
+// once the state has stayed unchanged for warmDelay.
+func (s *Server) changed(*snapshot) {
+	s.warmMu.Lock()
+	defer s.warmMu.Unlock()
+	if s.warmTimer != nil {
+		s.warmTimer.Stop()
+	}
+	if s.closed {
+		return
+	}
+	s.warmTimer = time.AfterFunc(warmDelay, func() {
+		s.warmMu.Lock()
+		closed := s.closed
+		s.warmMu.Unlock()
+		if !closed {
+			s.warm(s.data.current())
+		}
+	})
+}
 
 func (s *Server) routes() {
 	sub, _ := fs.Sub(assets, "assets")

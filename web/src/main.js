@@ -141,7 +141,12 @@ function chartBox(name, extraClass) {
 
 // ---------- live updates ----------
 
-let refreshCurrent = null; // the current page's refresh function
+// A page's refresh function loads everything it shows again; its patch
+// function (the experiment page's) applies one "state" event in place and
+// returns false when it cannot (the event says "full", or the page missed
+// a version), and the page is then loaded again once.
+let refreshCurrent = null;
+let patchCurrent = null;
 let refreshing = false, pending = false;
 
 async function refresh() {
@@ -156,12 +161,29 @@ async function refresh() {
 function connectEvents() {
   const live = document.getElementById('live');
   const es = new EventSource('/api/events');
-  es.addEventListener('hello', (ev) => { live.className = 'live on'; live.textContent = `live · serial ${ev.data}`; });
-  es.addEventListener('state', (ev) => {
+  let opened = false;
+  es.addEventListener('hello', (ev) => {
+    const d = JSON.parse(ev.data);
     live.className = 'live on';
-    live.textContent = `live · serial ${ev.data} · ${new Date().toLocaleTimeString()}`;
-    window.__trialform.serial = Number(ev.data);
-    refresh();
+    live.textContent = `live · serial ${d.serial}`;
+    // A reconnection: what changed meanwhile is unknown.
+    if (opened) refresh();
+    opened = true;
+  });
+  es.addEventListener('state', (ev) => {
+    // (The browser tests make the page miss events: __trialform.drop.)
+    if (window.__trialform.drop > 0) { window.__trialform.drop--; window.__trialform.dropped = (window.__trialform.dropped || 0) + 1; return; }
+    const d = JSON.parse(ev.data);
+    live.className = 'live on';
+    live.textContent = `live · serial ${d.serial} · ${new Date().toLocaleTimeString()}`;
+    window.__trialform.serial = d.serial;
+    window.__trialform.events = (window.__trialform.events || 0) + 1;
+    let patched = false;
+    if (patchCurrent && !refreshing) {
+      try { patched = patchCurrent(d); } catch (e) { console.warn('patch', e); }
+    }
+    if (patched) window.__trialform.patched = (window.__trialform.patched || 0) + 1;
+    else refresh();
   });
   es.onerror = () => { live.className = 'live off'; live.textContent = 'reconnecting…'; };
 }
@@ -191,6 +213,7 @@ async function route() {
   cleanup = [];
   disposeCharts();
   refreshCurrent = null;
+  patchCurrent = null;
   window.__trialform.ready = false;
   put(app, h('p', { class: 'muted' }, 'loading…'));
   const p = location.pathname.split('/').filter(Boolean).map(decodeURIComponent);
@@ -285,6 +308,7 @@ async function pageExperiment(name) {
     q: new URLSearchParams(location.search).get('q') || '',
     sort: new URLSearchParams(location.search).get('sort') || '',
     rows: [], all: [], selected: new Set(), meta: null, imp: null,
+    version: null, // the server's version of the state st.all shows
   };
   const header = h('div', {});
   const qInput = h('input', { id: 'q', type: 'search', placeholder: 'query, e.g. status:succeeded, params.lr:<0.01', value: st.q, spellcheck: 'false' });
@@ -654,8 +678,12 @@ async function pageExperiment(name) {
   // that arrives while they draw marks them dirty instead of waiting, so
   // the table follows the state at once whatever the charts cost.
   let chartsBusy = null, chartsDirty = false;
+  // painted resolves once the current changes were painted: a task
+  // queued from an animation frame callback runs after that frame's paint
+  // (code run in the callback itself would delay the table's paint).
+  const painted = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
   async function drawCharts(curvesData, impData) {
-    await frame();
+    await painted();
     await timed('front', drawFront);
     await timed('history', drawHistory);
     await timed('curves', () => drawCurves(curvesData));
@@ -688,13 +716,62 @@ async function pageExperiment(name) {
     const [meta, all] = await timed('fetch', () => Promise.all([api(base), api(`${base}/trials`)]));
     st.meta = meta;
     st.all = all.rows;
+    st.version = all.version;
     if (first) buildColumns();
     drawHeader();
     await timed('table', () => loadRows(all));
     const charts = scheduleCharts(curvesData, impData);
     if (first) await charts; // a refresh returns once the table is current
+    else charts.catch((e) => console.warn('charts', e));
+  }
+  // A live update patches the rows it carries into st.all (every trial,
+  // in sequence order, as /trials answers), then the table and the
+  // charts; only a filtered or sorted table asks the server for its rows
+  // again (the query language is the server's). The header (counts, best,
+  // budget) is fetched again: it is small.
+  let headerReq = 0;
+  async function refreshHeader() {
+    const my = ++headerReq;
+    const meta = await api(base);
+    if (my !== headerReq || !st.meta) return;
+    st.meta = meta;
+    drawHeader();
+  }
+  function patch(ev) {
+    if (st.version == null || ev.full || ev.from > st.version) return false;
+    if (ev.version <= st.version) return true; // this page shows that version already
+    const x = ev.experiments[name];
+    if (x && (x.reload || x.gone)) return false;
+    st.version = ev.version;
+    refreshHeader().catch((e) => console.warn('header', e));
+    if (!x) return true;
+    let all = st.all;
+    if (x.removed.length) {
+      const gone = new Set(x.removed);
+      all = all.filter((r) => !gone.has(r.id));
+    }
+    const at = new Map();
+    all.forEach((r, i) => at.set(r.id, i));
+    let added = false;
+    for (const r of x.rows) {
+      const i = at.get(r.id);
+      if (i != null) all[i] = r;
+      else { all.push(r); added = true; }
+    }
+    if (added) all.sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    st.all = all;
+    if (!st.q && !st.sort) {
+      st.rows = all;
+      countBox.textContent = `${all.length} of ${x.total} trials`;
+      drawRows(true);
+    } else {
+      loadRows().catch((e) => console.warn('rows', e));
+    }
+    scheduleCharts().catch((e) => console.warn('charts', e));
+    return true;
   }
   refreshCurrent = () => load(false);
+  patchCurrent = patch;
   await load(true);
 }
 
