@@ -220,7 +220,7 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 		l.errorf(e.Tuner.Range.Ptr(), "Unknown tuner", "Unknown tuner %q; known: %s.%s", e.Tuner.Name, joinNames(names), hint)
 	} else if e.MultiObjective() && !e.Tuner.Kind.MultiObjective {
 		l.errorf(e.Tuner.Range.Ptr(), "Tuner cannot handle several objectives",
-			"Experiment %q has %d objective blocks and tuner %q optimises one objective. Tuners for several objectives: %s (auto picks motpe); or keep one objective block and report the other metrics as extra keys of the final result.",
+			"Experiment %q has %d objective blocks and tuner %q optimises one objective. Tuners for several objectives: %s (auto picks mogp, or motpe in a space with nested choices); or keep one objective block and report the other metrics as extra keys of the final result.",
 			name, len(e.Objectives), e.Tuner.Name, joinNames(l.tuners.MultiObjectiveNames()))
 	} else if l.failures() == before && e.SearchSpace != nil {
 		if _, err := e.Tuner.New(e.SearchSpace.Space); err != nil {

@@ -70,7 +70,7 @@ func TestSeveralObjectivesErrors(t *testing.T) {
   objective { metric = "acc" }
   tuner "motpe" {}`, "Duplicate objective metric", `Two objective blocks name metric "acc" (the first at main.hcl:9)`, "main.hcl:10"},
 		{"single-objective tuner", two + `  tuner "tpe" {}`, "Tuner cannot handle several objectives",
-			`tuner "tpe" optimises one objective. Tuners for several objectives: auto, grid, motpe, nsga2, random (auto picks motpe)`, "main.hcl:14"},
+			`tuner "tpe" optimises one objective. Tuners for several objectives: auto, grid, mogp, motpe, nsga2, random (auto picks mogp, or motpe in a space with nested choices)`, "main.hcl:14"},
 		{"assessor without objective", two + `  assessor "medianstop" {}`, "Assessor needs an objective",
 			`name the objective it watches, e.g. objective = "acc" (one of "acc", "latency")`, "main.hcl:14"},
 		{"assessor unknown objective", two + `  assessor "medianstop" { objective = "loss" }`, "Invalid assessor objective",
@@ -106,7 +106,7 @@ func TestReadmeSeveralObjectives(t *testing.T) {
 	src := "search_space \"mnist\" {\n  param \"lr\" { loguniform = [0.0001, 0.1] }\n}\n" + readmeHCL(t, "Several objectives")
 	cfg := mustLoad(t, writeConfig(t, map[string]string{"main.hcl": src}), LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
 	e := cfg.Experiments["mnist"]
-	if e == nil || len(e.Objectives) != 2 || e.Objectives[1].Metric != "latency_ms" || e.Tuner.Name != "motpe" {
+	if e == nil || len(e.Objectives) != 2 || e.Objectives[1].Metric != "latency_ms" || e.Tuner.Name != "mogp" {
 		t.Fatalf("README's experiment: %+v", e)
 	}
 }

@@ -22,7 +22,7 @@ var autoSigmaMin, autoSigmaMax = 0.1, 0.3
 func autoKind() Kind {
 	return Kind{
 		Name: "auto", Spaces: "all kinds, nested choice",
-		Summary:        "10 random trials, then in a space without nested choices the `gp` tuner up to trial `gp_trials` (fitted to log-warped losses, `log(1 + (loss − min)/(median − min))`, so a heavy tail does not swamp the model; 10–30 ms per suggestion), otherwise TPE up to trial `tpe_trials`; then CMA-ES (IPOP restarts) on the numeric params starting at the best trial, while TPE keeps choosing the categorical ones; an all-categorical space stays TPE. Median regret at 80–100 trials is 0.03x Optuna TPE's (0.005x on held-out seeds), see [Tuner benchmark](benchmarks.md#tuner-benchmark)",
+		Summary:        "10 random trials, then in a space without nested choices the `gp` tuner up to trial `gp_trials` (fitted to log-warped losses, `log(1 + (loss − min)/(median − min))`, so a heavy tail does not swamp the model; 10–30 ms per suggestion), otherwise TPE up to trial `tpe_trials`; then CMA-ES (IPOP restarts) on the numeric params starting at the best trial, while TPE keeps choosing the categorical ones; an all-categorical space stays TPE. With [several objectives](objectives.md) it is `mogp` where the GP phase would run, otherwise `motpe`. Median regret at 80–100 trials is 0.03x Optuna TPE's (0.005x on held-out seeds), see [Tuner benchmark](benchmarks.md#tuner-benchmark)",
 		Settings:       func() any { return &AutoSettings{GPTrials: 100} },
 		MultiObjective: true,
 		New:            newAuto,

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -65,6 +66,9 @@ type boTuner struct {
 	// the completed losses, instead of liar (auto's GP phase: see
 	// warpedLie).
 	lieFor func(loss []float64) float64
+	// maxPoints, when set, is the posterior's cap instead of gpMaxPoints
+	// (mogp, which fits a model per suggestion, keeps fewer).
+	maxPoints int
 }
 
 const (
@@ -290,15 +294,15 @@ type boModel struct {
 	order []int // data.X indexes by increasing loss
 }
 
-// capPoints keeps at most gpMaxPoints of the completed and failed trials
-// (the best half and an even spread of the rest, by fitSubset): the GP's
-// cost grows with the cube of its points, and a long history adds little
-// that the best trials and a spread of the others do not say.
-func (b *boData) capPoints() {
-	if len(b.X) <= gpMaxPoints {
+// capPoints keeps at most max of the completed and failed trials (the
+// best half and an even spread of the rest, by fitSubset): the GP's cost
+// grows with the cube of its points, and a long history adds little that
+// the best trials and a spread of the others do not say.
+func (b *boData) capPoints(max int) {
+	if len(b.X) <= max {
 		return
 	}
-	keep := fitSubset(b.loss, gpMaxPoints)
+	keep := fitSubset(b.loss, max)
 	var nd boData
 	for _, i := range keep {
 		nd.X, nd.loss, nd.seqs, nd.params, nd.done = append(nd.X, b.X[i]), append(nd.loss, b.loss[i]), append(nd.seqs, b.seqs[i]), append(nd.params, b.params[i]), append(nd.done, b.done[i])
@@ -351,7 +355,7 @@ func (t *boTuner) suggest(req Request) ([]space.Params, *boModel, error) {
 	c := newGPCodec(sp)
 	seed := t.seedOf(req)
 	data := boHistory(req, sign, c.encode)
-	data.capPoints()
+	data.capPoints(cmp.Or(t.maxPoints, gpMaxPoints))
 	var m *boModel
 	if c.d > 0 && data.ndone >= t.startup && data.ndone >= 2 {
 		m = t.fit(c, data, seed)

@@ -258,6 +258,7 @@ func Builtin() *Registry {
 		evolutionKind(),
 		nsga2Kind(),
 		motpeKind(),
+		mogpKind(),
 		batchKind(),
 		hyperbandKind(),
 		bohbKind(),

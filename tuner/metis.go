@@ -103,7 +103,7 @@ func (t *metisTuner) SuggestNotes(req Request) ([]space.Params, []Note, error) {
 func (t *metisTuner) outlier(req Request, sp *space.Space, sign float64) (*Observation, string) {
 	c := newGPCodec(sp)
 	data := boHistory(req, sign, c.encode)
-	data.capPoints()
+	data.capPoints(gpMaxPoints)
 	if c.d == 0 || data.ndone < t.bo.startup || data.ndone < 3 {
 		return nil, ""
 	}

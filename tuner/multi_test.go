@@ -42,7 +42,7 @@ func hvOf(hist []Observation, ref []float64) float64 {
 	return pareto.Hypervolume(pts, ref)
 }
 
-var multiTuners = []string{"nsga2", "motpe", "auto"}
+var multiTuners = []string{"nsga2", "motpe", "mogp", "auto"}
 
 // TestMultiObjectiveBeatRandom: on ZDT1 (5 variables) after 100 trials
 // the front of each multi-objective tuner covers more hypervolume than
@@ -105,7 +105,7 @@ func TestMultiObjectiveDeterministicInSpace(t *testing.T) {
 func TestMultiObjectiveFollowsGoals(t *testing.T) {
 	sp := boxSpace(2, 0, 1)
 	f := func(p space.Params) []float64 { x := vec(p, 2); return []float64{x[0], x[1]} }
-	for _, name := range []string{"nsga2", "motpe"} {
+	for _, name := range []string{"nsga2", "motpe", "mogp"} {
 		mean := func(goals []Goal) float64 {
 			hist := moLoop(t, mustNew(t, name, nil, sp), sp, goals, 7, 80, f)
 			s := 0.0
@@ -123,7 +123,7 @@ func TestMultiObjectiveFollowsGoals(t *testing.T) {
 
 func TestSingleObjectiveTunersAreNotMulti(t *testing.T) {
 	got := builtin.MultiObjectiveNames()
-	want := []string{"auto", "grid", "motpe", "nsga2", "random"}
+	want := []string{"auto", "grid", "mogp", "motpe", "nsga2", "random"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("MultiObjectiveNames = %v, want %v", got, want)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	if got, want := builtin.Names(), []string{"anneal", "auto", "batch", "bohb", "cmaes", "evolution", "gp", "grid", "hyperband", "metis", "motpe", "nsga2", "pbt", "random", "smac", "tpe"}; !reflect.DeepEqual(got, want) {
+	if got, want := builtin.Names(), []string{"anneal", "auto", "batch", "bohb", "cmaes", "evolution", "gp", "grid", "hyperband", "metis", "mogp", "motpe", "nsga2", "pbt", "random", "smac", "tpe"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
 	for _, n := range builtin.Names() {
