@@ -12,12 +12,12 @@ type MOGPSettings struct {
 	Seeded
 	StartupTrials int     `hcl:"startup_trials,optional" range:"[2, 1e9]" default:"10" doc:"completed trials sampled at random before the model is used"`
 	Rho           float64 `hcl:"rho,optional" range:"[0, 1]" default:"0.05" doc:"weight of the sum in the augmented Chebyshev scalarisation (ParEGO's ρ): 0 is the pure weighted maximum; larger favours trials good in every objective at once"`
-	MaxPoints     int     `hcl:"max_points,optional" range:"[20, 2000]" default:"150" doc:"most trials in the Gaussian process of a suggestion: the best half for its weights and a spread of the rest (cost grows as its cube)"`
+	MaxPoints     int     `hcl:"max_points,optional" range:"[20, 2000]" default:"100" doc:"most trials in the Gaussian process of a suggestion: the best half for its weights and a spread of the rest (cost grows as its cube)"`
 	Restarts      int     `hcl:"restarts,optional" range:"[0, 20]" default:"0" doc:"random restarts of the hyperparameter fit besides the default start (as gp's; each costs about as much as the rest of a suggestion)"`
 }
 
 func defaultMOGPSettings() *MOGPSettings {
-	return &MOGPSettings{StartupTrials: 10, Rho: 0.05, MaxPoints: 150}
+	return &MOGPSettings{StartupTrials: 10, Rho: 0.05, MaxPoints: 100}
 }
 
 func mogpKind() Kind {

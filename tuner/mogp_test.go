@@ -157,3 +157,36 @@ func TestMOGPOneObjective(t *testing.T) {
 		t.Errorf("best value after 40 trials: mogp %.4f, random %.4f", g, r)
 	}
 }
+
+// TestAutoSeveralObjectivesRunsMOGP: with several objectives auto
+// proposes what mogp does in a space of numbers and plain choices, and
+// what motpe does in a space with a nested choice (which mogp would draw
+// at random), both with their defaults.
+func TestAutoSeveralObjectivesRunsMOGP(t *testing.T) {
+	goals := []Goal{Minimize, Maximize}
+	flat := boxSpace(3, 0, 1)
+	flat.Params = append(flat.Params, space.Param{Name: "c", Kind: space.Choice, Options: []space.Option{{Value: "a"}, {Value: "b"}}})
+	fFlat := func(p space.Params) []float64 {
+		x := vec(p, 3)
+		if p["c"] == "b" {
+			x[0] += 0.2
+		}
+		return []float64{x[0] + x[1], x[0] * x[2]}
+	}
+	fMixed := func(p space.Params) []float64 { v := objective(p); return []float64{-v, v * v} }
+	for _, tc := range []struct {
+		sp   *space.Space
+		f    func(space.Params) []float64
+		want string
+	}{{flat, fFlat, "mogp"}, {mixedSpace(), fMixed, "motpe"}} {
+		a := moLoop(t, mustNew(t, "auto", nil, tc.sp), tc.sp, goals, 9, 25, tc.f)
+		b := moLoop(t, mustNew(t, tc.want, nil, tc.sp), tc.sp, goals, 9, 25, tc.f)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("auto's trials differ from %s's", tc.want)
+		}
+		c := moLoop(t, mustNew(t, map[string]string{"mogp": "motpe", "motpe": "mogp"}[tc.want], nil, tc.sp), tc.sp, goals, 9, 25, tc.f)
+		if reflect.DeepEqual(a, c) {
+			t.Errorf("auto's trials equal the other tuner's too: the test cannot tell them apart")
+		}
+	}
+}
