@@ -78,11 +78,33 @@ func scaledDist2(a, b, ls []float64) float64 {
 // gpLML is the negative log marginal likelihood minus the log prior at
 // theta, with its gradient written to grad (when not nil).
 func gpLML(theta []float64, X [][]float64, y []float64, grad []float64) float64 {
+	return new(lmlWork).lml(theta, X, y, grad)
+}
+
+// lmlWork holds gpLML's matrices between evaluations of one fit, so that
+// the optimiser's many evaluations allocate nothing (a suggestion's
+// garbage was mostly these, and collecting it cost as much again).
+type lmlWork struct {
+	K      *mat.SymDense
+	kr, kk []float64
+	ch     mat.Cholesky
+	alpha  mat.VecDense
+	Kinv   mat.SymDense
+	inv2   []float64
+}
+
+func (w *lmlWork) lml(theta []float64, X [][]float64, y []float64, grad []float64) float64 {
 	h := hyperOf(theta)
 	n, d := len(X), len(h.ls)
-	K := mat.NewSymDense(n, nil)
-	kr := make([]float64, n*n) // dkr of every pair, for the gradient
-	kk := make([]float64, n*n) // k/amp2 of every pair
+	if w.K == nil || w.K.SymmetricDim() != n {
+		w.K = mat.NewSymDense(n, nil)
+		w.kr, w.kk = make([]float64, n*n), make([]float64, n*n)
+		w.alpha.Reset()
+		w.Kinv.Reset()
+	}
+	K := w.K
+	kr := w.kr // dkr of every pair, for the gradient
+	kk := w.kk // k/amp2 of every pair
 	for i := 0; i < n; i++ {
 		for j := 0; j <= i; j++ {
 			k, dkr := matern52(math.Sqrt(scaledDist2(X[i], X[j], h.ls)))
@@ -95,7 +117,7 @@ func gpLML(theta []float64, X [][]float64, y []float64, grad []float64) float64 
 			kk[i*n+j], kk[j*n+i] = k, k
 		}
 	}
-	var ch mat.Cholesky
+	ch := &w.ch
 	if ok := ch.Factorize(K); !ok {
 		if grad != nil {
 			for i := range grad {
@@ -105,11 +127,11 @@ func gpLML(theta []float64, X [][]float64, y []float64, grad []float64) float64 
 		return 1e10
 	}
 	yv := mat.NewVecDense(n, y)
-	var alpha mat.VecDense
-	if err := ch.SolveVecTo(&alpha, yv); err != nil {
+	alpha := &w.alpha
+	if err := ch.SolveVecTo(alpha, yv); err != nil {
 		return 1e10
 	}
-	nll := 0.5*mat.Dot(yv, &alpha) + 0.5*ch.LogDet() + 0.5*float64(n)*math.Log(2*math.Pi)
+	nll := 0.5*mat.Dot(yv, alpha) + 0.5*ch.LogDet() + 0.5*float64(n)*math.Log(2*math.Pi)
 	// priors
 	for i := 0; i < d; i++ {
 		z := (theta[i] - gpLogLsMu) / gpLogLsSd
@@ -121,8 +143,8 @@ func gpLML(theta []float64, X [][]float64, y []float64, grad []float64) float64 
 	if grad == nil {
 		return nll
 	}
-	var Kinv mat.SymDense
-	if err := ch.InverseTo(&Kinv); err != nil {
+	Kinv := &w.Kinv
+	if err := ch.InverseTo(Kinv); err != nil {
 		return 1e10
 	}
 	// W = alpha alphaᵀ - K⁻¹; d nll/dθ = -½ tr(W dK/dθ).
@@ -132,7 +154,10 @@ func gpLML(theta []float64, X [][]float64, y []float64, grad []float64) float64 
 	}
 	gAmp, gNoise := 0.0, 0.0
 	ki := Kinv.RawSymmetric() // upper triangle
-	inv2 := make([]float64, d)
+	if len(w.inv2) != d {
+		w.inv2 = make([]float64, d)
+	}
+	inv2 := w.inv2
 	for l := range inv2 {
 		inv2[l] = 1 / (h.ls[l] * h.ls[l])
 	}
@@ -178,11 +203,12 @@ func fitGP(X [][]float64, y []float64, d, restarts int, rng *rand.Rand) gpHyper 
 		t[d+1] = -9 + 2*rng.NormFloat64()
 		starts = append(starts, t)
 	}
-	best, bestF := starts[0], gpLML(starts[0], X, y, nil)
+	var w lmlWork
+	best, bestF := starts[0], w.lml(starts[0], X, y, nil)
 	for _, s := range starts {
 		// The evaluator remembers the best point it saw, so a line search
 		// that gives up still leaves a usable answer.
-		ev := &cachedObj{f: func(t, g []float64) float64 { return gpLML(t, X, y, g) }}
+		ev := &cachedObj{f: func(t, g []float64) float64 { return w.lml(t, X, y, g) }}
 		p := optimize.Problem{Func: ev.fn, Grad: ev.grad}
 		_, _ = optimize.Minimize(p, append([]float64(nil), s...), &optimize.Settings{
 			MajorIterations:   60,
@@ -252,6 +278,9 @@ type gpPost struct {
 	X     [][]float64
 	L     mat.TriDense // lower Cholesky factor of K
 	alpha []float64    // K⁻¹ y
+	// predictGrad's scratch, reused from call to call (an acquisition
+	// climb calls it dozens of times): not for concurrent use.
+	ks, dk []float64
 }
 
 func newGPPost(X [][]float64, y []float64, h gpHyper) *gpPost {
@@ -319,8 +348,11 @@ func (p *gpPost) predict(xs [][]float64) (mu, sd []float64) {
 // gradients in x.
 func (p *gpPost) predictGrad(x []float64) (mu, sd float64, dmu, dsd []float64) {
 	n, d := len(p.X), len(x)
-	ks := make([]float64, n)
-	dk := make([]float64, n*d) // dk_i/dx_l
+	if len(p.ks) != n || len(p.dk) != n*d {
+		p.ks, p.dk = make([]float64, n), make([]float64, n*d)
+	}
+	ks := p.ks
+	dk := p.dk // dk_i/dx_l
 	dmu = make([]float64, d)
 	for i, xi := range p.X {
 		k, dkr := matern52(math.Sqrt(scaledDist2(x, xi, p.h.ls)))
