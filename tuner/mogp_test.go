@@ -190,3 +190,54 @@ func TestAutoSeveralObjectivesRunsMOGP(t *testing.T) {
 		}
 	}
 }
+
+// TestMOGPDegenerateHistories: mogp answers, inside the space, when every
+// completed trial has the same values, when every trial failed or runs,
+// when values are not finite, and in spaces of choices only or of nested
+// choices only (which the model cannot see: random draws).
+func TestMOGPDegenerateHistories(t *testing.T) {
+	box := boxSpace(2, 0, 1)
+	choices := &space.Space{Params: []space.Param{{Name: "c", Kind: space.Choice, Options: []space.Option{{Value: "a"}, {Value: "b"}, {Value: 3.0}}}}}
+	nested := &space.Space{Params: []space.Param{mixedSpace().Params[10]}}
+	goals := []Goal{Minimize, Maximize}
+	hist := func(sp *space.Space, state TrialState, vals func(i int) []float64) []Observation {
+		var h []Observation
+		for i := 1; i <= 14; i++ {
+			o := Observation{Seq: i, Params: space.SampleSpace(sp, newRNG(1, i)), State: state}
+			if vals != nil {
+				o.Values = vals(i)
+				o.Value = o.Values[0]
+			}
+			h = append(h, o)
+		}
+		return h
+	}
+	same := func(int) []float64 { return []float64{1, 2} }
+	nan := func(i int) []float64 {
+		if i%2 == 0 {
+			return []float64{math.NaN(), 1}
+		}
+		return []float64{float64(i), math.Inf(1)}
+	}
+	varied := func(i int) []float64 { return []float64{float64(i % 5), float64(i % 3)} }
+	for _, tc := range []struct {
+		name string
+		sp   *space.Space
+		h    []Observation
+	}{
+		{"equal values", box, hist(box, Completed, same)},
+		{"all failed", box, hist(box, Failed, nil)},
+		{"all running", box, hist(box, Pending, nil)},
+		{"not finite", box, hist(box, Completed, nan)},
+		{"choices only", choices, hist(choices, Completed, varied)},
+		{"nested only", nested, hist(nested, Completed, varied)},
+	} {
+		tn := mustNew(t, "mogp", nil, tc.sp)
+		out := suggest(t, tn, Request{Space: tc.sp, Goal: goals[0], Goals: goals, Seed: 1, History: tc.h, Seqs: []int{20, 21}}, tc.name)
+		for _, p := range out {
+			if !tc.sp.Contains(p) {
+				t.Errorf("%s: %v is not in the space", tc.name, p)
+			}
+		}
+	}
+}
