@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -130,6 +131,8 @@ func measureLive(t *testing.T, b *browser, dir, exp, what string) {
 		fmt.Printf("live updates (%s): the page fetched the whole trials list %s -> %s times\n", what, before, after)
 	}()
 	for run := 0; run < 5; run++ {
+		var junk string
+		b.eval(`String(window.__trialform.eventAt = window.__trialform.patchedAt = 0)`, &junk)
 		m := state.NewManager(filepath.Join(dir, ".trialform"))
 		st, err := m.Load()
 		if err != nil {
@@ -152,6 +155,20 @@ func measureLive(t *testing.T, b *browser, dir, exp, what string) {
 		if err != nil {
 			t.Fatalf("live update: %v", err)
 		}
-		fmt.Printf("live update (%s), state written -> table shows the new trial, run %d: %s\n", what, run+1, time.Since(saved).Round(time.Millisecond))
+		took := time.Since(saved).Round(time.Millisecond)
+		// The page's clock is this machine's: when the event arrived and
+		// when it was patched in ("-": a full fetch); both may precede
+		// the end of Save (the page reads the record before its fsync).
+		var at string
+		b.eval(`JSON.stringify([window.__trialform.eventAt || 0, window.__trialform.patchedAt || 0])`, &at)
+		var ms [2]int64
+		json.Unmarshal([]byte(at), &ms)
+		since := func(ms int64) string {
+			if ms == 0 {
+				return "-"
+			}
+			return time.UnixMilli(ms).Sub(saved).Round(time.Millisecond).String()
+		}
+		fmt.Printf("live update (%s), state written -> table shows the new trial, run %d: %s (in the page: event %s, patched %s)\n", what, run+1, took, since(ms[0]), since(ms[1]))
 	}
 }

@@ -173,6 +173,7 @@ function connectEvents() {
   es.addEventListener('state', (ev) => {
     // (The browser tests make the page miss events: __trialform.drop.)
     if (window.__trialform.drop > 0) { window.__trialform.drop--; window.__trialform.dropped = (window.__trialform.dropped || 0) + 1; return; }
+    window.__trialform.eventAt = Date.now(); // (the benchmark's breakdown)
     const d = JSON.parse(ev.data);
     live.className = 'live on';
     live.textContent = `live · serial ${d.serial} · ${new Date().toLocaleTimeString()}`;
@@ -182,7 +183,10 @@ function connectEvents() {
     if (patchCurrent && !refreshing) {
       try { patched = patchCurrent(d); } catch (e) { console.warn('patch', e); }
     }
-    if (patched) window.__trialform.patched = (window.__trialform.patched || 0) + 1;
+    if (patched) {
+      window.__trialform.patched = (window.__trialform.patched || 0) + 1;
+      window.__trialform.patchedAt = Date.now();
+    }
     else refresh();
   });
   es.onerror = () => { live.className = 'live off'; live.textContent = 'reconnecting…'; };
