@@ -120,7 +120,7 @@ func TestNoLogReadBeforeTheContainerStarts(t *testing.T) {
 // TestLineAfterSkippedReadIsCollected: a Read within metrics_interval
 // skips the log (no request); a line the trial prints after that decision
 // is collected by the next refresh (a new process given the offsets the
-// state keeps), once, with nothing read twice.
+// state keeps, past metrics_interval), once, with nothing read twice.
 func TestLineAfterSkippedReadIsCollected(t *testing.T) {
 	need(t)
 	ns := namespace(t, "skipline")
@@ -192,6 +192,9 @@ time.sleep(120)
 		t.Fatal(err)
 	}
 	waitLog(ctx, t, p, ns, "sl", "t0", "second reported")
+	// The next refresh, past metrics_interval (1 ms) since the last line
+	// read.
+	cfg.MetricsInterval = time.Millisecond
 	p2, err := k8s.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package kubernetes_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,7 +16,8 @@ import (
 // another, through the node agent: a second Read by the same process
 // within metrics_interval does not fetch the log (no new metrics though the
 // trial printed one), and a new process given the offsets the state keeps
-// reads only the new line, through the kubelet's sinceTime.
+// reads only the new line, through the kubelet's sinceTime, but not while
+// the last line it read is younger than metrics_interval.
 func TestMetricsIntervalAndCursor(t *testing.T) {
 	need(t)
 	ns := namespace(t, "interval")
@@ -76,15 +78,42 @@ time.sleep(120)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// A new process given those offsets (the next `plan`) does not ask
+	// for the log while the last line read from it is younger than
+	// metrics_interval: it was read after that line was written.
+	counted, logs := countLogs(cp.Config)
+	fresh := cfg
+	fresh.Rest = counted
+	pf, err := k8s.New(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := pf.Read(ctx, providers.ReadRequest{Experiment: "iv", TrialID: "t0", MetricsOffset: off})
+	if err != nil || o.Phase != providers.PhaseRunning || len(o.Metrics) != 0 || logs.Load() != 0 {
+		t.Fatalf("a new process within metrics_interval of the last line read: %v, %s, metrics %+v, %d log requests (want none)", err, o.Phase, o.Metrics, logs.Load())
+	}
+	if !maps.Equal(o.MetricsOffset, off) {
+		t.Fatalf("a skipped read changed the cursor: %v, was %v", o.MetricsOffset, off)
+	}
+	// Past metrics_interval (here 1 ms), it asks.
+	fresh.MetricsInterval = time.Millisecond
+	if pf, err = k8s.New(fresh); err != nil {
+		t.Fatal(err)
+	}
+	if o, err = pf.Read(ctx, providers.ReadRequest{Experiment: "iv", TrialID: "t0", MetricsOffset: off}); err != nil || len(o.Metrics) != 0 || logs.Load() != 1 {
+		t.Fatalf("a new process past metrics_interval: %v, metrics %+v, %d log requests (want 1, nothing new)", err, o.Metrics, logs.Load())
+	}
 	if err := os.WriteFile(filepath.Join(code, "go"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	waitLog(ctx, t, p, ns, "iv", "t0", "second reported")
-	o, err := p.Read(ctx, providers.ReadRequest{Experiment: "iv", TrialID: "t0", MetricsOffset: off})
+	o, err = p.Read(ctx, providers.ReadRequest{Experiment: "iv", TrialID: "t0", MetricsOffset: off})
 	if err != nil || len(o.Metrics) != 0 || o.Phase != providers.PhaseRunning {
 		t.Fatalf("a read within metrics_interval: %v, %s, metrics %+v (want none: the log is not due)", err, o.Phase, o.Metrics)
 	}
 	off = o.MetricsOffset
+	// A new process past metrics_interval (1 ms) since the last line read.
+	cfg.MetricsInterval = time.Millisecond
 	p2, err := k8s.New(cfg)
 	if err != nil {
 		t.Fatal(err)

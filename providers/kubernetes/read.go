@@ -296,7 +296,9 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 // second (sinceTime) and skips the ones already seen. That keeps each read
 // small for trials that log a lot and survives the kubelet rotating the
 // log, which a byte offset would not. A running pod's log is read at most
-// once per Config.MetricsInterval by this process (watch, apply -wait).
+// once per Config.MetricsInterval by this process (watch, apply -wait),
+// and not by a new one while the last line read from it is younger than
+// that (lineFresh).
 func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []corev1.Pod, offsets map[string]int64, o *providers.Observation) error {
 	newOff := map[string]int64{}
 	for _, key := range []string{offSeq, offFinal} {
@@ -330,7 +332,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		keep()
 		return nil
 	}
-	if term == nil && !k.logDue(pod.UID) {
+	if term == nil && (k.lineFresh(offsets, pod.Name) || !k.logDue(pod.UID)) {
 		keep()
 		return nil
 	}
@@ -489,6 +491,25 @@ func (c *logCursor) consumeAt(raw []byte, haveTS, all bool) ([]string, []int64) 
 		c.at(ts)
 	}
 	return out, stamps
+}
+
+// lineFresh reports whether the last line consumed from a running pod's
+// log (by this process or one before it: the cursor the state keeps)
+// carries a node time less than MetricsInterval ago. Its log was then read
+// after that line was written, so what it may have grown since is younger
+// than MetricsInterval: a new process (the next `plan`, a `watch` started
+// again, a command while the controller refreshes) leaves it for later, as
+// logDue does within one process, instead of asking for every running
+// pod's log again. A node clock ahead of this one by less than
+// MetricsInterval stretches that by its lead; one further ahead or behind
+// reads as usual.
+func (k *Kubernetes) lineFresh(offsets map[string]int64, pod string) bool {
+	ts, ok := offsets[offTS+pod]
+	if !ok || ts <= 0 {
+		return false
+	}
+	age := time.Since(time.Unix(0, ts))
+	return age >= 0 && age < k.cfg.MetricsInterval
 }
 
 // logDue reports whether a running pod's log is due for a read (at most

@@ -25,7 +25,7 @@ type Settings struct {
 	NodeSelector     map[string]string `hcl:"node_selector,optional" type:"a map of label values" doc:"node labels the trial pods need"`
 	Tolerations      any               `hcl:"tolerations,optional" type:"a list of objects {key, operator, value, effect, toleration_seconds}" doc:"taints the trial pods tolerate"`
 	CodeDir          string            `hcl:"code_dir,optional" type:"a string (where the code is in the image)" doc:"where the code already is in the image: nothing is shipped"`
-	MetricsInterval  string            `hcl:"metrics_interval,optional" type:"a duration string (\"5s\")" doc:"how often watch reads a running trial's log for metrics (default 5s)"`
+	MetricsInterval  string            `hcl:"metrics_interval,optional" type:"a duration string (\"5s\")" doc:"how often a running trial's log is read for metrics: once per interval by watch and apply -wait, and not by a new command while the last line read from it is younger (default 5s)"`
 	Resources        *ResourceSettings `hcl:"resources,block" doc:"requests = limits of the trial container"`
 	NFS              *NFSSettings      `hcl:"nfs,block" doc:"a share mounted into every trial; code under it runs from the share"`
 	Checkpoint       *CheckpointBlock  `hcl:"checkpoint,block" doc:"a PersistentVolumeClaim per trial for NNI_OUTPUT_DIR, kept across resumes"`
