@@ -677,23 +677,27 @@ async function pageExperiment(name) {
   // Each step's milliseconds, for the benchmark (bench_test.go).
   const timings = window.__trialform.timings = {};
   const timed = async (name, f) => { const t0 = performance.now(); const v = await f(); timings[name] = Math.round(performance.now() - t0); return v; };
-  const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
-  // The charts are redrawn after the table, one per frame; a live update
-  // that arrives while they draw marks them dirty instead of waiting, so
-  // the table follows the state at once whatever the charts cost.
+  // The charts are redrawn after the table is painted, a few at a time;
+  // a live update that arrives while they draw marks them dirty instead
+  // of waiting, so the table follows the state at once whatever the
+  // charts cost.
   let chartsBusy = null, chartsDirty = false;
   // painted resolves once the current changes were painted: a task
   // queued from an animation frame callback runs after that frame's paint
   // (code run in the callback itself would delay the table's paint).
+  // Between charts the page paints and handles what arrived (a live
+  // update waits for one chart at most, not for all of them).
   const painted = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
   async function drawCharts(curvesData, impData) {
     await painted();
     await timed('front', drawFront);
     await timed('history', drawHistory);
+    await painted();
     await timed('curves', () => drawCurves(curvesData));
     await timed('importance', () => drawImportance(impData));
-    await frame();
+    await painted();
     await timed('parallel', drawParallel);
+    await painted();
     await timed('slice', drawSlice);
   }
   function scheduleCharts(curvesData, impData) {
