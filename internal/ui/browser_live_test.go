@@ -53,7 +53,7 @@ func setValue(e *state.Experiment, id string, v float64) {
 // trials arrive in the event, the table shows them (the best mark moves
 // with them) and the page does not fetch the trials list again. A page
 // that missed an event, and one whose server restarted, fetch it once and
-// show the state as it is.
+// show the state as it is. A filtered table fetches its filtered rows.
 func TestBrowserLiveUpdatePatchesWithoutRefetch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser tests are not short")
@@ -146,6 +146,21 @@ func TestBrowserLiveUpdatePatchesWithoutRefetch(t *testing.T) {
 	if n := fetches(); n != reconnected {
 		t.Errorf("after the reconnection a live update fetched the trials list %d more times", n-reconnected)
 	}
+	// A filtered table asks the server for its rows again (the query is
+	// the server's), not for the whole list.
+	b.doOnce(chromedp.SendKeys(chromedp.ID("q"), "status:running"))
+	waitFor(`document.getElementById('row-count').textContent === '2 of 63 trials'`)
+	changeState(t, dir, func(e *state.Experiment) {
+		tr := *e.Trials["t0001"]
+		tr.Status, tr.EndedAt = state.Running, nil
+		e.Trials["t0001"] = &tr
+	})
+	waitFor(`document.getElementById('row-count').textContent === '3 of 63 trials'`)
+	waitFor(rowShows("t0001", "RUNNING"))
+	if n := fetches(); n != reconnected {
+		t.Errorf("a live update of a filtered table fetched the whole trials list %d more times", n-reconnected)
+	}
+
 	// The only errors: the refused connections while the server was
 	// down.
 	for _, e := range b.consoleErrors() {
