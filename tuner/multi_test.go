@@ -169,3 +169,97 @@ func TestMOTPEWeightsGoodTrialsByHypervolume(t *testing.T) {
 		}
 	}
 }
+
+// dtlz2 is DTLZ2 with m objectives and k distance variables (m-1+k on
+// [0, 1]): the front is the unit sphere's positive orthant, reached with
+// every distance variable at 0.5.
+func dtlz2(m, k int) func(space.Params) []float64 {
+	return func(p space.Params) []float64 {
+		x := vec(p, m-1+k)
+		g := 0.0
+		for _, v := range x[m-1:] {
+			g += (v - 0.5) * (v - 0.5)
+		}
+		f := make([]float64, m)
+		for i := range f {
+			f[i] = 1 + g
+			for j := 0; j < m-1-i; j++ {
+				f[i] *= math.Cos(x[j] * math.Pi / 2)
+			}
+			if i > 0 {
+				f[i] *= math.Sin(x[m-1-i] * math.Pi / 2)
+			}
+		}
+		return f
+	}
+}
+
+// TestMOTPEBeatsRandomOnDTLZ2With3Objectives: on DTLZ2 with 3 objectives
+// and 10 distance variables, after 100 trials motpe's median hypervolume
+// over 5 seeds exceeds random search's by at least 0.5 (2%; the front
+// covers at most 26.48 against the reference point (3, 3, 3), random
+// search about 23.4). motpe with one joint model was no better than
+// random there: in 12 dimensions its candidates' scores are equal to
+// within 1e-6 (each kernel's density is counted times its bandwidth, as
+// in Optuna 3.1, so the broad prior kernel outweighs every trial's by
+// about 0.17^-12), so it drew from the good trials without choosing.
+func TestMOTPEBeatsRandomOnDTLZ2With3Objectives(t *testing.T) {
+	sp := boxSpace(12, 0, 1)
+	f := dtlz2(3, 10)
+	goals := []Goal{Minimize, Minimize, Minimize}
+	ref := []float64{3, 3, 3}
+	med := func(name string) float64 {
+		tn := mustNew(t, name, nil, sp)
+		var hs []float64
+		for s := int64(101); s <= 105; s++ {
+			hs = append(hs, hvOf(moLoop(t, tn, sp, goals, s, 100, f), ref))
+		}
+		return median(hs)
+	}
+	rnd, mo := med("random"), med("motpe")
+	t.Logf("motpe %.4f, random %.4f", mo, rnd)
+	if mo < rnd+0.5 {
+		t.Errorf("motpe: median hypervolume %.4f, want at least random's %.4f + 0.5", mo, rnd)
+	}
+}
+
+// TestMOTPEAlternatesModels: by default motpe proposes even-numbered
+// trials with the joint model and odd-numbered ones with one model per
+// parameter, weighting the good trials equally (model = "joint" and
+// "univariate", weights = "equal", give the same suggestions), and
+// trials asked for together equal trials asked for one at a time, each
+// added as pending before the next (a pending re-plan of an asked trial
+// is left out).
+func TestMOTPEAlternatesModels(t *testing.T) {
+	sp := boxSpace(4, 0, 1)
+	goals := []Goal{Minimize, Minimize}
+	f := dtlz2(2, 3)
+	hist := moLoop(t, mustNew(t, "random", nil, sp), sp, goals, 5, 30, f)
+	def := mustNew(t, "motpe", nil, sp)
+	one := func(tn Tuner, h []Observation, seq int) space.Params {
+		return suggest(t, tn, Request{Space: sp, Goal: goals[0], Goals: goals, Seed: 9, History: h, Seqs: []int{seq}}, fmt.Sprintf("seq %d", seq))[0]
+	}
+	for seq, model := range map[int]string{40: "joint", 41: "univariate"} {
+		other := "univariate"
+		if model == "univariate" {
+			other = "joint"
+		}
+		want := one(mustNew(t, "motpe", map[string]any{"model": model, "weights": "equal"}, sp), hist, seq)
+		if got := one(def, hist, seq); !reflect.DeepEqual(got, want) {
+			t.Errorf("trial %d: default motpe proposed %v, model %q %v", seq, got, model, want)
+		}
+		if o := one(mustNew(t, "motpe", map[string]any{"model": other}, sp), hist, seq); reflect.DeepEqual(o, want) {
+			t.Errorf("trial %d: models %q and %q proposed the same %v", seq, model, other, o)
+		}
+		if w := one(mustNew(t, "motpe", map[string]any{"model": model, "weights": "hypervolume"}, sp), hist, seq); reflect.DeepEqual(w, want) {
+			t.Errorf("trial %d: hypervolume weights proposed the same %v as equal ones", seq, w)
+		}
+	}
+	stale := append(append([]Observation(nil), hist...), Observation{Seq: 41, Params: hist[0].Params, State: Pending})
+	both := suggest(t, def, Request{Space: sp, Goal: goals[0], Goals: goals, Seed: 9, History: stale, Seqs: []int{41, 40}}, "together")
+	first := one(def, hist, 40)
+	second := one(def, append(append([]Observation(nil), hist...), Observation{Seq: 40, Params: first, State: Pending}), 41)
+	if !reflect.DeepEqual(both, []space.Params{second, first}) {
+		t.Errorf("asked together %v, one at a time %v", both, []space.Params{second, first})
+	}
+}
