@@ -24,58 +24,59 @@ func Dominates(a, b []float64) bool {
 	return better
 }
 
-// Ranks sorts points into non-dominated fronts (Deb's fast non-dominated
-// sort): rank 1 is the Pareto front, rank 2 the front once rank 1 is
-// removed, and so on. A point holding NaN gets rank 0 (unranked). Equal
-// points share a rank.
+// Ranks sorts points into non-dominated fronts: rank 1 is the Pareto
+// front, rank 2 the front once rank 1 is removed, and so on. A point
+// holding NaN gets rank 0 (unranked). Equal points share a rank.
+//
+// It is the efficient non-dominated sort with sequential search (Zhang et
+// al., 2015): the points are taken in lexicographic order, so whatever
+// dominates a point comes before it, and each goes to the first front
+// none of whose members dominates it. The ranks are those of Deb's fast
+// non-dominated sort without its n² lists of who dominates whom: on 1,000
+// points in 3 objectives it is many times faster.
 func Ranks(points [][]float64) []int {
-	n := len(points)
-	ranks := make([]int, n)
-	valid := make([]bool, n)
+	ranks := make([]int, len(points))
+	idx := make([]int, 0, len(points))
 	for i, p := range points {
-		valid[i] = !hasNaN(p)
-	}
-	dominatedBy := make([]int, n) // how many points dominate i
-	dominates := make([][]int, n) // the points i dominates
-	for i := 0; i < n; i++ {
-		if !valid[i] {
-			continue
-		}
-		for j := i + 1; j < n; j++ {
-			if !valid[j] {
-				continue
-			}
-			switch {
-			case Dominates(points[i], points[j]):
-				dominates[i] = append(dominates[i], j)
-				dominatedBy[j]++
-			case Dominates(points[j], points[i]):
-				dominates[j] = append(dominates[j], i)
-				dominatedBy[i]++
-			}
+		if !hasNaN(p) {
+			idx = append(idx, i)
 		}
 	}
-	var front []int
-	for i := 0; i < n; i++ {
-		if valid[i] && dominatedBy[i] == 0 {
-			front = append(front, i)
-		}
-	}
-	for r := 1; len(front) > 0; r++ {
-		var next []int
-		for _, i := range front {
-			ranks[i] = r
-			for _, j := range dominates[i] {
-				dominatedBy[j]--
-				if dominatedBy[j] == 0 {
-					next = append(next, j)
-				}
+	sort.SliceStable(idx, func(a, b int) bool {
+		pa, pb := points[idx[a]], points[idx[b]]
+		for m := range pa {
+			if pa[m] != pb[m] {
+				return pa[m] < pb[m]
 			}
 		}
-		sort.Ints(next)
-		front = next
+		return false
+	})
+	var fronts [][]int
+	for _, i := range idx {
+		r := 0
+		for ; r < len(fronts); r++ {
+			if !dominatedByAny(points, fronts[r], points[i]) {
+				break
+			}
+		}
+		if r == len(fronts) {
+			fronts = append(fronts, nil)
+		}
+		fronts[r] = append(fronts[r], i)
+		ranks[i] = r + 1
 	}
 	return ranks
+}
+
+// dominatedByAny reports whether a member of front dominates p; the
+// latest members, nearest p in the order, are tried first.
+func dominatedByAny(points [][]float64, front []int, p []float64) bool {
+	for k := len(front) - 1; k >= 0; k-- {
+		if Dominates(points[front[k]], p) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasNaN(p []float64) bool {

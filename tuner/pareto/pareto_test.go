@@ -25,6 +25,60 @@ func TestRanksHandFront(t *testing.T) {
 	}
 }
 
+// TestRanksMatchDefinition: on random points in 2 to 4 objectives, with
+// ties, repeated points, infinities and NaN, every rank is the definition's:
+// 0 for a point holding NaN, else 1 plus the largest rank of the points
+// that dominate it (1 when none does).
+func TestRanksMatchDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 2))
+	for trial := 0; trial < 200; trial++ {
+		m := 2 + trial%3
+		n := 1 + rng.IntN(120)
+		pts := make([][]float64, n)
+		for i := range pts {
+			p := make([]float64, m)
+			for k := range p {
+				p[k] = float64(rng.IntN(6)) // coarse: many ties
+				if trial%2 == 0 {
+					p[k] = rng.Float64()
+				}
+			}
+			switch rng.IntN(40) {
+			case 0:
+				p[rng.IntN(m)] = math.NaN()
+			case 1:
+				p[rng.IntN(m)] = math.Inf(1)
+			case 2:
+				if i > 0 {
+					p = append([]float64(nil), pts[rng.IntN(i)]...)
+				}
+			}
+			pts[i] = p
+		}
+		got := Ranks(pts)
+		want := make([]int, n)
+		var rankOf func(i int) int
+		rankOf = func(i int) int {
+			if want[i] != 0 || hasNaN(pts[i]) {
+				return want[i]
+			}
+			r := 1
+			for j := range pts {
+				if !hasNaN(pts[j]) && Dominates(pts[j], pts[i]) {
+					r = max(r, rankOf(j)+1)
+				}
+			}
+			want[i] = r
+			return r
+		}
+		for i := range pts {
+			if rankOf(i) != got[i] {
+				t.Fatalf("trial %d: point %d %v has rank %d, want %d", trial, i, pts[i], got[i], want[i])
+			}
+		}
+	}
+}
+
 func TestHypervolumeHandComputed(t *testing.T) {
 	cases := []struct {
 		name string
