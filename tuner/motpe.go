@@ -122,12 +122,11 @@ func (t *motpeTuner) Suggest(req Request) ([]space.Params, error) {
 // suggest proposes req.Seqs with several objectives; with the alternate
 // model req has one seq.
 func (t *motpeTuner) suggest(req Request) ([]space.Params, error) {
-	inner, weights, err := scalarised(req)
+	// Without hypervolume weights every good trial weighs 1 (tpe's
+	// default for at most 25 of them).
+	inner, weights, err := scalarise(req, t.hvWeights)
 	if err != nil {
 		return nil, err
-	}
-	if !t.hvWeights {
-		weights = nil // tpe's default: every good trial weighs 1 (at most 25 of them)
 	}
 	tp := *t.tpe
 	tp.joint = t.model.jointFor(req.Seqs[0])
@@ -147,13 +146,21 @@ func (t *motpeTuner) suggest(req Request) ([]space.Params, error) {
 //   - Each good trial's weight is its exclusive hypervolume among the good
 //     ones, over the largest (plus a tiny floor): a good trial another
 //     good trial dominates, or one in a crowded part of the front, counts
-//     less than one that alone covers a region.
+//     less than one that alone covers a region. motpe uses these weights
+//     only with weights = "hypervolume"; by default the good trials weigh
+//     the same (tpe's default).
 //
 // Objectives are normalised to the completed trials' range first, and
 // hypervolumes are taken against the good trials' worst point plus 0.1
 // of their range, so no objective's scale dominates. The other trials'
 // losses follow in NSGA-II's crowded order (only the split uses them).
 func scalarised(req Request) (Request, map[int]float64, error) {
+	return scalarise(req, true)
+}
+
+// scalarise is scalarised, with the weights only when hv is true (nil
+// otherwise: tpe's default, every good trial weighs 1).
+func scalarise(req Request, hv bool) (Request, map[int]float64, error) {
 	if err := checkMulti(req); err != nil {
 		return Request{}, nil, err
 	}
@@ -196,7 +203,7 @@ func scalarised(req Request) (Request, map[int]float64, error) {
 		pos[done[i]] = float64(k)
 	}
 	var weights map[int]float64
-	if len(good) > 0 {
+	if hv && len(good) > 0 {
 		norm := normalise(losses)
 		pts := make([][]float64, len(good))
 		for j, i := range good {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +18,9 @@ import (
 // variables), reported as wall-ms/op and as cpu-ms/op: the process's user
 // and system time per suggestion, which on a loaded machine does not
 // count waiting for a core (tpe scores its candidates in parallel on long
-// histories, so it can exceed the wall clock on an idle one).
+// histories, so it can exceed the wall clock on an idle one). motpe
+// alternates its two models from one suggestion to the next, so it is
+// also measured with each alone (motpe-joint, motpe-univariate).
 //
 //	go test -run '^$' -bench SuggestMultiObjective1000 -benchtime 20x ./tuner/
 func BenchmarkSuggestMultiObjective1000(b *testing.B) {
@@ -52,9 +55,14 @@ func BenchmarkSuggestMultiObjective1000(b *testing.B) {
 				goals[i] = Minimize
 			}
 		}
-		for _, name := range multiTuners {
+		for _, name := range append(multiTuners, "motpe-joint", "motpe-univariate") {
 			b.Run(fmt.Sprintf("%s/%s", name, pr.name), func(b *testing.B) {
-				tn := mustNew(b, name, nil, pr.sp)
+				var tn Tuner
+				if m, ok := strings.CutPrefix(name, "motpe-"); ok {
+					tn = mustNew(b, "motpe", map[string]any{"model": m}, pr.sp)
+				} else {
+					tn = mustNew(b, name, nil, pr.sp)
+				}
 				var before, after syscall.Rusage
 				syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 				start := time.Now()
