@@ -77,8 +77,8 @@ type MOTPESettings struct {
 	StartupTrials int     `hcl:"startup_trials,optional" range:"[0, 1e9]" default:"10" doc:"completed trials sampled at random before the model is used"`
 	Candidates    int     `hcl:"candidates,optional" range:"[1, 10000]" default:"24" doc:"candidates drawn from the good-trial model for each parameter"`
 	PriorWeight   float64 `hcl:"prior_weight,optional" range:"(0, 1e12]" default:"1" doc:"weight of the prior kernel in every estimator"`
-	Model         string  `hcl:"model,optional" oneof:"alternate joint univariate" default:"alternate" doc:"joint: one model of the top-level numbers and flat choices together (Optuna's multivariate TPE); univariate: one per parameter (Optuna's default); alternate: joint for even-numbered trials, univariate for odd ones"`
-	Weights       string  `hcl:"weights,optional" oneof:"equal hypervolume" default:"equal" doc:"the good trials' kernel weights: all equal, or each one's exclusive hypervolume among them over the largest (Optuna's MOTPE)"`
+	Model         string  `hcl:"model,optional" oneof:"alternate joint univariate" default:"alternate" doc:"alternate: even trials joint (one model of the top-level numbers and flat choices), odd ones univariate (one per parameter)"`
+	Weights       string  `hcl:"weights,optional" oneof:"equal hypervolume" default:"equal" doc:"the good trials' kernel weights: all 1, or each one's exclusive hypervolume among them over the largest (Optuna's)"`
 }
 
 func newMOTPE(cfg any, sp *space.Space) (Tuner, error) {
