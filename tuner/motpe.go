@@ -38,8 +38,9 @@ func motpeKind() Kind {
 // and on DTLZ2 with 3 objectives it was no better than random search; one
 // model per parameter chooses each value against the bad trials' and
 // recombines good trials' values, which suits DTLZ2-like problems.
-// Alternating did as well as the better of the two or better on held-out
-// problems and seeds (bench/tuners/RESULTS.md).
+// On held-out problems and seeds alternating was at most a few percent
+// below the better of the two, and ahead of both on several
+// (bench/tuners/RESULTS.md).
 //
 // The zero value of model and hvWeights is the default, so auto's
 // several-objective phase, which builds a motpeTuner around its own tpe,
