@@ -1,28 +1,19 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 )
@@ -59,10 +50,6 @@ var codecs = sync.OnceValue(func() apiCodecs {
 type clientset struct {
 	core  *coreV1
 	batch *batchV1
-	// coreREST is core's client, for readLog's plain requests, and
-	// coreBase its URL (".../api/v1").
-	coreREST *rest.RESTClient
-	coreBase string
 }
 
 func newClientset(cfg *rest.Config) (*clientset, error) {
@@ -89,9 +76,7 @@ func newClientset(cfg *rest.Config) (*clientset, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := core.Get().URL()
-	base.RawQuery = ""
-	return &clientset{core: &coreV1{core}, batch: &batchV1{batch}, coreREST: core, coreBase: strings.TrimSuffix(base.String(), "/")}, nil
+	return &clientset{core: &coreV1{core}, batch: &batchV1{batch}}, nil
 }
 
 func (c *clientset) CoreV1() *coreV1   { return c.core }
@@ -154,83 +139,6 @@ type podClient struct {
 // GetLogs is the request for a pod's log (Stream or DoRaw it).
 func (p *podClient) GetLogs(name string, opts *corev1.PodLogOptions) *rest.Request {
 	return p.rc.Get().Namespace(p.ns).Resource("pods").Name(name).SubResource("log").VersionedParams(opts, codecs().params)
-}
-
-// readLog reads a pod's log (not followed) with plain GETs through the
-// client's HTTP client (its authentication, timeout and rate limiter),
-// not a rest.Request: a refresh reads every running pod's log, and a
-// rest.Request's own work per call (its URL built again and templated for
-// metrics at each step, the options converted through the scheme) made
-// most of the client's allocations per read. As client-go does for a GET,
-// a dropped connection or a reply with Retry-After is tried again, up to
-// 10 times.
-func (c *clientset) readLog(ctx context.Context, ns, pod string, opts *corev1.PodLogOptions) ([]byte, error) {
-	q := url.Values{}
-	if opts.Container != "" {
-		q.Set("container", opts.Container)
-	}
-	if opts.Timestamps {
-		q.Set("timestamps", "true")
-	}
-	if opts.LimitBytes != nil {
-		q.Set("limitBytes", strconv.FormatInt(*opts.LimitBytes, 10))
-	}
-	if opts.SinceTime != nil {
-		q.Set("sinceTime", opts.SinceTime.UTC().Format(time.RFC3339))
-	}
-	u := c.coreBase + "/namespaces/" + url.PathEscape(ns) + "/pods/" + url.PathEscape(pod) + "/log?" + q.Encode()
-	for attempt := 1; ; attempt++ {
-		body, wait, err := c.getLog(ctx, u, pod)
-		if wait == 0 || attempt >= logReadTries {
-			return body, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
-		}
-	}
-}
-
-// logReadTries is how many times readLog asks before it gives up.
-const logReadTries = 10
-
-// getLog is one try of readLog: the log, or the error and, when it is
-// worth another try, how long to wait first.
-func (c *clientset) getLog(ctx context.Context, u, pod string) ([]byte, time.Duration, error) {
-	if rl := c.coreREST.GetRateLimiter(); rl != nil {
-		if err := rl.Wait(ctx); err != nil {
-			return nil, 0, err
-		}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	resp, err := c.coreREST.Client.Do(req)
-	if err != nil {
-		if ctx.Err() == nil && (utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) || utilnet.IsHTTP2ConnectionLost(err)) {
-			return nil, time.Second, err
-		}
-		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, 0, err
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
-		return body, 0, nil
-	}
-	var wait time.Duration
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500) {
-		wait = time.Duration(max(1, min(s, 10))) * time.Second
-	}
-	var st metav1.Status
-	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
-		return nil, wait, &apierrors.StatusError{ErrStatus: st}
-	}
-	return nil, wait, fmt.Errorf("the log of pod %s: %s: %s", pod, resp.Status, bytes.TrimSpace(body))
 }
 
 // typed is the typed client of one resource (in namespace ns; "" for

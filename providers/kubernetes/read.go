@@ -348,7 +348,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	if haveTS {
 		opts.SinceTime = &metav1.Time{Time: time.Unix(0, cur.ts).UTC().Truncate(time.Second)}
 	}
-	raw, err := k.client.readLog(ctx, k.namespace, pod.Name, opts)
+	raw, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, opts).DoRaw(ctx)
 	if err != nil {
 		raw = nil // no log (rotated, node gone): the termination message may still hold the final result
 		if ctx.Err() != nil {
@@ -391,7 +391,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		// The synthetic final of regexp metrics needs every value: read
 		// the whole log once the trial succeeded without a final result.
 		if term != nil && !truncated && term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
-			whole, err := k.client.readLog(ctx, k.namespace, pod.Name, &corev1.PodLogOptions{Container: trialContainer(pod), LimitBytes: ptr.To(int64(maxLogRead))})
+			whole, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: trialContainer(pod), LimitBytes: ptr.To(int64(maxLogRead))}).DoRaw(ctx)
 			if err == nil {
 				all := trialproto.Collector{ParameterID: pid, Regex: re}
 				for _, line := range strings.SplitAfter(string(whole), "\n") {
