@@ -11,6 +11,7 @@ import (
 type AutoSettings struct {
 	Seeded
 	GPTrials  int  `hcl:"gp_trials,optional" range:"[0, 1e9]" default:"100" doc:"trials proposed by a Gaussian process (after 10 random ones) before CMA-ES takes over, in a space without nested choices; 0: no GP phase"`
+	LineEvery int  `hcl:"line_every,optional" range:"[0, 1e9]" default:"2" doc:"in the GP phase, every line_every-th trial moves one number of the best trial: the GP's pick on the lines through it along each numeric param; 0: never"`
 	TPETrials *int `hcl:"tpe_trials,optional" range:"[0, 1e9]" default:"25, or 40 when the space has a choice" doc:"trials proposed by TPE before CMA-ES takes over the numeric parameters where there is no GP phase"`
 	Popsize   *int `hcl:"popsize,optional" range:"[2, 4096]" default:"4 + ⌊3 ln d⌋" doc:"CMA-ES population of the first run (d: the numeric params); doubles at every restart"`
 }
@@ -22,8 +23,8 @@ var autoSigmaMin, autoSigmaMax = 0.1, 0.3
 func autoKind() Kind {
 	return Kind{
 		Name: "auto", Spaces: "all kinds, nested choice",
-		Summary:        "10 random trials, then in a space without nested choices the `gp` tuner up to trial `gp_trials` (fitted to log-warped losses, `log(1 + (loss − min)/(median − min))`, so a heavy tail does not swamp the model; 10–30 ms per suggestion), otherwise TPE up to trial `tpe_trials`; then CMA-ES (IPOP restarts) on the numeric params starting at the best trial, while TPE keeps choosing the categorical ones; an all-categorical space stays TPE. With [several objectives](objectives.md) it is `mogp` where the GP phase would run, otherwise `motpe`. Median regret at 80–100 trials is 0.03x Optuna TPE's (0.005x on held-out seeds), see [Tuner benchmark](benchmarks.md#tuner-benchmark)",
-		Settings:       func() any { return &AutoSettings{GPTrials: 100} },
+		Summary:        "10 random trials, then in a space without nested choices the `gp` tuner up to trial `gp_trials` (fitted to log-warped losses, `log(1 + (loss − min)/(median − min))`, so a heavy tail does not swamp the model; 10–30 ms per suggestion), every `line_every`-th of them a coordinate move (the GP's pick on the lines through the best trial along each numeric param, so a better basin in one param is tried whatever the others are), otherwise TPE up to trial `tpe_trials`; then CMA-ES (IPOP restarts) on the numeric params starting at the best trial, while TPE keeps choosing the categorical ones; an all-categorical space stays TPE. With [several objectives](objectives.md) it is `mogp` where the GP phase would run, otherwise `motpe`. Median regret at 100 trials is 0.005x Optuna TPE's, see [Tuner benchmark](benchmarks.md#tuner-benchmark)",
+		Settings:       func() any { return &AutoSettings{GPTrials: 100, LineEvery: autoLineEvery} },
 		MultiObjective: true,
 		New:            newAuto,
 	}
@@ -43,6 +44,20 @@ func autoKind() Kind {
 //     30 ms with 200 trials of 5 params), nothing next to a trial; past
 //     gp_trials every suggestion is CMA-ES's again, so a long experiment
 //     never pays the GP's cubic cost.
+//   - Every line_every-th of those GP trials (by default every second;
+//     position pos with pos % line_every = line_every - 1) is a coordinate
+//     move: the GP's expected improvement is maximised only over the lines
+//     through the best completed trial along each numeric parameter (40
+//     uniform points on each) and its other options of each choice, so
+//     the proposal changes one param of the best trial. The GP models the
+//     parameters jointly and, with tens of trials in 5 dimensions, does
+//     not learn that a basin it saw in one parameter is better whatever
+//     the others are; on Styblinski-Tang (a better and a worse basin in
+//     each of five parameters) auto stayed in the worse basin of two of
+//     them at 100 trials (median), and with the moves it finds the better
+//     basin of all or all but one (bench/tuners/RESULTS.md, 2026-11-27).
+//     Without the choices' lines, the moves held the best trial's choice
+//     and auto settled on a wrong option of TestAutoLearnsChoice's.
 //   - Otherwise (nested choices, or gp_trials = 0) the first tpe_trials trials (by default 25, or 40 in a space with a
 //     choice; by position in sequence order, counting every trial:
 //     completed, failed or pending) are TPE's, exactly as the tpe tuner
@@ -64,8 +79,17 @@ type autoTuner struct {
 	hasN0     bool // tpe_trials was set
 	popsize   int
 	gp        *boTuner
+	gpLine    *boTuner // the GP on the lines through the best trial
 	gpTrials  int
+	lineEvery int
 }
+
+// autoLineEvery is line_every's default: every second trial of the GP
+// phase is a coordinate move.
+const autoLineEvery = 2
+
+// autoLineDraws is how many points the coordinate moves draw on each line.
+const autoLineDraws = 40
 
 // autoChoiceTPETrials is tpe_trials' default for a space with a choice:
 // CMA-ES cannot move a choice, and once its run has converged for one
@@ -88,8 +112,10 @@ func newAuto(cfg any, sp *space.Space) (Tuner, error) {
 	gp := newBO("gp", defaultGPSettings(), sp)
 	gp.seeder = sd
 	gp.lieFor = warpedLie
+	line := *gp
+	line.lineDraws = autoLineDraws
 	tpe := &tpeTuner{seeder: sd, sp: sp, startup: 10, candidates: 24, priorWeight: 1}
-	return &autoTuner{seeder: sd, sp: sp, tpe: tpe, tpeTrials: n0, hasN0: hasN0, popsize: pop, gp: gp, gpTrials: gpn}, nil
+	return &autoTuner{seeder: sd, sp: sp, tpe: tpe, tpeTrials: n0, hasN0: hasN0, popsize: pop, gp: gp, gpLine: &line, gpTrials: gpn, lineEvery: c.LineEvery}, nil
 }
 
 // gpPhase reports whether the GP proposes the first gpTrials trials in sp:
@@ -157,7 +183,11 @@ func (t *autoTuner) Suggest(req Request) ([]space.Params, error) {
 			if gpHist == nil {
 				gpHist = warpHistory(history(req), sign)
 			}
-			ps, err := t.gp.Suggest(Request{Space: req.Space, Goal: Minimize, Seed: req.Seed, History: gpHist, Seqs: []int{req.Seqs[i]}})
+			g := t.gp
+			if t.lineEvery > 0 && pos%t.lineEvery == t.lineEvery-1 {
+				g = t.gpLine
+			}
+			ps, err := g.Suggest(Request{Space: req.Space, Goal: Minimize, Seed: req.Seed, History: gpHist, Seqs: []int{req.Seqs[i]}})
 			if err != nil {
 				return nil, err
 			}

