@@ -11,7 +11,7 @@ import (
 type AutoSettings struct {
 	Seeded
 	GPTrials  int  `hcl:"gp_trials,optional" range:"[0, 1e9]" default:"100" doc:"trials proposed by a Gaussian process (after 10 random ones) before CMA-ES takes over, in a space without nested choices; 0: no GP phase"`
-	LineEvery int  `hcl:"line_every,optional" range:"[0, 1e9]" default:"2" doc:"in the GP phase, every line_every-th trial moves one number of the best trial: the GP's pick on the lines through it along each numeric param; 0: never"`
+	LineEvery int  `hcl:"line_every,optional" range:"[0, 1e9]" default:"2" doc:"in the GP phase, every line_every-th trial changes one param of the best trial (the GP's pick along each param); 0: never"`
 	TPETrials *int `hcl:"tpe_trials,optional" range:"[0, 1e9]" default:"25, or 40 when the space has a choice" doc:"trials proposed by TPE before CMA-ES takes over the numeric parameters where there is no GP phase"`
 	Popsize   *int `hcl:"popsize,optional" range:"[2, 4096]" default:"4 + ⌊3 ln d⌋" doc:"CMA-ES population of the first run (d: the numeric params); doubles at every restart"`
 }
