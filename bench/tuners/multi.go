@@ -120,12 +120,12 @@ func MOProblems() []*MOProblem {
 }
 
 type moConfig struct {
-	trials, seeds, workers int
-	budgets                []int
-	goTuners, optuna       []string
-	problems               []*MOProblem
-	python, dir, cache     string
-	latency                int
+	trials, seeds, seed0, workers int
+	budgets                       []int
+	goTuners, optuna              []string
+	problems                      []*MOProblem
+	python, dir, cache            string
+	latency                       int
 }
 
 // moRun is one run's objective values, trial by trial.
@@ -138,6 +138,7 @@ func multiMain(args []string) error {
 	var c moConfig
 	fs.IntVar(&c.trials, "trials", 200, "trials per run")
 	fs.IntVar(&c.seeds, "seeds", 10, "seeds per problem and sampler")
+	fs.IntVar(&c.seed0, "seed0", 1, "first seed (-seed0 6 -seeds 5 runs seeds 6 to 10)")
 	fs.IntVar(&c.workers, "workers", 2, "runs at a time")
 	budFlag := fs.String("budgets", "50,100,200", "trial counts to report, read off the same runs")
 	goFlag := fs.String("go", "nsga2,motpe,mogp,auto,random", "our tuners")
@@ -229,7 +230,7 @@ func moRunAll(c *moConfig) (map[moKey]moRun, error) {
 	for _, p := range c.problems {
 		// Optuna's runs first: the slowest (MOTPE) start early.
 		for _, s := range optunaFirst(moSamplers(c)) {
-			for seed := 1; seed <= c.seeds; seed++ {
+			for seed := c.seed0; seed < c.seed0+c.seeds; seed++ {
 				jobs = append(jobs, moKey{p.Name, s, seed})
 			}
 		}
@@ -374,7 +375,7 @@ func moReport(w io.Writer, c *moConfig, res map[moKey]moRun) {
 			med := map[string]float64{}
 			for _, s := range samplers {
 				var hs []float64
-				for seed := 1; seed <= c.seeds; seed++ {
+				for seed := c.seed0; seed < c.seed0+c.seeds; seed++ {
 					r := res[moKey{p.Name, s, seed}]
 					if len(r.Values) >= b {
 						hs = append(hs, pareto.Hypervolume(r.Values[:b], p.Ref))
