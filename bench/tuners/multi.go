@@ -308,9 +308,10 @@ func moRunOptuna(c *moConfig, ps *procs, p *MOProblem, sampler string, seed int)
 	cacheFile := ""
 	if c.cache != "" {
 		cacheFile = filepath.Join(c.cache, fmt.Sprintf("mo-%s-%s-%d.json", sampler, p.Name, seed))
-		if b, err := os.ReadFile(cacheFile); err == nil && json.Unmarshal(b, &run) == nil && len(run.Values) >= c.trials {
-			run.Values = run.Values[:c.trials]
-			return run, nil
+		var cached moRun
+		if b, err := os.ReadFile(cacheFile); err == nil && json.Unmarshal(b, &cached) == nil && len(cached.Values) >= c.trials {
+			cached.Values = cached.Values[:c.trials]
+			return cached, nil
 		}
 	}
 	peer, err := ps.get(peerScript)

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/trialform/trialform/tuner/space"
@@ -83,5 +86,41 @@ func TestOptunaPeerMulti(t *testing.T) {
 		if len(r1.Values) != 12 || fmt.Sprint(r1.Values) != fmt.Sprint(r2.Values) {
 			t.Errorf("%s: %d values, again %v vs %v", s, len(r1.Values), r1.Values[:2], r2.Values[:2])
 		}
+	}
+}
+
+// TestOptunaMultiShortCacheIsRunAgain: a cached run shorter than -trials
+// (an earlier run at fewer trials) is run again from its first trial, and
+// the cache then holds exactly that new run. The cached values used to be
+// kept in front of the new run's, so a 100-trial cache read at 200 trials
+// gave the old 100 trials and the new run's first 100.
+func TestOptunaMultiShortCacheIsRunAgain(t *testing.T) {
+	needPython(t, "optuna")
+	dir := t.TempDir()
+	ps := &procs{python: python, dir: "."}
+	defer ps.closeAll()
+	p := MOProblems()[0]
+	fresh, err := moRunOptuna(&moConfig{trials: 8, python: python, dir: "."}, ps, p, "nsga2", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := moRun{Values: [][]float64{{9, 9}, {8, 8}, {7, 7}}}
+	b, _ := json.Marshal(stale)
+	cache := filepath.Join(dir, fmt.Sprintf("mo-nsga2-%s-5.json", p.Name))
+	if err := os.WriteFile(cache, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &moConfig{trials: 8, python: python, dir: ".", cache: dir}
+	got, err := moRunOptuna(c, ps, p, "nsga2", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got.Values) != fmt.Sprint(fresh.Values) {
+		t.Errorf("run after a 3-trial cache: %d values %v, want the fresh run's %d %v", len(got.Values), got.Values, len(fresh.Values), fresh.Values)
+	}
+	var kept moRun
+	b, _ = os.ReadFile(cache)
+	if json.Unmarshal(b, &kept) != nil || fmt.Sprint(kept.Values) != fmt.Sprint(fresh.Values) {
+		t.Errorf("cache now holds %d values, want the fresh run's %d", len(kept.Values), len(fresh.Values))
 	}
 }
