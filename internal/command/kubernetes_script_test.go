@@ -208,15 +208,55 @@ func runKubernetesScripts(t *testing.T, dir string) {
 				}()
 				cmdWaitFor(ts, neg, args)
 			},
-			// k8spods EXP N: EXP has N pods.
+			// k8spods EXP N: EXP's pods belong to its N Jobs, at least one
+			// each. A Job may have a second pod: Kubernetes' Job controller can
+			// start a Job's pod twice in rare cases (its documentation says so
+			// for parallelism 1, completions 1, restartPolicy Never), e.g. when
+			// the apiserver dies after storing a pod and before answering the
+			// controller, which then creates another. trialform creates the
+			// Jobs, not the pods, so what it must not do is make a second Job.
 			"k8spods": func(ts *testscript.TestScript, neg bool, args []string) {
 				if len(args) != 2 {
 					ts.Fatalf("usage: k8spods EXP N")
 				}
-				pods, err := cp.Client.CoreV1().Pods(nsOf(ts)).List(context.Background(), selector(ts, args[0]))
+				ctx := context.Background()
+				jobs, err := cp.Client.BatchV1().Jobs(nsOf(ts)).List(ctx, selector(ts, args[0]))
 				ts.Check(err)
-				if want, _ := strconv.Atoi(args[1]); (len(pods.Items) == want) == neg {
-					ts.Fatalf("k8spods: %s has %d pods, want %s", args[0], len(pods.Items), args[1])
+				pods, err := cp.Client.CoreV1().Pods(nsOf(ts)).List(ctx, selector(ts, args[0]))
+				ts.Check(err)
+				perJob := map[string]int{}
+				for _, j := range jobs.Items {
+					perJob[string(j.UID)] = 0
+				}
+				var problems []string
+				for _, p := range pods.Items {
+					owner := ""
+					for _, o := range p.OwnerReferences {
+						if o.Kind == "Job" {
+							owner = string(o.UID)
+						}
+					}
+					if _, ok := perJob[owner]; !ok {
+						problems = append(problems, "pod "+p.Name+" belongs to none of the experiment's Jobs")
+						continue
+					}
+					perJob[owner]++
+				}
+				for _, j := range jobs.Items {
+					switch n := perJob[string(j.UID)]; {
+					case n == 0:
+						problems = append(problems, "Job "+j.Name+" has no pod")
+					case n > 1:
+						ts.Logf("Job %s has %d pods (the Job controller started its pod again)", j.Name, n)
+					}
+				}
+				want, _ := strconv.Atoi(args[1])
+				ok := len(problems) == 0 && len(jobs.Items) == want
+				if ok == neg {
+					for _, p := range pods.Items {
+						ts.Logf("pod %s (deleting %v): %s %+v", p.Name, p.DeletionTimestamp, p.Status.Phase, p.Status.ContainerStatuses)
+					}
+					ts.Fatalf("k8spods: %s has %d Jobs (want %s) and %d pods: %v", args[0], len(jobs.Items), args[1], len(pods.Items), problems)
 				}
 			},
 			// k8sactive EXP N: EXP has N Jobs that have not ended.
