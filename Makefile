@@ -77,10 +77,11 @@ test: deps build k8s fmt-check vet
 	$(MAKE) ui-check
 
 # The fuzzers of the parsers of bytes trialform did not write, each for
-# FUZZTIME (their seed corpora, testdata/fuzz/FuzzXxx, also run as plain
+# FUZZTIME executions (a count, not a duration: see TestFuzzRunsByCount)
+# (their seed corpora, testdata/fuzz/FuzzXxx, also run as plain
 # tests in every `go test`). A failure writes the input that failed to
 # testdata/fuzz/FuzzXxx/: fix the bug and commit it as a regression seed.
-FUZZTIME ?= 8s
+FUZZTIME ?= 50000x
 FUZZERS := ./state:FuzzJournal ./internal/tfevents:FuzzReadScalars \
 	./providers/trialproto:FuzzParseMetricRecords ./providers/trialproto:FuzzParseStdoutLine \
 	./tuner/space:FuzzParseNNI
