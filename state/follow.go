@@ -155,45 +155,13 @@ func (m *Manager) followJournal(prev *State, c *Cursor) (s *State, next *Cursor,
 		case rec.Serial != s.Serial+1:
 			return nil, nil, nil, false
 		}
-		for _, name := range sortedKeys(rec.Experiments) {
+		apply(s, rec, own)
+		for name := range rec.Experiments {
 			exps[name] = true
-			e := rec.Experiments[name]
-			if e == nil {
-				delete(s.Experiments, name)
-				delete(own, name)
-				continue
-			}
-			head := *e
-			if old := s.Experiments[name]; old != nil {
-				head.Trials = old.Trials
-			} else {
-				head.Trials = map[string]*Trial{}
-				own[name] = true
-			}
-			s.Experiments[name] = &head
 		}
 		for name, ts := range rec.Trials {
-			e := s.Experiments[name]
-			if e == nil {
-				return nil, nil, nil, false
-			}
-			if !own[name] {
-				cp := *e
-				cp.Trials = maps.Clone(e.Trials)
-				if cp.Trials == nil {
-					cp.Trials = map[string]*Trial{}
-				}
-				s.Experiments[name] = &cp
-				e = &cp
-				own[name] = true
-			}
-			for id, t := range ts {
+			for id := range ts {
 				trials[TrialRef{Experiment: name, ID: id}] = true
-				if t == nil {
-					delete(e.Trials, id)
-				} else {
-					e.Trials[id] = t
-				}
 			}
 		}
 		s.Serial = rec.Serial

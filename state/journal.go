@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -163,7 +164,7 @@ func replayJournal(path string, data []byte, s *State, js *journalState) error {
 			// Already in state.json (a compaction stopped before emptying
 			// the journal).
 		case rec.Serial == s.Serial+1:
-			apply(s, &rec)
+			apply(s, &rec, nil)
 			s.Serial = rec.Serial
 			js.applied++
 		default:
@@ -212,12 +213,17 @@ func short(lineage string) string {
 	return lineage
 }
 
-// apply applies a record's changes to s.
-func apply(s *State, rec *journalRecord) {
+// apply applies a record's changes to s. With own nil it changes s's
+// experiments in place (a replay). Otherwise s shares its experiments with
+// another state (Follow's copy-on-write): an experiment's trials map is
+// copied before its first change, and own records the experiments whose
+// trials map is s's own.
+func apply(s *State, rec *journalRecord, own map[string]bool) {
 	for _, name := range sortedKeys(rec.Experiments) {
 		e := rec.Experiments[name]
 		if e == nil {
 			delete(s.Experiments, name)
+			delete(own, name)
 			continue
 		}
 		head := *e
@@ -225,13 +231,26 @@ func apply(s *State, rec *journalRecord) {
 			head.Trials = old.Trials
 		} else {
 			head.Trials = map[string]*Trial{}
+			if own != nil {
+				own[name] = true
+			}
 		}
 		s.Experiments[name] = &head
 	}
 	for name, ts := range rec.Trials {
 		e := s.Experiments[name]
 		if e == nil {
-			continue // cannot happen: diff lists a new experiment's head, replay checks it (recordProblem)
+			continue // cannot happen: diff lists a new experiment's head, replay and Follow check it (recordProblem)
+		}
+		if own != nil && !own[name] {
+			cp := *e
+			cp.Trials = maps.Clone(e.Trials)
+			if cp.Trials == nil {
+				cp.Trials = map[string]*Trial{}
+			}
+			s.Experiments[name] = &cp
+			e = &cp
+			own[name] = true
 		}
 		for id, t := range ts {
 			if t == nil {
@@ -428,7 +447,7 @@ func commit(old *State, rec *journalRecord, s *State) {
 		}
 		cp.Trials[name] = m
 	}
-	apply(old, cp)
+	apply(old, cp, nil)
 	old.Serial = s.Serial
 }
 
