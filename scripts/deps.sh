@@ -25,6 +25,13 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@"
 }
 
+# The Go module proxy and npm's registry are reached over TLS: a minimal
+# Debian has no CA bundle.
+if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then
+  echo "deps: installing ca-certificates (go mod download and npm reach their servers over TLS)"
+  apt_install ca-certificates || fail "could not install ca-certificates (go mod download needs them)"
+fi
+
 if ! command -v python3 >/dev/null 2>&1; then
   echo "deps: installing python3"
   apt_install python3

@@ -213,6 +213,14 @@ func TestBench1000(t *testing.T) {
 	// ReadParallelism at a time. The first reads every running pod's log;
 	// a second one within metrics_interval (watch, apply -wait) only
 	// lists.
+	// TRIALFORM_K8S_BENCH_PARALLEL_B=N: the repeated cursorless refreshes
+	// alternate between par and N Reads at once, on the same cluster in
+	// the same minutes (a shared machine's speed moves between runs).
+	parB := 0
+	if s := os.Getenv("TRIALFORM_K8S_BENCH_PARALLEL_B"); s != "" {
+		fmt.Sscan(s, &parB)
+	}
+	readsAtOnce := par
 	offsets := make([]map[string]int64, n)
 	var metrics atomic.Int64
 	var cpuNotes []string
@@ -233,7 +241,7 @@ func TestBench1000(t *testing.T) {
 			t.Fatal(err)
 		}
 		list = time.Since(rbegin)
-		sem := make(chan struct{}, par)
+		sem := make(chan struct{}, readsAtOnce)
 		for i := 0; i < n; i++ {
 			wg.Add(1)
 			sem <- struct{}{}
@@ -287,10 +295,18 @@ func TestBench1000(t *testing.T) {
 	if s := os.Getenv("TRIALFORM_K8S_BENCH_REPEAT"); s != "" {
 		fmt.Sscan(s, &repeat)
 	}
-	var firsts, kepts []time.Duration
-	var firstCPU, keptCPU []time.Duration
+	var firsts, kepts, firstsB []time.Duration
+	var firstCPU, keptCPU, firstCPUB []time.Duration
 	for r := 0; r < repeat; r++ {
-		for _, cursors := range []bool{false, true} {
+		variants := []bool{false, true}
+		if parB > 0 {
+			variants = []bool{false, false}
+		}
+		for v, cursors := range variants {
+			readsAtOnce = par
+			if parB > 0 && (v+r)%2 == 1 {
+				readsAtOnce = parB
+			}
 			pr, err := k8s.New(cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -305,7 +321,11 @@ func TestBench1000(t *testing.T) {
 			if cursors {
 				kepts, keptCPU = append(kepts, took), append(keptCPU, c)
 			} else {
-				firsts, firstCPU = append(firsts, took), append(firstCPU, c)
+				if readsAtOnce != par {
+					firstsB, firstCPUB = append(firstsB, took), append(firstCPUB, c)
+				} else {
+					firsts, firstCPU = append(firsts, took), append(firstCPU, c)
+				}
 				if got := metrics.Load(); got != int64(20*n) {
 					t.Errorf("a refresh without cursors read %d metrics, want %d", got, 20*n)
 				}
@@ -319,7 +339,10 @@ func TestBench1000(t *testing.T) {
 	for i, c := range cpuNotes[:min(4, len(cpuNotes))] {
 		fmt.Printf("kubernetes bench: CPU of refresh %d: %s\n", i+1, c)
 	}
-	if repeat > 0 {
+	if repeat > 0 && parB > 0 {
+		fmt.Printf("kubernetes bench: %d times more, each by a new process without cursors, alternating %d and %d Reads at once: median %.2fs (%s), CPU of all processes %.2fs; against median %.2fs (%s), CPU %.2fs; load average %s\n",
+			2*repeat, par, parB, median(firsts).Seconds(), spread(firsts), median(firstCPU).Seconds(), median(firstsB).Seconds(), spread(firstsB), median(firstCPUB).Seconds(), loadavg())
+	} else if repeat > 0 {
 		fmt.Printf("kubernetes bench: %d times more, each by a new process: the first refresh (no cursors) median %.2fs (%s), CPU of all processes %.2fs; with the kept cursors median %.2fs (%s), CPU %.2fs; load average %s\n",
 			repeat, median(firsts).Seconds(), spread(firsts), median(firstCPU).Seconds(), median(kepts).Seconds(), spread(kepts), median(keptCPU).Seconds(), loadavg())
 	}
