@@ -26,17 +26,26 @@ import (
 func TestShellsUnderASlowLogin(t *testing.T) {
 	testdeps.Require(t, "sshd", sshtest.Available())
 	if sh := loginShell(t); filepath.Base(sh) != "bash" {
-		t.Fatalf("this test slows the login through BASH_ENV, and this user's login shell is %q, not bash", sh)
+		t.Fatalf("this test slows the login through ~/.bashrc, and this user's login shell is %q, not bash", sh)
 	}
 	dir := t.TempDir()
 	marks := filepath.Join(dir, "marks")
 	if err := os.Mkdir(marks, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Sourced by every bash the server starts for this user. The first
-	// login waits (past the timeout) until the test ends; the others note
-	// how many logins run at once.
-	slow := filepath.Join(dir, "slow.sh")
+	// The ~/.bashrc of this user's logins: the server sets HOME to a
+	// folder of the test's (SetEnv), and the bash that sshd starts for a
+	// command reads ~/.bashrc (Debian builds bash to do so when sshd runs
+	// it), as a heavy one would run. (BASH_ENV, used before, is not read by
+	// that bash: the test passed only where the machine's own ~/.bashrc
+	// started more bash processes, as pyenv's does, and failed on a
+	// minimal Debian.) The first login waits (past the timeout) until the
+	// test ends; the others note how many logins run at once.
+	home := filepath.Join(dir, "home")
+	if err := os.Mkdir(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	slow := filepath.Join(home, ".bashrc")
 	script := `D=` + marks + `
 if mkdir "$D/first" 2>/dev/null; then
 	i=0
@@ -51,7 +60,7 @@ fi
 	if err := os.WriteFile(slow, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	l, err := sshtest.NewLabConfig(filepath.Join(dir, "lab"), 1, "MaxSessions 10\nSetEnv BASH_ENV="+slow)
+	l, err := sshtest.NewLabConfig(filepath.Join(dir, "lab"), 1, "MaxSessions 10\nSetEnv HOME="+home)
 	if err != nil {
 		t.Fatal(err)
 	}
