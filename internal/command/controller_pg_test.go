@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/internal/pgtest"
+	"github.com/trialform/trialform/internal/proctest"
 	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backendreg"
@@ -107,6 +108,10 @@ func TestControllerSharesPgBackend(t *testing.T) {
 		ctl.Process.Signal(os.Interrupt)
 		ctl.Wait()
 		os.WriteFile(filepath.Join(top, "release"), nil, 0o644)
+		// The trials poll for the release file: the test's folder
+		// must outlive them (it left two trials and their supervisor
+		// polling for ever in a fresh-machine run).
+		proctest.WaitGone(t, top, 30*time.Second)
 		if t.Failed() {
 			t.Logf("controller log:\n%s", log.String())
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/trialform/trialform/internal/proctest"
 	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/state"
 )
@@ -84,6 +85,9 @@ func TestBrowserControllerHeldAndSyncError(t *testing.T) {
 		os.WriteFile(filepath.Join(work, "release"), nil, 0o644)
 		ctl.Process.Signal(os.Interrupt)
 		ctl.Wait()
+		// The trials poll for the release file: the folder must
+		// outlive them.
+		proctest.WaitGone(t, top, 30*time.Second)
 		if t.Failed() {
 			out, _ := os.ReadFile(filepath.Join(top, "ctl.log"))
 			t.Logf("controller log:\n%s", out)
