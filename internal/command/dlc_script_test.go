@@ -18,6 +18,7 @@ func TestDLCScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end scripts are not short")
 	}
+	defer checkNoProcessLeft(t)()
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/dlc",
 		UpdateScripts: update,

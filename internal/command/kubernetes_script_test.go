@@ -86,6 +86,7 @@ func runKubernetesScripts(t *testing.T, dir string) {
 		}
 		return metav1.ListOptions{LabelSelector: k8s.LabelExperiment + "=" + k8s.LabelValue(exp)}
 	}
+	defer checkNoProcessLeft(t)()
 	testscript.Run(t, testscript.Params{
 		Dir:           dir,
 		UpdateScripts: update,

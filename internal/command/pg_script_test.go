@@ -23,6 +23,7 @@ func TestPgScripts(t *testing.T) {
 		t.Skip("end-to-end scripts are not short")
 	}
 	srv := pgtest.NewServer(t)
+	defer checkNoProcessLeft(t)()
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/pg",
 		Setup: func(env *testscript.Env) error {

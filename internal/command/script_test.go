@@ -18,6 +18,7 @@ import (
 
 	"github.com/trialform/trialform/internal/command"
 	"github.com/trialform/trialform/internal/procfs"
+	"github.com/trialform/trialform/internal/proctest"
 	"github.com/trialform/trialform/state"
 )
 
@@ -57,6 +58,31 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// checkNoProcessLeft, deferred (defer checkNoProcessLeft(t)()) around
+// testscript.Run: no script may leave a process behind. Once every script
+// has ended, a process still running in one of their folders fails the
+// test (after a minute, for trials that end on their own) and is killed.
+// testscript makes the folders in a new go-test-script* folder of the
+// temporary folder.
+func checkNoProcessLeft(t *testing.T) func() {
+	roots := func() map[string]bool {
+		m, _ := filepath.Glob(filepath.Join(os.TempDir(), "go-test-script*"))
+		set := map[string]bool{}
+		for _, d := range m {
+			set[d] = true
+		}
+		return set
+	}
+	before := roots()
+	return func() {
+		for d := range roots() {
+			if !before[d] {
+				t.Cleanup(func() { proctest.WaitGone(t, d, time.Minute) })
+			}
+		}
+	}
+}
+
 // TestScripts runs the end-to-end scripts in testdata/scripts with the
 // real binary and real python3 trial processes. UPDATE_GOLDEN=1 rewrites
 // the files compared with cmp.
@@ -64,6 +90,7 @@ func TestScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end scripts are not short")
 	}
+	defer checkNoProcessLeft(t)()
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/scripts",
 		UpdateScripts: update,

@@ -67,7 +67,7 @@ func WaitGone(t testing.TB, dir string, d time.Duration) {
 				names = append(names, strconv.Itoa(pid)+": "+strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " ")))
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
-			t.Errorf("%d processes still run in %s %s after the test released them (killed now):\n%s", len(pids), dir, d, strings.Join(names, "\n"))
+			t.Errorf("%d processes still run in %s %s after the test was done with them (killed now):\n%s", len(pids), dir, d, strings.Join(names, "\n"))
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
