@@ -111,7 +111,7 @@ func TestControllerSharesPgBackend(t *testing.T) {
 		// The trials poll for the release file: the test's folder
 		// must outlive them (it left two trials and their supervisor
 		// polling for ever in a fresh-machine run).
-		proctest.WaitGone(t, top, 30*time.Second)
+		proctest.WaitGone(t, top, 2*time.Minute)
 		if t.Failed() {
 			t.Logf("controller log:\n%s", log.String())
 		}

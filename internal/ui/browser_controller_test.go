@@ -87,7 +87,7 @@ func TestBrowserControllerHeldAndSyncError(t *testing.T) {
 		ctl.Wait()
 		// The trials poll for the release file: the folder must
 		// outlive them.
-		proctest.WaitGone(t, top, 30*time.Second)
+		proctest.WaitGone(t, top, 2*time.Minute)
 		if t.Failed() {
 			out, _ := os.ReadFile(filepath.Join(top, "ctl.log"))
 			t.Logf("controller log:\n%s", out)
