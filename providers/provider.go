@@ -46,6 +46,15 @@ type Lister interface {
 	List(ctx context.Context, experiment string) ([]Observation, error)
 }
 
+// Follower is implemented by providers that can keep a live view of
+// their trials (a watch) for a session that refreshes again and again
+// (apply -wait, watch, the controller): Follow starts it and returns at
+// once; Close stops it. Refreshes read the same as before, only cheaper
+// and sooner; a one-shot command never calls it.
+type Follower interface {
+	Follow()
+}
+
 // UnknownLister is implemented by Listers that can leave out the trials
 // the caller already knows without reading them: ListUnknown returns what
 // List would, less the trials for which known(trialID) is true. A refresh

@@ -252,6 +252,7 @@ func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps
 		total += e.MaxTrials
 	}
 	view.WaitStart(total)
+	ps.followTrials()
 	last, err := s.Run(ctx, apply.RunOptions{
 		Plan:     plan.Options{Targets: o.targets},
 		Interval: o.interval,

@@ -183,6 +183,8 @@ type providerSet struct {
 	meErr  error
 	meDone bool
 
+	follow bool // the providers follow their trials (followTrials)
+
 	ctx     context.Context // the forwarders'; Close cancels it
 	cancel  context.CancelFunc
 	fwd     sync.WaitGroup // the running forwarders
@@ -201,6 +203,9 @@ func newProviderSet(cfg *schema.Config, stateDir string) *providerSet {
 // one, to the set's channel; ps.mu is held.
 func (ps *providerSet) add(key string, p providers.Provider) {
 	ps.built[key] = p
+	if f, ok := p.(providers.Follower); ok && ps.follow {
+		f.Follow()
+	}
 	n, ok := p.(apply.Notifier)
 	if !ok || ps.ctx.Err() != nil {
 		return
@@ -279,6 +284,20 @@ func (ps *providerSet) identify() (*state.WorkingCopy, error) {
 		}
 	}
 	return ps.me, ps.meErr
+}
+
+// followTrials makes the set's providers, built before or after the
+// call, follow their trials (providers.Follower): for the commands that
+// refresh again and again (apply -wait, watch, the controller).
+func (ps *providerSet) followTrials() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.follow = true
+	for _, p := range ps.built {
+		if f, ok := p.(providers.Follower); ok {
+			f.Follow()
+		}
+	}
 }
 
 // notify returns a channel that receives a value when a provider of the

@@ -280,7 +280,9 @@ func reuseProviders(ps *providerSet, psKey string, cfg *schema.Config, stateDir 
 	if ps != nil {
 		ps.Close()
 	}
-	return newProviderSet(cfg, stateDir), key.String()
+	ps = newProviderSet(cfg, stateDir)
+	ps.followTrials() // watch and the controller refresh again and again
+	return ps, key.String()
 }
 
 // providerChanged receives when a provider of the current set signals a

@@ -3,8 +3,9 @@ package kubernetes
 import (
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
 	"testing"
+
+	"github.com/hashicorp/hcl/v2"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

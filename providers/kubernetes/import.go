@@ -84,6 +84,12 @@ func (k *Kubernetes) getJob(ctx context.Context, name string) (*batchv1.Job, err
 		job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
+	switch {
+	case err == nil:
+		k.knows(job)
+	case apierrors.IsNotFound(err):
+		k.gone(name)
+	}
 	return job, err
 }
 

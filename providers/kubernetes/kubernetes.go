@@ -81,6 +81,11 @@ type Kubernetes struct {
 	listed *snapshots[*batchv1.Job]
 	// logRead is when this process last read each running pod's log.
 	logRead map[types.UID]time.Time
+	// follow, once Follow was called, keeps watched copies of the trial
+	// Jobs and pods (follow.go); changed is Changed's channel.
+	follow  *follower
+	closed  bool
+	changed chan struct{}
 }
 
 func (k *Kubernetes) cached(exp, trial string) (*batchv1.Job, []corev1.Pod, bool) {
@@ -132,7 +137,8 @@ func New(cfg Config) (*Kubernetes, error) {
 		return nil, providers.Permanent(fmt.Errorf("kubernetes platform: %w", err))
 	}
 	return &Kubernetes{cfg: cfg, client: cs, stream: streams, namespace: ns, nniPlatform: "kubernetes", seen: map[string]bool{},
-		listed: newSnapshots(func(j *batchv1.Job) string { return string(j.UID) }), logRead: map[types.UID]time.Time{}}, nil
+		listed: newSnapshots(func(j *batchv1.Job) string { return string(j.UID) }), logRead: map[types.UID]time.Time{},
+		changed: make(chan struct{}, 1)}, nil
 }
 
 // ReadParallelism is how many Reads a refresh may run at once: each waits
@@ -145,8 +151,17 @@ func (k *Kubernetes) Kind() string { return "kubernetes" }
 // Namespace is where the trial objects go.
 func (k *Kubernetes) Namespace() string { return k.namespace }
 
-// Close releases nothing: trials keep running.
-func (k *Kubernetes) Close() error { return nil }
+// Close stops following (Follow); the trials keep running.
+func (k *Kubernetes) Close() error {
+	k.mu.Lock()
+	f := k.follow
+	k.follow, k.closed = nil, true
+	k.mu.Unlock()
+	if f != nil {
+		f.stop()
+	}
+	return nil
+}
 
 // Validate checks the cluster answers and the namespace exists.
 func (k *Kubernetes) Validate(ctx context.Context) error {

@@ -36,13 +36,25 @@ const (
 // newest pod's log past req.MetricsOffset.
 func (k *Kubernetes) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
 	name := JobName(req.Experiment, req.TrialID)
-	job, pods, ok := k.cached(req.Experiment, req.TrialID)
+	var job *batchv1.Job
+	var pods []corev1.Pod
+	ok := false
+	if f := k.following(); f != nil {
+		// The watched copy, when it holds the Job and has caught up with
+		// what this process did to it; a Job it lacks is asked for below.
+		if j, trusted := f.job(k.namespace, name); trusted && j != nil {
+			if j.Annotations[AnnExperiment] != req.Experiment || j.Annotations[AnnTrial] != req.TrialID {
+				return k.missing(req), nil
+			}
+			job, pods, ok = j, f.jobPods(j), true
+		}
+	}
 	if !ok {
-		err := retry(ctx, func() error {
-			var err error
-			job, err = k.client.BatchV1().Jobs(k.namespace).Get(ctx, name, metav1.GetOptions{})
-			return err
-		})
+		job, pods, ok = k.cached(req.Experiment, req.TrialID)
+	}
+	if !ok {
+		var err error
+		job, err = k.getJob(ctx, name)
 		if apierrors.IsNotFound(err) || (err == nil && (job.Annotations[AnnExperiment] != req.Experiment || job.Annotations[AnnTrial] != req.TrialID)) {
 			return k.missing(req), nil
 		}
@@ -101,6 +113,11 @@ func sortPods(pods []corev1.Pod) {
 // List returns every trial of the experiment found by label selector: one
 // call for the Jobs and one for their pods, whatever the number of trials.
 func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
+	if f := k.following(); f != nil && f.caughtUpAll(k.namespace, experiment) {
+		jobs, byJob := f.experimentJobs(experiment)
+		out, _ := observeAll(experiment, jobs, byJob)
+		return out, nil
+	}
 	sel := labels.Set{LabelExperiment: LabelValue(experiment)}.String()
 	var jobs *batchv1.JobList
 	var pods *corev1.PodList
@@ -134,10 +151,21 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 		uid := p.Labels["batch.kubernetes.io/controller-uid"]
 		byJob[uid] = append(byJob[uid], p)
 	}
+	js := make([]*batchv1.Job, len(jobs.Items))
+	for i := range jobs.Items {
+		js[i] = &jobs.Items[i]
+	}
+	out, snap := observeAll(experiment, js, byJob)
+	k.listed.put(experiment, snap, byJob)
+	return out, nil
+}
+
+// observeAll is the observations of an experiment's listed Jobs (less
+// those being deleted), by trial id, and the Jobs by trial id.
+func observeAll(experiment string, jobs []*batchv1.Job, byJob map[string][]corev1.Pod) ([]providers.Observation, map[string]*batchv1.Job) {
 	var out []providers.Observation
 	snap := map[string]*batchv1.Job{}
-	for i := range jobs.Items {
-		j := &jobs.Items[i]
+	for _, j := range jobs {
 		if j.Annotations[AnnExperiment] != experiment || j.DeletionTimestamp != nil {
 			continue
 		}
@@ -146,9 +174,8 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 		snap[j.Annotations[AnnTrial]] = j
 		out = append(out, observe(j, ps))
 	}
-	k.listed.put(experiment, snap, byJob)
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
-	return out, nil
+	return out, snap
 }
 
 // jobPhase maps a Job's conditions (and its newest pod) to a phase.

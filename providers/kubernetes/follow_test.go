@@ -1,0 +1,285 @@
+package kubernetes_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/conformance"
+	k8s "github.com/trialform/trialform/providers/kubernetes"
+)
+
+// requestLog wraps a rest config so that it records the requests made
+// through it ("GET /apis/batch/v1/namespaces/ns/jobs?watch=true" ...).
+// With lag, every read of a watch's stream waits that long first: the
+// watched copies fall behind the API, as they may on a busy apiserver.
+type requestLog struct {
+	lag  time.Duration
+	mu   sync.Mutex
+	reqs []string
+}
+
+func (l *requestLog) config(rc *rest.Config) *rest.Config {
+	c := rest.CopyConfig(rc)
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			l.mu.Lock()
+			l.reqs = append(l.reqs, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+			l.mu.Unlock()
+			resp, err := rt.RoundTrip(r)
+			if err == nil && l.lag > 0 && r.URL.Query().Get("watch") == "true" {
+				resp.Body = &slowBody{ReadCloser: resp.Body, lag: l.lag}
+			}
+			return resp, err
+		})
+	})
+	return c
+}
+
+type slowBody struct {
+	io.ReadCloser
+	lag time.Duration
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	time.Sleep(b.lag)
+	return b.ReadCloser.Read(p)
+}
+
+// take returns the requests recorded since the last take, less the
+// informers' own (watches, and the list a watch restarts with).
+func (l *requestLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.reqs {
+		if strings.Contains(r, "watch=true") || strings.Contains(r, "resourceVersion=") {
+			continue
+		}
+		out = append(out, r)
+	}
+	l.reqs = nil
+	return out
+}
+
+// TestFollowAnswersFromTheWatch: a following provider (apply -wait, watch,
+// the controller) lists and reads its trials from the watched copies: a
+// refresh asks the API for the running trials' logs only, not for a List
+// of Jobs and pods or a Job per trial; a trial that ends wakes the run
+// loop (Changed) without any refresh; and the provider never answers with
+// an older Job than the one it just created or stopped.
+func TestFollowAnswersFromTheWatch(t *testing.T) {
+	need(t)
+	ns := namespace(t, "follow")
+	// The watches lag: what this process did must still read back.
+	log := requestLog{lag: time.Second}
+	p, err := k8s.New(k8s.Config{Rest: log.config(cp.Config), Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	exp := "fw"
+	start := func(id, shell string) {
+		t.Helper()
+		if _, err := p.Start(ctx, providers.StartRequest{Experiment: exp, ExperimentID: "eid", TrialID: id, Params: map[string]any{"x": 1},
+			Shell: shell, CodeDir: smallCodeDir(t), Lineage: "L"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start("long", "echo \"NNISDK_MEb'{\\\"type\\\": \\\"PERIODICAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.5\\\"}'\"; sleep 1000")
+	start("short", "sleep 3; echo \"NNISDK_MEb'{\\\"type\\\": \\\"FINAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.9\\\"}'\"")
+	p.Follow()
+	// Until the copies are filled, refreshes read the API as before.
+	for !p.FollowReady() {
+		if ctx.Err() != nil {
+			t.Fatal("the watches never became ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The long trial runs and printed its metric.
+	var off map[string]int64
+	for {
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long", MetricsOffset: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = o.MetricsOffset
+		if o.Phase == providers.PhaseRunning && len(o.Metrics) == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			dump(t, ns)
+			t.Fatalf("the long trial: %+v", o)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	log.take()
+	for len(p.Changed()) > 0 {
+		<-p.Changed()
+	}
+
+	// A refresh: List, then a Read of each trial.
+	obs, err := p.List(ctx, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs) != 2 || obs[0].TrialID != "long" || obs[0].Phase != providers.PhaseRunning {
+		t.Fatalf("List from the copies: %+v", obs)
+	}
+	if _, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long", MetricsOffset: off}); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.take(); len(got) != 0 {
+		t.Errorf("a refresh of a following provider asked the API: %q (want nothing: the log was read less than metrics_interval ago)", got)
+	}
+
+	// The short trial ends: Changed wakes the loop with no refresh made.
+	select {
+	case <-p.Changed():
+	case <-ctx.Done():
+		t.Fatal("the short trial's end did not signal Changed")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "short"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Phase.Ended() {
+			if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Type != "FINAL" {
+				t.Fatalf("the short trial: %s %s %+v", o.Phase, o.Reason, o.Metrics)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the short trial never ended: %+v", o)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, r := range log.take() {
+		if !strings.HasSuffix(strings.SplitN(r, "?", 2)[0], "/log") {
+			t.Errorf("reading a trial from the copies asked the API for %s (want its log only)", r)
+		}
+	}
+
+	// Stopped, then read at once: Killed, never the Running Job the copy
+	// may still hold.
+	if err := p.Stop(ctx, providers.StopRequest{Experiment: exp, TrialID: "long", Reason: "test stop"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Phase != providers.PhaseKilled || o.Reason != "test stop" {
+		t.Errorf("read right after Stop: %s %q, want killed %q", o.Phase, o.Reason, "test stop")
+	}
+	// Started, then listed and read at once: there, though the copy may
+	// not hold its Job yet.
+	start("new", "sleep 1000")
+	if o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "new"}); err != nil || !o.Exists {
+		t.Errorf("read right after Start: %+v, %v", o, err)
+	}
+	obs, err = p.List(ctx, exp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs) != 3 {
+		t.Errorf("list right after Start: %d trials, want 3: %+v", len(obs), obs)
+	}
+	// A Job another process creates is listed once its event arrives.
+	other, err := k8s.New(k8s.Config{Rest: cp.Config, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Start(ctx, providers.StartRequest{Experiment: exp, ExperimentID: "eid", TrialID: "orphan", Params: map[string]any{"x": 2},
+		Shell: "sleep 1000", CodeDir: smallCodeDir(t), Lineage: "L"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		obs, err := p.List(ctx, exp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(obs) == 4 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the other process's trial never listed: %+v", obs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := p.PurgeExperiment(ctx, exp, "L"); err != nil {
+		t.Fatal(err)
+	}
+	// Purged, then listed at once: nothing, whatever the copy still holds.
+	if obs, err := p.List(ctx, exp); err != nil || len(obs) != 0 {
+		t.Errorf("list right after the purge: %+v, %v", obs, err)
+	}
+	// Close stops the watches.
+	p.Close()
+	log.take()
+	time.Sleep(200 * time.Millisecond)
+	log.mu.Lock()
+	n := len(log.reqs)
+	log.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d requests after Close", n)
+	}
+	if jobs, _ := cp.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{}); len(jobs.Items) != 0 {
+		t.Errorf("%d jobs left", len(jobs.Items))
+	}
+}
+
+// TestConformanceFollowing runs the provider suite on a provider that
+// follows its trials from the start: every contract (start, adopt, stop,
+// a lost trial, resume, metrics) holds when the reads come from the
+// watched copies.
+func TestConformanceFollowing(t *testing.T) {
+	need(t)
+	ns := namespace(t, "conformance-follow")
+	share := t.TempDir()
+	conformance.Run(t, func(t *testing.T) providers.Provider {
+		p, err := k8s.New(k8s.Config{Rest: cp.Config, Namespace: ns, Image: "python:3.11-slim",
+			NFS: &k8s.NFS{Server: "127.0.0.1", Path: share, MountPath: share, LocalPath: share}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Follow()
+		t.Cleanup(func() { p.Close() })
+		// Every call of the suite reads the copies (not the API while
+		// they fill).
+		for deadline := time.Now().Add(30 * time.Second); !p.FollowReady(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the watches never became ready")
+			}
+		}
+		return p
+	}, conformance.Options{
+		NNIPlatform: "kubernetes",
+		CodeDir:     codeDirsIn(share),
+		Lose: func(t *testing.T, h providers.Handle) {
+			bg := metav1.DeletePropagationBackground
+			if err := cp.Client.BatchV1().Jobs(h["namespace"]).Delete(context.Background(), h["job"], metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		Timeout:  90 * time.Second,
+		Parallel: true,
+		Unimplemented: map[string]string{
+			conformance.CapKillNewSession:  nodeAgentSessions,
+			conformance.CapLocation:        k8sNoLocation,
+			conformance.CapTensorBoardSync: k8sNoTensorBoardSync,
+		},
+	})
+}
