@@ -288,6 +288,30 @@ func TestBench1000(t *testing.T) {
 	if got := metrics.Load(); got != int64(20*n) {
 		t.Errorf("a refresh without cursors read %d metrics, want %d", got, 20*n)
 	}
+	// A session that refreshes again and again (apply -wait, watch, the
+	// controller) follows: the time for its copies to fill, then a
+	// refresh within metrics_interval from them.
+	pf, err := k8s.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	followBegin := time.Now()
+	pf.Follow()
+	for !pf.FollowReady() {
+		if time.Since(followBegin) > time.Minute {
+			t.Fatal("the watches never became ready")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	followReady := time.Since(followBegin)
+	_, _, _ = refresh(pf) // reads every log (the same as the first refresh)
+	var followed []time.Duration
+	var followedCalls int64
+	for r := 0; r < 5; r++ {
+		_, took, calls := refresh(pf)
+		followed, followedCalls = append(followed, took), followedCalls+calls
+	}
+	pf.Close()
 	// The cursorless and the kept-cursors refreshes again, each by a new
 	// process, TRIALFORM_K8S_BENCH_REPEAT times (default 5): their
 	// medians, as a shared machine's load moves.
@@ -335,6 +359,8 @@ func TestBench1000(t *testing.T) {
 	fmt.Printf("kubernetes bench: %d trials: created in %.1fs, %d running after %.1fs (target < 60s); refresh: List %.2fs, List + %d Reads with logs %.2fs (%d requests), again within metrics_interval %.2fs (%d requests), a new process with the kept cursors %.2fs (%d requests) (target < 1s); load average %s\n",
 		n, created.Seconds(), running, allRunning.Seconds(), listTook.Seconds(), n, first.Seconds(), firstCalls, second.Seconds(), secondCalls, third.Seconds(), thirdCalls, load)
 	fmt.Printf("kubernetes bench: the first refresh again (a new process without cursors, warm cluster) %.2fs (%d requests)\n", fourth.Seconds(), fourthCalls)
+	fmt.Printf("kubernetes bench: following (apply -wait, watch, the controller): copies of the %d Jobs and pods filled in %.2fs; a refresh within metrics_interval from them median %.3fs (%s), %d requests in 5\n",
+		n, followReady.Seconds(), median(followed).Seconds(), spread(followed), followedCalls)
 	fmt.Printf("kubernetes bench: %d Reads at once; CPU of the cluster idle for 1 s before: %s; its requests: %s\n", par, idle, idleReqs)
 	for i, c := range cpuNotes[:min(4, len(cpuNotes))] {
 		fmt.Printf("kubernetes bench: CPU of refresh %d: %s\n", i+1, c)
