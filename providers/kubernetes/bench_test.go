@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -295,6 +296,9 @@ func TestBench1000(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
 	followBegin := time.Now()
 	pf.Follow()
 	for !pf.FollowReady() {
@@ -304,6 +308,9 @@ func TestBench1000(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	followReady := time.Since(followBegin)
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	followHeap := int64(ms1.HeapAlloc) - int64(ms0.HeapAlloc)
 	_, _, _ = refresh(pf) // reads every log (the same as the first refresh)
 	var followed []time.Duration
 	var followedCalls int64
@@ -359,8 +366,8 @@ func TestBench1000(t *testing.T) {
 	fmt.Printf("kubernetes bench: %d trials: created in %.1fs, %d running after %.1fs (target < 60s); refresh: List %.2fs, List + %d Reads with logs %.2fs (%d requests), again within metrics_interval %.2fs (%d requests), a new process with the kept cursors %.2fs (%d requests) (target < 1s); load average %s\n",
 		n, created.Seconds(), running, allRunning.Seconds(), listTook.Seconds(), n, first.Seconds(), firstCalls, second.Seconds(), secondCalls, third.Seconds(), thirdCalls, load)
 	fmt.Printf("kubernetes bench: the first refresh again (a new process without cursors, warm cluster) %.2fs (%d requests)\n", fourth.Seconds(), fourthCalls)
-	fmt.Printf("kubernetes bench: following (apply -wait, watch, the controller): copies of the %d Jobs and pods filled in %.2fs; a refresh within metrics_interval from them median %.3fs (%s), %d requests in 5\n",
-		n, followReady.Seconds(), median(followed).Seconds(), spread(followed), followedCalls)
+	fmt.Printf("kubernetes bench: following (apply -wait, watch, the controller): copies of the %d Jobs and pods filled in %.2fs, %.1f KiB of heap a trial; a refresh within metrics_interval from them median %.3fs (%s), %d requests in 5\n",
+		n, followReady.Seconds(), float64(followHeap)/1024/float64(n), median(followed).Seconds(), spread(followed), followedCalls)
 	fmt.Printf("kubernetes bench: %d Reads at once; CPU of the cluster idle for 1 s before: %s; its requests: %s\n", par, idle, idleReqs)
 	for i, c := range cpuNotes[:min(4, len(cpuNotes))] {
 		fmt.Printf("kubernetes bench: CPU of refresh %d: %s\n", i+1, c)

@@ -117,13 +117,7 @@ func (k *Kubernetes) Follow() {
 		// A failed List or watch: the copy is not trusted until a new
 		// watch runs (the reflector retries with a backoff).
 		inf.SetWatchErrorHandlerWithContext(func(context.Context, *cache.Reflector, error) { f.setWatching(name, false) })
-		// The copies keep what a refresh reads, not the field managers.
-		inf.SetTransform(func(obj any) (any, error) {
-			if m, err := meta.Accessor(obj); err == nil {
-				m.SetManagedFields(nil)
-			}
-			return obj, nil
-		})
+		inf.SetTransform(trimCopy)
 	}
 	f.jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { k.signal() },
@@ -150,6 +144,36 @@ func (k *Kubernetes) Follow() {
 	f.wg.Add(2)
 	go func() { defer f.wg.Done(); f.jobs.RunWithContext(ctx) }()
 	go func() { defer f.wg.Done(); f.pods.RunWithContext(ctx) }()
+}
+
+// trimCopy keeps in the copies what a refresh reads: no field managers;
+// of a pod's spec its node and its containers' names (the status whole);
+// of an ended Job's pod template its containers' names (the template of
+// a running one is compared for drift). The copies of a namespace that
+// keeps every finished trial's Job and pod stay small.
+func trimCopy(obj any) (any, error) {
+	names := func(cs []corev1.Container) []corev1.Container {
+		out := make([]corev1.Container, len(cs))
+		for i, c := range cs {
+			out[i] = corev1.Container{Name: c.Name}
+		}
+		return out
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.ManagedFields = nil
+		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName, InitContainers: names(o.Spec.InitContainers), Containers: names(o.Spec.Containers)}
+	case *batchv1.Job:
+		o.ManagedFields = nil
+		if ph, _ := jobPhase(o, nil); ph.Ended() {
+			o.Spec.Template.Spec = corev1.PodSpec{Containers: names(o.Spec.Template.Spec.Containers)}
+		}
+	default:
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetManagedFields(nil)
+		}
+	}
+	return obj, nil
 }
 
 // quietKlog keeps client-go's own log (a watch that failed, retried)
