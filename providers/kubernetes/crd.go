@@ -12,6 +12,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/trialform/trialform/providers"
 )
@@ -49,8 +53,13 @@ type CRD struct {
 	dyn  dynamic.Interface
 	kind crdKind
 	gvr  schema.GroupVersionResource
+	// dynStream is dyn without the request timeout, for watches.
+	dynStream dynamic.Interface
 
 	listed *snapshots[*unstructured.Unstructured]
+	// follow, once Follow was called, keeps watched copies of the trial
+	// objects and pods (follow.go); guarded by k.mu.
+	follow *follower
 }
 
 // crdKind is what differs between the custom resources.
@@ -114,8 +123,14 @@ func NewCRD(cfg CRDConfig) (*CRD, error) {
 	if err != nil {
 		return nil, providers.Permanent(fmt.Errorf("%s platform: %w", cfg.Kind, err))
 	}
+	src := rest.CopyConfig(rc)
+	src.Timeout = 0
+	dynStream, err := dynamic.NewForConfig(src)
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("%s platform: %w", cfg.Kind, err))
+	}
 	gvk := kind.gvk()
-	return &CRD{k: k, cfg: cfg, dyn: dyn, kind: kind, gvr: gvk.GroupVersion().WithResource(kind.plural()),
+	return &CRD{k: k, cfg: cfg, dyn: dyn, dynStream: dynStream, kind: kind, gvr: gvk.GroupVersion().WithResource(kind.plural()),
 		listed: newSnapshots(func(o *unstructured.Unstructured) string { return string(o.GetUID()) })}, nil
 }
 
@@ -125,8 +140,72 @@ func (c *CRD) Kind() string { return c.cfg.Kind }
 // Namespace is where the trial objects go.
 func (c *CRD) Namespace() string { return c.k.namespace }
 
-// Close releases nothing: trials keep running.
-func (c *CRD) Close() error { return nil }
+// Close stops following (Follow); the trials keep running.
+func (c *CRD) Close() error {
+	c.k.mu.Lock()
+	f := c.follow
+	c.follow = nil
+	c.k.mu.Unlock()
+	if f != nil {
+		f.stop()
+	}
+	return c.k.Close()
+}
+
+// Follow starts following the platform's trial objects and their pods,
+// as the Job platform does (follow.go), until Close.
+func (c *CRD) Follow() {
+	k := c.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if c.follow != nil || k.closed {
+		return
+	}
+	c.follow = startFollower(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = LabelExperiment
+			return c.res().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = LabelExperiment
+			return c.dynStream.Resource(c.gvr).Namespace(k.namespace).Watch(ctx, o)
+		},
+	}, &unstructured.Unstructured{}, func(a, b any) bool {
+		o, ok1 := a.(*unstructured.Unstructured)
+		n, ok2 := b.(*unstructured.Unstructured)
+		return !ok1 || !ok2 || crdChanged(o, n)
+	}, k)
+}
+
+// Changed receives a value when a followed trial changed (see
+// Kubernetes.Changed).
+func (c *CRD) Changed() <-chan struct{} { return c.k.changed }
+
+// following is the CRD's follower when its copies can answer, else nil.
+func (c *CRD) following() *follower {
+	c.k.mu.Lock()
+	f := c.follow
+	c.k.mu.Unlock()
+	if f.ready() {
+		return f
+	}
+	return nil
+}
+
+// follower is the CRD's follower, ready or not (nil: not following).
+func (c *CRD) follower() *follower {
+	c.k.mu.Lock()
+	defer c.k.mu.Unlock()
+	return c.follow
+}
+
+// crdChanged reports a change of an object's status, stop reason or
+// deletion.
+func crdChanged(o, n *unstructured.Unstructured) bool {
+	return !equality.Semantic.DeepEqual(o.Object["status"], n.Object["status"]) ||
+		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
+		o.GetAnnotations()[AnnStopReason] != n.GetAnnotations()[AnnStopReason]
+}
 
 // ReadParallelism is how many Reads a refresh may run at once (as for
 // Jobs).
@@ -172,11 +251,13 @@ func (c *CRD) get(ctx context.Context, exp, trial string) (*unstructured.Unstruc
 		return err
 	})
 	if apierrors.IsNotFound(err) {
+		c.follower().gone(c.k.namespace, name)
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get %s %s: %w", c.kind.gvk().Kind, name, err)
 	}
+	c.follower().knows(obj)
 	if a := obj.GetAnnotations(); a[AnnExperiment] != exp || a[AnnTrial] != trial {
 		return nil, nil
 	}
@@ -403,6 +484,7 @@ func (c *CRD) create(ctx context.Context, req providers.StartRequest, name strin
 		}
 		return nil, fmt.Errorf("create %s %s/%s: %w", gvk.Kind, c.k.namespace, name, err)
 	}
+	c.follower().knows(created)
 	// The object owns the ConfigMap: deleting it removes both.
 	ref := metav1.OwnerReference{APIVersion: created.GetAPIVersion(), Kind: created.GetKind(), Name: created.GetName(), UID: created.GetUID()}
 	if err := c.k.own(ctx, ts.cm, ref); err != nil {
@@ -435,6 +517,7 @@ func (c *CRD) deleteObj(ctx context.Context, obj *unstructured.Unstructured, pro
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
+	c.follower().deleted(obj.GetAnnotations()[AnnExperiment], obj.GetName(), uid)
 	return nil
 }
 
@@ -458,7 +541,24 @@ func (c *CRD) invalidate(exp string) { c.listed.drop(exp) }
 // in the trial pod's log past req.MetricsOffset. A running trial past its
 // max_duration is stopped here.
 func (c *CRD) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
-	obj, pods, ok := c.listed.get(req.Experiment, req.TrialID)
+	var obj *unstructured.Unstructured
+	var pods []corev1.Pod
+	ok := false
+	if f := c.following(); f != nil {
+		// The watched copy, when it holds the object and has caught up
+		// with what this process did to it; one it lacks (a tombstone,
+		// a lost trial) is asked for below.
+		if m, trusted := f.obj(c.k.namespace, JobName(req.Experiment, req.TrialID)); trusted && m != nil {
+			if u, is := m.(*unstructured.Unstructured); is {
+				if a := u.GetAnnotations(); a[AnnExperiment] == req.Experiment && a[AnnTrial] == req.TrialID {
+					obj, pods, ok = u.DeepCopy(), f.ownedPods(u.GetUID()), true
+				}
+			}
+		}
+	}
+	if !ok {
+		obj, pods, ok = c.listed.get(req.Experiment, req.TrialID)
+	}
 	if !ok {
 		var err error
 		if obj, err = c.get(ctx, req.Experiment, req.TrialID); err != nil {
@@ -578,6 +678,19 @@ func statusTime(obj *unstructured.Unstructured, fields ...string) *time.Time {
 // List returns every trial of the experiment found by label selector: one
 // call for the objects and one for their pods.
 func (c *CRD) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
+	if f := c.following(); f != nil && f.caughtUpAll(c.k.namespace, experiment) {
+		objs, byObj := f.experimentObjs(experiment)
+		var out []providers.Observation
+		for _, o := range objs {
+			obj, ok := o.(*unstructured.Unstructured)
+			if !ok || obj.GetAnnotations()[AnnExperiment] != experiment || obj.GetDeletionTimestamp() != nil {
+				continue
+			}
+			out = append(out, c.observe(obj, byObj[string(obj.GetUID())]))
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
+		return out, nil
+	}
 	sel := labels.Set{LabelExperiment: LabelValue(experiment)}.String()
 	var objs *unstructured.UnstructuredList
 	err := retry(ctx, func() error {

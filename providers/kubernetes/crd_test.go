@@ -70,17 +70,45 @@ func TestCRDConformance(t *testing.T) {
 			kinds[k] = true
 		}
 	}
-	for _, kc := range crdKinds {
+	type variant struct {
+		kind   int
+		follow bool
+	}
+	var variants []variant
+	for i, kc := range crdKinds {
+		variants = append(variants, variant{i, false})
+		// Following (apply -wait, watch, the controller): on the real
+		// training operator and on the test operator.
+		if kc.name == "tfjob" || kc.name == "framework" {
+			variants = append(variants, variant{i, true})
+		}
+	}
+	for _, v := range variants {
+		kc := crdKinds[v.kind]
 		if !kinds[kc.name] {
 			continue
 		}
-		t.Run(kc.name, func(t *testing.T) {
-			ns := namespace(t, "conf-"+kc.name)
+		name := kc.name
+		if v.follow {
+			name += "-following"
+		}
+		t.Run(name, func(t *testing.T) {
+			ns := namespace(t, "conf-"+name)
 			share := t.TempDir()
 			conformance.Run(t, func(t *testing.T) providers.Provider {
 				cfg := kc.cfg
 				cfg.Config.NFS = &k8s.NFS{Server: "127.0.0.1", Path: share, MountPath: share, LocalPath: share}
-				return newCRD(t, cfg, ns)
+				p := newCRD(t, cfg, ns)
+				if v.follow {
+					p.Follow()
+					t.Cleanup(func() { p.Close() })
+					for deadline := time.Now().Add(30 * time.Second); !p.FollowReady(); time.Sleep(10 * time.Millisecond) {
+						if time.Now().After(deadline) {
+							t.Fatal("the watches never became ready")
+						}
+					}
+				}
+				return p
 			}, conformance.Options{
 				NNIPlatform: kc.nni,
 				CodeDir:     codeDirsIn(share),

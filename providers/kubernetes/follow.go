@@ -35,9 +35,10 @@ import (
 // so a refresh never sees an older Job than the one this process acted
 // on. Everything else (logs, ConfigMaps, claims) is read as before.
 
-// follower holds the two informers of a following Kubernetes platform.
+// follower holds the two informers of a following platform: its trial
+// objects (Jobs, or a CRD platform's custom resources) and their pods.
 type follower struct {
-	jobs, pods cache.SharedIndexInformer
+	objs, pods cache.SharedIndexInformer
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 
@@ -60,71 +61,82 @@ type floor struct {
 // the Job is read from the copy again.
 const floorTTL = 5 * time.Minute
 
-const podJobIndex = "job-uid"
+const podOwnerIndex = "owner-uid"
 
 // Follow starts following (see above) until Close. It returns at once;
 // until both copies are filled, refreshes read the API as before.
 // Calling it again does nothing.
 func (k *Kubernetes) Follow() {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.follow != nil || k.closed {
-		k.mu.Unlock()
 		return
 	}
+	k.follow = startFollower(
+		&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				o.LabelSelector = LabelExperiment
+				return k.client.BatchV1().Jobs(k.namespace).List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.LabelSelector = LabelExperiment
+				return k.stream.BatchV1().Jobs(k.namespace).Watch(ctx, o)
+			},
+		}, &batchv1.Job{},
+		func(a, b any) bool {
+			o, ok1 := a.(*batchv1.Job)
+			n, ok2 := b.(*batchv1.Job)
+			return !ok1 || !ok2 || jobChanged(o, n)
+		}, k)
+}
+
+// startFollower starts the informers of the trial objects objs lists and
+// watches (of type example) and of the namespace's trial pods; changed
+// says whether an object's update is news (signalled on k).
+func startFollower(objs *cache.ListWatch, example runtime.Object, changed func(a, b any) bool, k *Kubernetes) *follower {
 	quietKlog()
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &follower{cancel: cancel, watching: map[string]bool{}, floors: map[string]floor{}}
-	k.follow = f
-	k.mu.Unlock()
-
-	// Every trial object carries the experiment label.
-	sel := LabelExperiment
-	jobsLW := &cache.ListWatch{
+	// Every trial object and pod carries the experiment label.
+	pods := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
-			return k.client.BatchV1().Jobs(k.namespace).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			w, err := k.stream.BatchV1().Jobs(k.namespace).Watch(ctx, o)
-			f.setWatching("jobs", err == nil)
-			return w, err
-		},
-	}
-	podsLW := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = sel
+			o.LabelSelector = LabelExperiment
 			return k.client.CoreV1().Pods(k.namespace).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = sel
-			w, err := k.stream.CoreV1().Pods(k.namespace).Watch(ctx, o)
-			f.setWatching("pods", err == nil)
-			return w, err
+			o.LabelSelector = LabelExperiment
+			return k.stream.CoreV1().Pods(k.namespace).Watch(ctx, o)
 		},
 	}
-	f.jobs = cache.NewSharedIndexInformer(jobsLW, &batchv1.Job{}, 0, cache.Indexers{})
-	f.pods = cache.NewSharedIndexInformer(podsLW, &corev1.Pod{}, 0, cache.Indexers{
-		podJobIndex: func(obj any) ([]string, error) {
+	watched := func(name string, lw *cache.ListWatch) *cache.ListWatch {
+		w := lw.WatchFuncWithContext
+		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			wi, err := w(ctx, o)
+			f.setWatching(name, err == nil)
+			return wi, err
+		}
+		return lw
+	}
+	f.objs = cache.NewSharedIndexInformer(watched("objs", objs), example, 0, cache.Indexers{})
+	f.pods = cache.NewSharedIndexInformer(watched("pods", pods), &corev1.Pod{}, 0, cache.Indexers{
+		podOwnerIndex: func(obj any) ([]string, error) {
 			p, ok := obj.(*corev1.Pod)
 			if !ok {
 				return nil, nil
 			}
-			return []string{p.Labels["batch.kubernetes.io/controller-uid"]}, nil
+			return []string{string(controllerUID(p))}, nil
 		},
 	})
-	for name, inf := range map[string]cache.SharedIndexInformer{"jobs": f.jobs, "pods": f.pods} {
+	for name, inf := range map[string]cache.SharedIndexInformer{"objs": f.objs, "pods": f.pods} {
 		// A failed List or watch: the copy is not trusted until a new
 		// watch runs (the reflector retries with a backoff).
 		inf.SetWatchErrorHandlerWithContext(func(context.Context, *cache.Reflector, error) { f.setWatching(name, false) })
 		inf.SetTransform(trimCopy)
 	}
-	f.jobs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	f.objs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(any) { k.signal() },
 		UpdateFunc: func(a, b any) {
-			o, ok1 := a.(*batchv1.Job)
-			n, ok2 := b.(*batchv1.Job)
-			if !ok1 || !ok2 || jobChanged(o, n) {
+			if changed(a, b) {
 				k.signal()
 			}
 		},
@@ -142,8 +154,9 @@ func (k *Kubernetes) Follow() {
 		DeleteFunc: func(any) { k.signal() },
 	})
 	f.wg.Add(2)
-	go func() { defer f.wg.Done(); f.jobs.RunWithContext(ctx) }()
+	go func() { defer f.wg.Done(); f.objs.RunWithContext(ctx) }()
 	go func() { defer f.wg.Done(); f.pods.RunWithContext(ctx) }()
+	return f
 }
 
 // trimCopy keeps in the copies what a refresh reads: no field managers;
@@ -197,12 +210,12 @@ func (f *follower) stop() {
 
 // ready reports whether both copies can answer.
 func (f *follower) ready() bool {
-	if f == nil || !f.jobs.HasSynced() || !f.pods.HasSynced() {
+	if f == nil || !f.objs.HasSynced() || !f.pods.HasSynced() {
 		return false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.watching["jobs"] && f.watching["pods"]
+	return f.watching["objs"] && f.watching["pods"]
 }
 
 // following is the follower when its copies can answer, else nil.
@@ -213,23 +226,21 @@ func (k *Kubernetes) following() *follower {
 	return nil
 }
 
-// knows records a version of job that this process read or wrote through
-// the API: until the copy holds it (or a newer one), the Job is read from
-// the API.
-func (k *Kubernetes) knows(job *batchv1.Job) {
-	f := k.follower()
-	if f == nil || job == nil || job.ResourceVersion == "" {
+// knows records a version of a trial object that this process read or
+// wrote through the API: until the copy holds it (or a newer one), the
+// object is read from the API. Nil-safe (not following: nothing).
+func (f *follower) knows(obj metav1.Object) {
+	if f == nil || obj == nil || obj.GetResourceVersion() == "" {
 		return
 	}
 	f.mu.Lock()
-	f.floors[job.Name] = floor{exp: job.Annotations[AnnExperiment], rv: job.ResourceVersion, at: time.Now()}
+	f.floors[obj.GetName()] = floor{exp: obj.GetAnnotations()[AnnExperiment], rv: obj.GetResourceVersion(), at: time.Now()}
 	f.mu.Unlock()
 }
 
-// deleted records that this process deleted the Job of that name and
-// UID: until the copy lost it, the Job is read from the API.
-func (k *Kubernetes) deleted(exp, name string, uid types.UID) {
-	f := k.follower()
+// deleted records that this process deleted the object of that name and
+// UID: until the copy lost it, the object is read from the API.
+func (f *follower) deleted(exp, name string, uid types.UID) {
 	if f == nil {
 		return
 	}
@@ -238,24 +249,33 @@ func (k *Kubernetes) deleted(exp, name string, uid types.UID) {
 	f.mu.Unlock()
 }
 
-// gone records that the API has no Job of that name: the copy is not
+// gone records that the API has no object of that name: the copy is not
 // trusted for it while it still holds one.
-func (k *Kubernetes) gone(name string) {
-	f := k.follower()
+func (f *follower) gone(ns, name string) {
 	if f == nil {
 		return
 	}
-	var job *batchv1.Job
-	if obj, ok, err := f.jobs.GetStore().GetByKey(k.namespace + "/" + name); err == nil && ok {
-		job, _ = obj.(*batchv1.Job)
-	}
+	obj := f.cached(ns, name)
 	f.mu.Lock()
-	if job != nil {
-		f.floors[name] = floor{exp: job.Annotations[AnnExperiment], deleted: job.UID, at: time.Now()}
+	if obj != nil {
+		f.floors[name] = floor{exp: obj.GetAnnotations()[AnnExperiment], deleted: obj.GetUID(), at: time.Now()}
 	} else {
 		delete(f.floors, name)
 	}
 	f.mu.Unlock()
+}
+
+// cached is the copy's object of that name, or nil.
+func (f *follower) cached(ns, name string) metav1.Object {
+	obj, ok, err := f.objs.GetStore().GetByKey(ns + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 // follower is k's follower, ready or not (nil: not following).
@@ -265,22 +285,26 @@ func (k *Kubernetes) follower() *follower {
 	return k.follow
 }
 
-// job is the copy of the Job of that name (nil: the copy has none), and
-// whether the copy can be trusted for it (see floors).
-func (f *follower) job(ns, name string) (*batchv1.Job, bool) {
-	var job *batchv1.Job
-	if obj, ok, err := f.jobs.GetStore().GetByKey(ns + "/" + name); err == nil && ok {
-		job, _ = obj.(*batchv1.Job)
-	}
+// obj is the copy of the trial object of that name (nil: the copy has
+// none), and whether the copy can be trusted for it (see floors).
+func (f *follower) obj(ns, name string) (metav1.Object, bool) {
+	obj := f.cached(ns, name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return job, f.caughtUp(name, job)
+	return obj, f.caughtUp(name, obj)
 }
 
-// caughtUp reports whether the copy's job (nil: none) is at least what
-// the floor of that name says, dropping the floor once it is; f.mu is
-// held.
-func (f *follower) caughtUp(name string, job *batchv1.Job) bool {
+// job is obj for the Job platform.
+func (f *follower) job(ns, name string) (*batchv1.Job, bool) {
+	obj, ok := f.obj(ns, name)
+	j, _ := obj.(*batchv1.Job)
+	return j, ok
+}
+
+// caughtUp reports whether the copy's object (nil: none) is at least
+// what the floor of that name says, dropping the floor once it is; f.mu
+// is held.
+func (f *follower) caughtUp(name string, obj metav1.Object) bool {
 	fl, ok := f.floors[name]
 	if !ok {
 		return true
@@ -288,18 +312,18 @@ func (f *follower) caughtUp(name string, job *batchv1.Job) bool {
 	switch {
 	case time.Since(fl.at) > floorTTL:
 	case fl.deleted != "":
-		if job != nil && job.UID == fl.deleted {
+		if obj != nil && obj.GetUID() == fl.deleted {
 			return false
 		}
-	case job == nil || !versionAtLeast(job.ResourceVersion, fl.rv):
+	case obj == nil || !versionAtLeast(obj.GetResourceVersion(), fl.rv):
 		return false
 	}
 	delete(f.floors, name)
 	return true
 }
 
-// caughtUpAll reports whether the copy is caught up for every Job of the
-// experiment this process acted on.
+// caughtUpAll reports whether the copy is caught up for every object of
+// the experiment this process acted on.
 func (f *follower) caughtUpAll(ns, exp string) bool {
 	f.mu.Lock()
 	var names []string
@@ -310,7 +334,7 @@ func (f *follower) caughtUpAll(ns, exp string) bool {
 	}
 	f.mu.Unlock()
 	for _, n := range names {
-		if _, ok := f.job(ns, n); !ok {
+		if _, ok := f.obj(ns, n); !ok {
 			return false
 		}
 	}
@@ -328,9 +352,10 @@ func versionAtLeast(have, want string) bool {
 	return h >= w
 }
 
-// jobPods is the copy's pods of a Job, oldest first (a new slice).
-func (f *follower) jobPods(job *batchv1.Job) []corev1.Pod {
-	objs, _ := f.pods.GetIndexer().ByIndex(podJobIndex, string(job.UID))
+// ownedPods is the copy's pods that the object of that UID controls,
+// oldest first (a new slice).
+func (f *follower) ownedPods(uid types.UID) []corev1.Pod {
+	objs, _ := f.pods.GetIndexer().ByIndex(podOwnerIndex, string(uid))
 	pods := make([]corev1.Pod, 0, len(objs))
 	for _, o := range objs {
 		if p, ok := o.(*corev1.Pod); ok {
@@ -341,21 +366,22 @@ func (f *follower) jobPods(job *batchv1.Job) []corev1.Pod {
 	return pods
 }
 
-// experimentJobs is the copy's Jobs labelled with the experiment, and
-// their pods by Job UID.
-func (f *follower) experimentJobs(exp string) ([]*batchv1.Job, map[string][]corev1.Pod) {
+// experimentObjs is the copy's trial objects labelled with the
+// experiment, and their pods by the object's UID.
+func (f *follower) experimentObjs(exp string) ([]runtime.Object, map[string][]corev1.Pod) {
 	value := LabelValue(exp)
-	var jobs []*batchv1.Job
-	byJob := map[string][]corev1.Pod{}
-	for _, o := range f.jobs.GetStore().List() {
-		j, ok := o.(*batchv1.Job)
-		if !ok || j.Labels[LabelExperiment] != value {
+	var objs []runtime.Object
+	byObj := map[string][]corev1.Pod{}
+	for _, o := range f.objs.GetStore().List() {
+		m, err := meta.Accessor(o)
+		ro, ok := o.(runtime.Object)
+		if err != nil || !ok || m.GetLabels()[LabelExperiment] != value {
 			continue
 		}
-		jobs = append(jobs, j)
-		byJob[string(j.UID)] = f.jobPods(j)
+		objs = append(objs, ro)
+		byObj[string(m.GetUID())] = f.ownedPods(m.GetUID())
 	}
-	return jobs, byJob
+	return objs, byObj
 }
 
 // Changed receives a value when a followed trial's Job or pod changed in

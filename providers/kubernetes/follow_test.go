@@ -283,3 +283,77 @@ func TestConformanceFollowing(t *testing.T) {
 		},
 	})
 }
+
+// TestCRDFollowAnswersFromTheWatch: the same on a TFJob platform (the real
+// training operator), with lagging watches: a refresh asks the API for
+// nothing but logs that are due; a stopped trial reads killed (from its
+// tombstone) at once; a purged experiment lists nothing at once.
+func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
+	need(t)
+	ns := namespace(t, "follow-crd")
+	log := requestLog{lag: time.Second}
+	p, err := k8s.NewCRD(k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "tfjob", Roles: []k8s.Role{{Name: "worker", Replicas: 1}},
+		Config: k8s.Config{Rest: log.config(cp.Config), Namespace: ns, Image: "python:3.11-slim"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	exp := "cf"
+	if _, err := p.Start(ctx, providers.StartRequest{Experiment: exp, ExperimentID: "eid", TrialID: "long", Params: map[string]any{"x": 1},
+		Shell: "echo \"NNISDK_MEb'{\\\"type\\\": \\\"PERIODICAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.5\\\"}'\"; sleep 1000",
+		CodeDir: smallCodeDir(t), Lineage: "L"}); err != nil {
+		t.Fatal(err)
+	}
+	p.Follow()
+	for !p.FollowReady() {
+		if ctx.Err() != nil {
+			t.Fatal("the watches never became ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var off map[string]int64
+	for {
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long", MetricsOffset: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = o.MetricsOffset
+		if o.Phase == providers.PhaseRunning && len(o.Metrics) == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			dump(t, ns)
+			t.Fatalf("the trial: %+v", o)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	log.take()
+	obs, err := p.List(ctx, exp)
+	if err != nil || len(obs) != 1 || obs[0].Phase != providers.PhaseRunning {
+		t.Fatalf("List from the copies: %+v, %v", obs, err)
+	}
+	if _, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long", MetricsOffset: off}); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.take(); len(got) != 0 {
+		t.Errorf("a refresh of a following provider asked the API: %q", got)
+	}
+	if err := p.Stop(ctx, providers.StopRequest{Experiment: exp, TrialID: "long", Reason: "test stop"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Phase != providers.PhaseKilled || o.Reason != "test stop" {
+		t.Errorf("read right after Stop: %s %q, want killed %q", o.Phase, o.Reason, "test stop")
+	}
+	if obs, err := p.List(ctx, exp); err != nil || len(obs) != 0 {
+		t.Errorf("list right after Stop (the object is deleted, its tombstone stays): %+v, %v", obs, err)
+	}
+	if err := p.PurgeExperiment(ctx, exp, "L"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -16,8 +16,8 @@ import (
 // same name is another UID).
 func TestFollowerTrustsTheCopyOnlyOnceCaughtUp(t *testing.T) {
 	f := &follower{floors: map[string]floor{}, watching: map[string]bool{},
-		jobs: cache.NewSharedIndexInformer(&cache.ListWatch{}, &batchv1.Job{}, 0, cache.Indexers{})}
-	store := f.jobs.GetStore()
+		objs: cache.NewSharedIndexInformer(&cache.ListWatch{}, &batchv1.Job{}, 0, cache.Indexers{})}
+	store := f.objs.GetStore()
 	put := func(rv, uid string) {
 		t.Helper()
 		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j", ResourceVersion: rv, UID: types.UID(uid),

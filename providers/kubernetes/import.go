@@ -86,9 +86,9 @@ func (k *Kubernetes) getJob(ctx context.Context, name string) (*batchv1.Job, err
 	})
 	switch {
 	case err == nil:
-		k.knows(job)
+		k.follower().knows(job)
 	case apierrors.IsNotFound(err):
-		k.gone(name)
+		k.follower().gone(k.namespace, name)
 	}
 	return job, err
 }

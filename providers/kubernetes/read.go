@@ -46,7 +46,7 @@ func (k *Kubernetes) Read(ctx context.Context, req providers.ReadRequest) (provi
 			if j.Annotations[AnnExperiment] != req.Experiment || j.Annotations[AnnTrial] != req.TrialID {
 				return k.missing(req), nil
 			}
-			job, pods, ok = j, f.jobPods(j), true
+			job, pods, ok = j, f.ownedPods(j.UID), true
 		}
 	}
 	if !ok {
@@ -114,7 +114,13 @@ func sortPods(pods []corev1.Pod) {
 // call for the Jobs and one for their pods, whatever the number of trials.
 func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
 	if f := k.following(); f != nil && f.caughtUpAll(k.namespace, experiment) {
-		jobs, byJob := f.experimentJobs(experiment)
+		objs, byJob := f.experimentObjs(experiment)
+		jobs := make([]*batchv1.Job, 0, len(objs))
+		for _, o := range objs {
+			if j, ok := o.(*batchv1.Job); ok {
+				jobs = append(jobs, j)
+			}
+		}
 		out, _ := observeAll(experiment, jobs, byJob)
 		return out, nil
 	}

@@ -127,7 +127,7 @@ func (k *Kubernetes) deleteJob(ctx context.Context, name string, uid types.UID) 
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete job %s: %w", name, err)
 	}
-	k.gone(name)
+	k.follower().gone(k.namespace, name)
 	return nil
 }
 
@@ -418,7 +418,7 @@ func (k *Kubernetes) createObjects(ctx context.Context, cm *corev1.ConfigMap, jo
 		}
 		return nil, fmt.Errorf("create job %s/%s: %w", k.namespace, name, err)
 	}
-	k.knows(created)
+	k.follower().knows(created)
 	// The Job owns the ConfigMap: deleting it removes both.
 	if err := k.own(ctx, cm, metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: created.Name, UID: created.UID}); err != nil {
 		return nil, err

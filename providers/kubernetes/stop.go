@@ -89,7 +89,7 @@ func (k *Kubernetes) stopJob(ctx context.Context, job *batchv1.Job, req provider
 	if err := retry(ctx, func() error {
 		patched, err := k.client.BatchV1().Jobs(k.namespace).Patch(ctx, job.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 		if err == nil {
-			k.knows(patched)
+			k.follower().knows(patched)
 		}
 		return err
 	}); err != nil {
@@ -111,11 +111,11 @@ func (k *Kubernetes) stopJob(ctx context.Context, job *batchv1.Job, req provider
 	for time.Now().Before(deadline) {
 		j, err := k.client.BatchV1().Jobs(k.namespace).Get(ctx, job.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			k.gone(job.Name)
+			k.follower().gone(k.namespace, job.Name)
 			return nil
 		}
 		if err == nil {
-			k.knows(j)
+			k.follower().knows(j)
 			for _, c := range j.Status.Conditions {
 				if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete) && c.Status == "True" {
 					return nil
@@ -167,7 +167,7 @@ func (k *Kubernetes) PurgeExperiment(ctx context.Context, experiment, lineage st
 		}); err != nil {
 			return err
 		}
-		k.deleted(experiment, j.Name, uid)
+		k.follower().deleted(experiment, j.Name, uid)
 		deleted = append(deleted, j.Name)
 		k.markSeen(experiment, j.Annotations[AnnTrial], false)
 	}
