@@ -302,7 +302,7 @@ func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 	defer cancel()
 	exp := "cf"
 	if _, err := p.Start(ctx, providers.StartRequest{Experiment: exp, ExperimentID: "eid", TrialID: "long", Params: map[string]any{"x": 1},
-		Shell: "echo \"NNISDK_MEb'{\\\"type\\\": \\\"PERIODICAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.5\\\"}'\"; sleep 1000",
+		Shell:   "echo \"NNISDK_MEb'{\\\"type\\\": \\\"PERIODICAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.5\\\"}'\"; sleep 1000",
 		CodeDir: smallCodeDir(t), Lineage: "L"}); err != nil {
 		t.Fatal(err)
 	}
