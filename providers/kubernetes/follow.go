@@ -2,10 +2,11 @@ package kubernetes
 
 import (
 	"context"
-	"io"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -191,10 +192,9 @@ func trimCopy(obj any) (any, error) {
 
 // quietKlog keeps client-go's own log (a watch that failed, retried)
 // off the user's terminal: trialform reports what matters itself.
-var quietKlog = sync.OnceFunc(func() {
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
-})
+// (klog writes errors to stderr whatever its output, unless a logger
+// takes them.)
+var quietKlog = sync.OnceFunc(func() { klog.SetLogger(logr.Discard()) })
 
 func (f *follower) setWatching(name string, on bool) {
 	f.mu.Lock()

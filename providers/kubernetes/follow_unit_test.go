@@ -1,6 +1,9 @@
 package kubernetes
 
 import (
+	"errors"
+	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -8,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // TestFollowerTrustsTheCopyOnlyOnceCaughtUp: the watched copy of a Job
@@ -74,5 +78,29 @@ func TestFollowerTrustsTheCopyOnlyOnceCaughtUp(t *testing.T) {
 		if got := versionAtLeast(c.have, c.want); got != c.ok {
 			t.Errorf("versionAtLeast(%q, %q) = %v", c.have, c.want, got)
 		}
+	}
+}
+
+// TestFollowKeepsClientGoLogsOffStderr: a watch that fails makes
+// client-go log an error through klog, which writes errors to stderr
+// unless a logger takes them; a following session (watch, apply -wait)
+// must not print them over its own output.
+func TestFollowKeepsClientGoLogsOffStderr(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	defer func() { os.Stderr = stderr }()
+	quietKlog()
+	klog.ErrorS(errors.New("forbidden"), "Failed to watch", "reflector", "jobs")
+	klog.Error("failed to list *v1.Pod: connection refused")
+	klog.Flush()
+	os.Stderr = stderr
+	w.Close()
+	b, _ := io.ReadAll(r)
+	if len(b) != 0 {
+		t.Errorf("klog wrote to stderr: %q", b)
 	}
 }
