@@ -21,10 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/trialform/trialform/providers"
 )
@@ -161,16 +159,9 @@ func (c *CRD) Follow() {
 	if c.follow != nil || k.closed {
 		return
 	}
-	c.follow = startFollower(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = LabelExperiment
-			return c.res().List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = LabelExperiment
-			return c.dynStream.Resource(c.gvr).Namespace(k.namespace).Watch(ctx, o)
-		},
-	}, &unstructured.Unstructured{}, func(a, b any) bool {
+	c.follow = startFollower(labelled(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return c.res().List(ctx, o)
+	}, c.dynStream.Resource(c.gvr).Namespace(k.namespace).Watch), &unstructured.Unstructured{}, func(a, b any) bool {
 		o, ok1 := a.(*unstructured.Unstructured)
 		n, ok2 := b.(*unstructured.Unstructured)
 		return !ok1 || !ok2 || crdChanged(o, n)

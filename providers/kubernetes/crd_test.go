@@ -100,13 +100,7 @@ func TestCRDConformance(t *testing.T) {
 				cfg.Config.NFS = &k8s.NFS{Server: "127.0.0.1", Path: share, MountPath: share, LocalPath: share}
 				p := newCRD(t, cfg, ns)
 				if v.follow {
-					p.Follow()
-					t.Cleanup(func() { p.Close() })
-					for deadline := time.Now().Add(30 * time.Second); !p.FollowReady(); time.Sleep(10 * time.Millisecond) {
-						if time.Now().After(deadline) {
-							t.Fatal("the watches never became ready")
-						}
-					}
+					follow(t, p)
 				}
 				return p
 			}, conformance.Options{

@@ -73,22 +73,30 @@ func (k *Kubernetes) Follow() {
 	if k.follow != nil || k.closed {
 		return
 	}
-	k.follow = startFollower(
-		&cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				o.LabelSelector = LabelExperiment
-				return k.client.BatchV1().Jobs(k.namespace).List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				o.LabelSelector = LabelExperiment
-				return k.stream.BatchV1().Jobs(k.namespace).Watch(ctx, o)
-			},
-		}, &batchv1.Job{},
+	k.follow = startFollower(labelled(
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return k.client.BatchV1().Jobs(k.namespace).List(ctx, o)
+		}, k.stream.BatchV1().Jobs(k.namespace).Watch), &batchv1.Job{},
 		func(a, b any) bool {
 			o, ok1 := a.(*batchv1.Job)
 			n, ok2 := b.(*batchv1.Job)
 			return !ok1 || !ok2 || jobChanged(o, n)
 		}, k)
+}
+
+// labelled lists and watches what list and watchFn do, of the objects
+// with the experiment label (every trial object and pod has it).
+func labelled(list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = LabelExperiment
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = LabelExperiment
+			return watchFn(ctx, o)
+		},
+	}
 }
 
 // startFollower starts the informers of the trial objects objs lists and
@@ -98,17 +106,9 @@ func startFollower(objs *cache.ListWatch, example runtime.Object, changed func(a
 	quietKlog()
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &follower{cancel: cancel, watching: map[string]bool{}, floors: map[string]floor{}}
-	// Every trial object and pod carries the experiment label.
-	pods := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = LabelExperiment
-			return k.client.CoreV1().Pods(k.namespace).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = LabelExperiment
-			return k.stream.CoreV1().Pods(k.namespace).Watch(ctx, o)
-		},
-	}
+	pods := labelled(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return k.client.CoreV1().Pods(k.namespace).List(ctx, o)
+	}, k.stream.CoreV1().Pods(k.namespace).Watch)
 	watched := func(name string, lw *cache.ListWatch) *cache.ListWatch {
 		w := lw.WatchFuncWithContext
 		lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {

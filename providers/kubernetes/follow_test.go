@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/trialform/trialform/providers"
-	"github.com/trialform/trialform/providers/conformance"
 	k8s "github.com/trialform/trialform/providers/kubernetes"
 )
 
@@ -70,6 +69,64 @@ func (l *requestLog) take() []string {
 	return out
 }
 
+// following is a platform that can follow its trials.
+type following interface {
+	Follow()
+	FollowReady() bool
+	Close() error
+}
+
+// follow makes p follow its trials, closes it when the test ends, and
+// waits until it answers from its copies (before, it reads the API).
+func follow(t *testing.T, p following) {
+	t.Helper()
+	p.Follow()
+	t.Cleanup(func() { p.Close() })
+	for deadline := time.Now().Add(60 * time.Second); !p.FollowReady(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watches never became ready")
+		}
+	}
+}
+
+// untilRunning reads a trial until it runs and reported one metric, and
+// returns its metric offsets.
+func untilRunning(ctx context.Context, t *testing.T, p providers.Provider, ns, exp, trial string) map[string]int64 {
+	t.Helper()
+	var off map[string]int64
+	for {
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: trial, MetricsOffset: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = o.MetricsOffset
+		if o.Phase == providers.PhaseRunning && len(o.Metrics) == 1 {
+			return off
+		}
+		if ctx.Err() != nil {
+			dump(t, ns)
+			t.Fatalf("trial %s: %+v", trial, o)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stopThenRead stops a trial and reads it at once: it must read killed,
+// with the reason given.
+func stopThenRead(ctx context.Context, t *testing.T, p providers.Provider, exp, trial string) {
+	t.Helper()
+	if err := p.Stop(ctx, providers.StopRequest{Experiment: exp, TrialID: trial, Reason: "test stop"}); err != nil {
+		t.Fatal(err)
+	}
+	o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: trial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Phase != providers.PhaseKilled || o.Reason != "test stop" {
+		t.Errorf("read right after Stop: %s %q, want killed %q", o.Phase, o.Reason, "test stop")
+	}
+}
+
 // TestFollowAnswersFromTheWatch: a following provider (apply -wait, watch,
 // the controller) lists and reads its trials from the watched copies: a
 // refresh asks the API for the running trials' logs only, not for a List
@@ -98,31 +155,8 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 	}
 	start("long", "echo \"NNISDK_MEb'{\\\"type\\\": \\\"PERIODICAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.5\\\"}'\"; sleep 1000")
 	start("short", "sleep 3; echo \"NNISDK_MEb'{\\\"type\\\": \\\"FINAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.9\\\"}'\"")
-	p.Follow()
-	// Until the copies are filled, refreshes read the API as before.
-	for !p.FollowReady() {
-		if ctx.Err() != nil {
-			t.Fatal("the watches never became ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	// The long trial runs and printed its metric.
-	var off map[string]int64
-	for {
-		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long", MetricsOffset: off})
-		if err != nil {
-			t.Fatal(err)
-		}
-		off = o.MetricsOffset
-		if o.Phase == providers.PhaseRunning && len(o.Metrics) == 1 {
-			break
-		}
-		if ctx.Err() != nil {
-			dump(t, ns)
-			t.Fatalf("the long trial: %+v", o)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	follow(t, p)
+	off := untilRunning(ctx, t, p, ns, exp, "long")
 	log.take()
 	for len(p.Changed()) > 0 {
 		<-p.Changed()
@@ -174,16 +208,7 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 
 	// Stopped, then read at once: Killed, never the Running Job the copy
 	// may still hold.
-	if err := p.Stop(ctx, providers.StopRequest{Experiment: exp, TrialID: "long", Reason: "test stop"}); err != nil {
-		t.Fatal(err)
-	}
-	o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Phase != providers.PhaseKilled || o.Reason != "test stop" {
-		t.Errorf("read right after Stop: %s %q, want killed %q", o.Phase, o.Reason, "test stop")
-	}
+	stopThenRead(ctx, t, p, exp, "long")
 	// Started, then listed and read at once: there, though the copy may
 	// not hold its Job yet.
 	start("new", "sleep 1000")
@@ -247,41 +272,7 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 // watched copies.
 func TestConformanceFollowing(t *testing.T) {
 	need(t)
-	ns := namespace(t, "conformance-follow")
-	share := t.TempDir()
-	conformance.Run(t, func(t *testing.T) providers.Provider {
-		p, err := k8s.New(k8s.Config{Rest: cp.Config, Namespace: ns, Image: "python:3.11-slim",
-			NFS: &k8s.NFS{Server: "127.0.0.1", Path: share, MountPath: share, LocalPath: share}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Follow()
-		t.Cleanup(func() { p.Close() })
-		// Every call of the suite reads the copies (not the API while
-		// they fill).
-		for deadline := time.Now().Add(30 * time.Second); !p.FollowReady(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the watches never became ready")
-			}
-		}
-		return p
-	}, conformance.Options{
-		NNIPlatform: "kubernetes",
-		CodeDir:     codeDirsIn(share),
-		Lose: func(t *testing.T, h providers.Handle) {
-			bg := metav1.DeletePropagationBackground
-			if err := cp.Client.BatchV1().Jobs(h["namespace"]).Delete(context.Background(), h["job"], metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
-				t.Fatal(err)
-			}
-		},
-		Timeout:  90 * time.Second,
-		Parallel: true,
-		Unimplemented: map[string]string{
-			conformance.CapKillNewSession:  nodeAgentSessions,
-			conformance.CapLocation:        k8sNoLocation,
-			conformance.CapTensorBoardSync: k8sNoTensorBoardSync,
-		},
-	})
+	jobConformance(t, "conformance-follow", true)
 }
 
 // TestCRDFollowAnswersFromTheWatch: the same on a TFJob platform (the real
@@ -306,29 +297,8 @@ func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 		CodeDir: smallCodeDir(t), Lineage: "L"}); err != nil {
 		t.Fatal(err)
 	}
-	p.Follow()
-	for !p.FollowReady() {
-		if ctx.Err() != nil {
-			t.Fatal("the watches never became ready")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var off map[string]int64
-	for {
-		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long", MetricsOffset: off})
-		if err != nil {
-			t.Fatal(err)
-		}
-		off = o.MetricsOffset
-		if o.Phase == providers.PhaseRunning && len(o.Metrics) == 1 {
-			break
-		}
-		if ctx.Err() != nil {
-			dump(t, ns)
-			t.Fatalf("the trial: %+v", o)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	follow(t, p)
+	off := untilRunning(ctx, t, p, ns, exp, "long")
 	log.take()
 	obs, err := p.List(ctx, exp)
 	if err != nil || len(obs) != 1 || obs[0].Phase != providers.PhaseRunning {
@@ -340,16 +310,7 @@ func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 	if got := log.take(); len(got) != 0 {
 		t.Errorf("a refresh of a following provider asked the API: %q", got)
 	}
-	if err := p.Stop(ctx, providers.StopRequest{Experiment: exp, TrialID: "long", Reason: "test stop"}); err != nil {
-		t.Fatal(err)
-	}
-	o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Phase != providers.PhaseKilled || o.Reason != "test stop" {
-		t.Errorf("read right after Stop: %s %q, want killed %q", o.Phase, o.Reason, "test stop")
-	}
+	stopThenRead(ctx, t, p, exp, "long")
 	if obs, err := p.List(ctx, exp); err != nil || len(obs) != 0 {
 		t.Errorf("list right after Stop (the object is deleted, its tombstone stays): %+v, %v", obs, err)
 	}

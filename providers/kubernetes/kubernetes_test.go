@@ -96,13 +96,22 @@ func namespace(t *testing.T, name string) string {
 // suite's marker files are visible to both sides.
 func TestConformance(t *testing.T) {
 	need(t)
-	ns := namespace(t, "conformance")
+	jobConformance(t, "conformance", false)
+}
+
+// jobConformance runs the suite on Job platforms in namespace ns, each
+// following its trials (follow_test.go) when follow is set.
+func jobConformance(t *testing.T, ns string, following bool) {
+	namespace(t, ns)
 	share := t.TempDir()
 	conformance.Run(t, func(t *testing.T) providers.Provider {
 		p, err := k8s.New(k8s.Config{Rest: cp.Config, Namespace: ns, Image: "python:3.11-slim",
 			NFS: &k8s.NFS{Server: "127.0.0.1", Path: share, MountPath: share, LocalPath: share}})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if following {
+			follow(t, p)
 		}
 		return p
 	}, conformance.Options{
