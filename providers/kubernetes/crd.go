@@ -543,6 +543,15 @@ func (c *CRD) Read(ctx context.Context, req providers.ReadRequest) (providers.Ob
 			if u, is := m.(*unstructured.Unstructured); is {
 				if a := u.GetAnnotations(); a[AnnExperiment] == req.Experiment && a[AnnTrial] == req.TrialID {
 					obj, pods, ok = u.DeepCopy(), f.ownedPods(u.GetUID()), true
+					// As for Jobs (read.go): an object that ended before
+					// its trial pod's copy shows it is read with the
+					// pods from the API.
+					if main := c.kind.main(obj, pods); c.observe(obj, pods).Phase.Ended() && (main == nil || terminated(main) == nil) {
+						var err error
+						if pods, err = c.pods(ctx, req.Experiment, req.TrialID, obj); err != nil {
+							return providers.Observation{}, err
+						}
+					}
 				}
 			}
 		}

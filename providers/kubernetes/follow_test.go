@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,12 +20,13 @@ import (
 
 // requestLog wraps a rest config so that it records the requests made
 // through it ("GET /apis/batch/v1/namespaces/ns/jobs?watch=true" ...).
-// With lag, every read of a watch's stream waits that long first: the
-// watched copies fall behind the API, as they may on a busy apiserver.
+// With lag, every read of a watch's stream waits that long first (podLag
+// for the pods'): the watched copies fall behind the API, and each other,
+// as they may on a busy apiserver.
 type requestLog struct {
-	lag  time.Duration
-	mu   sync.Mutex
-	reqs []string
+	lag, podLag time.Duration
+	mu          sync.Mutex
+	reqs        []string
 }
 
 func (l *requestLog) config(rc *rest.Config) *rest.Config {
@@ -34,8 +37,12 @@ func (l *requestLog) config(rc *rest.Config) *rest.Config {
 			l.reqs = append(l.reqs, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
 			l.mu.Unlock()
 			resp, err := rt.RoundTrip(r)
-			if err == nil && l.lag > 0 && r.URL.Query().Get("watch") == "true" {
-				resp.Body = &slowBody{ReadCloser: resp.Body, lag: l.lag}
+			lag := l.lag
+			if strings.HasSuffix(r.URL.Path, "/pods") {
+				lag = l.podLag
+			}
+			if err == nil && lag > 0 && r.URL.Query().Get("watch") == "true" {
+				resp.Body = &slowBody{ReadCloser: resp.Body, lag: lag}
 			}
 			return resp, err
 		})
@@ -136,9 +143,13 @@ func stopThenRead(ctx context.Context, t *testing.T, p providers.Provider, exp, 
 func TestFollowAnswersFromTheWatch(t *testing.T) {
 	need(t)
 	ns := namespace(t, "follow")
-	// The watches lag: what this process did must still read back.
-	log := requestLog{lag: time.Second}
-	p, err := k8s.New(k8s.Config{Rest: log.config(cp.Config), Namespace: ns})
+	// The watches lag, the pods' more than the Jobs': what this process
+	// did must still read back, and a Job that ended before its pod's
+	// copy shows it must not lose the pod's last results.
+	log := requestLog{lag: time.Second, podLag: 3 * time.Second}
+	// (metrics_interval 20 s: the refresh checked below comes well within
+	// it of the last log read, however loaded the machine.)
+	p, err := k8s.New(k8s.Config{Rest: log.config(cp.Config), Namespace: ns, MetricsInterval: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,9 +165,16 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 		}
 	}
 	start("long", "echo \"NNISDK_MEb'{\\\"type\\\": \\\"PERIODICAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.5\\\"}'\"; sleep 1000")
-	start("short", "sleep 3; echo \"NNISDK_MEb'{\\\"type\\\": \\\"FINAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.9\\\"}'\"")
+	// The short trial reports one result, then its final one once the
+	// test releases it (the node agent runs pods on this machine).
+	release := filepath.Join(t.TempDir(), "release")
+	start("short", "echo \"NNISDK_MEb'{\\\"type\\\": \\\"PERIODICAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.1\\\"}'\"; "+
+		"while [ ! -e "+release+" ]; do sleep 0.1; done; echo \"NNISDK_MEb'{\\\"type\\\": \\\"FINAL\\\", \\\"sequence\\\": 1, \\\"value\\\": \\\"0.9\\\"}'\"")
 	follow(t, p)
 	off := untilRunning(ctx, t, p, ns, exp, "long")
+	// Its log read while it runs: not read again within metrics_interval
+	// unless its pod ended.
+	soff := untilRunning(ctx, t, p, ns, exp, "short")
 	log.take()
 	for len(p.Changed()) > 0 {
 		<-p.Changed()
@@ -178,22 +196,31 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 	}
 
 	// The short trial ends: Changed wakes the loop with no refresh made.
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case <-p.Changed():
 	case <-ctx.Done():
 		t.Fatal("the short trial's end did not signal Changed")
 	}
+	// Its Job's copy (1 s behind) says it ended before its pod's (3 s
+	// behind) does: the final result must still be read.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "short"})
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "short", MetricsOffset: soff})
 		if err != nil {
 			t.Fatal(err)
 		}
+		soff = o.MetricsOffset
 		if o.Phase.Ended() {
 			if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Type != "FINAL" {
 				t.Fatalf("the short trial: %s %s %+v", o.Phase, o.Reason, o.Metrics)
 			}
 			break
+		}
+		if len(o.Metrics) != 0 {
+			t.Fatalf("the short trial reported %+v before it ended", o.Metrics)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the short trial never ended: %+v", o)
@@ -201,7 +228,9 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for _, r := range log.take() {
-		if !strings.HasSuffix(strings.SplitN(r, "?", 2)[0], "/log") {
+		path, query, _ := strings.Cut(r, "?")
+		// Its log, and its pods once its Job ended before they did.
+		if !strings.HasSuffix(path, "/log") && !(strings.HasSuffix(path, "/pods") && strings.Contains(query, "controller-uid")) {
 			t.Errorf("reading a trial from the copies asked the API for %s (want its log only)", r)
 		}
 	}
@@ -282,9 +311,9 @@ func TestConformanceFollowing(t *testing.T) {
 func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 	need(t)
 	ns := namespace(t, "follow-crd")
-	log := requestLog{lag: time.Second}
+	log := requestLog{lag: time.Second, podLag: 3 * time.Second}
 	p, err := k8s.NewCRD(k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "tfjob", Roles: []k8s.Role{{Name: "worker", Replicas: 1}},
-		Config: k8s.Config{Rest: log.config(cp.Config), Namespace: ns, Image: "python:3.11-slim"}})
+		Config: k8s.Config{Rest: log.config(cp.Config), Namespace: ns, Image: "python:3.11-slim", MetricsInterval: 20 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

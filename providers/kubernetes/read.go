@@ -47,6 +47,15 @@ func (k *Kubernetes) Read(ctx context.Context, req providers.ReadRequest) (provi
 				return k.missing(req), nil
 			}
 			job, pods, ok = j, f.ownedPods(j.UID), true
+			// The two copies follow separate watches: a Job that ended
+			// before its pod's copy shows the trial container's end
+			// would be read without the pod's last lines and exit code.
+			if ph, _ := jobPhase(job, nil); ph.Ended() && (len(pods) == 0 || terminated(&pods[len(pods)-1]) == nil) {
+				var err error
+				if pods, err = k.jobPods(ctx, job); err != nil {
+					return providers.Observation{}, err
+				}
+			}
 		}
 	}
 	if !ok {
