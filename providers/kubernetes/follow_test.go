@@ -118,6 +118,40 @@ func untilRunning(ctx context.Context, t *testing.T, p providers.Provider, ns, e
 	}
 }
 
+// releasedTrial is a trial's shell command: one intermediate result,
+// then, once the file release exists, its final result.
+func releasedTrial(release string) string {
+	return "echo \"NNISDK_MEb'{\\\"type\\\": \\\"PERIODICAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.1\\\"}'\"; " +
+		"while [ ! -e " + release + " ]; do sleep 0.1; done; echo \"NNISDK_MEb'{\\\"type\\\": \\\"FINAL\\\", \\\"sequence\\\": 1, \\\"value\\\": \\\"0.9\\\"}'\""
+}
+
+// untilSucceeded1 reads a trial from off until it ended: it must succeed
+// with exactly its final result as the new metric.
+func untilSucceeded1(ctx context.Context, t *testing.T, p providers.Provider, exp, trial string, off map[string]int64) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: trial, MetricsOffset: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = o.MetricsOffset
+		if o.Phase.Ended() {
+			if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Type != "FINAL" {
+				t.Fatalf("trial %s: %s %s %+v", trial, o.Phase, o.Reason, o.Metrics)
+			}
+			return
+		}
+		if len(o.Metrics) != 0 {
+			t.Fatalf("trial %s reported %+v before it ended", trial, o.Metrics)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trial %s never ended: %+v", trial, o)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // stopThenRead stops a trial and reads it at once: it must read killed,
 // with the reason given.
 func stopThenRead(ctx context.Context, t *testing.T, p providers.Provider, exp, trial string) {
@@ -168,8 +202,7 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 	// The short trial reports one result, then its final one once the
 	// test releases it (the node agent runs pods on this machine).
 	release := filepath.Join(t.TempDir(), "release")
-	start("short", "echo \"NNISDK_MEb'{\\\"type\\\": \\\"PERIODICAL\\\", \\\"sequence\\\": 0, \\\"value\\\": \\\"0.1\\\"}'\"; "+
-		"while [ ! -e "+release+" ]; do sleep 0.1; done; echo \"NNISDK_MEb'{\\\"type\\\": \\\"FINAL\\\", \\\"sequence\\\": 1, \\\"value\\\": \\\"0.9\\\"}'\"")
+	start("short", releasedTrial(release))
 	follow(t, p)
 	off := untilRunning(ctx, t, p, ns, exp, "long")
 	// Its log read while it runs: not read again within metrics_interval
@@ -206,27 +239,7 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 	}
 	// Its Job's copy (1 s behind) says it ended before its pod's (3 s
 	// behind) does: the final result must still be read.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "short", MetricsOffset: soff})
-		if err != nil {
-			t.Fatal(err)
-		}
-		soff = o.MetricsOffset
-		if o.Phase.Ended() {
-			if o.Phase != providers.PhaseSucceeded || len(o.Metrics) != 1 || o.Metrics[0].Type != "FINAL" {
-				t.Fatalf("the short trial: %s %s %+v", o.Phase, o.Reason, o.Metrics)
-			}
-			break
-		}
-		if len(o.Metrics) != 0 {
-			t.Fatalf("the short trial reported %+v before it ended", o.Metrics)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the short trial never ended: %+v", o)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	untilSucceeded1(ctx, t, p, exp, "short", soff)
 	for _, r := range log.take() {
 		path, query, _ := strings.Cut(r, "?")
 		// Its log, and its pods once its Job ended before they did.
@@ -326,11 +339,23 @@ func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 		CodeDir: smallCodeDir(t), Lineage: "L"}); err != nil {
 		t.Fatal(err)
 	}
+	release := filepath.Join(t.TempDir(), "release")
+	if _, err := p.Start(ctx, providers.StartRequest{Experiment: exp, ExperimentID: "eid", TrialID: "short", Params: map[string]any{"x": 2},
+		Shell: releasedTrial(release), CodeDir: smallCodeDir(t), Lineage: "L"}); err != nil {
+		t.Fatal(err)
+	}
 	follow(t, p)
 	off := untilRunning(ctx, t, p, ns, exp, "long")
+	// The TFJob's copy says it ended before its pod's does: the final
+	// result must still be read.
+	soff := untilRunning(ctx, t, p, ns, exp, "short")
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	untilSucceeded1(ctx, t, p, exp, "short", soff)
 	log.take()
 	obs, err := p.List(ctx, exp)
-	if err != nil || len(obs) != 1 || obs[0].Phase != providers.PhaseRunning {
+	if err != nil || len(obs) != 2 || obs[0].Phase != providers.PhaseRunning {
 		t.Fatalf("List from the copies: %+v, %v", obs, err)
 	}
 	if _, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "long", MetricsOffset: off}); err != nil {
@@ -340,7 +365,7 @@ func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 		t.Errorf("a refresh of a following provider asked the API: %q", got)
 	}
 	stopThenRead(ctx, t, p, exp, "long")
-	if obs, err := p.List(ctx, exp); err != nil || len(obs) != 0 {
+	if obs, err := p.List(ctx, exp); err != nil || len(obs) != 1 || obs[0].TrialID != "short" {
 		t.Errorf("list right after Stop (the object is deleted, its tombstone stays): %+v, %v", obs, err)
 	}
 	if err := p.PurgeExperiment(ctx, exp, "L"); err != nil {
