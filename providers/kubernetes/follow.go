@@ -34,7 +34,11 @@ import (
 // last read or wrote of it through the API (floors): a Job just created,
 // stopped or deleted is read from the API until its watch event arrived,
 // so a refresh never sees an older Job than the one this process acted
-// on. Everything else (logs, ConfigMaps, claims) is read as before.
+// on. The two watches are not in step: a Job whose copy ended while its
+// pod's copy does not show the trial container's end is read with its
+// pods from the API (read.go). Everything else (logs, ConfigMaps,
+// claims, a CRD trial's tombstone) is read as before. The CRD platforms
+// (crd.go) follow their custom resources the same way.
 
 // follower holds the two informers of a following platform: its trial
 // objects (Jobs, or a CRD platform's custom resources) and their pods.
@@ -44,12 +48,12 @@ type follower struct {
 	wg         sync.WaitGroup
 
 	mu       sync.Mutex
-	watching map[string]bool  // "jobs", "pods": the watch runs
-	floors   map[string]floor // job name: the newest version this process knows of
+	watching map[string]bool  // "objs", "pods": the watch runs
+	floors   map[string]floor // object name: the newest version this process knows of
 }
 
-// floor is the newest version of a Job this process read or wrote
-// through the API; deleted: it deleted the Job of that UID.
+// floor is the newest version of a trial object this process read or
+// wrote through the API; deleted: it deleted the object of that UID.
 type floor struct {
 	exp     string
 	rv      string
@@ -57,9 +61,9 @@ type floor struct {
 	at      time.Time
 }
 
-// floorTTL bounds how long a floor makes the copy of a Job untrusted (a
-// watch that ran all along delivers the event in milliseconds): past it
-// the Job is read from the copy again.
+// floorTTL bounds how long a floor makes the copy of an object untrusted
+// (a watch that ran all along delivers the event in milliseconds): past
+// it the object is read from the copy again.
 const floorTTL = 5 * time.Minute
 
 const podOwnerIndex = "owner-uid"
