@@ -205,15 +205,10 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 	start("short", releasedTrial(release))
 	follow(t, p)
 	off := untilRunning(ctx, t, p, ns, exp, "long")
-	// Its log read while it runs: not read again within metrics_interval
-	// unless its pod ended.
-	soff := untilRunning(ctx, t, p, ns, exp, "short")
 	log.take()
-	for len(p.Changed()) > 0 {
-		<-p.Changed()
-	}
 
-	// A refresh: List, then a Read of each trial.
+	// A refresh: List, then a Read of the running trial, whose log was
+	// just read (within metrics_interval).
 	obs, err := p.List(ctx, exp)
 	if err != nil {
 		t.Fatal(err)
@@ -226,6 +221,14 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 	}
 	if got := log.take(); len(got) != 0 {
 		t.Errorf("a refresh of a following provider asked the API: %q (want nothing: the log was read less than metrics_interval ago)", got)
+	}
+
+	// The short trial's log read while it runs: not read again within
+	// metrics_interval unless its pod ended.
+	soff := untilRunning(ctx, t, p, ns, exp, "short")
+	log.take()
+	for len(p.Changed()) > 0 {
+		<-p.Changed()
 	}
 
 	// The short trial ends: Changed wakes the loop with no refresh made.
@@ -346,13 +349,6 @@ func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 	}
 	follow(t, p)
 	off := untilRunning(ctx, t, p, ns, exp, "long")
-	// The TFJob's copy says it ended before its pod's does: the final
-	// result must still be read.
-	soff := untilRunning(ctx, t, p, ns, exp, "short")
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	untilSucceeded1(ctx, t, p, exp, "short", soff)
 	log.take()
 	obs, err := p.List(ctx, exp)
 	if err != nil || len(obs) != 2 || obs[0].Phase != providers.PhaseRunning {
@@ -364,6 +360,13 @@ func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 	if got := log.take(); len(got) != 0 {
 		t.Errorf("a refresh of a following provider asked the API: %q", got)
 	}
+	// The TFJob's copy says it ended before its pod's does: the final
+	// result must still be read.
+	soff := untilRunning(ctx, t, p, ns, exp, "short")
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	untilSucceeded1(ctx, t, p, exp, "short", soff)
 	stopThenRead(ctx, t, p, exp, "long")
 	if obs, err := p.List(ctx, exp); err != nil || len(obs) != 1 || obs[0].TrialID != "short" {
 		t.Errorf("list right after Stop (the object is deleted, its tombstone stays): %+v, %v", obs, err)
