@@ -137,6 +137,11 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 			obs.Warnings = append(obs.Warnings, fmt.Sprintf("experiment %s: platform %s: %v", name, platform, err))
 			continue
 		}
+		if w, ok := prov.(providers.Warner); ok {
+			for _, m := range w.Warnings() {
+				obs.Warnings = append(obs.Warnings, fmt.Sprintf("platform %s: %s", platform, m))
+			}
+		}
 		if e != nil {
 			private := false
 			if p, ok := prov.(providers.Private); ok && obs.Me != nil {

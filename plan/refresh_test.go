@@ -86,3 +86,36 @@ func TestRefreshListsOnlyUnknownTrials(t *testing.T) {
 		t.Errorf("orphans %v, want [t0007]", orphans)
 	}
 }
+
+// warningPlatform has something to tell the user once (providers.Warner).
+type warningPlatform struct {
+	holdingPlatform
+	told bool
+}
+
+func (p *warningPlatform) Warnings() []string {
+	if p.told {
+		return nil
+	}
+	p.told = true
+	return []string{"cannot watch the trials"}
+}
+
+// A platform's warnings (a Kubernetes account that may not watch its
+// trials) reach the refresh's warnings, named by platform, once.
+func TestRefreshReportsPlatformWarnings(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running))
+	p := &warningPlatform{holdingPlatform: holdingPlatform{held: map[string]providers.Phase{"t0000": providers.PhaseRunning}}}
+	obs, err := Refresh(context.Background(), st, onePlatform{p}, map[string]string{"exp": "local.default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(obs.Warnings, []string{"platform local.default: cannot watch the trials"}) {
+		t.Errorf("warnings %q", obs.Warnings)
+	}
+	obs, _ = Refresh(context.Background(), st, onePlatform{p}, map[string]string{"exp": "local.default"})
+	if len(obs.Warnings) != 0 {
+		t.Errorf("warned again: %q", obs.Warnings)
+	}
+}

@@ -55,6 +55,14 @@ type Follower interface {
 	Follow()
 }
 
+// Warner is implemented by providers that can have something to tell the
+// user that is not an error of one call (a watch the account may not
+// make, so that refreshes list instead): a refresh adds each warning to
+// its observations. Warnings returns each one once.
+type Warner interface {
+	Warnings() []string
+}
+
 // UnknownLister is implemented by Listers that can leave out the trials
 // the caller already knows without reading them: ListUnknown returns what
 // List would, less the trials for which known(trialID) is true. A refresh

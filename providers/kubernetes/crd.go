@@ -161,12 +161,16 @@ func (c *CRD) Follow() {
 	}
 	c.follow = startFollower(labelled(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return c.res().List(ctx, o)
-	}, c.dynStream.Resource(c.gvr).Namespace(k.namespace).Watch), &unstructured.Unstructured{}, func(a, b any) bool {
+	}, c.dynStream.Resource(c.gvr).Namespace(k.namespace).Watch), &unstructured.Unstructured{}, c.kind.plural()+" and pods", func(a, b any) bool {
 		o, ok1 := a.(*unstructured.Unstructured)
 		n, ok2 := b.(*unstructured.Unstructured)
 		return !ok1 || !ok2 || crdChanged(o, n)
 	}, k)
 }
+
+// Warnings tells once that the trials cannot be followed, and why
+// (providers.Warner).
+func (c *CRD) Warnings() []string { return c.follower().warnings() }
 
 // Changed receives a value when a followed trial changed (see
 // Kubernetes.Changed).

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -50,6 +51,12 @@ type follower struct {
 	mu       sync.Mutex
 	watching map[string]bool  // "objs", "pods": the watch runs
 	floors   map[string]floor // object name: the newest version this process knows of
+	// failed is the last List or watch error while not watching, since
+	// when; warned, the errors already reported (Warnings).
+	failed      error
+	failedSince time.Time
+	warned      map[string]bool
+	what        string // what is watched, for the warning ("jobs and pods")
 }
 
 // floor is the newest version of a trial object this process read or
@@ -80,7 +87,7 @@ func (k *Kubernetes) Follow() {
 	k.follow = startFollower(labelled(
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return k.client.BatchV1().Jobs(k.namespace).List(ctx, o)
-		}, k.stream.BatchV1().Jobs(k.namespace).Watch), &batchv1.Job{},
+		}, k.stream.BatchV1().Jobs(k.namespace).Watch), &batchv1.Job{}, "Jobs and pods",
 		func(a, b any) bool {
 			o, ok1 := a.(*batchv1.Job)
 			n, ok2 := b.(*batchv1.Job)
@@ -106,10 +113,10 @@ func labelled(list cache.ListWithContextFunc, watchFn cache.WatchFuncWithContext
 // startFollower starts the informers of the trial objects objs lists and
 // watches (of type example) and of the namespace's trial pods; changed
 // says whether an object's update is news (signalled on k).
-func startFollower(objs *cache.ListWatch, example runtime.Object, changed func(a, b any) bool, k *Kubernetes) *follower {
+func startFollower(objs *cache.ListWatch, example runtime.Object, what string, changed func(a, b any) bool, k *Kubernetes) *follower {
 	quietKlog()
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &follower{cancel: cancel, watching: map[string]bool{}, floors: map[string]floor{}}
+	f := &follower{cancel: cancel, watching: map[string]bool{}, floors: map[string]floor{}, what: what}
 	pods := labelled(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return k.client.CoreV1().Pods(k.namespace).List(ctx, o)
 	}, k.stream.CoreV1().Pods(k.namespace).Watch)
@@ -135,7 +142,15 @@ func startFollower(objs *cache.ListWatch, example runtime.Object, changed func(a
 	for name, inf := range map[string]cache.SharedIndexInformer{"objs": f.objs, "pods": f.pods} {
 		// A failed List or watch: the copy is not trusted until a new
 		// watch runs (the reflector retries with a backoff).
-		inf.SetWatchErrorHandlerWithContext(func(context.Context, *cache.Reflector, error) { f.setWatching(name, false) })
+		inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
+			f.setWatching(name, false)
+			f.mu.Lock()
+			if f.failed == nil {
+				f.failedSince = time.Now()
+			}
+			f.failed = err
+			f.mu.Unlock()
+		})
 		inf.SetTransform(trimCopy)
 	}
 	f.objs.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -203,8 +218,41 @@ var quietKlog = sync.OnceFunc(func() { klog.SetLogger(logr.Discard()) })
 func (f *follower) setWatching(name string, on bool) {
 	f.mu.Lock()
 	f.watching[name] = on
+	if f.watching["objs"] && f.watching["pods"] {
+		f.failed = nil
+	}
 	f.mu.Unlock()
 }
+
+// warnAfter is how long the watches may fail before the user is told.
+const warnAfter = 10 * time.Second
+
+// warnings is what to tell the user about the watches, once per error:
+// that they have failed for warnAfter, and why.
+func (f *follower) warnings() []string {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failed == nil || time.Since(f.failedSince) < warnAfter {
+		return nil
+	}
+	msg := fmt.Sprintf("cannot watch the trials' %s (%v): each refresh lists them instead; "+
+		"grant the account list and watch on them to follow the trials", f.what, f.failed)
+	if f.warned[msg] {
+		return nil
+	}
+	if f.warned == nil {
+		f.warned = map[string]bool{}
+	}
+	f.warned[msg] = true
+	return []string{msg}
+}
+
+// Warnings tells once that the trials cannot be followed, and why
+// (providers.Warner).
+func (k *Kubernetes) Warnings() []string { return k.follower().warnings() }
 
 // stop ends the informers and waits for them.
 func (f *follower) stop() {

@@ -375,3 +375,60 @@ func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFollowWarnsWhenTheWatchIsRefused: an account that may list but not
+// watch the trials (a Role without `watch`) still refreshes, by listing
+// as before, and the user is told once why the trials are not followed
+// and what to grant.
+func TestFollowWarnsWhenTheWatchIsRefused(t *testing.T) {
+	need(t)
+	ns := namespace(t, "follow-refused")
+	rc := rest.CopyConfig(cp.Config)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Query().Get("watch") == "true" {
+				body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"jobs.batch is forbidden: User \"alice\" cannot watch resource \"jobs\"","reason":"Forbidden","code":403}`
+				return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: http.Header{"Content-Type": {"application/json"}},
+					Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	p, err := k8s.New(k8s.Config{Rest: rc, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if _, err := p.Start(ctx, providers.StartRequest{Experiment: "fr", ExperimentID: "eid", TrialID: "t0", Params: map[string]any{"x": 1},
+		Shell: "sleep 1000", CodeDir: smallCodeDir(t), Lineage: "L"}); err != nil {
+		t.Fatal(err)
+	}
+	p.Follow()
+	var warned []string
+	for len(warned) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("no warning about the refused watch")
+		}
+		if obs, err := p.List(ctx, "fr"); err != nil || len(obs) != 1 {
+			t.Fatalf("list without a watch: %+v, %v", obs, err)
+		}
+		if p.FollowReady() {
+			t.Fatal("following without a watch")
+		}
+		warned = p.Warnings()
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "cannot watch the trials' Jobs and pods") || !strings.Contains(warned[0], "forbidden") ||
+		!strings.Contains(warned[0], "list and watch") {
+		t.Errorf("warnings: %q", warned)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if again := p.Warnings(); len(again) != 0 {
+		t.Errorf("warned twice: %q", again)
+	}
+	if err := p.PurgeExperiment(ctx, "fr", "L"); err != nil {
+		t.Fatal(err)
+	}
+}
