@@ -177,15 +177,7 @@ func (c *CRD) Warnings() []string { return c.follower().warnings() }
 func (c *CRD) Changed() <-chan struct{} { return c.k.changed }
 
 // following is the CRD's follower when its copies can answer, else nil.
-func (c *CRD) following() *follower {
-	c.k.mu.Lock()
-	f := c.follow
-	c.k.mu.Unlock()
-	if f.ready() {
-		return f
-	}
-	return nil
-}
+func (c *CRD) following() *follower { return c.follower().ifReady() }
 
 // follower is the CRD's follower, ready or not (nil: not following).
 func (c *CRD) follower() *follower {

@@ -271,8 +271,11 @@ func (f *follower) ready() bool {
 }
 
 // following is the follower when its copies can answer, else nil.
-func (k *Kubernetes) following() *follower {
-	if f := k.follower(); f.ready() {
+func (k *Kubernetes) following() *follower { return k.follower().ifReady() }
+
+// ifReady is f when its copies can answer, else nil.
+func (f *follower) ifReady() *follower {
+	if f.ready() {
 		return f
 	}
 	return nil
