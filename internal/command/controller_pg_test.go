@@ -2,6 +2,7 @@ package command_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/internal/pgtest"
+	"github.com/trialform/trialform/internal/procfs"
 	"github.com/trialform/trialform/internal/proctest"
 	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/state"
@@ -147,7 +149,10 @@ func TestControllerSharesPgBackend(t *testing.T) {
 	for !caught && time.Now().Before(deadline) {
 		if heldBy(t, b, "controller") {
 			ctl.Process.Signal(syscall.SIGSTOP)
-			if heldBy(t, b, "controller") {
+			// SIGSTOP is delivered asynchronously: until every thread is
+			// stopped the controller may still end its pass and release
+			// the lock, after the check below saw it held.
+			if allStopped(ctl.Process.Pid) && heldBy(t, b, "controller") {
 				caught = true
 				break
 			}
@@ -224,6 +229,30 @@ func heldBy(t *testing.T, b state.Locker, op string) bool {
 	}
 	for _, l := range locks {
 		if l.Operation == op {
+			return true
+		}
+	}
+	return false
+}
+
+// allStopped waits (up to 10 s) until every thread of process pid is
+// stopped by a signal, and reports whether they all are.
+func allStopped(pid int) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil || len(tasks) == 0 {
+			return false
+		}
+		all := true
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			st, perr := procfs.Parse(pid, b)
+			if err != nil || perr != nil || st.State != 'T' {
+				all = false
+				break
+			}
+		}
+		if all {
 			return true
 		}
 	}
