@@ -61,7 +61,8 @@ func autoKind() Kind {
 //   - Otherwise (nested choices, or gp_trials = 0) the first tpe_trials trials (by default 25, or 40 in a space with a
 //     choice; by position in sequence order, counting every trial:
 //     completed, failed or pending) are TPE's, exactly as the tpe tuner
-//     would propose them (its first 10 at random).
+//     with multivariate = false (one model per parameter) would propose
+//     them (its first 10 at random).
 //   - Later trials are CMA-ES's (with IPOP restarts, see cmaes.go) over the
 //     numeric parameters in unit coordinates. The first run starts at the
 //     best trial so far, with a step size from the spread of the best

@@ -17,33 +17,38 @@ type TPESettings struct {
 	StartupTrials int     `hcl:"startup_trials,optional" range:"[0, 1e9]" default:"10" doc:"completed trials sampled at random before the model is used"`
 	Candidates    int     `hcl:"candidates,optional" range:"[1, 10000]" default:"24" doc:"candidates drawn from the good-trial model for each parameter"`
 	PriorWeight   float64 `hcl:"prior_weight,optional" range:"(0, 1e12]" default:"1" doc:"weight of the prior kernel in every estimator"`
-	Multivariate  bool    `hcl:"multivariate,optional" default:"false" doc:"model the top-level numbers and flat choices jointly, as Optuna's multivariate TPE"`
+	Multivariate  bool    `hcl:"multivariate,optional" default:"true" doc:"model the top-level numbers and flat choices jointly, each trial one kernel with neighbour-gap bandwidths; false: one model per parameter, Optuna 3.1's default TPE"`
 }
 
 func defaultTPESettings() *TPESettings {
-	return &TPESettings{StartupTrials: 10, Candidates: 24, PriorWeight: 1}
+	return &TPESettings{StartupTrials: 10, Candidates: 24, PriorWeight: 1, Multivariate: true}
 }
 
 func tpeKind() Kind {
 	return Kind{
 		Name: "tpe", Spaces: "all kinds, nested choice",
-		Summary:  "Optuna-3.1-style TPE: gamma(n)=min(⌈0.1n⌉,25), prior at the range middle, magic-clip bandwidths, recency weights, log params in log space, ints and q-steps as discretized kernels, log ints continuous in log space, candidates scored as Optuna 3.1 scores them (each kernel's density times its bandwidth); `multivariate = true` models the top-level numbers and flat choices jointly (Optuna's multivariate TPE)",
+		Summary:  "Optuna-3.1-style TPE: gamma(n)=min(⌈0.1n⌉,25), prior at the range middle, magic-clip bandwidths, recency weights, log params in log space, ints and q-steps as discretized kernels, log ints continuous in log space, candidates scored as Optuna 3.1 scores them (each kernel's density times its bandwidth); by default (`multivariate = true`) the top-level numbers and flat choices are modelled jointly, each trial one kernel whose bandwidth in each parameter is 1.5 times its larger neighbour gap; `multivariate = false` is Optuna 3.1's default univariate TPE",
 		Settings: func() any { return defaultTPESettings() },
 		New:      newTPE,
 	}
 }
 
-// tpeTuner is a univariate Tree-structured Parzen Estimator in the style of
-// Optuna's TPESampler (version 3.1 on):
+// tpeTuner is a Tree-structured Parzen Estimator in the style of Optuna's
+// TPESampler (version 3.1 on). By default (multivariate) the top-level
+// numbers and flat choices are modelled jointly (tpe_joint.go, with its own
+// bandwidth rule); the rest, and everything with multivariate = false, as
+// Optuna 3.1's univariate TPE:
 //
 //   - Until startup_trials trials have completed, trials are sampled at
 //     random with NNI's semantics (the random tuner's stream).
 //   - Then, for each parameter on its own, the trials that have it (and a
 //     value the current space can produce) are split: the best
 //     gamma(n) = min(ceil(0.1 n), 25) completed ones are "good", the rest
-//     "bad". Failed trials are left out; pending trials count as bad with the
-//     worst value (constant liar), so suggestions made while others run
-//     spread out. n counts completed and pending trials.
+//     "bad". Pending trials count as bad with the worst value (constant
+//     liar), so suggestions made while others run spread out; failed trials
+//     count as bad too (Optuna leaves them out, and then keeps proposing
+//     where every trial failed: TestOptimisersFailedTrials). n counts
+//     completed, pending and failed trials.
 //   - Each group gets a Parzen estimator (parzen.go): truncated normal
 //     kernels on the observations, in log space for log kinds, plus a prior
 //     kernel at the middle of the range; weights ramp down for old trials
@@ -70,10 +75,13 @@ type tpeTuner struct {
 	candidates  int
 	priorWeight float64
 	joint       bool // multivariate (tpe_joint.go)
+	gaps        bool // the joint model's bandwidths: neighbour gaps (tpe), else Scott's rule (motpe)
 }
 
 func newTPE(cfg any, sp *space.Space) (Tuner, error) {
-	return tpeFrom(cfg.(*TPESettings), sp), nil
+	t := tpeFrom(cfg.(*TPESettings), sp)
+	t.gaps = true
+	return t, nil
 }
 
 // tpeFrom is the TPE of settings c (motpe and auto's several-objective
@@ -130,7 +138,10 @@ func (t *tpeTuner) suggest(req Request, weight map[int]float64) ([]space.Params,
 		case o.State == Completed && !math.IsNaN(o.Value) && !math.IsInf(o.Value, 0):
 			obs = append(obs, tpeObs{vals: o.Params, loss: sign * o.Value, w: weight[o.Seq]})
 			completed++
-		case o.State == Pending:
+		case o.State == Pending, o.State == Failed:
+			// A failed trial is a bad one: without it, a region where
+			// every trial fails has no bad kernel, and the good model's
+			// prior draws the search there again and again.
 			obs = append(obs, tpeObs{vals: o.Params, loss: math.Inf(1)})
 		}
 	}
@@ -389,7 +400,7 @@ func optionIndex(p space.Param, v any) int {
 // splitGood marks the gamma(n) = min(ceil(0.1 n), 25) smallest finite
 // losses (ties: the earlier trial) as good, in time linear in n, and
 // returns the mask and the number of finite losses. Infinite losses
-// (pending trials) are never good.
+// (pending and failed trials) are never good.
 func splitGood(losses []float64) ([]bool, int) {
 	nComp := 0
 	for _, l := range losses {

@@ -160,7 +160,7 @@ func TestDeterminism(t *testing.T) {
 	sp := mixedSpace()
 	gridSp := &space.Space{Params: sp.Params[1:5]}
 	flatSp := &space.Space{Params: sp.Params[:10]} // without the nested choice
-	for _, name := range []string{"random", "tpe", "tpe-mv", "grid", "cmaes", "auto", "auto-gp", "auto-cma", "anneal", "evolution", "gp", "smac", "metis"} {
+	for _, name := range []string{"random", "tpe", "tpe-uv", "grid", "cmaes", "auto", "auto-gp", "auto-cma", "anneal", "evolution", "gp", "smac", "metis"} {
 		t.Run(name, func(t *testing.T) {
 			s, settings := sp, map[string]any{"startup_trials": 5.0}
 			switch name {
@@ -168,8 +168,8 @@ func TestDeterminism(t *testing.T) {
 				name, s, settings = "auto", flatSp, nil
 			case "auto-cma": // CMA-ES after a GP phase
 				name, s, settings = "auto", flatSp, map[string]any{"gp_trials": 11.0, "popsize": 3.0}
-			case "tpe-mv":
-				name, settings = "tpe", map[string]any{"startup_trials": 5.0, "multivariate": true}
+			case "tpe-uv":
+				name, settings = "tpe", map[string]any{"startup_trials": 5.0, "multivariate": false}
 			case "grid":
 				s, settings = gridSp, map[string]any{"grid_points": 3.0}
 			case "random", "cmaes", "anneal":

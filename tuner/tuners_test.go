@@ -30,7 +30,8 @@ var optimisers = []struct {
 	{"auto", map[string]any{"gp_trials": 12.0, "popsize": 4.0}}, // CMA-ES after the GP in spaces without nested choices
 	{"anneal", nil},
 	{"evolution", map[string]any{"population_size": 8.0}},
-	{"tpe", map[string]any{"multivariate": true, "startup_trials": 5.0}},
+	{"tpe", map[string]any{"startup_trials": 5.0}}, // multivariate, the default
+	{"tpe", map[string]any{"multivariate": false, "startup_trials": 5.0}},
 	{"gp", map[string]any{"startup_trials": 5.0}},
 	{"smac", map[string]any{"startup_trials": 5.0}},
 	{"metis", map[string]any{"startup_trials": 5.0}},
@@ -128,13 +129,6 @@ func TestOptimisersFailedTrials(t *testing.T) {
 	}}
 	f := func(p space.Params) float64 { return -math.Abs(p["x"].(float64) - 0.2) }
 	for _, o := range optimisers {
-		if o.settings["multivariate"] == true {
-			// Known: multivariate TPE, like Optuna 3.1's, is drawn to a
-			// region where every trial failed (its prior kernel dominates
-			// where no kernel of the bad trials lies); failures are left
-			// out of the model, as Optuna leaves them out.
-			continue
-		}
 		tn := mustNew(t, o.name, o.settings, sp)
 		var hist []Observation
 		for seq := 1; seq <= 60; seq++ {
@@ -179,7 +173,7 @@ func TestAutoGPPhase(t *testing.T) {
 		}
 	}
 	a := loop(t, mustNew(t, "auto", nil, sp), sp, Maximize, 5, 16, objective)
-	b := loop(t, mustNew(t, "tpe", nil, sp), sp, Maximize, 5, 16, objective)
+	b := loop(t, mustNew(t, "tpe", map[string]any{"multivariate": false}, sp), sp, Maximize, 5, 16, objective)
 	if !reflect.DeepEqual(a, b) {
 		t.Error("auto and tpe differ in a space with a nested choice")
 	}
@@ -287,7 +281,7 @@ func TestWarpedLie(t *testing.T) {
 }
 
 // TestAutoAllChoiceIsTPE: on a space without numbers, auto proposes what
-// TPE proposes.
+// TPE with one model per parameter proposes.
 func TestAutoAllChoiceIsTPE(t *testing.T) {
 	sp := &space.Space{Params: []space.Param{
 		{Name: "a", Kind: space.Choice, Options: []space.Option{{Value: "x"}, {Value: "y"}, {Value: "z"}}},
@@ -295,7 +289,7 @@ func TestAutoAllChoiceIsTPE(t *testing.T) {
 	}}
 	f := func(p space.Params) float64 { return p["b"].(float64) }
 	a := loop(t, mustNew(t, "auto", nil, sp), sp, Maximize, 3, 40, f)
-	b := loop(t, mustNew(t, "tpe", nil, sp), sp, Maximize, 3, 40, f)
+	b := loop(t, mustNew(t, "tpe", map[string]any{"multivariate": false}, sp), sp, Maximize, 3, 40, f)
 	if !reflect.DeepEqual(a, b) {
 		t.Error("auto and tpe differ on an all-choice space")
 	}

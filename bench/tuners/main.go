@@ -85,7 +85,7 @@ func mainErr(args []string) error {
 	fs.StringVar(&c.cache, "cache", "", "folder that keeps the Optuna and NNI runs (by sampler, problem, seed, parallelism; deterministic) and reuses them, also for fewer trials; clear it when the peer changes")
 	fs.IntVar(&c.workers, "workers", runtime.NumCPU(), "runs at a time (each with its own Python processes)")
 	parFlag := fs.String("parallel", "1", "comma list of trials in flight per run, one report section each (e.g. 1,8)")
-	goFlag := fs.String("go", "random,tpe,auto", `Go tuners to run, comma list ("all": every registered one; "tpe-mv": tpe with multivariate = true); unregistered names are skipped with a note`)
+	goFlag := fs.String("go", "random,tpe,auto", `Go tuners to run, comma list ("all": every registered one; "tpe-uv": tpe with multivariate = false, Optuna 3.1's default TPE; "tpe-mv": tpe with multivariate = true, its default); unregistered names are skipped with a note`)
 	optFlag := fs.String("optuna", "random,tpe", "Optuna samplers to run (random, tpe); empty for none")
 	nniFlag := fs.String("nni", "", "NNI's own tuners to run (gp, metis) from the sources in $TRIALFORM_NNI_SRC; missing sources skip them with a note, or fail with TRIALFORM_REQUIRE_ALL=1")
 	probFlag := fs.String("problems", "", "comma list of problems (default all)")

@@ -142,12 +142,13 @@ func (g *goAsker) tell(h int, v float64) error {
 // listed. Grid search needs a number of points for continuous parameters.
 var tunerSettings = map[string]map[string]any{
 	"grid":   {"grid_points": int64(5)},
-	"tpe-mv": {"multivariate": true},
+	"tpe-mv": {"multivariate": true},  // the default since 2026-11-27, kept for older commands
+	"tpe-uv": {"multivariate": false}, // one model per parameter: Optuna 3.1's default TPE
 }
 
 // variants are benchmark names for a registered tuner with other settings
 // (in tunerSettings); -go accepts them besides the registered names.
-var variants = map[string]string{"tpe-mv": "tpe"}
+var variants = map[string]string{"tpe-mv": "tpe", "tpe-uv": "tpe"}
 
 // registeredName is the tuner that the benchmark name n runs: a variant's,
 // or the part before the first ":" of "NAME:key=value:..." (see settingsOf).
