@@ -392,6 +392,8 @@ func logSumExp(n int, term func(int) float64) float64 {
 // the interval so that far-tail intervals keep their precision.
 func normMass(za, zb float64) float64 {
 	switch {
+	case za < -8.5 && zb > 8.5:
+		return 1 // each tail is under 1e-17: 1 minus them rounds to 1
 	case za >= 0:
 		return 0.5 * (math.Erfc(za/math.Sqrt2) - math.Erfc(zb/math.Sqrt2))
 	case zb <= 0:

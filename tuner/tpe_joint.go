@@ -64,6 +64,37 @@ type jointModel struct {
 	// candidate's cell masses are computed once per pair.
 	centres [][][2]float64
 	centre  [][]int // [kernel][param]
+	// order is the params' order in logScore: the discrete ones last.
+	order []int
+	// cellMass[j][a]: the log masses of the cell starting at a of
+	// discrete param j under each (centre, bandwidth) pair, for the
+	// candidates' cells (prepare).
+	cellMass []map[float64][]float64
+}
+
+// prepare computes the cell masses that scoring cs needs: once per
+// distinct cell of a discrete param, not once per candidate, as many
+// candidates share a value.
+func (m *jointModel) prepare(cs []*jointCand) {
+	m.cellMass = make([]map[float64][]float64, len(m.ps))
+	for j, jp := range m.ps {
+		if jp.d == nil || !jp.d.discrete {
+			continue
+		}
+		m.cellMass[j] = map[float64][]float64{}
+		for _, c := range cs {
+			a, b := c.a[j], c.b[j]
+			if _, ok := m.cellMass[j][a]; ok {
+				continue
+			}
+			ms := make([]float64, len(m.centres[j]))
+			for x, cp := range m.centres[j] {
+				mu, sg := cp[0], cp[1]
+				ms[x] = logNormMass((a-mu)/sg, (b-mu)/sg)
+			}
+			m.cellMass[j][a] = ms
+		}
+	}
 }
 
 const sigma0Magnitude = 0.2
@@ -96,29 +127,28 @@ func newJointModel(ps []jointParam, rows [][]float64, ws []float64, priorWeight 
 		c += w / total
 		m.cum[i] = c
 	}
-	m.mu = make([][]float64, k)
-	m.opt = make([][]int, k)
-	m.logC = make([][]float64, k)
-	for i := range m.mu {
-		m.mu[i] = make([]float64, len(ps))
-		m.opt[i] = make([]int, len(ps))
-		m.logC[i] = make([]float64, len(ps))
-	}
+	m.mu, m.logC, m.sig = rowsOf[float64](k, len(ps)), rowsOf[float64](k, len(ps)), rowsOf[float64](k, len(ps))
+	m.opt, m.centre = rowsOf[int](k, len(ps)), rowsOf[int](k, len(ps))
 	m.centres = make([][][2]float64, len(ps))
-	m.centre = make([][]int, k)
-	for i := range m.centre {
-		m.centre[i] = make([]int, len(ps))
+	for j, jp := range ps {
+		if jp.d == nil || !jp.d.discrete {
+			m.order = append(m.order, j)
+		}
 	}
-	m.sig = make([][]float64, k)
-	for i := range m.sig {
-		m.sig[i] = make([]float64, len(ps))
+	for j, jp := range ps {
+		if jp.d != nil && jp.d.discrete {
+			m.order = append(m.order, j)
+		}
 	}
 	m.logP = make([][]float64, len(ps))
 	m.nOpt = make([]int, len(ps))
 	m.lo = make([]float64, len(ps))
 	m.hi = make([]float64, len(ps))
 	scott := sigma0Magnitude * math.Pow(float64(max(n, 1)), -1/float64(len(ps)+4))
-	for j, jp := range ps {
+	// The params are independent (each writes its own column): on long
+	// histories they are built in parallel.
+	parallelFor(len(ps), k*len(ps), func(j int) {
+		jp := ps[j]
 		if jp.d == nil {
 			no := len(jp.p.Options)
 			m.nOpt[j] = no
@@ -131,7 +161,7 @@ func newJointModel(ps []jointParam, rows [][]float64, ws []float64, priorWeight 
 					m.opt[i][j] = int(rows[i][j])
 				}
 			}
-			continue
+			return
 		}
 		d := jp.d
 		W := d.priorSigma
@@ -175,8 +205,18 @@ func newJointModel(ps []jointParam, rows [][]float64, ws []float64, priorWeight 
 				m.logC[i][j] = -math.Log(z * sqrt2Pi)
 			}
 		}
-	}
+	})
 	return m
+}
+
+// rowsOf is n rows of d zeros, in one allocation.
+func rowsOf[T any](n, d int) [][]T {
+	all := make([]T, n*d)
+	rows := make([][]T, n)
+	for i := range rows {
+		rows[i] = all[i*d : (i+1)*d : (i+1)*d]
+	}
+	return rows
 }
 
 func (m *jointModel) kernelSigma(i, j int) float64 { return m.sig[i][j] }
@@ -186,19 +226,18 @@ func (m *jointModel) kernelSigma(i, j int) float64 { return m.sig[i][j] }
 // prior's centre, sorted (the outermost take their inner gap, as Optuna's
 // univariate rule), clipped into [minS, W].
 func gapSigmas(mus []float64, priorMu, minS, W float64) []float64 {
-	type kv struct {
-		mu float64
-		i  int // -1: the prior
-	}
-	ks := make([]kv, 0, len(mus)+1)
+	// w holds the kernel's index (len(mus): the prior); the sort is
+	// stable, so equal centres stay in index order.
+	ks := make([]kernel, 0, len(mus)+1)
 	for i, m := range mus {
-		ks = append(ks, kv{m, i})
+		ks = append(ks, kernel{m, float64(i)})
 	}
-	ks = append(ks, kv{priorMu, -1})
-	sort.SliceStable(ks, func(a, b int) bool { return ks[a].mu < ks[b].mu })
+	ks = append(ks, kernel{priorMu, float64(len(mus))})
+	sortKernels(ks)
 	out := make([]float64, len(mus))
 	for x, k := range ks {
-		if k.i < 0 {
+		i := int(k.w)
+		if i == len(mus) {
 			continue
 		}
 		var s float64
@@ -210,7 +249,7 @@ func gapSigmas(mus []float64, priorMu, minS, W float64) []float64 {
 		default:
 			s = math.Max(k.mu-ks[x-1].mu, ks[x+1].mu-k.mu)
 		}
-		out[k.i] = clampF(jointGapWiden*s, minS, W)
+		out[i] = clampF(jointGapWiden*s, minS, W)
 	}
 	return out
 }
@@ -259,61 +298,69 @@ func (m *jointModel) sample(rng *rand.Rand) *jointCand {
 
 // logScore is the log of the estimator at c (Optuna 3.1's log_pdf).
 func (m *jointModel) logScore(c *jointCand) float64 {
-	// Cell masses of the discrete params, once per distinct centre.
+	// Cell masses of the discrete params (prepare).
 	mass := make([][]float64, len(m.ps))
 	for j, jp := range m.ps {
-		if jp.d == nil || !jp.d.discrete {
-			continue
-		}
-		mass[j] = make([]float64, len(m.centres[j]))
-		for k, cs := range m.centres[j] {
-			mu, sg := cs[0], cs[1]
-			mass[j][k] = logNormMass((c.a[j]-mu)/sg, (c.b[j]-mu)/sg)
+		if jp.d != nil && jp.d.discrete {
+			mass[j] = m.cellMass[j][c.a[j]]
 		}
 	}
+	// Kernel by kernel; a kernel whose partial log score falls jointCut
+	// below the best whole one so far is dropped: its share of the sum
+	// is under e^-jointCut (every later term is at most log(1/Z) of a
+	// truncated kernel centred in the range, under 1.2, or 0 for a
+	// choice, hence the margin of 2 a param).
 	prior := len(m.mu) - 1
-	acc := make([]float64, len(m.mu))
-	copy(acc, m.logW)
-	for j, jp := range m.ps {
-		if jp.d == nil {
-			on, off, x := m.logP[j][1], m.logP[j][0], int(c.x[j])
-			for i := 0; i < prior; i++ {
-				if m.opt[i][j] == x {
-					acc[i] += on
-				} else {
-					acc[i] += off
+	cut := jointCut + 2*float64(len(m.ps))
+	acc := make([]float64, 0, len(m.mu))
+	best := math.Inf(-1)
+	for i := 0; i <= prior; i++ {
+		v := m.logW[i]
+		for _, j := range m.order {
+			jp := m.ps[j]
+			switch {
+			case jp.d == nil:
+				switch {
+				case i == prior:
+					v -= math.Log(float64(m.nOpt[j]))
+				case m.opt[i][j] == int(c.x[j]):
+					v += m.logP[j][1]
+				default:
+					v += m.logP[j][0]
 				}
+			case jp.d.discrete:
+				if i == prior {
+					sg, mu := m.sig[i][j], m.mu[i][j]
+					v += m.logC[i][j] + logNormMass((c.a[j]-mu)/sg, (c.b[j]-mu)/sg)
+				} else {
+					v += m.logC[i][j] + mass[j][m.centre[i][j]]
+				}
+			default:
+				z := (c.x[j] - m.mu[i][j]) / m.sig[i][j]
+				v += m.logC[i][j] - 0.5*z*z
 			}
-			acc[prior] -= math.Log(float64(m.nOpt[j]))
+			if v < best-cut {
+				break
+			}
+		}
+		if v < best-cut {
 			continue
 		}
-		if jp.d.discrete {
-			for i := 0; i < prior; i++ {
-				acc[i] += m.logC[i][j] + mass[j][m.centre[i][j]]
-			}
-			sg := m.kernelSigma(prior, j)
-			mu := m.mu[prior][j]
-			acc[prior] += m.logC[prior][j] + logNormMass((c.a[j]-mu)/sg, (c.b[j]-mu)/sg)
-			continue
-		}
-		for i := 0; i <= prior; i++ {
-			z := (c.x[j] - m.mu[i][j]) / m.kernelSigma(i, j)
-			acc[i] += m.logC[i][j] - 0.5*z*z
-		}
+		best = math.Max(best, v)
+		acc = append(acc, v)
 	}
-	mx := math.Inf(-1)
-	for _, v := range acc {
-		mx = math.Max(mx, v)
-	}
-	if math.IsInf(mx, -1) {
-		return mx
+	if math.IsInf(best, -1) {
+		return best
 	}
 	sum := 0.0
 	for _, v := range acc {
-		sum += math.Exp(v - mx)
+		sum += math.Exp(v - best)
 	}
-	return mx + math.Log(sum)
+	return best + math.Log(sum)
 }
+
+// jointCut: see logScore.
+const jointCut = 40
 
 // sampleJoint proposes one trial's parameters with the joint model.
 func (t *tpeTuner) sampleJoint(sp *space.Space, obs []tpeObs, rng *rand.Rand) space.Params {
@@ -336,10 +383,11 @@ func (t *tpeTuner) sampleJoint(sp *space.Space, obs []tpeObs, rng *rand.Rand) sp
 	if len(ps) == 0 {
 		return t.sampleLevel(sp, obs, rng)
 	}
-	var rows [][]float64
-	var losses, ws []float64
-	for _, o := range obs {
-		row := make([]float64, len(ps))
+	rows := make([][]float64, 0, len(obs))
+	losses, ws := make([]float64, 0, len(obs)), make([]float64, 0, len(obs))
+	buf := rowsOf[float64](len(obs), len(ps))
+	for x, o := range obs {
+		row := buf[x]
 		ok := true
 		for j, jp := range ps {
 			v, has := o.vals[jp.p.Name]
@@ -378,6 +426,8 @@ func (t *tpeTuner) sampleJoint(sp *space.Space, obs []tpeObs, rng *rand.Rand) sp
 	for c := range cs {
 		cs[c] = l.sample(rng)
 	}
+	l.prepare(cs)
+	g.prepare(cs)
 	parallelFor(len(cs), len(cs)*len(ps)*(len(br)+len(ar)), func(c int) {
 		cs[c].score = l.logScore(cs[c]) - g.logScore(cs[c])
 	})
