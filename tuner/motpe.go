@@ -11,7 +11,7 @@ import (
 func motpeKind() Kind {
 	return Kind{
 		Name: "motpe", Spaces: "all kinds, nested choice",
-		Summary: "for [several objectives](objectives.md): TPE whose \"good\" trials are the Pareto front (then the next ranks), and where the front holds more than γ(n), those covering the most hypervolume, as Optuna's multi-objective TPE; trials alternate between a joint model of all parameters and one model per parameter; with one objective it is `tpe`",
+		Summary: "for [several objectives](objectives.md): TPE whose \"good\" trials are the Pareto front (then the next ranks), and where the front holds more than γ(n), those covering the most hypervolume, as Optuna's multi-objective TPE; trials alternate between a joint model of all parameters and one model per parameter; with one objective it is `tpe` with `multivariate = false`",
 		Settings: func() any {
 			return &MOTPESettings{StartupTrials: 10, Candidates: 24, PriorWeight: 1, Model: "alternate", Weights: "equal"}
 		},

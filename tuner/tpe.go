@@ -17,7 +17,7 @@ type TPESettings struct {
 	StartupTrials int     `hcl:"startup_trials,optional" range:"[0, 1e9]" default:"10" doc:"completed trials sampled at random before the model is used"`
 	Candidates    int     `hcl:"candidates,optional" range:"[1, 10000]" default:"24" doc:"candidates drawn from the good-trial model for each parameter"`
 	PriorWeight   float64 `hcl:"prior_weight,optional" range:"(0, 1e12]" default:"1" doc:"weight of the prior kernel in every estimator"`
-	Multivariate  bool    `hcl:"multivariate,optional" default:"true" doc:"model the top-level numbers and flat choices jointly, each trial one kernel with neighbour-gap bandwidths; false: one model per parameter, Optuna 3.1's default TPE"`
+	Multivariate  bool    `hcl:"multivariate,optional" default:"true" doc:"model the top-level numbers and flat choices jointly (neighbour-gap bandwidths); false: one model per parameter, Optuna 3.1's TPE"`
 }
 
 func defaultTPESettings() *TPESettings {
