@@ -104,8 +104,11 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 		c.warn(alg.node, "spec.algorithm.algorithmName", "pbt: a trial gets its checkpoint directories as the params load_checkpoint_dir and save_checkpoint_dir (NNI's names); change the trial command to use ${param.load_checkpoint_dir} and ${param.save_checkpoint_dir}")
 		tb.comment("trials get the params load_checkpoint_dir and save_checkpoint_dir: use them in the trial command")
 	}
-	if algName == "multivariate-tpe" {
+	switch algName {
+	case "multivariate-tpe":
 		tb.set("multivariate", true)
+	case "tpe":
+		tb.set("multivariate", false) // Optuna's TPESampler models each parameter on its own
 	}
 	resource := ""
 	for i, n := range alg.list("algorithmSettings") {

@@ -363,6 +363,9 @@ func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*bl
 		if !tm.exact {
 			c.notConverted(b, t.keyNode(nameKey), t.field(nameKey), "%s: %s", nniName, tm.note)
 		}
+		if tm.name == "tpe" {
+			b.set("multivariate", false) // NNI's TPE models each parameter on its own
+		}
 	}
 	goal := c.nniClassArgs(t.sub("classArgs"), b, func(k string, n *yaml.Node) string {
 		if k == "no_resampling" && b.labels[0] == "metis" && n.Kind == yaml.ScalarNode && (n.Value == "true" || n.Value == "false") {

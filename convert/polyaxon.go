@@ -845,6 +845,9 @@ func (c *conv) pxOperation(o *obj, st *pxState) {
 			}
 			st.tuner = newBlock("tuner", name)
 			st.tuner.comment(fmt.Sprintf("Polyaxon's hyperopt %s: the same algorithm", alg))
+			if name == "tpe" {
+				st.tuner.set("multivariate", false) // hyperopt's TPE models each parameter on its own
+			}
 			if n, ok := m.integer("numRuns", 1); ok {
 				st.exp.set("max_trials", n)
 			}

@@ -2,6 +2,7 @@ package command_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/trialform/trialform/internal/pgtest"
 	"github.com/trialform/trialform/internal/procfs"
 	"github.com/trialform/trialform/internal/proctest"
@@ -152,7 +154,10 @@ func TestControllerSharesPgBackend(t *testing.T) {
 			// SIGSTOP is delivered asynchronously: until every thread is
 			// stopped the controller may still end its pass and release
 			// the lock, after the check below saw it held.
-			if allStopped(ctl.Process.Pid) && heldBy(t, b, "controller") {
+			// The lock's record outlives its advisory lock for a moment
+			// of Unlock (the lock first, then the record), so the lock
+			// itself must be held too.
+			if allStopped(ctl.Process.Pid) && heldBy(t, b, "controller") && advisoryHeld(t, srv.ConnString(db)) {
 				caught = true
 				break
 			}
@@ -233,6 +238,22 @@ func heldBy(t *testing.T, b state.Locker, op string) bool {
 		}
 	}
 	return false
+}
+
+// advisoryHeld reports whether a session other than this one holds an
+// advisory lock in the database of conn.
+func advisoryHeld(t *testing.T, conn string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Logf("advisory locks: %v", err)
+		return false
+	}
+	defer c.Close(ctx)
+	var n int
+	err = c.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()`).Scan(&n)
+	return err == nil && n > 0
 }
 
 // allStopped waits (up to 10 s) until every thread of process pid is

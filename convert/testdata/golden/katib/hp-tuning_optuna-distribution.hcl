@@ -37,6 +37,7 @@ experiment "optuna-distribution" {
   }
   tuner "tpe" {
     # Katib algorithm "tpe": the same algorithm
+    multivariate = false
   }
   trial {
     args         = ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=${param.epochs}", "--batch-size=${param.batch_size}", "--lr=${param.lr}", "--momentum=${param.momentum}"]

@@ -31,6 +31,7 @@ experiment "tpe" {
   }
   tuner "tpe" {
     # Katib algorithm "tpe": the same algorithm
+    multivariate = false
   }
   trial {
     args         = ["python3", "/opt/pytorch-mnist/mnist.py", "--epochs=1", "--batch-size=16", "--lr=${param.lr}", "--momentum=${param.momentum}"]

@@ -32,7 +32,9 @@ experiment "example_pytorch_cifar10" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command = "python3 /cifar10/main_adl.py"
   }

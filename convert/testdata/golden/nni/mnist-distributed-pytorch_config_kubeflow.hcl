@@ -50,7 +50,9 @@ experiment "example_mnist_distributed_pytorch" {
     metric = "default"
     goal   = "minimize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     code_dir = "."
     command  = "python3 dist_mnist.py"

@@ -50,7 +50,9 @@ experiment "example_mnist" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   assessor "medianstop" {}
   trial {
     code_dir = "."

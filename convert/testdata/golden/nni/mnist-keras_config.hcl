@@ -15,7 +15,9 @@ experiment "example_mnist-keras" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command  = "python3 mnist-keras.py"
     code_dir = "."

@@ -24,7 +24,9 @@ experiment "example_mnist_pytorch" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command = "python3 mnist.py"
   }

@@ -54,7 +54,9 @@ experiment "config_aml" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command = "python3 mnist.py"
   }

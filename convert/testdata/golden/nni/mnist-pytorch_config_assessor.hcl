@@ -13,7 +13,9 @@ experiment "config_assessor" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   assessor "curvefitting" {
     epoch_num = 20
     threshold = 0.9

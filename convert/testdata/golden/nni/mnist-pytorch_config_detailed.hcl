@@ -26,7 +26,9 @@ experiment "MNIST" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command  = "python3 mnist.py"
     code_dir = "."

@@ -40,7 +40,9 @@ experiment "config_dlc" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command = "python mnist.py --data_dir /root/data/${var.data_dir}"
   }

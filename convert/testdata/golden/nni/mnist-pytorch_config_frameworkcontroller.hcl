@@ -46,7 +46,9 @@ experiment "example_mnist_pytorch" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   assessor "medianstop" {}
   trial {
     code_dir = "."

@@ -75,7 +75,9 @@ experiment "config_hybrid" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command = "python3 mnist.py"
   }

@@ -52,7 +52,9 @@ experiment "config_openpai" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command = "python3 mnist.py"
   }

@@ -44,7 +44,9 @@ experiment "config_remote" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command = "python3 mnist.py"
   }

@@ -15,7 +15,9 @@ experiment "example_mnist" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   assessor "curvefitting" {
     epoch_num = 20
     threshold = 0.9

@@ -34,7 +34,9 @@ experiment "example_mnist" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command  = "python3 mnist.py"
     code_dir = "."

@@ -34,7 +34,9 @@ experiment "example_dist" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     code_dir = "."
     command  = "python3 mnist.py"

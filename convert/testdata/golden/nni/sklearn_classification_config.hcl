@@ -15,7 +15,9 @@ experiment "config" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command = "python3 main.py"
   }

@@ -39,7 +39,9 @@ experiment "config" {
     metric = "default"
     goal   = "maximize"
   }
-  tuner "tpe" {}
+  tuner "tpe" {
+    multivariate = false
+  }
   trial {
     command = "python mnist.py --data_dir /root/data/${var.data_dir}"
   }
