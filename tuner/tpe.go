@@ -258,28 +258,43 @@ func resample(xs, ws []float64, k int) ([]float64, []float64) {
 	if len(xs) <= k {
 		return xs, ws
 	}
+	idx := resampleIndex(ws, k)
+	out := make([]float64, len(idx))
+	for i, x := range idx {
+		out[i] = xs[x]
+	}
+	return out, ones(len(idx))
+}
+
+// resampleIndex is resample's draw: the indexes of the k picks (len(ws)
+// > k).
+func resampleIndex(ws []float64, k int) []int {
 	total := 0.0
 	for _, w := range ws {
 		total += w
 	}
-	out := make([]float64, 0, k)
+	out := make([]int, 0, k)
 	step := total / float64(k)
 	next, cum := step/2, 0.0
 	for i, w := range ws {
 		cum += w
 		for cum > next && len(out) < k {
-			out = append(out, xs[i])
+			out = append(out, i)
 			next += step
 		}
 	}
 	for len(out) < k { // rounding left the last ones out
-		out = append(out, xs[len(xs)-1])
+		out = append(out, len(ws)-1)
 	}
-	ones := make([]float64, k)
-	for i := range ones {
-		ones[i] = 1
+	return out
+}
+
+func ones(n int) []float64 {
+	w := make([]float64, n)
+	for i := range w {
+		w[i] = 1
 	}
-	return out, ones
+	return w
 }
 
 // parallelMinWork is the number of kernel evaluations below which

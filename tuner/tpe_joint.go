@@ -419,7 +419,16 @@ func (t *tpeTuner) sampleJoint(sp *space.Space, obs []tpeObs, rng *rand.Rand) sp
 	br, ar := partition(rows, below)
 	bw, _ := partition(ws, below)
 	l := newJointModel(ps, br, goodWeights(bw), t.priorWeight, t.gaps)
-	g := newJointModel(ps, ar, rampWeights(len(ar)), t.priorWeight, t.gaps)
+	aw := rampWeights(len(ar))
+	if len(ar) > maxAboveKernels { // as the univariate model's g (resample)
+		idx := resampleIndex(aw, maxAboveKernels)
+		picked := make([][]float64, len(idx))
+		for i, x := range idx {
+			picked[i] = ar[x]
+		}
+		ar, aw = picked, ones(len(idx))
+	}
+	g := newJointModel(ps, ar, aw, t.priorWeight, t.gaps)
 	// Candidates are drawn in order from the seeded stream; their scores
 	// are pure, so they are computed in parallel on long histories.
 	cs := make([]*jointCand, t.candidates)
