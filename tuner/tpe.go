@@ -27,7 +27,7 @@ func defaultTPESettings() *TPESettings {
 func tpeKind() Kind {
 	return Kind{
 		Name: "tpe", Spaces: "all kinds, nested choice",
-		Summary:  "Optuna-3.1-style TPE: gamma(n)=min(⌈0.1n⌉,25), prior at the range middle, magic-clip bandwidths, recency weights, log params in log space, ints and q-steps as discretized kernels, log ints continuous in log space, candidates scored as Optuna 3.1 scores them (each kernel's density times its bandwidth); by default (`multivariate = true`) the top-level numbers and flat choices are modelled jointly, each trial one kernel whose bandwidth in each parameter is 1.5 times its larger neighbour gap; `multivariate = false` is Optuna 3.1's default univariate TPE",
+		Summary:  "Optuna-3.1-style TPE: gamma(n)=min(⌈0.1n⌉,25), prior at the range middle, magic-clip bandwidths, recency weights, log params in log space, ints and q-steps as discretized kernels, log ints continuous in log space, candidates scored as Optuna 3.1 scores them (each kernel's density times its bandwidth); by default (`multivariate = true`) the top-level numbers and flat choices are modelled jointly, each trial one kernel whose bandwidth in each parameter is 1.5 times its larger neighbour gap, and while trials run every odd one is proposed per parameter; `multivariate = false` is Optuna 3.1's default univariate TPE",
 		Settings: func() any { return defaultTPESettings() },
 		New:      newTPE,
 	}
@@ -36,8 +36,9 @@ func tpeKind() Kind {
 // tpeTuner is a Tree-structured Parzen Estimator in the style of Optuna's
 // TPESampler (version 3.1 on). By default (multivariate) the top-level
 // numbers and flat choices are modelled jointly (tpe_joint.go, with its own
-// bandwidth rule); the rest, and everything with multivariate = false, as
-// Optuna 3.1's univariate TPE:
+// bandwidth rule), except that while trials are in flight those with an odd
+// sequence number are proposed per parameter; the rest, and everything with
+// multivariate = false, as Optuna 3.1's univariate TPE:
 //
 //   - Until startup_trials trials have completed, trials are sampled at
 //     random with NNI's semantics (the random tuner's stream).
@@ -132,8 +133,9 @@ func (t *tpeTuner) suggest(req Request, weight map[int]float64) ([]space.Params,
 	}
 	hist := history(req)
 	obs := make([]tpeObs, 0, len(hist)+len(req.Seqs))
-	completed := 0
+	completed, inFlight := 0, false
 	for _, o := range hist {
+		inFlight = inFlight || o.State == Pending
 		switch {
 		case o.State == Completed && !math.IsNaN(o.Value) && !math.IsInf(o.Value, 0):
 			obs = append(obs, tpeObs{vals: o.Params, loss: sign * o.Value, w: weight[o.Seq]})
@@ -152,13 +154,17 @@ func (t *tpeTuner) suggest(req Request, weight map[int]float64) ([]space.Params,
 		switch {
 		case completed < max(t.startup, 1):
 			p = space.SampleSpace(sp, rng)
-		case t.joint:
+		case t.joint && !(t.gaps && inFlight && req.Seqs[i]%2 == 1):
 			p = t.sampleJoint(sp, obs, rng)
 		default:
+			// Also tpe's odd trials while others run: the joint model
+			// draws a batch from the same few good trials, and the
+			// per-parameter one spreads it (bench/tuners/RESULTS.md).
 			p = t.sampleLevel(sp, obs, rng)
 		}
 		out[i] = p
 		obs = append(obs, tpeObs{vals: p, loss: math.Inf(1)})
+		inFlight = true
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -441,5 +442,33 @@ func TestResample(t *testing.T) {
 	again, _ := resample(xs, ws, k)
 	if !slices.Equal(again, gx) {
 		t.Fatal("two draws differ")
+	}
+}
+
+// TestTPEAlternatesWhileTrialsRun: with trials in flight, tpe's odd
+// trials come from the per-parameter model and its even ones from the
+// joint model; with none in flight every trial is the joint model's.
+func TestTPEAlternatesWhileTrialsRun(t *testing.T) {
+	fn := sphereFunc(3)
+	joint := mustNew(t, "tpe", nil, fn.sp)
+	uv := mustNew(t, "tpe", map[string]any{"multivariate": false}, fn.sp)
+	hist := loop(t, joint, fn.sp, Minimize, 4, 20, fn.f)
+	ask := func(tn Tuner, h []Observation, seq int) space.Params {
+		t.Helper()
+		out, err := tn.Suggest(Request{Space: fn.sp, Goal: Minimize, Seed: 4, History: h, Seqs: []int{seq}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out[0]
+	}
+	if reflect.DeepEqual(ask(joint, hist, 21), ask(uv, hist, 21)) {
+		t.Fatal("with nothing in flight, trial 21 is the per-parameter model's")
+	}
+	running := append(slices.Clone(hist), Observation{Seq: 21, Params: ask(joint, hist, 21), State: Pending})
+	if got, want := ask(joint, running, 23), ask(uv, running, 23); !reflect.DeepEqual(got, want) {
+		t.Errorf("with trial 21 in flight, trial 23 is %v, want the per-parameter model's %v", got, want)
+	}
+	if reflect.DeepEqual(ask(joint, running, 22), ask(uv, running, 22)) {
+		t.Error("with trial 21 in flight, trial 22 is the per-parameter model's, want the joint model's")
 	}
 }
