@@ -221,7 +221,13 @@ func (b *Backend) tryLock(ctx context.Context, info state.LockInfo) (*held, *sta
 }
 
 // live is the condition of a locks row whose connection is still there.
-const live = `EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.pid AND a.backend_start = l.backend_start)`
+//
+// A record whose session holds no advisory lock is not live either:
+// Unlock releases the locks before it deletes the record, and a listing
+// in between would name a holder of a lock that anyone can take.
+// (Parenthesised: callers write NOT live.)
+const live = `(EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.pid AND a.backend_start = l.backend_start)
+	AND EXISTS (SELECT 1 FROM pg_locks k WHERE k.pid = l.pid AND k.locktype = 'advisory' AND k.granted))`
 
 // holder returns the LockedError naming who holds what experiments
 // wants (the whole state when empty). The holder records itself just

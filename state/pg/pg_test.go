@@ -367,3 +367,37 @@ func TestUnlockReleasesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReleasedLockIsNotListed: between releasing its advisory locks and
+// deleting its record, an unlocking client's record must not read as a
+// live lock (a test that stopped the controller in that moment saw
+// "held by controller" while any client could take the lock).
+func TestReleasedLockIsNotListed(t *testing.T) {
+	conn := pgtest.DB(t)
+	a, probe := open(t, conn), open(t, conn)
+	ctx := context.Background()
+	l, err := a.LockExperiments(ctx, []string{"x"}, "controller", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	if locks, err := probe.currentLocks(ctx); err != nil || len(locks) != 1 {
+		t.Fatalf("while held: %v, %v", locks, err)
+	}
+	// Unlock's first step, alone.
+	a.lockMu.Lock()
+	for h := range a.held {
+		h.mu.Lock()
+		if _, err := h.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
+			t.Fatal(err)
+		}
+		h.mu.Unlock()
+	}
+	a.lockMu.Unlock()
+	if locks, err := probe.currentLocks(ctx); err != nil || len(locks) != 0 {
+		t.Fatalf("after its advisory locks were released, the record still reads as a lock: %v, %v", locks, err)
+	}
+	if _, err := probe.LockExperiments(ctx, []string{"x"}, "apply", "v", 0); err != nil {
+		t.Fatalf("the released lock cannot be taken: %v", err)
+	}
+}
