@@ -209,12 +209,8 @@ func newMixture(d *numDim, mus, ws []float64, priorWeight float64) *mixture {
 			s = W
 		case len(ks) == 1:
 			s = W
-		case i == 0:
-			s = ks[1].mu - k.mu
-		case i == len(ks)-1:
-			s = k.mu - ks[i-1].mu
 		default:
-			s = math.Max(k.mu-ks[i-1].mu, ks[i+1].mu-k.mu)
+			s = neighbourGap(ks, i)
 		}
 		s = clampF(s, minS, maxS)
 		w := k.w
@@ -252,6 +248,19 @@ func newMixture(d *numDim, mus, ws []float64, priorWeight float64) *mixture {
 		}
 	}
 	return m
+}
+
+// neighbourGap is Optuna's univariate bandwidth of kernel i of ks (sorted
+// by centre, at least two): the larger gap to its neighbours, the inner
+// one for the outermost.
+func neighbourGap(ks []kernel, i int) float64 {
+	switch {
+	case i == 0:
+		return ks[1].mu - ks[0].mu
+	case i == len(ks)-1:
+		return ks[i].mu - ks[i-1].mu
+	}
+	return math.Max(ks[i].mu-ks[i-1].mu, ks[i+1].mu-ks[i].mu)
 }
 
 const sqrt2Pi = 2.5066282746310002

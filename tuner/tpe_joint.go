@@ -240,16 +240,7 @@ func gapSigmas(mus []float64, priorMu, minS, W float64) []float64 {
 		if i == len(mus) {
 			continue
 		}
-		var s float64
-		switch {
-		case x == 0:
-			s = ks[1].mu - k.mu
-		case x == len(ks)-1:
-			s = k.mu - ks[x-1].mu
-		default:
-			s = math.Max(k.mu-ks[x-1].mu, ks[x+1].mu-k.mu)
-		}
-		out[i] = clampF(jointGapWiden*s, minS, W)
+		out[i] = clampF(jointGapWiden*neighbourGap(ks, x), minS, W)
 	}
 	return out
 }
