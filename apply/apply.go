@@ -889,6 +889,19 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 	if err != nil {
 		return err
 	}
+	if t != nil {
+		// The intent first: killed between the stop and the record of
+		// its end, the next refresh still ends the trial as intended.
+		if err := s.changeTrials(refOf(a), func(st *state.State) {
+			if e := st.Experiments[a.Experiment]; e != nil {
+				if t := e.Trials[a.TrialID]; t != nil && !state.Terminal(t.Status) {
+					t.Stopping = &state.Stopping{Status: teardownStatus(a.Cause), Reason: a.Reason}
+				}
+			}
+		}); err != nil {
+			return err
+		}
+	}
 	grace := s.StopGrace
 	if grace <= 0 {
 		grace = 10 * time.Second
@@ -905,29 +918,32 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 			return
 		}
 		if t := e.Trials[a.TrialID]; t != nil && !state.Terminal(t.Status) {
-			t.Reason = a.Reason
-			switch a.Cause {
-			case plan.CausePaused, plan.CauseReplace:
-				// Stopped to start again: not ended, but this attempt's
-				// process is gone, so its clock stops here (EndedAt);
-				// a resume is a new attempt with its own StartedAt.
-				t.Status = state.Paused
-				t.EndedAt = &end
-				return
-			case plan.CauseEarlyStop, plan.CauseTrialMaxDuration:
-				// Past its own max_duration: stopped early, as NNI
-				// does at maxTrialDuration. It used its budget slot
-				// (CANCELED would not count, and an experiment whose
-				// trials all run too long would never end).
-				t.Status = state.EarlyStopped
-			case plan.CauseStop:
-				t.Status = state.UserCanceled
-			default:
-				t.Status = state.Canceled
-			}
+			// Stopped to start again (PAUSED): not ended, but this
+			// attempt's process is gone, so its clock stops here
+			// (EndedAt); a resume is a new attempt with its own
+			// StartedAt.
+			t.Status, t.Reason, t.Stopping = teardownStatus(a.Cause), a.Reason, nil
 			t.EndedAt = &end
 		}
 	})
+}
+
+// teardownStatus is the status a teardown for cause leaves its trial in.
+func teardownStatus(cause string) string {
+	switch cause {
+	case plan.CausePaused, plan.CauseReplace:
+		return state.Paused
+	case plan.CauseEarlyStop, plan.CauseTrialMaxDuration:
+		// Past its own max_duration: stopped early, as NNI does at
+		// maxTrialDuration. It used its budget slot (CANCELED would not
+		// count, and an experiment whose trials all run too long would
+		// never end).
+		return state.EarlyStopped
+	case plan.CauseStop:
+		return state.UserCanceled
+	default:
+		return state.Canceled
+	}
 }
 
 func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
@@ -1017,6 +1033,7 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 		t.Handle = map[string]string(h)
 		t.Status = state.Running
 		t.Reason = ""
+		t.Stopping = nil // a new attempt: no teardown of it began
 		t.StartFailures = 0
 		t.Attempts++
 		if a.Action == plan.Resume || t.StartedAt == nil {

@@ -85,7 +85,11 @@ func (r *recorder) Start(_ context.Context, req providers.StartRequest) (provide
 	return providers.Handle{"id": req.TrialID}, nil
 }
 func (r *recorder) Stop(_ context.Context, req providers.StopRequest) error {
+	st := r.store.last()
 	r.mu.Lock()
+	if e := st.Experiments[req.Experiment]; e != nil && e.Trials[req.TrialID] != nil && e.Trials[req.TrialID].Stopping == nil {
+		r.errs = append(r.errs, req.TrialID+" stopped before its teardown was saved")
+	}
 	r.stopped[req.TrialID]++
 	r.mu.Unlock()
 	return nil
@@ -214,4 +218,36 @@ func (f *finisher) Read(_ context.Context, req providers.ReadRequest) (providers
 		o.MetricsOffset = map[string]int64{"n": 1}
 	}
 	return o, nil
+}
+
+// A teardown is recorded (the trial's Stopping) before the platform is
+// asked to stop the trial, and cleared with the trial's end: killed in
+// between, the next refresh ends the trial as the teardown meant.
+func TestApplyRecordsTeardownIntentBeforeStop(t *testing.T) {
+	store := &memStore{}
+	cfg := config(2, 2)
+	s, rec := newSession(cfg, store)
+	for pass := 0; pass < 2; pass++ {
+		if pass == 1 {
+			cfg.Experiments["exp"].Paused = true
+		}
+		p, err := s.Plan(context.Background(), plan.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Apply(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rec.stopped) != 2 {
+		t.Fatalf("stopped %v, want both trials", rec.stopped)
+	}
+	for _, e := range rec.errs {
+		t.Error(e)
+	}
+	for _, tr := range store.last().Experiments["exp"].Trials {
+		if tr.Status != state.Paused || tr.Stopping != nil {
+			t.Errorf("%s: %s, stopping %+v; want PAUSED with no teardown pending", tr.ID, tr.Status, tr.Stopping)
+		}
+	}
 }

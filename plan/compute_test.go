@@ -815,3 +815,60 @@ func TestAssessorWatchesNamedObjective(t *testing.T) {
 		t.Fatalf("actions = %q, want the early stop of t0002 (loss is minimised)", got)
 	}
 }
+
+// A teardown apply began (the trial's Stopping intent) and did not record,
+// because it was killed between the platform's stop and the state write,
+// ends as the teardown meant: destroy's CANCELED, -stop's USER_CANCELED,
+// pause's PAUSED, not FAILED (which counts toward max_failed_trials) or
+// LOST (which the next apply would resume). A trial that ended on its own
+// first keeps its end, and a platform's own max_duration stop is still
+// EARLY_STOPPED.
+func TestObserveFinishesAnInterruptedTeardown(t *testing.T) {
+	cfg := testConfig()
+	one := 1
+	end := t0.Add(time.Minute)
+	cases := []struct {
+		name     string
+		stopping state.Stopping
+		o        providers.Observation
+		want     string
+		reason   string
+	}{
+		{"killed by destroy", state.Stopping{Status: state.Canceled, Reason: "destroy"},
+			providers.Observation{Exists: true, Phase: providers.PhaseKilled, Reason: "destroy", EndedAt: &end}, state.Canceled, "destroy"},
+		{"purged by destroy", state.Stopping{Status: state.Canceled, Reason: "destroy"},
+			providers.Observation{}, state.Canceled, "destroy"},
+		{"lost while stopping", state.Stopping{Status: state.UserCanceled, Reason: "stopped by the user (-stop)"},
+			providers.Observation{Exists: true, Phase: providers.PhaseLost, Reason: "the supervisor never started the trial"}, state.UserCanceled, "stopped by the user (-stop)"},
+		{"signalled by the stop", state.Stopping{Status: state.Paused, Reason: "paused"},
+			providers.Observation{Exists: true, Phase: providers.PhaseFailed, ExitCode: &one, EndedAt: &end}, state.Paused, "paused"},
+		{"succeeded first", state.Stopping{Status: state.Canceled, Reason: "destroy"},
+			providers.Observation{Exists: true, Phase: providers.PhaseSucceeded, ExitCode: new(int), EndedAt: &end,
+				Metrics: []providers.Metric{{Type: "FINAL", Value: "0.5"}}}, state.Succeeded, ""},
+		{"past max_duration", state.Stopping{Status: state.Canceled, Reason: "destroy"},
+			providers.Observation{Exists: true, Phase: providers.PhaseKilled, PastMaxDuration: true, Reason: "max_duration exceeded (1s)", EndedAt: &end},
+			state.EarlyStopped, "max_duration exceeded (1s)"},
+		{"still running", state.Stopping{Status: state.Canceled, Reason: "destroy"},
+			providers.Observation{Exists: true, Phase: providers.PhaseRunning}, state.Running, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := applied(cfg, trial(0, state.Running))
+			tr := st.Experiments["exp"].Trials["t0000"]
+			start := t0
+			tr.StartedAt = &start
+			s := c.stopping
+			tr.Stopping = &s
+			Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {"t0000": c.o}}}, t0.Add(2*time.Minute))
+			if tr.Status != c.want || tr.Reason != c.reason {
+				t.Errorf("%s %q, want %s %q", tr.Status, tr.Reason, c.want, c.reason)
+			}
+			if (tr.Stopping != nil) != (c.want == state.Running) {
+				t.Errorf("Stopping %+v after %s", tr.Stopping, tr.Status)
+			}
+			if c.want != state.Running && tr.EndedAt == nil {
+				t.Errorf("%s without an end", tr.Status)
+			}
+		})
+	}
+}

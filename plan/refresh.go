@@ -318,6 +318,24 @@ func Observe(st *state.State, obs *Observations, now time.Time) ([]Observed, []M
 }
 
 func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, now time.Time) []state.MetricPoint {
+	pts := observeRun(e, t, o, now)
+	if st := t.Stopping; st != nil {
+		switch {
+		case !o.Exists || o.Phase == providers.PhaseLost || o.Phase == providers.PhaseFailed ||
+			o.Phase == providers.PhaseKilled && !o.PastMaxDuration:
+			// apply stopped it and was killed before it recorded the
+			// end (destroy's purge may have removed it already): it
+			// ends as the teardown meant, not FAILED or LOST.
+			t.Status, t.Reason, t.Stopping = st.Status, st.Reason, nil
+			stopClock(t, o.EndedAt, now)
+		case state.Terminal(t.Status):
+			t.Stopping = nil // it ended on its own first
+		}
+	}
+	return pts
+}
+
+func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, now time.Time) []state.MetricPoint {
 	if !o.Exists {
 		switch t.Status {
 		case state.Running:
@@ -443,6 +461,13 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 		case providers.PhaseKilled:
 			t.Status = state.Failed
 			t.Reason = nonEmpty(o.Reason, "killed")
+			if o.PastMaxDuration {
+				// The platform enforced the trial's own max_duration:
+				// stopped early, as the plan's own teardown past it
+				// (CauseTrialMaxDuration) and NNI's maxTrialDuration.
+				t.Status = state.EarlyStopped
+				t.Reason = nonEmpty(o.Reason, "max_duration exceeded")
+			}
 		}
 	}
 	if t.EndedAt != nil {

@@ -283,8 +283,13 @@ type Observation struct {
 	Handle     Handle
 	ExitCode   *int
 	Reason     string // platform's words on why it ended ("max_duration exceeded", "signal: killed")
-	StartedAt  *time.Time
-	EndedAt    *time.Time
+	// PastMaxDuration is set on a PhaseKilled trial that the platform
+	// stopped because it ran past StartRequest.MaxDuration (not because
+	// Stop was called); the refresh ends it EARLY_STOPPED, as NNI ends a
+	// trial at maxTrialDuration.
+	PastMaxDuration bool
+	StartedAt       *time.Time
+	EndedAt         *time.Time
 	// Metrics reported since ReadRequest.MetricsOffset, in report order.
 	Metrics []Metric
 	// MetricsOffset is the new position to pass to the next Read.

@@ -341,7 +341,8 @@ func trialEqual(a, b *Trial) bool {
 		a.Intermediate == b.Intermediate &&
 		nilEqual(a.MetricsOffset == nil, b.MetricsOffset == nil) && maps.Equal(a.MetricsOffset, b.MetricsOffset) &&
 		ptrEqual(a.Provenance, b.Provenance) &&
-		ptrEqual(a.Owner, b.Owner)
+		ptrEqual(a.Owner, b.Owner) &&
+		ptrEqual(a.Stopping, b.Stopping)
 }
 
 func nilEqual(a, b bool) bool { return a == b }

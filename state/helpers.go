@@ -177,6 +177,7 @@ func (t *Trial) Clone() *Trial {
 	c.MetricsOffset = maps.Clone(t.MetricsOffset)
 	c.Provenance = clonePtr(t.Provenance)
 	c.Owner = clonePtr(t.Owner)
+	c.Stopping = clonePtr(t.Stopping)
 	return &c
 }
 

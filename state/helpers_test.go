@@ -29,6 +29,7 @@ func sampleTrial(id string, seq int) *Trial {
 		Intermediate: 3, MetricsOffset: map[string]int64{"stdout": 1234},
 		Provenance: &Provenance{Commit: "0123456789abcdef0123456789abcdef01234567", Version: "0.1.0"},
 		Owner:      &WorkingCopy{ID: "wc-1", Where: "alice@lab:/home/alice/exp/.trialform"},
+		Stopping:   &Stopping{Status: Canceled, Reason: "destroy"},
 	}
 }
 

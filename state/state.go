@@ -192,6 +192,19 @@ type Trial struct {
 	// or of a state written before owners were recorded: it belongs to
 	// whichever working copy reads it.
 	Owner *WorkingCopy `json:"owner,omitempty"`
+	// Stopping is the teardown apply began: written before it asks the
+	// platform to stop the trial, cleared when the trial's end is
+	// recorded. When apply was killed in between, the next refresh that
+	// finds the trial stopped or gone ends it as the teardown would have
+	// (not FAILED or LOST, and never resumed).
+	Stopping *Stopping `json:"stopping,omitempty"`
+}
+
+// Stopping is a teardown in progress: the status it ends the trial in
+// (PAUSED, EARLY_STOPPED, USER_CANCELED or CANCELED) and why.
+type Stopping struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Provenance is what a trial was created from: the git commit of the

@@ -419,12 +419,15 @@ func (p *Provider) read(ctx context.Context, exp, trial string, off map[string]i
 		o.Phase = providers.PhaseLost
 		o.Reason = fmt.Sprintf("its job %s is gone from the service", a.Name)
 		if a.Stopped != "" {
-			o.Phase, o.Reason = providers.PhaseKilled, a.Stopped
+			o.Phase, o.Reason, o.PastMaxDuration = providers.PhaseKilled, a.Stopped, a.PastMaxDuration
 		}
 	} else if err != nil {
 		return o, err
 	} else {
 		if j.Phase == providers.PhaseRunning && r.MaxDuration > 0 && j.Started != nil && p.opts.Now().Sub(*j.Started) > r.MaxDuration {
+			if a.Stopped == "" {
+				a.PastMaxDuration = true // written with Stopped
+			}
 			if err := p.stopJob(ctx, r, a, "max_duration exceeded ("+r.MaxDuration.String()+")"); err != nil {
 				return o, err
 			}
@@ -442,7 +445,7 @@ func (p *Provider) read(ctx context.Context, exp, trial string, off map[string]i
 			o.Phase = providers.PhaseFailed
 		}
 		if a.Stopped != "" && j.Phase.Ended() {
-			o.Phase, o.Reason = providers.PhaseKilled, a.Stopped
+			o.Phase, o.Reason, o.PastMaxDuration = providers.PhaseKilled, a.Stopped, a.PastMaxDuration
 		}
 		if o.Reason == "" && o.Phase == providers.PhaseFailed && o.ExitCode != nil {
 			o.Reason = fmt.Sprintf("exit status %d", *o.ExitCode)

@@ -47,6 +47,9 @@ type attempt struct {
 	Submitted time.Time `json:"submitted"`
 	// Stopped says why trialform stopped the job ("" if it did not).
 	Stopped string `json:"stopped,omitempty"`
+	// PastMaxDuration: trialform stopped it because it ran past the
+	// trial's max_duration (Stopped says so in words).
+	PastMaxDuration bool `json:"past_max_duration,omitempty"`
 }
 
 func (r *record) last() *attempt {

@@ -409,8 +409,8 @@ func testStopGroup(e *env) {
 	}
 	e.stop("t1", false)
 	o = c.read()
-	if o.Phase != providers.PhaseKilled {
-		e.t.Errorf("after Stop: %s, want killed", show(o))
+	if o.Phase != providers.PhaseKilled || o.PastMaxDuration {
+		e.t.Errorf("after Stop: %s (past max_duration %v), want killed by Stop", show(o), o.PastMaxDuration)
 	}
 	if !e.pidGone(child) {
 		e.t.Errorf("the trial's child %d survived Stop", child)
@@ -484,6 +484,9 @@ func testMaxDuration(e *env) {
 	o := c.phase(providers.PhaseKilled)
 	if !strings.Contains(o.Reason, "max_duration") {
 		e.t.Errorf("reason %q does not mention max_duration", o.Reason)
+	}
+	if !o.PastMaxDuration {
+		e.t.Errorf("stopped at max_duration, but PastMaxDuration is not set (the trial would end FAILED, not EARLY_STOPPED)")
 	}
 	if o.StartedAt != nil && o.EndedAt != nil && o.EndedAt.Sub(*o.StartedAt) < req.MaxDuration {
 		e.t.Errorf("stopped after %s, before max_duration %s", o.EndedAt.Sub(*o.StartedAt), req.MaxDuration)

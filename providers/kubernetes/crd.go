@@ -277,7 +277,7 @@ func (c *CRD) tombstoneObservation(cm *corev1.ConfigMap) providers.Observation {
 	o := providers.Observation{
 		TrialID: a[AnnTrial], Experiment: a[AnnExperiment], Exists: true, Phase: providers.PhaseKilled, Reason: a[AnnStopReason],
 		Handle:  providers.Handle{"namespace": cm.Namespace, "kind": c.kind.gvk().Kind, "name": cm.Name, "uid": ""},
-		Lineage: a[AnnLineage], Owner: ownerOf(a),
+		Lineage: a[AnnLineage], Owner: ownerOf(a), PastMaxDuration: pastMaxDuration(providers.PhaseKilled, a[AnnStopReason]),
 	}
 	if t, err := time.Parse(time.RFC3339Nano, a[AnnStoppedAt]); err == nil {
 		o.EndedAt = &t
@@ -585,13 +585,13 @@ func (c *CRD) Read(ctx context.Context, req providers.ReadRequest) (providers.Ob
 	if d, err := time.ParseDuration(obj.GetAnnotations()[AnnMaxDuration]); err == nil && d > 0 &&
 		(o.Phase == providers.PhaseRunning || o.Phase == providers.PhasePending) && o.StartedAt != nil && time.Since(*o.StartedAt) > d+time.Second {
 		// (+1s: the start time is stored with second precision.)
-		reason := "max_duration exceeded (" + d.String() + ")"
+		reason := maxDurationReason(d.String())
 		if err := c.kill(ctx, obj, reason, 10*time.Second, false); err != nil {
 			return providers.Observation{}, err
 		}
 		c.invalidate(req.Experiment)
 		now := time.Now()
-		o.Phase, o.Reason, o.EndedAt = providers.PhaseKilled, reason, &now
+		o.Phase, o.Reason, o.EndedAt, o.PastMaxDuration = providers.PhaseKilled, reason, &now, true
 	}
 	main := c.kind.main(obj, pods)
 	if main == nil {
@@ -629,6 +629,7 @@ func (c *CRD) observe(obj *unstructured.Unstructured, pods []corev1.Pod) provide
 	o := providers.Observation{
 		TrialID: a[AnnTrial], Experiment: a[AnnExperiment], Exists: true,
 		Phase: ph, Reason: reason, Handle: crdHandle(obj), Lineage: a[AnnLineage], Owner: ownerOf(a),
+		PastMaxDuration: pastMaxDuration(ph, reason),
 	}
 	if holder, err := c.trialJob(obj); err == nil {
 		o.Spec = renderSpec(holder) // for drift (spec.go)

@@ -193,6 +193,19 @@ func observeAll(experiment string, jobs []*batchv1.Job, byJob map[string][]corev
 	return out, snap
 }
 
+// maxDurationReason is the reason of a trial stopped because it ran past
+// its max_duration (d as its annotation holds it).
+func maxDurationReason(d string) string { return maxDurationPrefix + d + ")" }
+
+const maxDurationPrefix = "max_duration exceeded ("
+
+// pastMaxDuration says whether a trial that ended in phase ph, for reason,
+// was stopped past its max_duration rather than by Stop (whose reasons
+// are the plan's, never worded so).
+func pastMaxDuration(ph providers.Phase, reason string) bool {
+	return ph == providers.PhaseKilled && strings.HasPrefix(reason, maxDurationPrefix)
+}
+
 // jobPhase maps a Job's conditions (and its newest pod) to a phase.
 func jobPhase(job *batchv1.Job, pod *corev1.Pod) (providers.Phase, string) {
 	for _, c := range job.Status.Conditions {
@@ -207,7 +220,7 @@ func jobPhase(job *batchv1.Job, pod *corev1.Pod) (providers.Phase, string) {
 				return providers.PhaseKilled, r
 			}
 			if c.Reason == batchv1.JobReasonDeadlineExceeded {
-				return providers.PhaseKilled, "max_duration exceeded (" + job.Annotations[AnnMaxDuration] + ")"
+				return providers.PhaseKilled, maxDurationReason(job.Annotations[AnnMaxDuration])
 			}
 			if t := terminated(pod); t != nil {
 				return providers.PhaseFailed, exitReason(t)
@@ -293,6 +306,7 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 	o := providers.Observation{
 		TrialID: job.Annotations[AnnTrial], Experiment: job.Annotations[AnnExperiment], Exists: true,
 		Phase: ph, Reason: reason, Handle: handle(job), Lineage: job.Annotations[AnnLineage], Owner: ownerOf(job.Annotations),
+		PastMaxDuration: pastMaxDuration(ph, reason),
 	}
 	o.Spec = cachedSpec(job) // for drift (spec.go)
 	if t := started(pod); t != nil {

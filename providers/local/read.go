@@ -258,6 +258,7 @@ func observe(dir string, sp *spec, st *status) providers.Observation {
 		switch st.Outcome {
 		case outcomeStopped, outcomeMaxDuration:
 			o.Phase = providers.PhaseKilled
+			o.PastMaxDuration = st.Outcome == outcomeMaxDuration
 		case outcomeExited:
 			if st.ExitCode != nil && *st.ExitCode == 0 {
 				o.Phase = providers.PhaseSucceeded

@@ -293,6 +293,7 @@ func (tf *trialFiles) observe() providers.Observation {
 		switch st.Outcome {
 		case "stopped", "max_duration":
 			o.Phase = providers.PhaseKilled
+			o.PastMaxDuration = st.Outcome == "max_duration"
 		case "exited":
 			if st.Exit != nil && *st.Exit == 0 {
 				o.Phase = providers.PhaseSucceeded
