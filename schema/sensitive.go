@@ -167,6 +167,7 @@ func (l *loader) scrubDiags() {
 		}
 		set := mask.New(vals...)
 		all := vals
+		marked := false
 		if d.Expression != nil && d.EvalContext != nil {
 			exprs := []hcl.Expression{d.Expression}
 			if call, ok := d.Expression.(*hclsyntax.FunctionCallExpr); ok {
@@ -177,6 +178,7 @@ func (l *loader) scrubDiags() {
 			for _, e := range exprs {
 				v, _ := e.Value(d.EvalContext)
 				texts := sensitiveTexts(v, false)
+				marked = marked || len(texts) > 0
 				set.Add(texts...)
 				all = append(all[:len(all):len(all)], texts...)
 			}
@@ -185,8 +187,46 @@ func (l *loader) scrubDiags() {
 			continue
 		}
 		d.Summary, d.Detail = scrubText(d.Summary, set, all), scrubText(d.Detail, set, all)
+		if m := functionFailure.FindStringIndex(d.Detail); marked && m != nil && quotesPart(d.Detail[m[1]:], all) {
+			// A function's own words on a value it could not use may
+			// quote a piece of it (regex's pattern, formatdate's and
+			// format's verbs), which no masking of the whole value finds.
+			d.Detail = d.Detail[:m[1]] + "not shown, as it would quote part of a sensitive value; " +
+				"check the values this call is given (try it with a value that is not sensitive)."
+		}
 	}
 }
+
+// quotesPart says whether msg holds a word of two or more characters, or
+// a quoted string, that is part of one of vals.
+func quotesPart(msg string, vals []string) bool {
+	part := func(w string, min int) bool {
+		if len(w) < min {
+			return false
+		}
+		for _, v := range vals {
+			if strings.Contains(v, w) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, q := range quoted.FindAllString(msg, -1) {
+		if part(q[1:len(q)-1], 1) {
+			return true
+		}
+	}
+	for _, w := range strings.Fields(msg) {
+		if part(strings.Trim(w, `.,:;"'()`), 2) {
+			return true
+		}
+	}
+	return false
+}
+
+// functionFailure matches the start of the detail of HCL's diagnostics
+// for a function call that failed or refused an argument.
+var functionFailure = regexp.MustCompile(`^(?:Invalid value for "[^"]*" parameter|Call to function "[^"]*" failed): `)
 
 // quotedChar matches a character quoted as Go's %q prints a rune
 // ('s'), as JSON decoding errors name the byte they stopped at.
