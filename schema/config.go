@@ -16,8 +16,12 @@ import (
 
 // Config is one whole configuration (all *.hcl files of one directory).
 type Config struct {
-	Dir         string                  // absolute directory the files were read from
-	Files       map[string][]byte       // file name (as shown in diagnostics) -> source, for snippets and fmt
+	Dir   string            // absolute directory the files were read from
+	Files map[string][]byte // file name (as shown in diagnostics) -> source, for snippets and fmt
+	// Snippets replaces sources of Files in diagnostics' snippets: the
+	// -var-files of a configuration with sensitive variables, their
+	// values hidden (a syntax error must not print a secret).
+	Snippets    map[string][]byte
 	Platforms   map[string]*Platform    // by "KIND.NAME"
 	Spaces      map[string]*SearchSpace // by name
 	Experiments map[string]*Experiment  // by name

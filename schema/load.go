@@ -60,11 +60,11 @@ func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	l.backends = opts.Backends
 	if l.platforms == nil {
 		l.errorf(nil, "No platform registry", "schema.Load needs LoadOptions.Platforms (providers/platforms.Registry()); this is a bug in the caller.")
-		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
+		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files, Snippets: l.cfg.Snippets}, l.diags
 	}
 	if l.tuners == nil {
 		l.errorf(nil, "No tuner registry", "schema.Load needs LoadOptions.Tuners (tuner.Builtin()); this is a bug in the caller.")
-		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
+		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files, Snippets: l.cfg.Snippets}, l.diags
 	}
 	l.load(opts)
 	l.cfg.Declared.Experiments, l.cfg.Declared.Spaces, l.cfg.Declared.Platforms = len(l.expNames), len(l.spaceNames), len(l.platNames)
@@ -73,19 +73,32 @@ func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	}
 	l.scrubDiags()
 	if l.diags.HasErrors() {
-		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files}, l.diags
+		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files, Snippets: l.cfg.Snippets}, l.diags
 	}
 	return l.cfg, l.diags
 }
 
-// HCLFiles returns c.Files as WriteDiagnostics and DiagnosticsJSON take
-// them. It is safe on a nil Config.
-func (c *Config) HCLFiles() map[string]*hcl.File {
-	out := map[string]*hcl.File{}
+// SnippetSources returns the sources diagnostics' snippets show: Files,
+// with Snippets in place of theirs. It is safe on a nil Config.
+func (c *Config) SnippetSources() map[string][]byte {
+	out := map[string][]byte{}
 	if c == nil {
 		return out
 	}
 	for name, src := range c.Files {
+		if r, ok := c.Snippets[name]; ok {
+			src = r
+		}
+		out[name] = src
+	}
+	return out
+}
+
+// HCLFiles returns SnippetSources as WriteDiagnostics and DiagnosticsJSON
+// take them. It is safe on a nil Config.
+func (c *Config) HCLFiles() map[string]*hcl.File {
+	out := map[string]*hcl.File{}
+	for name, src := range c.SnippetSources() {
 		f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
 		if f == nil {
 			f = &hcl.File{}

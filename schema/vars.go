@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -213,6 +215,12 @@ func (l *loader) readVarFile(path string) {
 		return
 	}
 	l.cfg.Files[path] = src
+	if r := l.hideVarFileValues(src); r != nil {
+		if l.cfg.Snippets == nil {
+			l.cfg.Snippets = map[string][]byte{}
+		}
+		l.cfg.Snippets[path] = r
+	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
 	l.diags = append(l.diags, diags...)
 	if diags.HasErrors() {
@@ -275,4 +283,43 @@ func plainLiteral(expr hclsyntax.Expression) bool {
 		return true
 	}
 	return false
+}
+
+// varFileLine matches the start of a variable file's `NAME = value` line.
+var varFileLine = regexp.MustCompile(`^[ \t]*([A-Za-z_][A-Za-z0-9_-]*)[ \t]*=`)
+
+// hideVarFileValues returns src for diagnostics' snippets, or nil when it
+// can be shown as it is (no variable is sensitive). The value of a
+// sensitive variable reads (sensitive value), and so does that of a name
+// the configuration does not declare (a misspelt secret), with every line
+// of the value up to the next `NAME =` line; read line by line, as a file
+// with a syntax error cannot be parsed. Line numbers stay as they were.
+func (l *loader) hideVarFileValues(src []byte) []byte {
+	any := false
+	for _, v := range l.vars {
+		any = any || v.sensitive
+	}
+	if !any {
+		return nil
+	}
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	hiding := false
+	for i, ln := range lines {
+		nl := ""
+		if bytes.HasSuffix(ln, []byte("\n")) {
+			nl = "\n"
+		}
+		if m := varFileLine.FindSubmatchIndex(ln); m != nil {
+			v, declared := l.vars[string(ln[m[2]:m[3]])]
+			hiding = !declared || v.sensitive
+			if hiding {
+				lines[i] = append(ln[:m[1]:m[1]], " "+SensitiveText+nl...)
+			}
+			continue
+		}
+		if hiding {
+			lines[i] = []byte(nl)
+		}
+	}
+	return bytes.Join(lines, nil)
 }

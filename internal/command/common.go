@@ -147,7 +147,7 @@ func parsedFiles(cfg *schema.Config) map[string]*hcl.File {
 	if cfg == nil {
 		return files
 	}
-	for name, src := range cfg.Files {
+	for name, src := range cfg.SnippetSources() {
 		files[name] = &hcl.File{Bytes: src}
 	}
 	return files
