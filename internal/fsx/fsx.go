@@ -120,6 +120,8 @@ func (e *NotRegularError) Error() string {
 		kind = "a socket"
 	case e.Mode.IsDir():
 		kind = "a directory"
+	case e.Mode&fs.ModeSymlink != 0:
+		kind = "a symbolic link (not followed)"
 	}
 	return fmt.Sprintf("%s is %s, not a regular file", e.Path, kind)
 }
@@ -132,6 +134,18 @@ func IsNotRegular(err error) bool {
 
 // Open opens path for reading (see OpenFile).
 func Open(path string) (*os.File, error) { return OpenFile(path, os.O_RDONLY, 0) }
+
+// OpenOwn opens for reading a file that trialform wrote into a directory
+// something else can write too (a trial's output in its directory): a
+// symbolic link put in its place is refused (NotRegularError), not
+// followed to a file the trial could not read itself.
+func OpenOwn(path string) (*os.File, error) {
+	f, err := OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &NotRegularError{Path: path, Mode: fs.ModeSymlink}
+	}
+	return f, err
+}
 
 // ReadFile is os.ReadFile over Open.
 func ReadFile(path string) ([]byte, error) {

@@ -13,9 +13,10 @@ import (
 	"github.com/trialform/trialform/providers"
 )
 
-// Logs copies the trial's stdout, then its stderr, to req.Out. With Follow
-// it copies both as they grow (interleaved by poll, every 200ms) until the
-// attempt ended, then copies what is left.
+// Logs copies the trial's stdout, then its stderr, to req.Out, a line at a
+// time (providers.LineStreams). With Follow it copies both as they grow
+// (interleaved by poll, every 200ms) until the attempt ended, then copies
+// what is left.
 func (l *Local) Logs(ctx context.Context, req providers.LogsRequest) error {
 	dir, err := l.trialDir(req.Experiment, req.TrialID)
 	if err != nil {
@@ -30,24 +31,30 @@ func (l *Local) Logs(ctx context.Context, req providers.LogsRequest) error {
 	}
 	files := []string{filepath.Join(dir, stdoutFile), filepath.Join(dir, stderrFile)}
 	offs := make([]int64, len(files))
-	copyNew := func() error {
+	out := providers.NewLineStreams(req.Out, len(files))
+	copyNew := func(final bool) error {
 		for i, f := range files {
-			n, err := copyFrom(req.Out, f, offs[i])
+			n, err := copyFrom(out.Stream(i), f, offs[i])
 			offs[i] += n
 			if err != nil {
 				return err
+			}
+			if final {
+				if err := out.End(i); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	}
 	if !req.Follow {
-		return copyNew()
+		return copyNew(true)
 	}
 	for {
 		st, _ := readStatus(dir)
 		done := st == nil || st.Attempt != sp.Attempt || st.State == stateEnded ||
 			observe(dir, sp, st).Phase == providers.PhaseLost
-		if err := copyNew(); err != nil {
+		if err := copyNew(done); err != nil {
 			return err
 		}
 		if done {
@@ -68,7 +75,7 @@ func (l *Local) Logs(ctx context.Context, req providers.LogsRequest) error {
 // middle of an output file cut by the output cap is replaced by one line
 // that says so.
 func copyFrom(w io.Writer, path string, off int64) (int64, error) {
-	f, err := fsx.Open(path)
+	f, err := fsx.OpenOwn(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}

@@ -450,14 +450,21 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 	cmd.Env = trialproto.Environ(os.Environ(), env)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	out, err := fsx.OpenFile(s.path(stdoutFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	out, err := fsx.OpenFile(s.path(stdoutFile), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, nil, err
 	}
-	errf, err := fsx.OpenFile(s.path(stderrFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	errf, err := fsx.OpenFile(s.path(stderrFile), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		out.Close()
 		return nil, nil, err
+	}
+	for _, f := range []*os.File{out, errf} {
+		if err := endLine(f); err != nil {
+			out.Close()
+			errf.Close()
+			return nil, nil, err
+		}
 	}
 	cmd.Stdout, cmd.Stderr = out, errf
 	tl, err := newTailer(s.path(stdoutFile), s.path(stdoutMetrics), re, sp)
@@ -474,6 +481,26 @@ func (s *supervisor) prepare() (*exec.Cmd, *tailer, error) {
 	// The NNI file of this attempt (archived before it started) is new.
 	tl.nni = &nniFollower{path: s.path(nniMetricsFile), stampsPath: s.path(nniStampsPrefix + strconv.Itoa(sp.Attempt))}
 	return cmd, tl, nil
+}
+
+// endLine ends the unfinished last line an earlier attempt left in an
+// output file f (opened to append), so that this attempt's first line does
+// not run into it: a secret at its end stays a whole word for masking, a
+// metric line stays a line.
+func endLine(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+		return err
+	}
+	if last[0] == '\n' {
+		return nil
+	}
+	_, err = f.Write([]byte{'\n'})
+	return err
 }
 
 func closeFiles(cmd *exec.Cmd) {

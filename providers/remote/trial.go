@@ -374,8 +374,9 @@ func (r *Remote) list(ctx context.Context, experiment string, known func(string)
 	return out, nil
 }
 
-// Logs copies the trial's stdout, then its stderr, to req.Out. With
-// Follow it keeps copying (every 200ms) until the attempt ended.
+// Logs copies the trial's stdout, then its stderr, to req.Out, a line at
+// a time (providers.LineStreams). With Follow it keeps copying (every
+// 200ms) until the attempt ended.
 func (r *Remote) Logs(ctx context.Context, req providers.LogsRequest) error {
 	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
 	if err != nil {
@@ -386,8 +387,10 @@ func (r *Remote) Logs(ctx context.Context, req providers.LogsRequest) error {
 	}
 	files := []string{path.Join(tf.dir, stdoutFile), path.Join(tf.dir, stderrFile)}
 	offs := make([]int64, len(files))
-	copyNew := func() error {
+	streams := providers.NewLineStreams(req.Out, len(files))
+	copyNew := func(final bool) error {
 		for i, f := range files {
+			out := streams.Stream(i)
 			for {
 				// The middle the output cap freed is one line here.
 				cut, err := readCut(tf.s, f)
@@ -397,7 +400,7 @@ func (r *Remote) Logs(ctx context.Context, req providers.LogsRequest) error {
 				max := int64(4 << 20)
 				if cut.ok() && offs[i] < cut.To {
 					if offs[i] >= cut.From {
-						if _, err := fmt.Fprintf(req.Out, "\n[trialform: %d bytes of %s not kept here: the remote platform keeps the first and the latest %d MiB of it]\n", cut.To-cut.From, path.Base(f), cut.Limit>>21); err != nil {
+						if _, err := fmt.Fprintf(out, "\n[trialform: %d bytes of %s not kept here: the remote platform keeps the first and the latest %d MiB of it]\n", cut.To-cut.From, path.Base(f), cut.Limit>>21); err != nil {
 							return err
 						}
 						offs[i] = cut.To
@@ -412,10 +415,15 @@ func (r *Remote) Logs(ctx context.Context, req providers.LogsRequest) error {
 				if len(data) == 0 {
 					break
 				}
-				if _, err := req.Out.Write(data); err != nil {
+				if _, err := out.Write(data); err != nil {
 					return err
 				}
 				offs[i] = at + int64(len(data))
+			}
+			if final {
+				if err := streams.End(i); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -423,7 +431,7 @@ func (r *Remote) Logs(ctx context.Context, req providers.LogsRequest) error {
 	for {
 		o := tf.observe()
 		done := o.Phase.Ended() || o.Phase == providers.PhaseLost
-		if err := copyNew(); err != nil {
+		if err := copyNew(!req.Follow || done); err != nil {
 			return err
 		}
 		if !req.Follow || done {

@@ -43,6 +43,12 @@ status() {
 pstart $$
 sup_start=$ps_start
 pid= pid_start= code= outcome= reason= ended=
+# An earlier attempt's unfinished last line is ended, so that this
+# attempt's first line does not run into it (a secret at its end stays a
+# whole word for masking, a metric line stays a line).
+for f in stdout stderr; do
+	[ -s "$f" ] && [ -n "$(tail -c 1 "$f")" ] && echo >>"$f"
+done
 stdout_off=$(wc -c <stdout 2>/dev/null || echo 0)
 stdout_off=$((stdout_off + 0))
 started=$(now)

@@ -1,0 +1,44 @@
+package providers
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestLineStreams(t *testing.T) {
+	var out bytes.Buffer
+	s := NewLineStreams(&out, 2)
+	write := func(i int, p string) {
+		t.Helper()
+		if n, err := s.Stream(i).Write([]byte(p)); err != nil || n != len(p) {
+			t.Fatalf("write %q: %d, %v", p, n, err)
+		}
+	}
+	// An unfinished line is held while the other stream writes whole lines.
+	write(0, "one\ntoken=s3cr")
+	write(1, "err 1\n")
+	write(0, "3t")
+	write(1, "err 2\npartial err")
+	if got, want := out.String(), "one\nerr 1\nerr 2\n"; got != want {
+		t.Fatalf("before End: %q, want %q", got, want)
+	}
+	// End writes what is held; the next stream's text starts a line of its own.
+	if err := s.End(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.End(1); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "one\nerr 1\nerr 2\ntoken=s3cr3t\npartial err"; got != want {
+		t.Errorf("after End: %q, want %q", got, want)
+	}
+	// An unfinished line past the bound is not held.
+	out.Reset()
+	s = NewLineStreams(&out, 1)
+	long := strings.Repeat("x", maxHeldLine+1)
+	write(0, long)
+	if out.Len() != len(long) {
+		t.Errorf("a %d-byte unfinished line: %d bytes written, want all", len(long), out.Len())
+	}
+}
