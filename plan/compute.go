@@ -445,6 +445,21 @@ func (s Settings) Equal(o Settings) bool {
 	return reflect.DeepEqual(s, o)
 }
 
+// Diff names each setting that differs between s and o, as
+// "name: S -> O" (by the settings' JSON names).
+func (s Settings) Diff(o Settings) []string {
+	var out []string
+	a, b := reflect.ValueOf(s), reflect.ValueOf(o)
+	for i := range a.NumField() {
+		if reflect.DeepEqual(a.Field(i).Interface(), b.Field(i).Interface()) {
+			continue
+		}
+		name, _, _ := strings.Cut(a.Type().Field(i).Tag.Get("json"), ",")
+		out = append(out, fmt.Sprintf("%s: %v -> %v", name, a.Field(i).Interface(), b.Field(i).Interface()))
+	}
+	return out
+}
+
 func objectivesOfState(e *state.Experiment) []Objective {
 	var out []Objective
 	for _, o := range e.Objectives {

@@ -7,6 +7,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -65,6 +66,11 @@ type Plan struct {
 	// Warnings that do not stop the plan (foreign objects, unreachable platform).
 	Warnings []string `json:"warnings,omitempty"`
 	Summary  Summary  `json:"summary"`
+	// Variables are the values of the variables that were given (not
+	// sensitive, not their default), as JSON (converted to each
+	// variable's type when read): `apply PLANFILE` loads the
+	// configuration with them.
+	Variables map[string]json.RawMessage `json:"variables,omitempty"`
 }
 
 // Move is one experiment renamed by a moved block.

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/trialform/trialform/tuner"
 	"github.com/trialform/trialform/tuner/space"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // Config is one whole configuration (all *.hcl files of one directory).
@@ -37,6 +38,11 @@ type Config struct {
 	// Experiments, Spaces and Platforms then lack what depends on them;
 	// Declared counts every block.
 	UnknownVars []string
+	// GivenVars holds the values of the variables that are not sensitive
+	// and were given (-var, -var-file, TRIALFORM_VAR_name, a saved plan),
+	// not left to their default: what a saved plan keeps, so that
+	// `apply PLANFILE` uses the values the plan was made with.
+	GivenVars map[string]cty.Value
 	// Declared counts the experiment, search_space and platform blocks
 	// (platforms with the implicit local.default).
 	Declared struct{ Experiments, Spaces, Platforms int }

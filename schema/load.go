@@ -38,6 +38,10 @@ type LoadOptions struct {
 	// Backends are the state backend kinds a backend block may name
 	// (state/backends, converted); nil: only "local".
 	Backends []BackendKind
+	// SavedVars are values a saved plan kept (Config.GivenVars of the
+	// plan's configuration): they take the place of -var-files' and the
+	// environment's, and a -var still overrides them.
+	SavedVars map[string]cty.Value
 }
 
 // EnvPrefix starts the environment variables that set input variables.

@@ -3,7 +3,9 @@ package schema
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -116,6 +118,21 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 		l.readVarFile(path)
 	}
 
+	for _, name := range slices.Sorted(maps.Keys(opts.SavedVars)) {
+		v, declared := l.vars[name]
+		if !declared || v.bad || v.sensitive {
+			continue // the plan check says what changed
+		}
+		cv, err := convertVar(opts.SavedVars[name], v.typ)
+		if err != nil {
+			l.errorf(nil, "Invalid value for variable",
+				"The saved plan's value for variable %q is not suitable: %s (the variable's type changed since the plan was made: run plan again).", name, err)
+			v.hasVal, v.bad = true, true
+			continue
+		}
+		v.value, v.hasVal, v.valFrom = cv, true, "the saved plan"
+	}
+
 	for _, arg := range opts.Vars {
 		name, raw, ok := strings.Cut(arg, "=")
 		if !ok || name == "" {
@@ -158,6 +175,12 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 			l.checkSensitiveLength(v)
 		default:
 			l.varVals[name] = v.value
+			if v.valFrom != "its default" {
+				if l.cfg.GivenVars == nil {
+					l.cfg.GivenVars = map[string]cty.Value{}
+				}
+				l.cfg.GivenVars[name] = v.value
+			}
 		}
 	}
 	l.invalidate()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/trialform/trialform/apply"
@@ -14,6 +15,7 @@ import (
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
+	"github.com/zclconf/go-cty/cty"
 )
 
 type applyOptions struct {
@@ -99,7 +101,18 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			return g.errorf("-json needs -auto-approve (or a plan file): there is no terminal to ask for approval on")
 		}
 	}
-	cfg := g.loadConfig(o.vars, o.noColor)
+	var saved *plan.Plan
+	var savedVars map[string]cty.Value
+	if planFile != "" {
+		var err error
+		if saved, err = readPlanFile(planFile); err != nil {
+			return g.errorf("%v", err)
+		}
+		if savedVars, err = decodeVars(planFile, saved.Variables); err != nil {
+			return g.errorf("%v", err)
+		}
+	}
+	cfg := g.loadConfigSaved(o.vars, savedVars, o.noColor)
 	if cfg == nil {
 		return 1
 	}
@@ -145,10 +158,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	var p *plan.Plan
 	var err error
 	if planFile != "" {
-		p, err = readPlanFile(planFile)
-		if err != nil {
-			return g.errorf("%v", err)
-		}
+		p = saved
 		if err := apply.CheckFresh(p, st); err != nil {
 			return g.errorf("%v", err)
 		}
@@ -354,8 +364,18 @@ func checkPlanConfig(p *plan.Plan, cfg *schema.Config) error {
 			continue
 		}
 		e := cfg.Experiments[ep.Name]
-		if e == nil || plan.SpecHash(e) != ep.SpecHash || !plan.SettingsOf(e).Equal(ep.Settings) {
-			return fmt.Errorf("%w: experiment %q changed in the configuration since the plan was made; run plan again", apply.ErrStalePlan, ep.Name)
+		var what []string
+		switch {
+		case e == nil:
+			what = []string{"it is no longer in the configuration"}
+		default:
+			if plan.SpecHash(e) != ep.SpecHash {
+				what = append(what, "its trial definition or search space")
+			}
+			what = append(what, ep.Settings.Diff(plan.SettingsOf(e))...)
+		}
+		if len(what) > 0 {
+			return fmt.Errorf("%w: experiment %q changed in the configuration since the plan was made (%s); run plan again", apply.ErrStalePlan, ep.Name, strings.Join(what, "; "))
 		}
 		for _, ta := range ep.Trials {
 			if ta.Action != plan.Create {

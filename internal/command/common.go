@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/term"
 
 	"github.com/trialform/trialform/apply"
@@ -106,12 +107,17 @@ func (v *varFlags) register(fs *flag.FlagSet) {
 // loadConfig loads and validates the configuration; on errors it prints
 // the diagnostics (text or JSON) and returns nil.
 func (g *Globals) loadConfig(v varFlags, noColor bool) *schema.Config {
+	return g.loadConfigSaved(v, nil, noColor)
+}
+
+// loadConfigSaved is loadConfig with the variables a saved plan kept.
+func (g *Globals) loadConfigSaved(v varFlags, saved map[string]cty.Value, noColor bool) *schema.Config {
 	wd, err := g.workDir()
 	if err != nil {
 		g.errorf("%v", err)
 		return nil
 	}
-	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
+	cfg, diags := schema.Load(wd, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ, SavedVars: saved})
 	if len(diags) > 0 {
 		g.printDiags(cfg, diags, noColor)
 	}

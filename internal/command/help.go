@@ -48,7 +48,9 @@ for CI.`,
 		synopsis: "trialform plan [options]",
 		desc: `Refreshes what runs on each platform, diffs it against the configuration and
 the state, asks the tuner for the next parameters and prints exactly what apply
-will do. plan never writes the state. Limit it to some experiments with -target.`,
+will do. plan never writes the state. Limit it to some experiments with -target.
+A plan saved with -out keeps the values of the variables given to plan (-var,
+-var-file, TRIALFORM_VAR_name), except sensitive ones, which apply needs again.`,
 		example: "trialform plan -out=next.plan\n  trialform plan -target=experiment.svm -detailed-exitcode",
 	},
 	"apply": {

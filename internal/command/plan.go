@@ -12,6 +12,8 @@ import (
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/state"
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/trialform/trialform/internal/fsread"
 )
@@ -112,7 +114,42 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 	if !opts.Destroy {
 		g.readProvenance(cfg, sd).note(p)
 	}
+	if p.Variables, err = encodeVars(cfg.GivenVars); err != nil {
+		return nil, nil, g.errorf("plan: %v", err)
+	}
 	return p, holds, 0
+}
+
+// encodeVars writes variables' values as a plan keeps them.
+func encodeVars(vals map[string]cty.Value) (map[string]json.RawMessage, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]json.RawMessage, len(vals))
+	for name, v := range vals {
+		b, err := ctyjson.SimpleJSONValue{Value: v}.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("variable %q: %v", name, err)
+		}
+		out[name] = b
+	}
+	return out, nil
+}
+
+// decodeVars reads the variables a saved plan kept.
+func decodeVars(path string, raw map[string]json.RawMessage) (map[string]cty.Value, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]cty.Value, len(raw))
+	for name, b := range raw {
+		var v ctyjson.SimpleJSONValue
+		if err := v.UnmarshalJSON(b); err != nil {
+			return nil, fmt.Errorf("%s: variable %q: %v; make a new plan with `trialform plan -out FILE`", path, name, err)
+		}
+		out[name] = v.Value
+	}
+	return out, nil
 }
 
 func writePlanFile(path string, p *plan.Plan) error {
