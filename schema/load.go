@@ -233,6 +233,16 @@ func (l *loader) load(opts LoadOptions) {
 	var blocks []*hcl.Block
 	for _, b := range l.bodies {
 		content, diags := bodyContent(b, rootSchema)
+		if len(content.Blocks) == 0 {
+			for _, d := range diags {
+				if d.Summary == "Unsupported argument" && d.Subject != nil {
+					// Only NAME = value lines: a variables file.
+					d.Detail += fmt.Sprintf(" %s holds only NAME = value lines, as a variables file does, but every *.hcl file of the directory is read as configuration: "+
+						"give it another extension (%s.tfvars) and pass it with -var-file.", d.Subject.Filename, strings.TrimSuffix(filepath.Base(d.Subject.Filename), ".hcl"))
+					break
+				}
+			}
+		}
 		l.diags = append(l.diags, diags...)
 		blocks = append(blocks, content.Blocks...)
 	}

@@ -571,6 +571,10 @@ func TestLoadErrors(t *testing.T) {
 			{"Invalid param value", `uniform of param "d" must be a list of numbers, like [0, 1]; item 1 is not a number.`, "main.hcl:5"},
 		}},
 		{"command_and_args", []wantDiag{{"Conflicting trial command", "either command", "main.hcl:10"}}},
+		{"vars_file_in_dir", []wantDiag{
+			{"Unsupported argument", `prod.hcl holds only NAME = value lines, as a variables file does, but every *.hcl file of the directory is read as configuration: give it another extension (prod.tfvars) and pass it with -var-file.`, "prod.hcl:2"},
+			{"No value for required variable", `The variable "n" has no default`, "main.hcl:1"},
+		}},
 		{"remote_platform", []wantDiag{
 			{"Invalid duration", `lost_grace "soon"`, "main.hcl:3"},
 			{"Unsupported argument", `Did you mean "port"?`, "main.hcl:6"},

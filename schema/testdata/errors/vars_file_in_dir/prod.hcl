@@ -1,0 +1,2 @@
+# the values for production
+n = 5
