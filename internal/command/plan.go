@@ -3,8 +3,12 @@ package command
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/trialform/trialform/apply"
@@ -42,6 +46,11 @@ func runPlan(ctx context.Context, g *Globals, args []string) int {
 	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
 	if _, code, ok := g.parse(fs, args, argSpec{hint: "plan takes no arguments: to plan some experiments only, use -target=experiment.NAME; to plan from another directory, trialform -chdir=DIR plan."}); !ok {
 		return code
+	}
+	if o.out != "" {
+		if err := checkPlanOut(o.out); err != nil {
+			return g.errorf("-out=%s: %v", o.out, err)
+		}
 	}
 	p, st, code := g.makePlan(ctx, o.vars, o.noColor, plan.Options{Destroy: o.destroy, Targets: o.targets, Replace: o.trials.replace, Stop: o.trials.stop})
 	if p == nil {
@@ -150,6 +159,21 @@ func decodeVars(path string, raw map[string]json.RawMessage) (map[string]cty.Val
 		out[name] = v.Value
 	}
 	return out, nil
+}
+
+// checkPlanOut refuses a -out file that would overwrite what is not a
+// saved plan (a configuration file, say) or be read as configuration.
+func checkPlanOut(path string) error {
+	if strings.HasSuffix(path, ".hcl") {
+		return errors.New("a plan file named *.hcl would be read as configuration; name it like next.plan")
+	}
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if _, err := readPlanFile(path); err != nil {
+		return fmt.Errorf("the file exists and is not a saved plan, so plan does not overwrite it: choose another -out file, or remove it")
+	}
+	return nil
 }
 
 func writePlanFile(path string, p *plan.Plan) error {
