@@ -412,6 +412,9 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 		}
 		return g.errorf("state push: %v; nothing was pushed", err)
 	}
+	if err := state.Check(st); err != nil {
+		return g.errorf("state push: %s is not a state trialform wrote: %v; fix it (or push the output of `trialform state pull`), nothing was pushed", name, err)
+	}
 	_, m, lk, _, ok := g.openLockedState(ctx, nil, "state push", lf, nil)
 	if !ok {
 		return 1
