@@ -222,9 +222,6 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		view.NotSaved()
 		return 1
 	}
-	if ctx.Err() != nil {
-		return g.interrupted(op)
-	}
 	if o.destroy {
 		exps, trials := 0, 0
 		after := s.State()
@@ -234,8 +231,16 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 				trials += n
 			}
 		}
+		if ctx.Err() != nil && exps < len(removing) {
+			views.InterruptedDestroy(g.events, g.IO.Err, len(removing)-exps)
+			return 1
+		}
+		// Interrupted after the last teardown: destroy is done.
 		view.DestroySummary(exps, trials, len(removing)-exps)
 		return code
+	}
+	if ctx.Err() != nil {
+		return g.interrupted(op)
 	}
 	if !o.wait {
 		if code == 0 && reportFailed(view, p) {

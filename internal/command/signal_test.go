@@ -408,3 +408,62 @@ experiment "e" {
 		t.Errorf("ui after Ctrl-C: want the dashboard's own message:\n%s", s)
 	}
 }
+
+// Ctrl-C while destroy stops the last trial: the stop in flight finishes
+// (a graceful stop), the experiment is removed, and destroy says it is
+// complete; it used to say "running trials keep running", when none was
+// left. The trial tells the test when its stop began (a file written by
+// its SIGTERM trap, which then takes a while), so Ctrl-C lands during it.
+func TestInterruptedDestroyThatFinished(t *testing.T) {
+	work := t.TempDir()
+	hcl := `search_space "s" {
+  param "x" { choice = [1] }
+}
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 1
+  trial {
+    command = "trap 'touch termed; sleep 2; exit 0' TERM; touch trapped; sleep 600 & wait"
+  }
+}
+`
+	if err := os.WriteFile(filepath.Join(work, "main.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := trialform(t, work, "", "apply", "-auto-approve"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	waitFile := func(path string, out fmtStringer) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if _, err := os.Stat(path); err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within 60s:\n%s", filepath.Base(path), out)
+			}
+		}
+	}
+	waitFile(filepath.Join(work, "trapped"), newSyncBuffer()) // its trap is set
+	cmd := exec.Command(filepath.Join(binDir, "trialform"), "destroy", "-auto-approve")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	out := newSyncBuffer()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	waitFile(filepath.Join(work, "termed"), out) // its stop began
+	cmd.Process.Signal(syscall.SIGINT)
+	exited(t, done, 60*time.Second, out)
+	s := out.String()
+	if !strings.Contains(s, "Destroy complete! 1 experiment, 1 trial") || strings.Contains(s, "keep running") {
+		t.Errorf("destroy interrupted during its last stop: want it reported complete:\n%s", s)
+	}
+	if st, code := trialform(t, work, "", "state", "list"); code != 0 || strings.Contains(st, "experiment.e") {
+		t.Errorf("state list after destroy: exit %d\n%s", code, st)
+	}
+}

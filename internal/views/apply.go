@@ -82,6 +82,17 @@ func Interrupted(ev *Events, errw io.Writer, op string) {
 	fmt.Fprintln(errw, "\n"+msg)
 }
 
+// InterruptedDestroy reports a destroy stopped by Ctrl-C before it removed
+// left of its experiments.
+func InterruptedDestroy(ev *Events, errw io.Writer, left int) {
+	msg := fmt.Sprintf("Interrupted: %d experiment(s) not destroyed yet (the trials it had not stopped keep running); run `trialform destroy` again to finish.", left)
+	if ev != nil {
+		ev.Diagnostic("error", "Interrupted", msg)
+		return
+	}
+	fmt.Fprintln(errw, "\n"+msg)
+}
+
 // RefreshComplete is refresh's last line.
 func RefreshComplete(w io.Writer, experiments, changes int) {
 	fmt.Fprintf(w, "Refresh complete: %d experiment(s) read, %d trial change(s) recorded. Nothing was started or stopped.\n", experiments, changes)
