@@ -208,9 +208,7 @@ func (h *host) run(req hostRequest, launch *os.File) {
 		stop:  t.stop,
 		signalRest: func(main int, sig syscall.Signal) {
 			ps, _ := h.rest(req.Dir, main)
-			for _, p := range ps {
-				_ = syscall.Kill(p, sig)
-			}
+			signalOutsideGroup(ps, main, sig)
 		},
 		killRest: func(d time.Duration) { h.killRest(req.Dir, d) },
 		host:     true,

@@ -89,6 +89,20 @@ func signalDescendants(sig syscall.Signal) int {
 	return len(ds)
 }
 
+// signalOutsideGroup sends sig to each of ps that is not in the process
+// group pgid, which the caller signalled as a whole (pgid 0: to all of
+// them). Signalling a member of the group a second time would kill what
+// a trap started on the first: a trial's SIGTERM handler that spawns a
+// process to save its work.
+func signalOutsideGroup(ps []int, pgid int, sig syscall.Signal) {
+	for _, p := range ps {
+		if g, err := syscall.Getpgid(p); pgid > 0 && err == nil && g == pgid {
+			continue
+		}
+		_ = syscall.Kill(p, sig)
+	}
+}
+
 // killDescendants SIGKILLs every descendant of this process and reaps
 // them, until none is left or d passed.
 func killDescendants(d time.Duration) {

@@ -59,3 +59,53 @@ func TestDescendantsWalkMatchesScan(t *testing.T) {
 		}
 	}
 }
+
+// Stop's SIGTERM goes to the trial's process group as a whole, then to
+// its processes outside the group: signalling a member of the group again
+// raced with what its trap started on the first signal (a trial's
+// handler that spawns a process to save its work was killed, 1 stop in 3).
+func TestSignalOutsideGroupSparesTheGroup(t *testing.T) {
+	leader := exec.Command("sh", "-c", "sleep 30 & wait")
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	outside := exec.Command("sleep", "30")
+	outside.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	for _, c := range []*exec.Cmd{leader, outside} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer c.Process.Kill()
+	}
+	pg := leader.Process.Pid
+	defer syscall.Kill(-pg, syscall.SIGKILL)
+	var member int
+	for deadline := time.Now().Add(10 * time.Second); member == 0; time.Sleep(10 * time.Millisecond) {
+		for _, p := range descendants(pg) {
+			if g, err := syscall.Getpgid(p); err == nil && g == pg {
+				member = p
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the group's sleep did not start")
+		}
+	}
+	signalOutsideGroup([]int{pg, member, outside.Process.Pid}, pg, syscall.SIGTERM)
+	err := outside.Wait()
+	if ws, ok := err.(*exec.ExitError); !ok || ws.Sys().(syscall.WaitStatus).Signal() != syscall.SIGTERM {
+		t.Errorf("the process outside the group: %v, want ended by SIGTERM", err)
+	}
+	for _, p := range []int{pg, member} {
+		if err := syscall.Kill(p, 0); err != nil {
+			t.Errorf("process %d of the group was signalled: %v", p, err)
+		}
+	}
+	// pgid 0: every one of them.
+	signalOutsideGroup([]int{member}, 0, syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(member, 0) == nil; time.Sleep(10 * time.Millisecond) {
+		if state, _, err := procInfo(member); err == nil && state == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still runs after SIGKILL", member)
+		}
+	}
+}

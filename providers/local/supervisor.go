@@ -194,7 +194,7 @@ func supervise(dir string) error {
 		stop: stop,
 		// Everything below this process but the trial's group: this
 		// subreaper's orphans and what the trial made in other groups.
-		signalRest: func(_ int, sig syscall.Signal) { signalDescendants(sig) },
+		signalRest: func(main int, sig syscall.Signal) { signalOutsideGroup(descendants(os.Getpid()), main, sig) },
 		killRest:   killDescendants,
 	}
 	if ready != nil {
