@@ -872,3 +872,25 @@ func TestObserveFinishesAnInterruptedTeardown(t *testing.T) {
 		})
 	}
 }
+
+// A start or an end the platform dates in the future (a clock ahead, or a
+// status file the trial itself rewrote) is dated now: a duration never
+// runs past the refresh that read it.
+func TestObserveNeverDatesTheFuture(t *testing.T) {
+	cfg := testConfig()
+	now := t0.Add(time.Hour)
+	future := now.Add(24 * 365 * time.Hour)
+	zero := 0
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running))
+	Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, StartedAt: &t0, EndedAt: &future, Metrics: []providers.Metric{{Type: "FINAL", Value: "1"}}},
+		"t0001": {Exists: true, Phase: providers.PhaseRunning, StartedAt: &future},
+	}}}, now)
+	tr := st.Experiments["exp"].Trials
+	if e := tr["t0000"].EndedAt; e == nil || e.After(now) {
+		t.Errorf("t0000 ended %v, after the refresh at %v", e, now)
+	}
+	if s := tr["t0001"].StartedAt; s == nil || s.After(now) {
+		t.Errorf("t0001 started %v, after the refresh at %v", s, now)
+	}
+}

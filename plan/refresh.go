@@ -361,7 +361,7 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 	// (apply's own stamp of the start is only a placeholder until then):
 	// two clocks would give negative durations to short trials.
 	if o.StartedAt != nil {
-		s := o.StartedAt.UTC()
+		s := notAfter(o.StartedAt.UTC(), now)
 		t.StartedAt = &s
 	}
 	var pts []state.MetricPoint
@@ -423,7 +423,7 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 	case providers.PhaseSucceeded, providers.PhaseFailed, providers.PhaseKilled:
 		end := now.UTC()
 		if o.EndedAt != nil {
-			end = o.EndedAt.UTC()
+			end = notAfter(o.EndedAt.UTC(), now)
 		}
 		if t.StartedAt != nil && end.Before(*t.StartedAt) {
 			end = *t.StartedAt // never a negative duration
@@ -576,10 +576,19 @@ func limit(ss []string, n int) []string {
 // the platform's end time when it has one, else now, the first time this
 // state saw it gone. Its run time stops there; a resume is a new attempt,
 // timed from its own start.
+// notAfter is t, or now when t is later: a platform's clock (or a file a
+// trial could write) never dates a start or an end in the future.
+func notAfter(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now.UTC()
+	}
+	return t
+}
+
 func stopClock(t *state.Trial, end *time.Time, now time.Time) {
 	e := now.UTC()
 	if end != nil {
-		e = end.UTC()
+		e = notAfter(end.UTC(), now)
 	}
 	if t.StartedAt != nil && e.Before(*t.StartedAt) {
 		e = *t.StartedAt
