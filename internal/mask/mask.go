@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf16"
 )
 
 // Text is what is shown in place of a secret.
@@ -83,9 +84,28 @@ func Encodings(secret string) []string {
 func TextForms(secret string) []string {
 	var forms []string
 	if b, err := json.Marshal(secret); err == nil {
-		forms = append(forms, string(b[1:len(b)-1]))
+		forms = append(forms, string(b[1:len(b)-1]), asciiJSON(string(b[1:len(b)-1])))
 	}
 	return addForms([]string{secret}, append(forms, url.QueryEscape(secret), url.PathEscape(secret), pythonQuote(secret))...)
+}
+
+// asciiJSON is JSON-escaped text s as Python's json.dumps writes it by
+// default (ensure_ascii): every character past ASCII as \uXXXX, a
+// surrogate pair past the BMP.
+func asciiJSON(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r < 0x80:
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, "\\u%04x\\u%04x", r1, r2)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	return b.String()
 }
 
 // pythonQuote is Python's urllib.parse.quote with its default safe="/":
@@ -286,6 +306,65 @@ func (s *Set) Bytes(b []byte) []byte {
 	if s.Empty() {
 		return b
 	}
+	return s.base64Tokens(s.tokens(b))
+}
+
+// minBase64 is the shortest run of base64 text decoded to look for a
+// secret inside: the encoding of "u:" and a secret of MinLength bytes.
+const minBase64 = 12
+
+// base64Tokens replaces each run of base64 text that decodes to text
+// holding a secret (as Bytes finds it): an HTTP basic authorization
+// header encodes "user:password", where the password's own encoding
+// depends on the user's length.
+func (s *Set) base64Tokens(b []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); {
+		if !isBase64(b[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(b) && isBase64(b[j]) {
+			j++
+		}
+		for pad := 0; j < len(b) && pad < 2 && b[j] == '='; pad++ {
+			j++ // padding
+		}
+		if j-i >= minBase64 && s.hidesIn(b[i:j]) {
+			out = append(out, b[last:i]...)
+			out = append(out, Text...)
+			last = j
+		}
+		i = j
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+func isBase64(c byte) bool {
+	return c == '+' || c == '/' || c == '-' || c == '_' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+}
+
+// hidesIn reports whether run decodes (in either alphabet) to text that
+// holds a secret.
+func (s *Set) hidesIn(run []byte) bool {
+	t := strings.TrimRight(string(run), "=")
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		if d, err := enc.DecodeString(t); err == nil && len(d) > 0 {
+			if m := s.tokens(d); len(m) != len(d) || !bytes.Equal(m, d) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tokens replaces every whole-token occurrence of a secret (see Bytes).
+func (s *Set) tokens(b []byte) []byte {
 	var out []byte
 	last := 0
 	for i := 0; i < len(b); {

@@ -164,3 +164,44 @@ func TestRecordMasksEncodedForms(t *testing.T) {
 		}
 	}
 }
+
+// What a trial prints of a secret that masking did not find before: an
+// HTTP basic-auth header (base64 of "user:secret", where the secret's own
+// encoding depends on the user's length) and Python's default json.dumps
+// of a secret with non-ASCII characters (\uXXXX escapes). Masked from the
+// secret in clear and from the hashes apply records alike.
+func TestMaskBasicAuthAndASCIIJSON(t *testing.T) {
+	const secret = "S3cr3t-Tok3n_ABC/+=xyz"
+	const accented = "pässwörd-Geheimnis-123"
+	rec, err := Record{}.With(secret, accented)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashed := New()
+	if err := hashed.Hashed(rec); err != nil {
+		t.Fatal(err)
+	}
+	for name, set := range map[string]*Set{"clear": New(secret, accented), "hashed": hashed} {
+		for _, user := range []string{"u", "ab", "bob", "alice"} {
+			for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+				b64 := enc.EncodeToString([]byte(user + ":" + secret))
+				line := "Authorization: Basic " + b64 + "\n"
+				if got := set.String(line); got != "Authorization: Basic "+Text+"\n" {
+					t.Errorf("%s: basic auth of user %q: %q", name, user, got)
+				}
+				if got := set.String("token=" + b64 + "; next"); got != "token="+Text+"; next" {
+					t.Errorf("%s: after token=: %q", name, got)
+				}
+			}
+		}
+		line := `{"pw": "p\u00e4ssw\u00f6rd-Geheimnis-123"}`
+		if got := set.String(line); got != `{"pw": "`+Text+`"}` {
+			t.Errorf("%s: ASCII JSON: %q", name, got)
+		}
+		// base64 text that decodes to something else is left alone
+		other := "Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("bob:another-password")) + "\n"
+		if got := set.String(other); got != other {
+			t.Errorf("%s: an unrelated header was masked: %q", name, got)
+		}
+	}
+}
