@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -139,7 +140,7 @@ func Compute(in Input) (*Plan, error) {
 					return nil, fmt.Errorf("experiment %q (%s): %w", name, posOf(cfg), err)
 				}
 			}
-			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name], requests[name], in.Me)
+			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name], requests[name], in.Me, unknownTrials(cur, in.Listed[name]))
 			if err != nil {
 				return nil, fmt.Errorf("experiment %q: %w", name, err)
 			}
@@ -172,6 +173,14 @@ func Compute(in Input) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// idRange names sorted sequence numbers briefly: "t0003" or "t0000..t0009".
+func idRange(seqs []int) string {
+	if len(seqs) == 1 {
+		return TrialID(seqs[0])
+	}
+	return TrialID(seqs[0]) + ".." + TrialID(seqs[len(seqs)-1])
 }
 
 // addOrphans plans the teardown of running trials the platform holds for
@@ -508,7 +517,30 @@ func progress(e *state.Experiment, gen int) Progress {
 	return pr
 }
 
-func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64, requests map[string]string, me string) (*ExperimentPlan, error) {
+// unknownTrials returns the sequence numbers of the trials the platform
+// holds of an experiment (listed) that the state does not record (cur
+// may be nil), sorted: a trial removed with state rm, or one a lost
+// journal forgot.
+func unknownTrials(cur *state.Experiment, listed []providers.Observation) []int {
+	var out []int
+	for _, o := range listed {
+		if cur != nil && cur.Trials[o.TrialID] != nil {
+			continue
+		}
+		var seq int
+		if _, err := fmt.Sscanf(o.TrialID, "t%d", &seq); err == nil && seq >= 0 && TrialID(seq) == o.TrialID {
+			out = append(out, seq)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// planExperiment plans one experiment of the configuration. unknown are
+// the sequence numbers of trials the platform holds that the state does
+// not record: new trials are numbered past them, as a trial cannot start
+// where another of its id is.
+func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64, requests map[string]string, me string, unknown []int) (*ExperimentPlan, error) {
 	hash := SpecHash(cfg)
 	ep := &ExperimentPlan{
 		Name: cfg.Name, Platform: cfg.Platform.Key(), Action: NoOp,
@@ -759,9 +791,15 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		n = remaining
 	}
 	if n > 0 {
+		next := cur.NextSeq
+		if len(unknown) > 0 && unknown[len(unknown)-1] >= next {
+			next = unknown[len(unknown)-1] + 1
+			ep.Notes = append(ep.Notes, fmt.Sprintf("new trials are numbered from %s, past %d trial(s) %s holds that the state does not record (%s): `trialform import -all %s` adds them to the state, their results to the tuner's history",
+				TrialID(next), len(unknown), ep.Platform, idRange(unknown), cfg.Name))
+		}
 		seqs := make([]int, n)
 		for i := range seqs {
-			seqs[i] = cur.NextSeq + i
+			seqs[i] = next + i
 		}
 		params, notes, err := suggest(cfg, cur, ep.Generation, seqs, curves)
 		var wait *tuner.WaitError
