@@ -42,6 +42,12 @@ type LoadOptions struct {
 	// plan's configuration): they take the place of -var-files' and the
 	// environment's, and a -var still overrides them.
 	SavedVars map[string]cty.Value
+	// Within, when set, is a directory every file the configuration
+	// reads (its *.hcl files, nni_file) must resolve into, symbolic links
+	// followed: the controller reads a git checkout whose files anyone
+	// who can commit controls (a link to /proc/self/environ would print
+	// the controller's environment in a diagnostic's snippet).
+	Within string
 }
 
 // EnvPrefix starts the environment variables that set input variables.
@@ -61,7 +67,7 @@ const EnvPrefix = "TRIALFORM_VAR_"
 func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	l := newLoader(dir)
 	l.platforms, l.tuners = opts.Platforms, opts.Tuners
-	l.backends = opts.Backends
+	l.backends, l.within = opts.Backends, opts.Within
 	if l.platforms == nil {
 		l.errorf(nil, "No platform registry", "schema.Load needs LoadOptions.Platforms (providers/platforms.Registry()); this is a bug in the caller.")
 		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files, Snippets: l.cfg.Snippets}, l.diags
@@ -115,6 +121,7 @@ func (c *Config) HCLFiles() map[string]*hcl.File {
 
 // loader holds the state of one Load.
 type loader struct {
+	within      string   // LoadOptions.Within
 	tunerParams []string // params the experiment's tuner adds, usable in templates
 	dir         string   // as given, for messages
 	platforms   *registry.Registry
@@ -282,6 +289,11 @@ func (l *loader) parseDir() bool {
 	ok := true
 	for _, n := range names {
 		display := n
+		if err := l.confined(filepath.Join(l.cfg.Dir, n)); err != nil {
+			l.errorf(nil, "Configuration file outside the repository", "Reading %s: %s.", display, err)
+			ok = false
+			continue
+		}
 		src, err := fsread.ReadFile(filepath.Join(l.cfg.Dir, n), fsread.MaxConfig)
 		if err != nil {
 			l.errorf(nil, "Cannot read configuration file", "Reading %s: %s.", display, err)
@@ -299,6 +311,25 @@ func (l *loader) parseDir() bool {
 		l.bodies = append(l.bodies, f.Body.(*hclsyntax.Body))
 	}
 	return ok
+}
+
+// confined checks that path resolves inside LoadOptions.Within (when set).
+func (l *loader) confined(path string) error {
+	if l.within == "" {
+		return nil
+	}
+	root, err := filepath.EvalSymlinks(l.within)
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("it is a symbolic link to %s, outside the repository the controller reads (%s); commit the file itself", real, l.within)
+	}
+	return nil
 }
 
 // readHCLNames lists the *.hcl files of dir, sorted.

@@ -845,3 +845,69 @@ func TestLoadUnknownVariables(t *testing.T) {
 		t.Errorf("without UnknownVariables: %d missing-value errors, want 4: %v", n, diags)
 	}
 }
+
+// LoadOptions.Within (the controller's checkout): a *.hcl file or an
+// nni_file that is a symbolic link to a file outside it is refused, and
+// nothing of that file is read into the diagnostics; a link inside it is
+// followed.
+func TestLoadWithinRefusesLinksOut(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "environ")
+	if err := os.WriteFile(secret, []byte("TOKEN=hunter2-outside\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "exps")
+	if err := os.MkdirAll(filepath.Join(root, "shared"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	space := `{"x": {"_type": "uniform", "_value": [0, 1]}}`
+	if err := os.WriteFile(filepath.Join(root, "shared", "space.json"), []byte(space), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(`search_space "s" {
+  nni_file = "space.json"
+}
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 1
+  trial {
+    command = "true"
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "shared", "space.json"), filepath.Join(dir, "space.json")); err != nil {
+		t.Fatal(err)
+	}
+	opts := LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Within: root}
+	if _, diags := Load(dir, opts); diags.HasErrors() {
+		t.Fatalf("a link inside the repository: %v", diags)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "e.hcl")); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := Load(dir, opts)
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "outside the repository the controller reads") {
+		t.Fatalf("a *.hcl link out of the repository: %v", diags)
+	}
+	if strings.Contains(diags.Error(), "hunter2") || strings.Contains(string(cfg.Files["e.hcl"]), "hunter2") {
+		t.Errorf("the file outside was read: %v", diags)
+	}
+	os.Remove(filepath.Join(dir, "e.hcl"))
+	os.Remove(filepath.Join(dir, "space.json"))
+	if err := os.Symlink(secret, filepath.Join(dir, "space.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, diags := Load(dir, opts); !diags.HasErrors() || !strings.Contains(diags.Error(), "outside the repository") || strings.Contains(diags.Error(), "hunter2") {
+		t.Errorf("an nni_file link out of the repository: %v", diags)
+	}
+	// Without Within (the CLI in a working copy) links are followed.
+	if _, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners}); !diags.HasErrors() || strings.Contains(diags.Error(), "outside the repository") {
+		t.Errorf("without Within: %v", diags)
+	}
+}

@@ -59,7 +59,11 @@ func (l *loader) evalSpace(b *hcl.Block) {
 		if !filepath.IsAbs(abs) {
 			abs = filepath.Join(l.cfg.Dir, path)
 		}
-		data, err := fsread.ReadFile(abs, fsread.MaxConfig)
+		err := l.confined(abs)
+		var data []byte
+		if err == nil {
+			data, err = fsread.ReadFile(abs, fsread.MaxConfig)
+		}
 		if err != nil {
 			l.errorf(a.Expr.Range().Ptr(), "Cannot read NNI search space file",
 				"Reading %s (relative to the configuration directory): %s.", path, err)

@@ -407,7 +407,7 @@ func (c *ctrl) load(commit string, syncErr error) {
 		msg = syncErr.Error()
 	} else {
 		var diags schemaDiags
-		cfg, diags = loadDefinitions(c.g, dir, c.o.vars)
+		cfg, diags = loadDefinitions(c.g, dir, c.src.Dir, c.o.vars)
 		if diags != nil && diags.HasErrors() {
 			msg = diags.Error()
 			cfg = nil
@@ -446,8 +446,10 @@ type schemaDiags = interface {
 	Error() string
 }
 
-func loadDefinitions(g *Globals, dir string, v varFlags) (*schema.Config, schemaDiags) {
-	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ})
+// loadDefinitions loads the definitions in dir, of the checkout in root:
+// no file they read may lie outside it.
+func loadDefinitions(g *Globals, dir, root string, v varFlags) (*schema.Config, schemaDiags) {
+	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ, Within: root})
 	return cfg, diags
 }
 
