@@ -84,10 +84,17 @@ type JournalError struct {
 }
 
 func (e *JournalError) Error() string {
+	without := fmt.Sprintf("state.json plus records 1-%d", e.Record-1)
+	switch e.Record {
+	case 1:
+		without = "state.json alone"
+	case 2:
+		without = "state.json plus record 1"
+	}
 	return fmt.Sprintf("state journal %s: record %d (byte offset %d) %s; nothing was written over it. "+
-		"The state without this record and those after it is state.json plus records 1-%d; "+
+		"The state without this record and those after it is %s; "+
 		"state.json and state.json.backup are kept. To go on from state.json alone, move the journal aside",
-		e.Path, e.Record, e.Offset, e.Problem, e.Record-1)
+		e.Path, e.Record, e.Offset, e.Problem, without)
 }
 
 // encodeRecord returns the journal line of rec.

@@ -186,7 +186,11 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		view.Plan(p, false)
 		if p.HasChanges() && !o.autoApprove {
 			if !o.input {
-				return g.errorf("the plan needs approval and -input=false forbids asking: review it with `trialform plan -out=FILE` and apply the file, or add -auto-approve")
+				save := "trialform plan -out=FILE"
+				if o.destroy {
+					save = "trialform plan -destroy -out=FILE"
+				}
+				return g.errorf("the plan needs approval and -input=false forbids asking: review it with `%s` and apply the file, or add -auto-approve", save)
 			}
 			q := "Do you want to perform these actions?"
 			if o.destroy {

@@ -157,13 +157,32 @@ func Plan(w io.Writer, p *plan.Plan, c Colors) {
 	fmt.Fprintln(w, c.Bold(SummaryLine(p)))
 }
 
-// SummaryLine is "Plan: 2 to create, 1 to resume, 0 to tear down."
+// SummaryLine is "Plan: 2 to create, 1 to resume, 0 to tear down.", and
+// ", 1 experiment to destroy" before the period when experiments go (with
+// their trials' records and results, ended ones too).
 func SummaryLine(p *plan.Plan) string {
 	s := p.Summary
-	return fmt.Sprintf("Plan: %d to create, %d to resume, %d to tear down.", s.Create, s.Resume, s.Teardown)
+	line := fmt.Sprintf("Plan: %d to create, %d to resume, %d to tear down", s.Create, s.Resume, s.Teardown)
+	gone := 0
+	for _, ep := range p.Experiments {
+		if ep.Action == plan.Delete {
+			gone++
+		}
+	}
+	switch gone {
+	case 0:
+	case 1:
+		line += ", 1 experiment to destroy"
+	default:
+		line += fmt.Sprintf(", %d experiments to destroy", gone)
+	}
+	return line + "."
 }
 
 func noChangeDetail(p *plan.Plan) string {
+	if len(p.Experiments) == 0 && p.Destroy {
+		return "The state holds no experiment to destroy."
+	}
 	if len(p.Experiments) == 0 {
 		return "The configuration has no experiments and the state is empty."
 	}
