@@ -531,3 +531,13 @@ func TestDiffTrialsComparesOnlyNamed(t *testing.T) {
 		t.Errorf("an unnamed added trial: ok %v, err %v; want a fallback", ok, err)
 	}
 }
+
+// The error names what the state is without the bad record in words that
+// read right for its first records too (it said "records 1-0").
+func TestJournalErrorNamesTheStateWithout(t *testing.T) {
+	for rec, want := range map[int]string{1: "is state.json alone;", 2: "is state.json plus record 1;", 5: "is state.json plus records 1-4;"} {
+		if got := (&JournalError{Path: "j", Record: rec, Problem: "is garbage"}).Error(); !strings.Contains(got, want) {
+			t.Errorf("record %d: %q lacks %q", rec, got, want)
+		}
+	}
+}
