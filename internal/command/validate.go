@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/trialform/trialform/internal/fsread"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/schema"
 )
@@ -79,7 +80,7 @@ func runFmt(ctx context.Context, g *Globals, args []string) int {
 			}
 			r, diags := schema.FormatBytes("<stdin>", src)
 			if diags.HasErrors() {
-				g.printDiags(nil, diags, *noColor)
+				g.printDiags(&schema.Config{Files: map[string][]byte{"<stdin>": src}}, diags, *noColor)
 				failed = true
 				continue
 			}
@@ -93,9 +94,9 @@ func runFmt(ctx context.Context, g *Globals, args []string) int {
 			}
 			continue
 		}
-		results, diags := fmtTarget(wd, t)
+		results, diags, srcs := fmtTarget(wd, t)
 		if diags.HasErrors() {
-			g.printDiags(nil, diags, *noColor)
+			g.printDiags(&schema.Config{Files: srcs}, diags, *noColor)
 			failed = true
 		}
 		for _, r := range results {
@@ -130,7 +131,9 @@ const maxFmtInput = 16 << 20
 
 // fmtTarget formats target ("" for the working directory): a directory's
 // *.hcl files, or one file. Results are named as the user wrote target.
-func fmtTarget(wd, target string) ([]schema.FormatResult, hcl.Diagnostics) {
+// fmtTarget formats a file or a directory's *.hcl files in memory; srcs
+// holds the sources of the files with errors, for the snippets.
+func fmtTarget(wd, target string) (results []schema.FormatResult, diags hcl.Diagnostics, srcs map[string][]byte) {
 	path := target
 	if path == "" {
 		path = wd
@@ -140,7 +143,7 @@ func fmtTarget(wd, target string) ([]schema.FormatResult, hcl.Diagnostics) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No such file or directory",
-			Detail: fmt.Sprintf("fmt %s: %v. Give *.hcl files or directories.", target, err)}}
+			Detail: fmt.Sprintf("fmt %s: %v. Give *.hcl files or directories.", target, err)}}, nil
 	}
 	if st.IsDir() {
 		results, diags := schema.FormatDir(path)
@@ -149,26 +152,34 @@ func fmtTarget(wd, target string) ([]schema.FormatResult, hcl.Diagnostics) {
 				results[i].Name = filepath.Join(target, results[i].Name)
 			}
 		}
-		return results, diags
+		srcs := map[string][]byte{}
+		for _, d := range diags {
+			if d.Subject != nil {
+				if b, err := fsread.ReadFile(filepath.Join(path, d.Subject.Filename), maxFmtInput); err == nil {
+					srcs[d.Subject.Filename] = b
+				}
+			}
+		}
+		return results, diags, srcs
 	}
 	if !st.Mode().IsRegular() {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Not a regular file",
-			Detail: fmt.Sprintf("fmt %s: not a regular file or directory.", target)}}
+			Detail: fmt.Sprintf("fmt %s: not a regular file or directory.", target)}}, nil
 	}
 	if st.Size() > maxFmtInput {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "File too large",
-			Detail: fmt.Sprintf("fmt %s: %d bytes; fmt formats HCL files up to %d bytes.", target, st.Size(), maxFmtInput)}}
+			Detail: fmt.Sprintf("fmt %s: %d bytes; fmt formats HCL files up to %d bytes.", target, st.Size(), maxFmtInput)}}, nil
 	}
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read file", Detail: fmt.Sprintf("fmt %s: %v.", target, err)}}
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read file", Detail: fmt.Sprintf("fmt %s: %v.", target, err)}}, nil
 	}
 	r, diags := schema.FormatBytes(target, src)
 	if diags.HasErrors() {
-		return nil, diags
+		return nil, diags, map[string][]byte{target: src}
 	}
 	r.Path = path
-	return []schema.FormatResult{r}, nil
+	return []schema.FormatResult{r}, nil, nil
 }
 
 // writeFormatted replaces path's content, keeping its mode.
