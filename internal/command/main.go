@@ -8,6 +8,7 @@ package command
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
@@ -197,6 +198,13 @@ func run(ctx context.Context, g *Globals, args []string) int {
 		args = args[1:]
 	}
 	if len(args) == 0 {
+		if g.Chdir != "" {
+			hint := ""
+			if findCommand(g.Chdir) != nil {
+				hint = fmt.Sprintf(" (%q was taken as the directory: write -chdir=DIR %s)", g.Chdir, g.Chdir)
+			}
+			g.errorf("no command after -chdir=%s%s", g.Chdir, hint)
+		}
 		usage(io.Err)
 		return 1
 	}
