@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trialform/trialform/internal/query"
 	"github.com/trialform/trialform/internal/results"
@@ -79,7 +80,7 @@ func DefaultColumns(rows []*results.Row, multi bool) []Column {
 		for o := range objectives {
 			single = o
 		}
-		objHeader = strings.ToUpper(Safe(single))
+		objHeader = Safe(strings.ToUpper(single))
 	}
 	cols = append(cols, Column{Header: objHeader, Field: "metric", Cell: func(r *results.Row) string { return FormatMetric(r.Metric) }})
 	for _, m := range results.MetricNames(rows) {
@@ -176,7 +177,7 @@ func fieldColumn(name string) Column {
 	case f.IsParam():
 		header = Safe(f.Key)
 	case f.IsMetric():
-		header = strings.ToUpper(Safe(f.Key))
+		header = Safe(strings.ToUpper(f.Key))
 	case name == "id":
 		header = "TRIAL"
 	}
@@ -239,7 +240,7 @@ func ResultsTableText(w io.Writer, t ResultsTable) {
 	for _, r := range t.Rows {
 		cells = cells[:0]
 		for _, c := range cols {
-			cells = append(cells, c.Cell(r))
+			cells = append(cells, clip(c.Cell(r), maxCell))
 		}
 		if t.Curves {
 			cells = append(cells, Sparkline(seriesValues(r.Series), 24))
@@ -250,6 +251,19 @@ func ResultsTableText(w io.Writer, t ResultsTable) {
 	for _, l := range t.Footer {
 		fmt.Fprintln(w, l)
 	}
+}
+
+// maxCell is the widest cell of a results table on a terminal (-o json,
+// csv and markdown keep every value whole).
+const maxCell = 60
+
+// clip cuts s to max runes, the last one an ellipsis.
+func clip(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max-1]) + "…"
 }
 
 // ResultsMarkdown writes the table as a GitHub-flavoured markdown table.

@@ -24,7 +24,7 @@ func BestLines(exps []*state.Experiment) []string {
 		if best == "" {
 			continue
 		}
-		metric := e.Metric
+		metric := Safe(e.Metric)
 		if metric == "" {
 			metric = "default"
 		}

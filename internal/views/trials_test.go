@@ -74,3 +74,25 @@ func TestDestroySummary(t *testing.T) {
 		}
 	}
 }
+
+// A parameter value of 200 KB is cut in the terminal table (not in -o
+// json or csv); a metric name with control characters is quoted after it
+// is upper-cased, so the quote stays a valid one ("\x1b", not "\X1B").
+func TestTrialsClipsLongCellsAndQuotesHeaders(t *testing.T) {
+	e := testExperiment()
+	long := strings.Repeat("a", 200<<10)
+	e.Trials["t0000"].Params["optimizer"] = long
+	e.Metric = "\x1b[31mevil"
+	var b bytes.Buffer
+	Trials(&b, e, time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC))
+	out := b.String()
+	if len(out) > 4096 {
+		t.Errorf("the table is %d bytes for a 200 KB value", len(out))
+	}
+	if !strings.Contains(out, strings.Repeat("a", maxCell-1)+"…") {
+		t.Errorf("the long value is not cut with an ellipsis:\n%.500s", out)
+	}
+	if strings.Contains(out, "\x1b") || strings.Contains(out, `\X1B`) || !strings.Contains(out, `\x1b[31MEVIL`) {
+		t.Errorf("header of a metric with control characters:\n%.500s", out)
+	}
+}
