@@ -240,7 +240,11 @@ func ResultsTableText(w io.Writer, t ResultsTable) {
 	for _, r := range t.Rows {
 		cells = cells[:0]
 		for _, c := range cols {
-			cells = append(cells, clip(c.Cell(r), maxCell))
+			max := maxCell
+			if c.Field == "reason" {
+				max = maxNote // the last column: trialform's words on the trial
+			}
+			cells = append(cells, clip(c.Cell(r), max))
 		}
 		if t.Curves {
 			cells = append(cells, Sparkline(seriesValues(r.Series), 24))
@@ -254,8 +258,11 @@ func ResultsTableText(w io.Writer, t ResultsTable) {
 }
 
 // maxCell is the widest cell of a results table on a terminal (-o json,
-// csv and markdown keep every value whole).
-const maxCell = 60
+// csv and markdown keep every value whole), maxNote that of its NOTE.
+const (
+	maxCell = 60
+	maxNote = 400
+)
 
 // clip cuts s to max runes, the last one an ellipsis.
 func clip(s string, max int) string {
