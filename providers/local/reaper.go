@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -142,6 +143,7 @@ func killStragglers(dir string) int {
 	marker := []byte("\x00" + trialproto.EnvSysDir + "=" + dir + "\x00")
 	self := os.Getpid()
 	n := 0
+	var killed []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
@@ -153,6 +155,17 @@ func killStragglers(dir string) int {
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
 			n++
+			killed = append(killed, pid)
+		}
+	}
+	// A signal is delivered when its process next runs: on a loaded
+	// machine that is after kill returns. Nothing of the lost attempt may
+	// run beside the next one, so wait (a while at most) until each is
+	// gone or a zombie.
+	for deadline := time.Now().Add(5 * time.Second); len(killed) > 0 && time.Now().Before(deadline); {
+		killed = slices.DeleteFunc(killed, func(p int) bool { return !alive(p, 0) })
+		if len(killed) > 0 {
+			time.Sleep(2 * time.Millisecond)
 		}
 	}
 	return n
