@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,11 +147,16 @@ type watcher struct {
 	psKey    string
 	lastPlan string // rendering of the last printed plan (plan-only mode)
 	held     string // what the last held plan would destroy
-	locked   string // holder of the lock the last pass could not get
-	done     bool   // "all done" was announced
-	changed  time.Time
-	what     string     // files of the last change
-	last     *plan.Plan // the last plan computed
+	// heldGen names the experiments whose new generation a held plan
+	// holds: once their old trials have ended, the plan tears nothing
+	// down, and it stays held all the same (until the definitions are
+	// restored or someone applies it).
+	heldGen map[string]bool
+	locked  string // holder of the lock the last pass could not get
+	done    bool   // "all done" was announced
+	changed time.Time
+	what    string     // files of the last change
+	last    *plan.Plan // the last plan computed
 
 	extraSetter func(paths []string) // the file watcher's SetExtra
 }
@@ -376,15 +382,27 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		return
 	}
 	w.last = p
-	if d := p.Destructive(); len(d) > 0 && !w.o.allowDestroy {
+	d := p.Destructive()
+	for _, ep := range p.Experiments {
+		if ep.NewGeneration && w.heldGen[ep.Name] && !slices.ContainsFunc(d, func(l string) bool { return strings.Contains(l, "experiment "+ep.Name+" ") }) {
+			d = append(d, fmt.Sprintf("experiment %s would start generation %d (its definitions changed while its trials ran; they have ended since)", ep.Name, ep.Generation))
+		}
+	}
+	if len(d) > 0 && !w.o.allowDestroy {
 		held := heldKey(d)
 		if printPlan || held != w.held {
 			w.view.Held(p, d)
 			w.held = held
 		}
+		w.heldGen = map[string]bool{}
+		for _, ep := range p.Experiments {
+			if ep.NewGeneration {
+				w.heldGen[ep.Name] = true
+			}
+		}
 		return
 	}
-	w.held = ""
+	w.held, w.heldGen = "", nil
 	if printPlan {
 		w.view.Plan(p)
 	}
