@@ -86,7 +86,10 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 		rows = append(rows, results.FromExperiment(e, now)...)
 	}
 	keepSeries := o.withIntermediate || o.curves
-	allSeries := keepSeries || mentions(o.query+","+o.sort+","+o.columns, "latest", "best_intermediate")
+	// The JSON and CSV rows carry latest and best_intermediate whatever
+	// the columns.
+	wholeRows := o.output == "json" || o.output == "jsonl" || o.output == "csv"
+	allSeries := keepSeries || wholeRows || mentions(o.query+","+o.sort+","+o.columns, "latest", "best_intermediate")
 	for _, r := range rows {
 		if r.Intermediate == 0 || !(allSeries || r.NeedsSeries()) {
 			continue
