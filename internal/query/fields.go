@@ -210,7 +210,7 @@ func FieldHelp(name string) string { return fixedFields[name].help }
 func LookupField(name string) (Field, bool) {
 	if k, ok := strings.CutPrefix(name, "params."); ok && k != "" {
 		return Field{Name: name, Key: k, Type: TypeParam, get: func(r *results.Row) (any, bool) {
-			v, ok := r.Params[k]
+			v, ok := ParamValue(r.Params, k)
 			if !ok || v == nil {
 				return nil, false
 			}
@@ -230,6 +230,43 @@ func LookupField(name string) (Field, bool) {
 		return Field{Name: name, Type: f.typ, get: f.get}, true
 	}
 	return Field{}, false
+}
+
+// ParamValue is the value of parameter key in params, as queries see it.
+// A nested choice's value (NNI's {"_name": "cnn", "k": 3}) is the name of
+// the option taken ("cnn"), and "arch.k" names a parameter inside it.
+func ParamValue(params map[string]any, key string) (any, bool) {
+	v, ok := params[key]
+	if !ok {
+		// A path into nested choices, unless a parameter is named so.
+		head, rest, dotted := strings.Cut(key, ".")
+		m, isMap := params[head].(map[string]any)
+		if !dotted || !isMap {
+			return nil, false
+		}
+		return ParamValue(m, rest)
+	}
+	if m, isMap := v.(map[string]any); isMap {
+		name, named := m["_name"]
+		return name, named
+	}
+	return v, true
+}
+
+// paramPaths calls fn with every parameter path params holds: its keys,
+// and "key.sub" for the parameters inside a nested choice's option.
+func paramPaths(params map[string]any, prefix string, fn func(path string, v any)) {
+	for k, v := range params {
+		if k == "_name" && prefix != "" {
+			continue
+		}
+		if m, isMap := v.(map[string]any); isMap {
+			fn(prefix+k, m["_name"])
+			paramPaths(m, prefix+k+".", fn)
+			continue
+		}
+		fn(prefix+k, v)
+	}
 }
 
 // fieldCandidates are what an unknown field is matched against.

@@ -611,7 +611,7 @@ func SchemaOf(rows []*results.Row) Schema {
 	s := Schema{Params: map[string]ParamKind{}, Metrics: map[string]bool{}}
 	seenObj := map[string]bool{}
 	for _, r := range rows {
-		for k, v := range r.Params {
+		paramPaths(r.Params, "", func(k string, v any) {
 			switch v.(type) {
 			case float64, int, int64:
 				s.Params[k] |= ParamNumber
@@ -620,7 +620,7 @@ func SchemaOf(rows []*results.Row) Schema {
 			default:
 				s.Params[k] |= ParamString
 			}
-		}
+		})
 		for k := range r.Metrics {
 			s.Metrics[k] = true
 		}

@@ -384,3 +384,45 @@ func TestProvenanceFields(t *testing.T) {
 		}
 	}
 }
+
+// A nested choice (NNI's {"_name": "cnn", "k": 3}) is matched by the name
+// of the option taken, and params.arch.k names a parameter inside it; the
+// schema knows both (a query on them is not an unknown field). They
+// matched nothing, or were refused as unknown.
+func TestNestedChoiceParams(t *testing.T) {
+	rows := []*results.Row{
+		{ID: "t0000", Params: map[string]any{"arch": map[string]any{"_name": "cnn", "k": 3.0}, "lr": 0.1}},
+		{ID: "t0001", Params: map[string]any{"arch": map[string]any{"_name": "mlp"}, "lr": 0.2}},
+		{ID: "t0002", Params: map[string]any{"arch": map[string]any{"_name": "cnn", "k": 5.0}, "lr": 0.3}},
+	}
+	s := SchemaOf(rows)
+	for q, want := range map[string]string{
+		"params.arch:mlp":                 "t0001",
+		"params.arch:cnn":                 "t0000 t0002",
+		"params.arch.k:3":                 "t0000",
+		"params.arch.k:>=3":               "t0000 t0002",
+		"params.arch:cnn, params.lr:<0.2": "t0000",
+	} {
+		parsed, err := Parse(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		if err := parsed.Check(s); err != nil {
+			t.Errorf("%s: %v", q, err)
+			continue
+		}
+		var got []string
+		for _, r := range parsed.Filter(rows) {
+			got = append(got, r.ID)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%s: %v, want %s", q, got, want)
+		}
+	}
+	if v, ok := ParamValue(rows[0].Params, "arch"); !ok || v != "cnn" {
+		t.Errorf("ParamValue(arch) = %v, %v", v, ok)
+	}
+	if _, ok := ParamValue(rows[1].Params, "arch.k"); ok {
+		t.Error("arch.k of the mlp option, which has none, was found")
+	}
+}

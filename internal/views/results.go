@@ -183,6 +183,9 @@ func fieldColumn(name string) Column {
 	}
 	return Column{Header: header, Field: name, Cell: func(r *results.Row) string {
 		v, ok := f.Get(r)
+		if raw, whole := r.Params[f.Key]; f.IsParam() && whole {
+			v, ok = raw, raw != nil // a nested choice shown whole, not only its option's name
+		}
 		if !ok {
 			if f.IsMetric() || name == "metric" {
 				return "-"
