@@ -381,7 +381,7 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 		if m.Type != "FINAL" && t.Intermediate >= providers.MaxIntermediate {
 			continue // the cap per trial, whatever the platform kept
 		}
-		pts = append(pts, state.MetricPoint{Type: m.Type, Sequence: m.Sequence, Value: json.RawMessage(m.Value), Time: reportedAt(m, now)})
+		pts = append(pts, state.MetricPoint{Type: m.Type, Sequence: m.Sequence, Attempt: t.Attempts, Value: json.RawMessage(m.Value), Time: reportedAt(m, now)})
 		switch m.Type {
 		case "FINAL":
 			v, all, ok, err := trialproto.Objective(m.Value, e.Metric)

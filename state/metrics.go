@@ -234,9 +234,10 @@ func (m *Manager) ReadMetrics(experiment, trial string) ([]MetricPoint, error) {
 func DecodeMetricLines(data []byte, what string) ([]MetricPoint, error) {
 	var pts []MetricPoint
 	type key struct {
-		typ   string
-		seq   int
-		value string
+		typ     string
+		seq     int
+		attempt int
+		value   string
 	}
 	seen := map[key]bool{}
 	line := 0
@@ -254,7 +255,7 @@ func DecodeMetricLines(data []byte, what string) ([]MetricPoint, error) {
 			}
 			return pts, fmt.Errorf("read metrics %s: line %d: %w", what, line, err)
 		}
-		k := key{p.Type, p.Sequence, string(p.Value)}
+		k := key{p.Type, p.Sequence, p.Attempt, string(p.Value)}
 		if seen[k] {
 			continue
 		}

@@ -242,8 +242,12 @@ func (t *Trial) Elsewhere(me string) bool {
 // MetricPoint is one line of a trial's metric series file
 // (.trialform/metrics/EXPERIMENT/TRIAL.jsonl).
 type MetricPoint struct {
-	Type     string          `json:"type"` // "FINAL" | "PERIODICAL"
-	Sequence int             `json:"sequence"`
-	Value    json.RawMessage `json:"value"` // the reported JSON value (number or object)
-	Time     time.Time       `json:"time"`
+	Type     string `json:"type"` // "FINAL" | "PERIODICAL"
+	Sequence int    `json:"sequence"`
+	// Attempt is the attempt of the trial that reported it (1, 2 after a
+	// resume, ...; 0 in series written before it was recorded): each
+	// attempt numbers its reports from 0 again.
+	Attempt int             `json:"attempt,omitempty"`
+	Value   json.RawMessage `json:"value"` // the reported JSON value (number or object)
+	Time    time.Time       `json:"time"`
 }

@@ -74,6 +74,9 @@ type Row struct {
 type Point struct {
 	// Step is NNI's sequence number of the report (0, 1, 2, ...).
 	Step int `json:"step"`
+	// Attempt is the trial's attempt that reported it (each attempt
+	// numbers its reports from 0); 0 when the series did not record it.
+	Attempt int `json:"attempt,omitempty"`
 	// Value is the objective key of the report (or "default", or a plain
 	// number); nil when the report lacks it.
 	Value *float64 `json:"value"`
@@ -213,7 +216,7 @@ func ToPoint(mp state.MetricPoint, objective string) (Point, bool) {
 	if objective == "" {
 		objective = "default"
 	}
-	p := Point{Step: mp.Sequence, Time: mp.Time, Metrics: map[string]float64{}}
+	p := Point{Step: mp.Sequence, Attempt: mp.Attempt, Time: mp.Time, Metrics: map[string]float64{}}
 	v := bytes.TrimSpace(mp.Value)
 	if len(v) > 0 && v[0] == '{' {
 		var m map[string]any

@@ -23,6 +23,7 @@ func ParseSeries(data []byte, objective string) ([]Point, error) {
 		objective = "default"
 	}
 	pts := make([]Point, 0, bytes.Count(data, []byte{'\n'}))
+	lastStep := map[int]int{}
 	line := 0
 	for len(data) > 0 {
 		line++
@@ -42,9 +43,20 @@ func ParseSeries(data []byte, objective string) ([]Point, error) {
 			}
 			p, periodical = ToPoint(mp, objective)
 		}
-		if periodical {
-			pts = append(pts, p)
+		if !periodical {
+			continue
 		}
+		if p.Attempt > 0 {
+			// Within an attempt the reports' numbers only go up: one
+			// not past the last is a refresh replayed after a crash
+			// between appending and saving the state (ReadMetrics drops
+			// the same). Series without attempts are kept whole.
+			if last, ok := lastStep[p.Attempt]; ok && p.Step <= last {
+				continue
+			}
+			lastStep[p.Attempt] = p.Step
+		}
+		pts = append(pts, p)
 	}
 	return pts, nil
 }
@@ -68,10 +80,11 @@ func (r *Row) AddPoints(pts []Point, keep bool) {
 }
 
 var (
-	preType  = []byte(`{"type":"`)
-	preSeq   = []byte(`","sequence":`)
-	preValue = []byte(`,"value":`)
-	preTime  = []byte(`,"time":"`)
+	preType    = []byte(`{"type":"`)
+	preSeq     = []byte(`","sequence":`)
+	preAttempt = []byte(`,"attempt":`)
+	preValue   = []byte(`,"value":`)
+	preTime    = []byte(`,"time":"`)
 )
 
 // fastPoint reads `{"type":T,"sequence":N,"value":V,"time":"..."}` where V
@@ -101,6 +114,18 @@ func fastPoint(l []byte, objective string) (p Point, periodical, ok bool) {
 		return p, false, false
 	}
 	l = l[c:]
+	attempt := 0
+	if bytes.HasPrefix(l, preAttempt) {
+		l = l[len(preAttempt):]
+		c := bytes.IndexByte(l, ',')
+		if c < 0 {
+			return p, false, false
+		}
+		if attempt, err = strconv.Atoi(string(l[:c])); err != nil {
+			return p, false, false
+		}
+		l = l[c:]
+	}
 	if !bytes.HasPrefix(l, preValue) {
 		return p, false, false
 	}
@@ -117,7 +142,7 @@ func fastPoint(l []byte, objective string) (p Point, periodical, ok bool) {
 	if err != nil {
 		return p, false, false
 	}
-	p = Point{Step: seq, Time: tm}
+	p = Point{Step: seq, Attempt: attempt, Time: tm}
 	if len(val) > 0 && val[0] == '{' {
 		m, ok := flatObject(val)
 		if !ok {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,8 +31,13 @@ func Metrics(w io.Writer, format, experiment, trial, objective string, names []s
 		for _, n := range names {
 			head = append(head, "metrics."+n)
 		}
+		head = append(head, "attempt") // last: columns are only ever added
 		cw.Write(head)
 		for _, p := range series {
+			attempt := ""
+			if p.Attempt > 0 {
+				attempt = fmt.Sprint(p.Attempt)
+			}
 			rec := []string{fmt.Sprint(p.Step), results.FormatFloatPtr(p.Value), p.Time.UTC().Format(time.RFC3339Nano)}
 			for _, n := range names {
 				if v, ok := p.Metrics[n]; ok {
@@ -40,6 +46,7 @@ func Metrics(w io.Writer, format, experiment, trial, objective string, names []s
 					rec = append(rec, "")
 				}
 			}
+			rec = append(rec, attempt)
 			cw.Write(rec)
 		}
 		cw.Flush()
@@ -52,7 +59,13 @@ func Metrics(w io.Writer, format, experiment, trial, objective string, names []s
 			return nil
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		head := []string{"STEP", strings.ToUpper(objective)}
+		// Attempts are shown when there were several: each numbers its
+		// steps from 0.
+		attempts := slices.ContainsFunc(series, func(p results.Point) bool { return p.Attempt > 1 })
+		head := []string{"STEP", Safe(strings.ToUpper(objective))}
+		if attempts {
+			head = []string{"ATTEMPT", "STEP", Safe(strings.ToUpper(objective))}
+		}
 		for _, n := range names {
 			if n != objective {
 				head = append(head, strings.ToUpper(n))
@@ -61,6 +74,9 @@ func Metrics(w io.Writer, format, experiment, trial, objective string, names []s
 		fmt.Fprintln(tw, strings.Join(append(head, "TIME"), "\t"))
 		for _, p := range series {
 			rec := []string{fmt.Sprint(p.Step), FormatMetric(p.Value)}
+			if attempts {
+				rec = append([]string{fmt.Sprint(p.Attempt)}, rec...)
+			}
 			for _, n := range names {
 				if n == objective {
 					continue
