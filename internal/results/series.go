@@ -23,7 +23,7 @@ func ParseSeries(data []byte, objective string) ([]Point, error) {
 		objective = "default"
 	}
 	pts := make([]Point, 0, bytes.Count(data, []byte{'\n'}))
-	lastStep := map[int]int{}
+	attempt, step := 0, 0 // of the last point kept that had an attempt
 	line := 0
 	for len(data) > 0 {
 		line++
@@ -51,10 +51,12 @@ func ParseSeries(data []byte, objective string) ([]Point, error) {
 			// not past the last is a refresh replayed after a crash
 			// between appending and saving the state (ReadMetrics drops
 			// the same). Series without attempts are kept whole.
-			if last, ok := lastStep[p.Attempt]; ok && p.Step <= last {
+			if p.Attempt == attempt && p.Step <= step {
 				continue
 			}
-			lastStep[p.Attempt] = p.Step
+			if p.Attempt >= attempt {
+				attempt, step = p.Attempt, p.Step
+			}
 		}
 		pts = append(pts, p)
 	}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -62,5 +63,34 @@ func TestPointAppendJSON(t *testing.T) {
 	p.Value = nil
 	if !strings.Contains(string(p.AppendJSON(nil)), `"value":null`) {
 		t.Errorf("nil value")
+	}
+}
+
+// A series read whole: a point a replayed refresh appended again (its
+// attempt's steps do not go up) is dropped, the next attempt's steps from
+// 0 are kept, and a series without attempts is kept as it is.
+func TestParseSeriesAttempts(t *testing.T) {
+	line := func(attempt, step int, v float64) string {
+		a := ""
+		if attempt > 0 {
+			a = fmt.Sprintf(`"attempt":%d,`, attempt)
+		}
+		return fmt.Sprintf(`{"type":"PERIODICAL","sequence":%d,%s"value":%g,"time":"2026-01-01T00:00:0%dZ"}`+"\n", step, a, v, step)
+	}
+	data := line(1, 0, 10) + line(1, 1, 9) + line(1, 1, 9) + line(2, 0, 10) + line(2, 1, 9) + line(2, 2, 8)
+	pts, err := ParseSeries([]byte(data), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range pts {
+		got = append(got, fmt.Sprintf("%d/%d", p.Attempt, p.Step))
+	}
+	if strings.Join(got, " ") != "1/0 1/1 2/0 2/1 2/2" {
+		t.Errorf("points %v", got)
+	}
+	old := line(0, 0, 10) + line(0, 1, 9) + line(0, 0, 10) + line(0, 1, 9)
+	if pts, _ := ParseSeries([]byte(old), ""); len(pts) != 4 {
+		t.Errorf("a series without attempts: %d points, want the 4", len(pts))
 	}
 }
