@@ -109,6 +109,14 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 		return g.errorf("open the recorded %s backend: %s", have.Kind, maskText(secrets, err.Error()))
 	}
 	defer closeIfCloser(src)
+	if have.Location != "" && have.Kind != state.LocalBackend && src.Location() != have.Location {
+		// Its connection settings are not recorded: opened from the
+		// environment, it must be the one this working copy used, or an
+		// empty one elsewhere would pass for it (and its state be left
+		// behind unseen).
+		return g.errorf("this working copy's state is in the %s backend at %s, but its connection settings (not recorded; read from the environment now) point at %s; nothing was changed: set them for %s (PGHOST, PGDATABASE, ... for pg) and run init again, or run `trialform init -reconfigure` to leave that state where it is",
+			have.Kind, have.Location, src.Location(), have.Location)
+	}
 	if !*migrate {
 		// Nothing to copy: take the new backend without asking.
 		empty, err := backendEmpty(src)
