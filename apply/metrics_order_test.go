@@ -110,11 +110,12 @@ func TestRefreshAppendsBeforeSavingOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A replay (the state saved with older offsets, as after a kill
-	// between the append and the save) appends points again.
+	// between the append and the save) appends points again: the same
+	// report of the same attempt.
 	st := s.State()
 	for _, e := range st.Experiments {
-		for id := range e.Trials {
-			if err := store.Manager.AppendMetrics(e.Name, id, []state.MetricPoint{{Type: "PERIODICAL", Sequence: 6, Value: []byte("6")}}); err != nil {
+		for id, tr := range e.Trials {
+			if err := store.Manager.AppendMetrics(e.Name, id, []state.MetricPoint{{Type: "PERIODICAL", Sequence: 6, Attempt: tr.Attempts, Value: []byte("6")}}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -12,8 +12,8 @@ import (
 
 // RetryWindow is how long RetryStore keeps retrying a write its backend's
 // server could not take (state.IsUnavailable) before the error ends the
-// command.
-const RetryWindow = 2 * time.Minute
+// command (a variable for tests).
+var RetryWindow = 2 * time.Minute
 
 // RetryStore wraps a shared backend for a session that writes while trials
 // run (apply, watch): a write the backend could not make because its
@@ -59,7 +59,18 @@ func (r *retryStore) do(what string, f func() error) error {
 		r.mu.Unlock()
 		return true, 0
 	}
-	err := netretry.Policy{Attempts: -1, Base: 250 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: RetryWindow}.
+	// One window from when the server was found gone, whatever the
+	// writes that wait for it (each had its own, and the run loop retried
+	// the pass: 10 minutes in all).
+	window, attempts := RetryWindow, -1
+	r.mu.Lock()
+	if !r.down.IsZero() {
+		if window -= time.Since(r.down); window <= 0 {
+			window, attempts = time.Millisecond, 1 // past it: one try
+		}
+	}
+	r.mu.Unlock()
+	err := netretry.Policy{Attempts: attempts, Base: 250 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: window}.
 		Do(context.Background(), classify, func(context.Context) error { return f() })
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -68,7 +79,8 @@ func (r *retryStore) do(what string, f func() error) error {
 		r.down = time.Time{}
 	}
 	if state.IsUnavailable(err) {
-		return fmt.Errorf("state backend %s (%s) unreachable for %s, gave up: %w", r.Name(), r.Location(), RetryWindow, err)
+		// The command ends: a later pass would only wait again.
+		return fatal{fmt.Errorf("state backend %s (%s) unreachable for %s, gave up: %w", r.Name(), r.Location(), time.Since(r.down).Round(time.Second), err)}
 	}
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trialform/trialform/state"
 )
@@ -48,5 +49,30 @@ func TestRetryStore(t *testing.T) {
 	st.Experiments["x"] = &state.Experiment{Name: "x", Trials: map[string]*state.Trial{}}
 	if err := r.Save(st); err == nil || err.Error() != "disk full" || len(reports) != 0 {
 		t.Fatalf("a final error: %v, reports %q", err, reports)
+	}
+}
+
+// The window is one, from when the server was found gone: a write made
+// past it tries once, not for a window of its own, and giving up ends the
+// command (IsFatal), so apply -wait does not retry the pass. It waited 2
+// minutes a write and 5 passes: 10 minutes, silently, for a documented 2.
+func TestRetryStoreOneWindow(t *testing.T) {
+	defer func(w time.Duration) { RetryWindow = w }(RetryWindow)
+	RetryWindow = time.Second
+	const many = 1 << 30
+	b := &flaky{Backend: state.NewManager(t.TempDir()), err: state.Unavailable(errors.New("connection refused"))}
+	b.failures.Store(many)
+	r := RetryStore(b, func(string) {})
+	begin := time.Now()
+	if err := r.Save(state.New()); err == nil || !IsFatal(err) || !strings.Contains(err.Error(), "gave up") {
+		t.Fatalf("first save: %v (fatal %v)", err, IsFatal(err))
+	}
+	time.Sleep(RetryWindow - time.Since(begin) + 50*time.Millisecond) // past the window
+	tried := many - b.failures.Load()
+	if err := r.Save(state.New()); err == nil || !IsFatal(err) {
+		t.Fatalf("second save: %v", err)
+	}
+	if n := many - b.failures.Load() - tried; n != 1 {
+		t.Errorf("a write past the window tried %d times, want once", n)
 	}
 }
