@@ -50,10 +50,10 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	if e.FileLineage != e.StateLineage {
-		return fmt.Sprintf("state file %s belongs to a different state (lineage %s; the state being saved has lineage %s); not saving over it",
+		return fmt.Sprintf("the state at %s belongs to a different state (lineage %s; the state being saved has lineage %s); not saving over it",
 			e.Path, e.FileLineage, e.StateLineage)
 	}
-	return fmt.Sprintf("state file %s was changed by someone else since it was loaded (serial %d on disk, %d when loaded); not saving over it: run the command again",
+	return fmt.Sprintf("the state at %s was changed by someone else since it was loaded (serial %d there, %d when loaded); not saving over it: run the command again",
 		e.Path, e.FileSerial, e.StateSerial)
 }
 

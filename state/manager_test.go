@@ -387,7 +387,7 @@ func TestSaveRefusesOtherLineageAndStaleSerial(t *testing.T) {
 	before := readFile(t, path)
 	s.Experiments["mnist"].Concurrency = 9
 	err = m.Save(s)
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "serial 2 on disk, 1 when loaded") {
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "serial 2 there, 1 when loaded") {
 		t.Errorf("saving a stale state: %v", err)
 	}
 	if s.Serial != 1 {

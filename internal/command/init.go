@@ -421,7 +421,7 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 		return g.errorf("state push: %v; nothing was pushed", err)
 	}
 	if err := state.Check(st); err != nil {
-		return g.errorf("state push: %s is not a state trialform wrote: %v; fix it (or push the output of `trialform state pull`), nothing was pushed", name, err)
+		return g.errorf("state push: %s is not a state trialform wrote: %v; nothing was pushed: fix the trial in the document (a hand edit, or one made in the backend's storage, gone wrong)", name, err)
 	}
 	_, m, lk, _, ok := g.openLockedState(ctx, nil, "state push", lf, nil)
 	if !ok {
