@@ -76,6 +76,24 @@ func exited(t *testing.T, done <-chan error, timeout time.Duration, out fmtStrin
 
 type fmtStringer interface{ String() string }
 
+// startTrialform starts the built trialform in dir with args, its output
+// (both streams) in out; done receives its end. It is killed at cleanup.
+func startTrialform(t *testing.T, dir string, args ...string) (cmd *exec.Cmd, out *syncBuffer, done <-chan error) {
+	t.Helper()
+	cmd = exec.Command(filepath.Join(binDir, "trialform"), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	out = newSyncBuffer()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan error, 1)
+	go func() { ch <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, out, ch
+}
+
 // A command that has nothing to finish ends at the first SIGTERM or
 // SIGINT, even blocked in a read (it used to catch the signal and ignore
 // it: `timeout 5 trialform validate` ran for ten minutes).
@@ -370,20 +388,7 @@ experiment "e" {
 			t.Errorf("destroy: exit %d\n%s", code, out)
 		}
 	}()
-	start := func(args ...string) (*exec.Cmd, *syncBuffer, <-chan error) {
-		cmd := exec.Command(filepath.Join(binDir, "trialform"), args...)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "NO_COLOR=1")
-		out := newSyncBuffer()
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		t.Cleanup(func() { cmd.Process.Kill() })
-		return cmd, out, done
-	}
+	start := func(args ...string) (*exec.Cmd, *syncBuffer, <-chan error) { return startTrialform(t, work, args...) }
 	for _, c := range []struct {
 		sig  syscall.Signal
 		want int
@@ -445,17 +450,7 @@ experiment "e" {
 		}
 	}
 	waitFile(filepath.Join(work, "trapped"), newSyncBuffer()) // its trap is set
-	cmd := exec.Command(filepath.Join(binDir, "trialform"), "destroy", "-auto-approve")
-	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	out := newSyncBuffer()
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
+	cmd, out, done := startTrialform(t, work, "destroy", "-auto-approve")
 	waitFile(filepath.Join(work, "termed"), out) // its stop began
 	cmd.Process.Signal(syscall.SIGINT)
 	exited(t, done, 60*time.Second, out)
