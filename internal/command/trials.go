@@ -42,7 +42,7 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 	choices(fs, &o.output, "o", "table", trialsFormats, "output format: "+strings.Join(trialsFormats, ", "))
 	fs.BoolVar(&o.asJSON, "json", false, "same as -o json")
 	fs.StringVar(&o.columns, "columns", "", "comma-separated columns (query field names; params, metrics for all of them)")
-	fs.BoolVar(&o.withIntermediate, "with-intermediate", false, "JSON: include each trial's intermediate series")
+	fs.BoolVar(&o.withIntermediate, "with-intermediate", false, "JSON: include each trial's intermediate series (and, in JSON and CSV, every trial's latest and best_intermediate)")
 	fs.BoolVar(&o.curves, "curves", false, "table: a sparkline of each trial's intermediate values")
 	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
 	pos, code, ok := g.parse(fs, args, argSpec{max: -1})
@@ -86,10 +86,7 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 		rows = append(rows, results.FromExperiment(e, now)...)
 	}
 	keepSeries := o.withIntermediate || o.curves
-	// The JSON and CSV rows carry latest and best_intermediate whatever
-	// the columns.
-	wholeRows := o.output == "json" || o.output == "jsonl" || o.output == "csv"
-	allSeries := keepSeries || wholeRows || mentions(o.query+","+o.sort+","+o.columns, "latest", "best_intermediate")
+	allSeries := keepSeries || mentions(o.query+","+o.sort+","+o.columns, "latest", "best_intermediate")
 	for _, r := range rows {
 		if r.Intermediate == 0 || !(allSeries || r.NeedsSeries()) {
 			continue
