@@ -411,7 +411,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	}
 	if apply.Finished(p) {
 		if !w.done {
-			w.view.AllDone()
+			w.view.AllDone(p)
 			w.done = true
 		}
 	} else {

@@ -116,7 +116,18 @@ func (v *Watch) Held(p *plan.Plan, destructive []string) {
 }
 
 // AllDone says every experiment is done.
-func (v *Watch) AllDone() {
+func (v *Watch) AllDone(p *plan.Plan) {
+	var paused []string
+	for _, ep := range p.Experiments {
+		if ep.Paused && !ep.Done {
+			paused = append(paused, ep.Name)
+		}
+	}
+	if len(paused) > 0 {
+		// Not done: waiting for paused = false.
+		fmt.Fprintln(v.Out, v.Colors.Bold(fmt.Sprintf("\nNothing to run: every experiment is done or paused (paused: %s). Watching for changes...", strings.Join(paused, ", "))))
+		return
+	}
 	fmt.Fprintln(v.Out, v.Colors.Bold("\nAll experiments are done. Watching for changes..."))
 }
 

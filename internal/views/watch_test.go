@@ -2,7 +2,10 @@ package views
 
 import (
 	"bytes"
+	"strings"
 	"testing"
+
+	"github.com/trialform/trialform/plan"
 )
 
 func TestStatusWriter(t *testing.T) {
@@ -30,5 +33,21 @@ func TestStatusWriter(t *testing.T) {
 	s.ClearStatus()
 	if got := buf.String(); got != "line\n" {
 		t.Fatalf("plain output %q", got)
+	}
+}
+
+// A paused experiment is not done: watch says what it waits for, not that
+// every experiment is done.
+func TestWatchAllDoneNamesPaused(t *testing.T) {
+	var b bytes.Buffer
+	v := NewWatch(&b, false, Colors{}, nil)
+	v.AllDone(&plan.Plan{Experiments: []*plan.ExperimentPlan{{Name: "a", Done: true}, {Name: "h", Paused: true}}})
+	if s := b.String(); !strings.Contains(s, "every experiment is done or paused (paused: h)") || strings.Contains(s, "All experiments are done") {
+		t.Errorf("with a paused experiment: %q", s)
+	}
+	b.Reset()
+	v.AllDone(&plan.Plan{Experiments: []*plan.ExperimentPlan{{Name: "a", Done: true}}})
+	if !strings.Contains(b.String(), "All experiments are done") {
+		t.Errorf("all done: %q", b.String())
 	}
 }
