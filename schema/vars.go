@@ -318,11 +318,11 @@ var varFileLine = regexp.MustCompile(`^[ \t]*([A-Za-z_][A-Za-z0-9_-]*)[ \t]*=`)
 // of the value up to the next `NAME =` line; read line by line, as a file
 // with a syntax error cannot be parsed. Line numbers stay as they were.
 func (l *loader) hideVarFileValues(src []byte) []byte {
-	any := false
+	secret := false
 	for _, v := range l.vars {
-		any = any || v.sensitive
+		secret = secret || v.sensitive
 	}
-	if !any {
+	if !secret {
 		return nil
 	}
 	lines := bytes.SplitAfter(src, []byte("\n"))
