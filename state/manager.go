@@ -183,10 +183,13 @@ func (m *Manager) Load() (*State, error) {
 // read reads and decodes state.json and replays the journal; (nil, nil,
 // nil) if there is no state file. It takes no lock: when a writer replaced
 // state.json (a compaction) between reading it and the journal, or was
-// appending the journal's last record, it reads again.
+// appending the journal's last record, it reads again. A last record
+// still incomplete after tornRetries reads (about 25 ms: a writer on a
+// loaded machine can be preempted in the middle of its write) was cut
+// short by a writer that died; it is dropped, with a warning.
 func (m *Manager) read() (*State, *diskState, error) {
 	for attempt := 0; ; attempt++ {
-		s, d, again, err := m.readOnce(attempt < 3)
+		s, d, again, err := m.readOnce(attempt < tornRetries)
 		if !again {
 			return s, d, err
 		}
@@ -198,6 +201,8 @@ func (m *Manager) read() (*State, *diskState, error) {
 		}
 	}
 }
+
+const tornRetries = 28
 
 func (m *Manager) readOnce(retryTorn bool) (s *State, d *diskState, again bool, err error) {
 	path := m.statePath()
