@@ -381,7 +381,8 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 		if m.Type != "FINAL" && t.Intermediate >= providers.MaxIntermediate {
 			continue // the cap per trial, whatever the platform kept
 		}
-		pts = append(pts, state.MetricPoint{Type: m.Type, Sequence: m.Sequence, Attempt: t.Attempts, Value: json.RawMessage(m.Value), Time: reportedAt(m, now)})
+		pt := state.MetricPoint{Type: m.Type, Sequence: m.Sequence, Attempt: t.Attempts, Value: json.RawMessage(m.Value), Time: reportedAt(m, now)}
+		pts = append(pts, pt)
 		switch m.Type {
 		case "FINAL":
 			v, all, ok, err := trialproto.Objective(m.Value, e.Metric)
@@ -404,6 +405,7 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 				garbage = append(garbage, why)
 			}
 		default:
+			t.NoteIntermediate(pt, e.Metric, e.Goal)
 			t.Intermediate++
 		}
 	}

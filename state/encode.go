@@ -342,7 +342,8 @@ func trialEqual(a, b *Trial) bool {
 		nilEqual(a.MetricsOffset == nil, b.MetricsOffset == nil) && maps.Equal(a.MetricsOffset, b.MetricsOffset) &&
 		ptrEqual(a.Provenance, b.Provenance) &&
 		ptrEqual(a.Owner, b.Owner) &&
-		ptrEqual(a.Stopping, b.Stopping)
+		ptrEqual(a.Stopping, b.Stopping) &&
+		a.Summary.equal(b.Summary)
 }
 
 func nilEqual(a, b bool) bool { return a == b }

@@ -178,6 +178,7 @@ func (t *Trial) Clone() *Trial {
 	c.Provenance = clonePtr(t.Provenance)
 	c.Owner = clonePtr(t.Owner)
 	c.Stopping = clonePtr(t.Stopping)
+	c.Summary = t.Summary.clone()
 	return &c
 }
 

@@ -30,6 +30,9 @@ func sampleTrial(id string, seq int) *Trial {
 		Provenance: &Provenance{Commit: "0123456789abcdef0123456789abcdef01234567", Version: "0.1.0"},
 		Owner:      &WorkingCopy{ID: "wc-1", Where: "alice@lab:/home/alice/exp/.trialform"},
 		Stopping:   &Stopping{Status: Canceled, Reason: "destroy"},
+		Summary: &SeriesSummary{Objective: "default", Goal: "maximize",
+			Latest: &MetricPoint{Type: "PERIODICAL", Sequence: 2, Attempt: 1, Value: []byte(`0.5`), Time: t0.Add(50 * time.Second)},
+			Best:   &MetricPoint{Type: "PERIODICAL", Sequence: 1, Attempt: 1, Value: []byte(`0.6`), Time: t0.Add(40 * time.Second)}},
 	}
 }
 

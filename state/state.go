@@ -176,6 +176,10 @@ type Trial struct {
 	// Intermediate counts the intermediate (PERIODICAL) results received;
 	// the series itself lives in the metrics file beside the state.
 	Intermediate int `json:"intermediate,omitempty"`
+	// Summary is the series' latest and best report, kept as the refresh
+	// records them so that the views need not read the series; nil in
+	// states written before it was kept (the views read the series).
+	Summary *SeriesSummary `json:"series_summary,omitempty"`
 	// MetricsOffset is how far the metric sources were consumed (opaque to
 	// the state, owned by the collector) so collection is incremental.
 	MetricsOffset map[string]int64 `json:"metrics_offset,omitempty"`

@@ -104,10 +104,15 @@ func run(dir string, n int, tunerName string, inter int) error {
 			},
 			Attempts: 1, CreatedAt: start, StartedAt: &start, EndedAt: &end, ExitCode: &code,
 			Value: &v, Final: map[string]float64{"default": v, "loss": 1 - v},
-			Intermediate: inter,
 		}
 		if inter > 0 {
-			batches = append(batches, state.MetricsBatch{Experiment: "big", Trial: id, Points: series(inter, v, start)})
+			pts := series(inter, v, start)
+			t := e.Trials[id]
+			for _, p := range pts { // as the refresh records them
+				t.NoteIntermediate(p, e.Metric, e.Goal)
+				t.Intermediate++
+			}
+			batches = append(batches, state.MetricsBatch{Experiment: "big", Trial: id, Points: pts})
 			if len(batches) == 256 {
 				if err := m.AppendMetricsBatch(batches); err != nil {
 					return err

@@ -88,7 +88,7 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 	keepSeries := o.withIntermediate || o.curves
 	allSeries := keepSeries || mentions(o.query+","+o.sort+","+o.columns, "latest", "best_intermediate")
 	for _, r := range rows {
-		if r.Intermediate == 0 || !(allSeries || r.NeedsSeries()) {
+		if r.Intermediate == 0 || r.Summarized && !keepSeries || !(allSeries || r.NeedsSeries()) {
 			continue
 		}
 		if err := loadSeries(m, r, keepSeries); err != nil {
@@ -247,6 +247,7 @@ func loadSeries(m state.MetricSeries, r *results.Row, keep bool) error {
 	if err != nil {
 		return fmt.Errorf("read metrics of %s/%s: %w", r.Experiment, r.ID, err)
 	}
+	r.Latest, r.BestIntermediate = nil, nil
 	r.AddPoints(pts, keep)
 	return nil
 }

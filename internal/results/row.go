@@ -6,7 +6,6 @@
 package results
 
 import (
-	"bytes"
 	"encoding/json"
 	"sort"
 	"time"
@@ -65,6 +64,9 @@ type Row struct {
 	// one by the experiment's goal; set by AddSeries (nil otherwise).
 	Latest           *Point
 	BestIntermediate *Point
+	// Summarized is true when Latest and BestIntermediate came from the
+	// state's summary of the series (the series was not read).
+	Summarized bool
 	// Series is the whole intermediate series, kept only when AddSeries
 	// was asked to keep it.
 	Series []Point
@@ -109,6 +111,9 @@ func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 			Objective: objective, Goal: goal, Metric: t.Value, Best: t.ID == best,
 			Attempts: t.Attempts, ExitCode: t.ExitCode, CreatedAt: t.CreatedAt, Provenance: t.Provenance,
 			StartedAt: t.StartedAt, EndedAt: t.EndedAt, Intermediate: t.Intermediate,
+		}
+		if t.Intermediate > 0 && t.Summary.For(objective, goal) {
+			r.fromSummary(t.Summary)
 		}
 		if ranks != nil {
 			r.ParetoRank = ranks[t.ID]
@@ -172,9 +177,23 @@ func ParetoFront(e *state.Experiment) []string {
 }
 
 // NeedsSeries reports whether the table needs r's series: a running trial
-// shows its latest intermediate value, an early-stopped one its best.
+// shows its latest intermediate value, an early-stopped one its best;
+// false once the state's summary of the series gave them.
 func (r *Row) NeedsSeries() bool {
-	return r.Intermediate > 0 && (r.Status == state.Running || r.Status == state.EarlyStopped || r.Status == state.Lost)
+	return r.Intermediate > 0 && !r.Summarized && (r.Status == state.Running || r.Status == state.EarlyStopped || r.Status == state.Lost)
+}
+
+// fromSummary sets Latest and BestIntermediate from the state's summary
+// of the series, as AddSeries would from the series.
+func (r *Row) fromSummary(s *state.SeriesSummary) {
+	var pts []state.MetricPoint
+	for _, p := range []*state.MetricPoint{s.Best, s.Latest} {
+		if p != nil {
+			pts = append(pts, *p)
+		}
+	}
+	r.AddSeries(pts, false)
+	r.Summarized = true
 }
 
 // AddSeries sets r's Latest and BestIntermediate from the trial's metric
@@ -216,32 +235,11 @@ func ToPoint(mp state.MetricPoint, objective string) (Point, bool) {
 	if objective == "" {
 		objective = "default"
 	}
-	p := Point{Step: mp.Sequence, Attempt: mp.Attempt, Time: mp.Time, Metrics: map[string]float64{}}
-	v := bytes.TrimSpace(mp.Value)
-	if len(v) > 0 && v[0] == '{' {
-		var m map[string]any
-		if json.Unmarshal(v, &m) != nil {
-			return Point{}, false
-		}
-		for k, x := range m {
-			if f, ok := x.(float64); ok {
-				p.Metrics[k] = f
-			}
-		}
-	} else {
-		var f *float64
-		if json.Unmarshal(v, &f) != nil {
-			return Point{}, false
-		}
-		if f != nil {
-			p.Metrics["default"] = *f
-		}
+	metrics, value, ok := state.PeriodicalValue(mp.Value, objective)
+	if !ok {
+		return Point{}, false
 	}
-	if f, ok := p.Metrics[objective]; ok {
-		p.Value = &f
-	} else if f, ok := p.Metrics["default"]; ok {
-		p.Value = &f
-	}
+	p := Point{Step: mp.Sequence, Attempt: mp.Attempt, Time: mp.Time, Metrics: metrics, Value: value}
 	return p, true
 }
 
