@@ -31,8 +31,8 @@ func sampleTrial(id string, seq int) *Trial {
 		Owner:      &WorkingCopy{ID: "wc-1", Where: "alice@lab:/home/alice/exp/.trialform"},
 		Stopping:   &Stopping{Status: Canceled, Reason: "destroy"},
 		Summary: &SeriesSummary{Objective: "default", Goal: "maximize",
-			Latest: &MetricPoint{Type: "PERIODICAL", Sequence: 2, Attempt: 1, Value: []byte(`0.5`), Time: t0.Add(50 * time.Second)},
-			Best:   &MetricPoint{Type: "PERIODICAL", Sequence: 1, Attempt: 1, Value: []byte(`0.6`), Time: t0.Add(40 * time.Second)}},
+			Latest: &SeriesPoint{Step: 2, Attempt: 1, Metrics: map[string]float64{"default": 0.5}, Time: t0.Add(50 * time.Second)},
+			Best:   &SeriesPoint{Step: 1, Attempt: 1, Metrics: map[string]float64{"default": 0.6}, Time: t0.Add(40 * time.Second)}},
 	}
 }
 

@@ -3,6 +3,8 @@ package state
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"time"
 )
 
 // SeriesSummary is what the views show of a trial's intermediate series
@@ -13,8 +15,43 @@ import (
 type SeriesSummary struct {
 	Objective string       `json:"objective"`
 	Goal      string       `json:"goal"`
-	Latest    *MetricPoint `json:"latest,omitempty"`
-	Best      *MetricPoint `json:"best,omitempty"`
+	Latest    *SeriesPoint `json:"latest,omitempty"`
+	// Best is nil when it is Latest (Latest has the objective) or when
+	// no report had the objective (Latest has not): see BestPoint.
+	Best *SeriesPoint `json:"best,omitempty"`
+}
+
+// BestPoint is the best report, nil when none had the objective.
+func (s *SeriesSummary) BestPoint() *SeriesPoint {
+	if s.Best != nil {
+		return s.Best
+	}
+	if s.Latest != nil && s.Latest.Value(s.Objective) != nil {
+		return s.Latest
+	}
+	return nil
+}
+
+// SeriesPoint is one intermediate report of a summary, decoded: its
+// sequence number (the step), the attempt that reported it, every numeric
+// key (a plain number is "default") and when it was reported.
+type SeriesPoint struct {
+	Step    int                `json:"step"`
+	Attempt int                `json:"attempt,omitempty"`
+	Metrics map[string]float64 `json:"metrics"`
+	Time    time.Time          `json:"time"`
+}
+
+// Value is p's value of objective: its key, else "default"; nil when p
+// has neither.
+func (p *SeriesPoint) Value(objective string) *float64 {
+	if f, ok := p.Metrics[orDefault(objective, "default")]; ok {
+		return &f
+	}
+	if f, ok := p.Metrics["default"]; ok {
+		return &f
+	}
+	return nil
 }
 
 // For reports whether s summarises by objective and goal (empty: the
@@ -39,26 +76,30 @@ func (t *Trial) NoteIntermediate(p MetricPoint, objective, goal string) {
 		t.Summary = nil
 		return
 	}
-	if _, _, ok := PeriodicalValue(p.Value, objective); !ok || p.Type != "PERIODICAL" {
+	metrics, v, ok := PeriodicalValue(p.Value, objective)
+	if !ok || p.Type != "PERIODICAL" {
 		return // not a report the views show
 	}
-	if l := t.Summary.Latest; l != nil && p.Attempt > 0 && p.Attempt == l.Attempt && p.Sequence <= l.Sequence {
+	if l := t.Summary.Latest; l != nil && p.Attempt > 0 && p.Attempt == l.Attempt && p.Sequence <= l.Step {
 		return // a report replayed after a crash: the views drop it too
 	}
-	pc := p
-	pc.Value = append(json.RawMessage(nil), p.Value...)
+	sp := &SeriesPoint{Step: p.Sequence, Attempt: p.Attempt, Metrics: metrics, Time: p.Time}
 	s := t.Summary
-	s.Latest = &pc
-	_, v, _ := PeriodicalValue(pc.Value, objective)
-	if v == nil {
-		return // no objective: never the best
-	}
-	if s.Best != nil {
-		if _, b, _ := PeriodicalValue(s.Best.Value, objective); b != nil && !(goal == "minimize" && *v < *b || goal != "minimize" && *v > *b) {
-			return
+	best := s.BestPoint()
+	s.Latest = sp
+	if v != nil {
+		if b := best.valueOrNil(objective); b == nil || goal == "minimize" && *v < *b || goal != "minimize" && *v > *b {
+			best = nil // the new latest is the best
 		}
 	}
-	s.Best = &pc
+	s.Best = best
+}
+
+func (p *SeriesPoint) valueOrNil(objective string) *float64 {
+	if p == nil {
+		return nil
+	}
+	return p.Value(objective)
 }
 
 // PeriodicalValue decodes an intermediate report's value: every numeric
@@ -112,12 +153,12 @@ func (s *SeriesSummary) clone() *SeriesSummary {
 	return &c
 }
 
-func (p *MetricPoint) clone() *MetricPoint {
+func (p *SeriesPoint) clone() *SeriesPoint {
 	if p == nil {
 		return nil
 	}
 	c := *p
-	c.Value = append(json.RawMessage(nil), p.Value...)
+	c.Metrics = maps.Clone(p.Metrics)
 	return &c
 }
 
@@ -128,9 +169,10 @@ func (s *SeriesSummary) equal(o *SeriesSummary) bool {
 	return s.Objective == o.Objective && s.Goal == o.Goal && s.Latest.equal(o.Latest) && s.Best.equal(o.Best)
 }
 
-func (p *MetricPoint) equal(o *MetricPoint) bool {
+func (p *SeriesPoint) equal(o *SeriesPoint) bool {
 	if p == nil || o == nil {
 		return p == o
 	}
-	return p.Type == o.Type && p.Sequence == o.Sequence && p.Attempt == o.Attempt && bytes.Equal(p.Value, o.Value) && p.Time == o.Time
+	return p.Step == o.Step && p.Attempt == o.Attempt && p.Time == o.Time &&
+		(p.Metrics == nil) == (o.Metrics == nil) && maps.EqualFunc(p.Metrics, o.Metrics, floatEqual)
 }

@@ -186,13 +186,13 @@ func (r *Row) NeedsSeries() bool {
 // fromSummary sets Latest and BestIntermediate from the state's summary
 // of the series, as AddSeries would from the series.
 func (r *Row) fromSummary(s *state.SeriesSummary) {
-	var pts []state.MetricPoint
-	for _, p := range []*state.MetricPoint{s.Best, s.Latest} {
-		if p != nil {
-			pts = append(pts, *p)
+	point := func(p *state.SeriesPoint) *Point {
+		if p == nil {
+			return nil
 		}
+		return &Point{Step: p.Step, Attempt: p.Attempt, Value: p.Value(r.Objective), Metrics: p.Metrics, Time: p.Time}
 	}
-	r.AddSeries(pts, false)
+	r.Latest, r.BestIntermediate = point(s.Latest), point(s.BestPoint())
 	r.Summarized = true
 }
 
