@@ -339,6 +339,16 @@ func TestBrowserPages(t *testing.T) {
 		t.Skip("browser tests are not short")
 	}
 	dir := fixture(t, 60)
+	// "other" is paused: the overview and its page say so.
+	m := state.NewManager(filepath.Join(dir, ".trialform"))
+	st, err := m.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Experiments["other"].Paused = true
+	if err := m.Save(st); err != nil {
+		t.Fatal(err)
+	}
 	base := strings.TrimSuffix(startUI(t, dir, "-addr", "127.0.0.1:0"), "/")
 	b := newBrowser(t)
 
@@ -348,6 +358,11 @@ func TestBrowserPages(t *testing.T) {
 	b.eval(`document.querySelector('#overview tbody').innerText`, &s)
 	if !strings.Contains(s, "demo") || !strings.Contains(s, "other") || !strings.Contains(s, "tpe") {
 		t.Errorf("overview: %q", s)
+	}
+	var shown string
+	b.eval(`JSON.stringify([...document.querySelectorAll('#overview tbody tr')].filter((r) => r.querySelector('.paused')).map((r) => r.cells[0].innerText.split('\n')[0]))`, &shown)
+	if shown != `["other"]` {
+		t.Errorf("overview: the experiments shown paused are %s, want [\"other\"]", shown)
 	}
 	// The budget as the CLI says it (issue 25: "budget 16/8" across generations).
 	if !regexp.MustCompile(`\b\d+/80 trials done\b`).MatchString(s) {
@@ -373,6 +388,16 @@ func TestBrowserPages(t *testing.T) {
 		t.Errorf("experiment header budget: %q", s)
 	}
 	b.screenshot("experiment")
+	b.open(base + "/e/other")
+	b.eval(`document.querySelector('.summary').innerText`, &s)
+	if !regexp.MustCompile(`paused: no trial runs until main\.hcl:\d+ no longer sets paused = true`).MatchString(s) {
+		t.Errorf("a paused experiment's header: %q", s)
+	}
+	b.open(base + "/e/demo")
+	b.eval(`document.querySelector('.summary').innerText`, &s)
+	if strings.Contains(s, "paused") {
+		t.Errorf("demo is not paused: %q", s)
+	}
 	b.noErrors("experiment")
 
 	// The XSS value shows as text in the table, and no element was made of it.

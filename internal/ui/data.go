@@ -235,7 +235,10 @@ type ExperimentJSON struct {
 	GenerationTrials int    `json:"generation_trials"`
 	Budget           string `json:"budget"`
 	// Failed is set with DoneAt when the experiment ended failed.
-	Failed      bool      `json:"failed,omitempty"`
+	Failed bool `json:"failed,omitempty"`
+	// Paused is set while the configuration pauses the experiment (its
+	// trials are stopped, PAUSED, and none starts).
+	Paused      bool      `json:"paused,omitempty"`
 	Concurrency int       `json:"concurrency"`
 	Best        *BestJSON `json:"best"`
 	// Objectives and Front are set when the experiment has several
@@ -332,6 +335,7 @@ func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) E
 		Name: e.Name, ID: e.ID, Platform: e.Platform, Generation: e.Generation, Goal: e.Goal, Metric: e.Metric, Strategy: e.Strategy,
 		Counts: map[string]int{}, Trials: len(e.Trials), MaxTrials: e.MaxTrials, Concurrency: e.Concurrency,
 		CreatedAt: e.CreatedAt, DoneAt: e.DoneAt, DoneReason: e.DoneReason, Written: sn.modTime, Failed: e.Failed,
+		Paused: e.Paused,
 	}
 	j.Hold, j.Approval, j.Approved = e.Hold, e.Approval, e.Pending()
 	b := e.Budget()

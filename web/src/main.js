@@ -251,7 +251,8 @@ async function pageOverview() {
         h('td', { class: 'num' }, e.front ? frontLinks(e) : e.best ? [fmtNum(e.best.value), ' ', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, e.best.id)] : '–',
           h('div', { class: 'muted small' }, objectivesText(e))),
         h('td', {}, h('div', { class: 'bar' }, h('div', { style: `width:${used}%` })), h('div', { class: 'small' }, e.budget)),
-        h('td', {}, fmtDur(e.elapsed_s), e.done_reason ? h('div', { class: 'muted small' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null),
+        h('td', {}, fmtDur(e.elapsed_s), e.done_reason ? h('div', { class: 'muted small' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null,
+          e.paused && !e.done_reason ? h('div', { class: 'small paused' }, 'paused') : null),
         h('td', {}, e.platform), h('td', {}, e.tuner || '–'), h('td', { class: 'num' }, e.generation),
         h('td', { title: e.refreshed || 'never refreshed from the platform' }, e.refreshed ? ago(e.refreshed) : 'never',
           h('div', { class: 'muted small', title: e.written }, `state written ${ago(e.written)}`)));
@@ -659,7 +660,8 @@ async function pageExperiment(name) {
         e.front ? h('span', {}, `Pareto front (${objectivesText(e)}): `, frontLinks(e))
           : h('span', {}, `best ${e.goal === 'minimize' ? '↓' : '↑'} ${e.metric}: `, e.best ? [h('b', {}, fmtNum(e.best.value)), ' (', link(`/e/${enc(e.name)}/t/${enc(e.best.id)}`, e.best.id), ')'] : '–'),
         h('span', {}, `budget: ${e.budget} · concurrency ${e.concurrency} · elapsed ${fmtDur(e.elapsed_s)}`),
-        e.done_reason ? h('span', { class: 'muted' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null),
+        e.done_reason ? h('span', { class: 'muted' }, `${e.failed ? 'failed' : 'done'}: ${e.done_reason}`) : null,
+        e.paused && !e.done_reason ? h('span', { class: 'paused' }, `paused: no trial runs until ${edit} no longer sets paused = true and it is applied`) : null),
       e.hold ? h('div', { class: 'query-error', id: 'held-change' },
         `Held by ${e.hold.by} ${ago(e.hold.since)}${e.hold.commit ? ` (commit ${e.hold.commit.slice(0, 12)})` : ''}: `,
         e.hold.removed ? 'the removal of this experiment' : `generation ${e.hold.generation} (spec ${e.hold.spec_hash.slice(0, 12)})`,
