@@ -548,6 +548,13 @@ func (l *loader) decodeTrial(blk *hcl.Block, e *Experiment) {
 			case !fi.IsDir():
 				l.errorf(a.Expr.Range().Ptr(), "Invalid code directory", "code_dir %q (%s) is not a directory.", s, dir)
 			default:
+				// Every trial gets a copy of it: under the controller, only
+				// what is committed (not the controller's own files: its
+				// service account token, its git credentials).
+				if err := l.confined(dir); err != nil {
+					l.errorf(a.Expr.Range().Ptr(), "Code directory outside the repository", "code_dir %q: %s.", s, err)
+					break
+				}
 				t.CodeDir = dir
 			}
 		}

@@ -43,7 +43,7 @@ type LoadOptions struct {
 	// environment's, and a -var still overrides them.
 	SavedVars map[string]cty.Value
 	// Within, when set, is a directory every file the configuration
-	// reads (its *.hcl files, nni_file) must resolve into, symbolic links
+	// reads (its *.hcl files, nni_file, code_dir) must resolve into, symbolic links
 	// followed: the controller reads a git checkout whose files anyone
 	// who can commit controls (a link to /proc/self/environ would print
 	// the controller's environment in a diagnostic's snippet).
@@ -326,10 +326,20 @@ func (l *loader) confined(path string) error {
 	if err != nil {
 		return err
 	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	if !inside(root, real) {
+		abs, _ := filepath.Abs(path)
+		if clean, _ := filepath.EvalSymlinks(filepath.Dir(abs)); abs == real || !inside(root, filepath.Join(clean, filepath.Base(abs))) {
+			return fmt.Errorf("%s is outside the repository the controller reads (%s): the controller reads only what is committed there", real, l.within)
+		}
 		return fmt.Errorf("it is a symbolic link to %s, outside the repository the controller reads (%s); commit the file itself", real, l.within)
 	}
 	return nil
+}
+
+// inside reports whether path is root or below it.
+func inside(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // readHCLNames lists the *.hcl files of dir, sorted.

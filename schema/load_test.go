@@ -911,3 +911,68 @@ experiment "e" {
 		t.Errorf("without Within: %v", diags)
 	}
 }
+
+// TestLoadWithinRefusesCodeDirOut: under the controller a commit cannot
+// make trials ship the controller's own files (its service account token,
+// its git credentials) as code: a code_dir outside the checkout, by path
+// or by a link, is refused; one inside is fine.
+func TestLoadWithinRefusesCodeDirOut(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "token"), []byte("SA-TOKEN-hunter2"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "exps")
+	for _, d := range []string{filepath.Join(dir, "code"), filepath.Join(root, "shared")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "shared"), filepath.Join(dir, "sharedlink")); err != nil {
+		t.Fatal(err)
+	}
+	opts := LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Within: root}
+	for _, c := range []struct {
+		codeDir string
+		ok      bool
+	}{
+		{"code", true}, {"../shared", true}, {"sharedlink", true}, {".", true},
+		{outside, false}, {"linked", false}, {"../..", false}, {"/", false},
+	} {
+		hcl := fmt.Sprintf(`search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 1
+  trial {
+    code_dir = %q
+    command  = "cat token"
+  }
+}
+`, c.codeDir)
+		if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, diags := Load(dir, opts)
+		if c.ok {
+			if diags.HasErrors() {
+				t.Errorf("code_dir %q inside the repository: %v", c.codeDir, diags)
+			}
+			continue
+		}
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "outside the repository the controller reads") || !strings.Contains(diags.Error(), "main.hcl:8") {
+			t.Errorf("code_dir %q out of the repository: %v", c.codeDir, diags)
+		}
+		if e := cfg.Experiments["e"]; e != nil && !strings.HasPrefix(e.Trial.CodeDir, root) {
+			t.Errorf("code_dir %q: the experiment kept %s", c.codeDir, e.Trial.CodeDir)
+		}
+		// Without Within (the CLI in a working copy) it is the user's own machine.
+		if _, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners}); diags.HasErrors() {
+			t.Errorf("code_dir %q without Within: %v", c.codeDir, diags)
+		}
+	}
+}
