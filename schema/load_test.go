@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -374,9 +375,9 @@ locals { env = {} }
 			[]string{`Invalid -var option: The given -var option "n" is not correctly specified`,
 				`No value for required variable: The variable "n" has no default`}},
 		{"wrong type", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Vars: []string{"n=abc"}},
-			[]string{`Invalid value for variable: The value "abc" given for variable "n" by -var n is not suitable: number is required`}},
+			[]string{`Invalid value for variable: The value given for variable "n" by -var n is not suitable: number is required`}},
 		{"wrong type from env", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Environ: []string{"TRIALFORM_VAR_n=x"}},
-			[]string{`Invalid value for variable: The value "x" given for variable "n" by environment variable TRIALFORM_VAR_n is not suitable`}},
+			[]string{`Invalid value for variable: The value given for variable "n" by environment variable TRIALFORM_VAR_n is not suitable`}},
 		{"unknown in var file", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, VarFiles: []string{filepath.Join(dir, "bad.tfvars")}},
 			[]string{`Value for undeclared variable: The variable file sets "nope"`}},
 		{"missing var file", LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Vars: []string{"n=1"}, VarFiles: []string{filepath.Join(dir, "none.tfvars")}},
@@ -973,6 +974,56 @@ experiment "e" {
 		// Without Within (the CLI in a working copy) it is the user's own machine.
 		if _, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners}); diags.HasErrors() {
 			t.Errorf("code_dir %q without Within: %v", c.codeDir, diags)
+		}
+	}
+}
+
+// TestGivenValuesNeverShown: a value given by the environment or -var is
+// never quoted in an error, sensitive or not: under the controller the
+// operator gives it and a commit decides whether it is declared sensitive
+// (a commit re-typing a secret printed it in the log and the dashboard).
+// Under the controller (Within), a variable file's snippet hides every
+// value, not only the sensitive ones.
+func TestGivenValuesNeverShown(t *testing.T) {
+	root := t.TempDir()
+	const secret = "postgres://u:pw123secret@db/exps"
+	if err := os.WriteFile(filepath.Join(root, "main.hcl"), []byte(`variable "pg_conn" {
+  type = number
+}
+search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 1
+  trial {
+    command = "true"
+  }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	varFile := filepath.Join(t.TempDir(), "ops.tfvars")
+	if err := os.WriteFile(varFile, []byte("pg_conn = \""+secret+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []LoadOptions{
+		{Environ: []string{"TRIALFORM_VAR_pg_conn=" + secret}},
+		{Vars: []string{"pg_conn=" + secret}},
+		{VarFiles: []string{varFile}, Within: root},
+	} {
+		opts.Platforms, opts.Tuners = testPlatforms, testTuners
+		cfg, diags := Load(root, opts)
+		if !diags.HasErrors() {
+			t.Fatalf("%+v: no error", opts)
+		}
+		var out bytes.Buffer
+		if cfg != nil {
+			WriteDiagnostics(&out, cfg.HCLFiles(), diags, 100, false)
+		}
+		out.WriteString(diags.Error())
+		if strings.Contains(out.String(), "pw123secret") {
+			t.Errorf("%+v: the value is shown:\n%s", opts, out.String())
 		}
 	}
 }

@@ -217,12 +217,11 @@ func (l *loader) setRaw(v *variable, raw, from string) {
 	}
 	cv, err := convertVar(val, v.typ)
 	if err != nil {
-		shown := fmt.Sprintf("%q", raw)
-		if v.sensitive {
-			shown = SensitiveText
-		}
+		// The value is not shown, sensitive or not: the environment is
+		// where secrets come from, and whether a variable is sensitive is
+		// the configuration's say (under the controller, a commit's).
 		l.errorf(nil, "Invalid value for variable",
-			"The value %s given for variable %q by %s is not suitable: %s.", shown, v.name, from, err)
+			"The value given for variable %q by %s is not suitable: %s.", v.name, from, err)
 		v.hasVal = true // do not also report it as missing
 		v.bad = true
 		return
@@ -318,7 +317,11 @@ var varFileLine = regexp.MustCompile(`^[ \t]*([A-Za-z_][A-Za-z0-9_-]*)[ \t]*=`)
 // of the value up to the next `NAME =` line; read line by line, as a file
 // with a syntax error cannot be parsed. Line numbers stay as they were.
 func (l *loader) hideVarFileValues(src []byte) []byte {
-	secret := false
+	// Under the controller (Within) the variable files are the
+	// operator's, and which variables are sensitive is a commit's say:
+	// every value is hidden.
+	all := l.within != ""
+	secret := all
 	for _, v := range l.vars {
 		secret = secret || v.sensitive
 	}
@@ -334,7 +337,7 @@ func (l *loader) hideVarFileValues(src []byte) []byte {
 		}
 		if m := varFileLine.FindSubmatchIndex(ln); m != nil {
 			v, declared := l.vars[string(ln[m[2]:m[3]])]
-			hiding = !declared || v.sensitive
+			hiding = all || !declared || v.sensitive
 			if hiding {
 				lines[i] = append(ln[:m[1]:m[1]], " "+SensitiveText+nl...)
 			}
