@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,6 +123,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 			repoURL = abs
 		}
 	}
+	secrets = append(secrets, urlSecrets(repoURL)...)
 	c := &ctrl{
 		g: g, o: o, policy: policy,
 		log: views.ControllerLog(g.IO.Out),
@@ -288,6 +290,24 @@ func (o *controllerOptions) credentials(g *Globals) (controller.Credentials, []s
 		return cr, nil, fmt.Errorf("both a git token and an SSH key are given: keep the one the -repo URL's scheme uses")
 	}
 	return cr, []string{tok}, nil
+}
+
+// urlSecrets returns the credentials written in a repository URL: the
+// password of https://user:TOKEN@host/..., and the user of an http(s)
+// URL without one (https://TOKEN@host/..., as GitHub and GitLab take a
+// token), so that no log line shows them.
+func urlSecrets(repo string) []string {
+	u, err := url.Parse(repo)
+	if err != nil || u.User == nil {
+		return nil
+	}
+	if p, ok := u.User.Password(); ok {
+		return []string{p, url.PathEscape(p), url.QueryEscape(p)}
+	}
+	if (u.Scheme == "https" || u.Scheme == "http") && u.User.Username() != "" {
+		return []string{u.User.Username()}
+	}
+	return nil
 }
 
 func secretFrom(file, env string) (string, error) {
