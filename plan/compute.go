@@ -588,6 +588,11 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 					counted++
 				}
 				busyElsewhere++
+			} else if t.Status == state.Running || t.Status == state.Waiting {
+				// An older generation's trial this working copy cannot
+				// tear down still runs: it holds a concurrency slot until
+				// its owner stops it (not a budget one).
+				busyElsewhere++
 			}
 			continue
 		}
@@ -627,7 +632,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	}
 
 	if len(ep.Elsewhere) > 0 {
-		ep.Notes = append(ep.Notes, fmt.Sprintf("%s: left to that working copy, which reads, resumes and tears them down; here they count toward concurrency and max_trials as the state records them", DescribeElsewhere(ep.Elsewhere)))
+		ep.Notes = append(ep.Notes, fmt.Sprintf("%s: left to that working copy, which reads, resumes and tears them down; here they count toward concurrency (and, of this generation, max_trials) as the state records them", DescribeElsewhere(ep.Elsewhere)))
 	}
 
 	// Older generations' unfinished trials are torn down.

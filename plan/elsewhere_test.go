@@ -74,13 +74,24 @@ func TestElsewhereTrialsLeftToTheirOwner(t *testing.T) {
 	}
 
 	// Nothing tears down a trial elsewhere: a new generation, paused.
+	// The old generation's trial that still runs elsewhere holds its
+	// concurrency slot (a controller and a laptop flipping generations ran
+	// 4 trials at concurrency 2).
 	newGen := testConfig(func(e *schema.Experiment) { e.Tuner.Seed = 2; e.Tuner.Settings = map[string]any{"seed": float64(2)} })
 	p, err = Compute(Input{Config: newGen, State: applied(cfg, alices(trial(0, state.Running)), trial(1, state.Running)), Now: at, Me: "bob-id"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := actions(p); got != "-t0001 +t0002 +t0003" {
+	if got := actions(p); got != "-t0001 +t0002" {
 		t.Fatalf("new generation: actions = %q", got)
+	}
+	// Once it ended elsewhere, both slots are this generation's.
+	p, err = Compute(Input{Config: newGen, State: applied(cfg, alices(trial(0, state.Succeeded, 1)), trial(1, state.Running)), Now: at, Me: "bob-id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := actions(p); got != "-t0001 +t0002 +t0003" {
+		t.Fatalf("new generation, the trial elsewhere ended: actions = %q", got)
 	}
 	paused := testConfig(func(e *schema.Experiment) { e.Paused = true })
 	p, err = Compute(Input{Config: paused, State: applied(cfg, alices(trial(0, state.Running)), trial(1, state.Running)), Now: at, Me: "bob-id"})
