@@ -210,8 +210,9 @@ func addOrphans(ep *ExperimentPlan, cur *state.Experiment, listed []providers.Ob
 }
 
 // warnUnknown warns when the platform already holds unfinished trials of
-// an experiment the state does not have: the plan's new trials are
-// numbered from t0000, and a start adopts a trial of the same id.
+// an experiment the state does not have (the plan's new trials are
+// numbered past them, unknownTrials): they run beside the new ones, and
+// their results reach no tuner, until adopted.
 func warnUnknown(name, platform string, listed []providers.Observation, p *Plan) {
 	var ids []string
 	for _, o := range listed {
@@ -222,7 +223,7 @@ func warnUnknown(name, platform string, listed []providers.Observation, p *Plan)
 	if len(ids) == 0 {
 		return
 	}
-	p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s is not in the state but %s holds %d unfinished trial(s) of it (%s), started by another state or before the state lost it; a new trial with one of those ids cannot start, since the platform refuses a trial that another state owns: adopt them first with `trialform import -all %s`, or remove them on the platform",
+	p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s is not in the state but %s holds %d unfinished trial(s) of it (%s): another state started them, or this one lost them (a state lost, a backend changed); new trials are numbered past them and run beside them. If they are this experiment's, adopt them first with `trialform import -all %s`; else remove them on the platform or rename the experiment",
 		name, platform, len(ids), strings.Join(ids, ", "), name))
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
 )
@@ -180,5 +181,32 @@ func TestSpecHashSameInEveryWorkingCopy(t *testing.T) {
 	}
 	if !p.Experiments[0].NewGeneration {
 		t.Fatal("code_dir changed, no new generation")
+	}
+}
+
+// TestNewExperimentBesideUnknownTrials: an experiment the state does not
+// have, whose platform holds unfinished trials of it (a lost state, a
+// changed backend, another state): the plan warns, naming them and how to
+// adopt them, and numbers its new trials past them.
+func TestNewExperimentBesideUnknownTrials(t *testing.T) {
+	cfg := testConfig()
+	listed := []providers.Observation{
+		{TrialID: "t0000", Exists: true, Phase: providers.PhaseRunning},
+		{TrialID: "t0001", Exists: true, Phase: providers.PhaseRunning},
+		{TrialID: "t0004", Exists: true, Phase: providers.PhaseSucceeded},
+	}
+	p := compute(t, cfg, state.New(), t0, Options{}, listed...)
+	if got := actions(p); got != "+t0005 +t0006" {
+		t.Fatalf("actions = %q, want the new trials past t0004", got)
+	}
+	w := strings.Join(p.Warnings, "\n")
+	for _, want := range []string{"experiment exp is not in the state but local.default holds 2 unfinished trial(s) of it (t0000, t0001)",
+		"new trials are numbered past them", "trialform import -all exp"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings %q lack %q", w, want)
+		}
+	}
+	if strings.Contains(w, "cannot start") {
+		t.Errorf("warnings say a new trial cannot start: %q", w)
 	}
 }
