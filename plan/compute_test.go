@@ -894,3 +894,59 @@ func TestObserveNeverDatesTheFuture(t *testing.T) {
 		t.Errorf("t0001 started %v, after the refresh at %v", s, now)
 	}
 }
+
+// TestObserveLastFinalWinsWhole: a later final result replaces an
+// earlier one whole, in one refresh or across two: its objective value
+// never stays beside the later one's other metrics (a trial reporting
+// {default 0.9, latency 10} then {latency 1} was SUCCEEDED 0.9/1, a pair
+// no report held, and went on the Pareto front), and a last final that is
+// NaN fails the trial as the docs say.
+func TestObserveLastFinalWinsWhole(t *testing.T) {
+	zero := 0
+	fin := func(v string) providers.Metric { return providers.Metric{Type: "FINAL", Value: v} }
+	for _, c := range []struct {
+		name   string
+		multi  bool
+		first  []providers.Metric // a refresh while it runs
+		last   []providers.Metric // the refresh that finds it ended
+		status string
+		value  *float64
+		reason string
+	}{
+		{"single: a NaN after a number", false, nil, []providers.Metric{fin("0.9"), fin("NaN")}, state.Failed, nil, "NaN"},
+		{"single: a NaN in a later refresh", false, []providers.Metric{fin("0.9")}, []providers.Metric{fin("NaN")}, state.Failed, nil, "NaN"},
+		{"single: a number after a NaN", false, nil, []providers.Metric{fin("NaN"), fin("0.7")}, state.Succeeded, fptr(0.7), ""},
+		{"multi: the objective dropped", true, nil, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`), fin(`{"latency": 1}`)}, state.Failed, nil, `no key "default"`},
+		{"multi: the objective NaN", true, nil, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`), fin(`{"default": NaN, "latency": 1}`)}, state.Failed, nil, `"default" is NaN`},
+		{"multi: the objective text", true, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`)}, []providers.Metric{fin(`{"default": "oops", "latency": 1}`)}, state.Failed, nil, `"default" is "oops"`},
+		{"multi: the second objective dropped", true, nil, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`), fin(`{"default": 0.5}`)}, state.Failed, fptr(0.5), `no key "latency" (got: default)`},
+		{"multi: the second objective infinite", true, nil, []providers.Metric{fin(`{"default": 0.99, "latency": -Infinity}`)}, state.Failed, fptr(0.99), `"latency" is NaN, Infinity or null`},
+		{"multi: a whole later result", true, nil, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`), fin(`{"default": 0.5, "latency": 1}`)}, state.Succeeded, fptr(0.5), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig()
+			st := applied(cfg, trial(0, state.Running))
+			if c.multi {
+				st.Experiments["exp"].Objectives = []state.Objective{{Metric: "default", Goal: "maximize"}, {Metric: "latency", Goal: "minimize"}}
+			}
+			if c.first != nil {
+				Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+					"t0000": {Exists: true, Phase: providers.PhaseRunning, Metrics: c.first}}}}, t0)
+			}
+			Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+				"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, Metrics: c.last}}}}, t0.Add(time.Second))
+			tr := st.Experiments["exp"].Trials["t0000"]
+			if tr.Status != c.status || !strings.Contains(tr.Reason, c.reason) {
+				t.Fatalf("status %s (%q), want %s (%q)", tr.Status, tr.Reason, c.status, c.reason)
+			}
+			if (tr.Value == nil) != (c.value == nil) || tr.Value != nil && *tr.Value != *c.value {
+				t.Fatalf("value %s, want %s", ptrString(tr.Value), ptrString(c.value))
+			}
+			if c.multi && tr.Status == state.Succeeded && tr.Final["latency"] != 1 {
+				t.Fatalf("final %v: not the last result's", tr.Final)
+			}
+		})
+	}
+}
+
+func fptr(f float64) *float64 { return &f }

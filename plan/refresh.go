@@ -366,9 +366,18 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 	}
 	var pts []state.MetricPoint
 	var garbage []string
+	lastFinal := "" // the last final result this refresh read
 	for _, m := range o.Metrics {
 		if m.Garbage != "" {
 			garbage = append(garbage, m.Garbage)
+			if m.Type == "FINAL" {
+				// A final result that is not a number (NaN): the last
+				// one wins, so no earlier value stands.
+				lastFinal, t.Final = "", nil
+				if e.Strategy == "" {
+					t.Value = nil
+				}
+			}
 			continue
 		}
 		if e.Strategy != "" {
@@ -385,6 +394,14 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 		pts = append(pts, pt)
 		switch m.Type {
 		case "FINAL":
+			// The last final result wins, whole: nothing of an earlier
+			// one stays beside it (its objective value beside the new
+			// one's other metrics made a result no report held).
+			lastFinal = m.Value
+			t.Final = nil
+			if e.Strategy == "" {
+				t.Value = nil
+			}
 			v, all, ok, err := trialproto.Objective(m.Value, e.Metric)
 			if err != nil {
 				garbage = append(garbage, err.Error())
@@ -442,6 +459,18 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 				t.Status = state.Failed
 				t.Reason = fmt.Sprintf("metrics unavailable: the final result lacks %s %s%s",
 					plural(len(missing), "objective", "objectives"), strings.Join(missing, ", "), reportedKeys(t.Final))
+				if lastFinal != "" {
+					// Say why when the key is there (NaN, Infinity, text).
+					var whys []string
+					for _, o := range e.Objectives[1:] {
+						if _, ok := t.Final[o.Metric]; !ok {
+							whys = append(whys, trialproto.MissingObjective(lastFinal, o.Metric))
+						}
+					}
+					if len(whys) > 0 && whys[0] != "" {
+						t.Reason = "metrics unavailable: " + strings.Join(limit(whys, 3), "; ")
+					}
+				}
 			} else if t.Value != nil {
 				t.Status = state.Succeeded
 				t.Reason = ""

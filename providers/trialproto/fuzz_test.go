@@ -137,7 +137,7 @@ func FuzzParseStdoutLine(f *testing.F) {
 		got, ok := ParseStdoutLine("progress 10%\r"+StdoutPrefix+word+value+"\n", nil)
 		wantLine := providers.Metric{Type: typ, Sequence: -1, ParameterID: -1, Value: norm}
 		if final && FinalNotANumber(value, norm) != "" {
-			wantLine = providers.Metric{Sequence: -1, ParameterID: -1, Garbage: FinalNotANumber(value, norm)}
+			wantLine = providers.Metric{Type: typ, Sequence: -1, ParameterID: -1, Garbage: FinalNotANumber(value, norm)}
 		}
 		if !ok || !sameMetric(got, wantLine) {
 			t.Fatalf("trialform line of %q reads as %+v (%v), want %+v", value, got, ok, wantLine)
@@ -197,8 +197,8 @@ func reencoded(m providers.Metric) providers.Metric {
 	if m.ParameterID < 0 {
 		m.ParameterID = -1
 	}
-	if m.Garbage != "" {
-		m.Type = ""
+	if m.Garbage != "" && m.Type != TypeFinal {
+		m.Type = "" // a final result that is not a number stays a FINAL
 	}
 	return m
 }

@@ -246,6 +246,9 @@ func (r record) metric() (providers.Metric, error) {
 	}
 	if r.Garbage != "" {
 		m.Garbage = r.Garbage
+		if r.Type == TypeFinal {
+			m.Type = TypeFinal // a final result that is not a number: it still replaces an earlier one
+		}
 		return m, nil
 	}
 	switch r.Type {
@@ -277,7 +280,9 @@ func (r record) metric() (providers.Metric, error) {
 	}
 	if m.Type == TypeFinal {
 		if why := FinalNotANumber(string(raw), v); why != "" {
-			m.Type, m.Garbage = "", why
+			// Still a FINAL: as the last one, it fails the trial
+			// whatever an earlier final result said.
+			m.Garbage = why
 			return m, nil
 		}
 	}

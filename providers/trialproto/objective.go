@@ -64,8 +64,15 @@ func MissingObjective(value, metric string) string {
 	if metric == "" {
 		metric = "default"
 	}
+	norm, err := NormalizeValue(value)
+	if err != nil {
+		return ""
+	}
+	if why := FinalNotANumber(value, norm); why != "" {
+		return why
+	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(value), &obj); err != nil {
+	if err := json.Unmarshal([]byte(norm), &obj); err != nil {
 		return ""
 	}
 	if v, ok := obj[metric]; ok {

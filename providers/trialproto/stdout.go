@@ -145,7 +145,7 @@ func parseTrialformLine(rest string) (providers.Metric, bool) {
 	v, err := NormalizeValue(rest)
 	if err == nil && m.Type == TypeFinal {
 		if why := FinalNotANumber(rest, v); why != "" {
-			m.Type, m.Garbage = "", why
+			m.Garbage = why // still a FINAL (see record.metric)
 			return m, true
 		}
 	}

@@ -114,7 +114,7 @@ func TestParseMetricRecords(t *testing.T) {
 		{"incomplete body", rec(final) + rec(per)[:20], []providers.Metric{m93}, len(rec(final)), nil},
 		{"request parameter skipped", rec(req) + rec(final), []providers.Metric{m93}, len(rec(req) + rec(final)), nil},
 		// A final result of -Infinity has no value: it says so (issue 11, bug 15).
-		{"null parameter id", rec(nullID), []providers.Metric{{ParameterID: -1, Garbage: "the final result is -Infinity, not a number"}}, len(rec(nullID)), nil},
+		{"null parameter id", rec(nullID), []providers.Metric{{Type: TypeFinal, ParameterID: -1, Garbage: "the final result is -Infinity, not a number"}}, len(rec(nullID)), nil},
 		{"bad magic then record", "junk!" + rec(final), []providers.Metric{{}, m93}, 5 + len(rec(final)), []int{0}},
 		{"bad json framed", rec(`{"type": "FINAL", nope}`) + rec(final), []providers.Metric{{}, m93}, len(rec(`{"type": "FINAL", nope}`)) + len(rec(final)), []int{0}},
 		{"length too short resyncs", "ME000005" + final + "\n" + rec(final), []providers.Metric{{}, m93}, len("ME000005"+final+"\n") + len(rec(final)), []int{0}},
@@ -395,7 +395,8 @@ print("NNISDK_MEb'%s'" % rec(2, float('nan')))
 }
 
 // Issue 11, bugs 7 and 15: a final result without a usable objective says
-// why, on every channel.
+// why, on every channel; it stays a FINAL, so that as the last one it
+// replaces an earlier final result (the last value wins).
 func TestFinalResultProblems(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
 		{"trialform: NaN", "the final result is NaN, not a number"},
@@ -404,7 +405,7 @@ func TestFinalResultProblems(t *testing.T) {
 		{`NNISDK_MEb'{"parameter_id": 1, "trial_job_id": "t", "type": "FINAL", "sequence": 0, "value": "NaN"}'`, "the final result is NaN, not a number"},
 	} {
 		m, ok := ParseStdoutLine(tc.line, nil)
-		if !ok || m.Garbage != tc.want || m.Type == TypeFinal {
+		if !ok || m.Garbage != tc.want || m.Type != TypeFinal {
 			t.Errorf("%s: %+v, want garbage %q", tc.line, m, tc.want)
 		}
 	}
