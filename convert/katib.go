@@ -183,6 +183,13 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 		exp.set("concurrency", n)
 	}
 	if n, ok := spec.integer("maxFailedTrialCount", 0); ok {
+		// Katib (v0.14 on, status_util.go) fails the Experiment once at
+		// least one trial failed and failed >= maxFailedTrialCount, so 0
+		// ends it at the first failure; trialform's 0 is no limit.
+		if n == 0 {
+			exp.comment("Katib's maxFailedTrialCount: 0 fails the experiment at the first failed trial; trialform's 0 would be no limit")
+			n = 1
+		}
 		exp.set("max_failed_trials", n)
 	}
 	spec.skip(exp, "resumePolicy", "trialform always resumes: state and platform are re-read on every plan")
