@@ -181,6 +181,11 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 	}
 	if n, ok := spec.integer("parallelTrialCount", 1); ok {
 		exp.set("concurrency", n)
+	} else {
+		// Katib's webhook defaults it (DefaultTrialParallelCount);
+		// trialform's default concurrency is 1.
+		exp.comment("Katib's default parallelTrialCount: 3 trials at a time")
+		exp.set("concurrency", 3)
 	}
 	if n, ok := spec.integer("maxFailedTrialCount", 0); ok {
 		// Katib (v0.14 on, status_util.go) fails the Experiment once at

@@ -92,3 +92,14 @@ func TestKatibMaxFailedTrialCount(t *testing.T) {
 	res, _ := convertLoad(t, "katib", "exp.yaml", katibExp("random", "  maxTrialCount: 5\n  maxFailedTrialCount: 0\n", p), nil)
 	hclHas(t, res, "fails the experiment at the first failed trial")
 }
+
+// Katib's webhook sets parallelTrialCount 3 when absent; trialform's
+// default concurrency is 1.
+func TestKatibDefaultConcurrency(t *testing.T) {
+	p := `    - {name: lr, parameterType: double, feasibleSpace: {min: "0.01", max: "0.1"}}
+`
+	res, e := convertLoad(t, "katib", "exp.yaml", katibExp("random", "  maxTrialCount: 5\n", p), nil)
+	if e.Concurrency != 3 {
+		t.Errorf("concurrency = %d, want Katib's default 3\n%s", e.Concurrency, res.HCL)
+	}
+}
