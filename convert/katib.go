@@ -228,6 +228,17 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 				}
 			}
 			es.done(ab, nil)
+			// Katib's medianstop service defaults (medianstop/service.py);
+			// trialform's are 1 and 1.
+			for _, d := range []struct {
+				attr, katib string
+				v           int
+			}{{"min_trials", "min_trials_required", 3}, {"start_step", "start_step", 4}} {
+				if !ab.has(d.attr) {
+					ab.comment(fmt.Sprintf("Katib's default %s: %d", d.katib, d.v))
+					ab.set(d.attr, d.v)
+				}
+			}
 		}
 	}
 

@@ -103,3 +103,28 @@ func TestKatibDefaultConcurrency(t *testing.T) {
 		t.Errorf("concurrency = %d, want Katib's default 3\n%s", e.Concurrency, res.HCL)
 	}
 }
+
+// Katib's medianstop service defaults min_trials_required to 3 and
+// start_step to 4; trialform's medianstop defaults both to 1.
+func TestKatibMedianstopDefaults(t *testing.T) {
+	p := `    - {name: lr, parameterType: double, feasibleSpace: {min: "0.01", max: "0.1"}}
+`
+	for _, tc := range []struct {
+		settings           string
+		minTrials, startSt float64
+	}{
+		{"", 3, 4},
+		{"    algorithmSettings: [{name: start_step, value: \"2\"}]\n", 3, 2},
+		{"    algorithmSettings: [{name: min_trials_required, value: \"5\"}]\n", 5, 4},
+	} {
+		extra := "  maxTrialCount: 5\n  parallelTrialCount: 2\n  earlyStopping:\n    algorithmName: medianstop\n" + tc.settings
+		res, e := convertLoad(t, "katib", "exp.yaml", katibExp("random", extra, p), nil)
+		if e.Assessor == nil {
+			t.Fatalf("no assessor\n%s", res.HCL)
+		}
+		got := e.Assessor.Settings
+		if got["min_trials"] != tc.minTrials || got["start_step"] != tc.startSt {
+			t.Errorf("settings %q: assessor %v, want min_trials %v, start_step %v\n%s", tc.settings, got, tc.minTrials, tc.startSt, res.HCL)
+		}
+	}
+}
