@@ -49,6 +49,33 @@ func spaceParams(b *block, sp *space.Space) {
 	}
 }
 
+// noteParam records a comment for the param block of the parameter name.
+func (c *conv) noteParam(name, comment string) {
+	if c.paramNotes == nil {
+		c.paramNotes = map[string][]string{}
+	}
+	c.paramNotes[name] = append(c.paramNotes[name], comment)
+}
+
+// noteParams writes the comments noteParam recorded at the top of the
+// param blocks of b (a search_space block spaceParams filled).
+func (c *conv) noteParams(b *block) {
+	for _, it := range b.items {
+		if it.blk == nil || it.blk.typ != "param" || len(it.blk.labels) != 1 {
+			continue
+		}
+		notes := c.paramNotes[it.blk.labels[0]]
+		if len(notes) == 0 {
+			continue
+		}
+		pb := newBlock("param")
+		for _, n := range notes {
+			pb.comment(n)
+		}
+		it.blk.items = append(pb.items, it.blk.items...)
+	}
+}
+
 // nniSpaceFromYAML reads an inline NNI search space (v2 searchSpace).
 func (c *conv) nniSpaceFromYAML(n *yaml.Node, field string) *space.Space {
 	var buf bytes.Buffer

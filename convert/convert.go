@@ -88,6 +88,9 @@ type conv struct {
 	// placeholderVars: the variable declared for each placeholder met in
 	// a command ("{your_data_dir}" -> "data_dir").
 	placeholderVars map[string]string
+	// paramNotes: comments written at the top of a param block, by the
+	// param's name (noteParams).
+	paramNotes map[string][]string
 	// canon: keys match ignoring case and underscores, as NNI's v2
 	// schema reads them (trialCommand = trial_command).
 	canon bool

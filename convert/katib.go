@@ -155,7 +155,7 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 			continue
 		}
 		refs[pname] = pname
-		sp.Params = append(sp.Params, c.katibParam(p, pname, tm.name == "grid", tb))
+		sp.Params = append(sp.Params, c.katibParam(p, pname, algName, tb))
 	}
 	if len(sp.Params) == 0 {
 		c.failf(spec.keyNode("parameters"), "spec.parameters is empty; trialform needs at least one parameter to tune")
@@ -271,6 +271,7 @@ func (c *conv) katib(root *yaml.Node) *hfile {
 	f.add(plat)
 	sb := f.add(newBlock("search_space", name))
 	spaceParams(sb, sp)
+	c.noteParams(sb)
 	e := f.add(newBlock("experiment", name))
 	e.raw("platform", "platform."+plat.labels[0]+"."+plat.labels[1])
 	e.raw("search_space", "search_space."+name)
@@ -298,7 +299,8 @@ func settingValue(s string) any {
 }
 
 // katibParam converts one parameter's feasibleSpace.
-func (c *conv) katibParam(p *obj, name string, grid bool, tb *block) space.Param {
+func (c *conv) katibParam(p *obj, name, alg string, tb *block) space.Param {
+	grid := alg == "grid"
 	typ, _ := p.str("parameterType")
 	fs := p.sub("feasibleSpace")
 	p.done(tb, nil)
@@ -345,17 +347,42 @@ func (c *conv) katibParam(p *obj, name string, grid bool, tb *block) space.Param
 	field := p.path + ".feasibleSpace"
 	switch dist {
 	case "", "uniform":
+		// Katib's points are min, min+step, ... <= max (Optuna's
+		// IntDistribution and FloatDistribution with a step, goptuna
+		// alike). NNI's quniform, round(x/step)*step clipped to [min,
+		// max], gives the same points only when min and max are whole
+		// multiples of step; otherwise the exact list is written.
+		offGrid := hasStep && !(onGrid(lo, step) && onGrid(hi, step))
+		n := 0
+		if hasStep {
+			n = int(math.Floor((hi-lo)/step+1e-9)) + 1
+		}
 		switch {
-		case hasStep && (grid || typ == "double" && !onGrid(lo, step)):
-			// Katib's points are min, min+step, ... <= max: the exact list.
+		case hasStep && (grid || offGrid) && n <= maxSteppedList && alg != "cmaes":
 			out.Kind = space.Choice
-			for i := 0; ; i++ {
-				v := lo + float64(i)*step
-				if v > hi+step*1e-9 || i > 10000 {
-					break
-				}
-				out.Options = append(out.Options, space.Option{Value: round12(v)})
+			for i := 0; i < n; i++ {
+				out.Options = append(out.Options, space.Option{Value: round12(lo + float64(i)*step)})
 			}
+			if offGrid && !grid && (alg == "random" || alg == "tpe") {
+				// Katib runs random and tpe with hyperopt, whose
+				// quniform is round(U(min, max)/step)*step, not clipped.
+				note := fmt.Sprintf("Katib's %s (hyperopt's quniform, round(U(min, max)/step)*step) would draw %s instead: the list is Katib's documented grid, as its Optuna-based algorithms propose it",
+					alg, hyperoptPoints(lo, hi, step))
+				c.noteParam(name, note)
+				c.warn(fs.node, field, "%s", note)
+			}
+		case hasStep && (grid || offGrid):
+			// Too many points to list, or cmaes (a choice is no number
+			// to it): quniform is the nearest.
+			why := fmt.Sprintf("its %d points are too many to list", n)
+			if alg == "cmaes" {
+				why = "cmaes models numbers only, not a choice of them"
+			}
+			out.Kind, out.Args = space.Quniform, []float64{lo, hi, step}
+			note := fmt.Sprintf("approximately converted: Katib proposes %v, %v, ... <= %v; quniform [%v, %v, %v] (%s) gives multiples of %v clipped to [%v, %v] instead",
+				lo, round12(lo+step), hi, lo, hi, step, why, step, lo, hi)
+			c.warn(fs.node, field, "%s", note)
+			c.noteParam(name, note)
 		case typ == "int" && step == 1:
 			out.Kind, out.Args = space.Randint, []float64{lo, hi + 1}
 		case hasStep:
@@ -395,6 +422,25 @@ func (c *conv) katibParam(p *obj, name string, grid bool, tb *block) space.Param
 		c.failf(fs.keyNode("distribution"), "%s.distribution %q: expected uniform, logUniform, normal or logNormal", field, dist)
 	}
 	return out
+}
+
+// maxSteppedList is the most points a stepped Katib range is written
+// out as.
+const maxSteppedList = 1000
+
+// hyperoptPoints lists the values hyperopt's quniform(lo, hi, q) can
+// give: round(x/q)*q for x in [lo, hi].
+func hyperoptPoints(lo, hi, q float64) string {
+	a, b := math.RoundToEven(lo/q), math.RoundToEven(hi/q)
+	var pts []string
+	for k := a; k <= b; k++ {
+		if len(pts) == 6 && k < b {
+			pts = append(pts, "...")
+			k = b
+		}
+		pts = append(pts, fmtNum(round12(k*q)))
+	}
+	return strings.Join(pts, ", ")
 }
 
 // onGrid says whether lo is a whole multiple of step (then NNI's

@@ -128,3 +128,44 @@ func TestKatibMedianstopDefaults(t *testing.T) {
 		}
 	}
 }
+
+// A stepped int or double range proposes min, min+step, ... <= max in
+// Katib (Optuna's IntDistribution and FloatDistribution with a step):
+// NNI's quniform, clipped to [min, max], gives other values when min or
+// max is off the step's multiples.
+func TestKatibSteppedRanges(t *testing.T) {
+	for _, tc := range []struct {
+		alg, typ, min, max, step string
+		want                     []float64 // nil: quniform [min, max, step]
+		comment                  string
+	}{
+		{"multivariate-tpe", "int", "1", "10", "3", []float64{1, 4, 7, 10}, ""},
+		{"random", "int", "1", "10", "3", []float64{1, 4, 7, 10}, "draw 0, 3, 6, 9"},
+		{"multivariate-tpe", "int", "0", "11", "3", []float64{0, 3, 6, 9}, ""},
+		{"cmaes", "int", "0", "11", "3", nil, "approximately converted: Katib proposes 0, 3, ... <= 11"},
+		{"tpe", "int", "0", "11", "3", []float64{0, 3, 6, 9}, "draw 0, 3, 6, 9, 12"},
+		{"multivariate-tpe", "double", "0", "1.1", "0.3", []float64{0, 0.3, 0.6, 0.9}, ""},
+		{"multivariate-tpe", "double", "0.1", "1", "0.3", []float64{0.1, 0.4, 0.7, 1}, ""},
+		{"multivariate-tpe", "int", "32", "256", "32", nil, ""},
+		{"random", "double", "0", "0.9", "0.3", nil, ""},
+	} {
+		p := fmt.Sprintf("    - {name: x, parameterType: %s, feasibleSpace: {min: %q, max: %q, step: %q}}\n", tc.typ, tc.min, tc.max, tc.step)
+		res, e := convertLoad(t, "katib", "exp.yaml", katibExp(tc.alg, "  maxTrialCount: 5\n", p), nil)
+		got := param(e, "x")
+		if tc.want == nil {
+			if got.Kind != space.Quniform {
+				t.Errorf("%+v: %v %v, want quniform\n%s", tc, got.Kind, optionValues(got), res.HCL)
+			}
+			if tc.comment != "" {
+				hclHas(t, res, tc.comment)
+			}
+			continue
+		}
+		if got.Kind != space.Choice || fmt.Sprint(optionValues(got)) != fmt.Sprint(tc.want) {
+			t.Errorf("%+v: %v %v %v, want choice %v\n%s", tc, got.Kind, got.Args, optionValues(got), tc.want, res.HCL)
+		}
+		if tc.comment != "" {
+			hclHas(t, res, tc.comment)
+		}
+	}
+}
