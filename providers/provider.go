@@ -132,6 +132,14 @@ type SpecDiffer interface {
 	Spec(req StartRequest) (string, error)
 }
 
+// GPUChecker is implemented by providers that can tell before anything
+// runs whether a trial asking for n GPUs can ever get them (the local
+// platform finds the machine's GPUs when gpu_indices is unset): plan
+// refuses the experiment with the error, at its trial block.
+type GPUChecker interface {
+	CheckGPUs(n int) error
+}
+
 // ReadParallelism is implemented by providers whose Reads mostly wait on
 // the network: a refresh runs up to ReadParallelism() of their Reads at
 // once (16 otherwise).

@@ -342,6 +342,18 @@ func (g *Globals) checkPlatforms(ctx context.Context, cfg *schema.Config, ps *pr
 				Detail:   fmt.Sprintf("experiment %q runs on platform %s: %v", name, e.Platform.Key(), err),
 				Subject:  &rng,
 			})
+			continue
+		}
+		if gc, ok := p.(providers.GPUChecker); ok && e.Trial.GPUs > 0 {
+			if err := gc.CheckGPUs(e.Trial.GPUs); err != nil {
+				rng := e.Trial.Range
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "GPUs not available",
+					Detail:   fmt.Sprintf("experiment %q runs on platform %s: %v.", name, e.Platform.Key(), err),
+					Subject:  &rng,
+				})
+			}
 		}
 	}
 	if diags.HasErrors() {

@@ -51,8 +51,9 @@ type Config struct {
 	// written to and that trials get in front of PYTHONPATH (the CLI passes
 	// <workdir>/.trialform/lib).
 	LibDir string
-	// GPUIndices are the GPUs trials may be given; nil turns GPU scheduling
-	// off (trials then see the machine's CUDA_VISIBLE_DEVICES unchanged).
+	// GPUIndices are the GPUs trials may be given; nil: a trial asking for
+	// GPUs is given them out of the GPUs found on the machine (gpus.go),
+	// and the others see the machine's CUDA_VISIBLE_DEVICES unchanged.
 	GPUIndices []int
 	// MaxTrialsPerGPU is how many trials may share one GPU (default 1).
 	MaxTrialsPerGPU int
@@ -96,6 +97,11 @@ type Local struct {
 	// host.go), started at the first Start.
 	hostMu sync.Mutex
 	h      *hostConn
+	// The GPUs found on the machine when gpu_indices is unset (gpus.go).
+	detectOnce   sync.Once
+	detected     []int
+	detectedFrom string
+	detectErr    error
 }
 
 var (
@@ -103,6 +109,7 @@ var (
 	_ providers.Lister      = (*Local)(nil)
 	_ providers.LogStreamer = (*Local)(nil)
 	_ providers.Private     = (*Local)(nil)
+	_ providers.GPUChecker  = (*Local)(nil)
 )
 
 // New checks cfg, fills defaults, creates Root and writes the Python

@@ -17,7 +17,7 @@ const TrialsDir = "trials"
 
 // Settings is a platform "local" block.
 type Settings struct {
-	GPUIndices      []int `hcl:"gpu_indices,optional" type:"a list of GPU indices (whole numbers)" doc:"GPUs trials may be given, as nvidia-smi numbers them; unset: no GPU scheduling (trials see CUDA_VISIBLE_DEVICES unchanged)"`
+	GPUIndices      []int `hcl:"gpu_indices,optional" type:"a list of GPU indices (whole numbers)" doc:"GPUs trials may be given, as nvidia-smi numbers them; unset: a trial with gpus > 0 gets them out of the GPUs found as NNI finds them (those of trialform's CUDA_VISIBLE_DEVICES if set, else every GPU nvidia-smi lists; none found: plan fails), and a trial with gpus = 0 sees CUDA_VISIBLE_DEVICES unchanged"`
 	MaxTrialsPerGPU int   `hcl:"max_trials_per_gpu,optional" min:"1" doc:"how many trials may share one GPU (default 1)"`
 }
 

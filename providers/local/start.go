@@ -28,8 +28,10 @@ const startTimeout = 60 * time.Second
 // that outlives the CLI. Start returns once the trial process runs (or the
 // supervisor recorded that it could not start it).
 //
-// With GPU scheduling on, a trial needing GPUs gets the least loaded ones
-// with a free slot; none free -> an error wrapping providers.ErrNoCapacity.
+// With GPU scheduling on (gpu_indices, or, for a trial needing GPUs, the
+// GPUs found on the machine: gpus.go), a trial needing GPUs gets the least
+// loaded ones with a free slot; none free -> an error wrapping
+// providers.ErrNoCapacity.
 func (l *Local) Start(ctx context.Context, req providers.StartRequest) (providers.Handle, error) {
 	if err := validateStart(req); err != nil {
 		return nil, err
@@ -38,8 +40,12 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	if err != nil {
 		return nil, err
 	}
-	if len(l.cfg.GPUIndices) > 0 && req.GPUs > len(l.cfg.GPUIndices) {
-		return nil, providers.Permanent(fmt.Errorf("trial needs %d GPUs but the platform has %d (gpu_indices %v)", req.GPUs, len(l.cfg.GPUIndices), l.cfg.GPUIndices))
+	gpuIdx, err := l.gpuIndices(req.GPUs)
+	if err != nil {
+		return nil, providers.Permanent(fmt.Errorf("trial needs %d GPUs but %w; set gpu_indices", req.GPUs, err))
+	}
+	if len(gpuIdx) > 0 && req.GPUs > len(gpuIdx) {
+		return nil, providers.Permanent(fmt.Errorf("trial needs %d GPUs but the platform has %d (gpu_indices %v)", req.GPUs, len(gpuIdx), gpuIdx))
 	}
 	if err := l.expDir(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("create trial dir: %w", err)
@@ -100,14 +106,14 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 	}
 
 	var gpus []int
-	sched := len(l.cfg.GPUIndices) > 0
+	sched := len(gpuIdx) > 0
 	if sched && req.GPUs > 0 {
 		gunlock, err := lockFile(ctx, filepath.Join(l.cfg.Root, gpuLockName), syscall.LOCK_EX)
 		if err != nil {
 			return nil, err
 		}
 		defer gunlock() // held until the supervisor records its GPUs
-		gpus, err = l.pickGPUs(req.GPUs)
+		gpus, err = l.pickGPUs(gpuIdx, req.GPUs)
 		if err != nil {
 			return nil, err
 		}
@@ -442,12 +448,12 @@ func handle(dir string, st *status) providers.Handle {
 
 // pickGPUs chooses n GPUs with a free slot, least loaded first. The caller
 // holds the root GPU lock.
-func (l *Local) pickGPUs(n int) ([]int, error) {
+func (l *Local) pickGPUs(indices []int, n int) ([]int, error) {
 	load := l.gpuLoad()
 	type cand struct{ idx, load int }
 	var free []cand
 	full := 0
-	for _, g := range l.cfg.GPUIndices {
+	for _, g := range indices {
 		if load[g] < l.cfg.MaxTrialsPerGPU {
 			free = append(free, cand{g, load[g]})
 		} else {
@@ -456,9 +462,9 @@ func (l *Local) pickGPUs(n int) ([]int, error) {
 	}
 	if len(free) < n {
 		if n == 1 {
-			return nil, fmt.Errorf("no free GPU: %d/%d busy (max %d trials per GPU): %w", full, len(l.cfg.GPUIndices), l.cfg.MaxTrialsPerGPU, providers.ErrNoCapacity)
+			return nil, fmt.Errorf("no free GPU: %d/%d busy (max %d trials per GPU): %w", full, len(indices), l.cfg.MaxTrialsPerGPU, providers.ErrNoCapacity)
 		}
-		return nil, fmt.Errorf("no %d free GPUs: %d/%d busy (max %d trials per GPU): %w", n, full, len(l.cfg.GPUIndices), l.cfg.MaxTrialsPerGPU, providers.ErrNoCapacity)
+		return nil, fmt.Errorf("no %d free GPUs: %d/%d busy (max %d trials per GPU): %w", n, full, len(indices), l.cfg.MaxTrialsPerGPU, providers.ErrNoCapacity)
 	}
 	sort.SliceStable(free, func(i, j int) bool { return free[i].load < free[j].load })
 	out := make([]int, n)
