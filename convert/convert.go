@@ -91,6 +91,11 @@ type conv struct {
 	// paramNotes: comments written at the top of a param block, by the
 	// param's name (noteParams).
 	paramNotes map[string][]string
+	// gpuZero: NNI's trialGpuNumber (v1 trial.gpuNum) is 0, not unset.
+	gpuZero bool
+	// machineListField and machineNodes: NNI's machineList, as read.
+	machineListField string
+	machineNodes     []*yaml.Node
 	// canon: keys match ignoring case and underscores, as NNI's v2
 	// schema reads them (trialCommand = trial_command).
 	canon bool

@@ -157,8 +157,11 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	if s, ok := o.str("trialCodeDirectory"); ok {
 		trial.set("code_dir", c.rebase(s))
 	}
-	if n, ok := o.integer("trialGpuNumber", 0); ok && n > 0 {
-		trial.set("gpus", n)
+	if n, ok := o.integer("trialGpuNumber", 0); ok {
+		if n > 0 {
+			trial.set("gpus", n)
+		}
+		c.gpuZero = n == 0
 	}
 
 	// Platforms.
@@ -168,6 +171,7 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	} else {
 		plats = c.nniV2Platforms(o, trial, vs)
 	}
+	c.nniGPUMeaning(plats, trial)
 	// A local platform with nothing but comments is the embedded default:
 	// its comments go to the experiment.
 	if len(plats) == 1 && plats[0].labels[0] == "local" && onlyComments(plats[0]) {
@@ -531,8 +535,47 @@ func (c *conv) nniTrialResources(t *obj, trial *block) {
 	if s, ok := t.str("codeDir"); ok {
 		trial.set("code_dir", c.rebase(s))
 	}
-	if n, ok := t.integer("gpuNum", 0); ok && n > 0 {
-		trial.set("gpus", n)
+	if n, ok := t.integer("gpuNum", 0); ok {
+		if n > 0 {
+			trial.set("gpus", n)
+		}
+		c.gpuZero = n == 0
+	}
+}
+
+// nniGPUMeaning keeps what NNI's local and remote training services do
+// with the trial's GPU number: 0 hides every GPU from the trial (an empty
+// CUDA_VISIBLE_DEVICES; unset leaves it alone), and a remote machine
+// without gpuIndices gives trials GPUs out of all it has, where
+// trialform's remote platform schedules only gpu_indices. (The local
+// platform finds the machine's GPUs itself.) Elsewhere 0 is what no GPU
+// resource means already.
+func (c *conv) nniGPUMeaning(plats []*block, trial *block) {
+	kind := "local"
+	if len(plats) > 0 {
+		kind = plats[0].labels[0]
+	}
+	if kind != "local" && kind != "remote" {
+		return
+	}
+	if c.gpuZero {
+		trial.comment("NNI's trialGpuNumber (v1 gpuNum) 0 hides every GPU from the trial: an empty CUDA_VISIBLE_DEVICES")
+		trial.set("env", map[string]any{"CUDA_VISIBLE_DEVICES": ""})
+	}
+	if kind != "remote" || !trial.has("gpus") {
+		return
+	}
+	i := 0
+	for _, it := range plats[0].items {
+		if it.blk == nil || it.blk.typ != "machine" {
+			continue
+		}
+		if !it.blk.has("gpu_indices") {
+			field := fmt.Sprintf("%s[%d].gpuIndices", c.machineListField, i)
+			c.warn(c.machineNodes[i], field, "unset: NNI gave trials GPUs out of every GPU of the machine; trialform's remote platform gives GPUs only out of gpu_indices, so a trial with gpus > 0 does not start there: list the machine's GPUs in gpu_indices")
+			it.blk.comment("NNI gave trials GPUs out of every GPU this machine has; trialform's remote platform only out of gpu_indices: list them (gpu_indices = [0, 1, ...]), or trials with gpus > 0 do not start here")
+		}
+		i++
 	}
 }
 
@@ -586,7 +629,9 @@ func (c *conv) gpuIndices(o *obj, k string) []any {
 // nniMachines converts machineList (v1 ip/username/passwd/sshKeyPath, v2
 // host/user/password/sshKeyFile).
 func (c *conv) nniMachines(p *block, o *obj, key string, vs *vars) {
+	c.machineListField = o.field(key)
 	for i, n := range o.list(key) {
+		c.machineNodes = append(c.machineNodes, n)
 		m := c.obj(n, fmt.Sprintf("%s[%d]", o.field(key), i))
 		mb := p.add(newBlock("machine"))
 		if hn, ok := m.scalar(m.pick("host", "ip")); ok {

@@ -2,6 +2,8 @@ package convert
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,8 +15,19 @@ import (
 // returns the one experiment.
 func convertLoad(t *testing.T, tool, name, src string, extra map[string]string) (*Result, *schema.Experiment) {
 	t.Helper()
-	res := convertSrc(t, tool, name, src, Options{}, extra)
-	cfg := validate(t, tcase{tool: tool, path: t.TempDir() + "/" + name}, res)
+	dir := t.TempDir()
+	p := filepath.Join(dir, name)
+	os.WriteFile(p, []byte(src), 0o644)
+	for k, v := range extra {
+		os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644)
+	}
+	res, err := tools[tool]([]byte(src), Options{Filename: name, ReadFile: readerFor(dir)})
+	if err != nil {
+		t.Fatalf("convert: %v", err)
+	}
+	c := tcase{tool: tool, path: p}
+	checkResult(t, c, res)
+	cfg := validate(t, c, res)
 	if len(cfg.Experiments) != 1 {
 		t.Fatalf("experiments: %v", cfg.Experiments)
 	}
@@ -168,4 +181,34 @@ func TestKatibSteppedRanges(t *testing.T) {
 			hclHas(t, res, tc.comment)
 		}
 	}
+}
+
+// NNI's trialGpuNumber: 0 on local and remote hides every GPU from the
+// trial (an empty CUDA_VISIBLE_DEVICES); unset leaves it alone. On remote,
+// NNI gives trials GPUs out of every GPU of a machine without gpuIndices;
+// trialform's remote schedules only gpu_indices: a warning says so.
+func TestNNIGPUNumberZero(t *testing.T) {
+	base := "searchSpace: {x: {_type: choice, _value: [1, 2]}}\ntrialCommand: python3 t.py\nmaxTrialNumber: 2\n"
+	for _, tc := range []struct {
+		name, src string
+		hide      bool
+	}{
+		{"v2 local 0", base + "trialGpuNumber: 0\ntrainingService: {platform: local}\n", true},
+		{"v2 local unset", base + "trainingService: {platform: local}\n", false},
+		{"v2 remote 0", base + "trialGpuNumber: 0\ntrainingService: {platform: remote, machineList: [{host: h, user: u, sshKeyFile: k}]}\n", true},
+		{"v1 local 0", "searchSpacePath: s.json\ntrainingServicePlatform: local\nmaxTrialNum: 2\ntrial: {command: python3 t.py, codeDir: ., gpuNum: 0}\n", true},
+	} {
+		res, e := convertLoad(t, "nni", "config.yml", tc.src, map[string]string{"s.json": `{"x": {"_type": "choice", "_value": [1]}}`})
+		v, ok := e.Trial.Env["CUDA_VISIBLE_DEVICES"]
+		if ok != tc.hide || v != "" {
+			t.Errorf("%s: CUDA_VISIBLE_DEVICES %q %v, want set empty: %v\n%s", tc.name, v, ok, tc.hide, res.HCL)
+		}
+	}
+	src := base + "trialGpuNumber: 1\ntrainingService: {platform: remote, machineList: [{host: h, user: u, sshKeyFile: k}, {host: g, user: u, sshKeyFile: k, gpuIndices: [0]}]}\n"
+	res, _ := convertLoad(t, "nni", "config.yml", src, nil)
+	if !hasWarning(res, "trainingService.machineList[0].gpuIndices", "trialform's remote platform gives GPUs only out of gpu_indices") ||
+		hasWarning(res, "trainingService.machineList[1].gpuIndices", "") {
+		t.Errorf("warnings: %v", res.Warnings)
+	}
+	hclHas(t, res, "# NNI gave trials GPUs out of every GPU this machine has")
 }

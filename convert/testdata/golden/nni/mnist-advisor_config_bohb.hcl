@@ -22,5 +22,9 @@ experiment "config_bohb" {
   }
   trial {
     command = "python3 mnist.py"
+    # NNI's trialGpuNumber (v1 gpuNum) 0 hides every GPU from the trial: an empty CUDA_VISIBLE_DEVICES
+    env = {
+      CUDA_VISIBLE_DEVICES = ""
+    }
   }
 }

@@ -20,6 +20,10 @@ experiment "config" {
   }
   trial {
     command = "python3 mnist.py"
+    # NNI's trialGpuNumber (v1 gpuNum) 0 hides every GPU from the trial: an empty CUDA_VISIBLE_DEVICES
+    env = {
+      CUDA_VISIBLE_DEVICES = ""
+    }
   }
   # not converted: trainingService.useActiveGpu: trialform schedules on the listed GPUs whether or not a display uses them
 }

@@ -21,6 +21,10 @@ experiment "example_mnist" {
   trial {
     command  = "python3 mnist.py"
     code_dir = "."
+    # NNI's trialGpuNumber (v1 gpuNum) 0 hides every GPU from the trial: an empty CUDA_VISIBLE_DEVICES
+    env = {
+      CUDA_VISIBLE_DEVICES = ""
+    }
   }
   # not converted: authorName: trialform does not record an author
 }

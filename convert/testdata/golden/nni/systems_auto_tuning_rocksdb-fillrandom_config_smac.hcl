@@ -19,6 +19,10 @@ experiment "auto_rocksdb_SMAC" {
   trial {
     command  = "python3 main.py"
     code_dir = "."
+    # NNI's trialGpuNumber (v1 gpuNum) 0 hides every GPU from the trial: an empty CUDA_VISIBLE_DEVICES
+    env = {
+      CUDA_VISIBLE_DEVICES = ""
+    }
   }
   # not converted: trainingService.useActiveGpu: trialform schedules on the listed GPUs whether or not a display uses them
 }
