@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/trialform/trialform/tuner"
 	"github.com/trialform/trialform/tuner/space"
 	"go.yaml.in/yaml/v3"
 )
@@ -399,7 +400,9 @@ func (c *conv) pxInputs(o *obj, key string, st *pxState) {
 		}
 		desc, _ := in.str("description")
 		in.ignore("is_optional", "isOptional", "isList", "is_list", "options", "delay", "toInit", "connection")
-		if _, ok := st.matrix[name]; ok {
+		if _, ok := st.matrix[name]; ok || (st.budget != "" && name == st.budget) {
+			// A matrix param, or hyperband's resource (TRIAL_BUDGET):
+			// the tuner gives its value.
 			in.done(st.exp, nil)
 			continue
 		}
@@ -522,7 +525,21 @@ func (c *conv) pxHyperband(hb *obj, st *pxState, maxKey, etaKey, resKey, metricK
 		}
 		st.sp.Params = kept
 	}
-	st.exp.comment("hyperband: trialform counts every rung's trial in max_trials")
+	// Polyaxon runs every bracket once (s = s_max..0, successive halving
+	// in each), then stops: one round of trialform's schedule, the same
+	// brackets and rungs.
+	maxB, _ := hb.num(maxKey)
+	eta := 3.0
+	if f, ok := hb.num(etaKey); ok {
+		eta = f
+	}
+	if maxB >= 1 && eta >= 2 && eta == math.Trunc(eta) && !st.exp.has("max_trials") {
+		n := tuner.HyperbandRound(maxB, 1, int(eta))
+		st.exp.comment(fmt.Sprintf("hyperband: Polyaxon runs every bracket once; for %s %v and eta %v that is %d runs, every rung's trial counted", maxKey, maxB, eta, n))
+		st.exp.set("max_trials", n)
+	} else {
+		st.exp.comment("hyperband: trialform counts every rung's trial in max_trials")
+	}
 }
 
 func (c *conv) pxMetric(o *obj, key string, st *pxState) {

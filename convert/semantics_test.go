@@ -212,3 +212,34 @@ func TestNNIGPUNumberZero(t *testing.T) {
 	}
 	hclHas(t, res, "# NNI gave trials GPUs out of every GPU this machine has")
 }
+
+// pxOp is a v1.1 operation with the matrix m (indented two spaces) and the
+// component inputs inputs.
+func pxOp(m, inputs, args string) string {
+	return "version: 1.1\nkind: operation\nmatrix:\n" + m + "component:\n  inputs:\n" + inputs +
+		"  run:\n    kind: job\n    container:\n      image: py:3\n      command: [python3, train.py]\n      args: " + args + "\n"
+}
+
+// Polyaxon's hyperband gives the resource input its value: it is the
+// tuner's TRIAL_BUDGET, not a variable without a default (plan failed),
+// and every bracket runs once: max_trials is one round of them.
+func TestPolyaxonHyperbandPlans(t *testing.T) {
+	src := pxOp(`  kind: hyperband
+  maxIterations: 81
+  eta: 3
+  resource: {name: num_steps, type: int}
+  metric: {name: loss, optimization: minimize}
+  params:
+    lr: {kind: uniform, value: [0.01, 0.1]}
+`, "    - {name: lr, type: float}\n    - {name: num_steps, type: int}\n", `["--lr={{ lr }}", "--steps={{ num_steps }}"]`)
+	res, e := convertLoad(t, "polyaxon", "polyaxonfile.yml", src, nil)
+	if strings.Contains(string(res.HCL), `variable "num_steps"`) {
+		t.Errorf("the budget input is a variable:\n%s", res.HCL)
+	}
+	if e.MaxTrials != 206 {
+		t.Errorf("max_trials = %d, want 206 (one round of brackets for max_budget 81, eta 3)\n%s", e.MaxTrials, res.HCL)
+	}
+	if hasWarning(res, "max_trials", "max_trials = 100") {
+		t.Errorf("warnings: %v", res.Warnings)
+	}
+}

@@ -122,6 +122,14 @@ func newHyperband(name string, c *HyperbandSettings, startup int, sp *space.Spac
 	return h, nil
 }
 
+// HyperbandRound is the number of trials of one round of hyperband's
+// brackets (each bracket once) for max_budget maxB, min_budget minB and
+// eta: the max_trials that runs every bracket once.
+func HyperbandRound(maxB, minB float64, eta int) int {
+	h := &hyperband{maxB: maxB, minB: minB, eta: eta, integral: maxB == math.Trunc(maxB) && minB == math.Trunc(minB)}
+	return len(h.schedule())
+}
+
 // schedule lays out one round of brackets.
 func (h *hyperband) schedule() []hbSlot {
 	eta := float64(h.eta)
