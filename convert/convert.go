@@ -142,6 +142,18 @@ func run(opt Options, data []byte, f func(c *conv, root *yaml.Node) *hfile) (res
 	}()
 	hf := f(c, root)
 	src, werr := hf.render()
+	// Nothing is dropped silently: a "not converted" warning whose comment
+	// no block took is written at the top of the file.
+	var missing []string
+	for _, w := range c.warnings {
+		if why, ok := strings.CutPrefix(w.Msg, "not converted: "); ok && werr == nil && !strings.Contains(string(src), "# not converted: "+w.Field+":") {
+			missing = append(missing, "not converted: "+w.Field+": "+why)
+		}
+	}
+	if len(missing) > 0 {
+		hf.header = append(hf.header, missing...)
+		src, werr = hf.render()
+	}
 	if werr != nil {
 		return nil, &Error{File: name, Msg: "internal error: the HCL written does not parse: " + werr.Error()}
 	}

@@ -136,6 +136,7 @@ func (c *conv) pxWrite(f *hfile, st *pxState) *hfile {
 		}
 	} else {
 		spaceParams(sb, st.sp)
+		c.noteParams(sb)
 	}
 	e := f.add(newBlock("experiment", st.name))
 	e.raw("platform", "platform."+st.platform.labels[0]+"."+st.platform.labels[1])
@@ -592,6 +593,8 @@ func (c *conv) pxMatrix(m *obj, st *pxState, v11 bool) *space.Space {
 func (c *conv) pxDist(po *obj, name, kind string, val *yaml.Node) space.Param {
 	p := space.Param{Name: name}
 	field := po.path + "." + kind
+	// nums reads the distribution's numbers named names, the last
+	// optional; logspace's optional base is a fourth.
 	nums := func(names ...string) []float64 {
 		var out []float64
 		switch val.Kind {
@@ -616,11 +619,21 @@ func (c *conv) pxDist(po *obj, name, kind string, val *yaml.Node) space.Param {
 			for _, n := range names {
 				f, ok := mo.num(n)
 				if !ok {
+					if n == "base" {
+						break // optional
+					}
 					c.failf(val, "%s needs %s", field, strings.Join(names, ", "))
 				}
 				out = append(out, f)
 			}
-			mo.done(newBlock("x"), nil)
+			// What is not converted is written at the top of the param.
+			tmp := newBlock("param")
+			mo.done(tmp, nil)
+			for _, it := range tmp.items {
+				if it.comment != "" {
+					c.noteParam(name, it.comment)
+				}
+			}
 		}
 		if len(out) < len(names)-1 || len(out) > len(names) {
 			c.failf(val, "%s takes %s", field, strings.Join(names, ":"))
@@ -672,7 +685,17 @@ func (c *conv) pxDist(po *obj, name, kind string, val *yaml.Node) space.Param {
 		}
 		return choice(vals)
 	case "linspace", "logspace", "geomspace":
-		a := nums("start", "stop", "num")
+		var a []float64
+		base := 10.0
+		if kind == "logspace" {
+			// numpy's logspace: base ** linspace(start, stop, num).
+			a = nums("start", "stop", "num", "base")
+			if len(a) == 4 {
+				base = a[3]
+			}
+		} else {
+			a = nums("start", "stop", "num")
+		}
 		if len(a) < 3 || a[2] < 1 || a[2] > 10000 || a[2] != math.Trunc(a[2]) {
 			c.failf(val, "%s takes start:stop:num with a whole num", field)
 		}
@@ -688,7 +711,7 @@ func (c *conv) pxDist(po *obj, name, kind string, val *yaml.Node) space.Param {
 			case "linspace":
 				x = a[0] + t*(a[1]-a[0])
 			case "logspace":
-				x = math.Pow(10, a[0]+t*(a[1]-a[0]))
+				x = math.Pow(base, a[0]+t*(a[1]-a[0]))
 			default:
 				if a[0] <= 0 || a[1] <= 0 {
 					c.failf(val, "%s needs start and stop > 0", field)

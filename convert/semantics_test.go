@@ -243,3 +243,27 @@ func TestPolyaxonHyperbandPlans(t *testing.T) {
 		t.Errorf("warnings: %v", res.Warnings)
 	}
 }
+
+// logspace applies its base (numpy's logspace: base ** linspace), in the
+// mapping, list and "start:stop:num:base" forms; a key of a distribution's
+// mapping that is not converted is a comment in the HCL too.
+func TestPolyaxonLogspaceBase(t *testing.T) {
+	for _, v := range []string{"{start: 0, stop: 2, num: 3, base: 2}", "[0, 2, 3, 2]", `"0:2:3:2"`} {
+		src := pxOp("  kind: random\n  numRuns: 2\n  params:\n    lr: {kind: logspace, value: "+v+"}\n", "    - {name: lr, type: float}\n", `["--lr={{ lr }}"]`)
+		res, e := convertLoad(t, "polyaxon", "polyaxonfile.yml", src, nil)
+		if got := fmt.Sprint(optionValues(param(e, "lr"))); got != "[1 2 4]" {
+			t.Errorf("%s: %s, want [1 2 4]\n%s", v, got, res.HCL)
+		}
+		if hasWarning(res, "matrix.params.lr.logspace.base", "") {
+			t.Errorf("%s: base warned: %v", v, res.Warnings)
+		}
+	}
+}
+
+// A key of a distribution's mapping that is not converted is a comment in
+// the HCL (it was written into a throwaway block).
+func TestPolyaxonDistKeyComment(t *testing.T) {
+	src := pxOp("  kind: random\n  numRuns: 2\n  params:\n    lr: {kind: uniform, value: {low: 0, high: 1, size: 4}}\n", "    - {name: lr, type: float}\n", `["--lr={{ lr }}"]`)
+	res, _ := convertLoad(t, "polyaxon", "polyaxonfile.yml", src, nil) // checkResult: every "not converted" warning has its comment
+	hclHas(t, res, "# not converted: matrix.params.lr.uniform.size:")
+}
