@@ -724,7 +724,7 @@ func (c *conv) pxDist(po *obj, name, kind string, val *yaml.Node) space.Param {
 	case "uniform":
 		p.Kind, p.Args = space.Uniform, nums("low", "high")
 	case "quniform":
-		p.Kind, p.Args = space.Quniform, nums("low", "high", "q")
+		return c.pxQuniform(p, val, field, nums("low", "high", "q"))
 	case "loguniform", "qloguniform":
 		a := nums("low", "high", "q")
 		if kind == "loguniform" {
@@ -733,20 +733,87 @@ func (c *conv) pxDist(po *obj, name, kind string, val *yaml.Node) space.Param {
 		a[0], a[1] = round12(math.Exp(a[0])), round12(math.Exp(a[1]))
 		p.Kind, p.Args = space.Kind(kind), a
 		c.warn(val, field, "Polyaxon's %s draws exp(uniform(low, high)); written as NNI's %s over [e^low, e^high]", kind, kind)
+		if kind == "qloguniform" {
+			c.pxFloorDiffers(name, val, field, a[2])
+		}
 	case "normal":
 		p.Kind, p.Args = space.Normal, nums("loc", "scale")
 	case "qnormal":
-		p.Kind, p.Args = space.Qnormal, nums("loc", "scale", "q")
+		// Polyaxon: floor(N(loc, scale)/q)*q; NNI: round(N/q)*q. With
+		// loc lowered by q/2 the rounding is the floor: exact.
+		a := nums("loc", "scale", "q")
+		c.noteParam(name, fmt.Sprintf("Polyaxon's qnormal [%v, %v, %v] floors to multiples of q, NNI's rounds: loc is lowered by q/2 to give the same values", a[0], a[1], a[2]))
+		a[0] = round12(a[0] - a[2]/2)
+		p.Kind, p.Args = space.Qnormal, a
 	case "lognormal":
 		p.Kind, p.Args = space.Lognormal, nums("loc", "scale")
 	case "qlognormal":
 		p.Kind, p.Args = space.Qlognormal, nums("loc", "scale", "q")
+		c.pxFloorDiffers(name, val, field, p.Args[2])
 	default:
 		c.failf(val, "%s: distribution %q has no trialform equivalent (values, pvalues, range, linspace, logspace, geomspace, uniform, quniform, loguniform, qloguniform, normal, qnormal, lognormal, qlognormal)", po.path, kind)
 	}
 	if err := p.Validate(); err != nil {
 		c.failf(val, "%s: %v", field, err)
 	}
+	return p
+}
+
+// pxFloorDiffers warns that a q-distribution NNI cannot shift floors in
+// Polyaxon and rounds in trialform.
+func (c *conv) pxFloorDiffers(name string, val *yaml.Node, field string, q float64) {
+	msg := fmt.Sprintf("approximately converted: Polyaxon floors to multiples of q (np.round(x // q) * q), NNI rounds (round(x / q) * q): a value x in [k*q + q/2, (k+1)*q) gives (k+1)*q here, k*q in Polyaxon (q = %v)", q)
+	c.warn(val, field, "%s", msg)
+	c.noteParam(name, msg)
+}
+
+// pxQuniform converts Polyaxon's quniform [a, b, q], floor(U(a, b)/q)*q:
+// the multiples of q from floor(a/q)*q up to below b. NNI's quniform [a -
+// q/2, b - q/2, q], round(U/q)*q clipped to its bounds, gives the same
+// values with the same probabilities when the clipping changes none: a
+// no more than q/2 past a multiple of q, b a multiple or at least q/2
+// past one. Otherwise the values are listed (their ends are likelier in
+// Polyaxon, as the warning says).
+func (c *conv) pxQuniform(p space.Param, val *yaml.Node, field string, a []float64) space.Param {
+	lo, hi, q := a[0], a[1], a[2]
+	if len(a) < 3 || q <= 0 || hi <= lo {
+		p.Kind, p.Args = space.Quniform, a
+		return p
+	}
+	frac := func(x float64) float64 {
+		r := x/q - math.Floor(x/q)
+		if r < 1e-9 || r > 1-1e-9 {
+			return 0
+		}
+		return r
+	}
+	first, n := math.Floor(lo/q+1e-9), 0
+	if fb := frac(hi); fb == 0 {
+		n = int(math.Round(hi/q) - first)
+	} else {
+		n = int(math.Floor(hi/q) - first + 1)
+	}
+	if fa, fb := frac(lo), frac(hi); fa <= 0.5 && (fb == 0 || fb >= 0.5) || n > maxSteppedList {
+		c.noteParam(p.Name, fmt.Sprintf("Polyaxon's quniform [%v, %v, %v] floors to multiples of q, NNI's rounds: the bounds are lowered by q/2 to give the same values", lo, hi, q))
+		p.Kind, p.Args = space.Quniform, []float64{round12(lo - q/2), round12(hi - q/2), q}
+		if n > maxSteppedList {
+			c.warn(val, field, "approximately converted: Polyaxon gives the multiples of %v from %v to below %v; quniform [%v, %v, %v] clips its lowest or highest value", q, round12(first*q), hi, p.Args[0], p.Args[1], q)
+		}
+		return p
+	}
+	p.Kind = space.Choice
+	var vals []string
+	for k := 0; k < n; k++ {
+		v := round12((first + float64(k)) * q)
+		p.Options = append(p.Options, space.Option{Value: v})
+		vals = append(vals, fmtNum(v))
+	}
+	pFirst := (math.Min((first+1)*q, hi) - lo) / (hi - lo)
+	pLast := (hi - math.Max((first+float64(n-1))*q, lo)) / (hi - lo)
+	msg := fmt.Sprintf("approximately converted: Polyaxon's quniform floors U(%v, %v) to multiples of %v: %s, giving %v with probability %.4g and %v with probability %.4g (the others %.4g each); this choice gives each 1/%d",
+		lo, hi, q, strings.Join(vals, ", "), vals[0], pFirst, vals[n-1], pLast, q/(hi-lo), n)
+	c.warn(val, field, "%s", msg)
+	c.noteParam(p.Name, msg)
 	return p
 }
 

@@ -267,3 +267,38 @@ func TestPolyaxonDistKeyComment(t *testing.T) {
 	res, _ := convertLoad(t, "polyaxon", "polyaxonfile.yml", src, nil) // checkResult: every "not converted" warning has its comment
 	hclHas(t, res, "# not converted: matrix.params.lr.uniform.size:")
 }
+
+// Polyaxon's q-distributions floor (np.round(x // q) * q); NNI's round.
+// quniform and qnormal shift by q/2 where that is exact, else the floored
+// values are listed or a warning says how they differ.
+func TestPolyaxonQuantizedFloor(t *testing.T) {
+	for _, tc := range []struct {
+		kind, val string
+		want      string // the param's kind and args, or choice options
+		warn      string
+	}{
+		{"quniform", "[32, 256, 32]", "quniform [16 240 32]", ""},
+		{"quniform", "[0, 11, 3]", "quniform [-1.5 9.5 3]", ""},
+		{"quniform", "[1, 10, 3]", "choice [0 3 6 9]", "0 with probability 0.2222"},
+		{"qnormal", "[0.5, 0.1, 0.1]", "qnormal [0.45 0.1 0.1]", ""},
+		{"qlognormal", "[0, 1, 2]", "qlognormal [0 1 2]", "Polyaxon floors"},
+		{"qloguniform", "[0, 2, 1]", "qloguniform [1 7.38905609893 1]", "Polyaxon floors"},
+	} {
+		src := pxOp("  kind: random\n  numRuns: 2\n  params:\n    x: {kind: "+tc.kind+", value: "+tc.val+"}\n", "    - {name: x, type: float}\n", `["--x={{ x }}"]`)
+		res, e := convertLoad(t, "polyaxon", "polyaxonfile.yml", src, nil)
+		p := param(e, "x")
+		got := fmt.Sprint(p.Kind, " ", p.Args)
+		if p.Kind == space.Choice {
+			got = fmt.Sprint(p.Kind, " ", optionValues(p))
+		}
+		if got != tc.want {
+			t.Errorf("%s %s: %s, want %s\n%s", tc.kind, tc.val, got, tc.want, res.HCL)
+		}
+		if tc.warn != "" && !hasWarning(res, "matrix.params.x."+tc.kind, tc.warn) {
+			t.Errorf("%s %s: no warning with %q: %v", tc.kind, tc.val, tc.warn, res.Warnings)
+		}
+		if tc.warn == "" {
+			hclHas(t, res, "floors")
+		}
+	}
+}
