@@ -376,6 +376,10 @@ func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*bl
 			b.set("resample", n.Value == "false") // NNI's flag is the negation
 			return ""
 		}
+		if k == "tpe_args" && b.labels[0] == "tpe" && n.Kind == yaml.MappingNode {
+			c.nniTPEArgs(n, "tuner.classArgs.tpe_args", b)
+			return ""
+		}
 		names := nniSettingNames[b.labels[0]]
 		to, mapped := names[k]
 		if mapped && settingOK(b.labels[0], to) && n.Kind == yaml.ScalarNode {
@@ -406,6 +410,24 @@ func (c *conv) nniTuner(o *obj, exp *block, rawSpace any, spaceIsFile bool) (*bl
 	}
 	t.done(b, map[string]string{"gpuIndices": "tuners run on the CPU inside plan", "includeIntermediateResults": nniReasons["includeIntermediateResults"]})
 	return b, goal
+}
+
+// nniTPEArgs converts NNI's TPE classArgs.tpe_args (hyperopt's names;
+// Katib's n_startup_trials and n_ei_candidates map the same way).
+func (c *conv) nniTPEArgs(n *yaml.Node, field string, b *block) {
+	names := map[string]string{"n_startup_jobs": "startup_trials", "n_ei_candidates": "candidates", "prior_weight": "prior_weight"}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i].Value, deref(n.Content[i+1])
+		if to, ok := names[k]; ok && v.Kind == yaml.ScalarNode && settingOK("tpe", to) {
+			b.set(to, c.goValue(v))
+			continue
+		}
+		why := "trialform's tpe has no such setting (it has startup_trials, candidates, prior_weight)"
+		if k == "constant_liar_type" {
+			why = "trialform's tuners always count running trials as pending (constant liar)"
+		}
+		c.notConverted(b, n.Content[i], field+"."+k, "%s", why)
+	}
 }
 
 // nniAssessors maps NNI's builtin assessors.

@@ -302,3 +302,18 @@ func TestPolyaxonQuantizedFloor(t *testing.T) {
 		}
 	}
 }
+
+// NNI's TPE takes its settings in classArgs.tpe_args; they map as Katib's
+// do (n_startup_jobs, n_ei_candidates, prior_weight).
+func TestNNITPEArgs(t *testing.T) {
+	src := "searchSpace: {x: {_type: uniform, _value: [0, 1]}}\ntrialCommand: python3 t.py\nmaxTrialNumber: 2\n" +
+		"tuner: {name: TPE, classArgs: {optimize_mode: maximize, tpe_args: {n_startup_jobs: 5, n_ei_candidates: 12, prior_weight: 2, gamma: 0.3}}}\n"
+	res, e := convertLoad(t, "nni", "config.yml", src, nil)
+	s := e.Tuner.Settings
+	if s["startup_trials"] != 5.0 || s["candidates"] != 12.0 || s["prior_weight"] != 2.0 {
+		t.Errorf("settings %v\n%s", s, res.HCL)
+	}
+	if !hasWarning(res, "tuner.classArgs.tpe_args.gamma", "not converted") || hasWarning(res, "tuner.classArgs.tpe_args", "no such setting") {
+		t.Errorf("warnings: %v", res.Warnings)
+	}
+}
