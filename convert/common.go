@@ -145,7 +145,8 @@ func (c *conv) readSpaceFile(n *yaml.Node, field, rel string) *space.Space {
 // duration converts NNI's and Katib's durations ("1h", "30m", "10s",
 // "2d", a number of seconds) to trialform's form.
 func (c *conv) duration(n *yaml.Node, field string) string {
-	s := strings.TrimSpace(n.Value)
+	// NNI lower-cases the unit ("1H" is an hour).
+	s := strings.ToLower(strings.TrimSpace(n.Value))
 	if n.Tag == "!!int" || n.Tag == "!!float" {
 		s += "s"
 	}

@@ -317,3 +317,12 @@ func TestNNITPEArgs(t *testing.T) {
 		t.Errorf("warnings: %v", res.Warnings)
 	}
 }
+
+// NNI lower-cases a duration's unit: "1H" is an hour.
+func TestNNIDurationUnitCase(t *testing.T) {
+	src := "searchSpace: {x: {_type: uniform, _value: [0, 1]}}\ntrialCommand: python3 t.py\nmaxTrialNumber: 2\nmaxExperimentDuration: 1H\nmaxTrialDuration: 30M\n"
+	res, e := convertLoad(t, "nni", "config.yml", src, nil)
+	if e.MaxDuration.String() != "1h0m0s" || e.Trial.MaxDuration.String() != "30m0s" {
+		t.Errorf("max_duration %v, trial %v\n%s", e.MaxDuration, e.Trial.MaxDuration, res.HCL)
+	}
+}
