@@ -93,6 +93,8 @@ type conv struct {
 	paramNotes map[string][]string
 	// gpuZero: NNI's trialGpuNumber (v1 trial.gpuNum) is 0, not unset.
 	gpuZero bool
+	// goalNode: the last optimize_mode read (nniClassArgs).
+	goalNode *yaml.Node
 	// machineListField and machineNodes: NNI's machineList, as read.
 	machineListField string
 	machineNodes     []*yaml.Node

@@ -141,6 +141,11 @@ func (c *conv) nni(root *yaml.Node) *hfile {
 	ab, agoal := c.nniAssessor(o, exp)
 	if goal == "" {
 		goal = agoal
+	} else if agoal != "" && agoal != goal && ab != nil {
+		// trialform's assessor judges the experiment's one objective.
+		msg := fmt.Sprintf("%s differs from the tuner's optimize_mode: the tuner's %s is kept (trialform's assessor follows the objective's goal); NNI's assessor stopped the trials that did worst for %s", agoal, goal, agoal)
+		c.warn(c.goalNode, "assessor.classArgs.optimize_mode", "%s", msg)
+		ab.comment("assessor.classArgs.optimize_mode: " + msg)
 	}
 	if goal == "" {
 		goal = "maximize"
@@ -475,6 +480,7 @@ func (c *conv) nniClassArgs(args *obj, b *block, setting func(k string, n *yaml.
 		}
 		if k == "optimize_mode" {
 			goal = c.goalFrom(n, args.field(k))
+			c.goalNode = n
 			continue
 		}
 		if why := setting(k, n); why != "" {

@@ -326,3 +326,14 @@ func TestNNIDurationUnitCase(t *testing.T) {
 		t.Errorf("max_duration %v, trial %v\n%s", e.MaxDuration, e.Trial.MaxDuration, res.HCL)
 	}
 }
+
+// A tuner and an assessor of opposite optimize_mode: the tuner's goal is
+// kept, with a warning.
+func TestNNIGoalMismatchWarns(t *testing.T) {
+	src := "searchSpace: {x: {_type: uniform, _value: [0, 1]}}\ntrialCommand: python3 t.py\nmaxTrialNumber: 2\n" +
+		"tuner: {name: TPE, classArgs: {optimize_mode: minimize}}\nassessor: {name: Medianstop, classArgs: {optimize_mode: maximize}}\n"
+	res, e := convertLoad(t, "nni", "config.yml", src, nil)
+	if e.Objective.Goal != "minimize" || !hasWarning(res, "assessor.classArgs.optimize_mode", "the tuner's minimize is kept") {
+		t.Errorf("goal %s, warnings %v", e.Objective.Goal, res.Warnings)
+	}
+}
