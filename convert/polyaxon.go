@@ -972,6 +972,12 @@ func (c *conv) pxOperation(o *obj, st *pxState) {
 		if m.has("earlyStopping") {
 			for i, n := range m.list("earlyStopping") {
 				es := c.obj(n, fmt.Sprintf("matrix.earlyStopping[%d]", i))
+				if k, _ := es.str("kind"); k == "failure_early_stopping" {
+					pct, _ := es.num("percent")
+					c.notConverted(st.exp, n, es.path, "failure_early_stopping stops the sweep once %v%% of its runs failed; trialform's nearest is max_failed_trials, a number of failed trials (about %v%% of max_trials), which it does not set for you", pct, pct)
+					es.ignore(es.keys...)
+					continue
+				}
 				c.notConverted(st.exp, n, es.path, "trialform has no stop-at-a-metric-value rule; its assessors (medianstop, curvefitting) stop trials that do worse than the others")
 				es.ignore(es.keys...)
 			}

@@ -337,3 +337,15 @@ func TestNNIGoalMismatchWarns(t *testing.T) {
 		t.Errorf("goal %s, warnings %v", e.Objective.Goal, res.Warnings)
 	}
 }
+
+// Polyaxon's failure_early_stopping is a limit on failed runs, not a
+// metric value: the message says so and names max_failed_trials.
+func TestPolyaxonFailureEarlyStopping(t *testing.T) {
+	src := pxOp("  kind: random\n  numRuns: 10\n  params:\n    x: {kind: uniform, value: [0, 1]}\n  earlyStopping:\n    - {kind: failure_early_stopping, percent: 30}\n",
+		"    - {name: x, type: float}\n", `["--x={{ x }}"]`)
+	res, _ := convertLoad(t, "polyaxon", "polyaxonfile.yml", src, nil)
+	if !hasWarning(res, "matrix.earlyStopping[0]", "stops the sweep once 30% of its runs failed") || hasWarning(res, "matrix.earlyStopping[0]", "stop-at-a-metric-value") {
+		t.Errorf("warnings: %v", res.Warnings)
+	}
+	hclHas(t, res, "max_failed_trials")
+}
