@@ -346,6 +346,19 @@ func TestBrowserPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Experiments["other"].Paused = true
+	// A FAILED trial of demo that had reported a value better than any
+	// (demo minimizes): no result, so no chart counts it.
+	var failedID string
+	for _, tr := range st.Experiments["demo"].SortedTrials() {
+		if tr.Status == state.Failed {
+			v := -1000.0
+			tr.Value, failedID = &v, tr.ID
+			break
+		}
+	}
+	if failedID == "" {
+		t.Fatal("the fixture has no FAILED trial")
+	}
 	if err := m.Save(st); err != nil {
 		t.Fatal(err)
 	}
@@ -382,6 +395,15 @@ func TestBrowserPages(t *testing.T) {
 	b.eval(`document.getElementById('row-count').textContent`, &s)
 	if s != "60 of 60 trials" {
 		t.Errorf("row count %q", s)
+	}
+	// The failed trial's -1000 is in no chart: not the history's points nor
+	// its best so far, not the parallel coordinates, not the slices.
+	b.eval(`JSON.stringify(['history-seq', 'history-time', 'parallel', 'slice'].map((k) => {
+	  const o = window.__trialform.charts[k].getOption();
+	  return k + ':' + JSON.stringify(o.series.map((x) => x.data)).includes('-1000');
+	}))`, &s)
+	if s != `["history-seq:false","history-time:false","parallel:false","slice:false"]` {
+		t.Errorf("a FAILED trial's value in the charts: %s", s)
 	}
 	b.eval(`document.querySelector('.summary').innerText`, &s)
 	if !regexp.MustCompile(`budget: \d+/80 trials done · concurrency 4`).MatchString(s) {

@@ -467,9 +467,14 @@ async function pageExperiment(name) {
   cleanup.push(() => clearTimeout(qTimer));
 
   // --- charts ---
+  // A result counts as the CLI counts it (and the importance chart): a
+  // SUCCEEDED trial's. A trial that reported a value and then failed has
+  // no result: it never makes the best so far.
+  const hasResult = (r) => r.value != null && r.status === 'SUCCEEDED';
+
   function drawHistory() {
     const goal = st.meta.experiment.goal;
-    const done = st.all.filter((r) => r.value != null).sort((a, b) => a.seq - b.seq);
+    const done = st.all.filter(hasResult).sort((a, b) => a.seq - b.seq);
     let best = null;
     const pts = [], bestLine = [];
     for (const r of done) {
@@ -488,7 +493,7 @@ async function pageExperiment(name) {
         { name: 'best so far', type: 'line', step: 'end', data: bestLine, showSymbol: false, lineStyle: { width: 2 } },
       ],
     });
-    const byTime = st.all.filter((r) => r.value != null && r.end).sort((a, b) => a.end - b.end);
+    const byTime = st.all.filter((r) => hasResult(r) && r.end).sort((a, b) => a.end - b.end);
     best = null;
     const tp = [], tb = [];
     for (const r of byTime) {
@@ -582,7 +587,7 @@ async function pageExperiment(name) {
     const axes = ps.map(axisOf);
     axes.push({ dim: ps.length, name: metric, type: 'value', scale: true, nameTextStyle: { fontWeight: 'bold' } });
     const line = (r) => [...ps.map((p) => paramValue(p, r.params[p.name])), r.value];
-    const all = st.all.filter((r) => r.value != null);
+    const all = st.all.filter(hasResult);
     const done = sample(all);
     parallelNote.textContent = sampleNote(all.length);
     chart('parallel', boxes.parallel, {
@@ -604,7 +609,7 @@ async function pageExperiment(name) {
     const rowsN = Math.ceil(n / cols);
     boxes.slice.style.height = `${Math.max(260, rowsN * 220)}px`;
     const grids = [], xs = [], ys = [], series = [];
-    const all = st.all.filter((r) => r.value != null);
+    const all = st.all.filter(hasResult);
     const done = sample(all);
     sliceNote.textContent = sampleNote(all.length);
     ps.forEach((p, i) => {
