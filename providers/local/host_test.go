@@ -2,11 +2,13 @@ package local
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -368,5 +370,82 @@ func TestKillRestWaitsOutAnExec(t *testing.T) {
 	}
 	if !alive(other.Process.Pid, 0) {
 		t.Errorf("another trial's process was killed")
+	}
+}
+
+// Starts handed to the supervisor host at once never put more trials on a
+// GPU than max_trials_per_gpu: a GPU counts as taken from its Start, not
+// from when the host records the attempt (here the host starts only once
+// every Start has returned).
+func TestHandedOffStartsKeepTheGPULimit(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	l := newLocal(t, func(c *Config) {
+		c.Supervisor = gated(t, gate)
+		c.GPUIndices, c.MaxTrialsPerGPU = []int{0, 1}, 2
+	})
+	code := t.TempDir()
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := "t" + strconv.Itoa(i)
+			r := req(l, "exp", id, `echo "$CUDA_VISIBLE_DEVICES" > `+id+`.cuda; while [ ! -e go ]; do sleep 0.02; done`)
+			r.CodeDir, r.GPUs, r.Handoff = code, 1, true
+			_, errs[i] = l.Start(context.Background(), r)
+		}()
+	}
+	wg.Wait()
+	var started []string
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			started = append(started, "t"+strconv.Itoa(i))
+		case !errors.Is(err, providers.ErrNoCapacity):
+			t.Fatalf("t%d: %v", i, err)
+		}
+	}
+	if len(started) != 4 {
+		t.Errorf("%d trials started on 2 GPUs of 2 trials each: %v", len(started), started)
+	}
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	perGPU := map[string]int{}
+	for _, id := range started {
+		p := filepath.Join(code, id+".cuda")
+		deadline := time.Now().Add(eventWait)
+		for {
+			if b, err := os.ReadFile(p); err == nil && strings.HasSuffix(string(b), "\n") {
+				perGPU[strings.TrimSpace(string(b))]++
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never wrote CUDA_VISIBLE_DEVICES", id)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if perGPU["0"] > 2 || perGPU["1"] > 2 || len(perGPU) != 2 {
+		t.Errorf("trials per CUDA_VISIBLE_DEVICES: %v, want 2 on each of 0 and 1", perGPU)
+	}
+	if err := os.WriteFile(filepath.Join(code, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range started {
+		if o := waitEnded(t, l, "exp", id); o.Phase != providers.PhaseSucceeded {
+			t.Fatalf("%s: %+v", id, o)
+		}
+	}
+	// Ended, they free their GPUs.
+	r := req(l, "exp", "after", "true")
+	r.CodeDir, r.GPUs, r.Handoff = code, 2, true
+	if _, err := l.Start(context.Background(), r); err != nil {
+		t.Fatalf("a trial after the others ended: %v", err)
+	}
+	if o := waitEnded(t, l, "exp", "after"); o.Phase != providers.PhaseSucceeded {
+		t.Fatalf("%+v", o)
 	}
 }

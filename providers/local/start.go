@@ -112,7 +112,9 @@ func (l *Local) Start(ctx context.Context, req providers.StartRequest) (provider
 		if err != nil {
 			return nil, err
 		}
-		defer gunlock() // held until the supervisor records its GPUs
+		// Held until the spec, which records the GPUs, is written and its
+		// launch lock taken: gpuLoad counts them from then on.
+		defer gunlock()
 		gpus, err = l.pickGPUs(gpuIdx, req.GPUs)
 		if err != nil {
 			return nil, err
@@ -475,7 +477,10 @@ func (l *Local) pickGPUs(indices []int, n int) ([]int, error) {
 	return out, nil
 }
 
-// gpuLoad counts, per GPU, the live attempts under Root that hold it.
+// gpuLoad counts, per GPU, the live attempts under Root that hold it: a
+// recorded attempt by its status until it ends, one being launched (its
+// launch lock held: a handed-off Start returns before the supervisor
+// recorded anything) by the GPUs its spec assigns.
 func (l *Local) gpuLoad() map[int]int {
 	load := map[int]int{}
 	exps, _ := os.ReadDir(l.cfg.Root)
@@ -488,16 +493,44 @@ func (l *Local) gpuLoad() map[int]int {
 			if !t.IsDir() {
 				continue
 			}
-			st, err := readStatus(filepath.Join(l.cfg.Root, e.Name(), t.Name()))
-			if err != nil || st == nil || len(st.GPUs) == 0 || st.State == stateEnded {
-				continue
-			}
-			if alive(st.SupervisorPID, st.SupervisorStart) || alive(st.PID, st.StartTime) {
-				for _, g := range st.GPUs {
-					load[g]++
-				}
+			for _, g := range attemptGPUs(filepath.Join(l.cfg.Root, e.Name(), t.Name())) {
+				load[g]++
 			}
 		}
 	}
 	return load
+}
+
+// attemptGPUs returns the GPUs the live attempt of dir holds (none when it
+// ended, or was lost). The caller holds the root GPU lock.
+func attemptGPUs(dir string) []int {
+	sp, err := specs.read(dir)
+	if err != nil || sp == nil || len(sp.AssignedGPUs) == 0 {
+		// Without GPUs: its launch lock is not probed, which could make
+		// the Start of a trial without GPUs (not under the GPU lock)
+		// fail to take it.
+		return nil
+	}
+	live := func(st *status) []int {
+		if st.State == stateEnded || !(alive(st.SupervisorPID, st.SupervisorStart) || alive(st.PID, st.StartTime)) {
+			return nil
+		}
+		return st.GPUs
+	}
+	st, err := readStatus(dir)
+	if err != nil {
+		return nil
+	}
+	if st != nil && st.Attempt == sp.Attempt {
+		return live(st)
+	}
+	if launching(dir) {
+		return sp.AssignedGPUs
+	}
+	// Not (or no longer) launching: a supervisor unlocks only once the
+	// status records the attempt, so it shows now if it started.
+	if st, err = readStatus(dir); err != nil || st == nil || st.Attempt != sp.Attempt {
+		return nil
+	}
+	return live(st)
 }
