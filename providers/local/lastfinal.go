@@ -123,6 +123,21 @@ func (f *nniFollower) poll(event int) {
 	}
 }
 
+// drain polls until the follower reached the end of the file (what a
+// poll reads is bounded): a trial's last records may be many MiB behind.
+func (f *nniFollower) drain(event int) {
+	if f == nil {
+		return
+	}
+	for {
+		off := f.off
+		f.poll(event)
+		if f.off == off {
+			return
+		}
+	}
+}
+
 func (f *nniFollower) note(recs []providers.Metric, event int, now time.Time) {
 	for i := range recs {
 		if recs[i].Type == trialproto.TypeFinal && recs[i].Garbage == "" {

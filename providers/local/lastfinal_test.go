@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/trialproto"
 )
 
 // Issue 11, bug 15: when a final result arrives on both channels (NNI's
@@ -87,5 +90,75 @@ func TestStopKillsNewSessionWithoutSupervisor(t *testing.T) {
 			t.Fatalf("the daemon %d the trial started with setsid outlived Stop", pid)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A trial's end does not read NNI's metric file whole to find whether it
+// reported a final result (a host supervises every trial of a run, and the
+// file may hold hundreds of MB of intermediate results): what finish
+// allocates stays far below the file's size, and it still finds the final
+// result behind them, or that there is none.
+func TestFinishStreamsNNIMetrics(t *testing.T) {
+	dir := t.TempDir()
+	var rec []byte
+	for i := range 1000 {
+		rec = append(rec, trialproto.EncodeMetricRecord(providers.Metric{ParameterID: 3, Sequence: i, Type: trialproto.TypePeriodical, Value: "0.5"}, "t1")...)
+	}
+	fin := trialproto.EncodeMetricRecord(providers.Metric{ParameterID: 3, Sequence: 0, Type: trialproto.TypeFinal, Value: "0.8"}, "t1")
+	const size = 32 << 20
+	for _, withFinal := range []bool{true, false} {
+		nni := filepath.Join(dir, "metrics"+strconv.FormatBool(withFinal))
+		f, err := os.Create(nni)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 0; n < size; n += len(rec) {
+			if _, err := f.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if withFinal {
+			if _, err := f.Write(fin); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.Close()
+		stdout := filepath.Join(dir, "stdout")
+		if err := os.WriteFile(stdout, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "metrics.stdout"+strconv.FormatBool(withFinal))
+		sp := &spec{TrialID: "t1", ParameterID: 3}
+		tl, err := newTailer(stdout, out, regexp.MustCompile(`(?P<name>loss)=(?P<value>[0-9.]+)`), sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tl.nni = &nniFollower{path: nni}
+		tl.line([]byte("loss=0.25"))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err = tl.finish(nni)
+		runtime.ReadMemStats(&after)
+		tl.close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/8 {
+			t.Errorf("finish allocated %d bytes for a %d-byte NNI file", alloc, size)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, _, _ := trialproto.ParseMetricRecords(b)
+		synthetic := 0
+		for _, m := range recs {
+			if m.Type == trialproto.TypeFinal {
+				synthetic++
+			}
+		}
+		if want := map[bool]int{true: 0, false: 1}[withFinal]; synthetic != want {
+			t.Errorf("NNI file with a final result %v: %d synthetic final results, want %d", withFinal, synthetic, want)
+		}
 	}
 }

@@ -694,20 +694,26 @@ func (t *tailer) lastFinalWins() {
 		return
 	}
 	t.events++
-	t.nni.poll(t.events)
+	t.nni.drain(t.events)
 	if t.col.Final && t.nni.final != nil && t.nni.seq > t.finalAt {
 		t.write(*t.nni.final)
 	}
 }
 
 // finish writes the synthetic FINAL of regexp metrics when the trial did
-// not report a final result itself.
+// not report a final result itself. NNI's file is not read whole (it may
+// hold hundreds of MB of intermediate results, and a host supervises
+// every trial of a run): its follower, drained to the end, saw any final
+// result in it.
 func (t *tailer) finish(nniMetrics string) error {
 	nniFinal := false
 	if !t.col.Final {
-		if data, err := fsx.ReadFile(nniMetrics); err == nil {
-			nniFinal = trialproto.HasFinal(data)
+		f := t.nni
+		if f == nil {
+			f = &nniFollower{path: nniMetrics}
 		}
+		f.drain(t.events)
+		nniFinal = f.final != nil
 	}
 	m, ok := t.col.Finish(nniFinal)
 	if !ok {
