@@ -111,6 +111,9 @@ type status struct {
 	// Dropped counts the intermediate results on stdout the supervisor
 	// did not record, past providers.MaxIntermediate.
 	Dropped int64 `json:"dropped_intermediate,omitempty"`
+	// Overlong counts the metric lines on stdout longer than maxLine,
+	// which were not read.
+	Overlong int64 `json:"overlong_metric_lines,omitempty"`
 }
 
 // stopRequest is what Stop leaves for the supervisor before SIGTERM.

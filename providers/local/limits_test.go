@@ -153,3 +153,31 @@ func TestStdoutCapped(t *testing.T) {
 		t.Errorf("logs: %d bytes, head %q", len(s), s[:min(len(s), 200)])
 	}
 }
+
+// A metric line over the 1 MiB limit is not read, and the note of a trial
+// that succeeds all the same (its final result came on a later line) says
+// so, at every Read: the record that says it is returned once.
+func TestOverlongMetricLineNote(t *testing.T) {
+	l := newLocal(t, nil)
+	r := req(l, "big", "t4", `printf 'trialform: {"default": 0.'; head -c 2097152 /dev/zero | tr '\0' 1; echo '}'; echo 'trialform: 0.8'`)
+	runToEnd(t, l, r)
+	o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "big", TrialID: "t4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, finals, garbage := count(o.Metrics)
+	if o.Phase != providers.PhaseSucceeded || len(finals) != 1 || finals[0] != "0.8" || len(garbage) != 1 {
+		t.Fatalf("phase %s, finals %v, garbage %v", o.Phase, finals, garbage)
+	}
+	const want = "a metric line longer than 1048576 bytes was not read"
+	if o.Note != want {
+		t.Errorf("note %q, want %q", o.Note, want)
+	}
+	o2, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "big", TrialID: "t4", MetricsOffset: o.MetricsOffset})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o2.Metrics) != 0 || o2.Note != want {
+		t.Errorf("second read: %d metrics, note %q", len(o2.Metrics), o2.Note)
+	}
+}

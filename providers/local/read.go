@@ -72,11 +72,11 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 	}
 	o.Metrics, o.MetricsOffset, err = readMetrics(dir, sp.Attempt, req.MetricsOffset)
 	if err == nil {
-		dropped := o.MetricsOffset[offDropped]
+		dropped, overlong := o.MetricsOffset[offDropped], int64(0)
 		if st != nil && st.Attempt == sp.Attempt {
-			dropped += st.Dropped
+			dropped, overlong = dropped+st.Dropped, st.Overlong
 		}
-		o.Note = joinNotes(capNote(dropped), stdoutNote(dir))
+		o.Note = joinNotes(capNote(dropped), overlongNote(overlong), stdoutNote(dir))
 	}
 	if err != nil {
 		return providers.Observation{}, err
@@ -348,6 +348,19 @@ func capNote(dropped int64) string {
 		return ""
 	}
 	return fmt.Sprintf("%d intermediate results past the first %d were not kept (the limit per trial)", dropped, providers.MaxIntermediate)
+}
+
+// overlongNote says how many metric lines on stdout were too long to be
+// read ("" when none): a trial whose final result came on another line
+// succeeds, and its note is where this shows.
+func overlongNote(n int64) string {
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("a metric line longer than %d bytes was not read", maxLine)
+	}
+	return fmt.Sprintf("%d metric lines longer than %d bytes were not read", n, maxLine)
 }
 
 // readMetrics returns the records past off and the new offsets.

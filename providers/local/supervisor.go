@@ -333,7 +333,7 @@ wait:
 	close(tailStop)
 	<-tailDone
 	tl.lastFinalWins()
-	s.st.Dropped = tl.dropped
+	s.st.Dropped, s.st.Overlong = tl.dropped, tl.overlongLines
 
 	var code *int
 	sig := ""
@@ -528,6 +528,7 @@ type tailer struct {
 	outCap, errCap *capper
 	periodical     int   // PERIODICAL records written
 	dropped        int64 // PERIODICAL records not written, past the cap
+	overlongLines  int64 // metric lines longer than maxLine, not read
 	// The last final result wins (lastfinal.go): nni follows NNI's file,
 	// events counts the tailer's checks, finalAt is the check in which
 	// stdout's last final result was seen.
@@ -653,6 +654,7 @@ func (t *tailer) line(b []byte) {
 // overlong reports a metric line longer than maxLine, which is not read.
 func (t *tailer) overlong(b []byte) {
 	if trialproto.IsMetricLine(b[:min(len(b), 4096)]) {
+		t.overlongLines++
 		t.write(providers.Metric{ParameterID: t.sp.ParameterID, Garbage: fmt.Sprintf("a metric line longer than %d bytes was not read (%q...)", maxLine, b[:min(len(b), 40)])})
 	}
 }
