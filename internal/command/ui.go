@@ -11,7 +11,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -70,7 +72,7 @@ func runUI(ctx context.Context, g *Globals, args []string) int {
 	if err != nil {
 		return g.errorf("listen on %s: %v (choose another port with -addr)", *addr, err)
 	}
-	url := "http://" + ln.Addr().String() + "/"
+	url := "http://" + reachableAddr(ln.Addr()) + "/"
 	if *token != "" {
 		url += "?token=" + *token
 	}
@@ -211,4 +213,19 @@ func (s *sharedProviders) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.retire()
+}
+
+// reachableAddr is the host:port to print for a listener: a listener on
+// every interface (0.0.0.0, ::) is reached by this machine's name, not by
+// the unspecified address ("http://[::]:8080" opens nowhere else).
+func reachableAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return a.String()
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(ta.Port))
 }
