@@ -334,25 +334,19 @@ func (g *Globals) checkPlatforms(ctx context.Context, cfg *schema.Config, ps *pr
 		if err == nil {
 			err = p.Validate(ctx)
 		}
-		if err != nil {
-			rng := e.Platform.DeclRange
+		fail := func(summary string, rng hcl.Range, err error) {
 			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Platform not available",
-				Detail:   fmt.Sprintf("experiment %q runs on platform %s: %v", name, e.Platform.Key(), err),
-				Subject:  &rng,
+				Severity: hcl.DiagError, Summary: summary, Subject: &rng,
+				Detail: fmt.Sprintf("experiment %q runs on platform %s: %v", name, e.Platform.Key(), err),
 			})
+		}
+		if err != nil {
+			fail("Platform not available", e.Platform.DeclRange, err)
 			continue
 		}
 		if gc, ok := p.(providers.GPUChecker); ok && e.Trial.GPUs > 0 {
 			if err := gc.CheckGPUs(e.Trial.GPUs); err != nil {
-				rng := e.Trial.Range
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "GPUs not available",
-					Detail:   fmt.Sprintf("experiment %q runs on platform %s: %v.", name, e.Platform.Key(), err),
-					Subject:  &rng,
-				})
+				fail("GPUs not available", e.Trial.Range, fmt.Errorf("%w.", err))
 			}
 		}
 	}
