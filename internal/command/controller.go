@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/hcl/v2"
+
 	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/controller"
 	"github.com/trialform/trialform/internal/ui"
@@ -160,8 +162,14 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		srv := &http.Server{Handler: c.handler(), ReadHeaderTimeout: 10 * time.Second}
 		go srv.Serve(ln)
 		defer srv.Close()
-		// The address (with the port -listen=:0 picked) for scripts.
-		os.WriteFile(filepath.Join(wd, "listen.addr"), []byte(ln.Addr().String()), 0o644)
+		// The address (with the port -listen=:0 picked) for scripts, in
+		// the work directory, made first when it is new.
+		if err := os.MkdirAll(wd, 0o755); err != nil {
+			return g.errorf("-work-dir: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(wd, "listen.addr"), []byte(ln.Addr().String()), 0o644); err != nil {
+			c.log.Warn("write listen.addr", "error", err.Error())
+		}
 		c.log.Info("listening", "addr", ln.Addr().String())
 	}
 	c.log.Info("controller started", "repo", controller.Redact(o.repo, secrets...), "branch", o.branch, "path", o.path, "policy", string(policy), "interval", o.interval.String(), "work_dir", wd, "webhook", hookToken != "", "leader_elect", o.leader.enabled)
@@ -426,10 +434,10 @@ func (c *ctrl) load(commit string, syncErr error) {
 	if syncErr != nil {
 		msg = syncErr.Error()
 	} else {
-		var diags schemaDiags
+		var diags hcl.Diagnostics
 		cfg, diags = loadDefinitions(c.g, dir, c.src.Dir, c.o.vars)
-		if diags != nil && diags.HasErrors() {
-			msg = diags.Error()
+		if diags.HasErrors() {
+			msg = diagsMessage(diags)
 			cfg = nil
 		} else if msg = c.privateTrialsProblem(cfg); msg != "" {
 			cfg = nil
@@ -461,14 +469,28 @@ func (c *ctrl) load(commit string, syncErr error) {
 	}
 }
 
-type schemaDiags = interface {
-	HasErrors() bool
-	Error() string
+// diagsMessage is diags in one line, as hcl.Diagnostics.Error writes
+// them, but a diagnostic without a source range (a -var of an undeclared
+// variable) is not prefixed with "<nil>: ".
+func diagsMessage(diags hcl.Diagnostics) string {
+	one := func(d *hcl.Diagnostic) string {
+		if d.Subject == nil {
+			return fmt.Sprintf("%s; %s", d.Summary, d.Detail)
+		}
+		return fmt.Sprintf("%s: %s; %s", d.Subject, d.Summary, d.Detail)
+	}
+	switch len(diags) {
+	case 0:
+		return "no diagnostics"
+	case 1:
+		return one(diags[0])
+	}
+	return fmt.Sprintf("%s, and %d other diagnostic(s)", one(diags[0]), len(diags)-1)
 }
 
 // loadDefinitions loads the definitions in dir, of the checkout in root:
 // no file they read may lie outside it.
-func loadDefinitions(g *Globals, dir, root string, v varFlags) (*schema.Config, schemaDiags) {
+func loadDefinitions(g *Globals, dir, root string, v varFlags) (*schema.Config, hcl.Diagnostics) {
 	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ, Within: root})
 	return cfg, diags
 }
@@ -627,10 +649,15 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		return
 	}
 	c.setHeld(held)
-	if sum := fmt.Sprintf("%+v", p.Summary); sum != c.lastPlan || p.HasChanges() {
-		c.log.Info("planned", "commit", c.goodCommit, "create", p.Summary.Create, "resume", p.Summary.Resume, "teardown", p.Summary.Teardown, "update", p.Summary.Update, "policy", string(c.policy))
-		c.lastPlan = sum
+	// A plan is logged at INFO when it differs from the last pass's, or
+	// has changes to apply; a plan whose only changes are held ones (the
+	// same every pass until approved) once, then at DEBUG.
+	level := slog.LevelDebug
+	if key := planLogKey(p, held); key != c.lastPlan || (p.HasChanges() && len(held) == 0) {
+		level = slog.LevelInfo
+		c.lastPlan = key
 	}
+	c.log.Log(ctx, level, "planned", "commit", c.goodCommit, "create", p.Summary.Create, "resume", p.Summary.Resume, "teardown", p.Summary.Teardown, "update", p.Summary.Update, "policy", string(c.policy))
 	if c.policy == controller.PlanOnly {
 		c.setReady(s)
 		return
@@ -676,6 +703,16 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		}
 	}
 	c.setReady(s)
+}
+
+// planLogKey identifies a plan's summary and its held changes, for
+// logging a plan once while it stays the same.
+func planLogKey(p *plan.Plan, held []controller.Held) string {
+	key := fmt.Sprintf("%+v", p.Summary)
+	for _, h := range held {
+		key += " " + h.Experiment + "@" + h.Key()
+	}
+	return key
 }
 
 // recordHolds writes the holds (and drops the approvals of changes no
