@@ -61,7 +61,7 @@ func NewMetrics() *Metrics {
 			Name: "trialform_held_changes", Help: "Experiments whose destructive change is held until approved: trials it would tear down.",
 		}, []string{"experiment", "spec_hash"}),
 		SyncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "trialform_sync_errors_total", Help: "Failed passes, by stage (git, definitions, backend, lock, plan, apply).",
+			Name: "trialform_sync_errors_total", Help: "Failed passes, by stage (git, definitions, backend, lock, state, plan, apply).",
 		}, []string{"stage"}),
 		LastSyncError: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "trialform_last_sync_error_timestamp_seconds", Help: "When the last failed sync failed (Unix time), by stage and the commit it concerns; absent once a later sync of that stage succeeded.",
@@ -87,7 +87,7 @@ func NewMetrics() *Metrics {
 	}, []string{"result"})
 	r.MustRegister(m.BackendChanged, m.Webhooks)
 	r.MustRegister(m.Trials, m.PlanSeconds, m.ApplySeconds, m.SyncedCommit, m.SyncedAt, m.FetchedCommit, m.Held, m.SyncErrors, m.LastSyncError, m.DefinitionsOK, m.SourceOK, m.ApprovalsTotal, m.Leader)
-	for _, s := range []string{"git", "definitions", "backend", "lock", "plan", "apply"} {
+	for _, s := range []string{"git", "definitions", "backend", "lock", "state", "plan", "apply"} {
 		m.SyncErrors.WithLabelValues(s)
 	}
 	return m

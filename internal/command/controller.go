@@ -371,6 +371,10 @@ type ctrl struct {
 	dash       *ui.Server     // the dashboard, once the backend is open
 	dashToken  string
 
+	// stateErr (guarded by mu) is why the last pass could not load the
+	// state ("" when it could): /readyz is not ready meanwhile.
+	stateErr string
+
 	// backendMsg (guarded by mu) says, while the branch head's backend
 	// block differs from the backend in use, what changed and what to do
 	// (for /readyz).
@@ -590,6 +594,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		}
 		if err != nil {
 			c.metrics.SyncErrors.WithLabelValues("lock").Inc()
+			c.syncFailed("lock", c.goodCommit, c.redact(err.Error()))
 			c.log.Error("create the state", "error", c.redact(err.Error()))
 			return
 		}
@@ -600,6 +605,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	}
 	if err != nil {
 		c.metrics.SyncErrors.WithLabelValues("lock").Inc()
+		c.syncFailed("lock", c.goodCommit, c.redact(err.Error()))
 		var le *state.LockedError
 		if errors.As(err, &le) {
 			if msg := err.Error(); msg != c.lockedMsg {
@@ -618,10 +624,20 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		err = lostError(c.m, c.stateDir)
 	}
 	if err != nil {
-		c.metrics.SyncErrors.WithLabelValues("plan").Inc()
+		// A state lost or unreadable: not ready, and said in the
+		// dashboard and the metrics, not only in the log.
+		c.metrics.SyncErrors.WithLabelValues("state").Inc()
+		c.syncFailed("state", c.goodCommit, c.redact(err.Error()))
+		c.mu.Lock()
+		c.stateErr = c.redact(err.Error())
+		c.mu.Unlock()
 		c.log.Error("load the state", "error", c.redact(err.Error()))
 		return
 	}
+	c.syncOK("state", "lock")
+	c.mu.Lock()
+	c.stateErr = ""
+	c.mu.Unlock()
 	s := apply.NewSession(c.cfg, st, c.m, c.ps)
 	s.Provenance = c.provenance()
 	s.Parallelism = c.o.parallelism
@@ -851,10 +867,14 @@ func (c *ctrl) handler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
-		ready, backendMsg := c.ready, c.backendMsg
+		ready, backendMsg, stateErr := c.ready, c.backendMsg, c.stateErr
 		c.mu.Unlock()
 		if !ready {
 			http.Error(w, "not ready: no successful sync and plan yet", http.StatusServiceUnavailable)
+			return
+		}
+		if stateErr != "" {
+			http.Error(w, "not ready: the state cannot be loaded: "+stateErr, http.StatusServiceUnavailable)
 			return
 		}
 		if st := c.leader.status(); st != "" {
