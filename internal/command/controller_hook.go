@@ -17,8 +17,21 @@ import (
 
 // The push webhook (POST /hook) and the check of a changed backend block.
 
-// maxHookBody bounds a webhook's body (GitHub caps its payloads at 25 MB).
-const maxHookBody = 25 << 20
+// The webhook reads a body only for a GitHub-style signature (an HMAC of
+// the body) and the push's "ref"; a header token (Bearer, GitLab) is
+// checked before any of the body is read, and a wrong or missing one is
+// refused unread. A body is read whole into memory, so its size and the
+// number read at once are bounded: maxHookBody (a push event is a few
+// KB; GitHub's own cap, 25 MB, would let 20 unauthenticated requests
+// hold half a GB) and maxHookReads (others are answered 503 at once).
+// A push refused for its size is still picked up by the next poll.
+const (
+	maxHookBody  = 1 << 20
+	maxHookReads = 4
+)
+
+// hookReads holds a slot per webhook body being read.
+var hookReads = make(chan struct{}, maxHookReads)
 
 // serveHook starts a pass at once (fetch, plan, apply) on a push to the
 // branch followed, instead of at the next -interval. It needs the webhook
@@ -37,14 +50,38 @@ func (c *ctrl) serveHook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the webhook is off: start the controller with -webhook-token-file or $"+envHookToken, http.StatusForbidden)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBody))
+	unauthorized := func() {
+		c.metrics.Webhooks.WithLabelValues("unauthorized").Inc()
+		http.Error(w, "wrong or missing webhook secret (send Authorization: Bearer SECRET, X-Gitlab-Token: SECRET or X-Hub-Signature-256: sha256=HMAC)", http.StatusUnauthorized)
+	}
+	// A header token, or no secret at all, is judged before the body is read.
+	if ok, needsBody := hookHeaderAuthorized(c.hookToken, r.Header); !ok && !needsBody {
+		unauthorized()
+		return
+	}
+	if r.ContentLength > maxHookBody {
+		hookTooLarge(w)
+		return
+	}
+	select {
+	case hookReads <- struct{}{}:
+		defer func() { <-hookReads }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many webhook requests at once; retry", http.StatusServiceUnavailable)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxHookBody+1))
 	if err != nil {
 		http.Error(w, "read the body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	if len(body) > maxHookBody {
+		hookTooLarge(w)
+		return
+	}
 	if !hookAuthorized(c.hookToken, r.Header, body) {
-		c.metrics.Webhooks.WithLabelValues("unauthorized").Inc()
-		http.Error(w, "wrong or missing webhook secret (send Authorization: Bearer SECRET, X-Gitlab-Token: SECRET or X-Hub-Signature-256: sha256=HMAC)", http.StatusUnauthorized)
+		unauthorized()
 		return
 	}
 	var push struct {
@@ -64,6 +101,24 @@ func (c *ctrl) serveHook(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusAccepted)
 	w.Write([]byte("syncing\n"))
+}
+
+func hookTooLarge(w http.ResponseWriter) {
+	http.Error(w, fmt.Sprintf("the body is over %d bytes: a push event is a few KB (the commit is picked up at the next poll)", maxHookBody), http.StatusRequestEntityTooLarge)
+}
+
+// hookHeaderAuthorized judges the secret of h without the body: ok when a
+// header token is right; needsBody when only the body's signature can
+// tell (X-Hub-Signature-256 and no token).
+func hookHeaderAuthorized(secret string, h http.Header) (ok, needsBody bool) {
+	if tok, found := strings.CutPrefix(h.Get("Authorization"), "Bearer "); found {
+		return subtle.ConstantTimeCompare([]byte(tok), []byte(secret)) == 1, false
+	}
+	if tok := h.Get("X-Gitlab-Token"); tok != "" {
+		return subtle.ConstantTimeCompare([]byte(tok), []byte(secret)) == 1, false
+	}
+	_, sig := strings.CutPrefix(h.Get("X-Hub-Signature-256"), "sha256=")
+	return false, sig
 }
 
 // hookAuthorized checks the webhook secret in whichever form h carries.

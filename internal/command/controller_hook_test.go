@@ -1,8 +1,16 @@
 package command
 
 import (
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/trialform/trialform/controller"
 )
 
 // TestHookAuthorized: the webhook secret in each form a forge sends it;
@@ -34,5 +42,134 @@ func TestHookAuthorized(t *testing.T) {
 		if got := hookAuthorized(secret, h, body); got != tc.want {
 			t.Errorf("%s: authorized %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// hookBody is a request body of n bytes made as it is read, counting
+// what was read; after block bytes it waits for release (closed), and
+// says so once on blocked.
+type hookBody struct {
+	n, read, block int64
+	blocked        chan struct{}
+	release        chan struct{}
+	once           sync.Once
+}
+
+func (b *hookBody) Read(p []byte) (int, error) {
+	if b.read >= b.n {
+		return 0, io.EOF
+	}
+	if b.release != nil && b.read >= b.block {
+		b.once.Do(func() { b.blocked <- struct{}{} })
+		<-b.release
+	}
+	k := min(int64(len(p)), b.n-b.read)
+	for i := range p[:k] {
+		p[i] = 'x'
+	}
+	b.read += k
+	return int(k), nil
+}
+
+func (b *hookBody) Close() error { return nil }
+
+func hookCtrl() *ctrl {
+	return &ctrl{hookToken: "s3cret", metrics: controller.NewMetrics(), log: slog.New(slog.NewTextHandler(io.Discard, nil)), wake: make(chan struct{}, 1)}
+}
+
+// TestHookRefusesUnread: a wrong header token is refused before any of
+// the body is read, and an oversized signed body is refused after at
+// most maxHookBody+1 bytes (it was read up to 25 MB before the secret
+// was checked: 20 such requests took the controller from 37 to 691 MB).
+func TestHookRefusesUnread(t *testing.T) {
+	c := hookCtrl()
+	for _, h := range [][2]string{{"Authorization", "Bearer nope"}, {"X-Gitlab-Token", "nope"}, {"", ""}} {
+		body := &hookBody{n: 26 << 20}
+		r := httptest.NewRequest(http.MethodPost, "/hook", nil)
+		r.Body, r.ContentLength = body, -1
+		if h[0] != "" {
+			r.Header.Set(h[0], h[1])
+		}
+		w := httptest.NewRecorder()
+		c.serveHook(w, r)
+		if w.Code != http.StatusUnauthorized || body.read != 0 {
+			t.Errorf("%s: status %d after reading %d bytes; want 401 and nothing read", h[0], w.Code, body.read)
+		}
+	}
+	body := &hookBody{n: 26 << 20}
+	r := httptest.NewRequest(http.MethodPost, "/hook", nil)
+	r.Body, r.ContentLength = body, -1
+	r.Header.Set("X-Hub-Signature-256", "sha256=00")
+	w := httptest.NewRecorder()
+	c.serveHook(w, r)
+	if w.Code != http.StatusRequestEntityTooLarge || body.read > maxHookBody+64<<10 {
+		t.Errorf("signed 26 MB: status %d after reading %d bytes; want 413 and at most %d read", w.Code, body.read, maxHookBody)
+	}
+	// A right token still works, with or without a body.
+	r = httptest.NewRequest(http.MethodPost, "/hook", strings.NewReader(`{"ref":"refs/heads/main"}`))
+	r.Header.Set("Authorization", "Bearer s3cret")
+	c.o.branch = "main"
+	w = httptest.NewRecorder()
+	c.serveHook(w, r)
+	if w.Code != http.StatusAccepted {
+		t.Errorf("right token: status %d, want 202: %s", w.Code, w.Body)
+	}
+}
+
+// TestHookBoundsConcurrentReads: of 20 signed oversized requests at
+// once, maxHookReads read their bodies and the others are answered 503
+// without reading, so that what is held in memory is bounded.
+func TestHookBoundsConcurrentReads(t *testing.T) {
+	c := hookCtrl()
+	const n = 20
+	blocked, release := make(chan struct{}, n), make(chan struct{})
+	bodies := make([]*hookBody, n)
+	codes := make(chan int, n)
+	for i := range bodies {
+		bodies[i] = &hookBody{n: 26 << 20, block: 1 << 10, blocked: blocked, release: release}
+	}
+	// The first maxHookReads block in their reads, holding the slots.
+	start := func(b *hookBody) {
+		r := httptest.NewRequest(http.MethodPost, "/hook", nil)
+		r.Body, r.ContentLength = b, -1
+		r.Header.Set("X-Hub-Signature-256", "sha256=00")
+		w := httptest.NewRecorder()
+		c.serveHook(w, r)
+		codes <- w.Code
+	}
+	for _, b := range bodies[:maxHookReads] {
+		go start(b)
+	}
+	for range maxHookReads {
+		select {
+		case <-blocked:
+		case <-time.After(time.Minute):
+			t.Fatal("the first requests never read their bodies")
+		}
+	}
+	for _, b := range bodies[maxHookReads:] {
+		go start(b)
+		select {
+		case code := <-codes:
+			if code != http.StatusServiceUnavailable || b.read != 0 {
+				t.Fatalf("a request beyond %d at once: status %d after reading %d bytes; want 503, nothing read", maxHookReads, code, b.read)
+			}
+		case <-blocked:
+			close(release)
+			t.Fatalf("a request beyond %d at once reads its body", maxHookReads)
+		}
+	}
+	close(release)
+	var total int64
+	for range maxHookReads {
+		if code := <-codes; code != http.StatusRequestEntityTooLarge {
+			t.Errorf("status %d, want 413", code)
+		}
+	}
+	for _, b := range bodies {
+		total += b.read
+	}
+	if max := int64(maxHookReads) * (maxHookBody + 64<<10); total > max {
+		t.Errorf("read %d bytes in all, want at most %d", total, max)
 	}
 }
