@@ -80,6 +80,16 @@ type Elector struct {
 	observedRV   string
 	observedTime time.Time
 	leader       string
+	// While leading: when this replica last renewed the Lease (wall
+	// clock, no monotonic reading: a suspended machine's monotonic clock
+	// stops), and stop, which ends the leading context.
+	leading   bool
+	renewedAt time.Time
+	stop      context.CancelFunc
+
+	// pause, in tests, is called at each turn of the renew loop and of
+	// the watchdog (a test blocks it to pause the leader).
+	pause func()
 }
 
 // New makes the elector (it does not connect).
@@ -115,63 +125,185 @@ func (e *Elector) Leader() string {
 	return e.leader
 }
 
+// wallNow is the time on the wall clock only: comparisons of two such
+// times count a pause (SIGSTOP) and a suspend of the machine alike.
+func wallNow() time.Time { return time.Now().Round(0) }
+
+// Leading reports whether this replica leads now: it became the leader,
+// has not stopped, and renewed the Lease within the renew deadline (on
+// the wall clock), however long its goroutines were not scheduled. Call
+// it right before each write made as the leader.
+func (e *Elector) Leading() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leading && wallNow().Before(e.renewedAt.Add(e.c.RenewDeadline))
+}
+
+// Confirm reads the Lease now and reports whether this replica still
+// leads; a Lease held by another ends its leading at once.
+func (e *Elector) Confirm(ctx context.Context) bool {
+	if !e.Leading() {
+		return false
+	}
+	var lease coordv1.Lease
+	if err := e.leases().Get().Name(e.c.Name).Do(ctx).Into(&lease); err != nil {
+		return false
+	}
+	e.observe(&lease)
+	if deref(lease.Spec.HolderIdentity) != e.c.Identity {
+		e.stopLeading()
+		return false
+	}
+	return e.Leading()
+}
+
+// stopLeading ends the leading context (once).
+func (e *Elector) stopLeading() {
+	e.mu.Lock()
+	e.leading = false
+	stop := e.stop
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// renewDeadline is when leading ends without another renewal.
+func (e *Elector) renewDeadline() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.renewedAt.Add(e.c.RenewDeadline)
+}
+
+func (e *Elector) renewed(at time.Time) {
+	e.mu.Lock()
+	e.renewedAt = at
+	e.mu.Unlock()
+}
+
 // Run takes part in the election until ctx ends or, after leading, until
-// this replica could not renew the Lease for RenewDeadline. A leader
-// whose ctx ends gives the Lease up, so a standby takes over at once.
+// this replica stops leading: the renew deadline passed since its last
+// successful renewal (measured on the wall clock, from the time of the
+// renewal's request, so that a process paused in between finds its term
+// over when it resumes), or it saw the Lease held by another replica. A
+// leader whose ctx ends gives the Lease up, so a standby takes over at
+// once.
 func (e *Elector) Run(ctx context.Context) {
-	for !e.tryAcquireOrRenew(ctx) {
+	for {
+		at := wallNow()
+		if ok, _ := e.tryAcquireOrRenew(ctx, false); ok {
+			e.renewed(at)
+			break
+		}
 		if !sleep(ctx, jitter(e.c.RetryPeriod)) {
 			return
 		}
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	e.mu.Lock()
+	e.leading, e.stop = true, cancel
+	e.mu.Unlock()
+	defer e.stopLeading()
+	go e.watchdog(lctx)
 	if e.c.OnStartedLeading != nil {
-		go e.c.OnStartedLeading(lctx)
+		go e.c.OnStartedLeading(&leadingCtx{Context: lctx, e: e})
 	}
 	defer func() {
 		if e.c.OnStoppedLeading != nil {
 			e.c.OnStoppedLeading()
 		}
 	}()
+	for e.renew(lctx) {
+	}
+	e.stopLeading()
+	if ctx.Err() != nil {
+		e.release()
+	}
+}
+
+// renew renews the Lease once, retrying until the renew deadline; it
+// reports whether this replica still leads.
+func (e *Elector) renew(lctx context.Context) bool {
+	if e.pause != nil {
+		e.pause()
+	}
+	if !sleep(lctx, e.c.RetryPeriod) {
+		return false
+	}
+	for e.Leading() && lctx.Err() == nil {
+		if e.pause != nil {
+			e.pause()
+		}
+		at := wallNow()
+		rctx, rcancel := context.WithDeadline(lctx, e.renewDeadline())
+		ok, other := e.tryAcquireOrRenew(rctx, true)
+		rcancel()
+		if ok {
+			e.renewed(at)
+			return e.Leading()
+		}
+		if other {
+			// Another replica took the Lease: this term is over.
+			return false
+		}
+		if !sleep(lctx, e.c.RetryPeriod) {
+			return false
+		}
+	}
+	return false
+}
+
+// watchdog ends the leading context once the renew deadline passed, even
+// while the renew loop waits on a request.
+func (e *Elector) watchdog(lctx context.Context) {
 	for {
-		if !sleep(ctx, e.c.RetryPeriod) {
-			cancel()
-			e.release()
+		if e.pause != nil {
+			e.pause()
+		}
+		if !e.Leading() {
+			e.stopLeading()
 			return
 		}
-		deadline := time.Now().Add(e.c.RenewDeadline)
-		renewed := false
-		for !renewed && time.Now().Before(deadline) && ctx.Err() == nil {
-			rctx, rcancel := context.WithDeadline(ctx, deadline)
-			renewed = e.tryAcquireOrRenew(rctx)
-			rcancel()
-			if !renewed && !sleep(ctx, e.c.RetryPeriod) {
-				break
-			}
-		}
-		if ctx.Err() != nil {
-			cancel()
-			e.release()
-			return
-		}
-		if !renewed {
-			// Lost: another replica may take the Lease once it expires.
-			cancel()
+		wait := min(time.Until(e.renewDeadline()), e.c.RetryPeriod)
+		if !sleep(lctx, max(wait, time.Millisecond)) {
 			return
 		}
 	}
 }
 
+// leadingCtx is the leading context: besides being cancelled when this
+// replica stops leading, its Err says so as soon as the renew deadline
+// has passed, before the watchdog ran.
+type leadingCtx struct {
+	context.Context
+	e *Elector
+}
+
+func (c *leadingCtx) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !c.e.Leading() {
+		return context.Canceled
+	}
+	return nil
+}
+
 // tryAcquireOrRenew takes the Lease when it is free, expired or ours,
-// and reports whether this replica holds it now.
-func (e *Elector) tryAcquireOrRenew(ctx context.Context) bool {
+// and reports whether this replica holds it now; other, whether another
+// replica holds it. A leader renewing (renewing) never takes the Lease
+// from another holder, even one that looks expired: its own term is over.
+func (e *Elector) tryAcquireOrRenew(ctx context.Context, renewing bool) (ok, other bool) {
 	now := metav1.NowMicro()
 	me := e.c.Identity
 	secs := int32(e.c.LeaseDuration / time.Second)
 	var lease coordv1.Lease
 	err := e.leases().Get().Name(e.c.Name).Do(ctx).Into(&lease)
 	if apierrors.IsNotFound(err) {
+		if renewing {
+			return false, true // deleted: someone ended this term
+		}
 		zero := int32(0)
 		lease = coordv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: e.c.Name, Namespace: e.c.Namespace},
@@ -180,21 +312,24 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) bool {
 		}
 		var out coordv1.Lease
 		if err := e.leases().Post().Body(&lease).Do(ctx).Into(&out); err != nil {
-			return false
+			return false, false
 		}
 		e.observe(&out)
-		return true
+		return true, false
 	}
 	if err != nil {
-		return false
+		return false, false
 	}
 	e.observe(&lease)
 	holder := deref(lease.Spec.HolderIdentity)
+	if renewing && holder != me {
+		return false, true
+	}
 	e.mu.Lock()
 	expires := e.observedTime.Add(time.Duration(deref(lease.Spec.LeaseDurationSeconds)) * time.Second)
 	e.mu.Unlock()
 	if holder != "" && holder != me && time.Now().Before(expires) {
-		return false
+		return false, true
 	}
 	spec := lease.Spec
 	spec.HolderIdentity, spec.LeaseDurationSeconds, spec.RenewTime = &me, &secs, &now
@@ -210,10 +345,10 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context) bool {
 	// An update conditional on the resourceVersion read: of two replicas
 	// that found the Lease expired, one wins.
 	if err := e.leases().Put().Name(e.c.Name).Body(&lease).Do(ctx).Into(&out); err != nil {
-		return false
+		return false, apierrors.IsConflict(err)
 	}
 	e.observe(&out)
-	return true
+	return true, false
 }
 
 // release gives the Lease up (it is ours): no holder, so a standby

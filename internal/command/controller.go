@@ -589,7 +589,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		// (as apply does), so a laptop starting at once does not make a
 		// state of another lineage.
 		err := ensureState(ctx, c.m, op, c.o.lock)
-		if err != nil && c.takeOverLock(err) {
+		if err != nil && c.takeOverLock(ctx, err) {
 			err = ensureState(ctx, c.m, op, c.o.lock)
 		}
 		if err != nil {
@@ -600,7 +600,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		}
 	}
 	lk, err := state.LockScope(ctx, c.m, names, op, Version, c.o.lock.timeout)
-	if err != nil && c.takeOverLock(err) {
+	if err != nil && c.takeOverLock(ctx, err) {
 		lk, err = state.LockScope(ctx, c.m, names, op, Version, c.o.lock.timeout)
 	}
 	if err != nil {
@@ -661,7 +661,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	approved, held := controller.Split(p, st)
 	if c.policy == controller.PlanOnly {
 		held, approved = destructive, nil
-	} else if !c.recordHolds(s, destructive) {
+	} else if !c.leader.stillLeading() || !c.recordHolds(s, destructive) {
 		return
 	}
 	c.setHeld(held)
@@ -693,6 +693,11 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		for _, a := range approved {
 			e := st.Experiment(a.Experiment)
 			c.log.Info("applying an approved change", "experiment", a.Experiment, "spec_hash", a.SpecHash, "generation", a.Generation, "removed", a.Removed, "teardowns", a.Teardowns, "approved_by", e.Approval.By)
+		}
+		if !c.leader.stillLeading() {
+			// Paused past the term (the watchdog has not run yet): another
+			// replica may lead.
+			return
 		}
 		t0 := time.Now()
 		err := s.Apply(ctx, p)

@@ -81,6 +81,7 @@ type leaderState struct {
 	since    time.Time          // when it started leading
 	cancel   context.CancelFunc // stops the elector
 	stopped  chan struct{}      // closed when the elector returned (the Lease given up)
+	el       *election.Elector
 }
 
 // leaderCtx is the context to plan and apply under: ctx without leader
@@ -90,8 +91,27 @@ func (l *leaderState) leaderCtx(ctx context.Context) context.Context {
 		return ctx
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.leading
+	leading, el := l.leading, l.el
+	l.mu.Unlock()
+	if leading == nil || el == nil || !el.Leading() {
+		return nil
+	}
+	return leading
+}
+
+// stillLeading reports, right before a write, whether this replica may
+// write: always without leader election; else whether it leads now (its
+// renew deadline, on the wall clock, has not passed since its last
+// renewal: a leader paused past it has lost, whatever its goroutines
+// have seen yet).
+func (l *leaderState) stillLeading() bool {
+	if l == nil || !l.enabled {
+		return true
+	}
+	l.mu.Lock()
+	el := l.el
+	l.mu.Unlock()
+	return el != nil && el.Leading()
 }
 
 // status is "leader", or "standby (leader: ID)".
@@ -111,14 +131,15 @@ func (l *leaderState) status() string {
 }
 
 // lockOperation is the operation the controller's state locks carry:
-// with leader election it names the Lease, so that a new leader knows
-// the locks of a former leader of the same election (and breaks them: a
-// former leader that lost the Lease has stopped applying).
+// with leader election it names the Lease and this replica, so that a
+// new leader knows the locks of a former leader of the same election
+// (and breaks them, once it has confirmed it holds the Lease: a former
+// leader's term is over, and it checks its term before each write).
 func (l *leaderState) lockOperation() string {
 	if l == nil || !l.enabled {
 		return "controller"
 	}
-	return "controller (leader of " + l.lease + ")"
+	return "controller (leader of " + l.lease + ", " + l.identity + ")"
 }
 
 // leaderIdentity is the Pod's name ($POD_NAME, from the downward API) or
@@ -195,6 +216,9 @@ func (c *ctrl) startLeaderElection(ctx context.Context) error {
 		cancel()
 		return fmt.Errorf("-leader-elect: %v", err)
 	}
+	l.mu.Lock()
+	l.el = el
+	l.mu.Unlock()
 	go func() {
 		el.Run(ectx)
 		close(l.stopped)
@@ -203,22 +227,39 @@ func (c *ctrl) startLeaderElection(ctx context.Context) error {
 }
 
 // takeOverLock breaks a state lock that a former leader of this
-// controller's election holds (it was killed in the middle of a pass):
-// this replica holds the Lease now, so the former leader has stopped. It
+// controller's election holds (it was killed in the middle of a pass, or
+// paused past its term): only while this replica leads, as confirmed by
+// reading the Lease now, so never the lock of the current leader. It
 // reports whether it broke one.
-func (c *ctrl) takeOverLock(err error) bool {
+func (c *ctrl) takeOverLock(ctx context.Context, err error) bool {
+	var le *state.LockedError
+	if !errors.As(err, &le) || le.Info.ID == "" {
+		return false
+	}
 	if c.leader == nil || !c.leader.enabled {
 		return false
 	}
-	var le *state.LockedError
-	if !errors.As(err, &le) || le.Info.ID == "" || le.Info.Operation != c.leader.lockOperation() {
+	l := c.leader
+	// "controller (leader of NS/NAME, ID)", or "controller (leader of
+	// NS/NAME)" from a version that did not name the replica.
+	rest, ok := strings.CutPrefix(le.Info.Operation, "controller (leader of "+l.lease)
+	if !ok || (rest != ")" && !strings.HasPrefix(rest, ", ")) {
+		return false
+	}
+	l.mu.Lock()
+	el, since := l.el, l.since
+	l.mu.Unlock()
+	if holder := strings.TrimSuffix(strings.TrimPrefix(rest, ", "), ")"); holder == l.identity && !le.Info.Created.Before(since) {
+		return false // this term's own lock
+	}
+	if el == nil || !el.Confirm(ctx) {
 		return false
 	}
 	if ferr := c.m.ForceUnlock(le.Info.ID); ferr != nil {
 		c.log.Error("break the lock of a former leader", "lock_id", le.Info.ID, "error", c.redact(ferr.Error()))
 		return false
 	}
-	c.log.Warn("broke the state lock of a former leader", "lock_id", le.Info.ID, "holder", le.Info.Who, "pid", le.Info.PID, "since", le.Info.Created, "experiments", le.Info.Experiments)
+	c.log.Warn("broke the state lock of a former leader", "lock_id", le.Info.ID, "operation", le.Info.Operation, "holder", le.Info.Who, "pid", le.Info.PID, "since", le.Info.Created, "experiments", le.Info.Experiments)
 	return true
 }
 
