@@ -608,9 +608,11 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		c.syncFailed("lock", c.goodCommit, c.redact(err.Error()))
 		var le *state.LockedError
 		if errors.As(err, &le) {
-			if msg := err.Error(); msg != c.lockedMsg {
-				c.lockedMsg = msg
-				c.log.Warn("state is locked; retrying at the next pass", "error", msg)
+			// Said once per holder: the message changes every pass (a
+			// stale lock's age).
+			if key := le.Info.ID + " " + le.Info.Who; key != c.lockedMsg {
+				c.lockedMsg = key
+				c.log.Warn("state is locked; retrying at the next pass", "error", err.Error(), "lock_id", le.Info.ID)
 			}
 			return
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/controller"
+	"github.com/trialform/trialform/state"
+	k8sstate "github.com/trialform/trialform/state/kubernetes"
 )
 
 // TestHookAuthorized: the webhook secret in each form a forge sends it;
@@ -171,5 +173,36 @@ func TestHookBoundsConcurrentReads(t *testing.T) {
 	}
 	if max := int64(maxHookReads) * (maxHookBody + 64<<10); total > max {
 		t.Errorf("read %d bytes in all, want at most %d", total, max)
+	}
+}
+
+// TestFormerControllerLock: a controller without leader election breaks
+// the lock of its own former process (same user@host, pid gone or its
+// own) or a stale one of a controller (a SIGKILLed one left it, and its
+// restart said "state is locked" for ever); never a laptop's, nor a live
+// other process's on its host.
+func TestFormerControllerLock(t *testing.T) {
+	alive := func(pid int) bool { return pid == 77 }
+	info := state.LockInfo{ID: "L", Operation: "controller", Who: "u@h", PID: 55}
+	locked := &state.LockedError{Info: info}
+	stale := &k8sstate.StaleLockError{Locked: locked, Lease: "ns/l", Renewed: time.Now().Add(-time.Hour), Every: time.Second}
+	for _, tc := range []struct {
+		name string
+		err  error
+		info state.LockInfo
+		pid  int
+		who  string
+		want bool
+	}{
+		{"own host, holder dead", locked, info, 99, "u@h", true},
+		{"own host, own pid (a restarted container)", locked, state.LockInfo{ID: "L", Operation: "controller", Who: "u@h", PID: 99}, 99, "u@h", true},
+		{"own host, holder alive", locked, state.LockInfo{ID: "L", Operation: "controller", Who: "u@h", PID: 77}, 99, "u@h", false},
+		{"other host, renewed", locked, info, 99, "u@other", false},
+		{"other host, stale", stale, info, 99, "u@other", true},
+		{"a laptop's apply, stale", stale, state.LockInfo{ID: "L", Operation: "apply", Who: "u@h", PID: 55}, 99, "u@h", false},
+	} {
+		if got := formerControllerLock(tc.err, tc.info, tc.pid, tc.who, alive) != ""; got != tc.want {
+			t.Errorf("%s: breaks %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

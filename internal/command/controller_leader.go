@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/trialform/trialform/internal/incluster"
+	"github.com/trialform/trialform/internal/procfs"
 
 	"github.com/trialform/trialform/controller/election"
 	"github.com/trialform/trialform/providers"
@@ -237,7 +238,16 @@ func (c *ctrl) takeOverLock(ctx context.Context, err error) bool {
 		return false
 	}
 	if c.leader == nil || !c.leader.enabled {
-		return false
+		what := formerControllerLock(err, le.Info, os.Getpid(), state.Who(), pidAlive)
+		if what == "" {
+			return false
+		}
+		if ferr := c.m.ForceUnlock(le.Info.ID); ferr != nil {
+			c.log.Error("break the lock of "+what, "lock_id", le.Info.ID, "error", c.redact(ferr.Error()))
+			return false
+		}
+		c.log.Warn("broke the state lock of "+what, "lock_id", le.Info.ID, "holder", le.Info.Who, "pid", le.Info.PID, "since", le.Info.Created, "experiments", le.Info.Experiments)
+		return true
 	}
 	l := c.leader
 	// "controller (leader of NS/NAME, ID)", or "controller (leader of
@@ -261,6 +271,33 @@ func (c *ctrl) takeOverLock(ctx context.Context, err error) bool {
 	}
 	c.log.Warn("broke the state lock of a former leader", "lock_id", le.Info.ID, "operation", le.Info.Operation, "holder", le.Info.Who, "pid", le.Info.PID, "since", le.Info.Created, "experiments", le.Info.Experiments)
 	return true
+}
+
+// formerControllerLock says whose lock info is when a controller without
+// leader election may break it ("" when it may not): a lock of a
+// controller ("controller") held by a former process of this one (the
+// same user@host, and a pid that is gone or is this process's own: a
+// container restarted in its pod is pid 1 again), or whose Lease its
+// holder stopped renewing for longer than its duration (a controller
+// killed with SIGKILL whose pod was replaced).
+func formerControllerLock(err error, info state.LockInfo, pid int, who string, alive func(int) bool) string {
+	if info.Operation != "controller" {
+		return ""
+	}
+	if info.Who == who && (info.PID == pid || !alive(info.PID)) {
+		return "a former process of this controller"
+	}
+	var se *k8sstate.StaleLockError
+	if errors.As(err, &se) {
+		return "a controller that stopped renewing it"
+	}
+	return ""
+}
+
+// pidAlive reports whether process pid runs (not a zombie).
+func pidAlive(pid int) bool {
+	st, err := procfs.Read(pid)
+	return err == nil && !st.Gone()
 }
 
 // privateTrialsProblem refuses, under leader election, definitions with
