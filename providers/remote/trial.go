@@ -28,7 +28,8 @@ func checkName(what, s string) error {
 func (m *machine) trialDir(exp, id string) string { return path.Join(m.work, "trials", exp, id) }
 func (r *Remote) libDir(m *machine) string        { return path.Join(m.work, "lib", r.lib.hash) }
 
-// downError is a machine that cannot be reached right now.
+// downError is a machine that cannot be reached right now (m nil: no
+// machine could be).
 type downError struct {
 	m   *machine
 	err error
@@ -89,7 +90,7 @@ func (r *Remote) locate(ctx context.Context, exp, id string, h providers.Handle)
 		}
 	}
 	if first == nil {
-		return nil, errors.Join(errs...)
+		return nil, &downError{err: errors.Join(errs...)}
 	}
 	return first, nil
 }
@@ -101,7 +102,7 @@ func (r *Remote) Read(ctx context.Context, req providers.ReadRequest) (providers
 	absent := providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}
 	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
 	var de *downError
-	if errors.As(err, &de) {
+	if errors.As(err, &de) && de.m != nil {
 		return r.unreachable(de, req.TrialID, req.Experiment, req.Handle)
 	}
 	if err != nil {
@@ -152,7 +153,8 @@ func (r *Remote) settle(m *machine, o providers.Observation) {
 // otherwise a new attempt starts, on the trial's machine when it has one
 // (its output dir is there), else on the machine with the most free
 // slots. No free slot anywhere is an error wrapping providers.ErrNoCapacity
-// that says why.
+// that says why, and so is a trial's machine (or, for a trial without
+// one, every machine) that cannot be reached: the trial waits for it.
 func (r *Remote) Start(ctx context.Context, req providers.StartRequest) (providers.Handle, error) {
 	if err := validateStart(req); err != nil {
 		return nil, err
@@ -161,6 +163,12 @@ func (r *Remote) Start(ctx context.Context, req providers.StartRequest) (provide
 	mu.Lock()
 	defer mu.Unlock()
 	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
+	var de *downError
+	if errors.As(err, &de) {
+		// Its output dir is there, and it may have ended there: it waits
+		// for the machine (a start failure would end it FAILED).
+		return nil, fmt.Errorf("trial %s waits for its machine: %v: %w", req.TrialID, err, providers.ErrNoCapacity)
+	}
 	if err != nil {
 		return nil, err
 	}
