@@ -364,9 +364,35 @@ const (
 	offOrder      = "order"       // attempt whose last final result was ordered
 	offOutFinal   = "out_final"   // end in stdout of the attempt's last final line
 	offOutFinalA  = "out_final_a" // attempt offOutFinal is for
+	offSkip       = "skip"        // 1: stdout is read to within an overlong line
 )
 
 const maxMetricRead = 64 << 20
+
+// maxLine is the longest stdout line read for metrics, as on local: a
+// longer metric line is not read, and a Garbage metric says so.
+const maxLine = 1 << 20
+
+// overlongMark stands for the text of a line longer than maxLine in
+// stdout.kept (supervise.sh's keep_awk), followed by its first 4096 bytes.
+var overlongMark = []byte("\x1etrialform-overlong\x1e")
+
+// overlong is the Garbage metric of a metric line longer than maxLine
+// (ok false when it is no metric line).
+func overlong(parameterID int, line []byte) (providers.Metric, bool) {
+	head := line
+	if bytes.HasPrefix(head, overlongMark) {
+		head = head[len(overlongMark):] // its beginning was in the freed middle
+	}
+	if i := bytes.Index(head, overlongMark); i >= 0 {
+		head = head[:i]
+	}
+	head = head[:min(len(head), 4096)]
+	if !trialproto.IsMetricLine(head) {
+		return providers.Metric{}, false
+	}
+	return providers.Metric{ParameterID: parameterID, Garbage: fmt.Sprintf("a metric line longer than %d bytes was not read (%q...)", maxLine, head[:min(len(head), 40)])}, true
+}
 
 // metrics returns the metrics past off and the new offsets: NNI's file
 // (archived attempts first), then the lines parsed from stdout.
@@ -436,32 +462,57 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 	}
 	pos := at
 	col := trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}
+	// skip: within an overlong line, whose rest is not read.
+	skip := next[offSkip] == 1 && at >= off[offStdout]
 	var data []byte
 	if len(segs) > 0 {
 		j := join(segs)
 		data = j.data
+	lines:
 		for i := 0; i < len(j.data); {
 			k := bytes.IndexByte(j.data[i:], '\n')
 			var line []byte
 			lineAt := j.at(i)
+			over := false
 			if k < 0 {
-				if partial || !ended && len(j.data)-i < 1<<20 {
-					break // an unfinished line
+				rest := j.data[i:]
+				switch {
+				case skip:
+				case len(rest) > maxLine:
+					over, skip = true, true
+				case partial || !ended:
+					break lines // an unfinished line
 				}
-				line = j.data[i:]
+				line = rest
 				i = len(j.data)
 				pos = j.at(i)
 			} else {
 				line = j.data[i : i+k]
 				pos = j.at(i+k) + 1
 				i += k + 1
+				if skip {
+					skip = false // the end of an overlong line
+					data = j.data[i:]
+					continue
+				}
+				over = len(line) > maxLine || bytes.Contains(line, overlongMark)
 			}
 			data = j.data[i:]
+			if skip && !over {
+				continue
+			}
 			if curStart >= 0 && lineAt >= curStart && next[offSeqAttempt] != int64(attempt) {
 				next[offSeq], next[offSeqAttempt] = 0, int64(attempt)
 			}
 			col.Seq = int(next[offSeq])
-			if m, ok := col.Line(string(line)); ok {
+			var m providers.Metric
+			var ok bool
+			if over {
+				m, ok = overlong(sp.ParameterID, line)
+			} else {
+				m, ok = col.Line(string(line))
+			}
+			if ok {
 				if m.Time.IsZero() && curStart >= 0 && lineAt >= curStart {
 					m.Time = tt.at(true, pos)
 				}
@@ -472,6 +523,11 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 			}
 			next[offSeq] = int64(col.Seq)
 		}
+	}
+	if skip {
+		next[offSkip] = 1
+	} else {
+		delete(next, offSkip)
 	}
 	if partial {
 		data = []byte{0} // more to read: nothing is settled yet
@@ -669,7 +725,9 @@ func (tf *trialFiles) regexFinal(re *regexp.Regexp, from int64) (providers.Metri
 	}
 	col := trialproto.Collector{ParameterID: tf.sp.ParameterID, Regex: re}
 	for _, line := range strings.Split(string(data), "\n") {
-		col.Line(line)
+		if len(line) <= maxLine && !strings.Contains(line, string(overlongMark)) {
+			col.Line(line)
+		}
 	}
 	if col.Final {
 		return providers.Metric{}, false, nil

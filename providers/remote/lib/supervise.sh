@@ -63,13 +63,13 @@ pid_start=$ps_start
 # its metric lines ("trialform: ", NNI's "NNISDK_MEb'", split at CR as the
 # reader does) are appended to stdout.kept as "OFFSET NEWLINE TEXT" lines,
 # with the first and last piece of the freed range (lines that cross its
-# edges). FILE.cut, "FROM TO LIMIT KEPT_LEN", is written before the hole is
+# edges); a line over 1 MiB (not read) as \036trialform-overlong\036 and its first 4096 bytes. FILE.cut, "FROM TO LIMIT KEPT_LEN", is written before the hole is
 # punched: the reader takes [FROM, TO) from stdout.kept's first KEPT_LEN
 # bytes. A pass cut short (kill -9) leaves the cut file as it was.
 keep_awk='{
 	off = base + pos; pos += length($0) + 1; nl = (base + pos <= end)
 	if (NR == 1 || index($0, "trialform: ") == 1 || index($0, "NNISDK_MEb'"'"'") > 0) {
-		if (length($0) > 1048576) { $0 = ""; nl = 1 }
+		if (length($0) > 1048576) { $0 = "\036trialform-overlong\036" substr($0, 1, 4096); nl = 1 }
 		print off, nl, $0; shown = NR
 	}
 	last = $0; lastoff = off
@@ -77,7 +77,7 @@ keep_awk='{
 END {
 	if (NR > 0 && shown != NR) {
 		nl = (base + pos <= end)
-		if (length(last) > 1048576) { last = ""; nl = 1 }
+		if (length(last) > 1048576) { last = "\036trialform-overlong\036" substr(last, 1, 4096); nl = 1 }
 		print lastoff, nl, last
 	}
 }'
