@@ -358,7 +358,7 @@ func (m *machine) run(ctx context.Context, cmd string, stdin io.Reader) ([]byte,
 	if err != nil {
 		var ee *ssh.ExitError
 		if errors.As(err, &ee) {
-			return out.Bytes(), fmt.Errorf("machine %s: %s", m.key, firstLines(errb.String(), ee))
+			return out.Bytes(), &exitError{fmt.Sprintf("machine %s: %s", m.key, firstLines(errb.String(), ee))}
 		}
 		// The connection broke (no exit status).
 		m.drop(c)
@@ -367,6 +367,12 @@ func (m *machine) run(ctx context.Context, cmd string, stdin io.Reader) ([]byte,
 	}
 	return out.Bytes(), nil
 }
+
+// exitError is a remote command that ran and failed: the machine
+// answered.
+type exitError struct{ msg string }
+
+func (e *exitError) Error() string { return e.msg }
 
 func firstLines(stderr string, ee *ssh.ExitError) string {
 	s := strings.TrimSpace(stderr)

@@ -511,6 +511,14 @@ func (r *Remote) reserve(ctx context.Context, req providers.StartRequest, only *
 	}
 }
 
+// unusableError is a machine that answers but cannot take trials (its
+// work_dir cannot be written): the error names the machine and says what
+// to fix.
+type unusableError struct{ err error }
+
+func (e *unusableError) Error() string { return e.err.Error() }
+func (e *unusableError) Unwrap() error { return e.err }
+
 // slot is a live (or just reserved) trial on a machine.
 type slot struct {
 	gpus []int
@@ -526,8 +534,13 @@ func (r *Remote) choose(cands []*machine, down map[*machine]error, req providers
 	var why []string
 	gpuShort := false
 	for _, m := range cands {
-		if _, ok := down[m]; ok {
-			why = append(why, m.key+" unreachable")
+		if err, ok := down[m]; ok {
+			var ue *unusableError
+			if errors.As(err, &ue) {
+				why = append(why, ue.Error())
+			} else {
+				why = append(why, m.key+" unreachable")
+			}
 			continue
 		}
 		limit := m.cfg.MaxTrials
@@ -588,6 +601,10 @@ func (r *Remote) scan(ctx context.Context, m *machine) error {
 		return err
 	}
 	if err := r.upload(ctx, m, r.lib, r.libDir(m)); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return &unusableError{fmt.Errorf("cannot write work_dir %s on %s: %w; make it writable by %q there, or set work_dir (of the platform or of that machine block) to a directory it can write", m.work, m.key, err, m.cfg.User)}
+		}
 		return err
 	}
 	start := time.Now()
