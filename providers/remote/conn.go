@@ -59,18 +59,42 @@ func (m *machine) connected(ctx context.Context) (*ssh.Client, *sftp.Client, err
 		return m.conn, m.sftp, nil
 	}
 	if d, ok := m.r.downSince(m); ok && time.Since(d.lastTry) < time.Second {
+		if d.Refused {
+			return nil, nil, refused(errors.New(d.Err))
+		}
 		return nil, nil, fmt.Errorf("machine %s unreachable: %s", m.key, d.Err)
 	}
 	c, s, err := m.dial(ctx)
 	if err != nil {
-		if !providers.IsPermanent(err) {
+		// A refused machine is as good as unreachable for its trials:
+		// they turn LOST after lost_grace, saying why.
+		if !providers.IsPermanent(err) || isRefused(err) {
 			m.r.markDown(m, err)
+		}
+		if isRefused(err) {
+			m.r.warn(err.Error() + "; no trial starts there, and its trials turn LOST after lost_grace " + m.r.cfg.LostGrace.String())
 		}
 		return nil, nil, err
 	}
 	m.conn, m.sftp = c, s
 	m.r.markUp(m)
 	return c, s, nil
+}
+
+// refusedError is a machine that answers but that trialform may not or
+// cannot log in to (its host key is unknown or changed, the login is
+// refused, its key file is unusable): permanent for the machine, not for
+// the platform, whose other machines are used (Validate warns of it).
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+func refused(err error) error { return providers.Permanent(&refusedError{err}) }
+
+func isRefused(err error) bool {
+	var re *refusedError
+	return errors.As(err, &re)
 }
 
 // drop forgets a connection that failed, so the next call re-dials.
@@ -207,15 +231,15 @@ func (m *machine) clientConfig() (*ssh.ClientConfig, error) {
 	if m.cfg.KeyFile != "" {
 		b, err := os.ReadFile(m.cfg.KeyFile)
 		if err != nil {
-			return nil, providers.Permanent(fmt.Errorf("machine %s: ssh_key_file: %w", m.key, err))
+			return nil, refused(fmt.Errorf("machine %s: ssh_key_file: %w", m.key, err))
 		}
 		signer, err := ssh.ParsePrivateKey(b)
 		var pp *ssh.PassphraseMissingError
 		if errors.As(err, &pp) {
-			return nil, providers.Permanent(fmt.Errorf("machine %s: ssh_key_file %s has a passphrase; load it into the SSH agent (ssh-add %s) and leave ssh_key_file out", m.key, m.cfg.KeyFile, m.cfg.KeyFile))
+			return nil, refused(fmt.Errorf("machine %s: ssh_key_file %s has a passphrase; load it into the SSH agent (ssh-add %s) and leave ssh_key_file out", m.key, m.cfg.KeyFile, m.cfg.KeyFile))
 		}
 		if err != nil {
-			return nil, providers.Permanent(fmt.Errorf("machine %s: ssh_key_file %s: %w", m.key, m.cfg.KeyFile, err))
+			return nil, refused(fmt.Errorf("machine %s: ssh_key_file %s: %w", m.key, m.cfg.KeyFile, err))
 		}
 		auth = append(auth, ssh.PublicKeys(signer))
 	}
@@ -235,7 +259,7 @@ func (m *machine) clientConfig() (*ssh.ClientConfig, error) {
 		}
 	}
 	if len(auth) == 0 {
-		return nil, providers.Permanent(fmt.Errorf("machine %s: no way to log in: set ssh_key_file or password, or run an SSH agent (SSH_AUTH_SOCK)", m.key))
+		return nil, refused(fmt.Errorf("machine %s: no way to log in: set ssh_key_file or password, or run an SSH agent (SSH_AUTH_SOCK)", m.key))
 	}
 	return &ssh.ClientConfig{
 		User: m.cfg.User,
@@ -309,13 +333,13 @@ func (m *machine) explain(err error) error {
 			fp = he.fingerprint
 		}
 		if len(ke.Want) == 0 {
-			return providers.Permanent(fmt.Errorf("machine %s: host key is unknown (not in %s; it presented %s). trialform does not trust hosts silently: check that fingerprint with the machine's owner, then add the key with: ssh-keyscan -p %d %s >> %s", m.key, kh, fp, m.cfg.Port, m.cfg.Host, kh))
+			return refused(fmt.Errorf("machine %s: host key is unknown (not in %s; it presented %s). trialform does not trust hosts silently: check that fingerprint with the machine's owner, then add the key with: ssh-keyscan -p %d %s >> %s", m.key, kh, fp, m.cfg.Port, m.cfg.Host, kh))
 		}
 		w := ke.Want[0]
-		return providers.Permanent(fmt.Errorf("machine %s: HOST KEY MISMATCH: it presented %s, which differs from the key in %s:%d; someone may be intercepting the connection, or the host was reinstalled. If the change is expected, remove the old line (ssh-keygen -R '[%s]:%d' -f %s) and add the new key", m.key, fp, w.Filename, w.Line, m.cfg.Host, m.cfg.Port, kh))
+		return refused(fmt.Errorf("machine %s: HOST KEY MISMATCH: it presented %s, which differs from the key in %s:%d; someone may be intercepting the connection, or the host was reinstalled. If the change is expected, remove the old line (ssh-keygen -R '[%s]:%d' -f %s) and add the new key", m.key, fp, w.Filename, w.Line, m.cfg.Host, m.cfg.Port, kh))
 	}
 	if strings.Contains(err.Error(), "unable to authenticate") {
-		return providers.Permanent(fmt.Errorf("machine %s: login as %q refused: %w; check user, ssh_key_file or password (and that the key is in the user's authorized_keys)", m.key, m.cfg.User, err))
+		return refused(fmt.Errorf("machine %s: login as %q refused: %w; check user, ssh_key_file or password (and that the key is in the user's authorized_keys)", m.key, m.cfg.User, err))
 	}
 	return fmt.Errorf("machine %s unreachable: %w", m.key, err)
 }

@@ -91,11 +91,16 @@ type Remote struct {
 
 	downMu sync.Mutex
 	down   map[string]downInfo // by machine key
+
+	warnMu sync.Mutex
+	warned map[string]bool // warnings given (providers.Warner)
+	warns  []string        // not yet returned
 }
 
 type downInfo struct {
 	Since   time.Time `json:"since"`
 	Err     string    `json:"error"`
+	Refused bool      `json:"refused,omitempty"` // it answers but refuses trialform (refusedError)
 	lastTry time.Time
 }
 
@@ -104,6 +109,7 @@ var (
 	_ providers.Lister      = (*Remote)(nil)
 	_ providers.LogStreamer = (*Remote)(nil)
 	_ providers.Locator     = (*Remote)(nil)
+	_ providers.Warner      = (*Remote)(nil)
 )
 
 // New checks cfg and fills defaults. It does not connect.
@@ -189,9 +195,12 @@ var scripts embed.FS
 // Kind returns "remote".
 func (r *Remote) Kind() string { return "remote" }
 
-// Validate connects to every machine: a refused host key or login is an
-// error. A machine that cannot be reached is not: its trials turn LOST
-// after lost_grace, and new trials go to the others (or wait, saying so).
+// Validate connects to every machine. A machine that cannot be reached
+// is no error: its trials turn LOST after lost_grace, and new trials go to
+// the others (or wait, saying so). Nor is one that refuses trialform (an
+// unknown or changed host key, a refused login) while another machine
+// does not: it is never logged in to, and a warning says why
+// (Warnings); when every machine refuses, that is the error.
 func (r *Remote) Validate(ctx context.Context) error {
 	errs := make([]error, len(r.machines))
 	var wg sync.WaitGroup
@@ -203,12 +212,42 @@ func (r *Remote) Validate(ctx context.Context) error {
 		}(i, m)
 	}
 	wg.Wait()
+	var refusals []error
 	for _, err := range errs {
-		if providers.IsPermanent(err) {
+		switch {
+		case isRefused(err):
+			refusals = append(refusals, err)
+		case providers.IsPermanent(err):
 			return err
 		}
 	}
+	if len(refusals) == len(r.machines) {
+		return providers.Permanent(errors.Join(refusals...))
+	}
 	return nil
+}
+
+// warn queues a warning for Warnings, once per text.
+func (r *Remote) warn(msg string) {
+	r.warnMu.Lock()
+	defer r.warnMu.Unlock()
+	if r.warned == nil {
+		r.warned = map[string]bool{}
+	}
+	if !r.warned[msg] {
+		r.warned[msg] = true
+		r.warns = append(r.warns, msg)
+	}
+}
+
+// Warnings returns the machines that refused trialform since the last
+// call (each once; providers.Warner).
+func (r *Remote) Warnings() []string {
+	r.warnMu.Lock()
+	defer r.warnMu.Unlock()
+	w := r.warns
+	r.warns = nil
+	return w
 }
 
 // Close closes the connections; trials keep running.
@@ -238,6 +277,7 @@ func (r *Remote) markDown(m *machine, err error) {
 		d.Since = time.Now().UTC()
 	}
 	d.Err = err.Error()
+	d.Refused = isRefused(err)
 	d.lastTry = time.Now()
 	r.down[m.key] = d
 	if !ok {

@@ -116,12 +116,21 @@ func TestUnknownHostKeyRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.KnownHosts = kh
+	want := "ssh-keyscan -p " + strconv.Itoa(l.Servers[0].Port) + " 127.0.0.1 >> " + kh
+	// The other machine is used: a warning says what to do.
 	r := newRemote(t, cfg)
-	err := r.Validate(context.Background())
+	if err := r.Validate(context.Background()); err != nil {
+		t.Errorf("Validate with one unknown host key of two: %v", err)
+	}
+	if w := strings.Join(r.Warnings(), "\n"); !strings.Contains(w, want) {
+		t.Errorf("warnings %q do not say %q", w, want)
+	}
+	only := cfg
+	only.Machines = cfg.Machines[:1]
+	err := newRemote(t, only).Validate(context.Background())
 	if err == nil {
 		t.Fatal("Validate with an unknown host key: want an error")
 	}
-	want := "ssh-keyscan -p " + strconv.Itoa(l.Servers[0].Port) + " 127.0.0.1 >> " + kh
 	if !strings.Contains(err.Error(), want) || !providers.IsPermanent(err) {
 		t.Errorf("error %q (permanent %v) does not say %q", err, providers.IsPermanent(err), want)
 	}

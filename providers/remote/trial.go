@@ -49,7 +49,7 @@ func (r *Remote) locate(ctx context.Context, exp, id string, h providers.Handle)
 	}
 	if m := r.machineByKey(h["machine"]); m != nil {
 		if _, _, err := m.connected(ctx); err != nil {
-			if providers.IsPermanent(err) {
+			if providers.IsPermanent(err) && !isRefused(err) {
 				return nil, err
 			}
 			return nil, &downError{m, err}
@@ -85,7 +85,7 @@ func (r *Remote) locate(ctx context.Context, exp, id string, h providers.Handle)
 		if tf != nil && first == nil {
 			first = tf
 		}
-		if errs[i] != nil && providers.IsPermanent(errs[i]) {
+		if errs[i] != nil && providers.IsPermanent(errs[i]) && !isRefused(errs[i]) {
 			return nil, errs[i]
 		}
 	}
@@ -129,12 +129,16 @@ func (r *Remote) unreachable(de *downError, id, exp string, h providers.Handle) 
 		return providers.Observation{}, de
 	}
 	dur := time.Since(d.Since).Round(time.Second)
+	what := "unreachable"
+	if d.Refused {
+		what = "refusing trialform"
+	}
 	if time.Since(d.Since) < r.cfg.LostGrace {
-		return providers.Observation{}, fmt.Errorf("machine %s unreachable for %s; its trials become LOST after lost_grace %s: %s", de.m.key, dur, r.cfg.LostGrace, d.Err)
+		return providers.Observation{}, fmt.Errorf("machine %s %s for %s; its trials become LOST after lost_grace %s: %s", de.m.key, what, dur, r.cfg.LostGrace, d.Err)
 	}
 	return providers.Observation{
 		TrialID: id, Experiment: exp, Exists: true, Phase: providers.PhaseLost, Handle: h,
-		Reason: fmt.Sprintf("machine %s unreachable for %s (lost_grace %s): %s", de.m.key, dur, r.cfg.LostGrace, d.Err),
+		Reason: fmt.Sprintf("machine %s %s for %s (lost_grace %s): %s", de.m.key, what, dur, r.cfg.LostGrace, d.Err),
 	}, nil
 }
 
@@ -331,7 +335,7 @@ func (r *Remote) list(ctx context.Context, experiment string, known func(string)
 			defer wg.Done()
 			c, s, err := m.connected(ctx)
 			if err != nil {
-				if providers.IsPermanent(err) {
+				if providers.IsPermanent(err) && !isRefused(err) {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
@@ -491,7 +495,7 @@ func (r *Remote) reserve(ctx context.Context, req providers.StartRequest, only *
 				continue
 			}
 			if err := r.scan(ctx, m); err != nil {
-				if providers.IsPermanent(err) {
+				if providers.IsPermanent(err) && !isRefused(err) {
 					return nil, nil, err
 				}
 				down[m] = err
@@ -536,8 +540,8 @@ func (r *Remote) choose(cands []*machine, down map[*machine]error, req providers
 	for _, m := range cands {
 		if err, ok := down[m]; ok {
 			var ue *unusableError
-			if errors.As(err, &ue) {
-				why = append(why, ue.Error())
+			if errors.As(err, &ue) || isRefused(err) {
+				why = append(why, err.Error())
 			} else {
 				why = append(why, m.key+" unreachable")
 			}
