@@ -745,7 +745,7 @@ func (tf *trialFiles) regexFinal(re *regexp.Regexp, from int64) (providers.Metri
 
 // runScript is the trial's run.sh: the environment, the working dir (the
 // trial's copy of the code dir) and the command, every value quoted.
-func runScript(req providers.StartRequest, m *machine, dir, lib string, gpus []int) (string, error) {
+func runScript(req providers.StartRequest, m *machine, dir, lib string, gpus []int, attempt int) (string, error) {
 	env := trialproto.Env(req, dir, path.Join(dir, "output"), path.Join(dir, "params.json"))
 	names := make([]string, 0, len(env))
 	for k := range env {
@@ -756,7 +756,7 @@ func runScript(req providers.StartRequest, m *machine, dir, lib string, gpus []i
 	}
 	sort.Strings(names)
 	var b strings.Builder
-	b.WriteString("#!/bin/sh\n# written by trialform for attempt of trial " + shq(req.TrialID) + "\n")
+	fmt.Fprintf(&b, "#!/bin/sh\n# written by trialform for attempt %d of trial %s\n", attempt, shq(req.TrialID))
 	for _, k := range names {
 		if k == "PATH" || k == "PYTHONPATH" {
 			continue

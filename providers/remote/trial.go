@@ -225,7 +225,7 @@ func (r *Remote) launch(ctx context.Context, m *machine, req providers.StartRequ
 		return nil, err
 	}
 	dir := m.trialDir(req.Experiment, req.TrialID)
-	run, err := runScript(req, m, dir, lib, gpus)
+	run, err := runScript(req, m, dir, lib, gpus, attempt)
 	if err != nil {
 		return nil, err
 	}

@@ -41,3 +41,19 @@ func TestUnwritableWorkDirSaysSo(t *testing.T) {
 		t.Errorf("error %q: the trial should wait for the machine to be fixed", err)
 	}
 }
+
+// run.sh says which attempt of which trial it is.
+func TestRunScriptHeader(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	r := newRemote(t, cfg)
+	h, err := r.Start(ctx(t), trialReq("hdr", "t1", "true", t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(h["dir"], "run.sh"))
+	if err != nil || !strings.Contains(string(b), "\n# written by trialform for attempt 1 of trial t1\n") {
+		t.Errorf("run.sh: %q %v", b, err)
+	}
+}
