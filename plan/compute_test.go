@@ -919,7 +919,7 @@ func TestObserveLastFinalWinsWhole(t *testing.T) {
 		{"multi: the objective dropped", true, nil, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`), fin(`{"latency": 1}`)}, state.Failed, nil, `no key "default"`},
 		{"multi: the objective NaN", true, nil, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`), fin(`{"default": NaN, "latency": 1}`)}, state.Failed, nil, `"default" is NaN`},
 		{"multi: the objective text", true, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`)}, []providers.Metric{fin(`{"default": "oops", "latency": 1}`)}, state.Failed, nil, `"default" is "oops"`},
-		{"multi: the second objective dropped", true, nil, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`), fin(`{"default": 0.5}`)}, state.Failed, fptr(0.5), `no key "latency" (got: default)`},
+		{"multi: the second objective dropped", true, nil, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`), fin(`{"default": 0.5}`)}, state.Failed, fptr(0.5), `lacks objective "latency" (got: default)`},
 		{"multi: the second objective infinite", true, nil, []providers.Metric{fin(`{"default": 0.99, "latency": -Infinity}`)}, state.Failed, fptr(0.99), `"latency" is NaN, Infinity or null`},
 		{"multi: a whole later result", true, nil, []providers.Metric{fin(`{"default": 0.9, "latency": 10}`), fin(`{"default": 0.5, "latency": 1}`)}, state.Succeeded, fptr(0.5), ""},
 	} {

@@ -460,14 +460,17 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 				t.Reason = fmt.Sprintf("metrics unavailable: the final result lacks %s %s%s",
 					plural(len(missing), "objective", "objectives"), strings.Join(missing, ", "), reportedKeys(t.Final))
 				if lastFinal != "" {
-					// Say why when the key is there (NaN, Infinity, text).
+					// Say why when the key is there but holds no number
+					// (NaN, Infinity, text).
 					var whys []string
 					for _, o := range e.Objectives[1:] {
 						if _, ok := t.Final[o.Metric]; !ok {
-							whys = append(whys, trialproto.MissingObjective(lastFinal, o.Metric))
+							if why := trialproto.MissingObjective(lastFinal, o.Metric); why != "" && !strings.Contains(why, "has no key") {
+								whys = append(whys, why)
+							}
 						}
 					}
-					if len(whys) > 0 && whys[0] != "" {
+					if len(whys) > 0 {
 						t.Reason = "metrics unavailable: " + strings.Join(limit(whys, 3), "; ")
 					}
 				}
