@@ -179,6 +179,9 @@ type ApplyHuman struct {
 	counts
 	mu  sync.Mutex // one line at a time
 	bar *progressbar.ProgressBar
+	// waits is what each waiting trial was last said to wait for: apply
+	// -wait and watch say it again only when it changes.
+	waits map[string]string
 }
 
 // TrialAction prints one line per finished action.
@@ -198,12 +201,19 @@ func (h *ApplyHuman) TrialAction(a *plan.TrialAction, done bool, err error) {
 	name := a.Experiment + "/" + a.TrialID
 	switch {
 	case err != nil && h.o.Skipped(err):
-		fmt.Fprintf(h.out, "  %s %s: %s\n", c.Dim("."), name, Safe(err.Error()))
+		if h.waits == nil {
+			h.waits = map[string]string{}
+		}
+		if h.waits[name] != err.Error() {
+			h.waits[name] = err.Error()
+			fmt.Fprintf(h.out, "  %s %s: %s\n", c.Dim("."), name, Safe(err.Error()))
+		}
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(h.out, "  %s %s: %s cancelled by the interrupt\n", c.Red("!"), name, a.Action)
 	case err != nil:
 		fmt.Fprintf(h.out, "  %s %s: %s failed: %s\n", c.Red("!"), name, a.Action, Safe(err.Error()))
 	default:
+		delete(h.waits, name)
 		h.add(a.Action)
 		switch a.Action {
 		case plan.Create:

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -92,5 +93,25 @@ func TestApplyViewsAgree(t *testing.T) {
 	}
 	if summary == nil || *summary != (ChangeSummaryJSON{Operation: "apply", Create: hv.Count(plan.Create), Resume: hv.Count(plan.Resume), Teardown: hv.Count(plan.Teardown)}) {
 		t.Errorf("JSON summary %+v, human counts %d/%d/%d", summary, hv.Count(plan.Create), hv.Count(plan.Resume), hv.Count(plan.Teardown))
+	}
+}
+
+// TestApplyHumanSaysAWaitOnce: apply -wait and watch retry a waiting
+// trial every pass; its reason is printed when it changes, not each time
+// (a remote run repeated "skipped: no free GPU" for every trial, every
+// pass).
+func TestApplyHumanSaysAWaitOnce(t *testing.T) {
+	var out bytes.Buffer
+	v := NewApply(ApplyOptions{Out: &out, Skipped: func(err error) bool { return errors.Is(err, errWaits) }})
+	a := &plan.TrialAction{Experiment: "e", TrialID: "t0", Action: plan.Create}
+	other := fmt.Errorf("no free GPU on gpu-1: %w", errWaits)
+	for _, err := range []error{errWaits, errWaits, errWaits, other, other, nil, errWaits} {
+		v.TrialAction(a, true, err)
+	}
+	if got, want := strings.Count(out.String(), "e/t0: waiting for capacity"), 2; got != want {
+		t.Errorf("the same wait said %d times, want %d (once, and again after the trial started):\n%s", got, want, out.String())
+	}
+	if got := strings.Count(out.String(), "no free GPU on gpu-1"); got != 1 {
+		t.Errorf("a new reason said %d times, want 1:\n%s", got, out.String())
 	}
 }
