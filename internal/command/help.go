@@ -240,8 +240,11 @@ recorded: they come from sensitive variables or the environment every time.`,
 	"force-unlock": {
 		synopsis: "trialform force-unlock [options] LOCK_ID",
 		args:     []string{"LOCK_ID  the id printed in the lock error"},
-		desc:     `Removes a state lock whose holder is gone. Make sure it really is.`,
-		example:  "trialform force-unlock 8a1c2f",
+		desc: `Removes a state lock whose holder is gone. Make sure it really is.
+
+While the backend block differs from the backend init recorded (init -migrate-state not run yet,
+or killed while it held a lock), the lock is looked for in both backends.`,
+		example: "trialform force-unlock 8a1c2f",
 	},
 	"version": {
 		synopsis: "trialform version [options]",

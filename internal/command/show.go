@@ -13,6 +13,7 @@ import (
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/state/backends"
 )
 
 func runShow(ctx context.Context, g *Globals, args []string) int {
@@ -314,6 +315,9 @@ func runForceUnlock(ctx context.Context, g *Globals, args []string) int {
 	if !ok {
 		return code
 	}
+	if code, pending := g.forceUnlockPending(pos[0]); pending {
+		return code
+	}
 	_, m, ok := g.openBackend(nil)
 	if !ok {
 		return 1
@@ -323,4 +327,64 @@ func runForceUnlock(ctx context.Context, g *Globals, args []string) int {
 	}
 	views.LockRemoved(g.IO.Out)
 	return 0
+}
+
+// forceUnlockPending releases lock id while the backend block differs
+// from the one init recorded (init -migrate-state not run yet, or killed
+// while it held a lock): the lock may be in either backend, and every
+// other command refuses to open them until init, which a lock left by a
+// killed process blocks. pending is false when no change is pending (the
+// caller goes on as usual).
+func (g *Globals) forceUnlockPending(id string) (code int, pending bool) {
+	sd, err := g.stateDir()
+	if err != nil {
+		return 0, false
+	}
+	be, hasConfig, ok := g.configuredBackend(nil, nil)
+	if !ok || !hasConfig {
+		return 0, false
+	}
+	rec, err := state.RecordedBackend(sd)
+	if err != nil {
+		return 0, false
+	}
+	have := state.BackendRecord{Kind: state.LocalBackend}
+	if rec != nil {
+		have = *rec
+	}
+	want := backendRecordOf(be)
+	if have.Same(want) {
+		return 0, false
+	}
+	var settings any
+	var secrets []string
+	if be != nil {
+		settings, secrets = be.Config, be.Secrets
+	}
+	var errs []string
+	try := func(kind string, cfg any) bool {
+		b, err := backends.Open(kind, cfg, g.backendEnv(sd))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("the %s backend: %s", kind, maskText(secrets, err.Error())))
+			return false
+		}
+		defer closeIfCloser(b)
+		if err := b.ForceUnlock(id); err != nil {
+			errs = append(errs, fmt.Sprintf("the %s backend (%s): %s", kind, b.Location(), maskText(secrets, err.Error())))
+			return false
+		}
+		return true
+	}
+	if try(want.Kind, settings) {
+		views.LockRemoved(g.IO.Out)
+		return 0, true
+	}
+	if srcCfg, err := decodeRecordedSettings(have); err == nil && try(have.Kind, srcCfg) {
+		views.LockRemoved(g.IO.Out)
+		return 0, true
+	} else if err != nil {
+		errs = append(errs, err.Error())
+	}
+	return g.errorf("the backend block changed from the recorded %s backend to %s (run `trialform init -migrate-state` once the lock is gone); lock %s is in neither: %s",
+		have.Kind, want.Kind, id, strings.Join(errs, "; ")), true
 }
