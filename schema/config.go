@@ -43,9 +43,13 @@ type Config struct {
 	// not left to their default: what a saved plan keeps, so that
 	// `apply PLANFILE` uses the values the plan was made with.
 	GivenVars map[string]cty.Value
-	// Declared counts the experiment, search_space and platform blocks
-	// (platforms with the implicit local.default).
-	Declared struct{ Experiments, Spaces, Platforms int }
+	// Declared counts the experiment, search_space and platform blocks;
+	// ImplicitLocal is true when no block declares local.default (the
+	// built-in one is there).
+	Declared struct {
+		Experiments, Spaces, Platforms int
+		ImplicitLocal                  bool
+	}
 
 	// sensitiveVals are the sensitive variables' values, as text (see
 	// Secrets).

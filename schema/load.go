@@ -78,9 +78,8 @@ func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	}
 	l.load(opts)
 	l.cfg.Declared.Experiments, l.cfg.Declared.Spaces, l.cfg.Declared.Platforms = len(l.expNames), len(l.spaceNames), len(l.platNames)
-	if _, ok := l.platDecls["local.default"]; !ok {
-		l.cfg.Declared.Platforms++ // the implicit local.default
-	}
+	_, declared := l.platDecls["local.default"]
+	l.cfg.Declared.ImplicitLocal = !declared
 	l.scrubDiags()
 	if l.diags.HasErrors() {
 		return &Config{Dir: l.cfg.Dir, Files: l.cfg.Files, Snippets: l.cfg.Snippets}, l.diags

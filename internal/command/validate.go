@@ -47,7 +47,13 @@ func runValidate(ctx context.Context, g *Globals, args []string) int {
 	if len(cfg.UnknownVars) > 0 {
 		unknown = joinVarNames(cfg.UnknownVars)
 	}
-	views.Valid(g.IO.Out, cfg.Declared.Experiments, cfg.Declared.Spaces, cfg.Declared.Platforms, unknown, len(cfg.UnknownVars))
+	// An experiment runs on the built-in local.default (the only platform
+	// when none is declared).
+	builtin := cfg.Declared.ImplicitLocal && cfg.Declared.Platforms == 0
+	for _, e := range cfg.Experiments {
+		builtin = builtin || cfg.Declared.ImplicitLocal && e.Platform != nil && e.Platform.Key() == "local.default"
+	}
+	views.Valid(g.IO.Out, cfg.Declared.Experiments, cfg.Declared.Spaces, cfg.Declared.Platforms, builtin, unknown, len(cfg.UnknownVars))
 	return 0
 }
 

@@ -56,8 +56,12 @@ func StateMoved(w io.Writer, from, to string, trials int, backup, platformName, 
 
 // Valid is validate's success line; unknown names the variables that had
 // no value (as Terraform's validate: checked whatever they will be).
-func Valid(w io.Writer, experiments, spaces, platforms int, unknown string, unknownCount int) {
-	fmt.Fprintf(w, "Success! The configuration is valid: %d experiment(s), %d search space(s), %d platform(s).\n", experiments, spaces, platforms)
+func Valid(w io.Writer, experiments, spaces, platforms int, builtinLocal bool, unknown string, unknownCount int) {
+	plus := ""
+	if builtinLocal {
+		plus = " (and the built-in local.default)"
+	}
+	fmt.Fprintf(w, "Success! The configuration is valid: %d experiment(s), %d search space(s), %d platform(s)%s.\n", experiments, spaces, platforms, plus)
 	if unknownCount > 0 {
 		need := "their values"
 		if unknownCount == 1 {
