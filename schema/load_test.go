@@ -831,8 +831,8 @@ func TestLoadUnknownVariables(t *testing.T) {
 	if want := []string{"n", "host", "lrs", "tok"}; !slices.Equal(cfg.UnknownVars, want) {
 		t.Errorf("UnknownVars = %q, want %q", cfg.UnknownVars, want)
 	}
-	if d := cfg.Declared; d.Experiments != 2 || d.Spaces != 1 || d.Platforms != 2 {
-		t.Errorf("Declared = %+v, want 2 experiments, 1 space, 2 platforms (local.default)", d)
+	if d := cfg.Declared; d.Experiments != 2 || d.Spaces != 1 || d.Platforms != 1 || !d.ImplicitLocal {
+		t.Errorf("Declared = %+v, want 2 experiments, 1 space, 1 platform block and the built-in local.default", d)
 	}
 	// plan and apply: each missing value is an error.
 	_, diags = Load(fixed, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
