@@ -140,7 +140,7 @@ func Compute(in Input) (*Plan, error) {
 					return nil, fmt.Errorf("experiment %q (%s): %w", name, posOf(cfg), err)
 				}
 			}
-			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name], requests[name], in.Me, unknownTrials(cur, in.Listed[name]))
+			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name], requests[name], in.Me, unknownTrials(cur, in.Listed[name], false), unknownTrials(cur, in.Listed[name], true))
 			if err != nil {
 				return nil, fmt.Errorf("experiment %q: %w", name, err)
 			}
@@ -153,7 +153,7 @@ func Compute(in Input) (*Plan, error) {
 		if cur != nil {
 			addOrphans(ep, cur, in.Listed[name], st.Lineage, p)
 		} else {
-			warnUnknown(name, ep.Platform, in.Listed[name], p)
+			warnUnknown(ep, name, in.Listed[name], st.Lineage, p)
 		}
 		p.Experiments = append(p.Experiments, ep)
 	}
@@ -209,22 +209,35 @@ func addOrphans(ep *ExperimentPlan, cur *state.Experiment, listed []providers.Ob
 	}
 }
 
-// warnUnknown warns when the platform already holds unfinished trials of
-// an experiment the state does not have (the plan's new trials are
-// numbered past them, unknownTrials): they run beside the new ones, and
-// their results reach no tuner, until adopted.
-func warnUnknown(name, platform string, listed []providers.Observation, p *Plan) {
+// warnUnknown handles the unfinished trials the platform holds of an
+// experiment the state does not have. Those this state started (its
+// lineage: the experiment was removed with `state rm`) are orphans, torn
+// down as addOrphans tears down a known experiment's (they ran beside the
+// new trials, past concurrency and the budget). Of the others (another
+// state's, or a lost state's) it warns: the plan's new trials are numbered
+// past them (unknownTrials) and run beside them, and their results reach
+// no tuner, until adopted.
+func warnUnknown(ep *ExperimentPlan, name string, listed []providers.Observation, lineage string, p *Plan) {
 	var ids []string
 	for _, o := range listed {
-		if o.Exists && !o.Phase.Ended() {
-			ids = append(ids, o.TrialID)
+		if !o.Exists || o.Phase.Ended() {
+			continue
 		}
+		if o.Lineage != "" && o.Lineage == lineage && o.Phase != providers.PhaseLost {
+			ep.Trials = append(ep.Trials, &TrialAction{
+				Action: Teardown, Experiment: name, TrialID: o.TrialID, Status: string(o.Phase),
+				Reason: "orphan: running on " + ep.Platform + " but not in the state", Cause: CauseOrphan,
+			})
+			ep.Notes = append(ep.Notes, fmt.Sprintf("trial %s is an orphan of this state (its experiment was removed from the state): apply tears it down; to keep it, adopt it with `trialform import %s %s`", o.TrialID, name, o.TrialID))
+			continue
+		}
+		ids = append(ids, o.TrialID)
 	}
 	if len(ids) == 0 {
 		return
 	}
 	p.Warnings = append(p.Warnings, fmt.Sprintf("experiment %s is not in the state but %s holds %d unfinished trial(s) of it (%s): another state started them, or this one lost them (a state lost, a backend changed); new trials are numbered past them and run beside them. If they are this experiment's, adopt them first with `trialform import -all %s`; else remove them on the platform or rename the experiment",
-		name, platform, len(ids), strings.Join(ids, ", "), name))
+		name, ep.Platform, len(ids), strings.Join(ids, ", "), name))
 }
 
 func planDelete(cur *state.Experiment, destroy bool, me string) (*ExperimentPlan, error) {
@@ -522,11 +535,14 @@ func progress(e *state.Experiment, gen int) Progress {
 // holds of an experiment (listed) that the state does not record (cur
 // may be nil), sorted: a trial removed with state rm, or one a lost
 // journal forgot.
-func unknownTrials(cur *state.Experiment, listed []providers.Observation) []int {
+func unknownTrials(cur *state.Experiment, listed []providers.Observation, endedOnly bool) []int {
 	var out []int
 	for _, o := range listed {
 		if cur != nil && cur.Trials[o.TrialID] != nil {
 			continue
+		}
+		if endedOnly && o.Exists && !o.Phase.Ended() {
+			continue // running: an orphan the plan tears down, and says so
 		}
 		var seq int
 		if _, err := fmt.Sscanf(o.TrialID, "t%d", &seq); err == nil && seq >= 0 && TrialID(seq) == o.TrialID {
@@ -541,7 +557,7 @@ func unknownTrials(cur *state.Experiment, listed []providers.Observation) []int 
 // the sequence numbers of trials the platform holds that the state does
 // not record: new trials are numbered past them, as a trial cannot start
 // where another of its id is.
-func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64, requests map[string]string, me string, unknown []int) (*ExperimentPlan, error) {
+func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64, requests map[string]string, me string, unknown, unknownEnded []int) (*ExperimentPlan, error) {
 	hash := SpecHash(cfg)
 	ep := &ExperimentPlan{
 		Name: cfg.Name, Platform: cfg.Platform.Key(), Action: NoOp,
@@ -802,6 +818,11 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			next = unknown[len(unknown)-1] + 1
 			ep.Notes = append(ep.Notes, fmt.Sprintf("new trials are numbered from %s, past %d trial(s) %s holds that the state does not record (%s): `trialform import -all %s` adds them to the state, their results to the tuner's history",
 				TrialID(next), len(unknown), ep.Platform, idRange(unknown), cfg.Name))
+		} else if len(unknownEnded) > 0 {
+			// Removed with state rm (or a record lost): their budget slots
+			// are free again, which these new trials take.
+			ep.Notes = append(ep.Notes, fmt.Sprintf("%s holds %d ended trial(s) that the state does not record (%s), so their part of the budget goes to new trials: `trialform import -all %s` adds them back to the state, their results to the tuner's history",
+				ep.Platform, len(unknownEnded), idRange(unknownEnded), cfg.Name))
 		}
 		seqs := make([]int, n)
 		for i := range seqs {

@@ -210,3 +210,22 @@ func TestNewExperimentBesideUnknownTrials(t *testing.T) {
 		t.Errorf("warnings say a new trial cannot start: %q", w)
 	}
 }
+
+// TestPlanNotesRemovedTrials: a trial removed from the state with state rm
+// (its id below NextSeq, so new trials need not be numbered past it) still
+// gets a note when the plan spends its budget slot again (docs/state.md:
+// "the plan says so and how to add them back").
+func TestPlanNotesRemovedTrials(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Succeeded, 1), trial(1, state.Succeeded, 1))
+	st.Experiments["exp"].NextSeq = 3 // t0002 was removed with state rm
+	p := compute(t, cfg, st, t0, Options{}, providers.Observation{TrialID: "t0002", Exists: true, Phase: providers.PhaseSucceeded})
+	ep := p.Experiments[0]
+	if got := actions(p); !strings.HasPrefix(got, "+t0003") {
+		t.Fatalf("actions = %q", got)
+	}
+	notes := strings.Join(ep.Notes, "\n")
+	if !strings.Contains(notes, "holds 1 ended trial(s) that the state does not record (t0002)") || !strings.Contains(notes, "trialform import -all exp") {
+		t.Fatalf("notes = %q", notes)
+	}
+}
