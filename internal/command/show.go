@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -311,6 +312,7 @@ func parseAddress(a string) (exp, trial string, err error) {
 
 func runForceUnlock(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("force-unlock", flag.ContinueOnError)
+	force := fs.Bool("force", false, "remove the lock even when its holder is a process that still runs on this machine")
 	pos, code, ok := g.parse(fs, args, argSpec{min: 1, max: 1, hint: "force-unlock takes the lock id printed in the lock error."})
 	if !ok {
 		return code
@@ -322,11 +324,41 @@ func runForceUnlock(ctx context.Context, g *Globals, args []string) int {
 	if !ok {
 		return 1
 	}
+	if !*force {
+		if li := liveLocalHolder(m, pos[0]); li != nil {
+			return g.errorf("lock %s is held by %s (pid %d on this machine, which still runs; since %s): it is not stale. Stop that command (Ctrl-C), or wait for it; if pid %d is not that command any more, run force-unlock -force %s",
+				li.ID, li.Operation, li.PID, li.Created.Local().Format(time.DateTime), li.PID, li.ID)
+		}
+	}
 	if err := m.ForceUnlock(pos[0]); err != nil {
 		return g.errorf("%v", err)
 	}
 	views.LockRemoved(g.IO.Out)
 	return 0
+}
+
+// liveLocalHolder returns the lock id's holder when it is a process of
+// this machine that still runs (force-unlock is for a holder that is
+// gone: removing a live one's lock lets a second command write beside it).
+func liveLocalHolder(m state.Backend, id string) *state.LockInfo {
+	locks, err := state.CurrentLocksOf(m)
+	if err != nil {
+		return nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return nil
+	}
+	for i := range locks {
+		li := &locks[i]
+		if li.ID != id || li.PID <= 0 || li.PID == os.Getpid() {
+			continue
+		}
+		if _, h, ok := strings.Cut(li.Who, "@"); ok && h == host && pidAlive(li.PID) {
+			return li
+		}
+	}
+	return nil
 }
 
 // forceUnlockPending releases lock id while the backend block differs
