@@ -2,7 +2,9 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -30,7 +32,17 @@ const (
 	offTS    = "ts/"   // + pod name: node time (unix ns) of the last log line consumed
 	offTSN   = "tsn/"  // + pod name: lines consumed that carry exactly that time
 	offErr   = "err/"  // + pod name: failed reads of an ended container's log
+	// + pod name + "/" + metric_regex name: the last value read of that
+	// name (float64 bits; NaN for null), for the synthetic final result.
+	offRx = "rx/"
+	// + pod name + "/" + metric_regex name: the order the name was first
+	// read in.
+	offRxOrder = "rxo/"
 )
+
+// maxRegexNames bounds the metric_regex names a pod's last values are kept
+// for (the synthetic final result).
+const maxRegexNames = 100
 
 // Read observes one trial: its Job, the Job's pods, and the metrics in the
 // newest pod's log past req.MetricsOffset.
@@ -377,6 +389,11 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 				newOff[key+pod.Name] = v
 			}
 		}
+		for key, v := range offsets {
+			if strings.HasPrefix(key, offRx+pod.Name+"/") || strings.HasPrefix(key, offRxOrder+pod.Name+"/") {
+				newOff[key] = v
+			}
+		}
 	}
 	// A trial container that has not started (the pod is pending, an
 	// init container or the image pull still runs) has no log yet.
@@ -432,6 +449,11 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		lines, stamps := cur.consumeAt(raw, haveTS, term != nil && !truncated)
 		for i, line := range lines {
 			if m, ok := col.Line(line); ok {
+				if re != nil {
+					if _, own := trialproto.ParseStdoutLine(line, nil); !own {
+						keepLastRegex(newOff, pod.Name, m.Value)
+					}
+				}
 				if m.Time.IsZero() && stamps[i] > 0 {
 					// The node's time for the line: when the trial
 					// printed it, not when this read found it.
@@ -444,18 +466,12 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		if term != nil && !truncated {
 			newOff[offDone+pod.Name] = 1
 		}
-		// The synthetic final of regexp metrics needs every value: read
-		// the whole log once the trial succeeded without a final result.
+		// The synthetic final of regexp metrics: the last value of each
+		// name, kept with the cursor as the log was read.
 		if term != nil && !truncated && term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
-			whole, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: trialContainer(pod), LimitBytes: ptr.To(int64(maxLogRead))}).DoRaw(ctx)
-			if err == nil {
-				all := trialproto.Collector{ParameterID: pid, Regex: re}
-				for _, line := range strings.SplitAfter(string(whole), "\n") {
-					all.Line(line)
-				}
-				if m, ok := all.Finish(false); ok {
-					add(col.Add(m))
-				}
+			if m, ok := lastRegexFinal(newOff, pod.Name); ok {
+				m.ParameterID = pid
+				add(col.Add(m))
 			}
 		}
 	}
@@ -468,6 +484,81 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		}
 	}
 	return nil
+}
+
+// keepLastRegex records in off the values of a metric_regex line's metric
+// (a JSON object of numbers or null) as the last ones of their names.
+func keepLastRegex(off map[string]int64, pod, value string) {
+	dec := json.NewDecoder(strings.NewReader(value))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return
+	}
+	n := int64(0)
+	for key := range off {
+		if strings.HasPrefix(key, offRxOrder+pod+"/") {
+			n++
+		}
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return
+		}
+		name, _ := t.(string)
+		var v *float64
+		if err := dec.Decode(&v); err != nil {
+			return
+		}
+		f := math.NaN()
+		if v != nil {
+			f = *v
+		}
+		if _, seen := off[offRxOrder+pod+"/"+name]; !seen {
+			if n >= maxRegexNames {
+				continue
+			}
+			off[offRxOrder+pod+"/"+name] = n
+			n++
+		}
+		off[offRx+pod+"/"+name] = int64(math.Float64bits(f))
+	}
+}
+
+// lastRegexFinal is the synthetic FINAL result of a pod's metric_regex
+// values: the last value of each name, in the order the names first came.
+func lastRegexFinal(off map[string]int64, pod string) (providers.Metric, bool) {
+	type kv struct {
+		name  string
+		order int64
+	}
+	var names []kv
+	for key, v := range off {
+		if name, ok := strings.CutPrefix(key, offRxOrder+pod+"/"); ok {
+			names = append(names, kv{name, v})
+		}
+	}
+	if len(names) == 0 {
+		return providers.Metric{}, false
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i].order < names[j].order })
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, n := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(n.name)
+		b.Write(k)
+		b.WriteByte(':')
+		f := math.Float64frombits(uint64(off[offRx+pod+"/"+n.name]))
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			b.WriteString("null")
+		} else {
+			b.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	}
+	b.WriteByte('}')
+	return providers.Metric{Type: trialproto.TypeFinal, Value: b.String()}, true
 }
 
 // maxLogErrors is how many failed reads of an ended container's log

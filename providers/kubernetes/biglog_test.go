@@ -1,0 +1,100 @@
+package kubernetes_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	k8s "github.com/trialform/trialform/providers/kubernetes"
+)
+
+// runToEnd starts a trial running script and reads it as refreshes do (a
+// new process each time, the offsets the state keeps, nothing read once
+// the trial ended) until it ended; it returns every metric read and the
+// last observation.
+func runToEnd(t *testing.T, ns, exp, script, regex string) ([]providers.Metric, providers.Observation) {
+	t.Helper()
+	share := t.TempDir()
+	code := filepath.Join(share, "code")
+	os.MkdirAll(code, 0o755)
+	if err := os.WriteFile(filepath.Join(code, "train.py"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py, _ := filepathLookPython()
+	cfg := k8s.Config{Rest: cp.Config, Namespace: ns, MetricsInterval: time.Millisecond,
+		NFS: &k8s.NFS{Server: "127.0.0.1", Path: share, MountPath: share, LocalPath: share}}
+	p, err := k8s.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	h, err := p.Start(ctx, providers.StartRequest{Experiment: exp, ExperimentID: "eid", TrialID: "t0", Params: map[string]any{"x": 1},
+		Args: []string{py, "train.py"}, CodeDir: code, Lineage: "L", MetricRegex: regex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Stop(context.Background(), providers.StopRequest{Experiment: exp, TrialID: "t0", Purge: true, Grace: time.Second})
+	})
+	var all []providers.Metric
+	var off map[string]int64
+	for {
+		p, err := k8s.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: "t0", Handle: h, MetricsOffset: off})
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = o.MetricsOffset
+		all = append(all, o.Metrics...)
+		if o.Phase.Ended() || o.Phase == providers.PhaseLost {
+			return all, o
+		}
+		if ctx.Err() != nil {
+			dump(t, ns)
+			t.Fatal("the trial did not end")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func finals(ms []providers.Metric) []string {
+	var out []string
+	for _, m := range ms {
+		if m.Type == "FINAL" {
+			out = append(out, m.Value)
+		}
+	}
+	return out
+}
+
+// TestRegexFinalPastALongLog: the synthetic final result of metric_regex
+// is the last value printed, even past 8 MiB of log (it was the last one
+// in the first 8 MiB).
+func TestRegexFinalPastALongLog(t *testing.T) {
+	need(t)
+	ns := namespace(t, "regexlong")
+	// The filler comes in two halves more than a second apart, so that no
+	// second of the log holds more than one read's worth.
+	ms, o := runToEnd(t, ns, "rl", `import sys, time
+print("loss=0.9", flush=True)
+half = ("x" * 99 + "\n") * 50000
+sys.stdout.write(half)
+sys.stdout.flush()
+time.sleep(2.1)
+sys.stdout.write(half)
+print("loss=0.1", flush=True)
+`, `loss=(?P<value>[0-9.]+)`)
+	if o.Phase != providers.PhaseSucceeded {
+		t.Fatalf("phase %s (%s), want succeeded", o.Phase, o.Reason)
+	}
+	if f := finals(ms); len(f) != 1 || f[0] != `{"default":0.1}` {
+		t.Fatalf("final results %q, want the last value printed, {\"default\":0.1}", f)
+	}
+}
