@@ -98,3 +98,31 @@ print("loss=0.1", flush=True)
 		t.Fatalf("final results %q, want the last value printed, {\"default\":0.1}", f)
 	}
 }
+
+// TestMetricsPastABurstOfLog: more than a read's worth of log in one
+// second (the cursor's sinceTime) does not stop the reader: the results
+// printed after it are read, before the trial is left as ended.
+func TestMetricsPastABurstOfLog(t *testing.T) {
+	need(t)
+	ns := namespace(t, "logburst")
+	ms, o := runToEnd(t, ns, "lb", `import nni, sys
+nni.get_next_parameter()
+sys.stdout.write(("y" * 99 + "\n") * 200000)
+sys.stdout.flush()
+for i in range(5):
+    nni.report_intermediate_result(i)
+nni.report_final_result(42)
+`, "")
+	if o.Phase != providers.PhaseSucceeded {
+		t.Fatalf("phase %s (%s), want succeeded", o.Phase, o.Reason)
+	}
+	n := 0
+	for _, m := range ms {
+		if m.Type == "PERIODICAL" {
+			n++
+		}
+	}
+	if f := finals(ms); n != 5 || len(f) != 1 || f[0] != "42" {
+		t.Fatalf("%d intermediate results, final %q; want 5 and 42 (note %q)", n, f, o.Note)
+	}
+}

@@ -1,9 +1,12 @@
 package kubernetes
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"sort"
@@ -17,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
@@ -417,23 +419,9 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	keep()
 	cur := logCursor{bytes: offsets[offLog+pod.Name], ts: offsets[offTS+pod.Name], tsn: offsets[offTSN+pod.Name]}
 	_, haveTS := offsets[offTS+pod.Name]
-	opts := &corev1.PodLogOptions{Container: trialContainer(pod), Timestamps: true, LimitBytes: ptr.To(int64(maxLogRead))}
+	opts := &corev1.PodLogOptions{Container: trialContainer(pod), Timestamps: true}
 	if haveTS {
 		opts.SinceTime = &metav1.Time{Time: time.Unix(0, cur.ts).UTC().Truncate(time.Second)}
-	}
-	raw, err := k.client.CoreV1().Pods(k.namespace).GetLogs(pod.Name, opts).DoRaw(ctx)
-	if err != nil {
-		raw = nil // no log (rotated, node gone): the termination message may still hold the final result
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		// An ended container's log that cannot be read three times is
-		// given up (its node is gone): it is not asked for again.
-		if term != nil {
-			if newOff[offErr+pod.Name]++; newOff[offErr+pod.Name] >= maxLogErrors {
-				newOff[offDone+pod.Name] = 1
-			}
-		}
 	}
 	col := trialproto.Collector{ParameterID: pid, Regex: re, Seq: int(newOff[offSeq]), Final: newOff[offFinal] == 1}
 	// add keeps the collector's state in the offsets.
@@ -444,31 +432,66 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		}
 		o.Metrics = append(o.Metrics, m)
 	}
-	if raw != nil {
-		truncated := int64(len(raw)) >= maxLogRead
-		lines, stamps := cur.consumeAt(raw, haveTS, term != nil && !truncated)
-		for i, line := range lines {
-			if m, ok := col.Line(line); ok {
-				if re != nil {
-					if _, own := trialproto.ParseStdoutLine(line, nil); !own {
-						keepLastRegex(newOff, pod.Name, m.Value)
-					}
+	// The log is streamed: the lines of the cursor's second already
+	// consumed are read and dropped, however many, and at most budget
+	// bytes of new lines are taken. A running container's rest is read
+	// by the next refreshes; an ended one's is read to its end now (the
+	// trial is not read again once its end is recorded).
+	budget := int64(maxLogRead)
+	if term != nil {
+		budget = maxEndedLogRead
+	}
+	rctx, cancel := context.WithTimeout(ctx, logReadTimeout)
+	defer cancel()
+	more := false
+	rc, err := k.stream.CoreV1().Pods(k.namespace).GetLogs(pod.Name, opts).Stream(rctx)
+	if err == nil {
+		more, err = cur.read(rc, haveTS, term != nil, budget, func(line string, ts int64) {
+			m, ok := col.Line(line)
+			if !ok {
+				return
+			}
+			if re != nil {
+				if _, own := trialproto.ParseStdoutLine(line, nil); !own {
+					keepLastRegex(newOff, pod.Name, m.Value)
 				}
-				if m.Time.IsZero() && stamps[i] > 0 {
-					// The node's time for the line: when the trial
-					// printed it, not when this read found it.
-					m.Time = time.Unix(0, stamps[i]).UTC()
-				}
-				add(m)
+			}
+			if m.Time.IsZero() && ts > 0 {
+				// The node's time for the line: when the trial
+				// printed it, not when this read found it.
+				m.Time = time.Unix(0, ts).UTC()
+			}
+			add(m)
+		})
+		rc.Close()
+		newOff[offLog+pod.Name], newOff[offTS+pod.Name], newOff[offTSN+pod.Name] = cur.bytes, cur.ts, cur.tsn
+	}
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	switch {
+	case err != nil:
+		// No log (rotated, node gone), or its stream broke: the lines
+		// taken count, the termination message may still hold the final
+		// result. An ended container's log that cannot be read three
+		// times is given up (its node is gone): it is not asked for
+		// again.
+		if term != nil {
+			if newOff[offErr+pod.Name]++; newOff[offErr+pod.Name] >= maxLogErrors {
+				newOff[offDone+pod.Name] = 1
 			}
 		}
-		newOff[offLog+pod.Name], newOff[offTS+pod.Name], newOff[offTSN+pod.Name] = cur.bytes, cur.ts, cur.tsn
-		if term != nil && !truncated {
-			newOff[offDone+pod.Name] = 1
+		if o.Phase.Ended() {
+			o.Note = fmt.Sprintf("its log could not be read to its end (%v): results printed past what was read are missing", err)
 		}
+	case term != nil && more:
+		newOff[offDone+pod.Name] = 1
+		o.Note = fmt.Sprintf("its log was read only up to %d MiB past the last read: results printed after that are missing", maxEndedLogRead>>20)
+	case term != nil:
+		newOff[offDone+pod.Name] = 1
 		// The synthetic final of regexp metrics: the last value of each
 		// name, kept with the cursor as the log was read.
-		if term != nil && !truncated && term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
+		if term.ExitCode == 0 && re != nil && newOff[offFinal] == 0 {
 			if m, ok := lastRegexFinal(newOff, pod.Name); ok {
 				m.ParameterID = pid
 				add(col.Add(m))
@@ -599,19 +622,47 @@ func (c *logCursor) consume(raw []byte, haveTS, all bool) []string {
 func (c *logCursor) consumeAt(raw []byte, haveTS, all bool) ([]string, []int64) {
 	var out []string
 	var stamps []int64
-	var seen int64 // content bytes of this response skipped or taken
+	c.read(bytes.NewReader(raw), haveTS, all, math.MaxInt64, func(line string, ts int64) {
+		out = append(out, line)
+		stamps = append(stamps, ts)
+	})
+	return out, stamps
+}
+
+// read is consumeAt on a stream: it reads r a line at a time (memory
+// bounded by maxLogLine whatever the log holds), hands each line past the
+// cursor to take with its node time, and stops once budget content bytes
+// were taken; more reports that it stopped there with lines left. A line
+// longer than maxLogLine counts as read but is handed as "" (no metric
+// line is that long).
+func (c *logCursor) read(r io.Reader, haveTS, all bool, budget int64, take func(line string, ts int64)) (more bool, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var seen, taken int64 // content bytes of this response skipped or taken; taken
 	skipAt, skipN := c.ts, c.tsn
-	data := string(raw)
-	for len(data) > 0 {
-		line, rest, complete := strings.Cut(data, "\n")
-		if !complete && !all {
-			break
+	for {
+		if taken >= budget {
+			if _, err := br.Peek(1); err == io.EOF {
+				return false, nil
+			} else if err != nil {
+				return true, err
+			}
+			return true, nil
 		}
-		data = rest
+		raw, n, complete, rerr := readLogLine(br)
+		if n == 0 || (!complete && !all) {
+			if rerr == io.EOF {
+				rerr = nil
+			}
+			return false, rerr
+		}
+		line := string(raw)
+		overlong := n > maxLogLine
 		stamp, content, ok := strings.Cut(line, " ")
 		var ts int64
+		size := n // content bytes, newline included
 		if t, err := time.Parse(time.RFC3339Nano, stamp); ok && err == nil {
 			ts = t.UnixNano()
+			size -= int64(len(stamp)) + 1
 		} else {
 			// Not timestamped: the continuation of a partial line.
 			content, ts = line, c.ts
@@ -619,26 +670,60 @@ func (c *logCursor) consumeAt(raw []byte, haveTS, all bool) ([]string, []int64) 
 		if complete {
 			content += "\n"
 		}
-		seen += int64(len(content))
-		if haveTS {
-			if ts < skipAt {
-				continue
-			}
-			if ts == skipAt && skipN > 0 {
-				skipN--
-				continue
-			}
-		} else if seen <= c.bytes {
+		if overlong {
+			content = ""
+		}
+		seen += size
+		switch {
+		case haveTS && ts < skipAt:
+		case haveTS && ts == skipAt && skipN > 0:
+			skipN--
+		case !haveTS && seen <= c.bytes:
 			c.at(ts)
+		default:
+			take(content, ts)
+			c.bytes += size
+			c.at(ts)
+			taken += size
+		}
+		if rerr != nil {
+			if rerr == io.EOF {
+				rerr = nil
+			}
+			return false, rerr
+		}
+	}
+}
+
+// readLogLine reads one line of br: its first maxLogLine bytes (without
+// the newline), its whole length n (with it), and whether it ended with a
+// newline.
+func readLogLine(br *bufio.Reader) (line []byte, n int64, complete bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		n += int64(len(frag))
+		if err == nil {
+			frag = frag[:len(frag)-1]
+		}
+		if room := maxLogLine - len(line); room > 0 {
+			line = append(line, frag[:min(room, len(frag))]...)
+		}
+		if err == bufio.ErrBufferFull {
 			continue
 		}
-		out = append(out, content)
-		stamps = append(stamps, ts)
-		c.bytes += int64(len(content))
-		c.at(ts)
+		return line, n, err == nil, err
 	}
-	return out, stamps
 }
+
+// maxLogLine bounds the bytes of one log line kept in memory.
+const maxLogLine = 1 << 20
+
+// maxEndedLogRead bounds the new bytes read from an ended container's log,
+// which is read to its end at once; past it, the trial's note says so.
+const maxEndedLogRead = 256 << 20
+
+// logReadTimeout bounds one read of a pod's log.
+const logReadTimeout = 2 * time.Minute
 
 // lineFresh reports whether the last line consumed from a running pod's
 // log (by this process or one before it: the cursor the state keeps)

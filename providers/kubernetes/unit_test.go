@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -169,5 +170,40 @@ func TestConfigMetricsInterval(t *testing.T) {
 	d := (&Settings{MetricsInterval: "-1s"}).Check(decl.NewWhere("k", hcl.Range{}))
 	if len(d) != 1 || !strings.Contains(d[0].Detail, `metrics_interval = "-1s" is not a duration`) {
 		t.Errorf("Check of a negative metrics_interval: %v", d)
+	}
+}
+
+// Reads bounded by a budget progress through a second holding more lines
+// than one read takes: the lines of that second already consumed are
+// skipped, not counted against the budget.
+func TestLogCursorProgressesWithinOneSecond(t *testing.T) {
+	var full strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&full, "2026-11-23T10:00:00.%03dZ line %d\n", i/10, i)
+	}
+	var c logCursor
+	haveTS := false
+	var got []string
+	for reads := 0; ; reads++ {
+		if reads > 200 {
+			t.Fatalf("no end after %d reads, %d lines taken", reads, len(got))
+		}
+		// What sinceTime (the cursor's second) returns: all of it.
+		more, err := c.read(strings.NewReader(full.String()), haveTS, true, 500, func(line string, _ int64) { got = append(got, line) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		haveTS = true
+		if !more {
+			break
+		}
+	}
+	if len(got) != 1000 || got[999] != "line 999\n" {
+		t.Fatalf("%d lines taken, last %q", len(got), got[len(got)-1])
+	}
+	for i, l := range got {
+		if l != fmt.Sprintf("line %d\n", i) {
+			t.Fatalf("line %d is %q", i, l)
+		}
 	}
 }
