@@ -2,10 +2,15 @@ package kubernetes_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/trialform/trialform/providers"
 	k8s "github.com/trialform/trialform/providers/kubernetes"
@@ -16,6 +21,13 @@ import (
 // the trial ended) until it ended; it returns every metric read and the
 // last observation.
 func runToEnd(t *testing.T, ns, exp, script, regex string) ([]providers.Metric, providers.Observation) {
+	ms, o, _ := runToEndWith(t, cp.Config, ns, exp, script, regex)
+	return ms, o
+}
+
+// runToEndWith is runToEnd through rc; it also returns the warnings of
+// the providers that read.
+func runToEndWith(t *testing.T, rc *rest.Config, ns, exp, script, regex string) ([]providers.Metric, providers.Observation, []string) {
 	t.Helper()
 	share := t.TempDir()
 	code := filepath.Join(share, "code")
@@ -24,7 +36,7 @@ func runToEnd(t *testing.T, ns, exp, script, regex string) ([]providers.Metric, 
 		t.Fatal(err)
 	}
 	py, _ := filepathLookPython()
-	cfg := k8s.Config{Rest: cp.Config, Namespace: ns, MetricsInterval: time.Millisecond,
+	cfg := k8s.Config{Rest: rc, Namespace: ns, MetricsInterval: time.Millisecond,
 		NFS: &k8s.NFS{Server: "127.0.0.1", Path: share, MountPath: share, LocalPath: share}}
 	p, err := k8s.New(cfg)
 	if err != nil {
@@ -41,6 +53,7 @@ func runToEnd(t *testing.T, ns, exp, script, regex string) ([]providers.Metric, 
 		p.Stop(context.Background(), providers.StopRequest{Experiment: exp, TrialID: "t0", Purge: true, Grace: time.Second})
 	})
 	var all []providers.Metric
+	var warned []string
 	var off map[string]int64
 	for {
 		p, err := k8s.New(cfg)
@@ -53,8 +66,12 @@ func runToEnd(t *testing.T, ns, exp, script, regex string) ([]providers.Metric, 
 		}
 		off = o.MetricsOffset
 		all = append(all, o.Metrics...)
+		warned = append(warned, p.Warnings()...)
+		if again := p.Warnings(); len(again) != 0 {
+			t.Errorf("warned twice: %q", again)
+		}
 		if o.Phase.Ended() || o.Phase == providers.PhaseLost {
-			return all, o
+			return all, o, warned
 		}
 		if ctx.Err() != nil {
 			dump(t, ns)
@@ -124,5 +141,35 @@ nni.report_final_result(42)
 	}
 	if f := finals(ms); n != 5 || len(f) != 1 || f[0] != "42" {
 		t.Fatalf("%d intermediate results, final %q; want 5 and 42 (note %q)", n, f, o.Note)
+	}
+}
+
+// TestForbiddenLogSaysSo: a log the account may not read (no get on
+// pods/log) is not silently taken for an empty one: the trial's note
+// names the missing permission, and the platform warns once.
+func TestForbiddenLogSaysSo(t *testing.T) {
+	need(t)
+	ns := namespace(t, "logforbidden")
+	rc := rest.CopyConfig(cp.Config)
+	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if strings.HasSuffix(r.URL.Path, "/log") {
+				body := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods \"x\" is forbidden: User \"alice\" cannot get resource \"pods/log\"","reason":"Forbidden","code":403}`
+				return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Header: http.Header{"Content-Type": {"application/json"}},
+					Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	_, o, w := runToEndWith(t, rc, ns, "lf", `import time
+print("loss=0.5", flush=True)
+time.sleep(1)
+`, `loss=(?P<value>[0-9.]+)`)
+	want := "get pods/log in namespace " + ns
+	if !strings.Contains(o.Note, "metrics could not be read") || !strings.Contains(o.Note, want) {
+		t.Errorf("note %q, want it to say the metrics could not be read, and %q", o.Note, want)
+	}
+	if len(w) == 0 || !strings.Contains(w[0], want) {
+		t.Errorf("warnings %q, want one naming %q", w, want)
 	}
 }

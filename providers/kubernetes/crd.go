@@ -170,7 +170,7 @@ func (c *CRD) Follow() {
 
 // Warnings tells once that the trials cannot be followed, and why
 // (providers.Warner).
-func (c *CRD) Warnings() []string { return c.follower().warnings() }
+func (c *CRD) Warnings() []string { return append(c.follower().warnings(), c.k.logWarnings()...) }
 
 // Changed receives a value when a followed trial changed (see
 // Kubernetes.Changed).

@@ -252,7 +252,18 @@ func (f *follower) warnings() []string {
 
 // Warnings tells once that the trials cannot be followed, and why
 // (providers.Warner).
-func (k *Kubernetes) Warnings() []string { return k.follower().warnings() }
+func (k *Kubernetes) Warnings() []string { return append(k.follower().warnings(), k.logWarnings()...) }
+
+// logWarnings tells once that the account may not read the pods' logs.
+func (k *Kubernetes) logWarnings() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.logForbidden || k.logWarned {
+		return nil
+	}
+	k.logWarned = true
+	return []string{"cannot read the trials' pod logs (forbidden): their metrics are not collected; grant " + logPermission(k.namespace)}
+}
 
 // stop ends the informers and waits for them.
 func (f *follower) stop() {

@@ -81,6 +81,9 @@ type Kubernetes struct {
 	listed *snapshots[*batchv1.Job]
 	// logRead is when this process last read each running pod's log.
 	logRead map[types.UID]time.Time
+	// logForbidden is set once a pod log read was forbidden (the warning
+	// Warnings gives once); logWarned once it was given.
+	logForbidden, logWarned bool
 	// follow, once Follow was called, keeps watched copies of the trial
 	// Jobs and pods (follow.go); changed is Changed's channel.
 	follow  *follower

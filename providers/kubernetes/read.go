@@ -34,6 +34,7 @@ const (
 	offTS    = "ts/"   // + pod name: node time (unix ns) of the last log line consumed
 	offTSN   = "tsn/"  // + pod name: lines consumed that carry exactly that time
 	offErr   = "err/"  // + pod name: failed reads of an ended container's log
+	offNote  = "note/" // + pod name: why its log was not read to its end (a logNote)
 	// + pod name + "/" + metric_regex name: the last value read of that
 	// name (float64 bits; NaN for null), for the synthetic final result.
 	offRx = "rx/"
@@ -41,6 +42,29 @@ const (
 	// read in.
 	offRxOrder = "rxo/"
 )
+
+// Values of offNote: why a pod's log was not read (to its end).
+const (
+	noteGivenUp   = 1 // an ended container's log could not be read maxLogErrors times
+	noteCut       = 2 // an ended container's log was longer than maxEndedLogRead
+	noteForbidden = 3 // the account may not read pod logs
+)
+
+// logNote is the trial's note for an offNote value.
+func (k *Kubernetes) logNote(kind int64) string {
+	switch kind {
+	case noteGivenUp:
+		return fmt.Sprintf("its log could not be read to its end (%d tries): results printed past what was read are missing", maxLogErrors)
+	case noteCut:
+		return fmt.Sprintf("its log was read only up to %d MiB past the last read: results printed after that are missing", maxEndedLogRead>>20)
+	case noteForbidden:
+		return "its metrics could not be read: reading its pod's log is forbidden (grant " + logPermission(k.namespace) + ")"
+	}
+	return ""
+}
+
+// logPermission is the permission a log read needs.
+func logPermission(ns string) string { return "get pods/log in namespace " + ns }
 
 // maxRegexNames bounds the metric_regex names a pod's last values are kept
 // for (the synthetic final result).
@@ -385,8 +409,13 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	}
 	pod := &pods[len(pods)-1]
 	term := terminated(pod)
+	defer func() {
+		if o.Note == "" {
+			o.Note = k.logNote(newOff[offNote+pod.Name])
+		}
+	}()
 	keep := func() {
-		for _, key := range []string{offLog, offDone, offTS, offTSN, offErr} {
+		for _, key := range []string{offLog, offDone, offTS, offTSN, offErr, offNote} {
 			if v, ok := offsets[key+pod.Name]; ok {
 				newOff[key+pod.Name] = v
 			}
@@ -469,7 +498,18 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if err == nil && newOff[offNote+pod.Name] == noteForbidden {
+		delete(newOff, offNote+pod.Name) // granted since
+	}
 	switch {
+	case apierrors.IsForbidden(err):
+		newOff[offNote+pod.Name] = noteForbidden
+		k.mu.Lock()
+		k.logForbidden = true
+		k.mu.Unlock()
+		if term != nil {
+			newOff[offDone+pod.Name] = 1
+		}
 	case err != nil:
 		// No log (rotated, node gone), or its stream broke: the lines
 		// taken count, the termination message may still hold the final
@@ -479,6 +519,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		if term != nil {
 			if newOff[offErr+pod.Name]++; newOff[offErr+pod.Name] >= maxLogErrors {
 				newOff[offDone+pod.Name] = 1
+				newOff[offNote+pod.Name] = noteGivenUp
 			}
 		}
 		if o.Phase.Ended() {
@@ -486,7 +527,7 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		}
 	case term != nil && more:
 		newOff[offDone+pod.Name] = 1
-		o.Note = fmt.Sprintf("its log was read only up to %d MiB past the last read: results printed after that are missing", maxEndedLogRead>>20)
+		newOff[offNote+pod.Name] = noteCut
 	case term != nil:
 		newOff[offDone+pod.Name] = 1
 		// The synthetic final of regexp metrics: the last value of each
