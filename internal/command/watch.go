@@ -404,7 +404,9 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	}
 	w.held, w.heldGen = "", nil
 	if printPlan {
-		w.view.Plan(p)
+		w.view.Apply.Plan(p, false)
+	} else {
+		w.view.Apply.Pass(p, nil) // the warnings not printed yet
 	}
 	if err := s.Apply(ctx, p); err != nil && ctx.Err() == nil {
 		w.printApplyErr(err)

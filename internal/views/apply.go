@@ -182,6 +182,27 @@ type ApplyHuman struct {
 	// waits is what each waiting trial was last said to wait for: apply
 	// -wait and watch say it again only when it changes.
 	waits map[string]string
+	warned
+}
+
+// warned is the warnings a view printed: a pass prints only new ones (a
+// platform's once-only warning, "cannot watch the trials' Jobs", came
+// with a pass's plan, which apply -wait and watch do not print).
+type warned map[string]bool
+
+// fresh marks ws as printed and returns those that were not.
+func (w *warned) fresh(ws []string) []string {
+	if *w == nil {
+		*w = map[string]bool{}
+	}
+	var out []string
+	for _, s := range ws {
+		if !(*w)[s] {
+			(*w)[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // TrialAction prints one line per finished action.
@@ -249,6 +270,9 @@ func (h *ApplyHuman) Observed(o plan.Observed) {
 
 // Plan prints a plan that was not read from a file.
 func (h *ApplyHuman) Plan(p *plan.Plan, saved bool) {
+	h.mu.Lock()
+	h.warned.fresh(p.Warnings)
+	h.mu.Unlock()
 	if !saved {
 		Plan(h.out, p, h.o.Colors)
 	}
@@ -286,6 +310,12 @@ func (h *ApplyHuman) Pass(p *plan.Plan, errs []error) {
 		}
 		h.bar.Describe(line)
 		h.bar.Set(done)
+	}
+	h.mu.Lock()
+	ws := h.warned.fresh(p.Warnings)
+	h.mu.Unlock()
+	for _, wn := range ws {
+		fmt.Fprintln(h.out, h.o.Colors.Yellow("Warning: ")+Safe(wn))
 	}
 	for _, e := range errs {
 		fmt.Fprintln(h.out, h.o.Colors.Red("Error: ")+e.Error())
@@ -341,6 +371,7 @@ type ApplyJSON struct {
 	counts
 	mu      sync.Mutex
 	started map[*plan.TrialAction]time.Time
+	warned
 }
 
 // TrialAction emits apply_start, then apply_complete or apply_errored.
@@ -385,7 +416,12 @@ func (h *ApplyJSON) Observed(o plan.Observed) {
 }
 
 // Plan emits the planned changes, saved or not.
-func (h *ApplyJSON) Plan(p *plan.Plan, saved bool) { h.o.Events.Plan(p) }
+func (h *ApplyJSON) Plan(p *plan.Plan, saved bool) {
+	h.mu.Lock()
+	h.warned.fresh(p.Warnings)
+	h.mu.Unlock()
+	h.o.Events.Plan(p)
+}
 
 // Cancelled emits nothing: -json never asks.
 func (h *ApplyJSON) Cancelled() {}
@@ -396,6 +432,12 @@ func (h *ApplyJSON) WaitStart(total int) {}
 // Pass emits progress and the pass's errors as diagnostics.
 func (h *ApplyJSON) Pass(p *plan.Plan, errs []error) {
 	h.o.Events.Progress(p)
+	h.mu.Lock()
+	ws := h.warned.fresh(p.Warnings)
+	h.mu.Unlock()
+	for _, wn := range ws {
+		h.o.Events.Diagnostic("warning", wn, "")
+	}
 	for _, e := range errs {
 		h.o.Events.Diagnostic("error", e.Error(), "")
 	}

@@ -115,3 +115,24 @@ func TestApplyHumanSaysAWaitOnce(t *testing.T) {
 		t.Errorf("a new reason said %d times, want 1:\n%s", got, out.String())
 	}
 }
+
+// apply -wait and watch print a warning that came with a pass's plan
+// (which they do not print) once, and not one the plan shown held.
+func TestPassPrintsNewWarningsOnce(t *testing.T) {
+	var human bytes.Buffer
+	var stream bytes.Buffer
+	for _, v := range []Apply{NewApply(ApplyOptions{Out: &human}), NewApply(ApplyOptions{Events: NewEvents(&stream)})} {
+		v.Plan(&plan.Plan{Warnings: []string{"foreign trial"}}, false)
+		v.Pass(&plan.Plan{Warnings: []string{"foreign trial", "platform kubernetes.k: cannot watch"}}, nil)
+		v.Pass(&plan.Plan{Warnings: []string{"foreign trial", "platform kubernetes.k: cannot watch"}}, nil)
+	}
+	if n := strings.Count(human.String(), "Warning: platform kubernetes.k: cannot watch"); n != 1 {
+		t.Errorf("human: the new warning printed %d times, want 1:\n%s", n, human.String())
+	}
+	if n := strings.Count(human.String(), "foreign trial"); n != 1 {
+		t.Errorf("human: the plan's warning printed %d times, want 1:\n%s", n, human.String())
+	}
+	if n := strings.Count(stream.String(), `"@message":"platform kubernetes.k: cannot watch"`); n != 1 {
+		t.Errorf("json: the new warning emitted %d times, want 1:\n%s", n, stream.String())
+	}
+}
