@@ -260,6 +260,11 @@ func jobPhase(job *batchv1.Job, pod *corev1.Pod) (providers.Phase, string) {
 			if c.Reason == batchv1.JobReasonDeadlineExceeded {
 				return providers.PhaseKilled, maxDurationReason(job.Annotations[AnnMaxDuration])
 			}
+			if r := podLost(pod); r != "" {
+				// Deleted or evicted: its container may have exited on
+				// the SIGTERM (143), which is not the trial failing.
+				return providers.PhaseLost, "its pod was lost: " + r
+			}
 			if t := terminated(pod); t != nil {
 				return providers.PhaseFailed, exitReason(t)
 			}
@@ -280,6 +285,24 @@ func jobPhase(job *batchv1.Job, pod *corev1.Pod) (providers.Phase, string) {
 		return providers.PhaseRunning, ""
 	}
 	return providers.PhasePending, ""
+}
+
+// podLost says why a pod was taken away rather than its trial ending on its
+// own: it is being deleted, or a DisruptionTarget condition says it is
+// (eviction, preemption, its node going away); "" when neither.
+func podLost(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return strings.TrimSpace("DisruptionTarget " + c.Reason + " " + c.Message)
+		}
+	}
+	if pod.DeletionTimestamp != nil {
+		return "it was deleted"
+	}
+	return ""
 }
 
 func exitReason(t *corev1.ContainerStateTerminated) string {

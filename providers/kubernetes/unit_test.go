@@ -10,9 +10,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/trialform/trialform/internal/decl"
+	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/codedir"
 )
 
@@ -205,5 +209,34 @@ func TestLogCursorProgressesWithinOneSecond(t *testing.T) {
 		if l != fmt.Sprintf("line %d\n", i) {
 			t.Fatalf("line %d is %q", i, l)
 		}
+	}
+}
+
+func failedJob() *batchv1.Job {
+	return &batchv1.Job{Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{
+		{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}}}
+}
+
+func exited143() corev1.PodStatus {
+	return corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{
+		{Name: "trial", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 143}}}}}
+}
+
+// A pod deleted gracefully or evicted, whose container exited on the
+// SIGTERM, is lost (resumed), not a failed trial.
+func TestDeletedOrEvictedPodIsLost(t *testing.T) {
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "trial"}}}
+	now := metav1.Now()
+	deleted := corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Spec: spec, Status: exited143()}
+	evicted := corev1.Pod{Spec: spec, Status: exited143()}
+	evicted.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"}}
+	for name, pod := range map[string]*corev1.Pod{"deleted": &deleted, "evicted": &evicted} {
+		if ph, r := jobPhase(failedJob(), pod); ph != providers.PhaseLost {
+			t.Errorf("%s: %s (%s), want lost", name, ph, r)
+		}
+	}
+	failed := corev1.Pod{Spec: spec, Status: exited143()}
+	if ph, r := jobPhase(failedJob(), &failed); ph != providers.PhaseFailed || r != "exit status 143 (signal 15)" {
+		t.Errorf("a trial killed by a signal of its own: %s (%s), want failed", ph, r)
 	}
 }
