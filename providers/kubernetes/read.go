@@ -305,6 +305,36 @@ func podLost(pod *corev1.Pod) string {
 	return ""
 }
 
+// waitingReasons are the reasons of a waiting trial container worth telling.
+var waitingReasons = map[string]bool{
+	"ImagePullBackOff": true, "ErrImagePull": true, "CrashLoopBackOff": true, "CreateContainerConfigError": true,
+	"InvalidImageName": true, "CreateContainerError": true,
+}
+
+// pendingReason is why a pod that has not run its trial waits: it cannot be
+// scheduled, or its trial container waits for a reason worth telling; ""
+// otherwise.
+func pendingReason(pod *corev1.Pod) string {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return ""
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && (c.Reason != "" || c.Message != "") {
+			return "its pod cannot be scheduled: " + strings.TrimSpace(c.Reason+" "+c.Message)
+		}
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && waitingReasons[w.Reason] {
+			r := "its container " + cs.Name + " waits: " + w.Reason
+			if w.Message != "" {
+				r += " (" + w.Message + ")"
+			}
+			return r
+		}
+	}
+	return ""
+}
+
 func exitReason(t *corev1.ContainerStateTerminated) string {
 	r := "exit status " + strconv.Itoa(int(t.ExitCode))
 	if t.ExitCode > 128 && t.ExitCode < 160 {
@@ -370,6 +400,9 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 		PastMaxDuration: pastMaxDuration(ph, reason),
 	}
 	o.Spec = cachedSpec(job) // for drift (spec.go)
+	if !ph.Ended() && ph != providers.PhaseLost && terminated(pod) == nil {
+		o.Note = pendingReason(pod)
+	}
 	if t := started(pod); t != nil {
 		o.StartedAt = t
 	} else if job.Status.StartTime != nil {

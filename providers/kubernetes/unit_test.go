@@ -240,3 +240,32 @@ func TestDeletedOrEvictedPodIsLost(t *testing.T) {
 		t.Errorf("a trial killed by a signal of its own: %s (%s), want failed", ph, r)
 	}
 }
+
+// A pod that waits says why in the trial's note: it cannot be scheduled,
+// or its container waits on its image or its config.
+func TestPendingPodReason(t *testing.T) {
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnTrial: "t0", AnnExperiment: "e"}}}
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "trial"}}}
+	waiting := func(reason, msg string) corev1.PodStatus {
+		return corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "trial", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}}
+	}
+	for _, tc := range []struct {
+		status corev1.PodStatus
+		want   string
+	}{
+		{corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+			Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient cpu."}}},
+			"its pod cannot be scheduled: Unschedulable 0/1 nodes are available: 1 Insufficient cpu."},
+		{waiting("ImagePullBackOff", `Back-off pulling image "nope"`), `its container trial waits: ImagePullBackOff (Back-off pulling image "nope")`},
+		{waiting("ErrImagePull", ""), "its container trial waits: ErrImagePull"},
+		{waiting("CrashLoopBackOff", "back-off 10s"), "its container trial waits: CrashLoopBackOff (back-off 10s)"},
+		{waiting("CreateContainerConfigError", `secret "s" not found`), `its container trial waits: CreateContainerConfigError (secret "s" not found)`},
+		{waiting("ContainerCreating", ""), ""},
+	} {
+		o := observe(job, []corev1.Pod{{Spec: spec, Status: tc.status}})
+		if o.Note != tc.want || o.Phase.Ended() {
+			t.Errorf("%+v: %s, note %q, want %q", tc.status, o.Phase, o.Note, tc.want)
+		}
+	}
+}
