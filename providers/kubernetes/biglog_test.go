@@ -173,3 +173,23 @@ time.sleep(1)
 		t.Errorf("warnings %q, want one naming %q", w, want)
 	}
 }
+
+// TestNaNFinalOnce: a final result that is not a number is returned once,
+// not once from the log and again from the termination message.
+func TestNaNFinalOnce(t *testing.T) {
+	need(t)
+	ns := namespace(t, "nanfinal")
+	ms, _ := runToEnd(t, ns, "nf", `import nni
+nni.get_next_parameter()
+nni.report_final_result(float("nan"))
+`, "")
+	n := 0
+	for _, m := range ms {
+		if m.Type == "FINAL" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d final results, want 1: %+v", n, ms)
+	}
+}

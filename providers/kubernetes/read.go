@@ -27,14 +27,15 @@ import (
 
 // Offsets keys in Observation.MetricsOffset.
 const (
-	offSeq   = "seq"   // next sequence number for lines that carry none
-	offFinal = "final" // 1 once a FINAL result was returned
-	offLog   = "log/"  // + pod name: bytes of its log consumed
-	offDone  = "done/" // + pod name: 1 once its container ended and its log was read to the end
-	offTS    = "ts/"   // + pod name: node time (unix ns) of the last log line consumed
-	offTSN   = "tsn/"  // + pod name: lines consumed that carry exactly that time
-	offErr   = "err/"  // + pod name: failed reads of an ended container's log
-	offNote  = "note/" // + pod name: why its log was not read to its end (a logNote)
+	offSeq      = "seq"      // next sequence number for lines that carry none
+	offFinal    = "final"    // 1 once a FINAL result was returned
+	offBadFinal = "badfinal" // 1 once a FINAL that cannot be used (NaN) was returned
+	offLog      = "log/"     // + pod name: bytes of its log consumed
+	offDone     = "done/"    // + pod name: 1 once its container ended and its log was read to the end
+	offTS       = "ts/"      // + pod name: node time (unix ns) of the last log line consumed
+	offTSN      = "tsn/"     // + pod name: lines consumed that carry exactly that time
+	offErr      = "err/"     // + pod name: failed reads of an ended container's log
+	offNote     = "note/"    // + pod name: why its log was not read to its end (a logNote)
 	// + pod name + "/" + metric_regex name: the last value read of that
 	// name (float64 bits; NaN for null), for the synthetic final result.
 	offRx = "rx/"
@@ -451,7 +452,7 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 // that (lineFresh).
 func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []corev1.Pod, offsets map[string]int64, o *providers.Observation) error {
 	newOff := map[string]int64{}
-	for _, key := range []string{offSeq, offFinal} {
+	for _, key := range []string{offSeq, offFinal, offBadFinal} {
 		if v, ok := offsets[key]; ok {
 			newOff[key] = v
 		}
@@ -514,6 +515,9 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		newOff[offSeq] = int64(col.Seq)
 		if col.Final {
 			newOff[offFinal] = 1
+		}
+		if m.Type == trialproto.TypeFinal && m.Garbage != "" {
+			newOff[offBadFinal] = 1
 		}
 		o.Metrics = append(o.Metrics, m)
 	}
@@ -595,7 +599,9 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 			}
 		}
 	}
-	if term != nil && newOff[offFinal] == 0 && term.Message != "" {
+	// The termination message repeats the log's final result: taken only
+	// when the log held none (a NaN one read there would be said twice).
+	if term != nil && newOff[offFinal] == 0 && newOff[offBadFinal] == 0 && term.Message != "" {
 		for _, line := range strings.Split(term.Message, "\n") {
 			if m, ok := trialproto.ParseStdoutLine(line, nil); ok && m.Type == trialproto.TypeFinal {
 				add(col.Add(m))
