@@ -950,3 +950,31 @@ func TestObserveLastFinalWinsWhole(t *testing.T) {
 }
 
 func fptr(f float64) *float64 { return &f }
+
+// TestObserveNoteClearsWhenItNoLongerHolds: a running trial's note from the
+// platform (its pod waiting to be scheduled) goes once a refresh finds it
+// running without one; a note of unreadable results stays.
+func TestObserveNoteClearsWhenItNoLongerHolds(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running))
+	obs := func(note string, m ...providers.Metric) providers.Observation {
+		return providers.Observation{Exists: true, Phase: providers.PhaseRunning, Note: note, Metrics: m}
+	}
+	Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": obs("its pod cannot be scheduled: 0/1 nodes are available"),
+		"t0001": obs("", providers.Metric{Type: "PERIODICAL", Garbage: "unreadable metric line"}),
+	}}}, t0)
+	tr := st.Experiments["exp"].Trials
+	if !strings.Contains(tr["t0000"].Reason, "cannot be scheduled") || !strings.Contains(tr["t0001"].Reason, "unreadable") {
+		t.Fatalf("reasons %q, %q", tr["t0000"].Reason, tr["t0001"].Reason)
+	}
+	Observe(st, &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": obs(""), "t0001": obs(""),
+	}}}, t0.Add(time.Second))
+	if tr["t0000"].Reason != "" {
+		t.Errorf("the scheduling note stayed: %q", tr["t0000"].Reason)
+	}
+	if !strings.Contains(tr["t0001"].Reason, "unreadable") {
+		t.Errorf("the unreadable results' note went: %q", tr["t0001"].Reason)
+	}
+}

@@ -520,6 +520,11 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 	// trial that has no other, and is added to a failure's once.
 	switch {
 	case o.Note == "":
+		if t.Status == state.Running && len(garbage) == 0 && !strings.HasPrefix(t.Reason, unreadablePrefix) {
+			// An earlier refresh's note no longer holds (a pod that
+			// waited to be scheduled runs now).
+			t.Reason = ""
+		}
 	case (t.Status == state.Running || t.Status == state.Succeeded) && len(garbage) == 0:
 		t.Reason = o.Note
 	case o.Phase.Ended() && !strings.Contains(t.Reason, o.Note):
