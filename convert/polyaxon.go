@@ -534,8 +534,13 @@ func (c *conv) pxHyperband(hb *obj, st *pxState, maxKey, etaKey, resKey, metricK
 	if f, ok := hb.num(etaKey); ok {
 		eta = f
 	}
+	n, ok := 0, false
 	if maxB >= 1 && eta >= 2 && eta == math.Trunc(eta) && !st.exp.has("max_trials") {
-		n := tuner.HyperbandRound(maxB, 1, int(eta))
+		var err error
+		n, err = tuner.HyperbandRound(maxB, 1, int(eta))
+		ok = err == nil // too large a round: max_trials is left to the user
+	}
+	if ok {
 		st.exp.comment(fmt.Sprintf("hyperband: Polyaxon runs every bracket once; for %s %v and eta %v that is %d runs, every rung's trial counted", maxKey, maxB, eta, n))
 		st.exp.set("max_trials", n)
 	} else {

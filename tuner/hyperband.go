@@ -28,7 +28,7 @@ func (e *WaitError) Error() string { return e.Why }
 // HyperbandSettings are the hyperband tuner's settings.
 type HyperbandSettings struct {
 	MaxBudget float64 `hcl:"max_budget,attr" range:"[1e-9, 1e12]" doc:"the budget of a trial that runs in full, e.g. 81 epochs"`
-	MinBudget float64 `hcl:"min_budget,optional" range:"[1e-9, 1e12]" default:"1" doc:"the smallest budget a trial gets; at most max_budget"`
+	MinBudget float64 `hcl:"min_budget,optional" range:"[1e-9, 1e12]" default:"1" doc:"the smallest budget a trial gets; at most max_budget, and at most 2^53 trials a round (eta 2: max_budget/min_budget < 2^51)"`
 	Eta       int     `hcl:"eta,optional" range:"[2,)" default:"3" doc:"the halving rate: each rung keeps 1/eta of the trials with eta times the budget"`
 	Seeded
 }
@@ -89,7 +89,8 @@ type hyperband struct {
 	eta      int
 	startup  int
 	integral bool // budgets are whole numbers (both bounds are)
-	slots    []hbSlot
+	brackets []hbBracket
+	round    int // trials in one round of brackets
 }
 
 // hbSlot is one trial of the schedule.
@@ -101,6 +102,26 @@ type hbSlot struct {
 	pos           int // position within the rung
 	budget        float64
 }
+
+// hbRung is one rung of a bracket: n trials from slot start, each with
+// the same budget.
+type hbRung struct {
+	start, n int
+	budget   float64
+}
+
+// hbBracket is one bracket of the schedule: its rungs, from slot start.
+type hbBracket struct {
+	s, start, size int
+	rungs          []hbRung
+}
+
+// maxHyperbandRound is the most trials one round of brackets may have:
+// 2^53, beyond which the float formulas of the bracket sizes (as NNI's)
+// are no longer exact whole numbers, and far beyond what any max_trials
+// reaches (a larger round would only ever run the first bracket's
+// rung 0).
+const maxHyperbandRound = 1 << 53
 
 func newHyperband(name string, c *HyperbandSettings, startup int, sp *space.Space) (Tuner, error) {
 	sd, maxB, minB, eta := c.seeder(), c.MaxBudget, c.MinBudget, c.Eta
@@ -118,44 +139,106 @@ func newHyperband(name string, c *HyperbandSettings, startup int, sp *space.Spac
 		seeder: sd, name: name, sp: sp, maxB: maxB, minB: minB, eta: eta, startup: startup,
 		integral: maxB == math.Trunc(maxB) && minB == math.Trunc(minB),
 	}
-	h.slots = h.schedule()
+	var err error
+	if h.brackets, h.round, err = h.schedule(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
 // HyperbandRound is the number of trials of one round of hyperband's
 // brackets (each bracket once) for max_budget maxB, min_budget minB and
-// eta: the max_trials that runs every bracket once.
-func HyperbandRound(maxB, minB float64, eta int) int {
+// eta: the max_trials that runs every bracket once. It fails as the
+// tuner does where that round is too large to run.
+func HyperbandRound(maxB, minB float64, eta int) (int, error) {
 	h := &hyperband{maxB: maxB, minB: minB, eta: eta, integral: maxB == math.Trunc(maxB) && minB == math.Trunc(minB)}
-	return len(h.schedule())
+	_, n, err := h.schedule()
+	return n, err
 }
 
-// schedule lays out one round of brackets.
-func (h *hyperband) schedule() []hbSlot {
-	eta := float64(h.eta)
-	sMax := int(math.Floor(math.Log(h.maxB/h.minB)/math.Log(eta) + 1e-9))
-	var slots []hbSlot
+// sMax is the largest bracket's s for a ratio max_budget/min_budget.
+func hbSMax(ratio float64, eta int) int {
+	return int(math.Floor(math.Log(ratio)/math.Log(float64(eta)) + 1e-9))
+}
+
+// hbRoundSize is the number of trials of one round with brackets
+// sMax..0, as a float (it may not fit an int).
+func hbRoundSize(sMax, eta int) float64 {
+	e := float64(eta)
+	total := 0.0
 	for s := sMax; s >= 0; s-- {
-		n := int(math.Ceil(float64(sMax+1) / float64(s+1) * math.Pow(eta, float64(s))))
-		r := h.maxB * math.Pow(eta, -float64(s))
-		prevStart, prevLen := -1, 0
+		n := math.Ceil(float64(sMax+1) / float64(s+1) * math.Pow(e, float64(s)))
 		for i := 0; i <= s; i++ {
-			ni := int(math.Floor(float64(n) * math.Pow(eta, -float64(i))))
-			if ni < 1 {
-				ni = 1
-			}
-			start := len(slots)
-			b := r * math.Pow(eta, float64(i))
-			if h.integral {
-				b = math.Max(1, math.Round(b))
-			}
-			for j := 0; j < ni; j++ {
-				slots = append(slots, hbSlot{bracket: s, rung: i, rungStart: start, prevStart: prevStart, prevLen: prevLen, pos: j, budget: b})
-			}
-			prevStart, prevLen = start, ni
+			total += math.Max(1, math.Floor(n*math.Pow(e, -float64(i))))
 		}
 	}
-	return slots
+	return total
+}
+
+// schedule lays out one round of brackets in closed form: per bracket s
+// (s_max..0) n = ceil((s_max+1)/(s+1)·eta^s) configurations at budget
+// max_budget·eta^-s, rung i keeping floor(n·eta^-i) of them with eta^i
+// times the budget. It holds the rungs, not the trials, so its size does
+// not grow with the budget; a round of more than maxHyperbandRound trials
+// is refused, at max_budget.
+func (h *hyperband) schedule() ([]hbBracket, int, error) {
+	eta := float64(h.eta)
+	sMax := hbSMax(h.maxB/h.minB, h.eta)
+	if size := hbRoundSize(sMax, h.eta); size > maxHyperbandRound {
+		// The largest s_max whose round fits, and the min_budget it needs.
+		fit := sMax - 1
+		for fit > 0 && hbRoundSize(fit, h.eta) > maxHyperbandRound {
+			fit--
+		}
+		need := roundUp4(h.maxB / math.Pow(eta, float64(fit)))
+		return nil, 0, &decl.AttrError{Attr: "max_budget", Problem: decl.Problem{
+			Summary: "Hyperband round too large",
+			Detail: fmt.Sprintf("max_budget %g over min_budget %g with eta %d makes %d brackets, and one round of them %.3g trials (the first rung alone %.3g trials at budget %.3g): more than any experiment runs, and more than the %.3g a round may have. Raise min_budget to %g or more, raise eta, or lower max_budget.",
+				h.maxB, h.minB, h.eta, sMax+1, size, math.Ceil(math.Pow(eta, float64(sMax))), h.maxB*math.Pow(eta, -float64(sMax)), float64(maxHyperbandRound), need),
+		}}
+	}
+	var brackets []hbBracket
+	next := 0
+	for s := sMax; s >= 0; s-- {
+		n := math.Ceil(float64(sMax+1) / float64(s+1) * math.Pow(eta, float64(s)))
+		r := h.maxB * math.Pow(eta, -float64(s))
+		b := hbBracket{s: s, start: next}
+		for i := 0; i <= s; i++ {
+			ni := int(math.Max(1, math.Floor(n*math.Pow(eta, -float64(i)))))
+			bud := r * math.Pow(eta, float64(i))
+			if h.integral {
+				bud = math.Max(1, math.Round(bud))
+			}
+			b.rungs = append(b.rungs, hbRung{start: next, n: ni, budget: bud})
+			next += ni
+		}
+		b.size = next - b.start
+		brackets = append(brackets, b)
+	}
+	return brackets, next, nil
+}
+
+// roundUp4 rounds x > 0 up to 4 significant digits.
+func roundUp4(x float64) float64 {
+	p := math.Pow(10, math.Floor(math.Log10(x))-3)
+	return math.Ceil(x/p) * p
+}
+
+// slot is slot k (0 <= k < h.round) of the schedule.
+func (h *hyperband) slot(k int) hbSlot {
+	for _, b := range h.brackets {
+		if k >= b.start+b.size {
+			continue
+		}
+		prevStart, prevLen := -1, 0
+		for i, r := range b.rungs {
+			if k < r.start+r.n {
+				return hbSlot{bracket: b.s, rung: i, rungStart: r.start, prevStart: prevStart, prevLen: prevLen, pos: k - r.start, budget: r.budget}
+			}
+			prevStart, prevLen = r.start, r.n
+		}
+	}
+	panic(fmt.Sprintf("hyperband: slot %d outside a round of %d", k, h.round))
 }
 
 func (h *hyperband) Suggest(req Request) ([]space.Params, error) {
@@ -178,9 +261,9 @@ func (h *hyperband) Suggest(req Request) ([]space.Params, error) {
 		if seq < 0 {
 			return nil, fmt.Errorf("negative sequence number %d", seq)
 		}
-		round, k := seq/len(h.slots), seq%len(h.slots)
-		base := round * len(h.slots)
-		sl := h.slots[k]
+		round, k := seq/h.round, seq%h.round
+		base := round * h.round
+		sl := h.slot(k)
 		var p space.Params
 		if sl.rung == 0 {
 			p = h.fresh(req, sp, hist, seq)

@@ -3,9 +3,11 @@ package tuner
 import (
 	"errors"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/trialform/trialform/internal/decl"
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -22,8 +24,9 @@ func TestHyperbandSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, s := range tn.(*hyperband).slots {
-		got = append(got, fmtNum(s.budget))
+	h := tn.(*hyperband)
+	for k := 0; k < h.round; k++ {
+		got = append(got, fmtNum(h.slot(k).budget))
 	}
 	// Brackets: 9 configs at 1 -> 3 at 3 -> 1 at 9; 5 at 3 -> 1 at 9; 3 at 9.
 	want := []string{"1", "1", "1", "1", "1", "1", "1", "1", "1", "3", "3", "3", "9", "3", "3", "3", "3", "3", "9", "9", "9", "9"}
@@ -154,3 +157,53 @@ func TestHyperbandSettings(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// Settings inside the documented ranges: the schedule is laid out in
+// closed form, so building the tuner allocates the same little whatever
+// the budget, and a round too large for any max_trials is refused at
+// max_budget saying what to change.
+func TestHyperbandHugeBudgetBounded(t *testing.T) {
+	for _, tc := range []struct {
+		in   map[string]any
+		want string // "" for accepted
+	}{
+		{map[string]any{"max_budget": 1e6, "eta": 2.0}, ""},
+		{map[string]any{"max_budget": 1e8, "eta": 2.0}, ""},
+		{map[string]any{"max_budget": 1e12, "min_budget": 1e-9, "eta": 2.0}, "Raise min_budget to 0.0008882 or more"},
+		{map[string]any{"max_budget": 1e12, "min_budget": 1e-9, "eta": 1e11}, ""},
+	} {
+		for _, name := range []string{"hyperband", "bohb"} {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := New(name, tc.in, hbSpace())
+			runtime.ReadMemStats(&after)
+			if used := after.TotalAlloc - before.TotalAlloc; used > 256<<10 {
+				t.Fatalf("%s %v allocated %d bytes", name, tc.in, used)
+			}
+			if tc.want != "" {
+				var ae *decl.AttrError
+				if !errors.As(err, &ae) || ae.Attr != "max_budget" || !contains(err.Error(), tc.want) {
+					t.Fatalf("%s %v: err = %v, want %q at max_budget", name, tc.in, err, tc.want)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s %v: %v", name, tc.in, err)
+			}
+		}
+	}
+	// A trial deep in a large round gets its slot's budget at once:
+	// max_budget 1e8, eta 2 has s_max 26; its first bracket's rung 0 has
+	// 2^26 trials at budget round(1e8/2^26) = 1, its rung 1 2^25 at 3.
+	tn, _ := New("hyperband", map[string]any{"max_budget": 1e8, "eta": 2.0}, hbSpace())
+	got, err := tn.Suggest(Request{Space: hbSpace(), Seqs: []int{1<<26 - 1}})
+	if err != nil || got[0][BudgetParam] != int64(1) {
+		t.Fatalf("slot 2^26-1: %v %v", got, err)
+	}
+	pending := []Observation{{Seq: 0, Params: got[0], State: Pending}}
+	_, err = tn.Suggest(Request{Space: hbSpace(), History: pending, Seqs: []int{1 << 26}})
+	var wait *WaitError
+	if !errors.As(err, &wait) || !contains(wait.Why, "rung 0 of bracket 26 (trials 0-67108863)") {
+		t.Fatalf("slot 2^26: %v", err)
+	}
+}
