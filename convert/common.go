@@ -394,15 +394,38 @@ func memoryMB(f float64) string { return fmt.Sprintf("%dMi", int64(f)) }
 
 var katibParamRef = regexp.MustCompile(`\$\{trialParameters\.([A-Za-z0-9_.-]+)\}`)
 
-// fitGrid lowers max_trials to the grid's size for a grid tuner (the
-// other tools stop when the grid is exhausted; trialform's validate
-// refuses a budget larger than the grid).
+// fitGrid lowers max_trials to the grid's size for a grid tuner, or to
+// the number of parameter sets for a batch tuner (the other tools stop
+// when the grid or the list is exhausted; trialform's validate refuses a
+// larger budget).
 func (c *conv) fitGrid(exp, tb *block, sp *space.Space, n *yaml.Node) {
-	if tb == nil || tb.labels[0] != "grid" || sp == nil {
+	if tb == nil {
 		return
 	}
-	size, err := tuner.GridSize(sp, &tuner.GridSettings{})
-	if err != nil {
+	var size int
+	var what, done string
+	switch tb.labels[0] {
+	case "grid":
+		if sp == nil {
+			return
+		}
+		var err error
+		if size, err = tuner.GridSize(sp, &tuner.GridSettings{}); err != nil {
+			return
+		}
+		what, done = fmt.Sprintf("the grid's %d points", size), "the grid is run once"
+	case "batch":
+		ok := false
+		for _, it := range tb.items {
+			if it.name == "params" && it.val != nil && it.val.CanIterateElements() {
+				size, ok = it.val.LengthInt(), true
+			}
+		}
+		if !ok {
+			return
+		}
+		what, done = fmt.Sprintf("the batch tuner's %d parameter sets", size), "each set is run once"
+	default:
 		return
 	}
 	for i, it := range exp.items {
@@ -411,7 +434,7 @@ func (c *conv) fitGrid(exp, tb *block, sp *space.Space, n *yaml.Node) {
 		}
 		f, _ := it.val.AsBigFloat().Float64()
 		if int(f) > size {
-			c.warn(n, "max_trials", "%d is more than the grid's %d points; max_trials = %d written (the grid is run once)", int(f), size, size)
+			c.warn(n, "max_trials", "%d is more than %s; max_trials = %d written (%s)", int(f), what, size, done)
 			v := ctyValue(size)
 			exp.items[i].val = &v
 		}

@@ -229,9 +229,13 @@ func (l *loader) evalExperiment(b *hcl.Block) {
 			// A tuner whose suggestions run out (grid) cannot fill a
 			// larger budget.
 			if n, unlimited, err := f.Size(e.Tuner.Config, e.SearchSpace.Space); err == nil && !unlimited && e.MaxTrials > n {
+				of := fmt.Sprintf("search_space %q", e.SearchSpace.Name)
+				if f.Listed {
+					of = fmt.Sprintf("tuner %q", e.Tuner.Name)
+				}
 				l.errorf(e.Tuner.Range.Ptr(), upperFirst(f.Noun)+" smaller than max_trials",
-					"The %s of search_space %q has %d %s but max_trials is %d; lower max_trials to %d, %s.",
-					f.Noun, e.SearchSpace.Name, n, f.Unit, e.MaxTrials, n, f.More)
+					"The %s of %s has %d %s but max_trials is %d; lower max_trials to %d, %s.",
+					f.Noun, of, n, f.Unit, e.MaxTrials, n, f.More)
 			}
 		}
 	}

@@ -16,9 +16,20 @@ type BatchSettings struct {
 func batchKind() Kind {
 	return Kind{
 		Name: "batch", Spaces: "any",
-		Summary:  "an explicit list `params = [{lr = 0.1, layers = 2}, ...]`, run in order; each set is checked against the space",
+		Summary:  "an explicit list `params = [{lr = 0.1, layers = 2}, ...]`, run in order, each once; each set is checked against the space, and `validate` refuses `max_trials` larger than the list",
 		Settings: func() any { return &BatchSettings{} },
 		New:      newBatch,
+		Finite: &Finite{
+			Size: func(cfg any, _ *space.Space) (int, bool, error) {
+				list, ok := cfg.(*BatchSettings).Params.([]any)
+				if !ok {
+					return 0, false, fmt.Errorf("params is not a list")
+				}
+				return len(list), false, nil
+			},
+			Noun: "params list", Unit: "parameter sets", Listed: true,
+			More: "or list more parameter sets in params (a set listed twice runs twice)",
+		},
 	}
 }
 

@@ -50,6 +50,10 @@ type Finite struct {
 	// Noun and Unit name the set and its members in messages: "The grid
 	// of search_space "s" has 4 points".
 	Noun, Unit string
+	// Listed says the set is listed in the tuner's settings (batch's
+	// params), not made from the search space: "The params list of
+	// tuner "batch" has 3 parameter sets".
+	Listed bool
 	// More says how to allow more trials than the set has.
 	More string
 }

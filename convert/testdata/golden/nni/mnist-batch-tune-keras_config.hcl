@@ -12,7 +12,7 @@ search_space "config" {
 
 experiment "config" {
   search_space    = search_space.config
-  max_trials      = 10
+  max_trials      = 6
   concurrency     = 1
   max_duration    = "1h"
   on_max_duration = "finish"
