@@ -520,6 +520,10 @@ func TestLoadErrors(t *testing.T) {
 		{"hyperband_round_too_large", []wantDiag{{"Hyperband round too large",
 			`max_budget 1e+12 over min_budget 1e-09 with eta 2 makes 70 brackets, and one round of them 2.4e+21 trials (the first rung alone 5.9e+20 trials at budget 1.69e-09): more than any experiment runs, and more than the 9.01e+15 a round may have. Raise min_budget to 0.0008882 or more, raise eta, or lower max_budget.`, "main.hcl:8"}}},
 		{"batch_too_small", []wantDiag{{"Params list smaller than max_trials", `The params list of tuner "batch" has 3 parameter sets but max_trials is 5; lower max_trials to 3, or list more parameter sets in params (a set listed twice runs twice).`, "main.hcl:7"}}},
+		{"duplicate_choice", []wantDiag{
+			{"Duplicate choice value", `choice of param "k" lists "a" twice: options 1 and 2. Each value may be listed once (the grid tuner would run it twice, and the others draw it twice as often); remove one.`, "main.hcl:2"},
+			{"Duplicate choice value", `choice of param "n" lists 1 twice: options 1 and 3 (1 and 1.0 are the same number; 1 and "1" differ).`, "main.hcl:7"},
+		}},
 		{"unknown_assessor", []wantDiag{{"Unknown assessor", `Unknown assessor "medianstp"; known: curvefitting, medianstop. Did you mean "medianstop"?`, "main.hcl:8"}}},
 		{"assessor_settings", []wantDiag{{"Missing required argument", `assessor "curvefitting" needs "epoch_num".`, "main.hcl:8"}}},
 		{"assessor_setting_checks", []wantDiag{

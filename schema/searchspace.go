@@ -3,9 +3,11 @@ package schema
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/trialform/trialform/tuner/space"
 	"github.com/zclconf/go-cty/cty"
 
@@ -196,7 +198,7 @@ func (l *loader) decodeParam(pb *hcl.Block) (space.Param, bool) {
 			l.errorf(dist.Expr.Range().Ptr(), "Invalid param value", "%s of param %q must be a list, like %s.", dist.Name, name, example(p.Kind))
 			return p, false
 		}
-		i := 0
+		i, dupChoice := 0, false
 		for it := v.ElementIterator(); it.Next(); i++ {
 			_, ev := it.Element()
 			if p.Kind == space.Choice {
@@ -204,6 +206,20 @@ func (l *loader) decodeParam(pb *hcl.Block) (space.Param, bool) {
 				if err != nil {
 					l.errorf(dist.Expr.Range().Ptr(), "Invalid param value", "option %d of param %q: %s.", i+1, name, err)
 					return p, false
+				}
+				if j := choiceIndex(p.Options, g); j >= 0 {
+					at := dist.Expr.Range()
+					if tc, ok := dist.Expr.(*hclsyntax.TupleConsExpr); ok && i < len(tc.Exprs) {
+						at = tc.Exprs[i].Range()
+					}
+					hint := ""
+					if ev.Type() == cty.Number {
+						hint = ` (1 and 1.0 are the same number; 1 and "1" differ)`
+					}
+					l.errorf(&at, "Duplicate choice value",
+						"choice of param %q lists %s twice: options %d and %d%s. Each value may be listed once (the grid tuner would run it twice, and the others draw it twice as often); remove one.",
+						name, choiceText(ev), j+1, i+1, hint)
+					dupChoice = true
 				}
 				p.Options = append(p.Options, space.Option{Value: g})
 				continue
@@ -215,6 +231,9 @@ func (l *loader) decodeParam(pb *hcl.Block) (space.Param, bool) {
 			}
 			f, _ := ev.AsBigFloat().Float64()
 			p.Args = append(p.Args, f)
+		}
+		if dupChoice {
+			return p, false
 		}
 	}
 	// Nested spaces were validated block by block; check this level only.
@@ -242,6 +261,32 @@ func choiceValue(v cty.Value) (any, error) {
 		return toGo(v)
 	}
 	return nil, fmt.Errorf("options must be strings, numbers or bools, not %s; for structured options use option blocks", v.Type().FriendlyName())
+}
+
+// choiceIndex is the index of the first option whose value equals v
+// (numbers by value, 1 and 1.0 alike; values of different types differ),
+// or -1.
+func choiceIndex(opts []space.Option, v any) int {
+	for j, o := range opts {
+		if o.Nested == nil && space.EqualValues(o.Value, v) {
+			return j
+		}
+	}
+	return -1
+}
+
+// choiceText writes a choice value as in HCL: a string quoted.
+func choiceText(v cty.Value) string {
+	switch v.Type() {
+	case cty.String:
+		return strconv.Quote(v.AsString())
+	case cty.Number:
+		return v.AsBigFloat().Text('g', -1)
+	}
+	if v.True() {
+		return "true"
+	}
+	return "false"
 }
 
 func example(k space.Kind) string {
