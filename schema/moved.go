@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -84,9 +85,20 @@ func (l *loader) decodeMoved(blocks []*hcl.Block) {
 			continue
 		}
 		if decl, ok := l.expDecls[from]; ok {
-			l.errorf(e.blk.DefRange.Ptr(), "Moved from a declared experiment",
-				"experiment.%s is moved to experiment.%s, but experiment %q is still declared at %s. A moved block renames an experiment: rename its block to %q, or remove the moved block.",
-				from, e.to, from, posString(decl.DefRange), e.to)
+			// Name where the chain ends (a → b → c: c), not the next link.
+			moved, end := "experiment."+e.to+",", "its target"
+			if cur != e.to {
+				moved, end = fmt.Sprintf("experiment.%s, and on to experiment.%s,", e.to, cur), "where the chain of moved blocks ends"
+			}
+			if target, ok := l.expDecls[cur]; ok {
+				l.errorf(e.blk.DefRange.Ptr(), "Moved from a declared experiment",
+					"experiment.%s is moved to %s but experiment %q is still declared at %s, and experiment %q, %s, at %s. Remove the block of %q (its trials and results are experiment.%s's), give it another name for a new experiment, or remove the moved block.",
+					from, moved, from, posString(decl.DefRange), cur, end, posString(target.DefRange), from, cur)
+			} else {
+				l.errorf(e.blk.DefRange.Ptr(), "Moved from a declared experiment",
+					"experiment.%s is moved to %s but experiment %q is still declared at %s. A moved block renames an experiment: rename its block to %q, %s, or remove the moved block.",
+					from, moved, from, posString(decl.DefRange), cur, end)
+			}
 			continue
 		}
 		if _, ok := l.expDecls[cur]; !ok {

@@ -92,6 +92,36 @@ moved {
   from = experiment.a
   to   = experiment.b
 }`, "main.hcl:21: Moved from a declared experiment: experiment.a is moved to experiment.b, but experiment \"a\" is still declared at main.hcl:14"},
+		{"still declared, chain", `experiment "a" {
+  search_space = search_space.s
+  max_trials   = 1
+  trial {
+    command = "true"
+  }
+}
+moved {
+  from = experiment.a
+  to   = experiment.c
+}
+moved {
+  from = experiment.c
+  to   = experiment.d
+}`, "main.hcl:21: Moved from a declared experiment: experiment.a is moved to experiment.c, and on to experiment.d, but experiment \"a\" is still declared at main.hcl:14. A moved block renames an experiment: rename its block to \"d\", where the chain of moved blocks ends, or remove the moved block."},
+		{"still declared, chain to a declared one", `experiment "a" {
+  search_space = search_space.s
+  max_trials   = 1
+  trial {
+    command = "true"
+  }
+}
+moved {
+  from = experiment.a
+  to   = experiment.c
+}
+moved {
+  from = experiment.c
+  to   = experiment.b
+}`, "main.hcl:21: Moved from a declared experiment: experiment.a is moved to experiment.c, and on to experiment.b, but experiment \"a\" is still declared at main.hcl:14, and experiment \"b\", where the chain of moved blocks ends, at main.hcl:6. Remove the block of \"a\" (its trials and results are experiment.b's), give it another name for a new experiment, or remove the moved block."},
 		{"not an address", `moved {
   from = "a"
   to   = experiment.b
