@@ -26,7 +26,7 @@ type applyOptions struct {
 	json        bool
 	wait        bool
 	interval    time.Duration
-	targets     multiFlag
+	targets     targetFlag
 	noColor     bool
 	parallelism int
 	destroy     bool

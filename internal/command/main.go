@@ -278,6 +278,28 @@ func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func (m *multiFlag) Get() any           { return []string(*m) }
 
+// targetFlag is -target: experiment addresses (experiment.NAME, or a bare
+// NAME), repeatable. A trial's address is refused pointing at -replace and
+// -stop, any other address saying what -target takes.
+type targetFlag []string
+
+func (m *targetFlag) String() string { return strings.Join(*m, ",") }
+func (m *targetFlag) Get() any       { return []string(*m) }
+func (m *targetFlag) Set(v string) error {
+	name := strings.TrimPrefix(v, "experiment.")
+	if exp, trial, ok := strings.Cut(name, ".trial."); ok && strings.HasPrefix(v, "experiment.") && !strings.Contains(exp, ".") && trial != "" && !strings.Contains(trial, ".") {
+		return fmt.Errorf("-target takes experiment addresses (experiment.NAME), not a trial: to run trial %s of experiment %s again, plan or apply with -replace=%s; to stop it, with -stop=%s", trial, exp, v, v)
+	}
+	if name == "" {
+		return fmt.Errorf("-target takes experiment addresses (experiment.NAME), not an empty name")
+	}
+	if strings.Contains(name, ".") {
+		return fmt.Errorf("-target takes experiment addresses (experiment.NAME), not %s", v)
+	}
+	*m = append(*m, v)
+	return nil
+}
+
 func runVersion(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	if _, code, ok := g.parse(fs, args, argSpec{}); !ok {

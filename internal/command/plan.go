@@ -27,7 +27,7 @@ type planOptions struct {
 	out      string
 	json     bool
 	destroy  bool
-	targets  multiFlag
+	targets  targetFlag
 	trials   trialFlags
 	detailed bool
 	noColor  bool

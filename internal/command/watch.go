@@ -29,7 +29,7 @@ type watchOptions struct {
 	interval     time.Duration
 	poll         bool
 	pollInterval time.Duration
-	targets      multiFlag
+	targets      targetFlag
 	noColor      bool
 	parallelism  int
 }
