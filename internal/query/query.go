@@ -301,6 +301,10 @@ func parseOperand(s string, f Field, a, b int) (*Operand, error) {
 			if err != nil {
 				return nil, err
 			}
+			if emptyRange(f, lo, hi) {
+				l, h := s[la:lb], s[ha:hb]
+				return nil, errAt(s, la, "range %s..%s is empty: write %s..%s", l, h, h, l)
+			}
 			o.Op, o.Value, o.Hi = OpRange, lo, hi
 			return o, nil
 		}
@@ -311,6 +315,31 @@ func parseOperand(s string, f Field, a, b int) (*Operand, error) {
 	}
 	o.Value = v
 	return o, nil
+}
+
+// emptyRange reports whether the range lo..hi of field f matches nothing
+// whatever the value: its low end is above its high end.
+func emptyRange(f Field, lo, hi Value) bool {
+	switch f.Type {
+	case TypeNumber:
+		return lo.Num > hi.Num
+	case TypeParam:
+		switch {
+		case lo.IsNum && hi.IsNum:
+			return lo.Num > hi.Num
+		case !lo.IsNum && !hi.IsNum:
+			return lo.Raw > hi.Raw
+		}
+	case TypeDuration:
+		return lo.Dur > hi.Dur
+	case TypeTime:
+		// hi stands for [Time, Time+Span): the range ends there.
+		if hi.Span == 0 {
+			return lo.Time.After(hi.Time)
+		}
+		return !lo.Time.Before(hi.Time.Add(hi.Span))
+	}
+	return false
 }
 
 // literal reads one value of s[a:b] for field f.

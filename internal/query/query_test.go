@@ -154,6 +154,11 @@ func TestParseErrors(t *testing.T) {
 		{"started_at:yesterday", 12, "started_at is a time"},
 		{"metrics.loss:..3", 14, "range needs a low end"},
 		{"metrics.loss:1..", 17, "range needs a high end"},
+		{"metric:5..1", 8, "range 5..1 is empty: write 1..5"},
+		{"metrics.loss: 0.5 .. -1", 15, "range 0.5..-1 is empty: write -1..0.5"},
+		{"params.opt:sgd..adam", 12, "range sgd..adam is empty: write adam..sgd"},
+		{"duration:1h..10m", 10, "range 1h..10m is empty: write 10m..1h"},
+		{"started_at:2024-01-02..2024-01-01", 12, "range 2024-01-02..2024-01-01 is empty: write 2024-01-01..2024-01-02"},
 		{`params.a:"open`, 10, "unterminated quoted string"},
 		{`params.a:ab"c`, 12, "unterminated quoted string"},
 		{`params.a:ab"c"`, 12, "quote inside a value"},
@@ -424,5 +429,19 @@ func TestNestedChoiceParams(t *testing.T) {
 	}
 	if _, ok := ParamValue(rows[1].Params, "arch.k"); ok {
 		t.Error("arch.k of the mlp option, which has none, was found")
+	}
+}
+
+// A range is refused only when it matches nothing for sure: equal ends,
+// a time inside the high end's span, or a number and a word (params
+// compare numbers as numbers, text lexically) parse.
+func TestRangeNotEmpty(t *testing.T) {
+	for _, q := range []string{
+		"metric:1..1", "duration:60..1m", "started_at:2024-05-01..2024-05-01",
+		"started_at:2024-05-01T10:00..2024-05-01", "params.a:5..abc", "params.a:b..b",
+	} {
+		if _, err := Parse(q); err != nil {
+			t.Errorf("Parse(%q): %v", q, err)
+		}
 	}
 }
