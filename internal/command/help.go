@@ -37,7 +37,7 @@ apply need them). Errors name the file and line; exit 1 when there is one.`,
 	"fmt": {
 		synopsis: "trialform fmt [options] [TARGET...]",
 		args: []string{
-			"TARGET  a *.hcl file or a directory (its *.hcl files); - reads standard input and writes the result to standard output. Default: the working directory",
+			"TARGET  a *.hcl file, a -var-file (*.tfvars) or a directory (its *.hcl files); - reads standard input and writes the result to standard output. Default: the working directory",
 		},
 		desc: `Rewrites *.hcl files in the canonical layout (that of hclwrite, as terraform fmt).
 With -check nothing is written and the exit status is 3 when a file would change,

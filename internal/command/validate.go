@@ -172,6 +172,12 @@ func fmtTarget(wd, target string) (results []schema.FormatResult, diags hcl.Diag
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Not a regular file",
 			Detail: fmt.Sprintf("fmt %s: not a regular file or directory.", target)}}, nil
 	}
+	if ext := filepath.Ext(path); ext != ".hcl" && ext != ".tfvars" {
+		// As terraform fmt, which takes .tf, .tfvars and .tftest.hcl only:
+		// notes.txt is not rewritten. Var files are HCL, named *.tfvars.
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Not an HCL file",
+			Detail: fmt.Sprintf("fmt %s: not a *.hcl file: fmt formats *.hcl files and -var-files (*.tfvars); give one of those or a directory.", target)}}, nil
+	}
 	if st.Size() > maxFmtInput {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "File too large",
 			Detail: fmt.Sprintf("fmt %s: %d bytes; fmt formats HCL files up to %d bytes.", target, st.Size(), maxFmtInput)}}, nil
