@@ -24,7 +24,7 @@ func CheckTrialParams(e *schema.Experiment, params map[string]any) error {
 			return fmt.Errorf("param %q is missing", p.Name)
 		}
 		if !space.Contains(p, v) {
-			return fmt.Errorf("param %q = %s is not a value of its %s in search space %q", p.Name, space.FormatValue(v), p.Kind, e.SearchSpace.Name)
+			return fmt.Errorf("param %q = %s is not a value of its %s in search space %q", p.Name, space.QuoteValue(v), space.Describe(p), e.SearchSpace.Name)
 		}
 	}
 	extra := e.Tuner.Params()

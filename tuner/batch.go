@@ -89,7 +89,7 @@ func (t *batchTuner) check(sp *space.Space) error {
 				break
 			}
 			if !space.Contains(p, v) {
-				why = fmt.Sprintf("parameter %q = %v is not a value of its %s", p.Name, v, p.Kind)
+				why = fmt.Sprintf("parameter %q = %s is not a value of its %s", p.Name, space.QuoteValue(v), space.Describe(p))
 				break
 			}
 		}

@@ -395,6 +395,10 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}},
 		{Name: "n", Kind: space.Randint, Args: []float64{0, 3}},
 	}}
+	withChoice := &space.Space{Params: append(sp.Params[:2:2], space.Param{Name: "c", Kind: space.Choice, Options: []space.Option{{Value: 1.0}, {Value: 2.5}, {Value: "b"}}})}
+	checkSettings(t, withChoice, []settingsCase{
+		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0, "c": "1"}}}, []string{`parameter "c" = "1" (a string) is not a value of its choice [1, 2.5, "b"]`}},
+	})
 	checkSettings(t, sp, []settingsCase{
 		{"cmaes", map[string]any{"popsize": 6.0, "sigma0": 0.3, "seed": 1.0}, nil},
 		{"cmaes", map[string]any{"popsize": 1.0}, []string{`"popsize"`, "at least 2"}},
@@ -430,8 +434,9 @@ func TestNewTunersSettingsValidation(t *testing.T) {
 		{"batch", map[string]any{"params": []any{}}, []string{"params is empty"}},
 		{"batch", map[string]any{"params": []any{1.0}}, []string{"element 0 must be an object"}},
 		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0}, map[string]any{"x": 0.5}}}, []string{"set 1", `parameter "n" is missing`}},
-		{"batch", map[string]any{"params": []any{map[string]any{"x": 1.5, "n": 2.0}}}, []string{"set 0", `parameter "x" = 1.5 is not a value of its uniform`}},
-		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.5}}}, []string{`parameter "n" = 2.5`}},
+		{"batch", map[string]any{"params": []any{map[string]any{"x": 1.5, "n": 2.0}}}, []string{"set 0", `parameter "x" = 1.5 is not a value of its uniform [0, 1]`}},
+		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.5}}}, []string{`parameter "n" = 2.5 is not a value of its randint [0, 3]`}},
+		{"batch", map[string]any{"params": []any{map[string]any{"x": "1", "n": 2.0}}}, []string{`parameter "x" = "1" (a string) is not a value of its uniform [0, 1]`}},
 		{"batch", map[string]any{"params": []any{map[string]any{"x": 0.5, "n": 2.0, "y": 1.0}}}, []string{`"y" is not a parameter of the search space`}},
 	})
 }

@@ -2,8 +2,10 @@ package space
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // FormatValue renders a parameter value as command-line text: integral
@@ -34,4 +36,45 @@ func FormatValue(v any) string {
 		}
 		return string(b)
 	}
+}
+
+// QuoteValue renders a parameter value as in HCL, for messages: a string
+// quoted, and said to be one where it reads as a number ("1" is not 1);
+// numbers and other values as FormatValue does.
+func QuoteValue(v any) string {
+	if x, ok := v.(string); ok {
+		if _, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+			return strconv.Quote(x) + " (a string)"
+		}
+		return strconv.Quote(x)
+	}
+	return FormatValue(v)
+}
+
+// Describe is a param's distribution as written in HCL, for messages:
+// uniform [-5, 5], choice ["a", "b"] (a nested option by its name; at
+// most ten options).
+func Describe(p Param) string {
+	var items []string
+	if p.Kind == Choice {
+		for i, o := range p.Options {
+			if i == 10 {
+				items = append(items, fmt.Sprintf("… (%d in all)", len(p.Options)))
+				break
+			}
+			switch x := o.Value.(type) {
+			case nil:
+				items = append(items, fmt.Sprintf("option %q", o.Name))
+			case string:
+				items = append(items, strconv.Quote(x))
+			default:
+				items = append(items, FormatValue(x))
+			}
+		}
+	} else {
+		for _, a := range p.Args {
+			items = append(items, strconv.FormatFloat(a, 'g', -1, 64))
+		}
+	}
+	return fmt.Sprintf("%s [%s]", p.Kind, strings.Join(items, ", "))
 }
