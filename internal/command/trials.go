@@ -37,8 +37,8 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 	fs.BoolVar(&o.all, "all", false, "every experiment in the state (adds an EXPERIMENT column)")
 	fs.StringVar(&o.query, "q", "", `query, e.g. "status:succeeded, params.activation:relu|sigmoid, metrics.loss:<=0.3"`)
 	fs.StringVar(&o.sort, "sort", "", `sort keys, "-" for descending, e.g. "-metrics.loss,params.lr"`)
-	fs.IntVar(&o.limit, "limit", 0, "show at most N trials (after sorting)")
-	fs.IntVar(&o.top, "top", 0, "only the N best trials by the objective (each experiment's goal)")
+	fs.IntVar(&o.limit, "limit", 0, "show at most N trials (after sorting); N > 0")
+	fs.IntVar(&o.top, "top", 0, "only the N best trials by the objective (each experiment's goal); N > 0")
 	choices(fs, &o.output, "o", "table", trialsFormats, "output format: "+strings.Join(trialsFormats, ", "))
 	fs.BoolVar(&o.asJSON, "json", false, "same as -o json")
 	fs.StringVar(&o.columns, "columns", "", "comma-separated columns (query field names; params, metrics for all of them)")
@@ -58,8 +58,17 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 	if !contains(trialsFormats, o.output) {
 		return g.errorf("-o %q: the formats are %s", o.output, strings.Join(trialsFormats, ", "))
 	}
-	if o.limit < 0 || o.top < 0 {
-		return g.errorf("-limit and -top take a positive number")
+	// Left out they are 0, no cut; given, 0 would show every trial too,
+	// silently: refused as a negative number is.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"limit", o.limit}, {"top", o.top}} {
+		if set[c.name] && c.n <= 0 {
+			return g.errorf("-%s takes a positive number, got %d (leave -%s out to show every trial)", c.name, c.n, c.name)
+		}
 	}
 	// Parse everything the user typed before reading or printing anything.
 	q, err := query.Parse(o.query)
