@@ -1002,8 +1002,23 @@ func (c *CRD) Logs(ctx context.Context, req providers.LogsRequest) error {
 		if main := c.kind.main(obj, pods); main != nil && (main.Status.Phase != corev1.PodPending || terminated(main) != nil) {
 			return c.k.streamLog(ctx, main, req.Follow, req.Out)
 		}
-		if o := c.observe(obj, pods); o.Phase.Ended() || !req.Follow {
-			return nil // never ran: nothing to show
+		if o := c.observe(obj, pods); o.Phase.Ended() {
+			// The results pod is gone (the operator removes the pods
+			// still running when a replica fails) or never ran: the
+			// replica that failed tells why, else the newest that ran.
+			p := pickPod(pods, func(p *corev1.Pod) bool { t := terminated(p); return t != nil && t.ExitCode != 0 })
+			if p == nil {
+				p = pickPod(pods, func(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodPending || terminated(p) != nil })
+			}
+			if p == nil {
+				return fmt.Errorf("trial %s/%s ended and no pod of its %s %s is left to show a log (the operator removes them when the job ends: its cleanPodPolicy)",
+					req.Experiment, req.TrialID, c.kind.gvk().Kind, obj.GetName())
+			}
+			fmt.Fprintf(req.Out, "==> pod %s (the trial's results pod is gone; this replica's log) <==\n", p.Name)
+			return c.k.streamLog(ctx, p, false, req.Out)
+		}
+		if !req.Follow {
+			return nil // not running yet: nothing to show
 		}
 		select {
 		case <-ctx.Done():
