@@ -72,6 +72,7 @@ type journalState struct {
 	applied  int    // records applied on top of state.json
 	foreign  string // the lineage of a journal of another lineage ("" if none)
 	warnings []string
+	torn     int // the index in warnings of an incomplete last record's; -1 (or 0 with no warnings) when none
 }
 
 // JournalError is a journal record that does not check out and is not the
@@ -121,6 +122,7 @@ func replayJournal(path string, data []byte, s *State, js *journalState) error {
 		n++
 		nl := bytes.IndexByte(data[off:], '\n')
 		if nl < 0 {
+			js.torn = len(js.warnings)
 			js.warnings = append(js.warnings, fmt.Sprintf("state journal %s: the last record (%d, byte offset %d, %d bytes) is incomplete, its write was interrupted; it is dropped", path, n, off, len(data)-off))
 			break
 		}

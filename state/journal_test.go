@@ -2,6 +2,8 @@ package state
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -366,6 +368,14 @@ func TestJournalFixture(t *testing.T) {
 func TestJournalReadersSeeSavedStates(t *testing.T) {
 	m := newManager(t)
 	m.journalLimit = 6000 // compactions too, while readers read
+	// The writer holds the lock, as apply does: a reader that finds a
+	// record half written waits for it rather than calling it interrupted
+	// (a preempted writer on a loaded machine made the reader warn).
+	lk, err := m.Lock(context.Background(), "apply", "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
 	s := sampleState(2)
 	s.Experiments["mnist"].NextSeq = 0
 	if err := m.Save(s); err != nil {
@@ -539,5 +549,64 @@ func TestJournalErrorNamesTheStateWithout(t *testing.T) {
 		if got := (&JournalError{Path: "j", Record: rec, Problem: "is garbage"}).Error(); !strings.Contains(got, want) {
 			t.Errorf("record %d: %q lacks %q", rec, got, want)
 		}
+	}
+}
+
+// TestReaderWaitsForARecordBeingWritten: a lock-free reader that finds
+// the journal's last record incomplete while the lock's holder still
+// runs takes it for a write in progress (a writer preempted mid-write on
+// a loaded machine): it reads the state without it, quietly. When the
+// holder is gone, the record was cut short: it is dropped with a warning.
+func TestReaderWaitsForARecordBeingWritten(t *testing.T) {
+	m := newManager(t)
+	lk, err := m.Lock(context.Background(), "apply", "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	s := sampleState(2)
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	s.Experiments["mnist"].NextSeq++
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	want := s.Serial
+	f, err := os.OpenFile(m.journalPath(), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`0badc0de {"lineage":"`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	r := NewManager(m.Dir())
+	got, err := r.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Serial != want || len(r.Warnings()) > 0 {
+		t.Fatalf("while the writer runs: serial %d (want %d), warnings %q", got.Serial, want, r.Warnings())
+	}
+
+	// The holder gone (its pid no longer runs): an interrupted write.
+	info, err := m.CurrentLock()
+	if err != nil || info == nil {
+		t.Fatalf("lock info %v, %v", info, err)
+	}
+	dead := *info
+	dead.PID = 1 << 30
+	b, _ := json.Marshal(dead)
+	if err := os.WriteFile(m.lockPath(), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = NewManager(m.Dir())
+	if got, err = r.Load(); err != nil || got.Serial != want {
+		t.Fatalf("holder gone: serial %v, %v", got, err)
+	}
+	if w := strings.Join(r.Warnings(), "\n"); !strings.Contains(w, "is incomplete, its write was interrupted") {
+		t.Fatalf("holder gone: warnings %q", w)
 	}
 }

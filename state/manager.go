@@ -184,16 +184,26 @@ func (m *Manager) Load() (*State, error) {
 // nil) if there is no state file. It takes no lock: when a writer replaced
 // state.json (a compaction) between reading it and the journal, or was
 // appending the journal's last record, it reads again. A last record
-// still incomplete after tornRetries reads (about 25 ms: a writer on a
-// loaded machine can be preempted in the middle of its write) was cut
-// short by a writer that died; it is dropped, with a warning.
+// still incomplete after tornRetries reads (about 25 ms) is being written
+// while the lock's holder still runs on this machine (a writer on a
+// loaded machine can be preempted in the middle of its write): the reader
+// waits for it up to tornRetriesLive reads (about 2 s), then reads the
+// state without it, quietly. Otherwise it was cut short by a writer that
+// died: it is dropped, with a warning.
 func (m *Manager) read() (*State, *diskState, error) {
 	for attempt := 0; ; attempt++ {
-		s, d, again, err := m.readOnce(attempt < tornRetries)
+		retry := attempt < tornRetries || attempt < tornRetriesLive && m.writerRuns()
+		s, d, again, err := m.readOnce(retry)
 		if !again {
+			if d != nil && d.journal.valid < d.journal.size && len(d.journal.warnings) > 0 && m.writerRuns() {
+				w := d.journal.warnings
+				if i := d.journal.torn; i >= 0 && i < len(w) && strings.Contains(w[i], "is incomplete") {
+					d.journal.warnings = append(w[:i:i], w[i+1:]...)
+				}
+			}
 			return s, d, err
 		}
-		if attempt >= 100 {
+		if attempt >= 100 && !retry || attempt >= tornRetriesLive+100 {
 			return nil, nil, fmt.Errorf("read state: %s keeps being replaced while it is read; try again", m.statePath())
 		}
 		if attempt >= 3 {
@@ -202,7 +212,32 @@ func (m *Manager) read() (*State, *diskState, error) {
 	}
 }
 
-const tornRetries = 28
+const (
+	tornRetries     = 28
+	tornRetriesLive = 2000
+)
+
+// writerRuns reports whether the state lock is held by a process of this
+// machine that still runs, from the lock file's holder information (read
+// without taking the lock: a probe would make a writer's Lock fail).
+func (m *Manager) writerRuns() bool {
+	b, err := os.ReadFile(m.lockPath())
+	if err != nil || len(b) == 0 {
+		return false
+	}
+	var info LockInfo
+	if json.Unmarshal(b, &info) != nil || info.PID <= 0 {
+		return false
+	}
+	host, err := os.Hostname()
+	if _, h, ok := strings.Cut(info.Who, "@"); err != nil || !ok || h != host {
+		return false
+	}
+	if info.PID == os.Getpid() {
+		return true // this process writes (another Manager of it)
+	}
+	return syscall.Kill(info.PID, 0) == nil
+}
 
 func (m *Manager) readOnce(retryTorn bool) (s *State, d *diskState, again bool, err error) {
 	path := m.statePath()
