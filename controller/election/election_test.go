@@ -45,7 +45,9 @@ func TestPausedLeaderNeverWritesAgain(t *testing.T) {
 	newElector := func(id string) *Elector {
 		var el *Elector
 		el, err := New(Config{Rest: cp.Config, Namespace: "default", Name: "paused", Identity: id,
-			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: time.Second,
+			// Long enough that a renewal on a heavily loaded machine
+			// (the apiserver shares its cores) does not lose the lease.
+			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 			OnStartedLeading: func(lctx context.Context) {
 				note("started " + id)
 				started <- id
