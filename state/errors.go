@@ -3,8 +3,11 @@ package state
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/trialform/trialform/internal/procfs"
 )
 
 // CorruptError reports a state file that cannot be read: empty, truncated,
@@ -73,6 +76,23 @@ type LockInfo struct {
 	// Experiments are the experiments the lock covers (LockExperiments);
 	// empty for a lock on the whole state.
 	Experiments []string `json:"experiments,omitempty"`
+}
+
+// RunsHere reports whether the lock's holder is a process of this
+// machine that still runs (this one included): its lock is not stale.
+func (li *LockInfo) RunsHere() bool {
+	if li.PID <= 0 {
+		return false
+	}
+	host, err := os.Hostname()
+	if _, h, ok := strings.Cut(li.Who, "@"); err != nil || !ok || h != host {
+		return false
+	}
+	if li.PID == os.Getpid() {
+		return true
+	}
+	st, err := procfs.Read(li.PID)
+	return err == nil && !st.Gone() // a zombie is gone: it holds nothing
 }
 
 // LockedError reports that another holder has the state lock.

@@ -226,17 +226,7 @@ func (m *Manager) writerRuns() bool {
 		return false
 	}
 	var info LockInfo
-	if json.Unmarshal(b, &info) != nil || info.PID <= 0 {
-		return false
-	}
-	host, err := os.Hostname()
-	if _, h, ok := strings.Cut(info.Who, "@"); err != nil || !ok || h != host {
-		return false
-	}
-	if info.PID == os.Getpid() {
-		return true // this process writes (another Manager of it)
-	}
-	return syscall.Kill(info.PID, 0) == nil
+	return json.Unmarshal(b, &info) == nil && info.RunsHere()
 }
 
 func (m *Manager) readOnce(retryTorn bool) (s *State, d *diskState, again bool, err error) {

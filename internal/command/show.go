@@ -345,16 +345,8 @@ func liveLocalHolder(m state.Backend, id string) *state.LockInfo {
 	if err != nil {
 		return nil
 	}
-	host, err := os.Hostname()
-	if err != nil {
-		return nil
-	}
 	for i := range locks {
-		li := &locks[i]
-		if li.ID != id || li.PID <= 0 || li.PID == os.Getpid() {
-			continue
-		}
-		if _, h, ok := strings.Cut(li.Who, "@"); ok && h == host && pidAlive(li.PID) {
+		if li := &locks[i]; li.ID == id && li.PID != os.Getpid() && li.RunsHere() {
 			return li
 		}
 	}
