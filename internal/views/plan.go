@@ -187,13 +187,26 @@ func noChangeDetail(p *plan.Plan) string {
 		return "The configuration has no experiments and the state is empty."
 	}
 	done := 0
+	var paused []string // paused, not done, with no trial running
 	for _, ep := range p.Experiments {
-		if ep.Done {
+		bs := ep.Progress.ByStatus
+		switch {
+		case ep.Done:
 			done++
+		case ep.Paused && bs[state.Running]+bs[state.Waiting] == 0:
+			paused = append(paused, ep.Name)
 		}
 	}
 	if done == len(p.Experiments) {
 		return "Every experiment is done."
+	}
+	if len(paused) > 0 {
+		names := "(paused: " + strings.Join(paused, ", ") + "; they resume when paused is removed)"
+		if done+len(paused) == len(p.Experiments) {
+			// Nothing runs: a paused experiment is neither done nor running.
+			return "Nothing to run: every experiment is done or paused " + names + "."
+		}
+		return "Trials are running; nothing to do until they finish " + names + "."
 	}
 	return "Trials are running; nothing to do until they finish."
 }

@@ -91,3 +91,30 @@ func TestStatusLinePerGeneration(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
+
+// A plan with nothing to do because the experiment is paused said
+// "Trials are running; nothing to do until they finish." with every
+// trial PAUSED and none running.
+func TestNoChangesNamesPaused(t *testing.T) {
+	paused := &plan.ExperimentPlan{Name: "p", Action: plan.NoOp, Paused: true, Settings: plan.Settings{MaxTrials: 4},
+		Progress: plan.Progress{Total: 2, ByStatus: map[string]int{"PAUSED": 2}}}
+	running := &plan.ExperimentPlan{Name: "r", Action: plan.NoOp, Settings: plan.Settings{MaxTrials: 4},
+		Progress: plan.Progress{Total: 1, ByStatus: map[string]int{"RUNNING": 1}}}
+	done := &plan.ExperimentPlan{Name: "d", Action: plan.NoOp, Done: true, Settings: plan.Settings{MaxTrials: 1},
+		Progress: plan.Progress{Total: 1, ByStatus: map[string]int{"SUCCEEDED": 1}}}
+	for _, c := range []struct {
+		exps []*plan.ExperimentPlan
+		want string
+	}{
+		{[]*plan.ExperimentPlan{paused}, "No changes. Nothing to run: every experiment is done or paused (paused: p; they resume when paused is removed).\n"},
+		{[]*plan.ExperimentPlan{done, paused}, "No changes. Nothing to run: every experiment is done or paused (paused: p; they resume when paused is removed).\n"},
+		{[]*plan.ExperimentPlan{paused, running}, "No changes. Trials are running; nothing to do until they finish (paused: p; they resume when paused is removed).\n"},
+		{[]*plan.ExperimentPlan{running}, "No changes. Trials are running; nothing to do until they finish.\n"},
+	} {
+		var b bytes.Buffer
+		Plan(&b, &plan.Plan{Experiments: c.exps}, Colors{})
+		if first, _, _ := strings.Cut(b.String(), "  experiment."); first != c.want {
+			t.Errorf("got  %q\nwant %q", first, c.want)
+		}
+	}
+}
