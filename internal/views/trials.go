@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/internal/results"
+	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/state"
 )
 
@@ -138,7 +139,14 @@ func ShowState(w io.Writer, st *state.State, c Colors, refreshed map[string]time
 	for _, n := range names {
 		e := st.Experiments[n]
 		fmt.Fprintf(w, "\n%s (id %s, platform %s, generation %d)\n", c.Bold("experiment."+n), e.ID, e.Platform, e.Generation)
-		fmt.Fprintf(w, "  objective: %s %s; max_trials %d, concurrency %d", e.Goal, e.Metric, e.MaxTrials, e.Concurrency)
+		label := "objective"
+		if e.MultiObjective() {
+			label = "objectives"
+		}
+		fmt.Fprintf(w, "  %s: %s; max_trials %d, concurrency %d", label, objectiveOfState(e), e.MaxTrials, e.Concurrency)
+		if e.Paused {
+			fmt.Fprint(w, "; paused")
+		}
 		switch {
 		case e.Failed:
 			fmt.Fprintf(w, "; failed: %s", Safe(e.DoneReason))
@@ -157,6 +165,18 @@ func ShowState(w io.Writer, st *state.State, c Colors, refreshed map[string]time
 		}
 		Trials(&indent{w: w}, e, now)
 	}
+}
+
+// objectiveOfState is the plan's words for e's objective: every
+// objective of a multi-objective experiment, and the strategy of one.
+func objectiveOfState(e *state.Experiment) string {
+	st := plan.Settings{Goal: e.Goal, Metric: e.Metric, Strategy: e.Strategy}
+	if e.MultiObjective() {
+		for _, o := range e.Objectives {
+			st.Objectives = append(st.Objectives, plan.Objective{Metric: o.Metric, Goal: o.Goal})
+		}
+	}
+	return objectiveText(st)
 }
 
 // indent prefixes every line written through it with two spaces. Writers

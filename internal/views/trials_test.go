@@ -96,3 +96,24 @@ func TestTrialsClipsLongCellsAndQuotesHeaders(t *testing.T) {
 		t.Errorf("header of a metric with control characters:\n%.500s", out)
 	}
 }
+
+// show said "objective: maximize default" for an experiment with two
+// objectives (the second, and a strategy, were left out) and nothing of
+// paused = true, which plan, trials' JSON and the dashboard say.
+func TestShowStateObjectivesAndPaused(t *testing.T) {
+	e := testExperiment()
+	e.Objectives = []state.Objective{{Metric: "loss", Goal: "minimize"}, {Metric: "latency", Goal: "minimize"}}
+	e.Paused = true
+	var b bytes.Buffer
+	ShowState(&b, &state.State{Experiments: map[string]*state.Experiment{"exp": e}}, Colors{}, nil, time.Now())
+	if want := "  objectives: minimize loss, minimize latency (Pareto front); max_trials 2, concurrency 2; paused\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("want %q in:\n%s", want, b.String())
+	}
+	e = testExperiment()
+	e.Strategy = "min"
+	b.Reset()
+	ShowState(&b, &state.State{Experiments: map[string]*state.Experiment{"exp": e}}, Colors{}, nil, time.Now())
+	if want := "  objective: minimize loss (strategy min: the least value reported); max_trials 2"; !strings.Contains(b.String(), want) {
+		t.Errorf("want %q in:\n%s", want, b.String())
+	}
+}
