@@ -299,14 +299,28 @@ func (h *ApplyHuman) WaitStart(total int) {
 // Pass moves the bar and prints the pass's errors.
 func (h *ApplyHuman) Pass(p *plan.Plan, errs []error) {
 	if h.bar != nil {
-		done := 0
+		// The bar counts the experiments this plan covers (-target
+		// leaves others out), and an experiment that is done (its
+		// max_duration, max_failed_trials) at what it ended with: the
+		// configuration's max_trials of every experiment left the bar
+		// short of 100% for good.
+		done, total := 0, 0
 		line := ""
 		for _, ep := range p.Experiments {
-			done += Ended(ep)
+			n := Ended(ep)
+			done += n
+			if ep.Done {
+				total += n
+			} else {
+				total += max(ep.Settings.MaxTrials, n)
+			}
 			if line != "" {
 				line += "; "
 			}
 			line += StatusLine(ep)
+		}
+		if total > 0 && total != h.bar.GetMax() {
+			h.bar.ChangeMax(total)
 		}
 		h.bar.Describe(line)
 		h.bar.Set(done)

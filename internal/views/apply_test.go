@@ -136,3 +136,42 @@ func TestPassPrintsNewWarningsOnce(t *testing.T) {
 		t.Errorf("json: the new warning emitted %d times, want 1:\n%s", n, stream.String())
 	}
 }
+
+// apply -wait's bar counted the max_trials of every experiment in the
+// configuration: with -target experiment.a (2 trials) beside b (3), it
+// ended at 40% (2/5); an experiment done before its budget (max_duration)
+// left it short too. It ends full.
+func TestApplyBarEndsFull(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ep   *plan.ExperimentPlan
+		want string
+	}{
+		{"a target", &plan.ExperimentPlan{Name: "a", Done: true, DoneReason: "budget used (2 trials)", Settings: plan.Settings{MaxTrials: 2},
+			Progress: plan.Progress{Total: 2, ByStatus: map[string]int{"SUCCEEDED": 2}, Generation: 1, GenerationTotal: 2,
+				GenerationByStatus: map[string]int{"SUCCEEDED": 2}, GenerationEnded: 2}}, "(2/2"},
+		{"max_duration", &plan.ExperimentPlan{Name: "a", Done: true, DoneReason: "max_duration (1m) reached", Settings: plan.Settings{MaxTrials: 5},
+			Progress: plan.Progress{Total: 3, ByStatus: map[string]int{"SUCCEEDED": 1, "CANCELED": 2}, Generation: 1, GenerationTotal: 3,
+				GenerationByStatus: map[string]int{"SUCCEEDED": 1, "CANCELED": 2}, GenerationEnded: 1}}, "(1/1"},
+	} {
+		var b bytes.Buffer
+		v := NewApply(ApplyOptions{Out: &b, TTY: true})
+		v.WaitStart(5)
+		v.Pass(&plan.Plan{Experiments: []*plan.ExperimentPlan{c.ep}}, nil)
+		v.WaitEnd()
+		if !strings.Contains(b.String(), "100%") || !strings.Contains(b.String(), c.want) {
+			t.Errorf("%s: want 100%% and %s in the bar:\n%q", c.name, c.want, b.String())
+		}
+	}
+	// A running experiment counts its max_trials.
+	var b bytes.Buffer
+	v := NewApply(ApplyOptions{Out: &b, TTY: true})
+	v.WaitStart(9)
+	v.Pass(&plan.Plan{Experiments: []*plan.ExperimentPlan{{Name: "a", Settings: plan.Settings{MaxTrials: 4},
+		Progress: plan.Progress{Total: 2, ByStatus: map[string]int{"SUCCEEDED": 1, "RUNNING": 1}, Generation: 1, GenerationTotal: 2,
+			GenerationByStatus: map[string]int{"SUCCEEDED": 1, "RUNNING": 1}, GenerationEnded: 1}}}}, nil)
+	v.WaitEnd()
+	if !strings.Contains(b.String(), "(1/4") {
+		t.Errorf("running: want (1/4 in the bar:\n%q", b.String())
+	}
+}
