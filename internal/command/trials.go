@@ -42,7 +42,7 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 	choices(fs, &o.output, "o", "table", trialsFormats, "output format: "+strings.Join(trialsFormats, ", "))
 	fs.BoolVar(&o.asJSON, "json", false, "same as -o json")
 	fs.StringVar(&o.columns, "columns", "", "comma-separated columns (query field names; params, metrics for all of them)")
-	fs.BoolVar(&o.withIntermediate, "with-intermediate", false, "JSON: include each trial's intermediate series (and, in JSON and CSV, every trial's latest and best_intermediate)")
+	fs.BoolVar(&o.withIntermediate, "with-intermediate", false, "JSON: include each trial's intermediate series")
 	fs.BoolVar(&o.curves, "curves", false, "table: a sparkline of each trial's intermediate values")
 	fs.BoolVar(&o.noColor, "no-color", false, "no colours")
 	pos, code, ok := g.parse(fs, args, argSpec{max: -1})
@@ -95,7 +95,11 @@ func runTrials(ctx context.Context, g *Globals, args []string) int {
 		rows = append(rows, results.FromExperiment(e, now)...)
 	}
 	keepSeries := o.withIntermediate || o.curves
-	allSeries := keepSeries || mentions(o.query+","+o.sort+","+o.columns, "latest", "best_intermediate")
+	// JSON and CSV rows carry every trial's latest and best intermediate
+	// result: a trial whose series the state summarised under another
+	// objective or goal (an earlier generation's) is read, as a query on
+	// latest reads it, or its fields came out empty.
+	allSeries := keepSeries || o.output != "table" || mentions(o.query+","+o.sort+","+o.columns, "latest", "best_intermediate")
 	for _, r := range rows {
 		if r.Intermediate == 0 || r.Summarized && !keepSeries || !(allSeries || r.NeedsSeries()) {
 			continue
