@@ -743,3 +743,52 @@ func TestBrowserStepsSurviveNavigation(t *testing.T) {
 		b.do(chromedp.Poll[chromedp.Void](`document.readyState !== ''`, chromedp.WithPollingTimeout(10*time.Second)))
 	}
 }
+
+// The history charts' best so far is the current generation's, as the
+// best trial the overview and the CLI name: a generation-1 trial measured
+// with another search space or objective drew a best so far (-1000) that
+// no view called the best.
+func TestBrowserBestSoFarOfTheGeneration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser tests are not short")
+	}
+	dir := fixture(t, 20)
+	m := state.NewManager(filepath.Join(dir, ".trialform"))
+	st, err := m.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := st.Experiments["demo"]
+	e.Generation = 2
+	var old string
+	for _, tr := range e.SortedTrials() {
+		tr.Generation = 2
+		if tr.Seq < 10 {
+			tr.Generation = 1
+			if old == "" && tr.Status == state.Succeeded {
+				v := -1000.0 // demo minimizes: better than any
+				tr.Value, old = &v, tr.ID
+			}
+		}
+	}
+	if old == "" || e.Best() == nil {
+		t.Fatal("the fixture has no succeeded trial in each generation")
+	}
+	want := *e.Best().Value
+	if err := m.Save(st); err != nil {
+		t.Fatal(err)
+	}
+	base := strings.TrimSuffix(startUI(t, dir, "-addr", "127.0.0.1:0"), "/")
+	b := newBrowser(t)
+	b.open(base + "/e/demo")
+	b.checkCharts(map[string]int{"history-seq": 2, "history-time": 2})
+	var s string
+	b.eval(`JSON.stringify(['history-seq', 'history-time'].map((k) => {
+	  const d = window.__trialform.charts[k].getOption().series[1].data;
+	  return d.length ? d[d.length - 1][1] : null;
+	}))`, &s)
+	if w := fmt.Sprintf("[%v,%v]", want, want); s != w {
+		t.Errorf("the best so far ends at %s, want the generation's best %s (%s is generation 1's)", s, w, old)
+	}
+	b.noErrors("best so far")
+}

@@ -472,16 +472,21 @@ async function pageExperiment(name) {
   // no result: it never makes the best so far.
   const hasResult = (r) => r.value != null && r.status === 'SUCCEEDED';
 
+  // The best so far is the current generation's, as the best trial is
+  // (state.Experiment.BestOf): an earlier generation measured another
+  // search space or objective, so its values do not compete.
+  const inBestGen = (r) => r.gen == null || r.gen === st.meta.experiment.generation;
+
   function drawHistory() {
     const goal = st.meta.experiment.goal;
     const done = st.all.filter(hasResult).sort((a, b) => a.seq - b.seq);
     let best = null;
     const pts = [], bestLine = [];
     for (const r of done) {
-      if (best == null || better(goal, r.value, best)) { best = r.value; bestLine.push([r.seq, best]); }
+      if (inBestGen(r) && (best == null || better(goal, r.value, best))) { best = r.value; bestLine.push([r.seq, best]); }
       pts.push([r.seq, r.value]);
     }
-    if (done.length) bestLine.push([done[done.length - 1].seq, best]);
+    if (best != null) bestLine.push([done[done.length - 1].seq, best]);
     const metric = st.meta.experiment.metric;
     chart('history-seq', boxes.seq, {
       legend: { top: 0 }, grid: { left: 60, right: 20, top: 30, bottom: 40 },
@@ -497,10 +502,10 @@ async function pageExperiment(name) {
     best = null;
     const tp = [], tb = [];
     for (const r of byTime) {
-      if (best == null || better(goal, r.value, best)) { best = r.value; tb.push([r.end, best]); }
+      if (inBestGen(r) && (best == null || better(goal, r.value, best))) { best = r.value; tb.push([r.end, best]); }
       tp.push([r.end, r.value]);
     }
-    if (byTime.length) tb.push([byTime[byTime.length - 1].end, best]);
+    if (best != null) tb.push([byTime[byTime.length - 1].end, best]);
     chart('history-time', boxes.time, {
       legend: { top: 0 }, grid: { left: 60, right: 20, top: 30, bottom: 40 },
       tooltip: { trigger: 'item' },
