@@ -1008,7 +1008,11 @@ func (s *Session) start(ctx context.Context, a *plan.TrialAction) error {
 				// experiment instead of holding its slots for ever.
 				t.Status = state.Failed
 				t.Reason = "failed to start: " + msg
-				t.EndedAt = &end
+				if t.EndedAt == nil {
+					// A resumed trial keeps its last attempt's end (when it
+					// was paused or lost): the time it waited did not run.
+					t.EndedAt = &end
+				}
 				return
 			}
 			t.Reason = fmt.Sprintf("start failed (%d of %d attempts, retried on the next apply): %s", t.StartFailures, MaxStartFailures, msg)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/providers"
@@ -64,5 +65,43 @@ func TestFailedStartEndsFailed(t *testing.T) {
 		if tr := store.last().Experiments["exp"].Trials["t0001"]; tr == nil {
 			t.Errorf("permanent=%v: the failed start's slot was not given to a new trial", permanent)
 		}
+	}
+}
+
+// A resume that fails for good ends the trial FAILED at the end of its
+// last attempt: a trial paused (or lost) for a day whose resume was
+// refused showed a duration of a day and more, the time it waited
+// counted as time it ran.
+func TestFailedResumeKeepsTheAttemptsEnd(t *testing.T) {
+	store := &memStore{}
+	s, _ := newSession(config(1, 1), store)
+	p, err := s.Plan(context.Background(), plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Apply(context.Background(), p)
+	t0 := s.Now()
+	paused := t0.Add(10 * time.Second)
+	s.mu.Lock()
+	tr := s.st.Experiments["exp"].Trials["t0000"]
+	if tr == nil || tr.StartedAt == nil || !tr.StartedAt.Equal(t0) {
+		s.mu.Unlock()
+		t.Fatalf("t0000 after the first apply: %+v", tr)
+	}
+	tr.Status, tr.EndedAt, tr.Handle = state.Paused, &paused, nil
+	s.mu.Unlock()
+	s.Now = func() time.Time { return t0.Add(24 * time.Hour) }
+	fs := &failingStarter{recorder: &recorder{store: store, started: map[string]int{}, stopped: map[string]int{}}, permanent: true}
+	s.Providers = oneProvider{fs}
+	if p, err = s.Plan(context.Background(), plan.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Apply(context.Background(), p)
+	tr = store.last().Experiments["exp"].Trials["t0000"]
+	if fs.calls != 1 || tr.Status != state.Failed || !strings.HasPrefix(tr.Reason, "failed to start") {
+		t.Fatalf("t0000 = %s %q after %d starts, want FAILED: failed to start", tr.Status, tr.Reason, fs.calls)
+	}
+	if tr.EndedAt == nil || !tr.EndedAt.Equal(paused) {
+		t.Errorf("t0000 ended at %v, want its attempt's end %v (a duration of 10s, not a day)", tr.EndedAt, paused)
 	}
 }
