@@ -445,3 +445,23 @@ func TestRangeNotEmpty(t *testing.T) {
 		}
 	}
 }
+
+// -top ranks the trials that compete for the best trial: succeeded ones of
+// the experiment's current generation. -top 1 named a generation-1 trial
+// (another search space) while the footer said "Best of generation 2"
+// another, and an early-stopped trial with a strategy's value could rank.
+func TestTopIsOfTheCurrentGeneration(t *testing.T) {
+	rs := rows()
+	for _, r := range rs {
+		r.CurrentGeneration = 2
+		if r.Seq >= 2 {
+			r.Generation = 2
+		}
+	}
+	rs[0].Metric = fp(0.01) // t0001: generation 1, better than any
+	es := rs[4]             // t0005
+	es.Status, es.Metric = state.EarlyStopped, fp(0.05)
+	if got := ids(Top(rs, 0)); got != "t0003 t0002" {
+		t.Errorf("Top all = %q, want generation 2's succeeded trials t0003 t0002", got)
+	}
+}

@@ -1,11 +1,13 @@
 package query
 
 import (
+	"math"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/trialform/trialform/internal/results"
+	"github.com/trialform/trialform/state"
 )
 
 // SortKey is one key of a sort spec.
@@ -215,8 +217,11 @@ func compareAny(a, b any) int {
 
 // Top returns the n best rows of each experiment by objective, the
 // experiment's goal deciding the direction, best first (experiments in
-// name order); rows without an objective value are left out. n <= 0
-// keeps every row that has one.
+// name order). Only the trials that compete for the best trial
+// (state.Experiment.BestOf) are ranked: succeeded ones with a value, of
+// the experiment's current generation; an earlier generation measured
+// another search space or objective (-top 1 named its trial while the
+// footer named the current generation's best). n <= 0 keeps every one.
 func Top(rows []*results.Row, n int) []*results.Row {
 	// With several objectives only ranked trials compete (a failed
 	// trial may hold the first objective's value).
@@ -228,7 +233,9 @@ func Top(rows []*results.Row, n int) []*results.Row {
 	}
 	out := make([]*results.Row, 0, len(rows))
 	for _, r := range rows {
-		if r.Metric != nil && (!ranked[r.Experiment] || r.ParetoRank > 0) {
+		competes := r.Status == state.Succeeded && r.Metric != nil && !math.IsNaN(*r.Metric) &&
+			(r.CurrentGeneration == 0 || r.Generation == r.CurrentGeneration)
+		if competes && (!ranked[r.Experiment] || r.ParetoRank > 0) {
 			out = append(out, r)
 		}
 	}

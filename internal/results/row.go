@@ -41,6 +41,9 @@ type Row struct {
 	// of its experiment's current generation when the experiment has
 	// several objectives (1 = the front); 0 otherwise.
 	ParetoRank int
+	// CurrentGeneration is the experiment's generation, the one whose
+	// succeeded trials compete for the best (0: not known).
+	CurrentGeneration int
 
 	// Provenance is what the trial was created from (git commits, the
 	// trialform version); nil when its state recorded none.
@@ -106,7 +109,7 @@ func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 	rows := make([]*Row, 0, len(ts))
 	for _, t := range ts {
 		r := &Row{
-			Experiment: e.Name, ID: t.ID, Seq: t.Seq, Generation: t.Generation,
+			Experiment: e.Name, ID: t.ID, Seq: t.Seq, Generation: t.Generation, CurrentGeneration: e.Generation,
 			Status: t.Status, Reason: t.Reason, Params: t.Params, Metrics: t.Final,
 			Objective: objective, Goal: goal, Metric: t.Value, Best: t.ID == best,
 			Attempts: t.Attempts, ExitCode: t.ExitCode, CreatedAt: t.CreatedAt, Provenance: t.Provenance,
