@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"github.com/trialform/trialform/internal/duration"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -299,33 +300,7 @@ func (l *loader) duration(a *hcl.Attribute) (time.Duration, bool) {
 
 // ParseDuration parses a Go duration, also accepting a leading number of
 // days ("1d", "1.5d", "2d12h"). Negative durations are an error.
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, fmt.Errorf("empty duration")
-	}
-	var d time.Duration
-	rest := s
-	if i := strings.IndexByte(s, 'd'); i >= 0 {
-		days, err := strconv.ParseFloat(s[:i], 64)
-		if err != nil || days < 0 {
-			return 0, fmt.Errorf("invalid number of days %q", s[:i])
-		}
-		d = time.Duration(days * float64(24*time.Hour))
-		rest = s[i+1:]
-	}
-	if rest != "" {
-		r, err := time.ParseDuration(rest)
-		if err != nil {
-			return 0, fmt.Errorf("not a duration")
-		}
-		d += r
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("negative duration")
-	}
-	return d, nil
-}
+func ParseDuration(s string) (time.Duration, error) { return duration.Parse(s) }
 
 // decodeObjectives decodes the experiment's objective blocks: none is one
 // objective (metric "default", maximize), one keeps its single-objective

@@ -19,7 +19,7 @@ const (
 	TypeStatus
 	// TypeNumber: a float64; generation, attempts and metrics.
 	TypeNumber
-	// TypeDuration: Go duration syntax ("90s", "1h30m") or seconds.
+	// TypeDuration: Go duration syntax ("90s", "1h30m"), days ("1d") or seconds.
 	TypeDuration
 	// TypeTime: RFC 3339, "2006-01-02T15:04", or a date; UTC unless a
 	// zone is given.
@@ -45,7 +45,7 @@ func (t Type) String() string {
 	case TypeNumber:
 		return "a number"
 	case TypeDuration:
-		return "a duration (90s, 1h30m, or seconds)"
+		return "a duration (90s, 1h30m, 1d, or seconds)"
 	case TypeTime:
 		return "a time (2006-01-02, 2006-01-02T15:04, or RFC 3339)"
 	case TypeParam:

@@ -27,6 +27,7 @@ package query
 
 import (
 	"fmt"
+	"github.com/trialform/trialform/internal/duration"
 	"strconv"
 	"strings"
 	"time"
@@ -422,7 +423,7 @@ func parseDuration(s string) (time.Duration, error) {
 		}
 		return time.Duration(n * float64(time.Second)), nil
 	}
-	return time.ParseDuration(s)
+	return duration.Parse(s)
 }
 
 var timeLayouts = []struct {

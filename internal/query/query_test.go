@@ -103,6 +103,8 @@ func TestMatch(t *testing.T) {
 		{"duration:>5m", "t0002 t0005"},
 		{"duration:<=30s", "t0003 t0004"},
 		{"duration:30..60", "t0001 t0003"},
+		{"duration:<1d", "t0001 t0002 t0003 t0004 t0005"}, // days, as in HCL's max_duration
+		{"duration:>0.001d", "t0002 t0005"},
 		{"started_at:2024-05-01", "t0001 t0002"},
 		{"started_at:>2024-05-02", "t0005 t0006"},
 		{"started_at:<=2024-05-02", "t0001 t0002 t0003 t0004"},
