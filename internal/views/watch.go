@@ -115,12 +115,21 @@ func (v *Watch) Held(p *plan.Plan, destructive []string) {
 	fmt.Fprintln(v.Out, "Restore the definitions, run `trialform apply` to apply it yourself, or restart watch with -allow-destroy.")
 }
 
-// AllDone says every experiment is done.
+// AllDone prints each experiment's status line (its budget, its best
+// trial, why it is done), as apply -wait does at its end, then says every
+// experiment is done or what the rest wait for.
 func (v *Watch) AllDone(p *plan.Plan) {
 	var paused []string
+	fmt.Fprintln(v.Out)
 	for _, ep := range p.Experiments {
+		fmt.Fprintln(v.Out, StatusLine(ep))
 		if ep.Paused && !ep.Done {
 			paused = append(paused, ep.Name)
+		}
+	}
+	for _, ep := range p.Experiments {
+		if line := ElsewhereLine(ep); line != "" {
+			fmt.Fprintln(v.Out, line)
 		}
 	}
 	if len(paused) > 0 {

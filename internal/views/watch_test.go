@@ -51,3 +51,22 @@ func TestWatchAllDoneNamesPaused(t *testing.T) {
 		t.Errorf("all done: %q", b.String())
 	}
 }
+
+// When every experiment is done watch prints each one's status line (its
+// budget and best trial), as apply -wait does at its end: it said only
+// "All experiments are done".
+func TestWatchAllDoneShowsStatus(t *testing.T) {
+	var b bytes.Buffer
+	v := NewWatch(&b, false, Colors{}, nil)
+	best := 0.25
+	ep := &plan.ExperimentPlan{Name: "a", Done: true, DoneReason: "max_trials (2) reached"}
+	ep.Settings.MaxTrials = 2
+	ep.Progress = plan.Progress{Total: 2, Generation: 1, GenerationTotal: 2, GenerationEnded: 2, BudgetUsed: 2,
+		ByStatus: map[string]int{"SUCCEEDED": 2}, GenerationByStatus: map[string]int{"SUCCEEDED": 2}, Best: &best, BestTrial: "t0001"}
+	v.AllDone(&plan.Plan{Experiments: []*plan.ExperimentPlan{ep}})
+	s := b.String()
+	if !strings.Contains(s, "experiment.a: ") || !strings.Contains(s, "best 0.25 (t0001)") || !strings.Contains(s, "done: max_trials (2) reached") ||
+		strings.Index(s, "experiment.a") > strings.Index(s, "All experiments are done") {
+		t.Errorf("all done without the status lines first:\n%s", s)
+	}
+}
