@@ -335,8 +335,16 @@ func experiment(w io.Writer, ep *plan.ExperimentPlan, c Colors) {
 		if s.MaxDuration != "" {
 			attrs = append(attrs, [2]string{"max_duration", s.MaxDuration}, [2]string{"on_max_duration", s.OnMaxDuration})
 		}
+		if s.TrialMaxDuration != "" {
+			// Each trial's own limit: past it the platform stops it.
+			attrs = append(attrs, [2]string{"trial.max_duration", s.TrialMaxDuration})
+		}
+		width := 17
 		for _, a := range attrs {
-			fmt.Fprintf(w, "      %-17s = %s\n", a[0], a[1])
+			width = max(width, len(a[0]))
+		}
+		for _, a := range attrs {
+			fmt.Fprintf(w, "      %-*s = %s\n", width, a[0], a[1])
 		}
 	}
 	for _, ch := range ep.Changes {

@@ -118,3 +118,21 @@ func TestNoChangesNamesPaused(t *testing.T) {
 		}
 	}
 }
+
+// A new experiment's header names each trial's own max_duration (past it
+// the platform stops the trial), aligned with the other settings: it was
+// only in plan -json.
+func TestPlanCreateShowsTrialMaxDuration(t *testing.T) {
+	ep := &plan.ExperimentPlan{Name: "exp", Action: plan.Create, Platform: "local.default",
+		Settings: plan.Settings{Tuner: "tpe", MaxTrials: 4, Concurrency: 2, MaxFailedTrials: 3, TrialMaxDuration: "10m"},
+		Trials:   []*plan.TrialAction{{Action: plan.Create, TrialID: "t0000", Params: map[string]any{"x": 0.5}}}}
+	p := &plan.Plan{Experiments: []*plan.ExperimentPlan{ep}}
+	p.Summary.Create = 1
+	var b bytes.Buffer
+	Plan(&b, p, Colors{})
+	for _, want := range []string{"      max_failed_trials  = 3\n", "      trial.max_duration = 10m\n", "      concurrency        = 2\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %q in\n%s", want, b.String())
+		}
+	}
+}
