@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -173,8 +174,11 @@ var fixedFields = map[string]fixed{
 	}, "best intermediate value"},
 }
 
+// fptr is a number field's value; NaN (a report that was not a number)
+// is no value, as the tables show it ("-"): it sorts last and matches no
+// condition, where it compared equal to every number and broke the sort.
 func fptr(p *float64) (any, bool) {
-	if p == nil {
+	if p == nil || math.IsNaN(*p) {
 		return nil, false
 	}
 	return *p, true
@@ -223,7 +227,7 @@ func LookupField(name string) (Field, bool) {
 	if k, ok := strings.CutPrefix(name, "metrics."); ok && k != "" {
 		return Field{Name: name, Key: k, Type: TypeNumber, get: func(r *results.Row) (any, bool) {
 			v, ok := r.Metrics[k]
-			return v, ok
+			return v, ok && !math.IsNaN(v)
 		}}, true
 	}
 	if f, ok := fixedFields[name]; ok {

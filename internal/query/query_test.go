@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -465,5 +466,49 @@ func TestTopIsOfTheCurrentGeneration(t *testing.T) {
 	es.Status, es.Metric = state.EarlyStopped, fp(0.05)
 	if got := ids(Top(rs, 0)); got != "t0003 t0002" {
 		t.Errorf("Top all = %q, want generation 2's succeeded trials t0003 t0002", got)
+	}
+}
+
+// A value that is not a number (a final result's NaN or infinity in one of
+// its metrics) sorts after every number, in both directions, as a missing
+// value does: NaN compared equal to everything, so the sort's order
+// depended on where the rows started.
+func TestSortNaN(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	mk := func() []*results.Row {
+		var rs []*results.Row
+		for i, v := range []float64{0.5, nan, 0.1, inf, 0.3, nan, 0.2, 0.4} {
+			rs = append(rs, &results.Row{Experiment: "e", ID: TrialIDForTest(i), Seq: i, Metrics: map[string]float64{"acc": v}})
+		}
+		return rs
+	}
+	for spec, want := range map[string]string{
+		"metrics.acc":  "t0002 t0006 t0004 t0007 t0000 t0003 t0001 t0005",
+		"-metrics.acc": "t0003 t0000 t0007 t0004 t0006 t0002 t0001 t0005",
+	} {
+		s, err := ParseSort(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for shift := 0; shift < 8; shift++ {
+			rs := mk()
+			rs = append(rs[shift:], rs[:shift]...)
+			s.Apply(rs)
+			if got := ids(rs); got != want {
+				t.Errorf("sort %q from rotation %d = %q, want %q", spec, shift, got, want)
+			}
+		}
+	}	// A NaN is no value for conditions either, negated or not.
+	for q, want := range map[string]string{
+		"metrics.acc:~<0.3": "t0000 t0003 t0004 t0007",
+		"metrics.acc:>0.3":  "t0000 t0003 t0007",
+	} {
+		qq, err := Parse(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(qq.Filter(mk())); got != want {
+			t.Errorf("%q matched %q, want %q", q, got, want)
+		}
 	}
 }
