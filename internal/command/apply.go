@@ -106,7 +106,9 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 	if planFile != "" {
 		var err error
 		if saved, err = readPlanFile(planFile); err != nil {
-			return g.errorf("%v", err)
+			return g.planFileError("apply", planFile, err, func(exp string) string {
+				return fmt.Sprintf("to apply only experiment %s, use -target=experiment.%s", exp, exp)
+			})
 		}
 		if savedVars, err = decodeVars(planFile, saved.Variables); err != nil {
 			return g.errorf("%v", err)

@@ -176,6 +176,28 @@ func checkPlanOut(path string) error {
 	return nil
 }
 
+// noPlanFileError is a plan file that does not exist.
+type noPlanFileError struct{ path string }
+
+func (e *noPlanFileError) Error() string {
+	return fmt.Sprintf("%s: no such plan file (a plan saved by `trialform plan -out=FILE`)", e.path)
+}
+
+// planFileError reports why the saved plan path of cmd (apply, show)
+// could not be read. A path that does not exist but names an experiment of
+// the configuration is a newcomer's `apply svm`: instead says what to type.
+func (g *Globals) planFileError(cmd, path string, err error, instead func(exp string) string) int {
+	var missing *noPlanFileError
+	if !errors.As(err, &missing) {
+		return g.errorf("%v", err)
+	}
+	name := strings.TrimPrefix(path, "experiment.")
+	if cfg := g.loadConfigQuiet(); cfg != nil && cfg.Experiments[name] != nil {
+		return g.errorf("%s: no such plan file; %s takes a plan saved by `trialform plan -out=FILE`, not an experiment name: %s", path, cmd, instead(name))
+	}
+	return g.errorf("%v", err)
+}
+
 func writePlanFile(path string, p *plan.Plan) error {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
@@ -186,6 +208,9 @@ func writePlanFile(path string, p *plan.Plan) error {
 
 func readPlanFile(path string) (*plan.Plan, error) {
 	b, err := fsread.ReadFile(path, fsread.MaxState)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &noPlanFileError{path: path}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,9 @@ func runShow(ctx context.Context, g *Globals, args []string) int {
 	if len(pos) == 1 {
 		p, err := readPlanFile(pos[0])
 		if err != nil {
-			return g.errorf("%v", err)
+			return g.planFileError("show", pos[0], err, func(exp string) string {
+				return fmt.Sprintf("`trialform show` shows every experiment, `trialform trials %s` the trials of %s", exp, exp)
+			})
 		}
 		if *asJSON {
 			views.PlanJSON(g.IO.Out, p)
