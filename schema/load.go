@@ -282,7 +282,7 @@ func (l *loader) parseDir() bool {
 		return false
 	}
 	if len(names) == 0 {
-		l.errorf(nil, "No configuration files", "The directory %s has no *.hcl files. Write the experiments in a file such as main.hcl.", l.dir)
+		l.errorf(nil, "No configuration files", "The directory %s has no *.hcl files. Write the experiments in a file such as main.hcl, or run trialform in the directory that holds them (or with -chdir=DIR).", l.dir)
 		return false
 	}
 	ok := true

@@ -33,7 +33,7 @@ func runMetrics(ctx context.Context, g *Globals, args []string) int {
 	}
 	e := st.Experiment(strings.TrimPrefix(pos[0], "experiment."))
 	if e == nil {
-		return g.errorf("no experiment %q in the state (experiments: %s)", pos[0], orNoneList(sortedKeys(st.Experiments)))
+		return g.errorf("no experiment %q in the state (experiments: %s)", pos[0], g.orNoneList(sortedKeys(st.Experiments)))
 	}
 	t := e.Trials[pos[1]]
 	if t == nil {

@@ -84,7 +84,7 @@ func runLogs(ctx context.Context, g *Globals, args []string) int {
 	}
 	e := st.Experiment(pos[0])
 	if e == nil {
-		return g.errorf("no experiment %q in the state", pos[0])
+		return g.errorf("no experiment %q in the state (experiments: %s)", pos[0], g.orNoneList(sortedKeys(st.Experiments)))
 	}
 	t := e.Trials[pos[1]]
 	if t == nil {

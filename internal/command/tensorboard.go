@@ -48,7 +48,7 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 	}
 	e := st.Experiment(strings.TrimPrefix(pos[0], "experiment."))
 	if e == nil {
-		return g.errorf("no experiment %q in the state (experiments: %s)", pos[0], orNoneList(sortedKeys(st.Experiments)))
+		return g.errorf("no experiment %q in the state (experiments: %s)", pos[0], g.orNoneList(sortedKeys(st.Experiments)))
 	}
 	var trials []*state.Trial
 	if len(pos) > 1 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -194,7 +195,7 @@ func (g *Globals) pickExperiments(st *state.State, pos []string, all bool, cmd s
 		if len(names) == 1 {
 			pos = names
 		} else {
-			return nil, g.errorf("usage: trialform %s EXPERIMENT... [-all]; experiments in the state: %s", cmd, orNoneList(names))
+			return nil, g.errorf("usage: trialform %s EXPERIMENT... [-all]; experiments in the state: %s", cmd, g.orNoneList(names))
 		}
 	}
 	var out []*state.Experiment
@@ -203,7 +204,7 @@ func (g *Globals) pickExperiments(st *state.State, pos []string, all bool, cmd s
 		n := strings.TrimPrefix(p, "experiment.")
 		e := st.Experiment(n)
 		if e == nil {
-			return nil, g.errorf("no experiment %q in the state (experiments: %s)", n, orNoneList(names))
+			return nil, g.errorf("no experiment %q in the state (experiments: %s)", n, g.orNoneList(names))
 		}
 		if !seen[n] {
 			seen[n] = true
@@ -213,11 +214,20 @@ func (g *Globals) pickExperiments(st *state.State, pos []string, all bool, cmd s
 	return out, 0
 }
 
-func orNoneList(names []string) string {
-	if len(names) == 0 {
-		return "none; run `trialform apply` first"
+// orNoneList lists the experiments of the state, or says what to do when
+// there are none: apply first, or, from a directory with neither a state
+// nor a configuration (the wrong one), go to the experiments' directory.
+func (g *Globals) orNoneList(names []string) string {
+	if len(names) > 0 {
+		return strings.Join(names, ", ")
 	}
-	return strings.Join(names, ", ")
+	if wd, err := g.workDir(); err == nil && g.backend != nil {
+		hcl, _ := filepath.Glob(filepath.Join(wd, "*.hcl"))
+		if exists, err := g.backend.b.Exists(); len(hcl) == 0 && err == nil && !exists {
+			return fmt.Sprintf("none: there is no state here, and %s has no *.hcl files; run trialform in the directory of your experiments, or trialform -chdir=DIR", wd)
+		}
+	}
+	return "none; run `trialform apply` first"
 }
 
 // queryError prints a query or sort error with a caret under its column.
