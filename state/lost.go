@@ -27,6 +27,9 @@ type LostState struct {
 	// of Dir (a backend elsewhere: "Secret ns/name"), and Afresh says how
 	// to remove what is left; "" for the local backend.
 	Where, Afresh string
+	// Running lists the trials (EXP/TRIAL) their platforms still run,
+	// as far as the caller could tell.
+	Running []string
 }
 
 // BackupInfo is one backup file.
@@ -147,6 +150,9 @@ func (ls *LostState) String() string {
 	for _, t := range ls.Traces {
 		fmt.Fprintf(&b, "  - %s\n", t)
 	}
+	if len(ls.Running) > 0 {
+		fmt.Fprintf(&b, "  - %d trial(s) still running: %s\n", len(ls.Running), strings.Join(ls.Running, ", "))
+	}
 	b.WriteString("New trials would be numbered from t0000 again, over the lost ones, so nothing is planned. Recover the state first:\n")
 	or := ""
 	for _, bk := range ls.Backups {
@@ -168,6 +174,9 @@ func (ls *LostState) String() string {
 		fmt.Fprintf(&b, "To start afresh and keep none of it, %s.", ls.Afresh)
 	} else {
 		fmt.Fprintf(&b, "To start afresh and keep none of it, move %s away.", ls.Dir)
+	}
+	if len(ls.Running) > 0 {
+		b.WriteString(" That leaves the running trials running: to stop them, rebuild the state (import -all), then run trialform destroy.")
 	}
 	return b.String()
 }

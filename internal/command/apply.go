@@ -133,11 +133,11 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			g.warnf("%v (the state journal keeps every change; the next command compacts it)", err)
 		}
 	}()
-	if !o.destroy && !g.checkLost(m, sd) {
-		return 1
-	}
 	ps := newProviderSet(cfg, sd)
 	defer ps.Close()
+	if !o.destroy && !g.checkLost(ctx, m, sd, cfg, ps) {
+		return 1
+	}
 	if _, err := ps.identify(); err != nil {
 		return g.errorf("%v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -505,8 +506,8 @@ func (g *Globals) loadState(m state.SnapshotReader) *state.State {
 // checkLost refuses to plan over a lost state: no state file, but a
 // backup, metric series or local trial directories are left (see
 // state.LostState).
-func (g *Globals) checkLost(m state.Backend, sd string) bool {
-	err := lostError(m, sd)
+func (g *Globals) checkLost(ctx context.Context, m state.Backend, sd string, cfg *schema.Config, ps *providerSet) bool {
+	err := lostError(ctx, m, sd, cfg, ps)
 	if err != nil {
 		g.errorf("%v", err)
 		return false
@@ -515,8 +516,10 @@ func (g *Globals) checkLost(m state.Backend, sd string) bool {
 }
 
 // lostError says what a lost state left, in the backend and in the state
-// directory sd (the local platform's trial directories).
-func lostError(m state.Backend, sd string) error {
+// directory sd (the local platform's trial directories), and, when cfg and
+// ps are given, which trials of the experiments it left still run on
+// their platforms.
+func lostError(ctx context.Context, m state.Backend, sd string, cfg *schema.Config, ps *providerSet) error {
 	ls, err := m.Lost()
 	if err != nil {
 		return err
@@ -540,7 +543,47 @@ func lostError(m state.Backend, sd string) error {
 	if len(ls.Backups) == 0 && len(ls.Traces) == 0 {
 		return nil
 	}
+	ls.Running = runningTrials(ctx, ls.Experiments, cfg, ps)
 	return errors.New(ls.String())
+}
+
+// runningTrials lists, as EXP/TRIAL, the trials of the named experiments
+// of cfg that their platforms hold as running or pending; a platform that
+// cannot list, or fails to, is left out (this only informs an error).
+func runningTrials(ctx context.Context, names []string, cfg *schema.Config, ps *providerSet) []string {
+	if cfg == nil || ps == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var out []string
+	for _, n := range names {
+		e := cfg.Experiments[n]
+		if e == nil || e.Platform == nil {
+			continue
+		}
+		p, err := ps.Provider(e.Platform.Key())
+		if err != nil {
+			continue
+		}
+		l, ok := p.(providers.Lister)
+		if !ok {
+			continue
+		}
+		obs, err := l.List(ctx, n)
+		if err != nil {
+			continue
+		}
+		var ids []string
+		for _, o := range obs {
+			if o.Exists && (o.Phase == providers.PhaseRunning || o.Phase == providers.PhasePending) {
+				ids = append(ids, n+"/"+o.TrialID)
+			}
+		}
+		sort.Strings(ids)
+		out = append(out, ids...)
+	}
+	return out
 }
 
 var _ = plan.FormatVersion

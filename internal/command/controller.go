@@ -623,7 +623,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	c.lockedMsg = ""
 	st, err := c.m.Load()
 	if err == nil {
-		err = lostError(c.m, c.stateDir)
+		err = lostError(ctx, c.m, c.stateDir, nil, nil)
 	}
 	if err != nil {
 		// A state lost or unreadable: not ready, and said in the

@@ -96,15 +96,15 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 	// it plans against a new, unsaved state; a saved plan made so carries
 	// that state's lineage and serial 0, which apply adopts if there is
 	// still no state then (apply.CheckFresh).
-	if !opts.Destroy && !g.checkLost(m, sd) {
+	ps := newProviderSet(cfg, sd)
+	defer ps.Close()
+	if !opts.Destroy && !g.checkLost(ctx, m, sd, cfg, ps) {
 		return nil, nil, 1
 	}
 	st = g.loadState(m)
 	if st == nil {
 		return nil, nil, 1
 	}
-	ps := newProviderSet(cfg, sd)
-	defer ps.Close()
 	if !opts.Destroy && !g.checkPlatforms(ctx, cfg, ps) {
 		return nil, nil, 1
 	}

@@ -314,7 +314,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		return
 	}
 	if !w.o.autoApprove {
-		if err := lostError(w.m, w.stateDir); err != nil {
+		if err := lostError(ctx, w.m, w.stateDir, w.cfg, w.ps); err != nil {
 			w.view.Error(err)
 			return
 		}
@@ -365,7 +365,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 		w.view.Error(err)
 		return
 	}
-	if err := lostError(w.m, w.stateDir); err != nil {
+	if err := lostError(ctx, w.m, w.stateDir, w.cfg, w.ps); err != nil {
 		w.view.Error(err)
 		return
 	}
