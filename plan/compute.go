@@ -157,6 +157,9 @@ func Compute(in Input) (*Plan, error) {
 		}
 		p.Experiments = append(p.Experiments, ep)
 	}
+	if !in.Options.Destroy {
+		noteRenames(p)
+	}
 	for _, ep := range p.Experiments {
 		if ep.Action != NoOp {
 			p.Summary.Update++
@@ -173,6 +176,33 @@ func Compute(in Input) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// noteRenames adds to each experiment the plan removes because its block
+// is gone, while it creates another, how to keep it if the block was only
+// renamed: a moved block. Without one, a renamed block loses the
+// experiment's history and tears its running trials down.
+func noteRenames(p *Plan) {
+	var created []string
+	for _, ep := range p.Experiments {
+		if ep.Action == Create {
+			created = append(created, "experiment."+ep.Name)
+		}
+	}
+	if len(created) == 0 {
+		return
+	}
+	to, renamed := "experiment.NEW", "to one of "+strings.Join(created, ", ")
+	if len(created) == 1 {
+		to, renamed = created[0], "to "+created[0]
+	}
+	for _, ep := range p.Experiments {
+		if ep.Action != Delete {
+			continue
+		}
+		ep.Notes = append(ep.Notes, fmt.Sprintf("experiment.%s is not in the configuration any more: apply removes it from the state with its history. If it was renamed %s, add a moved block instead, which keeps them: moved { from = experiment.%s  to = %s }",
+			ep.Name, renamed, ep.Name, to))
+	}
 }
 
 // idRange names sorted sequence numbers briefly: "t0003" or "t0000..t0009".
