@@ -62,6 +62,9 @@ func (m *machine) connected(ctx context.Context) (*ssh.Client, *sftp.Client, err
 		if d.Refused {
 			return nil, nil, refused(errors.New(d.Err))
 		}
+		if strings.HasPrefix(d.Err, "machine "+m.key+" ") {
+			return nil, nil, errors.New(d.Err) // what dial said, which names the machine
+		}
 		return nil, nil, fmt.Errorf("machine %s unreachable: %s", m.key, d.Err)
 	}
 	c, s, err := m.dial(ctx)

@@ -82,3 +82,26 @@ func TestResumeWaitsForUnreachableMachine(t *testing.T) {
 		t.Errorf("the trial that ended while its machine was away: metrics %+v", o.Metrics)
 	}
 }
+
+// A machine that cannot be dialled is said unreachable once, also by the
+// starts that follow within a second and reuse what the failed dial found
+// (they said "machine X unreachable: machine X unreachable: ...").
+func TestUnreachableSaidOnce(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	srv := l.Servers[1]
+	cfg.Machines = cfg.Machines[1:]
+	srv.Stop()
+	defer srv.Start()
+	r := newRemote(t, cfg)
+	code := t.TempDir()
+	for _, id := range []string{"t1", "t2"} {
+		_, err := r.Start(ctx(t), trialReq("down", id, "true", code))
+		if !errors.Is(err, providers.ErrNoCapacity) || !strings.Contains(err.Error(), srv.Addr()) {
+			t.Fatalf("start %s on an unreachable machine: %v, want a wait for capacity naming %s", id, err, srv.Addr())
+		}
+		if n := strings.Count(err.Error(), "unreachable"); n != 1 {
+			t.Errorf("start %s: %q says unreachable %d times, want once", id, err, n)
+		}
+	}
+}
