@@ -112,6 +112,14 @@ func (l *loader) markTemplateParams(body *hclsyntax.Body) {
 				items = append(items, tup.Exprs...)
 			}
 		}
+		// An attribute the trial block does not have (comand = "...") is
+		// refused as unsupported, with a suggestion; its params are not
+		// also called misused.
+		for name, a := range blk.Body.Attributes {
+			if !hasAttr(trialSchema, name) {
+				items = append(items, a.Expr)
+			}
+		}
 		for _, it := range items {
 			for _, part := range templateParts(it) {
 				if _, rng, ok := paramPart(part); ok {
@@ -335,4 +343,14 @@ func (l *loader) evalLocal(name string, a *hcl.Attribute) {
 			l.localVals[name] = v
 		}
 	})
+}
+
+// hasAttr reports whether the schema has an attribute of that name.
+func hasAttr(sch *hcl.BodySchema, name string) bool {
+	for _, a := range sch.Attributes {
+		if a.Name == name {
+			return true
+		}
+	}
+	return false
 }
