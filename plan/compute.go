@@ -137,7 +137,7 @@ func Compute(in Input) (*Plan, error) {
 		default:
 			if cur == nil {
 				if err := state.NameFree(st, name, ""); err != nil {
-					return nil, fmt.Errorf("experiment %q (%s): %w", name, posOf(cfg), err)
+					return nil, fmt.Errorf("experiment %q (%s): %w", name, posOf(cfg), nameTakenAdvice(st, name, err))
 				}
 			}
 			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name], requests[name], in.Me, unknownTrials(cur, in.Listed[name], false), unknownTrials(cur, in.Listed[name], true))
@@ -176,6 +176,19 @@ func Compute(in Input) (*Plan, error) {
 		}
 	}
 	return p, nil
+}
+
+// nameTakenAdvice says, for a block whose name an experiment renamed from
+// it still carries on its platform, both ways out: the block may be that
+// experiment (the block was not renamed with state mv), or a new one.
+func nameTakenAdvice(st *state.State, name string, err error) error {
+	for n, e := range st.Experiments {
+		if n != name && e.OnPlatform() == name {
+			return fmt.Errorf("experiment %q was renamed to %q and its trials still carry the name %q on platform %s: if this block is that experiment, rename it to experiment %q (or undo the rename: trialform state mv experiment.%s experiment.%s); else give this one another name",
+				name, n, name, e.Platform, n, n, name)
+		}
+	}
+	return err
 }
 
 // noteRenames adds to each experiment the plan removes because its block

@@ -51,7 +51,7 @@ func StateMoved(w io.Writer, from, to string, trials int, backup, platformName, 
 	if platformName != "" {
 		fmt.Fprintf(w, "Its trials keep their name %q on platform %s, so running trials keep running.\n", platformName, platform)
 	}
-	fmt.Fprintf(w, "Rename its block in the configuration to experiment %q too: otherwise the next plan tears its trials down as removed from the configuration.\n", to)
+	fmt.Fprintf(w, "Rename its block in the configuration to experiment %q too: until then, plan refuses the block experiment %q (the moved trials still carry that name), and without a block %q the next apply tears its trials down as removed from the configuration.\n", to, from, to)
 }
 
 // Valid is validate's success line; unknown names the variables that had
