@@ -100,7 +100,7 @@ func Compute(in Input) (*Plan, error) {
 	for _, t := range in.Options.Targets {
 		name := strings.TrimPrefix(t, "experiment.")
 		if in.Config.Experiments[name] == nil && st.Experiments[name] == nil {
-			return nil, fmt.Errorf("-target=%s: no experiment %q in the configuration or the state", t, name)
+			return nil, fmt.Errorf("-target=%s: no experiment %q in the configuration or the state (experiments: %s)", t, name, experimentNames(in.Config, st))
 		}
 	}
 
@@ -1138,6 +1138,29 @@ func generationReasons(cur *state.Experiment, cfg *schema.Experiment) []string {
 	return rs
 }
 
+// experimentNames lists the experiments of cfg (nil: none) and st, sorted,
+// for an error about a name that is neither; "none" when there are none.
+func experimentNames(cfg *schema.Config, st *state.State) string {
+	seen := map[string]bool{}
+	if cfg != nil {
+		for n := range cfg.Experiments {
+			seen[n] = true
+		}
+	}
+	for n := range st.Experiments {
+		seen[n] = true
+	}
+	if len(seen) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
 // trialRequests checks the -stop and -replace addresses against the
 // configuration and the state: experiment -> trial id -> "stop" or
 // "replace".
@@ -1153,7 +1176,10 @@ func trialRequests(in Input) (map[string]map[string]string, error) {
 				return fmt.Errorf("-%s=%s: destroy tears every trial down already", kind, addr)
 			}
 			cfg, cur := in.Config.Experiments[exp], in.State.Experiments[exp]
-			if cur == nil || cur.Trials[id] == nil {
+			if cur == nil {
+				return fmt.Errorf("-%s=%s: no experiment %q in the state (experiments: %s)", kind, addr, exp, experimentNames(nil, in.State))
+			}
+			if cur.Trials[id] == nil {
 				return fmt.Errorf("-%s=%s: no trial %s of experiment %q in the state (`trialform trials %s` lists them)", kind, addr, id, exp, exp)
 			}
 			if cfg == nil {
