@@ -192,6 +192,24 @@ func run(ctx context.Context, g *Globals, args []string) int {
 			usage(io.Out)
 			return 0
 		default:
+			// A command's option before the command (-auto-approve apply):
+			// say where it goes.
+			for i, rest := range args[1:] {
+				if strings.HasPrefix(rest, "-") {
+					continue
+				}
+				if findCommand(rest) != nil {
+					line := []string{"trialform"}
+					if g.Chdir != "" {
+						line = append(line, "-chdir="+g.Chdir)
+					}
+					line = append(line, rest)
+					line = append(line, args[:i+1]...)
+					line = append(line, args[i+2:]...)
+					return g.errorf("%s is an option of the command, not a global one: write it after the command: %s", args[0], strings.Join(line, " "))
+				}
+				break
+			}
 			views.UnknownGlobalOption(io.Err, args[0], commandList())
 			return 1
 		}
