@@ -27,8 +27,12 @@ loss = (
     + abs(params["units"] - 128) / 128
 )
 
+print(f"params: {params}, optimizer {args.optimizer}", flush=True)
 for epoch in range(1, 6):
     time.sleep(0.05)  # "training"
-    nni.report_intermediate_result(loss * (1 + 1.0 / epoch))
+    value = loss * (1 + 1.0 / epoch)
+    print(f"epoch {epoch}: loss {value:.4f}", flush=True)  # what `trialform logs` shows
+    nni.report_intermediate_result(value)
 
+print(f"final loss {loss:.4f}", flush=True)
 nni.report_final_result(loss)
