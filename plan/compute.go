@@ -845,6 +845,12 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		})
 	}
 	remaining := cfg.MaxTrials - counted
+	if remaining < 0 && len(active) > 0 && len(lost)+len(waiting) == 0 {
+		// max_trials lowered below what already ran: as concurrency
+		// lowered, the running trials drain.
+		ep.Notes = append(ep.Notes, fmt.Sprintf("max_trials is %d, below the %d trials of this generation so far: the %d running finish and count toward it (nothing is torn down); no new trial starts",
+			cfg.MaxTrials, counted, len(active)))
+	}
 	if remaining <= 0 && len(active)+len(lost)+len(waiting)+len(ep.Elsewhere) == 0 {
 		ep.Done, ep.DoneReason = true, fmt.Sprintf("budget used (%d trials)", cfg.MaxTrials)
 		failIfNone(ep, succeeded)
