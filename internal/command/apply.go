@@ -206,7 +206,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 				return g.errorf("read the answer: %v (use -auto-approve where there is no terminal)", err)
 			}
 			if !yes {
-				view.Cancelled()
+				view.Cancelled(o.destroy)
 				return 1
 			}
 		}

@@ -30,8 +30,9 @@ type Apply interface {
 	// Plan shows the plan about to be applied; saved: it was read from a
 	// plan file (which the human view does not show again).
 	Plan(p *plan.Plan, saved bool)
-	// Cancelled says the user declined the plan.
-	Cancelled()
+	// Cancelled says the user declined the plan (of a destroy when
+	// destroy is set).
+	Cancelled(destroy bool)
 	// WaitStart opens apply -wait's progress; total is how many trials the
 	// experiments may run.
 	WaitStart(total int)
@@ -278,8 +279,14 @@ func (h *ApplyHuman) Plan(p *plan.Plan, saved bool) {
 	}
 }
 
-// Cancelled prints "Apply cancelled.".
-func (h *ApplyHuman) Cancelled() { fmt.Fprintln(h.out, "Apply cancelled.") }
+// Cancelled prints "Apply cancelled." ("Destroy cancelled." for destroy).
+func (h *ApplyHuman) Cancelled(destroy bool) {
+	if destroy {
+		fmt.Fprintln(h.out, "Destroy cancelled.")
+		return
+	}
+	fmt.Fprintln(h.out, "Apply cancelled.")
+}
 
 // WaitStart says what apply -wait does and, on a terminal, draws the bar.
 func (h *ApplyHuman) WaitStart(total int) {
@@ -438,7 +445,7 @@ func (h *ApplyJSON) Plan(p *plan.Plan, saved bool) {
 }
 
 // Cancelled emits nothing: -json never asks.
-func (h *ApplyJSON) Cancelled() {}
+func (h *ApplyJSON) Cancelled(bool) {}
 
 // WaitStart emits nothing: each pass emits its progress.
 func (h *ApplyJSON) WaitStart(total int) {}
