@@ -107,8 +107,8 @@ type Migrated struct {
 }
 
 func (m Migrated) String() string {
-	return fmt.Sprintf("the state (lineage %s, serial %d: %d experiments, %d trials), %d metric series (%d points) and the refresh marks",
-		m.Lineage, m.Serial, m.Experiments, m.Trials, m.Series, m.Points)
+	return fmt.Sprintf("the state (lineage %s, serial %d: %s, %s), %s (%s) and the refresh marks",
+		m.Lineage, m.Serial, plural(m.Experiments, "experiment"), plural(m.Trials, "trial"), fmt.Sprintf("%d metric series", m.Series), plural(m.Points, "point"))
 }
 
 // StateCopied: init -migrate-state copied what from src to dst.

@@ -44,9 +44,9 @@ func ImportDone(w io.Writer) {
 // state was kept ("" : nowhere to say), and what to do next.
 func StateMoved(w io.Writer, from, to string, trials int, backup, platformName, platform string) {
 	if backup != "" {
-		fmt.Fprintf(w, "Moved experiment.%s to experiment.%s (%d trials; the previous state is in %s).\n", from, to, trials, backup)
+		fmt.Fprintf(w, "Moved experiment.%s to experiment.%s (%s; the previous state is in %s).\n", from, to, plural(trials, "trial"), backup)
 	} else {
-		fmt.Fprintf(w, "Moved experiment.%s to experiment.%s (%d trials).\n", from, to, trials)
+		fmt.Fprintf(w, "Moved experiment.%s to experiment.%s (%s).\n", from, to, plural(trials, "trial"))
 	}
 	if platformName != "" {
 		fmt.Fprintf(w, "Its trials keep their name %q on platform %s, so running trials keep running.\n", platformName, platform)
