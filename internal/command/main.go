@@ -91,7 +91,7 @@ func commands() []command {
 		{name: "fmt", summary: "Rewrite *.hcl files in canonical format", run: runFmt},
 		{name: "plan", summary: "Show what apply would do", run: runPlan},
 		{name: "apply", summary: "Create, resume and tear down trials (-wait: until every experiment is done)", run: runApply, graceful: true, onInterrupt: stopApplying},
-		{name: "watch", summary: "Re-plan on every file change and keep reconciling (-auto-approve: apply too)", run: runWatch, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping watching (trials keep running; a pass in flight finishes and the state is saved). Interrupt again to cancel the calls in flight."},
+		{name: "watch", summary: "Re-plan on every file change and keep reconciling (-auto-approve: apply too)", run: runWatch, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping watching (trials keep running; a pass in flight finishes, and with -auto-approve what it applied is saved). Interrupt again to cancel the calls in flight."},
 		{name: "controller", summary: "Reconcile from a git branch (in the cluster): plan and apply each new commit, holding destructive changes until approved", run: runController, graceful: true, untilStopped: true, onInterrupt: "Interrupt received: stopping the controller (trials keep running; a pass in flight finishes and the state is saved). Interrupt again to cancel the calls in flight."},
 		{name: "approve", summary: "Approve a destructive change a controller holds (POST /approve)", run: runApprove},
 		{name: "destroy", summary: "Tear down every trial and remove the experiments from the state", run: runDestroy, graceful: true, onInterrupt: stopApplying},

@@ -411,6 +411,14 @@ experiment "e" {
 	}
 	if s := out.String(); strings.Contains(s, "trials start") || !strings.Contains(s, "stopping the dashboard") {
 		t.Errorf("ui after Ctrl-C: want the dashboard's own message:\n%s", s)
+	}	// watch without -auto-approve only plans: Ctrl-C must not claim it
+	// saves the state.
+	cmd, out, done = start("watch")
+	out.waitFor(t, "Watching", 60*time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	exited(t, done, 30*time.Second, out)
+	if s := out.String(); !strings.Contains(s, "stopping watching") || strings.Contains(s, "the state is saved") {
+		t.Errorf("watch (plan only) after Ctrl-C:\n%s", s)
 	}
 }
 
