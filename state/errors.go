@@ -95,13 +95,51 @@ func (li *LockInfo) RunsHere() bool {
 	return err == nil && !st.Gone() // a zombie is gone: it holds nothing
 }
 
-// LockedError reports that another holder has the state lock.
-type LockedError struct{ Info LockInfo }
+// LockedError reports that another holder has the state lock; Waited is
+// how long the caller waited for it (its -lock-timeout), 0 if it did not.
+type LockedError struct {
+	Info   LockInfo
+	Waited time.Duration
+}
+
+// waitAdvice is what to do about a lock held by someone else: wait with
+// -lock-timeout, or, after a wait that was not enough (the error says how
+// long it waited), wait longer; it suggested the -lock-timeout=30s that
+// had just run out.
+func (e *LockedError) waitAdvice() string {
+	if e.Waited <= 0 {
+		return "wait for it, use -lock-timeout=30s"
+	}
+	return fmt.Sprintf("wait longer (-lock-timeout=%s)", shortDuration(max(4*e.Waited, 5*time.Minute)))
+}
+
+// GaveUp is the error of a lock wait that ran out after waited: locked
+// (a *LockedError, or an error wrapping one), told how long it waited so
+// that it advises a longer wait.
+func GaveUp(waited time.Duration, locked error) error {
+	var le *LockedError
+	if errors.As(locked, &le) {
+		le.Waited = waited
+	}
+	return fmt.Errorf("gave up after waiting %s: %w", shortDuration(waited), locked)
+}
+
+// shortDuration is d as a user writes it: "5m", not "5m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 func (e *LockedError) Error() string {
 	i := e.Info
 	if i.ID == "" {
-		return "state is locked by another process (its lock information could not be read); wait for it or use -lock-timeout=30s"
+		return "state is locked by another process (its lock information could not be read); " + e.waitAdvice()
 	}
 	op := i.Operation
 	if op == "" {
@@ -118,8 +156,8 @@ func (e *LockedError) Error() string {
 		}
 		what = fmt.Sprintf("experiment%s %s of the %s", s, strings.Join(i.Experiments, ", "), what)
 	}
-	return fmt.Sprintf("%s %s locked by %s (pid %d, %s, since %s, lock ID %s); wait for it, use -lock-timeout=30s, or `trialform force-unlock %s` if the holder is gone",
-		what, verb, op, i.PID, i.Who, i.Created.Format(time.RFC3339), i.ID, i.ID)
+	return fmt.Sprintf("%s %s locked by %s (pid %d, %s, since %s, lock ID %s); %s, or `trialform force-unlock %s` if the holder is gone",
+		what, verb, op, i.PID, i.Who, i.Created.Format(time.RFC3339), i.ID, e.waitAdvice(), i.ID)
 }
 
 // UnavailableError is an error of a backend that could not reach its

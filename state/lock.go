@@ -84,7 +84,7 @@ func (m *Manager) Lock(ctx context.Context, operation, version string, timeout t
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("gave up after waiting %s: %w", timeout, held)
+			return nil, GaveUp(timeout, held)
 		}
 		t := time.NewTimer(min(wait, left))
 		select {

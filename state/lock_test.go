@@ -179,6 +179,15 @@ func TestLockTimeoutExpires(t *testing.T) {
 	if !errors.As(err, &le) || le.Info.ID != h.id || !strings.Contains(err.Error(), "gave up after waiting 200ms") {
 		t.Errorf("Lock with an expiring timeout: %v", err)
 	}
+	// After a wait that ran out, it advises a longer one, not the 30s it
+	// advises with none.
+	if s := fmt.Sprint(err); !strings.Contains(s, "wait longer (-lock-timeout=5m)") || strings.Contains(s, "-lock-timeout=30s") {
+		t.Errorf("Lock with an expiring timeout, its advice: %v", err)
+	}
+	_, err = LockScope(t.Context(), m, nil, "apply", "v1", 0)
+	if s := fmt.Sprint(err); !strings.Contains(s, "use -lock-timeout=30s") {
+		t.Errorf("LockScope without a timeout: %v", err)
+	}
 }
 
 func TestLockReleasedWhenHolderKilled(t *testing.T) {

@@ -111,7 +111,7 @@ func (b *Backend) LockExperiments(ctx context.Context, experiments []string, ope
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, fmt.Errorf("gave up after waiting %s: %w", timeout, locked)
+			return nil, state.GaveUp(timeout, locked)
 		}
 		t := time.NewTimer(min(wait, left))
 		select {

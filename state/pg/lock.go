@@ -140,7 +140,7 @@ func (b *Backend) LockExperiments(ctx context.Context, experiments []string, ope
 		}
 		if timeout <= 0 || !time.Now().Before(deadline) {
 			if timeout > 0 {
-				return nil, fmt.Errorf("waited %s for the lock: %w", timeout, locked)
+				return nil, state.GaveUp(timeout, locked)
 			}
 			return nil, locked
 		}
