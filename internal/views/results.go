@@ -3,7 +3,9 @@ package views
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/trialform/trialform/internal/didyoumean"
 	"io"
 	"math"
 	"sort"
@@ -130,6 +132,7 @@ func progressCell(r *results.Row) string {
 // and "metrics" for all of them, "trial" for id and "gen" for generation.
 func ColumnsFor(list []string, rows []*results.Row) ([]Column, error) {
 	var cols []Column
+	var sc *query.Schema // the rows' params and metrics, once needed
 	for _, name := range list {
 		name = strings.TrimSpace(name)
 		switch name {
@@ -159,7 +162,31 @@ func ColumnsFor(list []string, rows []*results.Row) ([]Column, error) {
 					return nil, fmt.Errorf("unknown column %q; did you mean \"metrics.%s\"?", name, m)
 				}
 			}
+			cands := append(query.FieldNames(), "params", "metrics")
+			for _, p := range results.ParamNames(rows) {
+				cands = append(cands, "params."+p)
+			}
+			for _, m := range results.MetricNames(rows) {
+				cands = append(cands, "metrics."+m)
+			}
+			if sg := didyoumean.Suggest(name, cands); sg != "" {
+				return nil, fmt.Errorf("unknown column %q; did you mean %q?", name, sg)
+			}
 			return nil, fmt.Errorf("unknown column %q: use field names of the query language (%s), params or metrics", name, strings.Join(query.FieldNames(), ", "))
+		}
+		if f, _ := query.LookupField(name); f.IsParam() || f.IsMetric() {
+			// A params./metrics. column no trial has is a typo as in -q:
+			// it came out as an empty column.
+			if sc == nil {
+				s := query.SchemaOf(rows)
+				sc = &s
+			}
+			if sort, err := query.ParseSort(name); err == nil {
+				var qe *query.Error
+				if err := sort.Check(*sc); errors.As(err, &qe) {
+					return nil, fmt.Errorf("unknown column %q: %s", name, qe.Msg)
+				}
+			}
 		}
 		cols = append(cols, fieldColumn(name))
 	}
