@@ -159,7 +159,8 @@ func Plan(w io.Writer, p *plan.Plan, c Colors) {
 
 // SummaryLine is "Plan: 2 to create, 1 to resume, 0 to tear down.", and
 // ", 1 experiment to destroy" before the period when experiments go (with
-// their trials' records and results, ended ones too).
+// their trials' records and results, ended ones too), ", 1 experiment to
+// change" when settings of experiments change.
 func SummaryLine(p *plan.Plan) string {
 	s := p.Summary
 	line := fmt.Sprintf("Plan: %d to create, %d to resume, %d to tear down", s.Create, s.Resume, s.Teardown)
@@ -175,6 +176,19 @@ func SummaryLine(p *plan.Plan) string {
 		line += ", 1 experiment to destroy"
 	default:
 		line += fmt.Sprintf(", %d experiments to destroy", gone)
+	}
+	// Experiments whose settings change in place (concurrency,
+	// max_trials, ...; a new generation shows as its teardowns and creates):
+	// a plan of only such changes read "0 to create, 0 to resume, 0 to
+	// tear down" under the change it shows.
+	changed := 0
+	for _, ep := range p.Experiments {
+		if ep.Action == plan.Update && len(ep.Changes) > 0 && !ep.NewGeneration {
+			changed++
+		}
+	}
+	if changed > 0 {
+		line += ", " + plural(changed, "experiment") + " to change"
 	}
 	return line + "."
 }

@@ -136,3 +136,20 @@ func TestPlanCreateShowsTrialMaxDuration(t *testing.T) {
 		}
 	}
 }
+
+// A plan whose only change is an experiment's settings says so in its
+// summary line: it read "Plan: 0 to create, 0 to resume, 0 to tear down."
+// under the change it showed.
+func TestSummaryLineCountsInPlaceChanges(t *testing.T) {
+	ep := &plan.ExperimentPlan{Name: "exp", Action: plan.Update, Settings: plan.Settings{MaxTrials: 4},
+		Changes: []plan.Change{{Path: "concurrency", Before: "4", After: "5", InPlace: true}}}
+	p := &plan.Plan{Experiments: []*plan.ExperimentPlan{ep}}
+	p.Summary.Update = 1
+	if got, want := SummaryLine(p), "Plan: 0 to create, 0 to resume, 0 to tear down, 1 experiment to change."; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	ep.NewGeneration = true // shown as its teardowns and creates
+	if got, want := SummaryLine(p), "Plan: 0 to create, 0 to resume, 0 to tear down."; got != want {
+		t.Errorf("new generation: got %q, want %q", got, want)
+	}
+}
