@@ -213,7 +213,9 @@ func noteRenames(p *Plan) {
 		if ep.Action != Delete {
 			continue
 		}
-		ep.Notes = append(ep.Notes, fmt.Sprintf("experiment.%s is not in the configuration any more: apply removes it from the state with its history. If it was renamed %s, add a moved block instead, which keeps them: moved { from = experiment.%s  to = %s }",
+		// The block is described, not quoted: HCL has no one-line form of
+		// a block with two attributes, so a one-line snippet would not parse.
+		ep.Notes = append(ep.Notes, fmt.Sprintf("experiment.%s is not in the configuration any more: apply removes it from the state with its history. If it was renamed %s, add a moved block instead, which keeps them: a block moved with from = experiment.%s and to = %s, one attribute a line (docs/language.md, \"Renaming an experiment\")",
 			ep.Name, renamed, ep.Name, to))
 	}
 }
