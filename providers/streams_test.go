@@ -42,3 +42,44 @@ func TestLineStreams(t *testing.T) {
 		t.Errorf("a %d-byte unfinished line: %d bytes written, want all", len(long), out.Len())
 	}
 }
+
+// A gap in a stream's output (the output cap freed its middle) drops the
+// lines it tore: a secret printed across it would show as two pieces,
+// "token=s3cr" and "3t", that no mask recognises.
+func TestLineStreamsGap(t *testing.T) {
+	var out bytes.Buffer
+	s := NewLineStreams(&out, 2)
+	write := func(i int, p string) {
+		t.Helper()
+		if _, err := s.Stream(i).Write([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0, "one\ntoken=s3cr")
+	write(1, "err")
+	if err := s.Gap(0, "[gap]"); err != nil {
+		t.Fatal(err)
+	}
+	write(0, "3t and")
+	write(0, " more\ntwo\nthr")
+	write(1, " 1\n")
+	write(0, "ee\n")
+	if err := s.Gap(1, "[gap 2]"); err != nil { // nothing held: nothing torn before it
+		t.Fatal(err)
+	}
+	write(1, "torn\nerr 2\n")
+	s.End(0)
+	s.End(1)
+	if got, want := out.String(), "one\n[gap]\ntwo\nerr 1\nthree\n[gap 2]\nerr 2\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// A torn line is dropped up to the bound a held line has.
+	out.Reset()
+	s = NewLineStreams(&out, 1)
+	s.Gap(0, "[gap]")
+	write(0, strings.Repeat("x", maxHeldLine))
+	write(0, "rest\n")
+	if got := out.String(); got != "[gap]\nrest\n" {
+		t.Errorf("after a torn line of %d bytes: %q", maxHeldLine, got[:min(len(got), 40)])
+	}
+}

@@ -34,7 +34,7 @@ func (l *Local) Logs(ctx context.Context, req providers.LogsRequest) error {
 	out := providers.NewLineStreams(req.Out, len(files))
 	copyNew := func(final bool) error {
 		for i, f := range files {
-			n, err := copyFrom(out.Stream(i), f, offs[i])
+			n, err := copyFrom(out, i, f, offs[i])
 			offs[i] += n
 			if err != nil {
 				return err
@@ -71,10 +71,12 @@ func (l *Local) Logs(ctx context.Context, req providers.LogsRequest) error {
 	}
 }
 
-// copyFrom copies path from off to w and returns how far it advanced. The
-// middle of an output file cut by the output cap is replaced by one line
-// that says so.
-func copyFrom(w io.Writer, path string, off int64) (int64, error) {
+// copyFrom copies path from off to stream i of out and returns how far
+// it advanced. The middle of an output file cut by the output cap is
+// replaced by one line that says so (out.Gap: the lines it tore are left
+// out too).
+func copyFrom(out *providers.LineStreams, i int, path string, off int64) (int64, error) {
+	w := out.Stream(i)
 	f, err := fsx.OpenOwn(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -92,7 +94,10 @@ func copyFrom(w io.Writer, path string, off int64) (int64, error) {
 				return off - start, fmt.Errorf("copy %s: %w", filepath.Base(path), err)
 			}
 		}
-		fmt.Fprintf(w, "\n[trialform: %d bytes of %s not kept here: the local platform keeps the first and the latest %d MiB of it]\n", cut.To-cut.From, filepath.Base(path), cut.Limit>>21)
+		note := fmt.Sprintf("[trialform: %d bytes of %s not kept here: the local platform keeps the first and the latest %d MiB of it]", cut.To-cut.From, filepath.Base(path), cut.Limit>>21)
+		if err := out.Gap(i, note); err != nil {
+			return off - start, err
+		}
 		off = cut.To
 	}
 	if _, err := f.Seek(off, io.SeekStart); err != nil {

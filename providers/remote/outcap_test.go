@@ -216,3 +216,33 @@ func childrenNaming(ppid int, dir string) []int {
 	}
 	return pids
 }
+
+// The lines the output cap tore at either edge of the freed middle are
+// left out of logs: a secret printed on every line would otherwise show
+// as a piece that no mask recognises as it. The first edge (512 KiB)
+// falls inside the 26-byte line's secret.
+func TestOutputCappedTearsNoLine(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	cfg.OutputLimit = 1 << 20
+	r := newRemote(t, cfg)
+	const line = "using s3cr3t-Tok3n-9f8e7d"
+	if _, err := r.Start(ctx(t), trialReq("torn", "t", "yes '"+line+"' | head -n 200000", t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, r, "torn", "t", providers.PhaseSucceeded)
+	notes := 0
+	for _, got := range strings.Split(strings.TrimSuffix(logs(t, r, "torn", "t"), "\n"), "\n") {
+		switch {
+		case got == line:
+		case strings.HasPrefix(got, "[trialform: ") && strings.Contains(got, "bytes of stdout not kept here"):
+			notes++
+		default:
+			t.Errorf("logs show a torn line %q", got)
+		}
+	}
+	if notes != 1 {
+		t.Errorf("%d notes of the cut, want 1", notes)
+	}
+}

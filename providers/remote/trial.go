@@ -412,7 +412,7 @@ func (r *Remote) Logs(ctx context.Context, req providers.LogsRequest) error {
 				max := int64(4 << 20)
 				if cut.ok() && offs[i] < cut.To {
 					if offs[i] >= cut.From {
-						if _, err := fmt.Fprintf(out, "\n[trialform: %d bytes of %s not kept here: the remote platform keeps the first and the latest %d MiB of it]\n", cut.To-cut.From, path.Base(f), cut.Limit>>21); err != nil {
+						if err := streams.Gap(i, fmt.Sprintf("[trialform: %d bytes of %s not kept here: the remote platform keeps the first and the latest %d MiB of it]", cut.To-cut.From, path.Base(f), cut.Limit>>21)); err != nil {
 							return err
 						}
 						offs[i] = cut.To
