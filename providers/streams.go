@@ -24,8 +24,9 @@ type LineStreams struct {
 	// is skipped[i].
 	torn    []bool
 	skipped []int
-	// midLine: the last byte written to out was not a newline.
-	midLine bool
+	// open is the stream whose line the last write to out left
+	// unfinished (-1: none).
+	open int
 }
 
 // maxHeldLine bounds an unfinished line held back.
@@ -33,7 +34,7 @@ const maxHeldLine = 1 << 20
 
 // NewLineStreams returns a LineStreams of n streams writing to out.
 func NewLineStreams(out io.Writer, n int) *LineStreams {
-	return &LineStreams{out: out, held: make([][]byte, n), torn: make([]bool, n), skipped: make([]int, n)}
+	return &LineStreams{out: out, held: make([][]byte, n), torn: make([]bool, n), skipped: make([]int, n), open: -1}
 }
 
 // Stream returns the writer of stream i.
@@ -61,7 +62,7 @@ func (s *LineStreams) write(i int, p []byte) error {
 		cut = len(buf)
 	}
 	if cut > 0 {
-		if err := s.emit(buf[:cut]); err != nil {
+		if err := s.emit(i, buf[:cut]); err != nil {
 			return err
 		}
 		buf = buf[cut:]
@@ -97,7 +98,7 @@ func (s *LineStreams) dropTorn(i int, p []byte) []byte {
 func (s *LineStreams) Gap(i int, note string) error {
 	s.held[i] = s.held[i][:0]
 	s.torn[i], s.skipped[i] = true, 0
-	return s.emit([]byte(note + "\n"))
+	return s.emit(-1, []byte(note+"\n"))
 }
 
 // End writes what stream i holds of an unfinished line: the stream has no
@@ -106,23 +107,28 @@ func (s *LineStreams) End(i int) error {
 	if len(s.held[i]) == 0 {
 		return nil
 	}
-	err := s.emit(s.held[i])
+	err := s.emit(i, s.held[i])
 	s.held[i] = s.held[i][:0]
 	return err
 }
 
-// emit writes p, which starts a line of its own: after an unfinished line
-// of another stream, a newline first.
-func (s *LineStreams) emit(p []byte) error {
+// emit writes p, text of stream i (-1: a line of its own), after a
+// newline when another stream's line is unfinished. A stream's own line
+// written in parts (one over maxHeldLine) goes on unbroken: a newline
+// put inside it could cut a secret in two.
+func (s *LineStreams) emit(i int, p []byte) error {
 	if len(p) == 0 {
 		return nil
 	}
-	if s.midLine {
+	if s.open >= 0 && (i < 0 || s.open != i) {
 		if _, err := s.out.Write([]byte{'\n'}); err != nil {
 			return err
 		}
 	}
 	_, err := s.out.Write(p)
-	s.midLine = p[len(p)-1] != '\n'
+	s.open = -1
+	if p[len(p)-1] != '\n' {
+		s.open = i
+	}
 	return err
 }

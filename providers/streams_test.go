@@ -83,3 +83,31 @@ func TestLineStreamsGap(t *testing.T) {
 		t.Errorf("after a torn line of %d bytes: %q", maxHeldLine, got[:min(len(got), 40)])
 	}
 }
+
+// A line over maxHeldLine is written in parts, and no newline goes
+// between its parts (one fell inside a secret: "s3cr3t-Tok3\nn-9f8e7d",
+// which the masking writer downstream took for two words); a line of
+// another stream still starts on a line of its own.
+func TestLineStreamsLongLineUnbroken(t *testing.T) {
+	var out bytes.Buffer
+	s := NewLineStreams(&out, 2)
+	unit := `"Bearer","s3cr3t-Tok3n-9f8e7d",`
+	line := strings.Repeat(unit, 3*maxHeldLine/len(unit))
+	for p := line; p != ""; {
+		n := min(len(p), 4099)
+		s.Stream(0).Write([]byte(p[:n]))
+		p = p[n:]
+	}
+	s.Stream(0).Write([]byte("end\n"))
+	s.Stream(1).Write([]byte("err\n"))
+	if got, want := out.String(), line+"end\nerr\n"; got != want {
+		t.Errorf("got %d bytes with %d newlines, want %d with 2", len(got), strings.Count(got, "\n"), len(want))
+	}
+	out.Reset()
+	s = NewLineStreams(&out, 2)
+	s.Stream(0).Write([]byte(strings.Repeat("x", maxHeldLine+1)))
+	s.Stream(1).Write([]byte("err\n"))
+	if got := out.String(); !strings.HasSuffix(got, "x\nerr\n") {
+		t.Errorf("another stream's line does not start a line: %q", got[len(got)-10:])
+	}
+}

@@ -430,7 +430,8 @@ type writer struct {
 }
 
 // maxHeld bounds an unfinished line held back: a longer one is written
-// masked up to its last blank (all of it when it has none).
+// masked up to its last blank (all of it when it has none), never through
+// a secret (see safeCut).
 const maxHeld = 1 << 20
 
 func (r *writer) Write(p []byte) (int, error) {
@@ -438,20 +439,52 @@ func (r *writer) Write(p []byte) (int, error) {
 		return r.w.Write(p)
 	}
 	r.buf = append(r.buf, p...)
-	i := bytes.LastIndexAny(r.buf, "\n\r")
-	if i < 0 && len(r.buf) > maxHeld {
-		if i = bytes.LastIndexFunc(r.buf, func(c rune) bool { return c == ' ' || c == '\t' || c == '\r' }); i < 0 {
-			i = len(r.buf) - 1
+	n := bytes.LastIndexAny(r.buf, "\n\r") + 1
+	if n == 0 && len(r.buf) > maxHeld {
+		n = bytes.LastIndexFunc(r.buf, func(c rune) bool { return c == ' ' || c == '\t' }) + 1
+		if n == 0 {
+			n = len(r.buf)
 		}
+		n = r.s.safeCut(r.buf, n)
 	}
-	if i < 0 {
+	if n == 0 {
 		return len(p), nil
 	}
-	if _, err := r.w.Write(r.s.Bytes(r.buf[:i+1])); err != nil {
+	if _, err := r.w.Write(r.s.Bytes(r.buf[:n])); err != nil {
 		return 0, err
 	}
-	r.buf = append(r.buf[:0], r.buf[i+1:]...)
+	r.buf = append(r.buf[:0], r.buf[n:]...)
 	return len(p), nil
+}
+
+// safeCut returns where an unfinished line b may be cut, at or before p,
+// so that the two parts, masked apart, show no piece of a secret: not
+// inside a secret (one that may still run past b's end included) nor
+// inside a run of base64 text. Where that leaves nothing before the cut
+// (a line of one base64 run), p itself: what is held stays bounded.
+func (s *Set) safeCut(b []byte, p int) int {
+	q := min(p, len(b)-s.lengths[0]+1) // a secret starting before q ends within b
+	for moved := true; moved && q > 0; {
+		moved = false
+		for _, l := range s.lengths {
+			for i := max(0, q-l+1); i < q; i++ {
+				if startsToken(b, i) && endsToken(b, i+l) && s.match(b[i:i+l]) {
+					q, moved = i, true
+					break
+				}
+			}
+		}
+		if q > 0 && q < len(b) && isBase64(b[q-1]) && isBase64(b[q]) {
+			for q > 0 && isBase64(b[q-1]) {
+				q--
+			}
+			moved = true
+		}
+	}
+	if q <= 0 {
+		return p
+	}
+	return q
 }
 
 // Close writes what is left of an unfinished line.

@@ -205,3 +205,49 @@ func TestMaskBasicAuthAndASCIIJSON(t *testing.T) {
 		}
 	}
 }
+
+// A line over maxHeld is written in parts, and no part ends or starts
+// inside a secret: a JSON line of 3 MB without a blank, a passphrase
+// with blanks in a long line of words, and base64 basic-auth values,
+// written in pieces of several sizes (so that cuts fall in every part of
+// a line), show every secret masked whole and no piece of one (the cut
+// fell inside one: `"s3cr3t-Tok3n-` ... `n-9f8e7d"`).
+func TestWriterLongLineCut(t *testing.T) {
+	const tok, phrase = "s3cr3t-Tok3n-9f8e7d", "correct horse battery staple"
+	auth := BasicAuth("alice", tok)
+	rec, err := Record{}.With(tok, phrase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashed := &Set{}
+	if err := hashed.Hashed(rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, unit, secret string }{
+		{"json", `"Bearer","` + tok + `",`, tok},
+		{"phrase", "the passphrase " + phrase + " and ", phrase},
+		{"base64", "Authorization:" + auth + ",", auth},
+	} {
+		for k, set := range []*Set{New(tok, phrase), hashed, New(tok, phrase), hashed} {
+			line := strings.Repeat(c.unit, 3*maxHeld/len(c.unit)) + "\n"
+			var buf bytes.Buffer
+			w := set.Writer(&buf)
+			size := []int{32 << 10, 4099, 4111, 1000003}[k]
+			for p := line; p != ""; {
+				n := min(len(p), size)
+				io.WriteString(w, p[:n])
+				p = p[n:]
+			}
+			w.Close()
+			got := buf.String()
+			want := strings.Repeat(strings.Replace(c.unit, c.secret, Text, 1), 3*maxHeld/len(c.unit)) + "\n"
+			if got != want {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Errorf("%s, pieces of %d: output differs at byte %d of %d: %q", c.name, size, i, len(got), got[max(0, i-40):min(len(got), i+40)])
+			}
+		}
+	}
+}
