@@ -60,7 +60,7 @@ func runUI(ctx context.Context, g *Globals, args []string) int {
 	g.uiProviders = &sharedProviders{}
 	defer g.uiProviders.close()
 	srv := ui.New(ui.Options{
-		StateDir: sd, WorkDir: wd, Token: *token, Backend: backend,
+		StateDir: sd, WorkDir: wd, Token: *token, SameUser: *token == "", Backend: backend,
 		Config: g.loadConfigQuiet,
 		Plan:   func(ctx context.Context) (string, error) { return g.uiPlan(ctx, sd) },
 		Logs: func(ctx context.Context, e *state.Experiment, t *state.Trial, follow bool, w io.Writer) error {

@@ -65,6 +65,7 @@ func httpServer(h http.Handler, l Limits) (*http.Server, *connLimiter) {
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
 		ConnState:         cl.track,
+		ConnContext:       withConn,
 	}, cl
 }
 

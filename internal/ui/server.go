@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,10 @@ type Options struct {
 	// Token, when set, must come with every request: as ?token=, which
 	// also sets a cookie, as that cookie, or as "Authorization: Bearer".
 	Token string
+	// SameUser, without a Token, serves only connections made by
+	// processes of the user the server runs as (see peer.go); the server
+	// must be HTTPServer's.
+	SameUser bool
 	// Config loads the configuration (nil when it does not load).
 	Config func() *schema.Config
 	// Plan renders what `apply` would do next, as plan's human text.
@@ -68,6 +73,7 @@ type Options struct {
 // Server is the dashboard's HTTP handler.
 type Server struct {
 	o     Options
+	uid   int // the user SameUser serves
 	mux   *http.ServeMux
 	data  *store
 	watch *watcher
@@ -94,7 +100,7 @@ func New(o Options) *Server {
 	if o.Query == nil {
 		o.Query = Query{}
 	}
-	s := &Server{o: o, mux: http.NewServeMux()}
+	s := &Server{o: o, uid: os.Getuid(), mux: http.NewServeMux()}
 	s.data = newStore(o)
 	s.watch = newWatcher(s.data, o.Poll, s.changed)
 	go s.warm(s.data.current()) // read a large state before the first page asks
@@ -200,6 +206,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.Set("Connection", "close")
 			http.Error(w, "forbidden host", http.StatusForbidden)
 			return
+		}
+		if s.o.SameUser {
+			// Nor another user of this machine: the output its trials
+			// keep in 0600 files is theirs.
+			if err := s.checkUser(r); err != nil {
+				h.Set("Connection", "close")
+				http.Error(w, err.Error()+"; to share the dashboard, start it with -token", http.StatusForbidden)
+				return
+			}
 		}
 	} else if !s.authorized(w, r) {
 		// A refused client keeps no connection: thousands of them must
