@@ -159,7 +159,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		if err != nil {
 			return g.errorf("-listen=%s: %v", o.listen, err)
 		}
-		srv := &http.Server{Handler: c.handler(), ReadHeaderTimeout: 10 * time.Second}
+		srv := c.server()
 		go srv.Serve(ln)
 		defer srv.Close()
 		// The address (with the port -listen=:0 picked) for scripts, in
@@ -868,6 +868,14 @@ func (c *ctrl) standby() {
 	c.ready = true
 	c.mu.Unlock()
 }
+
+// server is the controller's HTTP server: the dashboard's limits (at most
+// 256 connections, the one idle longest closed past that; a keep-alive
+// connection idle 15 s closed; a request read within 30 s), as /hook and
+// the dashboard may face the internet. A plain http.Server kept every idle
+// keep-alive connection for ever: 1,500 clients that each asked /healthz
+// once held 1,500 file descriptors, and more would exhaust the pod.
+func (c *ctrl) server() *http.Server { return ui.HTTPServer(c.handler(), ui.Limits{}) }
 
 func (c *ctrl) handler() http.Handler {
 	mux := http.NewServeMux()

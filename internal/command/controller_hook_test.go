@@ -1,8 +1,12 @@
 package command
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -203,6 +207,66 @@ func TestFormerControllerLock(t *testing.T) {
 	} {
 		if got := formerControllerLock(tc.err, tc.info, tc.pid, tc.who, alive) != ""; got != tc.want {
 			t.Errorf("%s: breaks %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestControllerServerBoundsConnections: the controller's HTTP server (its
+// /hook may face the internet) keeps at most 256 connections, closing the
+// longest idle ones: 300 clients that each asked /healthz once and stayed
+// connected were all kept by the plain http.Server it had (1,500 held
+// 1,500 file descriptors with no end), and a new client still gets in.
+func TestControllerServerBoundsConnections(t *testing.T) {
+	srv := hookCtrl().server()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	healthz := func(c net.Conn) error {
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: ctl\r\n\r\n"); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %s", resp.Status)
+		}
+		return nil
+	}
+	var conns []net.Conn
+	for i := 0; i < 300; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := healthz(c); err != nil {
+			t.Fatalf("client %d: %v", i, err)
+		}
+		conns = append(conns, c)
+	}
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := healthz(c); err != nil {
+		t.Fatalf("a new client after 300 idle ones: %v", err)
+	}
+	// The 45 idle longest were closed to make room (the deadline only
+	// keeps a server that keeps them from hanging the test).
+	for i, c := range conns[:300+1-256] {
+		c.SetReadDeadline(time.Now().Add(time.Minute))
+		_, err := io.Copy(io.Discard, c)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("idle connection %d of 300 is still open: the server's connections are not bounded", i)
 		}
 	}
 }
