@@ -445,6 +445,8 @@ func (c *ctrl) load(commit string, syncErr error) {
 			cfg = nil
 		} else if msg = c.privateTrialsProblem(cfg); msg != "" {
 			cfg = nil
+		} else if msg = platformIdentityProblem(cfg); msg != "" {
+			cfg = nil
 		}
 	}
 	if cfg == nil {
@@ -490,6 +492,38 @@ func diagsMessage(diags hcl.Diagnostics) string {
 		return one(diags[0])
 	}
 	return fmt.Sprintf("%s, and %d other diagnostic(s)", one(diags[0]), len(diags)-1)
+}
+
+// platformIdentityProblem says which platform blocks of cfg would hand the
+// controller's own identity to what a commit chose ("" when none): a
+// kubeconfig the commit names (its exec credential plugin runs any
+// command in the controller's process, its tokenFile user sends the
+// service account's token to any server: `plan` alone ran one), and an
+// aml block that authenticates as the controller (DefaultAzureCredential:
+// its environment's client secret, its managed identity) against an
+// address the commit names (the secret went in the token request to
+// authority_host, the token to endpoint).
+func platformIdentityProblem(cfg *schema.Config) string {
+	var bad []string
+	set := func(p *schema.Platform, name string) bool {
+		v, _ := p.Attrs[name].(string)
+		return v != ""
+	}
+	for _, key := range sortedKeys(cfg.Platforms) {
+		p := cfg.Platforms[key]
+		if set(p, "kubeconfig") {
+			bad = append(bad, fmt.Sprintf("%s: platform %q %q names a kubeconfig: under the controller a kubeconfig from the repository could run a command in the controller (an exec credential plugin) or send its service account's token elsewhere; remove kubeconfig: the controller reaches Kubernetes with its own service account (in a pod) or $KUBECONFIG", p.DeclRange.String(), p.Kind, p.Name))
+		}
+		if p.Kind == "aml" && !set(p, "client_secret") {
+			for _, a := range []string{"authority_host", "endpoint", "artifact_endpoint"} {
+				if set(p, a) {
+					bad = append(bad, fmt.Sprintf("%s: platform \"aml\" %q sets %s without client_secret: under the controller DefaultAzureCredential is the controller's own identity (its AZURE_CLIENT_SECRET, its managed identity), which would be sent to an address the repository names; remove %s, or give client_secret through a sensitive variable", p.DeclRange.String(), p.Name, a, a))
+					break
+				}
+			}
+		}
+	}
+	return strings.Join(bad, "; ")
 }
 
 // loadDefinitions loads the definitions in dir, of the checkout in root:
