@@ -199,6 +199,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the dashboard is read-only", http.StatusMethodNotAllowed)
 		return
 	}
+	if crossSite(r) {
+		// A page of another site the user visits (another port of
+		// localhost included) must not make the browser call the API:
+		// it would read nothing (same-origin policy) but start platform
+		// refreshes, SSH logins and log reads with this user's rights.
+		h.Set("Connection", "close")
+		http.Error(w, "cross-site request refused: open the dashboard's own URL", http.StatusForbidden)
+		return
+	}
 	if s.o.Token == "" {
 		// No token (loopback only): refuse other Host names, so a page
 		// elsewhere cannot read the API through DNS rebinding.
@@ -224,6 +233,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// crossSite reports a request a browser made for a page of another origin
+// (Fetch Metadata, sent by every current browser): anything but a
+// top-level navigation (following a link to the dashboard is fine) from
+// other than this origin or the user (a typed URL, a bookmark). Clients
+// that send no Sec-Fetch-Site (curl, scripts) are not browsers' pages.
+func crossSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return false
+	}
+	return r.Header.Get("Sec-Fetch-Mode") != "navigate"
 }
 
 const tokenCookie = "trialform_token"

@@ -137,6 +137,33 @@ func TestForeignHostRefusedWithoutToken(t *testing.T) {
 	}
 }
 
+// A page of another site (another port of localhost is same-site, not
+// same-origin) cannot make the browser call the API: it read nothing, but
+// started platform refreshes and log reads. Following a link to the
+// dashboard, and its own requests, still work.
+func TestCrossSiteRequestRefused(t *testing.T) {
+	ts := newServer(t, fixture(t, 10), "")
+	for _, c := range []struct {
+		site, mode string
+		want       int
+	}{
+		{"cross-site", "no-cors", http.StatusForbidden},
+		{"same-site", "cors", http.StatusForbidden},
+		{"cross-site", "navigate", 200},
+		{"same-origin", "cors", 200},
+		{"none", "navigate", 200},
+		{"", "", 200},
+	} {
+		var hdr []string
+		if c.site != "" {
+			hdr = []string{"Sec-Fetch-Site", c.site, "Sec-Fetch-Mode", c.mode}
+		}
+		if code, _ := get(t, ts.Client(), ts.URL+"/api/plan", hdr...); code != c.want {
+			t.Errorf("Sec-Fetch-Site %q, mode %q: %d, want %d", c.site, c.mode, code, c.want)
+		}
+	}
+}
+
 func TestSecurityHeadersAndEscapedJSON(t *testing.T) {
 	ts := newServer(t, fixture(t, 10), "")
 	resp, err := ts.Client().Get(ts.URL + "/api/experiments/demo/trials/t0002")
