@@ -33,7 +33,7 @@ const defaultUIAddr = "127.0.0.1:8080"
 func runUI(ctx context.Context, g *Globals, args []string) int {
 	fs := flag.NewFlagSet("ui", flag.ContinueOnError)
 	addr := fs.String("addr", defaultUIAddr, "address to listen on; any host but 127.0.0.1 needs a token")
-	token := fs.String("token", "", "token every request must carry (?token=, a cookie, or Authorization: Bearer); with a non-default -addr and no -token a random one is made and printed")
+	token := fs.String("token", "", "token every request must carry (?token=, a cookie, or Authorization: Bearer); else $"+envDashToken+" (which ps does not show other users); with a non-default -addr and neither, a random one is made and printed")
 	open := fs.Bool("open", false, "open the dashboard in the default browser (xdg-open)")
 	if _, code, ok := g.parse(fs, args, argSpec{hint: "ui takes no arguments: trialform ui [-addr HOST:PORT] [-token T] [-open]"}); !ok {
 		return code
@@ -41,6 +41,9 @@ func runUI(ctx context.Context, g *Globals, args []string) int {
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
 		return g.errorf("-addr %q: %v (write HOST:PORT, e.g. 127.0.0.1:8080)", *addr, err)
+	}
+	if *token == "" {
+		*token = g.getenv(envDashToken)
 	}
 	if host != "127.0.0.1" && *token == "" {
 		b := make([]byte, 16)
