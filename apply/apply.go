@@ -287,7 +287,9 @@ type GroupStore interface {
 // state, with the metric offsets past those points, saved. A crash between
 // the two, or an append error, leaves the offsets where they were, so the
 // next refresh reads the points again; readers drop the duplicates by
-// (type, sequence). On an append error the state does not change.
+// (type, sequence). On an append error the state does not change, and the
+// error is fatal: the metric series are part of the state, and an append
+// that failed (a full or read-only disk) fails again at the next pass.
 func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observed, error) {
 	s.saveMu.Lock()
 	defer s.saveMu.Unlock()
@@ -305,12 +307,12 @@ func (s *Session) observe(obs *plan.Observations, now time.Time) ([]plan.Observe
 			mb[i] = state.MetricsBatch{Experiment: b.Experiment, Trial: b.TrialID, Points: b.Points}
 		}
 		if err := bs.AppendMetricsBatch(mb); err != nil {
-			return nil, fmt.Errorf("record metrics of %d trials: %w", len(batches), err)
+			return nil, fatal{fmt.Errorf("record metrics of %d trials: %w", len(batches), err)}
 		}
 	} else {
 		for _, b := range batches {
 			if err := s.Store.AppendMetrics(b.Experiment, b.TrialID, b.Points); err != nil {
-				return nil, fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)
+				return nil, fatal{fmt.Errorf("record metrics of %s/%s: %w", b.Experiment, b.TrialID, err)}
 			}
 		}
 	}

@@ -296,7 +296,11 @@ func (g *Globals) wait(ctx context.Context, s *apply.Session, o applyOptions, ps
 		return g.interrupted("apply")
 	}
 	if err != nil {
-		return g.errorf("%v", err)
+		code := g.errorf("%v", err)
+		if apply.IsFatal(err) {
+			view.NotSaved()
+		}
+		return code
 	}
 	view.Status(last)
 	failed := reportFailed(view, last)
