@@ -154,6 +154,10 @@ type Backend struct {
 	lockMu sync.Mutex
 	held   map[*held]bool
 
+	// report is where a message for people goes (Env.Report), nil:
+	// dropped; this package writes nothing itself.
+	report func(msg string)
+
 	// beforeCommit, for tests, runs in a save's transaction just before
 	// its commit.
 	beforeCommit func(ctx context.Context, tx pgx.Tx) error
@@ -215,6 +219,7 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 		stateKey: key("state", schema),
 		channel:  "trialform:" + schema,
 		held:     map[*held]bool{},
+		report:   env.Report,
 	}
 	return b, nil
 }

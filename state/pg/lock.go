@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,6 +69,10 @@ func (b *Backend) keepAlive(h *held) {
 		}
 		if err == nil && !mine {
 			cancel()
+			if b.report != nil {
+				b.report(fmt.Sprintf("state backend pg: the lock %s (%s) was released by someone else (force-unlock?): this command no longer holds it, "+
+					"and its saves are refused once another command has written what it locked", h.info.ID, lockScope(h)))
+			}
 			return
 		}
 		if err == nil {
@@ -83,6 +88,17 @@ func (b *Backend) keepAlive(h *held) {
 			h.mu.Unlock()
 		}
 	}
+}
+
+// lockScope names what h locks, for messages.
+func lockScope(h *held) string {
+	if h.whole {
+		return "the whole state"
+	}
+	if len(h.info.Experiments) == 1 {
+		return "experiment " + h.info.Experiments[0]
+	}
+	return "experiments " + strings.Join(h.info.Experiments, ", ")
 }
 
 // keepAliveEvery is how often a held lock's connection is checked.

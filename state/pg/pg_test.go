@@ -401,3 +401,36 @@ func TestReleasedLockIsNotListed(t *testing.T) {
 		t.Fatalf("the released lock cannot be taken: %v", err)
 	}
 }
+
+// TestForceUnlockedHolderIsTold: a holder whose lock someone removed with
+// force-unlock while it still ran says so, as the kubernetes backend's
+// does: it went on without a word, so its person never learned that a
+// teammate took the experiment.
+func TestForceUnlockedHolderIsTold(t *testing.T) {
+	conn := pgtest.DB(t)
+	told := make(chan string, 16)
+	a, err := Open(Settings{ConnStr: conn}, backendreg.Env{Report: func(msg string) { told <- msg }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	b := open(t, conn)
+	lk, err := a.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	if err := b.ForceUnlock(lk.Info().ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-told:
+		for _, want := range []string{"state backend pg", lk.Info().ID, "experiment mnist", "force-unlock", "no longer holds it"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("the holder was told %q, without %q", msg, want)
+			}
+		}
+	case <-time.After(2 * time.Minute): // the check runs every 100 ms here
+		t.Fatal("the holder of a force-unlocked lock said nothing")
+	}
+}
