@@ -325,8 +325,10 @@ func (b *Backend) fail(what string, err error) error {
 
 // unreachable reports whether err says the server could not be reached
 // or went away (by the error's type and SQLSTATE, never its text): a
-// refused, reset or timed-out connection, a connection that ended, the
-// server shutting down or starting (SQLSTATE class 08, 57P01-57P03).
+// refused, reset or timed-out connection, a connection that ended (or
+// that the driver closed when it met the end during an earlier call: the
+// call fails with "conn closed" before anything is sent), the server
+// shutting down or starting (SQLSTATE class 08, 57P01-57P03).
 func unreachable(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
@@ -336,7 +338,7 @@ func unreachable(err error) bool {
 	var ne net.Error
 	switch {
 	case errors.As(err, &ce), errors.As(err, &ne), pgconn.Timeout(err),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, pgconn.ErrConnClosed),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return true
 	}

@@ -434,3 +434,43 @@ func TestForceUnlockedHolderIsTold(t *testing.T) {
 		t.Fatal("the holder of a force-unlocked lock said nothing")
 	}
 }
+
+// TestSaveOnAClosedConnectionIsUnavailable: when the server went away
+// during a save's earlier calls (a crash or a restart ends its
+// connections), the driver has closed the connection and the commit fails
+// with "conn closed" before it is sent. That is the server being away, as
+// a refused connection is: apply retries it (2 minutes) and nothing of the
+// save was written. It was taken for another error: `apply -wait` stopped
+// at once ("save the state (commit): conn closed") when PostgreSQL
+// restarted under it, where it retries a refused connection.
+func TestSaveOnAClosedConnectionIsUnavailable(t *testing.T) {
+	conn := pgtest.DB(t)
+	srv := pgtest.Shared(t)
+	a, b := open(t, conn), open(t, conn)
+	s := backendtest.Sample(5)
+	if err := a.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	a.beforeCommit = func(ctx context.Context, tx pgx.Tx) error {
+		// The server ends the save's connection (and waits until it has)...
+		if err := srv.Exec(ctx, dbName(conn), `SELECT pg_terminate_backend($1, 30000)`, int(tx.Conn().PgConn().PID())); err != nil {
+			t.Error(err)
+		}
+		// ...and a call the save made meanwhile met the end: the driver
+		// closed the connection (its error is not what this test is about).
+		_ = tx.Conn().Ping(ctx)
+		return nil
+	}
+	s.Experiments["mnist"].Trials["t0000"].Attempts++
+	err := a.Save(s)
+	if !state.IsUnavailable(err) {
+		t.Fatalf("a save whose connection the server ended: %v, want the server reported as unavailable (retried)", err)
+	}
+	got, err := b.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := got.Experiments["mnist"].Trials["t0000"].Attempts; n != 1 || got.Serial != 1 {
+		t.Fatalf("the failed save wrote something: attempts %d, serial %d", n, got.Serial)
+	}
+}
