@@ -128,7 +128,11 @@ func (m *Manager) tryLock(info LockInfo) (*Lock, *LockedError, error) {
 			f.Close()
 			return nil, nil, fmt.Errorf("lock state: write %s: %w", path, err)
 		}
-		return NewLock(info, func() error { return m.unlockFile(f, path) }), nil, nil
+		m.holding(info.ID)
+		return NewLock(info, func() error {
+			defer m.holding("")
+			return m.unlockFile(f, path)
+		}), nil, nil
 	}
 	return nil, nil, fmt.Errorf("lock state: %s keeps being replaced", path)
 }

@@ -78,6 +78,12 @@ type Manager struct {
 	marked        map[string]time.Time
 	markedLineage string
 	markedID      fileID
+
+	// heldLock is the ID of the state lock this Manager holds ("" when
+	// none), so that its own reads do not wait for a writer: while it
+	// holds the lock, no other process appends to the journal.
+	heldMu   sync.Mutex
+	heldLock string
 }
 
 // diskState is what the Manager knows of state.json.
@@ -219,14 +225,30 @@ const (
 
 // writerRuns reports whether the state lock is held by a process of this
 // machine that still runs, from the lock file's holder information (read
-// without taking the lock: a probe would make a writer's Lock fail).
+// without taking the lock: a probe would make a writer's Lock fail), and
+// not by this Manager: its own appends are done by the time it reads (both
+// hold mu), so a torn last record it reads was left by a writer that died
+// (or by its own append that failed: a full disk).
 func (m *Manager) writerRuns() bool {
 	b, err := os.ReadFile(m.lockPath())
 	if err != nil || len(b) == 0 {
 		return false
 	}
 	var info LockInfo
-	return json.Unmarshal(b, &info) == nil && info.RunsHere()
+	if json.Unmarshal(b, &info) != nil || !info.RunsHere() {
+		return false
+	}
+	m.heldMu.Lock()
+	defer m.heldMu.Unlock()
+	return m.heldLock == "" || info.ID != m.heldLock
+}
+
+// holding records the ID of the state lock this Manager took ("": it
+// released it).
+func (m *Manager) holding(id string) {
+	m.heldMu.Lock()
+	m.heldLock = id
+	m.heldMu.Unlock()
 }
 
 func (m *Manager) readOnce(retryTorn bool) (s *State, d *diskState, again bool, err error) {
