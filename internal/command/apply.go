@@ -171,7 +171,11 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			if ctx.Err() != nil {
 				return g.interrupted(op)
 			}
-			return g.errorf("refresh: %v", err)
+			code := g.errorf("refresh: %v", err)
+			if apply.IsFatal(err) {
+				view.NotSaved()
+			}
+			return code
 		}
 		view.Plan(p, true)
 	} else {
@@ -180,7 +184,11 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 			if ctx.Err() != nil {
 				return g.interrupted(op)
 			}
-			return g.errorf("plan: %v", err)
+			code := g.errorf("plan: %v", err)
+			if apply.IsFatal(err) {
+				view.NotSaved()
+			}
+			return code
 		}
 		if pv != nil {
 			pv.note(p)
