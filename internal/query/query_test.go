@@ -498,7 +498,7 @@ func TestSortNaN(t *testing.T) {
 				t.Errorf("sort %q from rotation %d = %q, want %q", spec, shift, got, want)
 			}
 		}
-	}	// A NaN is no value for conditions either, negated or not.
+	} // A NaN is no value for conditions either, negated or not.
 	for q, want := range map[string]string{
 		"metrics.acc:~<0.3": "t0000 t0003 t0004 t0007",
 		"metrics.acc:>0.3":  "t0000 t0003 t0007",
