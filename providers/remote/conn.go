@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -146,15 +147,16 @@ func (m *machine) dial(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
 	}
 	cfg.Timeout = timeout
 	d := net.Dialer{Timeout: timeout, KeepAlive: 15 * time.Second}
-	tcp, err := d.DialContext(ctx, "tcp", m.key)
+	raw, err := d.DialContext(ctx, "tcp", m.key)
 	if err != nil {
-		return nil, nil, fmt.Errorf("machine %s unreachable: %w", m.key, err)
+		return nil, nil, m.explainDial(err, timeout)
 	}
+	tcp := &greeting{Conn: raw}
 	_ = tcp.SetDeadline(time.Now().Add(timeout))
 	sc, chans, reqs, err := ssh.NewClientConn(tcp, m.key, cfg)
 	if err != nil {
 		tcp.Close()
-		return nil, nil, m.explain(err)
+		return nil, nil, m.explain(err, tcp.first(), timeout)
 	}
 	_ = tcp.SetDeadline(time.Time{})
 	c := ssh.NewClient(sc, chans, reqs)
@@ -325,8 +327,71 @@ type hostKeyError struct {
 func (e *hostKeyError) Error() string { return e.err.Error() }
 func (e *hostKeyError) Unwrap() error { return e.err }
 
-// explain turns handshake errors into what the user should do.
-func (m *machine) explain(err error) error {
+// greeting is the TCP connection of a dial, keeping the first bytes the
+// server sent, so that a failed handshake can say what answered.
+type greeting struct {
+	net.Conn
+	mu  sync.Mutex
+	got []byte
+}
+
+func (g *greeting) Read(p []byte) (int, error) {
+	n, err := g.Conn.Read(p)
+	g.mu.Lock()
+	if k := 64 - len(g.got); k > 0 {
+		g.got = append(g.got, p[:min(n, k)]...)
+	}
+	g.mu.Unlock()
+	return n, err
+}
+
+func (g *greeting) first() []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]byte(nil), g.got...)
+}
+
+// unreachableError is a machine that could not be reached or did not
+// speak SSH: the message says what happened in plain words and what to
+// check; the network error stays underneath (Unwrap).
+type unreachableError struct {
+	msg string
+	err error
+}
+
+func (e *unreachableError) Error() string { return e.msg }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// explainDial says why the TCP connection to the machine failed.
+func (m *machine) explainDial(err error, timeout time.Duration) error {
+	port := strconv.Itoa(m.cfg.Port)
+	var dns *net.DNSError
+	var msg string
+	switch {
+	case errors.As(err, &dns) && dns.IsNotFound:
+		msg = fmt.Sprintf("machine %s unreachable: the host name %s does not resolve (no such host in DNS); check the machine's host", m.key, m.cfg.Host)
+	case errors.As(err, &dns):
+		msg = fmt.Sprintf("machine %s unreachable: the host name %s could not be looked up (%s); check the machine's host and this machine's DNS", m.key, m.cfg.Host, dns.Err)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		msg = fmt.Sprintf("machine %s unreachable: connection refused (nothing listens on port %s there); check that sshd runs on it and that port %s is right", m.key, port, port)
+	case errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH):
+		msg = fmt.Sprintf("machine %s unreachable: no route to the host (it is down or its network is); check the machine's host", m.key)
+	case isTimeout(err):
+		msg = fmt.Sprintf("machine %s unreachable: no answer to the connection in %s (the host is down, or a firewall drops port %s)", m.key, timeout.Round(time.Second), port)
+	default:
+		return &unreachableError{fmt.Sprintf("machine %s unreachable: %v", m.key, err), err}
+	}
+	return &unreachableError{msg, err}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// explain turns handshake errors into what the user should do; got is
+// what the server sent before the handshake failed.
+func (m *machine) explain(err error, got []byte, timeout time.Duration) error {
 	var ke *knownhosts.KeyError
 	if errors.As(err, &ke) {
 		kh := m.r.cfg.KnownHosts
@@ -344,7 +409,32 @@ func (m *machine) explain(err error) error {
 	if strings.Contains(err.Error(), "unable to authenticate") {
 		return refused(fmt.Errorf("machine %s: login as %q refused: %w; check user, ssh_key_file or password (and that the key is in the user's authorized_keys)", m.key, m.cfg.User, err))
 	}
-	return fmt.Errorf("machine %s unreachable: %w", m.key, err)
+	port := strconv.Itoa(m.cfg.Port)
+	var msg string
+	switch {
+	case len(got) > 0 && !bytes.HasPrefix(got, []byte("SSH-")):
+		msg = fmt.Sprintf("machine %s is not an SSH server: port %s answered %q, not an SSH greeting; check the machine's port (and that no proxy or other service holds it)", m.key, port, printable(got))
+	case len(got) == 0 && isTimeout(err):
+		msg = fmt.Sprintf("machine %s unreachable: it accepted the connection but sent no SSH greeting in %s; check that sshd (not another service, or a proxy that holds connections) listens on port %s", m.key, timeout.Round(time.Second), port)
+	case len(got) == 0:
+		msg = fmt.Sprintf("machine %s unreachable: it closed the connection before any SSH greeting; check that sshd listens on port %s and accepts connections from here (its MaxStartups, a firewall, TCP wrappers)", m.key, port)
+	case isTimeout(err):
+		msg = fmt.Sprintf("machine %s unreachable: the SSH handshake did not finish in %s (the machine is overloaded, or the connection stalls)", m.key, timeout.Round(time.Second))
+	default:
+		msg = fmt.Sprintf("machine %s unreachable: the SSH handshake failed: %v", m.key, err)
+	}
+	return &unreachableError{msg, err}
+}
+
+// printable is the start of what a server sent, as text.
+func printable(b []byte) string {
+	if i := bytes.IndexAny(b, "\r\n"); i >= 0 {
+		b = b[:i]
+	}
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return strings.ToValidUTF8(string(b), "?")
 }
 
 // run executes a command line on the machine and returns its stdout. A

@@ -169,9 +169,13 @@ func (r *Remote) Start(ctx context.Context, req providers.StartRequest) (provide
 	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
 	var de *downError
 	if errors.As(err, &de) {
+		if de.m == nil {
+			// No machine answered: the trial waits for one.
+			return nil, noCapacity(fmt.Sprintf("no machine of %s can be reached: %v", r.cfg.Name, err))
+		}
 		// Its output dir is there, and it may have ended there: it waits
 		// for the machine (a start failure would end it FAILED).
-		return nil, fmt.Errorf("trial %s waits for its machine: %v: %w", req.TrialID, err, providers.ErrNoCapacity)
+		return nil, noCapacity(fmt.Sprintf("trial %s waits for its machine: %v", req.TrialID, err))
 	}
 	if err != nil {
 		return nil, err
@@ -510,10 +514,21 @@ func (r *Remote) reserve(ctx context.Context, req providers.StartRequest, only *
 		}
 		r.schedMu.Unlock()
 		if round > 0 {
-			return nil, nil, fmt.Errorf("%s: %w", why, providers.ErrNoCapacity)
+			return nil, nil, noCapacity(why)
 		}
 	}
 }
+
+// capacityError is a start that waits (providers.ErrNoCapacity): its
+// text says why, without ErrNoCapacity's own words appended. It wraps
+// nothing else: a refused machine's permanent error must not make the
+// wait permanent.
+type capacityError struct{ msg string }
+
+func noCapacity(msg string) error { return &capacityError{msg} }
+
+func (e *capacityError) Error() string        { return e.msg }
+func (e *capacityError) Is(target error) bool { return target == providers.ErrNoCapacity }
 
 // unusableError is a machine that answers but cannot take trials (its
 // work_dir cannot be written): the error names the machine and says what
