@@ -116,6 +116,12 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 		names[n] = true
 	}
 	var expNames []string
+	type namedWarner struct {
+		platform string
+		w        providers.Warner
+	}
+	var warners []namedWarner
+	warned := map[string]bool{}
 	for n := range st.Experiments {
 		names[n] = true
 	}
@@ -137,10 +143,12 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 			obs.Warnings = append(obs.Warnings, fmt.Sprintf("experiment %s: platform %s: %v", name, platform, err))
 			continue
 		}
-		if w, ok := prov.(providers.Warner); ok {
-			for _, m := range w.Warnings() {
-				obs.Warnings = append(obs.Warnings, fmt.Sprintf("platform %s: %s", platform, m))
-			}
+		if w, ok := prov.(providers.Warner); ok && !warned[platform] {
+			// Asked once the reads and lists below are done: what they
+			// met (a machine that did not answer a List) is told in this
+			// refresh, not the next one.
+			warned[platform] = true
+			warners = append(warners, namedWarner{platform, w})
 		}
 		if e != nil {
 			private := false
@@ -206,6 +214,8 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 		}
 	}
 	var firstErr error
+	readErrs := map[string][]string{}
+	var readMsgs []string
 	for _, j := range jobs {
 		wg.Add(1)
 		sem := sems[j.prov]
@@ -225,7 +235,13 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 				if ctx.Err() != nil && firstErr == nil {
 					firstErr = ctx.Err()
 				}
-				obs.Warnings = append(obs.Warnings, fmt.Sprintf("read trial %s/%s: %v", j.exp, j.trial.ID, err))
+				// The same failure of many trials (their machine or
+				// cluster did not answer) is told once, naming them.
+				msg := err.Error()
+				if readErrs[msg] == nil {
+					readMsgs = append(readMsgs, msg)
+				}
+				readErrs[msg] = append(readErrs[msg], j.exp+"/"+j.trial.ID)
 				return
 			}
 			if o.Exists && o.Lineage != "" && st.Lineage != "" && o.Lineage != st.Lineage {
@@ -256,6 +272,24 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 		}(j)
 	}
 	wg.Wait()
+	for _, msg := range readMsgs {
+		ids := readErrs[msg]
+		sort.Strings(ids)
+		if len(ids) == 1 {
+			obs.Warnings = append(obs.Warnings, fmt.Sprintf("read trial %s: %s", ids[0], msg))
+		} else {
+			named := strings.Join(ids, ", ")
+			if len(ids) > 5 {
+				named = strings.Join(ids[:5], ", ") + fmt.Sprintf(" and %d more", len(ids)-5)
+			}
+			obs.Warnings = append(obs.Warnings, fmt.Sprintf("read %d trials (%s): %s", len(ids), named, msg))
+		}
+	}
+	for _, nw := range warners {
+		for _, m := range nw.w.Warnings() {
+			obs.Warnings = append(obs.Warnings, fmt.Sprintf("platform %s: %s", nw.platform, m))
+		}
+	}
 	sort.Strings(obs.Warnings)
 	return obs, firstErr
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sort"
 	"sync"
@@ -117,5 +118,50 @@ func TestRefreshReportsPlatformWarnings(t *testing.T) {
 	obs, _ = Refresh(context.Background(), st, onePlatform{p}, map[string]string{"exp": "local.default"})
 	if len(obs.Warnings) != 0 {
 		t.Errorf("warned again: %q", obs.Warnings)
+	}
+}
+
+// unansweringPlatform fails every read the same way, as a machine that
+// does not answer does, and has something to say about its List.
+type unansweringPlatform struct {
+	holdingPlatform
+	warn []string
+}
+
+func (p *unansweringPlatform) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
+	return providers.Observation{}, errors.New("machine m1 unreachable: connection refused")
+}
+
+func (p *unansweringPlatform) ListUnknown(ctx context.Context, exp string, _ func(string) bool) ([]providers.Observation, error) {
+	return p.List(ctx, exp)
+}
+
+func (p *unansweringPlatform) List(ctx context.Context, exp string) ([]providers.Observation, error) {
+	p.warn = append(p.warn, "machine m1 unreachable: connection refused; the trials of experiment "+exp+" on it were not listed")
+	return nil, nil
+}
+
+func (p *unansweringPlatform) Warnings() []string {
+	w := p.warn
+	p.warn = nil
+	return w
+}
+
+// The same read failure of many trials is one warning naming them, and
+// what the List met is told in the same refresh (it waited for the next).
+func TestRefreshTellsAnUnansweringMachineOnce(t *testing.T) {
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running), trial(2, state.Running))
+	p := &unansweringPlatform{}
+	obs, err := Refresh(context.Background(), st, onePlatform{p}, map[string]string{"exp": "local.default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"platform local.default: machine m1 unreachable: connection refused; the trials of experiment exp on it were not listed",
+		"read 3 trials (exp/t0000, exp/t0001, exp/t0002): machine m1 unreachable: connection refused",
+	}
+	if !slices.Equal(obs.Warnings, want) {
+		t.Errorf("warnings\n%q\nwant\n%q", obs.Warnings, want)
 	}
 }

@@ -163,3 +163,60 @@ func knownHostsFor(t *testing.T, host string, port int, srv *sshtest.Server) str
 	}
 	return p
 }
+
+// A List that cannot reach a machine says so (the trials there that the
+// state does not know cannot be found), naming the machine and what
+// happened, instead of listing as if it held none.
+func TestListSaysWhatItCouldNotList(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	down := net.JoinHostPort("127.0.0.1", strconv.Itoa(freeClosedPort(t)))
+	_, port, _ := net.SplitHostPort(down)
+	cfg.Machines[1].Port, _ = strconv.Atoi(port)
+	r := newRemote(t, cfg)
+	if _, err := r.List(ctx(t), "reach"); err != nil {
+		t.Fatal(err)
+	}
+	w := lines(r.Warnings())
+	if !strings.Contains(w, "machine "+down+" unreachable: connection refused") || !strings.Contains(w, "experiment reach on it were not listed: their state is unknown") {
+		t.Errorf("warnings %q do not say that %s was not listed and why", w, down)
+	}
+}
+
+// The reads of the trials of a machine that went away say the same
+// words, so that a refresh tells it once for them all.
+func TestUnreachableReadsSayTheSame(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	srv := l.Servers[1]
+	cfg.Machines = cfg.Machines[1:]
+	r := newRemote(t, cfg)
+	code := t.TempDir()
+	var hs []providers.Handle
+	for _, id := range []string{"t1", "t2"} {
+		h, err := r.Start(ctx(t), trialReq("same", id, "true", code))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitPhase(t, r, "same", id, providers.PhaseSucceeded)
+		hs = append(hs, h)
+	}
+	srv.Stop()
+	defer srv.Start()
+	// A new provider, as the next CLI command is: it dials once.
+	r2 := newRemote(t, cfg)
+	var msgs []string
+	for i, id := range []string{"t1", "t2"} {
+		_, err := r2.Read(ctx(t), providers.ReadRequest{Experiment: "same", TrialID: id, Handle: hs[i]})
+		if err == nil {
+			t.Fatalf("read %s on a stopped machine: no error", id)
+		}
+		msgs = append(msgs, err.Error())
+	}
+	if msgs[0] != msgs[1] {
+		t.Errorf("reads of one unreachable machine differ:\n%s\n%s", msgs[0], msgs[1])
+	}
+	if n := strings.Count(msgs[0], "unreachable"); n != 1 {
+		t.Errorf("%q says unreachable %d times, want once", msgs[0], n)
+	}
+}

@@ -128,17 +128,25 @@ func (r *Remote) unreachable(de *downError, id, exp string, h providers.Handle) 
 	if !ok {
 		return providers.Observation{}, de
 	}
-	dur := time.Since(d.Since).Round(time.Second)
+	// As of the last try, so that every read that reuses it says the
+	// same (a refresh gives the same words once, not once per trial).
+	at := d.lastTry
+	if at.IsZero() {
+		at = time.Now()
+	}
+	dur := at.Sub(d.Since).Round(time.Second)
 	what := "unreachable"
 	if d.Refused {
 		what = "refusing trialform"
 	}
+	// What happened, without naming the machine a second time.
+	why := strings.TrimPrefix(strings.TrimPrefix(d.Err, "machine "+de.m.key+" unreachable: "), "machine "+de.m.key+": ")
 	if time.Since(d.Since) < r.cfg.LostGrace {
-		return providers.Observation{}, fmt.Errorf("machine %s %s for %s; its trials become LOST after lost_grace %s: %s", de.m.key, what, dur, r.cfg.LostGrace, d.Err)
+		return providers.Observation{}, fmt.Errorf("machine %s %s for %s; its trials become LOST after lost_grace %s: %s", de.m.key, what, dur, r.cfg.LostGrace, why)
 	}
 	return providers.Observation{
 		TrialID: id, Experiment: exp, Exists: true, Phase: providers.PhaseLost, Handle: h,
-		Reason: fmt.Sprintf("machine %s %s for %s (lost_grace %s): %s", de.m.key, what, dur, r.cfg.LostGrace, d.Err),
+		Reason: fmt.Sprintf("machine %s %s for %s (lost_grace %s): %s", de.m.key, what, dur, r.cfg.LostGrace, why),
 	}, nil
 }
 
@@ -343,8 +351,13 @@ func (r *Remote) list(ctx context.Context, experiment string, known func(string)
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()
+					return
 				}
-				return // its trials are read (and go LOST) one by one
+				// Its trials the state knows are read (and go LOST)
+				// one by one; the ones it does not know cannot be
+				// found: say so rather than list as if there were none.
+				r.warn(fmt.Sprintf("%v; the trials of experiment %s on it were not listed: their state is unknown until it answers", err, experiment))
+				return
 			}
 			base := path.Join(m.work, "trials", experiment)
 			ents, err := s.ReadDir(base)
