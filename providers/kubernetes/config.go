@@ -56,6 +56,10 @@ type Config struct {
 	// make creating and refreshing many trials crawl).
 	QPS   float32
 	Burst int
+
+	// origin is the API server address and where it came from (set by
+	// restConfig; for messages).
+	origin string
 }
 
 // DefaultMetricsInterval is Config.MetricsInterval's default.
@@ -92,9 +96,32 @@ func expandHome(p string) string {
 	return p
 }
 
+// origin says where the API server address came from, for messages:
+// "https://10.0.0.1:6443 (context prod of ~/.kube/config)". No
+// credentials are in it.
+func originOf(host, context string, rules *clientcmd.ClientConfigLoadingRules, cc clientcmd.ClientConfig) string {
+	if raw, err := cc.RawConfig(); err == nil && context == "" {
+		context = raw.CurrentContext
+	}
+	var from []string
+	if context != "" {
+		from = append(from, "context "+context)
+	}
+	if rules.ExplicitPath != "" {
+		from = append(from, "of "+rules.ExplicitPath)
+	} else if ps := rules.GetLoadingPrecedence(); len(ps) > 0 {
+		from = append(from, "of "+strings.Join(ps, ":"))
+	}
+	if len(from) == 0 {
+		return host
+	}
+	return host + " (" + strings.Join(from, " ") + ")"
+}
+
 // restConfig loads the client configuration and the namespace.
 func (c *Config) restConfig() (*rest.Config, string, error) {
 	if c.Rest != nil {
+		c.origin = c.Rest.Host
 		ns := c.Namespace
 		if ns == "" {
 			ns = "default"
@@ -110,6 +137,7 @@ func (c *Config) restConfig() (*rest.Config, string, error) {
 	if err != nil {
 		return nil, "", providers.Permanent(fmt.Errorf("kubernetes platform: kubeconfig: %w", err))
 	}
+	c.origin = originOf(rc.Host, c.Context, rules, cc)
 	ns := c.Namespace
 	if ns == "" {
 		if n, _, err := cc.Namespace(); err == nil && n != "" {

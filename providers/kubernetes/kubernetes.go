@@ -170,6 +170,9 @@ func (k *Kubernetes) Close() error {
 func (k *Kubernetes) Validate(ctx context.Context) error {
 	return retry(ctx, func() error {
 		_, err := k.client.CoreV1().Namespaces().Get(ctx, k.namespace, metav1.GetOptions{})
+		if what, ok := notAPIServer(err); ok {
+			return providers.Permanent(fmt.Errorf("kubernetes platform: %s is not a Kubernetes API server: it answered %s to a request for namespace %q; check the server of the kubeconfig's cluster and the context (a wrong URL or path, or a proxy or ingress in front of the cluster)", k.cfg.origin, what, k.namespace))
+		}
 		if apierrors.IsNotFound(err) {
 			return providers.Permanent(fmt.Errorf("kubernetes platform: namespace %q does not exist", k.namespace))
 		}
@@ -183,6 +186,36 @@ func (k *Kubernetes) Validate(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// notAPIServer says whether err is an answer no kube-apiserver gives: an
+// error status without a Status body (an empty or HTML 404 from a wrong
+// URL, a proxy, an ingress); what is the status and the start of the body.
+func notAPIServer(err error) (what string, ok bool) {
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) || se.ErrStatus.Details == nil {
+		return "", false
+	}
+	for _, c := range se.ErrStatus.Details.Causes {
+		if c.Type != metav1.CauseTypeUnexpectedServerResponse {
+			continue
+		}
+		what = fmt.Sprintf("HTTP %d", se.ErrStatus.Code)
+		body := strings.TrimSpace(c.Message)
+		switch body {
+		case "":
+			what += " with an empty body"
+		case "unknown": // client-go's word for a body that is not text
+			what += " without a Kubernetes Status in its body"
+		default:
+			if len(body) > 60 {
+				body = body[:60] + "..."
+			}
+			what += fmt.Sprintf(" %q", body)
+		}
+		return what, true
+	}
+	return "", false
 }
 
 func (k *Kubernetes) markSeen(exp, trial string, seen bool) {

@@ -1,0 +1,107 @@
+package kubernetes_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trialform/trialform/providers"
+	k8s "github.com/trialform/trialform/providers/kubernetes"
+)
+
+const reachToken = "s3cr3t-token-do-not-print"
+
+// kubeconfigFor writes a kubeconfig whose context "lab" points at server
+// with a bearer token.
+func kubeconfigFor(t *testing.T, server string) string {
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := `apiVersion: v1
+kind: Config
+clusters:
+- name: lab
+  cluster:
+    server: ` + server + `
+contexts:
+- name: lab
+  context: {cluster: lab, user: lab}
+current-context: lab
+users:
+- name: lab
+  user: {token: ` + reachToken + `}
+`
+	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// An address that answers 404 without a Kubernetes Status (a wrong URL, a
+// proxy, an ingress) is not a Kubernetes API server: Validate says so,
+// naming the address, the context and the kubeconfig, and what to check,
+// not `namespace "default" does not exist`; the token is never printed.
+func TestValidateNotAnAPIServer(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ctype string
+		body  string
+		want  string
+	}{
+		{"empty", "", "", "HTTP 404 with an empty body"},
+		{"html", "text/html", "<html><body>404 page not found</body></html>", `HTTP 404 "<html><body>404 page not found`},
+		{"json", "application/json", `{"error":"no route"}`, "HTTP 404"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if tc.ctype != "" {
+					w.Header().Set("Content-Type", tc.ctype)
+				}
+				w.WriteHeader(http.StatusNotFound)
+				w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			kc := kubeconfigFor(t, srv.URL+"/wrong/prefix")
+			p, err := k8s.New(k8s.Config{Kubeconfig: kc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err = p.Validate(ctx)
+			if err == nil {
+				t.Fatal("Validate of an address that answers 404 to everything: no error")
+			}
+			msg := err.Error()
+			t.Log(msg)
+			for _, w := range []string{srv.URL + "/wrong/prefix", "is not a Kubernetes API server", tc.want, "context lab", kc, "check the server"} {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not say %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, "does not exist") || strings.Contains(msg, reachToken) {
+				t.Errorf("error %q", msg)
+			}
+			if !providers.IsPermanent(err) {
+				t.Errorf("error %q is not permanent: retrying cannot fix it", msg)
+			}
+		})
+	}
+}
+
+// A real apiserver's 404 (a Status: NotFound, namespaces) still says the
+// namespace does not exist.
+func TestValidateMissingNamespace(t *testing.T) {
+	need(t)
+	p, err := k8s.New(k8s.Config{Rest: cp.Config, Namespace: "no-such-namespace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Validate(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `namespace "no-such-namespace" does not exist`) || strings.Contains(err.Error(), "not a Kubernetes API server") {
+		t.Errorf("Validate with a missing namespace: %v", err)
+	}
+}
