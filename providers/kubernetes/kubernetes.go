@@ -181,11 +181,26 @@ func (k *Kubernetes) Validate(ctx context.Context) error {
 			// reading its jobs is what matters.
 			_, err = k.client.BatchV1().Jobs(k.namespace).List(ctx, metav1.ListOptions{Limit: 1})
 		}
-		if err != nil {
-			return fmt.Errorf("kubernetes platform: %w", err)
+		switch {
+		case apierrors.IsUnauthorized(err):
+			// Retrying cannot fix credentials; the token is not quoted.
+			return providers.Permanent(fmt.Errorf("kubernetes platform: the API server %s refused the credentials (401 Unauthorized): the context's token or client certificate is wrong, expired or revoked; get fresh credentials for the context (or pick another one with context = ...)", k.cfg.origin))
+		case apierrors.IsForbidden(err):
+			return providers.Permanent(fmt.Errorf("kubernetes platform: the API server %s does not let this account list jobs in namespace %q (403 Forbidden: %s); grant it list on jobs there (a Role and RoleBinding), or set namespace to one it may use", k.cfg.origin, k.namespace, apiMessage(err)))
+		case err != nil:
+			return fmt.Errorf("kubernetes platform: %s: %w", k.cfg.origin, err)
 		}
 		return nil
 	})
+}
+
+// apiMessage is the message of an API error's Status.
+func apiMessage(err error) string {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) && se.ErrStatus.Message != "" {
+		return se.ErrStatus.Message
+	}
+	return err.Error()
 }
 
 // notAPIServer says whether err is an answer no kube-apiserver gives: an

@@ -105,3 +105,29 @@ func TestValidateMissingNamespace(t *testing.T) {
 		t.Errorf("Validate with a missing namespace: %v", err)
 	}
 }
+
+// Credentials the apiserver refuses (401) are said to be refused, naming
+// the server, with what to do and without the token; retrying cannot fix
+// them.
+func TestValidateRefusedToken(t *testing.T) {
+	need(t)
+	rc := *cp.Config
+	rc.BearerToken = reachToken
+	p, err := k8s.New(k8s.Config{Rest: &rc, Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Validate(context.Background())
+	if err == nil {
+		t.Fatal("Validate with a token the apiserver does not know: no error")
+	}
+	msg := err.Error()
+	for _, w := range []string{cp.Config.Host, "refused the credentials (401 Unauthorized)", "get fresh credentials"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q does not say %q", msg, w)
+		}
+	}
+	if strings.Contains(msg, reachToken) || !providers.IsPermanent(err) {
+		t.Errorf("error %q (permanent %v)", msg, providers.IsPermanent(err))
+	}
+}
