@@ -183,6 +183,8 @@ type ApplyHuman struct {
 	// waits is what each waiting trial was last said to wait for: apply
 	// -wait and watch say it again only when it changes.
 	waits map[string]string
+	// saidBy is the trial whose line last said each wait in full.
+	saidBy map[string]string
 	warned
 }
 
@@ -226,9 +228,20 @@ func (h *ApplyHuman) TrialAction(a *plan.TrialAction, done bool, err error) {
 		if h.waits == nil {
 			h.waits = map[string]string{}
 		}
-		if h.waits[name] != err.Error() {
-			h.waits[name] = err.Error()
-			fmt.Fprintf(h.out, "  %s %s: %s\n", c.Dim("."), name, Safe(err.Error()))
+		if msg := err.Error(); h.waits[name] != msg {
+			h.waits[name] = msg
+			// Many trials waiting for the same thing (a machine that
+			// does not answer) are told it once: the others name the
+			// trial whose line said why.
+			if by := h.saidBy[msg]; by != "" && by != name && h.waits[by] == msg {
+				fmt.Fprintf(h.out, "  %s %s: waits too, as %s\n", c.Dim("."), name, by)
+				break
+			}
+			if h.saidBy == nil {
+				h.saidBy = map[string]string{}
+			}
+			h.saidBy[msg] = name
+			fmt.Fprintf(h.out, "  %s %s: %s\n", c.Dim("."), name, Safe(msg))
 		}
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintf(h.out, "  %s %s: %s cancelled by the interrupt\n", c.Red("!"), name, a.Action)

@@ -175,3 +175,29 @@ func TestApplyBarEndsFull(t *testing.T) {
 		t.Errorf("running: want (1/4 in the bar:\n%q", b.String())
 	}
 }
+
+// Trials that wait for the same thing (every start skipped because a
+// machine does not answer) are told it once: the others say they wait
+// too, naming the trial whose line said why.
+func TestApplyHumanSaysASharedWaitOnce(t *testing.T) {
+	var out bytes.Buffer
+	v := NewApply(ApplyOptions{Out: &out, Skipped: func(err error) bool { return errors.Is(err, errWaits) }})
+	down := fmt.Errorf("no machine of lab can be reached: machine m1:22 unreachable: connection refused: %w", errWaits)
+	for _, id := range []string{"t0", "t1", "t2"} {
+		v.TrialAction(&plan.TrialAction{Experiment: "e", TrialID: id, Action: plan.Create}, true, down)
+	}
+	if n := strings.Count(out.String(), "machine m1:22 unreachable"); n != 1 {
+		t.Errorf("the shared reason said %d times, want 1:\n%s", n, out.String())
+	}
+	for _, w := range []string{"e/t1: waits too, as e/t0", "e/t2: waits too, as e/t0"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output does not say %q:\n%s", w, out.String())
+		}
+	}
+	// Once t0 started, the next trial that waits for it says why again.
+	v.TrialAction(&plan.TrialAction{Experiment: "e", TrialID: "t0", Action: plan.Create}, true, nil)
+	v.TrialAction(&plan.TrialAction{Experiment: "e", TrialID: "t3", Action: plan.Create}, true, down)
+	if n := strings.Count(out.String(), "machine m1:22 unreachable"); n != 2 {
+		t.Errorf("the reason said %d times after the trial that said it started, want 2:\n%s", n, out.String())
+	}
+}
