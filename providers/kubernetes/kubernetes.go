@@ -18,6 +18,7 @@ package kubernetes
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -188,10 +189,33 @@ func (k *Kubernetes) Validate(ctx context.Context) error {
 		case apierrors.IsForbidden(err):
 			return providers.Permanent(fmt.Errorf("kubernetes platform: the API server %s does not let this account list jobs in namespace %q (403 Forbidden: %s); grant it list on jobs there (a Role and RoleBinding), or set namespace to one it may use", k.cfg.origin, k.namespace, apiMessage(err)))
 		case err != nil:
+			if why := untrusted(err); why != "" {
+				// Retrying cannot fix a certificate.
+				return providers.Permanent(fmt.Errorf("kubernetes platform: %s: %s (%w)", k.cfg.origin, why, err))
+			}
 			return fmt.Errorf("kubernetes platform: %s: %w", k.cfg.origin, err)
 		}
 		return nil
 	})
+}
+
+// untrusted says what is wrong with the API server's certificate when err
+// is a failed TLS verification ("" otherwise).
+func untrusted(err error) string {
+	var ua x509.UnknownAuthorityError
+	var ci x509.CertificateInvalidError
+	var hn x509.HostnameError
+	switch {
+	case errors.As(err, &ua):
+		return "the API server's certificate is not signed by a certificate authority this kubeconfig trusts; check the cluster's certificate-authority-data (or certificate-authority) in the kubeconfig, and that server is the cluster's address, not a proxy with a certificate of its own"
+	case errors.As(err, &ci) && ci.Reason == x509.Expired:
+		return "the API server's certificate has expired or is not valid yet; renew the cluster's certificates (kubeadm certs renew, or your provider's way), or check this machine's clock"
+	case errors.As(err, &hn):
+		return "the API server's certificate is not valid for this address; use the address the certificate names as the cluster's server (or set its tls-server-name)"
+	case errors.As(err, &ci):
+		return "the API server's certificate is not valid; check the cluster's certificate-authority-data and server in the kubeconfig"
+	}
+	return ""
 }
 
 // apiMessage is the message of an API error's Status.

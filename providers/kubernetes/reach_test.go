@@ -131,3 +131,33 @@ func TestValidateRefusedToken(t *testing.T) {
 		t.Errorf("error %q (permanent %v)", msg, providers.IsPermanent(err))
 	}
 }
+
+// A server whose certificate this machine does not trust (a wrong or
+// missing certificate-authority-data, a certificate expired) is said so
+// at once, naming the server and what to check, and not retried.
+func TestValidateUntrustedCertificate(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer srv.Close()
+	p, err := k8s.New(k8s.Config{Kubeconfig: kubeconfigFor(t, srv.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err = p.Validate(ctx)
+	if err == nil {
+		t.Fatal("Validate of a server with an untrusted certificate: no error")
+	}
+	msg := err.Error()
+	t.Log(msg)
+	for _, w := range []string{srv.URL, "context lab", "not signed by a certificate authority", "certificate-authority-data"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error %q does not say %q", msg, w)
+		}
+	}
+	if !providers.IsPermanent(err) || ctx.Err() != nil {
+		t.Errorf("error %q was retried (permanent %v)", msg, providers.IsPermanent(err))
+	}
+}
