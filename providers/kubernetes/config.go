@@ -1,7 +1,9 @@
 package kubernetes
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,6 +133,9 @@ func (c *Config) restConfig() (*rest.Config, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if c.Kubeconfig != "" {
 		rules.ExplicitPath = c.Kubeconfig
+		if _, err := os.Stat(c.Kubeconfig); errors.Is(err, fs.ErrNotExist) {
+			return nil, "", providers.Permanent(fmt.Errorf("kubernetes platform: kubeconfig %s does not exist; set kubeconfig to your cluster's kubeconfig file (relative to the configuration directory), or leave it out to use $KUBECONFIG or ~/.kube/config", c.Kubeconfig))
+		}
 	}
 	cc := incluster.ClientConfig(clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context}))
 	rc, err := cc.ClientConfig()

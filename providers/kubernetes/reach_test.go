@@ -161,3 +161,17 @@ func TestValidateUntrustedCertificate(t *testing.T) {
 		t.Errorf("error %q was retried (permanent %v)", msg, providers.IsPermanent(err))
 	}
 }
+
+// A kubeconfig path that does not exist names the path and what to do.
+func TestKubeconfigMissing(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-kubeconfig")
+	_, err := k8s.New(k8s.Config{Kubeconfig: missing})
+	if err == nil || !providers.IsPermanent(err) {
+		t.Fatalf("New with a missing kubeconfig: %v", err)
+	}
+	for _, w := range []string{"kubeconfig " + missing + " does not exist", "leave it out to use $KUBECONFIG"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+}
