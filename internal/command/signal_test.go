@@ -411,7 +411,7 @@ experiment "e" {
 	}
 	if s := out.String(); strings.Contains(s, "trials start") || !strings.Contains(s, "stopping the dashboard") {
 		t.Errorf("ui after Ctrl-C: want the dashboard's own message:\n%s", s)
-	}	// watch without -auto-approve only plans: Ctrl-C must not claim it
+	} // watch without -auto-approve only plans: Ctrl-C must not claim it
 	// saves the state.
 	cmd, out, done = start("watch")
 	out.waitFor(t, "Watching", 60*time.Second)
