@@ -708,7 +708,10 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		})
 	}
 
-	if cfg.Paused {
+	// max_duration keeps counting while paused: past it the experiment is
+	// done, paused or not, and its PAUSED trials never resume.
+	deadline := cfg.MaxDuration > 0 && !created.IsZero() && now.Sub(created) >= cfg.MaxDuration
+	if cfg.Paused && !deadline {
 		ep.Paused = true
 		for _, t := range active {
 			ep.Trials = append(ep.Trials, &TrialAction{
@@ -730,7 +733,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 
 	// Done?
 	switch {
-	case cfg.MaxDuration > 0 && !created.IsZero() && now.Sub(created) >= cfg.MaxDuration:
+	case deadline:
 		ep.Done, ep.DoneReason = true, fmt.Sprintf("max_duration (%s) reached", durString(cfg.MaxDuration))
 		// Trials not running (lost, paused, never started) do not start
 		// again after the deadline, whatever on_max_duration says: they
@@ -743,7 +746,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 				Cause:  CauseMaxDuration,
 			})
 		}
-		if cfg.OnMaxDuration == schema.OnMaxDurationFinish {
+		if cfg.OnMaxDuration == schema.OnMaxDurationFinish && !cfg.Paused {
 			// NNI's meaning: no new trials, the running ones finish (and
 			// may still succeed: the experiment fails only once none did).
 			if len(active) == 0 {
@@ -763,7 +766,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 			ep.Trials = append(ep.Trials, &TrialAction{
 				Action: Teardown, Experiment: cfg.Name, TrialID: t.ID, Seq: t.Seq, ParameterID: t.ParameterID,
 				Generation: t.Generation, Params: t.Params, Status: t.Status,
-				Reason: "experiment " + reached + ", on_max_duration = \"stop\"",
+				Reason: "experiment " + reached + stopWhy(cfg),
 				Cause:  CauseMaxDuration,
 			})
 		}
@@ -1299,6 +1302,15 @@ func watchedFinal(cfg *schema.Experiment, watched schema.Objective, t *state.Tri
 		}
 	}
 	return *t.Value
+}
+
+// stopWhy says why a trial running past the experiment's max_duration is
+// torn down: on_max_duration = "stop", or paused (then no trial may run).
+func stopWhy(cfg *schema.Experiment) string {
+	if cfg.Paused {
+		return ", paused = true"
+	}
+	return ", on_max_duration = \"stop\""
 }
 
 // CurveOf extracts the objective's intermediate values from a trial's

@@ -3,6 +3,7 @@ package plan
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
@@ -148,5 +149,41 @@ func TestNameStillUsedOnPlatform(t *testing.T) {
 	_, err := Compute(Input{Config: cfg, State: st, Now: t0})
 	if err == nil || !strings.Contains(err.Error(), `still carry the name "exp"`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// max_duration keeps counting while paused (docs/language.md): once it is
+// reached the experiment is done even while paused, its PAUSED and LOST
+// trials end CANCELED (cause max_duration) and a running one is torn down
+// the same way. The plan said "paused: ... 1 trial(s) stay PAUSED and
+// resume when paused is removed", "Nothing to run ... they resume", though
+// removing paused then only cancelled them.
+func TestMaxDurationReachedWhilePaused(t *testing.T) {
+	for _, onMax := range []string{"", schema.OnMaxDurationFinish} {
+		cfg := testConfig(func(e *schema.Experiment) { e.Paused, e.MaxDuration, e.OnMaxDuration = true, time.Hour, onMax })
+		st := applied(testConfig(), trial(0, state.Succeeded, 1), trial(1, state.Running), trial(2, state.Paused), trial(3, state.Lost))
+		st.Experiments["exp"].Paused = true
+		p := compute(t, cfg, st, t0.Add(30*time.Minute), Options{})
+		if ep := p.Experiments[0]; ep.Done {
+			t.Fatalf("%q: done before max_duration", onMax)
+		}
+		p = compute(t, cfg, st, t0.Add(2*time.Hour), Options{})
+		ep := p.Experiments[0]
+		if !ep.Done || ep.Paused || !strings.Contains(ep.DoneReason, "max_duration (1h) reached") {
+			t.Errorf("%q: done %v paused %v reason %q, want done by max_duration", onMax, ep.Done, ep.Paused, ep.DoneReason)
+		}
+		if got := actions(p); got != "-t0001 -t0002 -t0003" {
+			t.Errorf("%q: actions %q, want every unfinished trial torn down", onMax, got)
+		}
+		for _, a := range ep.Trials {
+			if a.Cause != CauseMaxDuration {
+				t.Errorf("%q: %s cause %q (%s), want max_duration", onMax, a.TrialID, a.Cause, a.Reason)
+			}
+		}
+		for _, n := range ep.Notes {
+			if strings.Contains(n, "resume") {
+				t.Errorf("%q: note %q", onMax, n)
+			}
+		}
 	}
 }
