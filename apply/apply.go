@@ -924,8 +924,13 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 			// attempt's process is gone, so its clock stops here
 			// (EndedAt); a resume is a new attempt with its own
 			// StartedAt.
+			// A PAUSED or LOST trial's attempt stopped already: it keeps
+			// that end (the time it waited did not run).
+			stopped := (t.Status == state.Paused || t.Status == state.Lost) && t.EndedAt != nil
 			t.Status, t.Reason, t.Stopping = teardownStatus(a.Cause), a.Reason, nil
-			t.EndedAt = &end
+			if !stopped {
+				t.EndedAt = &end
+			}
 		}
 	})
 }

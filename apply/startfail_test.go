@@ -105,3 +105,38 @@ func TestFailedResumeKeepsTheAttemptsEnd(t *testing.T) {
 		t.Errorf("t0000 ended at %v, want its attempt's end %v (a duration of 10s, not a day)", tr.EndedAt, paused)
 	}
 }
+
+// A PAUSED trial the experiment's max_duration cancels ends at its last
+// attempt's end: the day it waited paused did not run (its CANCELED row
+// showed a duration of 2m53s for a trial that ran 5s).
+func TestCanceledPausedTrialKeepsTheAttemptsEnd(t *testing.T) {
+	store := &memStore{}
+	cfg := config(1, 1)
+	s, _ := newSession(cfg, store)
+	p, err := s.Plan(context.Background(), plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Apply(context.Background(), p)
+	t0 := s.Now()
+	paused := t0.Add(10 * time.Second)
+	s.mu.Lock()
+	tr := s.st.Experiments["exp"].Trials["t0000"]
+	tr.Status, tr.EndedAt = state.Paused, &paused
+	s.mu.Unlock()
+	for _, e := range cfg.Experiments {
+		e.MaxDuration = time.Hour
+	}
+	s.Now = func() time.Time { return t0.Add(24 * time.Hour) }
+	if p, err = s.Plan(context.Background(), plan.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Apply(context.Background(), p)
+	tr = store.last().Experiments["exp"].Trials["t0000"]
+	if tr.Status != state.Canceled {
+		t.Fatalf("t0000 = %s %q, want CANCELED by max_duration", tr.Status, tr.Reason)
+	}
+	if tr.EndedAt == nil || !tr.EndedAt.Equal(paused) {
+		t.Errorf("t0000 ended at %v, want its attempt's end %v (a duration of 10s, not a day)", tr.EndedAt, paused)
+	}
+}
