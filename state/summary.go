@@ -42,16 +42,30 @@ type SeriesPoint struct {
 	Time    time.Time          `json:"time"`
 }
 
-// Value is p's value of objective: its key, else "default"; nil when p
-// has neither.
+// Value is p's value of objective: its key, else the value of a report
+// of "default" alone (a plain number, NNI's single-value report); nil when
+// p has neither. A report of other keys without the objective has no
+// value: never another metric's in the objective's place.
 func (p *SeriesPoint) Value(objective string) *float64 {
-	if f, ok := p.Metrics[orDefault(objective, "default")]; ok {
+	return objectiveValue(p.Metrics, orDefault(objective, "default"))
+}
+
+// objectiveValue is a report's value of objective (its key, else a lone
+// "default"), nil when it has neither.
+func objectiveValue(metrics map[string]float64, objective string) *float64 {
+	if f, ok := metrics[objective]; ok {
 		return &f
 	}
-	if f, ok := p.Metrics["default"]; ok {
+	if f, ok := metrics["default"]; ok && len(metrics) == 1 {
 		return &f
 	}
 	return nil
+}
+
+// ObjectiveValue is objectiveValue for the views that decode reports
+// themselves (internal/results' fast path).
+func ObjectiveValue(metrics map[string]float64, objective string) *float64 {
+	return objectiveValue(metrics, orDefault(objective, "default"))
 }
 
 // For reports whether s summarises by objective and goal (empty: the
@@ -104,7 +118,8 @@ func (p *SeriesPoint) valueOrNil(objective string) *float64 {
 
 // PeriodicalValue decodes an intermediate report's value: every numeric
 // key (a plain number is "default") and the objective's value (the
-// objective key, else "default"; nil when the report has neither). ok is
+// objective key, else a lone "default"; nil when the report has
+// neither). ok is
 // false for a value that is not JSON.
 func PeriodicalValue(raw json.RawMessage, objective string) (metrics map[string]float64, value *float64, ok bool) {
 	objective = orDefault(objective, "default")
@@ -129,12 +144,7 @@ func PeriodicalValue(raw json.RawMessage, objective string) (metrics map[string]
 			metrics["default"] = *f
 		}
 	}
-	if f, ok := metrics[objective]; ok {
-		value = &f
-	} else if f, ok := metrics["default"]; ok {
-		value = &f
-	}
-	return metrics, value, true
+	return metrics, objectiveValue(metrics, objective), true
 }
 
 func orDefault(s, d string) string {

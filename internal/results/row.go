@@ -82,8 +82,8 @@ type Point struct {
 	// Attempt is the trial's attempt that reported it (each attempt
 	// numbers its reports from 0); 0 when the series did not record it.
 	Attempt int `json:"attempt,omitempty"`
-	// Value is the objective key of the report (or "default", or a plain
-	// number); nil when the report lacks it.
+	// Value is the objective key of the report, else its "default" when
+	// that is its only key (a plain number); nil when it has neither.
 	Value *float64 `json:"value"`
 	// Metrics is every numeric key of the report.
 	Metrics map[string]float64 `json:"metrics"`

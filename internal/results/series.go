@@ -160,11 +160,7 @@ func fastPoint(l []byte, objective string) (p Point, periodical, ok bool) {
 		}
 		p.Metrics = map[string]float64{"default": f}
 	}
-	if f, ok := p.Metrics[objective]; ok {
-		p.Value = &f
-	} else if f, ok := p.Metrics["default"]; ok {
-		p.Value = &f
-	}
+	p.Value = state.ObjectiveValue(p.Metrics, objective)
 	return p, true, true
 }
 

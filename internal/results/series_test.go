@@ -94,3 +94,51 @@ func TestParseSeriesAttempts(t *testing.T) {
 		t.Errorf("a series without attempts: %d points, want the 4", len(pts))
 	}
 }
+
+// A report's value is its objective key, else its "default" when that is
+// all it holds (a plain number, NNI's single-value report): a report of
+// other keys without the objective ({"default": 5, "acc": 1} under an
+// objective "loss") has no value. Before, it took "default"'s: metrics'
+// LOSS column showed 5 where no loss was reported, and latest and the
+// curve mixed two metrics.
+func TestValueIsTheObjectiveKeyOnly(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	vals := []string{`{"default":9,"loss":0.5}`, `{"default":8}`, `7`, `{"default":6,"loss":0.2}`, `{"default":5,"acc":1}`}
+	var b strings.Builder
+	tr := &state.Trial{ID: "t0000", Status: state.Succeeded}
+	for i, v := range vals {
+		mp := state.MetricPoint{Type: "PERIODICAL", Sequence: i, Attempt: 1, Value: json.RawMessage(v), Time: t0.Add(time.Duration(i) * time.Second)}
+		line, _ := json.Marshal(mp)
+		b.Write(line)
+		b.WriteByte('\n')
+		tr.NoteIntermediate(mp, "loss", "maximize")
+		tr.Intermediate++
+	}
+	for _, objective := range []struct {
+		name string
+		want []string
+	}{{"loss", []string{"0.5", "8", "7", "0.2", "-"}}, {"default", []string{"9", "8", "7", "6", "5"}}} {
+		pts, err := ParseSeries([]byte(b.String()), objective.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range pts {
+			if p.Value == nil {
+				got = append(got, "-")
+			} else {
+				got = append(got, fmt.Sprint(*p.Value))
+			}
+		}
+		if !reflect.DeepEqual(got, objective.want) {
+			t.Errorf("objective %s: values %v, want %v", objective.name, got, objective.want)
+		}
+	}
+	row := FromExperiment(&state.Experiment{Name: "e", Metric: "loss", Goal: "maximize", Trials: map[string]*state.Trial{tr.ID: tr}}, t0)[0]
+	if row.BestIntermediate == nil || row.BestIntermediate.Value == nil || *row.BestIntermediate.Value != 8 {
+		t.Errorf("best_intermediate %+v, want the lone default 8 (not 9 beside a loss)", row.BestIntermediate)
+	}
+	if row.Latest == nil || row.Latest.Value != nil || row.Latest.Step != 4 {
+		t.Errorf("latest %+v, want step 4 without a loss", row.Latest)
+	}
+}
