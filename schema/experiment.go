@@ -629,6 +629,9 @@ func (l *loader) argsTemplates(a *hcl.Attribute, ss *SearchSpace) []*Template {
 		ok := true
 		for _, item := range tup.Exprs {
 			tpl, good := l.template(item, ss)
+			if good && tpl != nil {
+				good = l.checkArgLength(tpl, ss, func(_ int, v string) string { return v })
+			}
 			ok = ok && good
 			out = append(out, tpl)
 		}
@@ -814,7 +817,54 @@ func (l *loader) checkShellTemplate(tpl *Template, ss *SearchSpace) bool {
 	if ok {
 		ok = l.checkHeredocLines(tpl, ss, quoting, docs)
 	}
+	if ok {
+		ok = l.checkArgLength(tpl, ss, func(i int, v string) string {
+			q, _ := quoting[i].quote(v)
+			return q
+		})
+	}
 	return ok
+}
+
+// checkArgLength refuses choice values that make the template (a command
+// line, or one item of args) longer than one argument of a program may be
+// (MaxArgLen): each param at its longest choice value, the others (numbers)
+// as written. The trial would fail to start with "argument list too long".
+func (l *loader) checkArgLength(tpl *Template, ss *SearchSpace, quote func(seg int, v string) string) bool {
+	if ss == nil {
+		return true
+	}
+	total, worst, worstLen := 0, -1, -1
+	for i, seg := range tpl.Segments {
+		if seg.Param == "" {
+			total += len(seg.Literal)
+			continue
+		}
+		longest := 0
+		for _, p := range ss.Space.Params {
+			if p.Name != seg.Param {
+				continue
+			}
+			for _, o := range p.Options {
+				if str, isStr := o.Value.(string); isStr {
+					longest = max(longest, len(quote(i, str)))
+				}
+			}
+		}
+		total += longest
+		if longest > worstLen {
+			worst, worstLen = i, longest
+		}
+	}
+	if total <= MaxArgLen || worst < 0 {
+		return true
+	}
+	rng := tpl.paramRanges[worst]
+	l.errorf(&rng, "Parameter value too long",
+		"a choice value of param %q is %d bytes: with it this argument is %d bytes, over the %d a Linux program accepts in one argument, so the trial could not start. "+
+			"Pass it another way: the trial reads every parameter from nni.get_next_parameter(), or choose a short key and map it to the long value in the trial.",
+		tpl.Segments[worst].Param, worstLen, total, MaxArgLen)
+	return false
 }
 
 // checkHeredocLines refuses choice values that would make their line of a

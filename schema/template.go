@@ -58,6 +58,9 @@ func (t *Template) Render(params map[string]any, shell bool) (string, error) {
 		b.WriteString(txt)
 	}
 	out := b.String()
+	if len(out) > MaxArgLen {
+		return "", argTooLong(t, params, len(out), shell)
+	}
 	for _, sp := range inDocs {
 		line := lineAround(out, sp.start, sp.end)
 		if d := docs[sp.seg]; d.ends(line) {
@@ -113,4 +116,30 @@ func (t *Template) String() string {
 // IsLiteral reports whether the template has no param placeholders.
 func (t *Template) IsLiteral() bool {
 	return t != nil && len(t.Params()) == 0
+}
+
+// MaxArgLen is the longest string one argument of a program may be on
+// Linux (MAX_ARG_STRLEN, 32 pages, less its NUL): a trial's command line
+// (sh -c's one argument) or one item of args. Past it the trial fails
+// to start with "argument list too long".
+const MaxArgLen = 32*4096 - 1
+
+// argTooLong says which param made a command line or argument too long:
+// the one with the longest value.
+func argTooLong(t *Template, params map[string]any, n int, shell bool) error {
+	long, size := "", -1
+	for _, seg := range t.Segments {
+		if seg.Param == "" {
+			continue
+		}
+		if l := len(space.FormatValue(params[seg.Param])); l > size {
+			long, size = seg.Param, l
+		}
+	}
+	what := "an argument of the trial's args"
+	if shell {
+		what = "the trial's command line"
+	}
+	return fmt.Errorf("param %q: its value (%d bytes) makes %s %d bytes, over the %d a Linux program accepts in one argument; "+
+		"pass it another way (the trial reads every parameter from nni.get_next_parameter())", long, size, what, n, MaxArgLen)
 }
