@@ -136,8 +136,11 @@ func (m *medianStop) Assess(req AssessRequest) map[string]string {
 			if m.percentile != 50 {
 				bar = fmt.Sprintf("the top-%g%% bar", m.percentile)
 			}
-			out[c.TrialID] = fmt.Sprintf("medianstop: best %s by step %d is worse than %s %s of %d completed trial(s) at that step",
-				fmtNum(best), step, bar, fmtNum(med), len(avgs))
+			// Counted in values, not named as a step: the curve holds
+			// only the reports that are numbers, and the views number
+			// the reported steps from 0.
+			out[c.TrialID] = fmt.Sprintf("medianstop: best %s of its first %d values is worse than %s %s of %d completed trial(s) over their first %d values",
+				fmtNum(best), step, bar, fmtNum(med), len(avgs), step)
 		}
 	}
 	return out

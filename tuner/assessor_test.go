@@ -199,3 +199,24 @@ func TestCurveFittingSlowLearner(t *testing.T) {
 		t.Errorf("stopped %v; the slow trial ends at %.3f, above the best 0.75", got, want)
 	}
 }
+
+// The reason counts the values the rule compared, not a step: the curve
+// holds only the reports that are numbers (a NaN report is left out) and
+// `trials`/`metrics` number the reported steps from 0, so "by step 2" named
+// a step that was not the one the views show (a trial reporting 4 NaN then
+// 16 values was "stopped by step 16" while `trials` showed its best "@ step 19").
+func TestMedianStopReasonCountsValues(t *testing.T) {
+	a, err := NewAssessor("medianstop", map[string]any{"start_step": 2.0, "min_trials": 2.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.Assess(AssessRequest{Goal: Maximize, Curves: []Curve{
+		{TrialID: "c1", Values: []float64{0.5, 0.6}, Completed: true, Final: 0.6},
+		{TrialID: "c2", Values: []float64{0.4, 0.5}, Completed: true, Final: 0.5},
+		{TrialID: "bad", Values: []float64{0.3, 0.45}, Running: true},
+	}})
+	want := "medianstop: best 0.45 of its first 2 values is worse than the median 0.5 of 2 completed trial(s) over their first 2 values"
+	if got["bad"] != want {
+		t.Errorf("reason %q\nwant   %q", got["bad"], want)
+	}
+}
