@@ -211,11 +211,14 @@ func (s *Server) warm(sn *snapshot) {
 
 // CurveJSON is one trial's intermediate series.
 type CurveJSON struct {
-	ID     string       `json:"id"`
-	Seq    int          `json:"seq"`
-	Status string       `json:"status"`
-	Best   bool         `json:"best,omitempty"`
-	Points [][2]float64 `json:"points"` // [step, value]
+	ID     string `json:"id"`
+	Seq    int    `json:"seq"`
+	Status string `json:"status"`
+	Best   bool   `json:"best,omitempty"`
+	// Points are [step, value]; [step, value, attempt] when the curve
+	// holds several attempts (a resumed trial numbers its steps from 0
+	// again).
+	Points [][]float64 `json:"points"`
 }
 
 // maxCurvePoints bounds the points of one curves answer: beyond it each
@@ -288,12 +291,20 @@ func (s *Server) apiCurves(w http.ResponseWriter, r *http.Request) {
 		if per > 0 && len(pts) > per {
 			step = float64(len(pts)) / float64(per)
 		}
-		for k := 0.0; int(k) < len(pts); k += step {
-			p := pts[int(k)]
-			c.Points = append(c.Points, [2]float64{float64(p.Seq), p.Value})
+		attempts := pts[0].Attempt != pts[len(pts)-1].Attempt
+		at := func(p point) []float64 {
+			if attempts {
+				return []float64{float64(p.Seq), p.Value, float64(p.Attempt)}
+			}
+			return []float64{float64(p.Seq), p.Value}
 		}
-		if last := pts[len(pts)-1]; c.Points[len(c.Points)-1][0] != float64(last.Seq) {
-			c.Points = append(c.Points, [2]float64{float64(last.Seq), last.Value})
+		k := 0
+		for f := 0.0; int(f) < len(pts); f += step {
+			k = int(f)
+			c.Points = append(c.Points, at(pts[k]))
+		}
+		if k != len(pts)-1 {
+			c.Points = append(c.Points, at(pts[len(pts)-1]))
 		}
 		out = append(out, c)
 	}

@@ -168,9 +168,12 @@ func (d *store) current() *snapshot {
 
 // point is one intermediate value.
 type point struct {
-	Seq   int     `json:"seq"`
-	Value float64 `json:"value"`
-	Time  int64   `json:"t"` // unix milliseconds
+	Seq int `json:"seq"`
+	// Attempt is the trial's attempt that reported it (each attempt
+	// numbers its steps from 0); absent when the series did not record it.
+	Attempt int     `json:"attempt,omitempty"`
+	Value   float64 `json:"value"`
+	Time    int64   `json:"t"` // unix milliseconds
 }
 
 // series returns the intermediate values of a trial (cached per version
@@ -202,7 +205,7 @@ func (d *store) series(e *state.Experiment, t *state.Trial) []point {
 		if p.Value == nil || math.IsNaN(*p.Value) || math.IsInf(*p.Value, 0) {
 			continue
 		}
-		pts = append(pts, point{Seq: p.Step, Value: *p.Value, Time: p.Time.UnixMilli()})
+		pts = append(pts, point{Seq: p.Step, Attempt: p.Attempt, Value: *p.Value, Time: p.Time.UnixMilli()})
 	}
 	d.metricsMu.Lock()
 	d.metrics[key] = metricsEntry{key: k, pts: pts}

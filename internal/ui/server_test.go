@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trialform/trialform/internal/ui"
 	"github.com/trialform/trialform/providers/platforms"
@@ -498,5 +499,59 @@ func TestOverviewNamesBackendAndLocks(t *testing.T) {
 	b = overview()
 	if len(b.Locks) != 1 || b.Locks[0].Operation != "apply" || b.Locks[0].PID != os.Getpid() || b.Locks[0].Who == "" {
 		t.Fatalf("locks = %+v, want this process's apply lock", b.Locks)
+	}
+}
+
+// A resumed trial reports its steps from 0 again (docs/results.md): the
+// trial's and the experiment's curves say which attempt reported each
+// point, as `metrics` does in its ATTEMPT column, so the charts draw each
+// attempt apart. Without it a trial lost at step 9 and resumed drew a line
+// from step 9 back to step 0, and its page listed step 0 twice.
+func TestPointsCarryTheirAttempt(t *testing.T) {
+	dir := fixture(t, 10)
+	m := state.NewManager(filepath.Join(dir, ".trialform"))
+	st, err := m.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := st.Experiments["demo"].Trials["t0004"]
+	var pts []state.MetricPoint
+	for k := 0; k < 3; k++ {
+		pts = append(pts, state.MetricPoint{Type: "PERIODICAL", Sequence: k, Attempt: 2, Value: json.RawMessage("0.5"), Time: tr.StartedAt.Add(time.Minute)})
+	}
+	if err := m.AppendMetrics("demo", "t0004", pts); err != nil {
+		t.Fatal(err)
+	}
+	tr.Attempts, tr.Intermediate = 2, tr.Intermediate+3
+	if err := m.Save(st); err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, dir, "")
+	code, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/trials/t0004")
+	var tj struct {
+		Points []struct{ Seq, Attempt int }
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &tj) != nil || len(tj.Points) != 13 {
+		t.Fatalf("%d %.300s", code, body)
+	}
+	if p := tj.Points[12]; p.Seq != 2 || p.Attempt != 2 {
+		t.Errorf("trial's last point %+v, want step 2 of attempt 2", p)
+	}
+	code, body = get(t, ts.Client(), ts.URL+"/api/experiments/demo/curves?trials=t0004,t0005")
+	var cj struct {
+		Curves []struct {
+			ID     string
+			Points [][]float64
+		}
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &cj) != nil || len(cj.Curves) != 2 {
+		t.Fatalf("%d %.300s", code, body)
+	}
+	if c := cj.Curves[0]; len(c.Points) != 13 || fmt.Sprint(c.Points[12]) != "[2 0.5 2]" {
+		t.Errorf("curve of %s: %v, want its last point [step 2, 0.5, attempt 2]", c.ID, c.Points)
+	}
+	// One attempt: [step, value] as before.
+	if c := cj.Curves[1]; len(c.Points) == 0 || len(c.Points[0]) != 2 {
+		t.Errorf("curve of %s: %v, want [step, value] points", c.ID, c.Points)
 	}
 }

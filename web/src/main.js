@@ -528,10 +528,13 @@ async function pageExperiment(name) {
     if (my !== curvesReq) return;
     const series = [];
     const early = (c) => c.status === 'EARLY_STOPPED';
+    // A curve of several attempts ([step, value, attempt]) is broken where
+    // the attempt changes: each attempt numbers its steps from 0 again.
+    const byAttempt = (pts) => { const out = []; pts.forEach((p, i) => { if (i > 0 && p.length > 2 && p[2] !== pts[i - 1][2]) out.push(null); out.push(p); }); return out; };
     if (ids.length) {
       for (const c of d.curves) {
         series.push({
-          name: `${c.id}${early(c) ? ' (early stopped)' : ''}`, type: 'line', data: c.points, showSymbol: false,
+          name: `${c.id}${early(c) ? ' (early stopped)' : ''}`, type: 'line', data: byAttempt(c.points), showSymbol: false, connectNulls: false,
           lineStyle: { type: early(c) ? 'dashed' : 'solid', width: c.best ? 3 : 1.5 },
           markPoint: early(c) ? { symbol: 'pin', symbolSize: 30, data: [{ coord: c.points[c.points.length - 1], value: '✕' }] } : undefined,
         });
@@ -539,7 +542,7 @@ async function pageExperiment(name) {
     } else {
       // All curves in three series (others, early stopped, best), broken
       // by nulls, so thousands of trials stay one series each.
-      const join = (cs) => { const out = []; for (const c of cs) { out.push(...c.points, null); } return out; };
+      const join = (cs) => { const out = []; for (const c of cs) { out.push(...byAttempt(c.points), null); } return out; };
       const others = d.curves.filter((c) => !c.best && !early(c));
       const stopped = d.curves.filter((c) => !c.best && early(c));
       const best = d.curves.filter((c) => c.best);
@@ -548,7 +551,7 @@ async function pageExperiment(name) {
         series.push({ name: `early stopped (${stopped.length})`, type: 'line', data: join(stopped), showSymbol: false, connectNulls: false, lineStyle: { width: 1, type: 'dashed', opacity: 0.7 }, color: '#ee6666', silent: true,
           markPoint: { symbol: 'circle', symbolSize: 6, label: { show: false }, data: stopped.slice(0, 200).map((c) => ({ coord: c.points[c.points.length - 1] })) } });
       }
-      if (best.length) series.push({ name: `best: ${best[0].id}`, type: 'line', data: best[0].points, showSymbol: false, lineStyle: { width: 3 }, color: '#3ba272' });
+      if (best.length) series.push({ name: `best: ${best[0].id}`, type: 'line', data: byAttempt(best[0].points), showSymbol: false, connectNulls: false, lineStyle: { width: 3 }, color: '#3ba272' });
     }
     curvesNote.textContent = d.curves.length === 0 ? 'No trial has reported intermediate values.'
       : [d.sampled ? `Showing ${d.sampled[0]} of ${d.sampled[1]} curves: the best, the early-stopped and an even sample; select trials to see others.` : '',
@@ -867,7 +870,10 @@ async function pageTrial(exp, id) {
       grid: { left: 60, right: 20, top: 20, bottom: 40 }, tooltip: { trigger: 'axis' },
       xAxis: { type: 'value', name: 'step', nameLocation: 'middle', nameGap: 25, scale: true },
       yAxis: { type: 'value', name: t.metric, scale: true },
-      series: [{ name: t.metric, type: 'line', data: t.points.map((p) => [p.seq, p.value]), showSymbol: t.points.length < 50 }],
+      // A resumed trial numbers its steps from 0 again: one line per attempt.
+      series: [...new Set(t.points.map((p) => p.attempt || 0))].map((a, _, all) => ({
+        name: all.length > 1 ? `${t.metric} (attempt ${a || '?'})` : t.metric, type: 'line',
+        data: t.points.filter((p) => (p.attempt || 0) === a).map((p) => [p.seq, p.value]), showSymbol: t.points.length < 50 })),
     });
     const tags = Object.keys(sc.tags).sort();
     scalarNote.textContent = sc.files.length
