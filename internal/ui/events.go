@@ -197,7 +197,10 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-c:
 			sn := s.data.current()
-			if sn.err != nil {
+			if sn.err != nil || sn.ver == ver {
+				// Nothing new for this stream: a change it already
+				// greeted with (notified after the stream took its
+				// first version) made an event "from 1 to 1".
 				continue
 			}
 			fmt.Fprintf(w, "event: state\ndata: %s\n\n", s.event(sn, ver))
