@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trialform/trialform/internal/duration"
 	"math"
 	"reflect"
 	"slices"
@@ -457,14 +458,7 @@ func durString(d time.Duration) string {
 	if d == 0 {
 		return ""
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return duration.Format(d)
 }
 
 // SettingsOf returns the settings an experiment block asks for.

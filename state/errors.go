@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"github.com/trialform/trialform/internal/duration"
 	"os"
 	"strings"
 	"time"
@@ -110,7 +111,7 @@ func (e *LockedError) waitAdvice() string {
 	if e.Waited <= 0 {
 		return "wait for it, use -lock-timeout=30s"
 	}
-	return fmt.Sprintf("wait longer (-lock-timeout=%s)", shortDuration(max(4*e.Waited, 5*time.Minute)))
+	return fmt.Sprintf("wait longer (-lock-timeout=%s)", duration.Format(max(4*e.Waited, 5*time.Minute)))
 }
 
 // GaveUp is the error of a lock wait that ran out after waited: locked
@@ -121,19 +122,7 @@ func GaveUp(waited time.Duration, locked error) error {
 	if errors.As(locked, &le) {
 		le.Waited = waited
 	}
-	return fmt.Errorf("gave up after waiting %s: %w", shortDuration(waited), locked)
-}
-
-// shortDuration is d as a user writes it: "5m", not "5m0s".
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return fmt.Errorf("gave up after waiting %s: %w", duration.Format(waited), locked)
 }
 
 func (e *LockedError) Error() string {

@@ -39,3 +39,16 @@ func Parse(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// Format writes d as a user writes it: "5m", "2h", "1h30m", not "5m0s",
+// "2h0m0s"; "1h0m5s" stays as is.
+func Format(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -25,3 +25,19 @@ func TestParse(t *testing.T) {
 		}
 	}
 }
+
+func TestFormat(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		5 * time.Minute:               "5m",
+		2 * time.Hour:                 "2h",
+		90 * time.Minute:              "1h30m",
+		time.Hour + 5*time.Second:     "1h0m5s",
+		30 * time.Second:              "30s",
+		1500 * time.Millisecond:       "1.5s",
+		48*time.Hour + 30*time.Minute: "48h30m",
+	} {
+		if got := Format(d); got != want {
+			t.Errorf("Format(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
