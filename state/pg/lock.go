@@ -248,11 +248,17 @@ const live = `(EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.pid AND 
 // holder returns the LockedError naming who holds what experiments
 // wants (the whole state when empty). The holder records itself just
 // after it takes the lock: a moment without a record is tried again.
+//
+// It looks for up to 5 s of wall clock, not a number of tries, and a
+// failed read is tried again too: on a loaded machine 20 reads 50 ms apart
+// could all come before the holder's record was visible, and the error
+// named nobody.
 func (b *Backend) holder(ctx context.Context, experiments []string) *state.LockedError {
-	for try := 0; try < 20; try++ {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
 		locks, err := b.currentLocks(ctx)
 		if err != nil {
-			return &state.LockedError{}
+			locks = nil
 		}
 		for _, li := range locks {
 			if len(experiments) == 0 || len(li.Experiments) == 0 || overlap(li.Experiments, experiments) {
