@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/trialform/trialform/internal/duration"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -1158,12 +1159,7 @@ func experimentNames(cfg *schema.Config, st *state.State) string {
 	if len(seen) == 0 {
 		return "none"
 	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(seen)), ", ")
 }
 
 // trialRequests checks the -stop and -replace addresses against the
