@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -739,7 +740,10 @@ func (c *logCursor) consumeAt(raw []byte, haveTS, all bool) ([]string, []int64) 
 // longer than maxLogLine counts as read but is handed as "" (no metric
 // line is that long).
 func (c *logCursor) read(r io.Reader, haveTS, all bool, budget int64, take func(line string, ts int64)) (more bool, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := logReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() { br.Reset(nil); logReaders.Put(br) }()
+	var scratch []byte    // the line being read, its memory kept between lines
 	var seen, taken int64 // content bytes of this response skipped or taken; taken
 	skipAt, skipN := c.ts, c.tsn
 	for {
@@ -751,14 +755,18 @@ func (c *logCursor) read(r io.Reader, haveTS, all bool, budget int64, take func(
 			}
 			return true, nil
 		}
-		raw, n, complete, rerr := readLogLine(br)
+		raw, n, complete, rerr := readLogLine(br, scratch[:0])
+		scratch = raw
 		if n == 0 || (!complete && !all) {
 			if rerr == io.EOF {
 				rerr = nil
 			}
 			return false, rerr
 		}
-		line := string(raw)
+		if complete {
+			raw = append(raw, '\n')
+		}
+		line := string(raw) // one string: the content below is a part of it, newline included
 		overlong := n > maxLogLine
 		stamp, content, ok := strings.Cut(line, " ")
 		var ts int64
@@ -769,9 +777,6 @@ func (c *logCursor) read(r io.Reader, haveTS, all bool, budget int64, take func(
 		} else {
 			// Not timestamped: the continuation of a partial line.
 			content, ts = line, c.ts
-		}
-		if complete {
-			content += "\n"
 		}
 		if overlong {
 			content = ""
@@ -798,10 +803,15 @@ func (c *logCursor) read(r io.Reader, haveTS, all bool, budget int64, take func(
 	}
 }
 
+// logReaders are the 64 KiB buffers of read, kept between reads: a
+// refresh reads every running pod's log, and a new buffer for each was
+// most of its allocations (64 MiB for 1,000 pods) and so of its GC.
+var logReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 // readLogLine reads one line of br: its first maxLogLine bytes (without
-// the newline), its whole length n (with it), and whether it ended with a
-// newline.
-func readLogLine(br *bufio.Reader) (line []byte, n int64, complete bool, err error) {
+// the newline, appended to line), its whole length n (with it), and
+// whether it ended with a newline.
+func readLogLine(br *bufio.Reader, line []byte) (_ []byte, n int64, complete bool, err error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		n += int64(len(frag))
