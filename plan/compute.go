@@ -1304,11 +1304,18 @@ func stopWhy(cfg *schema.Experiment) string {
 }
 
 // CurveOf extracts the objective's intermediate values from a trial's
-// metric series (PERIODICAL reports whose value holds the objective).
+// metric series (PERIODICAL reports whose value holds the objective), of
+// its last attempt alone: a resumed trial numbers its reports from 0
+// again, and its curve is the attempt's that runs (or that ended it), not
+// the lost one's followed by it.
 func CurveOf(pts []state.MetricPoint, metric string) []float64 {
+	last := 0
+	for _, p := range pts {
+		last = max(last, p.Attempt)
+	}
 	var out []float64
 	for _, p := range pts {
-		if p.Type == "FINAL" {
+		if p.Type == "FINAL" || p.Attempt != last {
 			continue
 		}
 		if v, _, ok, err := trialproto.Objective(string(p.Value), metric); err == nil && ok {

@@ -474,6 +474,29 @@ func TestCurveOf(t *testing.T) {
 	}
 }
 
+// A resumed trial's curve is its last attempt's: medianstop compared a
+// running attempt 2 at its step 1 as if it were at step 4 (attempt 1's
+// three reports before it), and judged it on attempt 1's values.
+func TestCurveOfLastAttempt(t *testing.T) {
+	pts := []state.MetricPoint{
+		{Type: "PERIODICAL", Sequence: 0, Attempt: 1, Value: []byte(`0.5`)},
+		{Type: "PERIODICAL", Sequence: 1, Attempt: 1, Value: []byte(`0.6`)},
+		{Type: "PERIODICAL", Sequence: 2, Attempt: 1, Value: []byte(`0.7`)},
+		{Type: "PERIODICAL", Sequence: 0, Attempt: 2, Value: []byte(`0.1`)},
+		{Type: "PERIODICAL", Sequence: 1, Attempt: 2, Value: []byte(`0.2`)},
+	}
+	if got := CurveOf(pts, "default"); !reflect.DeepEqual(got, []float64{0.1, 0.2}) {
+		t.Fatalf("CurveOf = %v, want attempt 2's [0.1 0.2]", got)
+	}
+	// A series written before attempts were recorded (all 0) is one curve.
+	for i := range pts {
+		pts[i].Attempt = 0
+	}
+	if got := CurveOf(pts, "default"); len(got) != 5 {
+		t.Fatalf("CurveOf without attempts = %v, want all 5 values", got)
+	}
+}
+
 func TestTunerWaits(t *testing.T) {
 	cfg := testConfig(func(e *schema.Experiment) {
 		e.MaxTrials, e.Concurrency = 20, 4
