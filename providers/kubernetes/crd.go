@@ -696,7 +696,7 @@ func (c *CRD) List(ctx context.Context, experiment string) ([]providers.Observat
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", c.kind.plural(), err)
+		return nil, listErr("list "+c.kind.plural(), c.kind.plural(), c.k.namespace, err)
 	}
 	if len(objs.Items) == 0 {
 		return nil, nil
@@ -708,7 +708,7 @@ func (c *CRD) List(ctx context.Context, experiment string) ([]providers.Observat
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		return nil, listErr("list pods", "pods", c.k.namespace, err)
 	}
 	byObj := map[string][]corev1.Pod{}
 	for _, p := range pods.Items {

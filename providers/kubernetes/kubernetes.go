@@ -218,6 +218,16 @@ func untrusted(err error) string {
 	return ""
 }
 
+// listErr is the error of a list of resource in namespace ns: a 403 says
+// what to grant (RBAC: a Role that lets the account list its Jobs but not
+// their pods is a common slip) and is not retried.
+func listErr(what, resource, ns string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return providers.Permanent(fmt.Errorf("%s: %w (403 Forbidden); grant this account list on %s in namespace %q (a Role and RoleBinding), or set namespace to one it may use", what, err, resource, ns))
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // apiMessage is the message of an API error's Status.
 func apiMessage(err error) string {
 	var se *apierrors.StatusError

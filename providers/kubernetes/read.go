@@ -147,7 +147,7 @@ func (k *Kubernetes) jobPods(ctx context.Context, job *batchv1.Job) ([]corev1.Po
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list pods of job %s: %w", job.Name, err)
+		return nil, listErr("list pods of job "+job.Name, "pods", k.namespace, err)
 	}
 	sortPods(list.Items)
 	return list.Items, nil
@@ -193,10 +193,10 @@ func (k *Kubernetes) List(ctx context.Context, experiment string) ([]providers.O
 	})
 	perr := <-podsErr
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, listErr("list jobs", "jobs", k.namespace, err)
 	}
 	if perr != nil {
-		return nil, fmt.Errorf("list pods: %w", perr)
+		return nil, listErr("list pods", "pods", k.namespace, perr)
 	}
 	if len(jobs.Items) == 0 {
 		return nil, nil
