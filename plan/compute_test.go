@@ -1,12 +1,14 @@
 package plan
 
 import (
+	"encoding/json"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/trialform/trialform/internal/mask"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
@@ -999,5 +1001,65 @@ func TestObserveNoteClearsWhenItNoLongerHolds(t *testing.T) {
 	}
 	if !strings.Contains(tr["t0001"].Reason, "unreadable") {
 		t.Errorf("the unreadable results' note went: %q", tr["t0001"].Reason)
+	}
+}
+
+// A secret of the experiment (its masks, as apply records them) that a
+// trial reports in a metric — in a string value, as a key, as a number,
+// or in a record that cannot be read (its note quotes the line) — is
+// never kept in the state's series, results or reasons.
+func TestObserveMasksSecretsInMetrics(t *testing.T) {
+	const secret = "hf_s3cr3tT0kenValue42"
+	const digits = "98765432109876"
+	cfg := testConfig()
+	st := applied(cfg, trial(0, state.Running), trial(1, state.Running))
+	rec, err := mask.Record{}.With(secret, digits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := st.Experiments["exp"]
+	e.Masks = &state.Masks{Salt: rec.Salt, Hashes: rec.Hashes}
+	zero := 0
+	metrics := []providers.Metric{
+		{Type: "PERIODICAL", Sequence: 0, Value: `{"default": 0.1, "args": "--lr 0.1 --token ` + secret + `"}`},
+		{Type: "PERIODICAL", Sequence: 1, Value: `{"default": 0.2, "` + secret + `": 1}`},
+		{Type: "PERIODICAL", Sequence: 2, Value: `{"default": 0.3, "id": ` + digits + `}`},
+		{Type: "PERIODICAL", ParameterID: -1, Garbage: `corrupt metric record: not JSON ("{token: ` + secret + `")`},
+		{Type: "FINAL", Value: `{"default": 0.5, "note": "` + secret + `"}`},
+	}
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, Metrics: metrics},
+		"t0001": {Exists: true, Phase: providers.PhaseFailed, Reason: "exit 1: bad token " + secret, Metrics: metrics[3:4]},
+	}}}
+	_, batches := Observe(st, obs, t0)
+	b, err := json.Marshal(struct {
+		B any
+		S any
+	}{batches, st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{secret, digits} {
+		if strings.Contains(string(b), s) {
+			t.Errorf("the state or its series keep %q:\n%s", s, b)
+		}
+	}
+	if !strings.Contains(string(b), "(sensitive value)") {
+		t.Errorf("nothing says a value was hidden:\n%s", b)
+	}
+	tr := e.Trials["t0000"]
+	if tr.Value == nil || *tr.Value != 0.5 || tr.Status != state.Succeeded {
+		t.Errorf("the final result's objective: %v %v, want 0.5 SUCCEEDED", tr.Value, tr.Status)
+	}
+	if n := len(batches[0].Points); n != 4 {
+		t.Errorf("%d points kept, want 4 (3 intermediate, 1 final)", n)
+	}
+	for _, p := range batches[0].Points {
+		if !json.Valid(p.Value) {
+			t.Errorf("point %d is not JSON after masking: %s", p.Sequence, p.Value)
+		}
+	}
+	if metrics[0].Value == "" || !strings.Contains(metrics[0].Value, secret) {
+		t.Errorf("the observation the caller passed was changed: %q", metrics[0].Value)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trialform/trialform/internal/mask"
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 	"github.com/trialform/trialform/schema"
@@ -370,6 +371,7 @@ func observeTrial(e *state.Experiment, t *state.Trial, o providers.Observation, 
 }
 
 func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, now time.Time) []state.MetricPoint {
+	o = maskObservation(e, o)
 	if !o.Exists {
 		switch t.Status {
 		case state.Running:
@@ -680,4 +682,83 @@ func foldObjective(strategy string, cur *float64, v float64) *float64 {
 		return &v
 	}
 	return cur
+}
+
+// maskObservation hides the experiment's secrets (its masks, recorded by
+// apply before any trial started) in what a trial's observation brings into
+// the state: its metric values (a trial that reports its arguments, token
+// included, as a string metric), the records that could not be read (they
+// quote the line), and the platform's words on it. The state is shared
+// (a pg or kubernetes backend) and shown by `trials`, `show`, export and
+// the dashboard: a secret reported there would be kept for good.
+func maskObservation(e *state.Experiment, o providers.Observation) providers.Observation {
+	if e.Masks == nil || len(e.Masks.Hashes) == 0 {
+		return o
+	}
+	set := mask.New()
+	if set.Hashed(mask.Record{Salt: e.Masks.Salt, Hashes: e.Masks.Hashes}) != nil || set.Empty() {
+		return o
+	}
+	o.Reason, o.Note = set.String(o.Reason), set.String(o.Note)
+	var ms []providers.Metric
+	for i, m := range o.Metrics {
+		v, g := maskJSON(set, m.Value), set.String(m.Garbage)
+		if v == m.Value && g == m.Garbage {
+			continue
+		}
+		if ms == nil {
+			ms = append([]providers.Metric(nil), o.Metrics...) // the caller's slice stays as it was
+		}
+		ms[i].Value, ms[i].Garbage = v, g
+	}
+	if ms != nil {
+		o.Metrics = ms
+	}
+	return o
+}
+
+// maskJSON is the JSON text v with set's secrets hidden in its strings and
+// keys. Masked as text first (the common case: a secret inside a string);
+// where that breaks the JSON (a secret that is a number, or spans its
+// syntax), each string, key and number is masked on its own.
+func maskJSON(set *mask.Set, v string) string {
+	out := set.String(v)
+	if out == v || !json.Valid([]byte(v)) || json.Valid([]byte(out)) {
+		return out // unchanged, or masked text of a value that was not strict JSON (NaN)
+	}
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.UseNumber()
+	var x any
+	if dec.Decode(&x) != nil {
+		return out
+	}
+	b, err := json.Marshal(maskTree(set, x))
+	if err != nil {
+		return out
+	}
+	return string(b)
+}
+
+func maskTree(set *mask.Set, x any) any {
+	switch x := x.(type) {
+	case string:
+		return set.String(x)
+	case json.Number:
+		if set.String(string(x)) != string(x) {
+			return set.String(string(x))
+		}
+		return x
+	case []any:
+		for i := range x {
+			x[i] = maskTree(set, x[i])
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[set.String(k)] = maskTree(set, v)
+		}
+		return out
+	}
+	return x
 }
