@@ -87,6 +87,10 @@ const (
 	outcomeStopped     = "stopped"      // Stop
 	outcomeMaxDuration = "max_duration" // ran past max_duration
 	outcomeStartFailed = "start_failed" // the process could not be started
+	// The trial ended while its supervisor was gone (kill -9, the OOM
+	// killer), after reporting its final result: nobody saw its exit
+	// status; a Read that found it so recorded this end (orphanend.go).
+	outcomeUnrecorded = "exit_unrecorded"
 )
 
 // status is the supervisor's record of the current attempt.
@@ -114,6 +118,12 @@ type status struct {
 	// Overlong counts the metric lines on stdout longer than maxLine,
 	// which were not read.
 	Overlong int64 `json:"overlong_metric_lines,omitempty"`
+	// StdoutFrom and MetricsFrom (in the running record) are where this
+	// attempt's output starts in stdout and its records in
+	// metrics.stdout: a Read that finds the attempt ended without its
+	// supervisor looks there for a final result (orphanend.go).
+	StdoutFrom  *int64 `json:"stdout_from,omitempty"`
+	MetricsFrom *int64 `json:"metrics_from,omitempty"`
 }
 
 // stopRequest is what Stop leaves for the supervisor before SIGTERM.

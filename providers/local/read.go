@@ -59,7 +59,7 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 	if sp == nil {
 		return providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}, nil
 	}
-	defer unlock()
+	defer func() { unlock() }()
 	if st == nil && launching(dir) {
 		// Its supervisor holds the launch lock: the attempt is being
 		// started (Start handed it over and returned). Pending, without
@@ -70,13 +70,39 @@ func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.
 	if o.Phase == providers.PhaseLost && st != nil && st.Host {
 		l.hostDied(st.SupervisorPID)
 	}
+	if o.Phase == providers.PhaseLost && ended(sp, st) {
+		// The trial ended while its supervisor was gone: record its end
+		// if it reported its final result (orphanend.go), and look again.
+		unlock()
+		unlock = func() {}
+		final, err := settleOrphan(ctx, dir)
+		if err != nil {
+			return providers.Observation{}, err
+		}
+		if sp, st, unlock, err = openTrial(ctx, dir, syscall.LOCK_SH, false); err != nil {
+			unlock = func() {}
+			return providers.Observation{}, err
+		}
+		if sp == nil {
+			unlock = func() {}
+			return providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}, nil
+		}
+		o = observe(dir, sp, st)
+		if o.Phase == providers.PhaseLost && !final && ended(sp, st) {
+			o.Reason = lostReason
+		}
+	}
 	o.Metrics, o.MetricsOffset, err = readMetrics(dir, sp.Attempt, req.MetricsOffset)
 	if err == nil {
 		dropped, overlong := o.MetricsOffset[offDropped], int64(0)
 		if st != nil && st.Attempt == sp.Attempt {
 			dropped, overlong = dropped+st.Dropped, st.Overlong
 		}
-		o.Note = joinNotes(capNote(dropped), overlongNote(overlong), stdoutNote(dir))
+		unrecorded := ""
+		if st != nil && st.Attempt == sp.Attempt && st.Outcome == outcomeUnrecorded {
+			unrecorded = st.Reason
+		}
+		o.Note = joinNotes(unrecorded, capNote(dropped), overlongNote(overlong), stdoutNote(dir))
 	}
 	if err != nil {
 		return providers.Observation{}, err
@@ -259,6 +285,8 @@ func observe(dir string, sp *spec, st *status) providers.Observation {
 		case outcomeStopped, outcomeMaxDuration:
 			o.Phase = providers.PhaseKilled
 			o.PastMaxDuration = st.Outcome == outcomeMaxDuration
+		case outcomeUnrecorded:
+			o.Phase = providers.PhaseSucceeded
 		case outcomeExited:
 			if st.ExitCode != nil && *st.ExitCode == 0 {
 				o.Phase = providers.PhaseSucceeded

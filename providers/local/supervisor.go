@@ -267,6 +267,7 @@ func runAttempt(dir string, launch *os.File, ctl attemptCtl) error {
 	pid := cmd.Process.Pid
 	now := time.Now().UTC()
 	s.st.State, s.st.PID, s.st.PGID, s.st.StartTime, s.st.StartedAt = stateRunning, pid, pid, procStartTime(pid), &now
+	s.st.StdoutFrom, s.st.MetricsFrom = &tl.off0, &tl.metricsFrom
 	if err := s.writeStatus(); err != nil {
 		// Without a status nobody can find the trial: do not let it run.
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
@@ -535,6 +536,9 @@ type tailer struct {
 	nni     *nniFollower
 	events  int
 	finalAt int
+	// off0 and metricsFrom are where this attempt starts in stdout and
+	// in metrics.stdout (status.StdoutFrom, MetricsFrom).
+	off0, metricsFrom int64
 }
 
 func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*tailer, error) {
@@ -547,7 +551,11 @@ func newTailer(stdoutPath, metricsPath string, re *regexp.Regexp, sp *spec) (*ta
 		in.Close()
 		return nil, err
 	}
-	return &tailer{in: in, outPath: metricsPath, off: fi.Size(), sp: sp, col: trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}}, nil
+	var metricsFrom int64
+	if mi, err := os.Stat(metricsPath); err == nil {
+		metricsFrom = mi.Size()
+	}
+	return &tailer{in: in, outPath: metricsPath, off: fi.Size(), off0: fi.Size(), metricsFrom: metricsFrom, sp: sp, col: trialproto.Collector{ParameterID: sp.ParameterID, Regex: re}}, nil
 }
 
 func (t *tailer) close() {
