@@ -39,7 +39,7 @@ import (
 
 // lostReason is the reason of an attempt that ended without its
 // supervisor and without a final result.
-const lostReason = "the trial ended while its supervisor was gone (killed), without reporting a final result: its exit status was not recorded, and the attempt is lost"
+const lostReason = "the trial ended while its supervisor was gone (killed, or it could not write the trial's status), without reporting a final result: its exit status was not recorded, and the attempt is lost"
 
 // ended reports whether st is sp's current attempt, recorded running (not
 // ended), with neither its supervisor nor its main process alive.
@@ -96,7 +96,7 @@ func settleOrphan(ctx context.Context, dir string) (bool, error) {
 	}
 	ns := *st
 	ns.State, ns.Outcome, ns.ExitCode, ns.Signal, ns.EndedAt = stateEnded, outcomeUnrecorded, nil, "", &end
-	ns.Reason = "its exit status was not recorded: its supervisor was gone (killed) when it ended, after reporting its final result"
+	ns.Reason = "its exit status was not recorded: its supervisor was gone when it ended (killed, or it could not write the trial's status), after reporting its final result"
 	if left > 0 {
 		ns.Reason += fmt.Sprintf("; %d process(es) it left running were killed", left)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
+
+	"golang.org/x/sys/unix"
 )
 
 // waitGone waits until pid is gone or a zombie.
@@ -135,6 +137,113 @@ exit 0`
 			obs, err := l.List(context.Background(), "exp")
 			if err != nil || len(obs) != 1 || obs[0].Phase != providers.PhaseSucceeded {
 				t.Errorf("List: %+v, %v", obs, err)
+			}
+		})
+	}
+}
+
+// TestEndRecordRetried makes the supervisor's write of the trial's end
+// fail, then work again, with real processes: the trial ends while the
+// supervisor cannot write its status log; the supervisor keeps the record
+// and retries, so the trial is never lost meanwhile, and once writes work
+// again its exit status (0) is recorded, once. Tests may run as root,
+// where a chmod of the trial dir does not stop writes (and the status log
+// is written through a descriptor opened before): the supervisor's writes
+// are made to fail with a file size limit (RLIMIT_FSIZE, set on it with
+// prlimit, to the status log's size: EFBIG), a real failure of the same
+// write.
+func TestEndRecordRetried(t *testing.T) {
+	for _, mode := range []string{"host", "per-trial"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "per-trial" {
+				t.Setenv(hostModeEnv, "per-trial")
+			}
+			l := newLocal(t, nil)
+			code := t.TempDir()
+			script := `
+echo yes > "$NNI_OUTPUT_DIR/running"
+while [ ! -e go ]; do sleep 0.01; done
+mkdir -p "$NNI_SYS_DIR/.nni"
+rec='{"parameter_id": 3, "trial_job_id": "t1", "type": "FINAL", "sequence": 0, "value": "0.75"}'
+printf 'ME%06d%s\n' $(( ${#rec} + 1 )) "$rec" >> "$NNI_SYS_DIR/.nni/metrics"
+exit 0`
+			r := req(l, "exp", "t1", script)
+			r.CodeDir = code
+			h, err := l.Start(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(l.cfg.Root, "exp", "t1")
+			waitFile(t, filepath.Join(dir, outputDir, "running"))
+			sup, _ := strconv.Atoi(h["supervisor_pid"])
+			pid, _ := strconv.Atoi(h["pid"])
+			var old unix.Rlimit
+			if err := unix.Prlimit(sup, unix.RLIMIT_FSIZE, nil, &old); err != nil {
+				t.Fatal(err)
+			}
+			// Every append to status.log fails; the supervisor's log,
+			// shorter, takes its message.
+			fi, err := os.Stat(filepath.Join(dir, statusLog))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tiny := unix.Rlimit{Cur: uint64(fi.Size()), Max: old.Max}
+			if err := unix.Prlimit(sup, unix.RLIMIT_FSIZE, &tiny, nil); err != nil {
+				t.Fatal(err)
+			}
+			restored := false
+			restore := func() {
+				if !restored {
+					restored = true
+					if err := unix.Prlimit(sup, unix.RLIMIT_FSIZE, &old, nil); err != nil {
+						t.Errorf("restore the supervisor's file size limit: %v", err)
+					}
+				}
+			}
+			defer restore()
+			if err := os.WriteFile(filepath.Join(code, "go"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, pid)
+			// The supervisor says it cannot record the end, and retries.
+			logPath := filepath.Join(dir, supervisorLog)
+			if mode == "host" {
+				logPath = filepath.Join(l.cfg.Root, hostLogName)
+			}
+			for deadline := time.Now().Add(eventWait); ; time.Sleep(10 * time.Millisecond) {
+				b, _ := os.ReadFile(logPath)
+				if strings.Contains(string(b), "cannot record the trial's end") {
+					break
+				}
+				o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.Phase != providers.PhaseRunning {
+					t.Fatalf("while its end cannot be written: %+v\n%s: %s", o, logPath, b)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the supervisor did not say it cannot record the end\n%s: %s", logPath, b)
+				}
+			}
+			for i := 0; i < 10; i++ {
+				o, err := l.Read(context.Background(), providers.ReadRequest{Experiment: "exp", TrialID: "t1"})
+				if err != nil || o.Phase != providers.PhaseRunning {
+					t.Fatalf("while the supervisor retries: %+v, %v", o, err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			restore()
+			o := waitEnded(t, l, "exp", "t1")
+			if o.Phase != providers.PhaseSucceeded || o.ExitCode == nil || *o.ExitCode != 0 || strings.Contains(o.Note, "not recorded") {
+				t.Fatalf("after writes work again: %+v", o)
+			}
+			b, _ := os.ReadFile(filepath.Join(dir, statusLog))
+			if n := strings.Count(string(b), `"state":"ended"`); n != 1 {
+				t.Errorf("%d end records, want 1:\n%s", n, b)
+			}
+			if st := lastStatus(b); st == nil || st.State != stateEnded || st.Attempt != 1 {
+				t.Errorf("last status %+v:\n%s", st, b)
 			}
 		})
 	}

@@ -152,15 +152,47 @@ func (s *supervisor) writeStatus() error {
 	return appendStatus(s.log, &s.st, false)
 }
 
-// end records the outcome.
+// end records the outcome. A record that cannot be written (the trial
+// dir unwritable for a while: EPERM, EROFS, ENOSPC, ...) is kept and
+// written again, with backoff, for as long as this supervisor lives:
+// meanwhile the trial reads as running (its supervisor is alive), and once
+// the directory is writable again its real exit status is recorded; a
+// supervisor that gave up would leave it ended with no exit status.
 func (s *supervisor) end(outcome, reason string, code *int, sig string) error {
 	now := time.Now().UTC()
 	s.st.State, s.st.Outcome, s.st.Reason, s.st.ExitCode, s.st.Signal, s.st.EndedAt = stateEnded, outcome, reason, code, sig, &now
 	err := s.writeStatus()
+	if err != nil {
+		err = s.retryEnd(err)
+	}
 	if err == nil {
 		s.signalReady()
 	}
 	return err
+}
+
+// endRetryMax bounds the wait between two tries of an end record.
+const endRetryMax = 10 * time.Second
+
+// retryEnd writes the end record again until it is written; first is the
+// first try's error.
+func (s *supervisor) retryEnd(first error) error {
+	fmt.Fprintf(os.Stderr, "trialform supervisor: %s: cannot record the trial's end (%v): trying again, every %s at most, until the directory is writable again (the trial is not lost meanwhile)\n", s.dir, first, endRetryMax)
+	wait := 100 * time.Millisecond
+	for tries := 2; ; tries++ {
+		time.Sleep(wait)
+		wait = min(2*wait, endRetryMax)
+		// A failed write may have left part of the record: this one
+		// starts on a line of its own (a line that does not decode is
+		// skipped by readers).
+		if _, err := s.log.Write([]byte{'\n'}); err != nil {
+			continue
+		}
+		if err := s.writeStatus(); err == nil {
+			fmt.Fprintf(os.Stderr, "trialform supervisor: %s: recorded the trial's end at try %d\n", s.dir, tries)
+			return nil
+		}
+	}
 }
 
 // selfStart is this process's start time (procStartTime), read once: a
