@@ -47,8 +47,9 @@ import (
 // environment (NNI_SYS_DIR, as stop and destroy find stragglers); and
 // Stop's SIGTERM stops the trials whose stop.json appeared, not all.
 // A host killed (kill -9, the OOM killer) leaves its trials running
-// without a supervisor, as a per-trial supervisor killed does: each is
-// LOST once it ends, and resumed.
+// without a supervisor, as a per-trial supervisor killed does: once one
+// ends, it is SUCCEEDED if it reported its final result (its exit status
+// not recorded: orphanend.go), else LOST and resumed.
 
 // hostArg, after "__supervise", runs a supervisor host.
 const hostArg = "-host"

@@ -41,7 +41,8 @@ const maxGarbage = 20
 // Read observes one trial: unknown -> Exists false; a live supervisor ->
 // pending/running; a recorded end -> succeeded (exit 0), failed (non-zero
 // exit, a signal, or could not start) or killed (Stop, max_duration); no
-// end recorded and no process left -> lost. Metrics are those past
+// end recorded and no process left -> succeeded when the attempt reported
+// its final result (its end is then recorded: orphanend.go), else lost. Metrics are those past
 // req.MetricsOffset: NNI's file (all attempts) first, then the records
 // parsed from stdout; the order between those two sources is not kept.
 func (l *Local) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
