@@ -28,6 +28,9 @@ import (
 // shells maxShells).
 const maxExec = 5
 
+// dialTimeout bounds a dial: the TCP connection and the SSH handshake.
+const dialTimeout = 10 * time.Second
+
 // machine is one configured host with its pooled connection.
 type machine struct {
 	cfg Machine
@@ -41,6 +44,7 @@ type machine struct {
 	mu       sync.Mutex
 	conn     *ssh.Client
 	sftp     *sftp.Client
+	probing  bool   // a background dial runs (probe)
 	home     string // the login's home directory
 	work     string // absolute work dir on the machine
 	ncpu     int
@@ -52,37 +56,80 @@ type machine struct {
 }
 
 // connected returns the pooled connection, dialling it (again) when there
-// is none or the last one dropped.
+// is none or the last one dropped. A machine whose dial failed in this
+// process is not dialled again before its back-off ends (Config.Redial):
+// meanwhile what the failed dial found is returned at once, and when the
+// back-off ends one dial runs in the background (probe), so that no
+// caller waits for a machine that stays silent (up to 10 s a dial).
 func (m *machine) connected(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.conn != nil {
 		return m.conn, m.sftp, nil
 	}
-	if d, ok := m.r.downSince(m); ok && time.Since(d.lastTry) < time.Second {
-		if d.Refused {
-			return nil, nil, refused(errors.New(d.Err))
+	if d, ok := m.r.downSince(m); ok && (d.dials > 0 || time.Since(d.lastTry) < time.Second) {
+		if d.dials > 0 && !m.probing && !m.r.now().Before(d.retryAt) {
+			m.probing = true
+			go m.probe()
 		}
-		if strings.HasPrefix(d.Err, "machine "+m.key+" ") {
-			return nil, nil, errors.New(d.Err) // what dial said, which names the machine
-		}
-		return nil, nil, fmt.Errorf("machine %s unreachable: %s", m.key, d.Err)
+		return nil, nil, d.error(m)
 	}
 	c, s, err := m.dial(ctx)
 	if err != nil {
-		// A refused machine is as good as unreachable for its trials:
-		// they turn LOST after lost_grace, saying why.
-		if !providers.IsPermanent(err) || isRefused(err) {
-			m.r.markDown(m, err)
-		}
-		if isRefused(err) {
-			m.r.warn(err.Error() + "; no trial starts there, and its trials turn LOST after lost_grace " + m.r.cfg.LostGrace.String())
-		}
+		m.dialFailed(err)
 		return nil, nil, err
 	}
 	m.conn, m.sftp = c, s
 	m.r.markUp(m)
 	return c, s, nil
+}
+
+// error is what a failed dial of m found, said again.
+func (d downInfo) error(m *machine) error {
+	if d.Refused {
+		return refused(errors.New(d.Err))
+	}
+	if strings.HasPrefix(d.Err, "machine "+m.key+" ") {
+		return errors.New(d.Err) // what dial said, which names the machine
+	}
+	return fmt.Errorf("machine %s unreachable: %s", m.key, d.Err)
+}
+
+// dialFailed records a failed dial (caller holds m.mu): the machine is
+// down, and backed off when it is one the other machines go on without.
+func (m *machine) dialFailed(err error) {
+	// A refused machine is as good as unreachable for its trials:
+	// they turn LOST after lost_grace, saying why.
+	if !providers.IsPermanent(err) || isRefused(err) {
+		m.r.markDown(m, err)
+		m.r.backOff(m)
+	}
+	if isRefused(err) {
+		m.r.warn(err.Error() + "; no trial starts there, and its trials turn LOST after lost_grace " + m.r.cfg.LostGrace.String())
+	}
+}
+
+// probe dials a backed-off machine once, in the background (m.probing),
+// and pools the connection when it answers.
+func (m *machine) probe() {
+	ctx, cancel := context.WithTimeout(m.r.bg, dialTimeout)
+	defer cancel()
+	// dial sets home and work the first time: only while nobody else
+	// can use the machine (no connection, probing).
+	c, s, err := m.dial(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.probing = false
+	switch {
+	case err != nil:
+		m.dialFailed(err)
+	case m.r.bg.Err() != nil || m.conn != nil: // closed meanwhile
+		s.Close()
+		c.Close()
+	default:
+		m.conn, m.sftp = c, s
+		m.r.markUp(m)
+	}
 }
 
 // refusedError is a machine that answers but that trialform may not or
@@ -141,7 +188,7 @@ func (m *machine) dial(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	timeout := 10 * time.Second
+	timeout := dialTimeout
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
 		timeout = time.Until(dl)
 	}

@@ -39,6 +39,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,7 +62,18 @@ type Config struct {
 	// StateDir is a local directory where the provider remembers since when
 	// a machine is unreachable, across CLI runs ("" keeps it in memory).
 	StateDir string
+	// Redial is how long a machine whose dial failed is left alone before
+	// it is dialled again (default DefaultRedial), doubled after each
+	// failed dial up to RedialMax (default DefaultRedialMax). It holds
+	// within one process: a new CLI command dials at once.
+	Redial, RedialMax time.Duration
 }
+
+// The back-off of a machine that could not be dialled (Config.Redial).
+const (
+	DefaultRedial    = 30 * time.Second
+	DefaultRedialMax = 5 * time.Minute
+)
 
 // Machine is one machine block.
 type Machine struct {
@@ -95,6 +107,10 @@ type Remote struct {
 	warnMu sync.Mutex
 	warned map[string]bool // warnings given (providers.Warner)
 	warns  []string        // not yet returned
+
+	bg    context.Context // the background dials' (probe), cancelled by Close
+	close context.CancelFunc
+	now   func() time.Time // the back-off's clock (tests move it)
 }
 
 type downInfo struct {
@@ -102,6 +118,10 @@ type downInfo struct {
 	Err     string    `json:"error"`
 	Refused bool      `json:"refused,omitempty"` // it answers but refuses trialform (refusedError)
 	lastTry time.Time
+	// The back-off (not saved: a new process dials at once): the failed
+	// dials of this process, and when the next may run.
+	dials   int
+	retryAt time.Time
 }
 
 var (
@@ -133,11 +153,18 @@ func New(cfg Config) (*Remote, error) {
 	if cfg.OutputLimit <= 0 {
 		cfg.OutputLimit = DefaultOutputLimit
 	}
+	if cfg.Redial <= 0 {
+		cfg.Redial = DefaultRedial
+	}
+	if cfg.RedialMax <= 0 {
+		cfg.RedialMax = max(DefaultRedialMax, cfg.Redial)
+	}
 	lib, err := libBundle()
 	if err != nil {
 		return nil, err
 	}
-	r := &Remote{cfg: cfg, lib: lib, locks: map[string]*sync.Mutex{}, code: map[string]*bundle{}, down: map[string]downInfo{}}
+	r := &Remote{cfg: cfg, lib: lib, locks: map[string]*sync.Mutex{}, code: map[string]*bundle{}, down: map[string]downInfo{}, now: time.Now}
+	r.bg, r.close = context.WithCancel(context.Background())
 	seen := map[string]bool{}
 	for i, mc := range cfg.Machines {
 		if mc.Host == "" {
@@ -252,6 +279,7 @@ func (r *Remote) Warnings() []string {
 
 // Close closes the connections; trials keep running.
 func (r *Remote) Close() error {
+	r.close()
 	for _, m := range r.machines {
 		m.close()
 	}
@@ -285,13 +313,43 @@ func (r *Remote) markDown(m *machine, err error) {
 	}
 }
 
+// backOff sets when m, whose dial just failed (markDown), may be dialled
+// again: Redial after the first failed dial, doubling up to RedialMax.
+func (r *Remote) backOff(m *machine) {
+	r.downMu.Lock()
+	defer r.downMu.Unlock()
+	d := r.down[m.key]
+	wait := r.cfg.Redial
+	for i := 0; i < d.dials && wait < r.cfg.RedialMax; i++ {
+		wait *= 2
+	}
+	d.dials++
+	d.retryAt = r.now().Add(min(wait, r.cfg.RedialMax))
+	r.down[m.key] = d
+}
+
+// markUp records that m answers. One this process had backed off is said
+// to be back, and what was said of it may be said again when it goes.
 func (r *Remote) markUp(m *machine) {
 	r.downMu.Lock()
 	defer r.downMu.Unlock()
-	if _, ok := r.down[m.key]; ok {
-		delete(r.down, m.key)
-		r.saveDown()
+	d, ok := r.down[m.key]
+	if !ok {
+		return
 	}
+	delete(r.down, m.key)
+	r.saveDown()
+	if d.dials == 0 {
+		return
+	}
+	r.warnMu.Lock()
+	for w := range r.warned {
+		if strings.HasPrefix(w, "machine "+m.key+" ") || strings.HasPrefix(w, "machine "+m.key+":") {
+			delete(r.warned, w)
+		}
+	}
+	r.warnMu.Unlock()
+	r.warn(fmt.Sprintf("machine %s answers again (unreachable for %s): its trials are read again and new trials may start there", m.key, time.Since(d.Since).Round(time.Second)))
 }
 
 // downSince says since when m is unreachable (zero when it is not known

@@ -64,7 +64,9 @@ func labConfig(t testing.TB, l *sshtest.Lab) Config {
 		waitSupervisorsGone(dir)
 		sshtest.KillUnder(dir) // what a failed test left running
 	})
-	cfg := Config{Name: "lab", KnownHosts: l.KnownHosts, StopGrace: 2 * time.Second}
+	// A machine a test stops and starts again is dialled again a second
+	// after a failed dial, not 30 s (DefaultRedial).
+	cfg := Config{Name: "lab", KnownHosts: l.KnownHosts, StopGrace: 2 * time.Second, Redial: time.Second}
 	for _, s := range l.Servers {
 		cfg.Machines = append(cfg.Machines, Machine{Host: s.Host, Port: s.Port, User: l.User, KeyFile: l.KeyFile, MaxTrials: 8,
 			WorkDir: filepath.Join(dir, "work-"+s.Name)})
@@ -374,10 +376,18 @@ func TestUnreachableMachineLostAfterGrace(t *testing.T) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1100 * time.Millisecond) // past the re-dial back-off
-	o, err = r2.Read(ctx(t), rr)
-	if err != nil || o.Phase != providers.PhaseRunning {
-		t.Fatalf("after the machine came back: %+v %v", o, err)
+	// Past the re-dial back-off (Redial 1 s) one dial runs, in the
+	// background: the reads say unreachable until it answered.
+	deadline := time.Now().Add(eventWait)
+	for {
+		o, err = r2.Read(ctx(t), rr)
+		if err == nil && o.Phase == providers.PhaseRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the machine came back: %+v %v", o, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	// Resume of a running trial adopts it.
 	req := trialReq("net", "t1", "sleep 300", code)
