@@ -93,7 +93,8 @@ type Session struct {
 	ListInterval time.Duration
 	listed       map[string]time.Time // guarded by mu
 	// handoff: starts return once the platform's supervisor has the
-	// trial (StartRequest.Handoff); Run sets it.
+	// trial (StartRequest.Handoff), and a teardown whose machine cannot be
+	// reached waits for it (providers.ErrUnreachable); Run sets it.
 	handoff bool
 
 	// TakeOver makes the next Plan first record this working copy as the
@@ -911,6 +912,12 @@ func (s *Session) teardown(ctx context.Context, a *plan.TrialAction) error {
 	if err := prov.Stop(ctx, providers.StopRequest{
 		Experiment: e.OnPlatform(), TrialID: a.TrialID, Handle: handle, Grace: grace, Purge: a.Purge, Reason: a.Reason,
 	}); err != nil {
+		if s.handoff && errors.Is(err, providers.ErrUnreachable) {
+			// The run loop: the trial keeps its teardown intent and a
+			// later pass stops it once its machine answers; meanwhile
+			// the pass has not failed (five in a row end the loop).
+			return skipped{err.Error()}
+		}
 		return err
 	}
 	end := s.Now().UTC()

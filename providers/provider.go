@@ -347,6 +347,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrNoCapacity: the platform has no free slot (GPU) now; try later.
 	ErrNoCapacity = errors.New("no free capacity")
+	// ErrUnreachable: the trial's machine (or cluster) cannot be reached
+	// now; an action that needs it (a stop) is tried again later.
+	ErrUnreachable = errors.New("cannot be reached now")
 )
 
 type permanent struct{ err error }

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -139,8 +140,8 @@ func TestSilentMachineBackedOff(t *testing.T) {
 		t.Errorf("start t3: %v %v, want it on %s", h3, err, healthy.Addr())
 	}
 	err = r.Stop(ctx(t), providers.StopRequest{Experiment: "bo", TrialID: "t2", Handle: onSilent, Grace: time.Second})
-	if err == nil || !strings.Contains(err.Error(), silentKey) {
-		t.Errorf("stop of a trial on the backed-off machine: %v, want an error naming it", err)
+	if !errors.Is(err, providers.ErrUnreachable) || providers.IsPermanent(err) || !strings.Contains(err.Error(), silentKey) {
+		t.Errorf("stop of a trial on the backed-off machine: %v, want a wait for it (ErrUnreachable) naming it", err)
 	}
 	if n := silent.dials.Load(); n != 1 {
 		t.Fatalf("dialled %d times after a start and a stop, want once (backed off)", n)

@@ -289,6 +289,12 @@ func validateStart(req providers.StartRequest) error { return req.Validate() }
 // trial that is gone or ended is not an error; an unreachable machine is.
 func (r *Remote) Stop(ctx context.Context, req providers.StopRequest) error {
 	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
+	var de *downError
+	if errors.As(err, &de) {
+		// Its machine is away (or backed off): the stop is tried again
+		// when it answers (providers.ErrUnreachable).
+		return &unreachableStop{fmt.Sprintf("stop of trial %s waits for its machine: %v", req.TrialID, err)}
+	}
 	if err != nil {
 		return err
 	}
@@ -542,6 +548,16 @@ func noCapacity(msg string) error { return &capacityError{msg} }
 
 func (e *capacityError) Error() string        { return e.msg }
 func (e *capacityError) Is(target error) bool { return target == providers.ErrNoCapacity }
+
+// unreachableStop is a stop whose machine cannot be reached now
+// (providers.ErrUnreachable). It wraps nothing else: a refused machine's
+// permanent error must not make the wait permanent.
+type unreachableStop struct{ msg string }
+
+func (e *unreachableStop) Error() string { return e.msg }
+func (e *unreachableStop) Is(target error) bool {
+	return target == providers.ErrUnreachable
+}
 
 // unusableError is a machine that answers but cannot take trials (its
 // work_dir cannot be written): the error names the machine and says what
