@@ -48,6 +48,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -153,6 +154,12 @@ type Backend struct {
 
 	lockMu sync.Mutex
 	held   map[*held]bool
+	// beforeRetake, for tests, runs in keepAlive before it takes a lost
+	// lock again.
+	beforeRetake func()
+	// waiting is the holder a lock wait of this client last met (for
+	// tests: the wait has begun).
+	waiting atomic.Pointer[state.LockedError]
 
 	// report is where a message for people goes (Env.Report), nil:
 	// dropped; this package writes nothing itself.

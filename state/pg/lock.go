@@ -12,6 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trialform/trialform/internal/duration"
+	"github.com/trialform/trialform/internal/netretry"
+
 	"github.com/trialform/trialform/state"
 )
 
@@ -23,16 +26,23 @@ type held struct {
 
 	mu   sync.Mutex
 	conn *pgx.Conn // nil while the lock is lost and not yet taken again
-	stop chan struct{}
-	done chan struct{}
+	// lostTo is who took the lock after it was lost with its connection
+	// (nil: nobody): this client no longer holds it, and its saves are
+	// refused.
+	lostTo *state.LockInfo
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // keepAlive checks h's connection every few seconds; when it is gone (the
 // server restarted, the network failed) the advisory locks went with it,
-// and it takes them again, with the same lock ID, as soon as it can
-// (unless someone else took them meanwhile: then it tries until Unlock).
-// A save meanwhile still checks, per experiment, that nobody else wrote
-// since, so a holder whose lock lapsed never overwrites another's change.
+// and it takes them again, with the same lock ID, as soon as it can. For
+// retakeGrace after the server started, nobody else can take a lock lost
+// in the restart (tryLock); if someone did take it (after the grace, or
+// when the connection alone was lost), the holder says so and stops: it
+// no longer holds the lock. A save while its lock is lost is refused
+// (checkHeld): retried while the lock may still be taken again, refused
+// for good once someone else has it.
 func (b *Backend) keepAlive(h *held) {
 	defer close(h.done)
 	t := time.NewTicker(keepAliveEvery)
@@ -69,17 +79,18 @@ func (b *Backend) keepAlive(h *held) {
 		}
 		if err == nil && !mine {
 			cancel()
-			if b.report != nil {
-				b.report(fmt.Sprintf("state backend pg: the lock %s (%s) was released by someone else (force-unlock?): this command no longer holds it, "+
-					"and its saves are refused once another command has written what it locked", h.info.ID, lockScope(h)))
-			}
+			b.say(fmt.Sprintf("state backend pg: the lock %s (%s) was released by someone else (force-unlock?): this command no longer holds it, "+
+				"and its saves are refused once another command has written what it locked", h.info.ID, lockScope(h)))
 			return
 		}
-		if err == nil {
-			_, err = pool.Exec(ctx, `DELETE FROM `+b.t("locks")+` l WHERE id = $1 AND NOT `+live, h.info.ID)
+		var other *state.LockedError
+		if err == nil && b.beforeRetake != nil {
+			b.beforeRetake()
 		}
 		if err == nil {
-			again, _, err = b.tryLock(ctx, h.info)
+			// The same lock ID, its record taken over (never deleted
+			// first: in between, a waiter would see the lock free).
+			again, other, err = b.tryLock(ctx, h.info)
 		}
 		cancel()
 		if err == nil && again != nil {
@@ -87,7 +98,71 @@ func (b *Backend) keepAlive(h *held) {
 			h.conn = again.conn
 			h.mu.Unlock()
 		}
+		if err == nil && other != nil && other.Info.ID != "" && other.Info.ID != h.info.ID {
+			// Someone else took it meanwhile (after the grace a lost lock
+			// has): this command no longer holds it, and says so.
+			h.mu.Lock()
+			h.lostTo = &other.Info
+			h.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if pool, err := b.getPool(ctx); err == nil {
+				pool.Exec(ctx, `DELETE FROM `+b.t("locks")+` l WHERE id = $1 AND NOT `+live, h.info.ID)
+			}
+			cancel()
+			b.say(fmt.Sprintf("state backend pg: the lock %s (%s) was lost with its connection (the server restarted or the network failed) and %s took it "+
+				"before this command could take it again: this command no longer holds it, and its saves are refused", h.info.ID, lockScope(h), lockLine(other.Info)))
+			return
+		}
 	}
+}
+
+// checkHeld, in a save's transaction, refuses the save when a lock this
+// client holds is lost: being taken again after a server restart (an
+// Unavailable error, which apply retries), or taken by someone else.
+func (b *Backend) checkHeld(ctx context.Context, tx pgx.Tx) error {
+	b.lockMu.Lock()
+	var hs []*held
+	for h := range b.held {
+		hs = append(hs, h)
+	}
+	b.lockMu.Unlock()
+	if len(hs) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, h := range hs {
+		ids = append(ids, h.info.ID)
+	}
+	rows, err := tx.Query(ctx, `SELECT id FROM `+b.t("locks")+` l WHERE id = ANY($1) AND `+live, ids)
+	if err != nil {
+		return b.fail("save the state (check the lock)", err)
+	}
+	ok := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return b.fail("save the state (check the lock)", err)
+		}
+		ok[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return b.fail("save the state (check the lock)", err)
+	}
+	for _, h := range hs {
+		if ok[h.info.ID] {
+			continue
+		}
+		h.mu.Lock()
+		to := h.lostTo
+		h.mu.Unlock()
+		if to != nil {
+			return fmt.Errorf(`save state: backend "pg" (%s): this command no longer holds the lock %s (%s): it was lost with its connection and %s took it; not saving. `+
+				`Run the command again when that lock is released`, b.where, h.info.ID, lockScope(h), lockLine(*to))
+		}
+		return state.Unavailable(fmt.Errorf(`save state: backend "pg" (%s): the lock %s (%s) was lost with its connection (the server restarted?) and is being taken again; `+
+			`not saving without it`, b.where, h.info.ID, lockScope(h)))
+	}
+	return nil
 }
 
 // lockScope names what h locks, for messages.
@@ -103,6 +178,12 @@ func lockScope(h *held) string {
 
 // keepAliveEvery is how often a held lock's connection is checked.
 var keepAliveEvery = 5 * time.Second
+
+// retakeGrace is how long after the server started a lock lost in its
+// restart is kept for its holder: long enough for the holder's keepAlive
+// to notice and take it again; a holder that died with the restart
+// delays others that long.
+func retakeGrace() time.Duration { return max(30*time.Second, 6*keepAliveEvery) }
 
 // scope is the experiments this client's locks cover: nil when it holds
 // the whole state, or no lock (a save then checks the whole state).
@@ -141,10 +222,38 @@ func (b *Backend) LockExperiments(ctx context.Context, experiments []string, ope
 	info.Experiments = names
 	deadline := time.Now().Add(timeout)
 	wait := 100 * time.Millisecond
+	var locked *state.LockedError // the holder last met
+	// While the server cannot be reached (restarting, a dropped
+	// connection) the wait goes on until the timeout, trying again with a
+	// short backoff: said once when it goes away, once when it is back.
+	var down time.Time     // since when it cannot be reached; zero: it can
+	var unreachable error  // its last error
+	var away time.Duration // how long it could not be reached, in all
+	tries := 0             // tries since it went away
 	for {
-		h, locked, err := b.tryLock(ctx, info)
-		if err != nil {
+		h, l, err := b.tryLock(ctx, info)
+		if err != nil && (timeout <= 0 || !state.IsUnavailable(err)) {
 			return nil, err
+		}
+		if err != nil {
+			if down.IsZero() {
+				down, tries = time.Now(), 0
+				b.say(fmt.Sprintf("state backend pg: the server (%s) cannot be reached while waiting for the lock of %s (%v); retrying until the lock timeout (%s left)",
+					b.where, lockWhat(names), rootCause(err), duration.Format(max(0, time.Until(deadline)).Round(time.Second))))
+			}
+			unreachable = err
+			tries++
+		} else if !down.IsZero() {
+			away += time.Since(down)
+			b.say(fmt.Sprintf("state backend pg: the server (%s) is back after %s; still waiting for the lock of %s", b.where,
+				duration.Format(time.Since(down).Round(time.Second)), lockWhat(names)))
+			down = time.Time{}
+		}
+		if err == nil {
+			locked = l
+			if l != nil {
+				b.waiting.Store(l)
+			}
 		}
 		if h != nil {
 			b.lockMu.Lock()
@@ -154,24 +263,65 @@ func (b *Backend) LockExperiments(ctx context.Context, experiments []string, ope
 			go b.keepAlive(h)
 			return state.NewLock(info, func() error { return b.unlock(h) }), nil
 		}
-		if timeout <= 0 || !time.Now().Before(deadline) {
-			if timeout > 0 {
-				return nil, state.GaveUp(timeout, locked)
+		if timeout <= 0 || !time.Now().Before(deadline) || ctx.Err() != nil {
+			var end error
+			switch {
+			case !down.IsZero() && locked != nil:
+				end = fmt.Errorf("%w; and then the server could not be reached for the last %s: %w", locked, duration.Format(time.Since(down).Round(time.Second)), unreachable)
+			case !down.IsZero():
+				end = fmt.Errorf("the server could not be reached for the last %s of the wait, so who holds the lock is not known: %w", duration.Format(time.Since(down).Round(time.Second)), unreachable)
+			case away > 0:
+				end = fmt.Errorf("%w (the server could not be reached for %s of the wait)", locked, duration.Format(away.Round(time.Second)))
+			default:
+				end = locked
 			}
-			return nil, locked
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("%v while waiting for the lock: %w", ctx.Err(), end)
+			}
+			if timeout > 0 {
+				return nil, state.GaveUp(timeout, end)
+			}
+			return nil, end
 		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%v while waiting for the lock: %w", ctx.Err(), locked)
+		pause := min(wait, time.Until(deadline))
+		if !down.IsZero() {
+			pause = min(netretry.Policy{Base: 200 * time.Millisecond, Max: 2 * time.Second}.Backoff(tries), time.Until(deadline))
 		}
-		t := time.NewTimer(min(wait, time.Until(deadline)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%v while waiting for the lock: %w", ctx.Err(), locked)
-		case <-t.C:
+		if netretry.Sleep(ctx, pause) != nil {
+			continue // the loop ends it, naming the holder
 		}
-		wait = min(wait*2, 2*time.Second)
+		if down.IsZero() {
+			wait = min(wait*2, 2*time.Second)
+		}
 	}
+}
+
+// say tells the person running the command (Env.Report), if anyone.
+func (b *Backend) say(msg string) {
+	if b.report != nil {
+		b.report(msg)
+	}
+}
+
+// lockWhat names the experiments of a lock (the whole state: none).
+func lockWhat(names []string) string {
+	switch len(names) {
+	case 0:
+		return "the whole state"
+	case 1:
+		return "experiment " + names[0]
+	}
+	return "experiments " + strings.Join(names, ", ")
+}
+
+// rootCause is the driver's error under the backend's (the connect
+// error's own text, without the backend's where and hint).
+func rootCause(err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return errors.New(e.Msg)
+	}
+	return err
 }
 
 func compact(s []string) []string {
@@ -222,13 +372,33 @@ func (b *Backend) tryLock(ctx context.Context, info state.LockInfo) (*held, *sta
 	if !got {
 		return nil, b.holder(cctx, info.Experiments), nil
 	}
-	js, _ := json.Marshal(info)
 	exps := info.Experiments
 	if exps == nil {
 		exps = []string{}
 	}
+	// A lock lost when the server restarted a moment ago is still its
+	// holder's: it is taking it again (keepAlive). The advisory lock
+	// alone would let a waiter take it first, and two commands would
+	// run the experiment each thinking it holds it.
+	var lost string
+	err = conn.QueryRow(cctx, `SELECT info::text FROM `+b.t("locks")+` l WHERE id <> $1 AND NOT `+live+`
+		AND l.backend_start < pg_postmaster_start_time() AND now() - pg_postmaster_start_time() < $2 * interval '1 millisecond'
+		AND ($3 OR l.whole OR l.experiments && $4::text[]) ORDER BY whole DESC, (info->>'created') LIMIT 1`,
+		info.ID, retakeGrace().Milliseconds(), whole, exps).Scan(&lost)
+	if err == nil {
+		var li state.LockInfo
+		json.Unmarshal([]byte(lost), &li)
+		conn.Exec(cctx, `SELECT pg_advisory_unlock_all()`)
+		return nil, &state.LockedError{Info: li}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, b.fail("take the lock", err)
+	}
+	js, _ := json.Marshal(info)
+	// ON CONFLICT: the holder taking its lost lock again.
 	if _, err := conn.Exec(cctx, `INSERT INTO `+b.t("locks")+` (id, whole, experiments, info, pid, backend_start)
-		SELECT $1, $2, $3, $4::text::jsonb, pg_backend_pid(), backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()`,
+		SELECT $1, $2, $3, $4::text::jsonb, pg_backend_pid(), backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()
+		ON CONFLICT (id) DO UPDATE SET pid = excluded.pid, backend_start = excluded.backend_start`,
 		info.ID, whole, exps, string(js)); err != nil {
 		return nil, nil, b.fail("record the lock", err)
 	}

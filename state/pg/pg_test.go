@@ -474,3 +474,175 @@ func TestSaveOnAClosedConnectionIsUnavailable(t *testing.T) {
 		t.Fatalf("the failed save wrote something: attempts %d, serial %d", n, got.Serial)
 	}
 }
+
+// TestLockWaitOutlivesAServerRestart: B waits for an experiment A holds
+// (-lock-timeout=2m) and the server restarts for a moment during the
+// wait. B went on failing at once ("connect: ... connection refused")
+// though it had asked to wait 2 minutes and the server was back at once.
+// Now B says once that the server cannot be reached, tries again, does
+// not take the lock A still holds (A takes it again after the restart),
+// and gets it when A releases it.
+func TestLockWaitOutlivesAServerRestart(t *testing.T) {
+	srv := pgtest.NewServer(t)
+	conn := srv.NewDB(t)
+	a := open(t, conn)
+	told := make(chan string, 16)
+	b, err := Open(Settings{ConnStr: conn}, backendreg.Env{Report: func(msg string) { told <- msg }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	s := backendtest.Sample(5)
+	if err := a.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := a.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lk  *state.Lock
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 2*time.Minute)
+		got <- result{l, err}
+	}()
+	// B is waiting (its first try named A) ...
+	waitFor(t, func() bool { return b.waiting.Load() != nil })
+	srv.Stop(t)
+	select {
+	case msg := <-told:
+		for _, want := range []string{"state backend pg", "cannot be reached", "retrying"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("B was told %q, without %q", msg, want)
+			}
+		}
+	case r := <-got:
+		srv.Start(t)
+		t.Fatalf("the lock wait ended when the server went away for a moment: %v, %v", r.lk, r.err)
+	}
+	srv.Start(t)
+	// A holds its lock again, and B still waits.
+	waitFor(t, func() bool {
+		locks, err := b.CurrentLocks()
+		return err == nil && len(locks) == 1 && locks[0].ID == lk.Info().ID
+	})
+	select {
+	case r := <-got:
+		t.Fatalf("B took the lock A held again: %v, %v", r.lk, r.err)
+	default:
+	}
+	again, err := a.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Experiments["mnist"].Trials["t0000"].Attempts++
+	if err := a.Save(again); err != nil {
+		t.Fatalf("A's save under its lock, taken again: %v", err)
+	}
+	if err := lk.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("B, once A released the lock: %v", r.err)
+	}
+	defer r.lk.Unlock()
+	select {
+	case msg := <-told:
+		if !strings.Contains(msg, "back") {
+			t.Errorf("B was told %q after the server came back", msg)
+		}
+	default:
+		t.Error("B was not told that the server was back")
+	}
+}
+
+// waitFor polls cond (every 20 ms, no deadline but the test's).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRestartDoesNotHandALostLockToAWaiter: the dangerous interleaving.
+// A's lock (an advisory lock of its session) ends with the restart, and
+// B, waiting for it, tries before A has taken it again: the advisory lock
+// alone is free, and B took it while A went on running the experiment.
+// Now B is refused (naming A) while A may still take it again, A's saves
+// are refused while its lock is lost (retried), and B gets the lock when
+// A releases it.
+func TestRestartDoesNotHandALostLockToAWaiter(t *testing.T) {
+	srv := pgtest.NewServer(t)
+	conn := srv.NewDB(t)
+	a := open(t, conn)
+	retake := make(chan struct{})
+	a.beforeRetake = func() { <-retake }
+	b := open(t, conn)
+	s := backendtest.Sample(5)
+	if err := a.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := a.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lk  *state.Lock
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 2*time.Minute)
+		got <- result{l, err}
+	}()
+	waitFor(t, func() bool { return b.waiting.Load() != nil })
+	srv.Stop(t)
+	b.waiting.Store(nil)
+	srv.Start(t)
+	// B tried after the restart, before A took its lock again (or took
+	// it: the failure below).
+	waitFor(t, func() bool { return b.waiting.Load() != nil || len(got) > 0 })
+	select {
+	case r := <-got:
+		close(retake)
+		t.Fatalf("B took the lock A lost in the restart and was about to take again: %v, %v", r.lk, r.err)
+	default:
+	}
+	if id := b.waiting.Load().Info.ID; id != lk.Info().ID {
+		t.Errorf("B was refused naming %q, want A's lock %s", id, lk.Info().ID)
+	}
+	// A does not save without its lock.
+	cur, err := a.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Experiments["mnist"].Trials["t0000"].Attempts++
+	if err := a.Save(cur); !state.IsUnavailable(err) || !strings.Contains(fmt.Sprint(err), "being taken again") {
+		t.Errorf("A's save while its lock is lost: %v, want it refused (retried) until the lock is taken again", err)
+	}
+	close(retake)
+	waitFor(t, func() bool {
+		locks, err := b.CurrentLocks()
+		return err == nil && len(locks) == 1 && locks[0].ID == lk.Info().ID
+	})
+	if err := a.Save(cur); err != nil {
+		t.Fatalf("A's save under its lock, taken again: %v", err)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("B took the lock A holds again: %v, %v", r.lk, r.err)
+	default:
+	}
+	if err := lk.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("B, once A released the lock: %v", r.err)
+	}
+	r.lk.Unlock()
+}

@@ -572,6 +572,10 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 			return 0, &state.ConflictError{Path: b.where, FileLineage: lineage, StateLineage: ch.lineage, FileSerial: serial, StateSerial: ch.fromSerial}
 		}
 	}
+	// Never a save under a lock this client lost (a server restart).
+	if err := b.checkHeld(ctx, tx); err != nil {
+		return 0, err
+	}
 	if ch.scope != nil && len(ch.touched) > 0 {
 		// Per experiment: nobody wrote it since this client read it.
 		names := sortedKeys(ch.touched)
