@@ -767,3 +767,63 @@ func TestChangesWatchMetadataOnly(t *testing.T) {
 	}
 	t.Fatal("the watch ended without an event")
 }
+
+// TestLockWaitOutlivesAnApiserverRestart: B waits for an experiment A
+// holds (-lock-timeout) and the apiserver restarts during the wait. B's
+// calls are retried (the apiserver is said to be unreachable, then back),
+// A's Lease, kept in etcd, holds through the restart, and B gets the lock
+// when A releases it.
+func TestLockWaitOutlivesAnApiserverRestart(t *testing.T) {
+	c := controlPlane(t)
+	suffix := newSuffix()
+	a, b := open(t, suffix), open(t, suffix)
+	reports := make(chan string, 10)
+	b.SetReporter(func(msg string) { reports <- msg })
+	mustSave(t, a, backendtest.Sample(3))
+	l, err := a.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   *state.Lock
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 5*time.Minute)
+		got <- result{l, err}
+	}()
+	c.StopComponent("kube-apiserver")
+	select {
+	case msg := <-reports:
+		if !strings.Contains(msg, "cannot be reached") || !strings.Contains(msg, "retrying") {
+			t.Errorf("report %q", msg)
+		}
+	case r := <-got:
+		c.RestartComponent("kube-apiserver")
+		t.Fatalf("the lock wait ended when the apiserver went away: %v, %v", r.l, r.err)
+	}
+	if err := c.RestartComponent("kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	if msg := <-reports; !strings.Contains(msg, "is back") {
+		t.Errorf("report %q", msg)
+	}
+	// A holds its lock still, and B waits.
+	if cur, err := open(t, suffix).CurrentLocks(); err != nil || len(cur) != 1 || cur[0].ID != l.Info().ID {
+		t.Fatalf("after the restart the locks are %+v, %v", cur, err)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("B took the lock A holds: %v, %v", r.l, r.err)
+	default:
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("B, once A released the lock: %v", r.err)
+	}
+	r.l.Unlock()
+}
