@@ -66,6 +66,12 @@ type Session struct {
 	// started: they finish even after ctx (Apply's) is cancelled, unless
 	// Hard is cancelled too (a second Ctrl-C). Nil: they always finish.
 	Hard context.Context
+	// PlanOnly: the session only plans and keeps nothing it refreshes
+	// (plan, ui, watch without -auto-approve: a memory store). Its
+	// refreshes leave running trials' new metrics unread on platforms
+	// where each costs a request (a pod's log), for experiments without
+	// an assessor: nothing a plan computes reads them.
+	PlanOnly bool
 
 	mu      sync.Mutex // guards st, version and the dirty set
 	st      *state.State
@@ -397,7 +403,16 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 		}
 	}
 	s.mu.Unlock()
-	obs, err := plan.RefreshWith(ctx, cur, s.Providers, names, plan.RefreshOptions{NoList: noList})
+	var skip map[string]bool
+	if s.PlanOnly {
+		skip = map[string]bool{}
+		for n, e := range s.Config.Experiments {
+			if e.Assessor == nil {
+				skip[n] = true
+			}
+		}
+	}
+	obs, err := plan.RefreshWith(ctx, cur, s.Providers, names, plan.RefreshOptions{NoList: noList, SkipRunningMetrics: skip})
 	if err != nil {
 		return nil, nil, err
 	}

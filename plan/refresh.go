@@ -91,6 +91,9 @@ type RefreshOptions struct {
 	// listed a moment ago only now and then, since a listing costs a look
 	// at every trial the platform ever held for it.
 	NoList map[string]bool
+	// SkipRunningMetrics names experiments whose running trials' new
+	// metrics the caller does not keep (providers.ReadRequest).
+	SkipRunningMetrics map[string]bool
 }
 
 // RefreshWith is Refresh with options.
@@ -225,10 +228,11 @@ func RefreshWith(ctx context.Context, st *state.State, ps ProviderSet, experimen
 			defer wg.Done()
 			defer func() { <-sem }()
 			o, err := j.prov.Read(ctx, providers.ReadRequest{
-				Experiment:    j.on,
-				TrialID:       j.trial.ID,
-				Handle:        providers.Handle(j.trial.Handle),
-				MetricsOffset: j.trial.MetricsOffset,
+				Experiment:         j.on,
+				TrialID:            j.trial.ID,
+				Handle:             providers.Handle(j.trial.Handle),
+				MetricsOffset:      j.trial.MetricsOffset,
+				SkipRunningMetrics: opts.SkipRunningMetrics[j.exp],
 			})
 			mu.Lock()
 			defer mu.Unlock()

@@ -244,6 +244,14 @@ type ReadRequest struct {
 	// sources (opaque, as returned in Observation.MetricsOffset); Read
 	// returns only metrics past it.
 	MetricsOffset map[string]int64
+	// SkipRunningMetrics: the caller keeps nothing of a trial that still
+	// runs but its status (a plan, which never writes the state, of an
+	// experiment without an assessor: nothing it computes reads a running
+	// trial's metrics). A platform whose metrics cost a request per trial
+	// (a pod's log) may then leave a running trial's new metrics unread,
+	// returning MetricsOffset as it was; an ended trial's are read as
+	// usual.
+	SkipRunningMetrics bool
 }
 
 // StopRequest identifies a trial to tear down.

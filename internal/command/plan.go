@@ -116,6 +116,7 @@ func (g *Globals) makePlan(ctx context.Context, v varFlags, noColor bool, opts p
 		}
 	}
 	s := apply.NewSession(cfg, st, newMemStore(m), ps)
+	s.PlanOnly = true // a memory store: what it refreshes is not kept
 	p, err := s.Plan(ctx, opts)
 	if err != nil {
 		return nil, nil, g.errorf("plan: %v", err)

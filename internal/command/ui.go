@@ -121,6 +121,7 @@ func (g *Globals) uiPlan(ctx context.Context, sd string) (string, error) {
 	ps, release := g.uiProviders.get(cfg, sd)
 	defer release()
 	s := apply.NewSession(cfg, st, newMemStore(m), ps)
+	s.PlanOnly = true // a memory store: what it refreshes is not kept
 	p, err := s.Plan(ctx, plan.Options{})
 	if err != nil {
 		return "", fmt.Errorf("plan: %w", err)

@@ -324,6 +324,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 			return
 		}
 		s := apply.NewSession(w.cfg, st, newMemStore(w.m), w.ps)
+		s.PlanOnly = true // a memory store: what it refreshes is not kept
 		p, err := s.Plan(ctx, opts)
 		if err != nil {
 			w.view.Error(fmt.Errorf("plan: %w", err))

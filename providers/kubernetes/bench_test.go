@@ -222,6 +222,7 @@ func TestBench1000(t *testing.T) {
 		fmt.Sscan(s, &parB)
 	}
 	readsAtOnce := par
+	planOnly := false // a plan's refresh (ReadRequest.SkipRunningMetrics)
 	offsets := make([]map[string]int64, n)
 	var metrics atomic.Int64
 	var cpuNotes []string
@@ -249,7 +250,7 @@ func TestBench1000(t *testing.T) {
 			go func(i int) {
 				defer wg.Done()
 				defer func() { <-sem }()
-				o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: fmt.Sprintf("t%04d", i), MetricsOffset: offsets[i]})
+				o, err := p.Read(ctx, providers.ReadRequest{Experiment: exp, TrialID: fmt.Sprintf("t%04d", i), MetricsOffset: offsets[i], SkipRunningMetrics: planOnly})
 				if err != nil && failed.Add(1) == 1 {
 					t.Errorf("read: %v", err)
 				}
@@ -289,6 +290,27 @@ func TestBench1000(t *testing.T) {
 	if got := metrics.Load(); got != int64(20*n) {
 		t.Errorf("a refresh without cursors read %d metrics, want %d", got, 20*n)
 	}
+	// `plan` (and ui, watch without -auto-approve) of an experiment
+	// without an assessor keeps nothing of a running trial but its
+	// status: a new process without cursors, five times.
+	var plans []time.Duration
+	var planCalls int64
+	planOnly = true
+	for r := 0; r < 5; r++ {
+		pp, err := k8s.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(offsets)
+		metrics.Store(0)
+		_, took, calls := refresh(pp)
+		plans, planCalls = append(plans, took), calls
+		if got := metrics.Load(); got != 0 {
+			t.Errorf("a plan's refresh read %d metrics of running trials, want none", got)
+		}
+	}
+	planOnly = false
+	clear(offsets)
 	// A session that refreshes again and again (apply -wait, watch, the
 	// controller) follows: the time for its copies to fill, then a
 	// refresh within metrics_interval from them.
@@ -371,6 +393,8 @@ func TestBench1000(t *testing.T) {
 	fmt.Printf("kubernetes bench: %d trials: created in %.1fs, %d running after %.1fs (target < 60s); refresh: List %.2fs, List + %d Reads with logs %.2fs (%d requests), again within metrics_interval %.2fs (%d requests), a new process with the kept cursors %.2fs (%d requests) (target < 1s); load average %s\n",
 		n, created.Seconds(), running, allRunning.Seconds(), listTook.Seconds(), n, first.Seconds(), firstCalls, second.Seconds(), secondCalls, third.Seconds(), thirdCalls, load)
 	fmt.Printf("kubernetes bench: the first refresh again (a new process without cursors, warm cluster) %.2fs (%d requests)\n", fourth.Seconds(), fourthCalls)
+	fmt.Printf("kubernetes bench: the first refresh of a plan (a new process without cursors, no assessor: running pods' logs not read) median %.2fs (%s), %d requests\n",
+		median(plans).Seconds(), spread(plans), planCalls)
 	fmt.Printf("kubernetes bench: following (apply -wait, watch, the controller): copies of the %d Jobs and pods filled in %.2fs, %.1f KiB of heap a trial; a refresh within metrics_interval from them median %.3fs (%s), %d requests in 5\n",
 		n, followReady.Seconds(), float64(followHeap)/1024/float64(n), median(followed).Seconds(), spread(followed), followedCalls)
 	fmt.Printf("kubernetes bench: %d Reads at once; CPU of the cluster idle for 1 s before: %s; its requests: %s\n", par, idle, idleReqs)

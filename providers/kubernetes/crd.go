@@ -598,7 +598,7 @@ func (c *CRD) Read(ctx context.Context, req providers.ReadRequest) (providers.Ob
 		o.MetricsOffset = req.MetricsOffset
 		return o, nil
 	}
-	if err := c.readMetrics(ctx, obj, main, req.MetricsOffset, &o); err != nil {
+	if err := c.readMetrics(ctx, obj, main, req.MetricsOffset, req.SkipRunningMetrics, &o); err != nil {
 		return providers.Observation{}, err
 	}
 	return o, nil
@@ -606,9 +606,9 @@ func (c *CRD) Read(ctx context.Context, req providers.ReadRequest) (providers.Ob
 
 // readMetrics reads the metrics of the trial pod as the Job platform reads
 // its pod's.
-func (c *CRD) readMetrics(ctx context.Context, obj *unstructured.Unstructured, main *corev1.Pod, offsets map[string]int64, o *providers.Observation) error {
+func (c *CRD) readMetrics(ctx context.Context, obj *unstructured.Unstructured, main *corev1.Pod, offsets map[string]int64, skipRunning bool, o *providers.Observation) error {
 	holder := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Annotations: obj.GetAnnotations()}}
-	return c.k.readMetrics(ctx, holder, []corev1.Pod{*main}, offsets, o)
+	return c.k.readMetrics(ctx, holder, []corev1.Pod{*main}, offsets, skipRunning, o)
 }
 
 // observe builds the observation of an object from its pods (oldest

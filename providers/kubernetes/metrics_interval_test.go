@@ -114,6 +114,17 @@ time.sleep(120)
 	off = o.MetricsOffset
 	// A new process past metrics_interval (1 ms) since the last line read.
 	cfg.MetricsInterval = time.Millisecond
+	// A plan (ReadRequest.SkipRunningMetrics) does not ask for a running
+	// pod's log at all: no request, no metrics, the cursor as it was.
+	logs.Store(0)
+	fresh.MetricsInterval = time.Millisecond
+	if pf, err = k8s.New(fresh); err != nil {
+		t.Fatal(err)
+	}
+	o, err = pf.Read(ctx, providers.ReadRequest{Experiment: "iv", TrialID: "t0", MetricsOffset: off, SkipRunningMetrics: true})
+	if err != nil || o.Phase != providers.PhaseRunning || len(o.Metrics) != 0 || logs.Load() != 0 || !maps.Equal(o.MetricsOffset, off) {
+		t.Fatalf("a plan's read of a running pod: %v, %s, metrics %+v, %d log requests (want none), cursor %v (was %v)", err, o.Phase, o.Metrics, logs.Load(), o.MetricsOffset, off)
+	}
 	p2, err := k8s.New(cfg)
 	if err != nil {
 		t.Fatal(err)

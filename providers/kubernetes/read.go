@@ -119,7 +119,7 @@ func (k *Kubernetes) Read(ctx context.Context, req providers.ReadRequest) (provi
 		o.Reason = "its job is being deleted outside trialform"
 	}
 	k.markSeen(req.Experiment, req.TrialID, true)
-	if err := k.readMetrics(ctx, job, pods, req.MetricsOffset, &o); err != nil {
+	if err := k.readMetrics(ctx, job, pods, req.MetricsOffset, req.SkipRunningMetrics, &o); err != nil {
 		return providers.Observation{}, err
 	}
 	return o, nil
@@ -451,7 +451,7 @@ func observe(job *batchv1.Job, pods []corev1.Pod) providers.Observation {
 // once per Config.MetricsInterval by this process (watch, apply -wait),
 // and not by a new one while the last line read from it is younger than
 // that (lineFresh).
-func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []corev1.Pod, offsets map[string]int64, o *providers.Observation) error {
+func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []corev1.Pod, offsets map[string]int64, skipRunning bool, o *providers.Observation) error {
 	newOff := map[string]int64{}
 	for _, key := range []string{offSeq, offFinal, offBadFinal} {
 		if v, ok := offsets[key]; ok {
@@ -494,7 +494,10 @@ func (k *Kubernetes) readMetrics(ctx context.Context, job *batchv1.Job, pods []c
 		keep()
 		return nil
 	}
-	if term == nil && (k.lineFresh(offsets, pod.Name) || !k.logDue(pod.UID)) {
+	// A running container's log is not asked for when the caller keeps
+	// none of it (a plan: ReadRequest.SkipRunningMetrics), nor when it
+	// was read less than metrics_interval ago.
+	if term == nil && (skipRunning || k.lineFresh(offsets, pod.Name) || !k.logDue(pod.UID)) {
 		keep()
 		return nil
 	}
