@@ -384,9 +384,16 @@ func TestReleasedLockIsNotListed(t *testing.T) {
 	if locks, err := probe.currentLocks(ctx); err != nil || len(locks) != 1 {
 		t.Fatalf("while held: %v, %v", locks, err)
 	}
-	// Unlock's first step, alone.
+	// Unlock's first step, alone. Its keep-alive stops first, as Unlock
+	// stops it: it pings the same connection (every 100 ms here), and
+	// a pgx connection is not for two goroutines at once (a race -race
+	// caught in CI). A new stop and a closed done let Unlock end it again.
 	a.lockMu.Lock()
 	for h := range a.held {
+		close(h.stop)
+		<-h.done
+		h.stop, h.done = make(chan struct{}), make(chan struct{})
+		close(h.done)
 		h.mu.Lock()
 		if _, err := h.conn.Exec(ctx, `SELECT pg_advisory_unlock_all()`); err != nil {
 			t.Fatal(err)
