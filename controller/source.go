@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
@@ -43,7 +45,17 @@ type Source struct {
 	// Dir is where the repository is cloned (created if missing).
 	Dir   string
 	Creds Credentials
+	// Log, when set, is told of the checkout's upkeep (a repack) and of
+	// its failures, which do not fail a sync.
+	Log *slog.Logger
 }
+
+// MaxPacks is how many pack files the checkout may hold before Sync
+// repacks it into one. go-git writes one pack per fetch and never packs
+// them together (git's gc.auto does, go-git has none): a controller that
+// followed 300 commits held 300 packs, and a fetch and checkout took
+// 120 ms instead of 9 ms, growing with every commit for as long as it ran.
+const MaxPacks = 16
 
 // DefinitionsDir is the directory of the definitions in the checkout.
 func (s *Source) DefinitionsDir() string {
@@ -117,6 +129,17 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("branch %s of %s: %w", s.Branch, s.URL, err)
 	}
+	// The local branch follows the head (it stays where the clone left
+	// it otherwise, keeping what a force-push dropped reachable).
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(branch, ref.Hash())); err != nil {
+		return "", fmt.Errorf("update the checkout's branch %s: %w", s.Branch, err)
+	}
+	if s.repack(repo) {
+		// (go-git keeps the list of packs it opened: read them afresh)
+		if repo, err = git.PlainOpen(s.Dir); err != nil {
+			return "", fmt.Errorf("open the checkout %s: %w", s.Dir, err)
+		}
+	}
 	wt, err := repo.Worktree()
 	if err != nil {
 		return "", err
@@ -128,6 +151,32 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 		return ref.Hash().String(), fmt.Errorf("commit %s has no directory %q", short(ref.Hash().String()), s.Path)
 	}
 	return ref.Hash().String(), nil
+}
+
+// repack packs the checkout's objects into one pack once it holds more
+// than MaxPacks: only what the refs reach is kept, so the objects of
+// commits a force-push dropped go too. A failure is logged, not
+// returned: the checkout still works, only slower.
+// It reports whether it repacked.
+func (s *Source) repack(repo *git.Repository) bool {
+	pos, ok := repo.Storer.(storer.PackedObjectStorer)
+	if !ok {
+		return false
+	}
+	packs, err := pos.ObjectPacks()
+	if err != nil || len(packs) <= MaxPacks {
+		return false
+	}
+	if err := repo.RepackObjects(&git.RepackConfig{}); err != nil {
+		if s.Log != nil {
+			s.Log.Warn("repack the git checkout; it keeps working, each fetch a little slower, and the repack is tried again at the next pass (delete the checkout directory to start afresh)", "dir", s.Dir, "packs", len(packs), "error", err.Error())
+		}
+		return true
+	}
+	if s.Log != nil {
+		s.Log.Info("git checkout repacked", "packs_before", len(packs))
+	}
+	return true
 }
 
 // Redact removes secret from text (for errors that echo a URL with a

@@ -140,6 +140,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 		leader: &leaderState{enabled: o.leader.enabled, identity: leaderIdentity(g.getenv),
 			lost: make(chan struct{}), started: make(chan struct{}, 1), stopped: make(chan struct{})},
 	}
+	c.src.Log = c.log
 	c.metrics.DefinitionsOK.Set(0)
 	if !o.leader.enabled {
 		c.metrics.Leader.Set(1)
