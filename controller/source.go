@@ -153,6 +153,43 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 	return ref.Hash().String(), nil
 }
 
+// FirstParents returns up to n commits before commit, following first
+// parents (the branch's own history, not what a merge brought in),
+// newest first.
+func (s *Source) FirstParents(commit string, n int) ([]string, error) {
+	repo, err := git.PlainOpen(s.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("open the checkout %s: %w", s.Dir, err)
+	}
+	var out []string
+	c, err := repo.CommitObject(plumbing.NewHash(commit))
+	for err == nil && len(out) < n && c.NumParents() > 0 {
+		if c, err = c.Parent(0); err == nil {
+			out = append(out, c.Hash.String())
+		}
+	}
+	if err != nil {
+		return out, fmt.Errorf("the history of %s: %w", short(commit), err)
+	}
+	return out, nil
+}
+
+// Checkout checks out commit, discarding any change in the checkout.
+func (s *Source) Checkout(commit string) error {
+	repo, err := git.PlainOpen(s.Dir)
+	if err != nil {
+		return fmt.Errorf("open the checkout %s: %w", s.Dir, err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return err
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Hash: plumbing.NewHash(commit), Force: true}); err != nil {
+		return fmt.Errorf("check out %s: %w", short(commit), err)
+	}
+	return nil
+}
+
 // repack packs the checkout's objects into one pack once it holds more
 // than MaxPacks: only what the refs reach is kept, so the objects of
 // commits a force-push dropped go too. A failure is logged, not

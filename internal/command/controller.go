@@ -439,16 +439,7 @@ func (c *ctrl) load(commit string, syncErr error) {
 	if syncErr != nil {
 		msg = syncErr.Error()
 	} else {
-		var diags hcl.Diagnostics
-		cfg, diags = loadDefinitions(c.g, dir, c.src.Dir, c.o.vars)
-		if diags.HasErrors() {
-			msg = diagsMessage(diags)
-			cfg = nil
-		} else if msg = c.privateTrialsProblem(cfg); msg != "" {
-			cfg = nil
-		} else if msg = platformIdentityProblem(cfg); msg != "" {
-			cfg = nil
-		}
+		cfg, msg = c.loadChecked(dir)
 	}
 	if cfg == nil {
 		c.badCommit = commit
@@ -457,23 +448,91 @@ func (c *ctrl) load(commit string, syncErr error) {
 		// (recorded before the log line: whoever reads the log then
 		// finds it in the metrics and the dashboard)
 		c.syncFailed("definitions", commit, c.redact(msg))
+		if c.cfg == nil {
+			c.log.Error("definitions do not validate; the last good ones stay in force", "commit", commit, "error", c.redact(msg), "in_force", "none yet: looking for the newest commit before it that validates")
+			c.loadBeforeBad(commit)
+			return
+		}
 		c.log.Error("definitions do not validate; the last good ones stay in force", "commit", commit, "error", c.redact(msg), "in_force", c.goodCommit)
 		return
 	}
 	if c.backendChanged(commit, cfg) {
 		return
 	}
-	c.cfg, c.goodCommit, c.badCommit = cfg, commit, ""
+	c.putInForce(commit, cfg)
+	c.badCommit = ""
 	c.syncOK("definitions")
+	c.metrics.DefinitionsOK.Set(1)
+	c.log.Info("definitions loaded", "commit", commit, "experiments", len(cfg.Experiments))
+}
+
+// loadChecked loads the definitions in dir and checks what the
+// controller refuses; msg says why cfg is nil.
+func (c *ctrl) loadChecked(dir string) (cfg *schema.Config, msg string) {
+	cfg, diags := loadDefinitions(c.g, dir, c.src.Dir, c.o.vars)
+	if diags.HasErrors() {
+		return nil, diagsMessage(diags)
+	}
+	if msg = c.privateTrialsProblem(cfg); msg != "" {
+		return nil, msg
+	}
+	if msg = platformIdentityProblem(cfg); msg != "" {
+		return nil, msg
+	}
+	return cfg, ""
+}
+
+func (c *ctrl) putInForce(commit string, cfg *schema.Config) {
+	c.cfg, c.goodCommit = cfg, commit
 	c.mu.Lock()
 	c.cfgShared, c.goodShared = cfg, commit
 	c.mu.Unlock()
-	c.metrics.DefinitionsOK.Set(1)
 	c.metrics.SetCommit(c.metrics.SyncedCommit, commit)
-	c.log.Info("definitions loaded", "commit", commit, "experiments", len(cfg.Experiments))
 	if c.m != nil {
 		c.buildProviders()
 	}
+}
+
+// maxLookBack is how many commits before a head that does not validate a
+// controller with no definitions in force (just started) looks through.
+const maxLookBack = 50
+
+// loadBeforeBad puts in force, for a controller that has no definitions
+// in force yet (it just started: a pod rescheduled, a process killed and
+// restarted), the newest of the head's first parents that validates: the
+// definitions a controller that had run all along would hold in force.
+// Without them it did nothing at all until a good commit came: its
+// running trials were not followed nor their results collected. The head
+// stays checked out (as for any head that does not validate) and is still
+// reported as not valid.
+func (c *ctrl) loadBeforeBad(head string) {
+	olds, err := c.src.FirstParents(head, maxLookBack)
+	defer func() {
+		if err := c.src.Checkout(head); err != nil {
+			c.log.Error("check out the branch head again", "commit", head, "error", c.redact(err.Error()))
+		}
+	}()
+	for _, old := range olds {
+		if err := c.src.Checkout(old); err != nil {
+			c.log.Error("check out an earlier commit", "commit", old, "error", c.redact(err.Error()))
+			return
+		}
+		if _, serr := os.Stat(c.src.DefinitionsDir()); serr != nil {
+			continue
+		}
+		cfg, _ := c.loadChecked(c.src.DefinitionsDir())
+		if cfg == nil {
+			continue
+		}
+		c.putInForce(old, cfg)
+		c.log.Warn("the branch head does not validate; the newest commit before it that does is in force", "commit", head, "in_force", old, "fix", "push a commit that validates")
+		return
+	}
+	msg := fmt.Sprintf("none of the %d commits before it validates either", len(olds))
+	if err != nil {
+		msg = fmt.Sprintf("none of the %d commits read before it validates (%s)", len(olds), c.redact(err.Error()))
+	}
+	c.log.Error("no definitions in force: nothing is planned or applied until a commit that validates is pushed", "commit", head, "reason", msg)
 }
 
 // diagsMessage is diags in one line, as hcl.Diagnostics.Error writes
