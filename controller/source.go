@@ -112,6 +112,9 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 		if err != nil {
 			// A failed clone leaves a partial .git: start over next time.
 			os.RemoveAll(filepath.Join(s.Dir, ".git"))
+			if errors.Is(err, git.NoMatchingRefSpecError{}) {
+				return "", s.noBranch(err)
+			}
 			return "", fmt.Errorf("clone %s (branch %s): %w", s.URL, s.Branch, err)
 		}
 	} else if err != nil {
@@ -121,6 +124,9 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 			RemoteName: "origin", Auth: auth, Force: true,
 			RefSpecs: []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+%s:%s", branch, remoteRef))},
 		})
+		if errors.Is(err, git.NoMatchingRefSpecError{}) {
+			return "", s.noBranch(err)
+		}
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return "", fmt.Errorf("fetch %s (branch %s): %w", s.URL, s.Branch, err)
 		}
@@ -151,6 +157,12 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 		return ref.Hash().String(), fmt.Errorf("commit %s has no directory %q", short(ref.Hash().String()), s.Path)
 	}
 	return ref.Hash().String(), nil
+}
+
+// noBranch is the error of a repository that answers but has no branch
+// s.Branch (go-git said only `couldn't find remote ref "refs/heads/main"`).
+func (s *Source) noBranch(err error) error {
+	return fmt.Errorf("branch %s is not in %s (deleted or renamed?): push it again, or restart the controller with -branch naming the branch to follow (%w)", s.Branch, s.URL, err)
 }
 
 // FirstParents returns up to n commits before commit, following first

@@ -105,3 +105,36 @@ func TestSyncKeepsCheckoutBounded(t *testing.T) {
 		t.Errorf("the checkout still holds commit %s, which a force-push dropped", dropped)
 	}
 }
+
+// TestSyncBranchGone: a branch deleted or renamed in the repository is
+// said in those words with what to do, for a clone as for a fetch (it
+// was go-git's `couldn't find remote ref "refs/heads/main"`); once the
+// branch is back, the next sync checks it out.
+func TestSyncBranchGone(t *testing.T) {
+	u := newUpstream(t)
+	s := &Source{URL: u.dir, Branch: "main", Path: "defs", Dir: filepath.Join(t.TempDir(), "checkout")}
+	ctx := context.Background()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	u.git("branch", "-m", "main", "trunk")
+	for _, what := range []string{"fetch", "clone"} {
+		if what == "clone" {
+			os.RemoveAll(s.Dir)
+		}
+		got, err := s.Sync(ctx)
+		if err == nil || got != "" {
+			t.Fatalf("%s of a renamed branch: %q, %v", what, got, err)
+		}
+		for _, want := range []string{"branch main is not in " + u.dir + " (deleted or renamed?)", "-branch"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s of a renamed branch: %v; want it to say %q", what, err, want)
+			}
+		}
+	}
+	u.git("branch", "-m", "trunk", "main")
+	want := u.commit("back")
+	if got, err := s.Sync(ctx); err != nil || got != want {
+		t.Fatalf("sync once the branch is back: %s, %v; want %s", got, err, want)
+	}
+}
