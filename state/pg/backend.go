@@ -157,6 +157,8 @@ type Backend struct {
 	// beforeRetake, for tests, runs in keepAlive before it takes a lost
 	// lock again.
 	beforeRetake func()
+	// grace, for tests, replaces retakeGrace's 30 s when set.
+	grace time.Duration
 	// waiting is the holder a lock wait of this client last met (for
 	// tests: the wait has begun).
 	waiting atomic.Pointer[state.LockedError]

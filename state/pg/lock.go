@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ type held struct {
 	// (nil: nobody): this client no longer holds it, and its saves are
 	// refused.
 	lostTo *state.LockInfo
+	// forced: the lock was released with force-unlock while this client
+	// held it; it is not taken again, and its saves are refused.
+	forced bool
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -79,6 +83,9 @@ func (b *Backend) keepAlive(h *held) {
 		}
 		if err == nil && !mine {
 			cancel()
+			h.mu.Lock()
+			h.forced = true
+			h.mu.Unlock()
 			b.say(fmt.Sprintf("state backend pg: the lock %s (%s) was released by someone else (force-unlock?): this command no longer holds it, "+
 				"and its saves are refused once another command has written what it locked", h.info.ID, lockScope(h)))
 			return
@@ -116,10 +123,12 @@ func (b *Backend) keepAlive(h *held) {
 	}
 }
 
-// checkHeld, in a save's transaction, refuses the save when a lock this
-// client holds is lost: being taken again after a server restart (an
-// Unavailable error, which apply retries), or taken by someone else.
-func (b *Backend) checkHeld(ctx context.Context, tx pgx.Tx) error {
+// checkHeld, in a save's or a Replace's transaction (what names it for
+// the message), refuses it when a lock this client holds is lost: being
+// taken again after a server restart (an Unavailable error, which apply
+// retries), taken by someone else, or released with force-unlock (for
+// good).
+func (b *Backend) checkHeld(ctx context.Context, tx pgx.Tx, what string) error {
 	b.lockMu.Lock()
 	var hs []*held
 	for h := range b.held {
@@ -135,32 +144,76 @@ func (b *Backend) checkHeld(ctx context.Context, tx pgx.Tx) error {
 	}
 	rows, err := tx.Query(ctx, `SELECT id FROM `+b.t("locks")+` l WHERE id = ANY($1) AND `+live, ids)
 	if err != nil {
-		return b.fail("save the state (check the lock)", err)
+		return b.fail(what+" (check the lock)", err)
 	}
 	ok := map[string]bool{}
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return b.fail("save the state (check the lock)", err)
+			return b.fail(what+" (check the lock)", err)
 		}
 		ok[id] = true
 	}
 	if err := rows.Err(); err != nil {
-		return b.fail("save the state (check the lock)", err)
+		return b.fail(what+" (check the lock)", err)
 	}
 	for _, h := range hs {
 		if ok[h.info.ID] {
 			continue
 		}
-		h.mu.Lock()
-		to := h.lostTo
-		h.mu.Unlock()
-		if to != nil {
-			return fmt.Errorf(`save state: backend "pg" (%s): this command no longer holds the lock %s (%s): it was lost with its connection and %s took it; not saving. `+
-				`Run the command again when that lock is released`, b.where, h.info.ID, lockScope(h), lockLine(*to))
+		if err := b.lockGone(h, what); err != nil {
+			return err
 		}
-		return state.Unavailable(fmt.Errorf(`save state: backend "pg" (%s): the lock %s (%s) was lost with its connection (the server restarted?) and is being taken again; `+
-			`not saving without it`, b.where, h.info.ID, lockScope(h)))
+		return state.Unavailable(fmt.Errorf(`%s: backend "pg" (%s): the lock %s (%s) was lost with its connection (the server restarted?) and is being taken again; `+
+			`not writing without it`, what, b.where, h.info.ID, lockScope(h)))
+	}
+	return nil
+}
+
+// lockGone is the refusal, for good, of a write under h when h is no
+// longer this client's: someone else took it after it was lost, or it
+// was released with force-unlock; nil otherwise.
+func (b *Backend) lockGone(h *held, what string) error {
+	h.mu.Lock()
+	to, forced := h.lostTo, h.forced
+	h.mu.Unlock()
+	switch {
+	case to != nil:
+		return fmt.Errorf(`%s: backend "pg" (%s): this command no longer holds the lock %s (%s): it was lost with its connection and %s took it; not writing. `+
+			`Run the command again when that lock is released`, what, b.where, h.info.ID, lockScope(h), lockLine(*to))
+	case forced:
+		return fmt.Errorf(`%s: backend "pg" (%s): this command no longer holds the lock %s (%s): someone released it with force-unlock; not writing. `+
+			`Run the command again (it waits for whoever holds the lock now)`, what, b.where, h.info.ID, lockScope(h))
+	}
+	return nil
+}
+
+// checkMetrics refuses metric points of an experiment whose lock this
+// client held and no longer holds (taken by someone else after it was
+// lost, or released with force-unlock): whoever holds it now reads those
+// trials' points again from where they run, and may have removed the
+// experiment's series. Points are kept while a lock lost in a restart is
+// being taken again: they are the holder's own trials', written once
+// however often they are sent, and nobody else can take the lock
+// meanwhile. It reads only what keepAlive found, no query.
+func (b *Backend) checkMetrics(batches []state.MetricsBatch) error {
+	b.lockMu.Lock()
+	var hs []*held
+	for h := range b.held {
+		hs = append(hs, h)
+	}
+	b.lockMu.Unlock()
+	for _, h := range hs {
+		covers := h.whole
+		for _, bt := range batches {
+			covers = covers || slices.Contains(h.info.Experiments, bt.Experiment)
+		}
+		if !covers {
+			continue
+		}
+		if err := b.lockGone(h, "append metric points"); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -183,7 +236,13 @@ var keepAliveEvery = 5 * time.Second
 // restart is kept for its holder: long enough for the holder's keepAlive
 // to notice and take it again; a holder that died with the restart
 // delays others that long.
-func retakeGrace() time.Duration { return max(30*time.Second, 6*keepAliveEvery) }
+// (b.grace, for tests, replaces it.)
+func (b *Backend) retakeGrace() time.Duration {
+	if b.grace > 0 {
+		return b.grace
+	}
+	return max(30*time.Second, 6*keepAliveEvery)
+}
 
 // scope is the experiments this client's locks cover: nil when it holds
 // the whole state, or no lock (a save then checks the whole state).
@@ -384,7 +443,7 @@ func (b *Backend) tryLock(ctx context.Context, info state.LockInfo) (*held, *sta
 	err = conn.QueryRow(cctx, `SELECT info::text FROM `+b.t("locks")+` l WHERE id <> $1 AND NOT `+live+`
 		AND l.backend_start < pg_postmaster_start_time() AND now() - pg_postmaster_start_time() < $2 * interval '1 millisecond'
 		AND ($3 OR l.whole OR l.experiments && $4::text[]) ORDER BY whole DESC, (info->>'created') LIMIT 1`,
-		info.ID, retakeGrace().Milliseconds(), whole, exps).Scan(&lost)
+		info.ID, b.retakeGrace().Milliseconds(), whole, exps).Scan(&lost)
 	if err == nil {
 		var li state.LockInfo
 		json.Unmarshal([]byte(lost), &li)

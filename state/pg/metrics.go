@@ -55,6 +55,9 @@ func (b *Backend) AppendMetricsBatch(batches []state.MetricsBatch) error {
 	if len(es) == 0 {
 		return nil
 	}
+	if err := b.checkMetrics(batches); err != nil {
+		return err
+	}
 	ctx, cancel := background()
 	defer cancel()
 	pool, err := b.getPool(ctx)

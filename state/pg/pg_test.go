@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -422,6 +423,9 @@ func TestForceUnlockedHolderIsTold(t *testing.T) {
 	}
 	t.Cleanup(a.Close)
 	b := open(t, conn)
+	if err := a.Save(backendtest.Sample(2)); err != nil {
+		t.Fatal(err)
+	}
 	lk, err := a.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -439,6 +443,21 @@ func TestForceUnlockedHolderIsTold(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute): // the check runs every 100 ms here
 		t.Fatal("the holder of a force-unlocked lock said nothing")
+	}
+	// Its writes are refused for good, saying why (they were refused as
+	// "the lock is being taken again", retried by apply for 2 minutes).
+	cur, err := a.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Experiments["mnist"].Trials["t0000"].Attempts++
+	err = a.Save(cur)
+	if err == nil || state.IsUnavailable(err) || !strings.Contains(err.Error(), "force-unlock") || !strings.Contains(err.Error(), "no longer holds the lock") {
+		t.Errorf("the force-unlocked holder's save: %v, want it refused for good, naming force-unlock", err)
+	}
+	err = a.AppendMetrics("mnist", "t0000", []state.MetricPoint{{Type: "PERIODICAL", Sequence: 900, Value: []byte("0.5")}})
+	if err == nil || !strings.Contains(err.Error(), "force-unlock") {
+		t.Errorf("the force-unlocked holder's metric points: %v, want them refused", err)
 	}
 }
 
@@ -631,6 +650,10 @@ func TestRestartDoesNotHandALostLockToAWaiter(t *testing.T) {
 	if err := a.Save(cur); !state.IsUnavailable(err) || !strings.Contains(fmt.Sprint(err), "being taken again") {
 		t.Errorf("A's save while its lock is lost: %v, want it refused (retried) until the lock is taken again", err)
 	}
+	// Its trials' metric points go in: nobody else can hold the lock.
+	if err := a.AppendMetrics("mnist", "t0000", []state.MetricPoint{{Type: "PERIODICAL", Sequence: 900, Value: []byte("0.5")}}); err != nil {
+		t.Errorf("A's metric points while its lock is being taken again: %v", err)
+	}
 	close(retake)
 	waitFor(t, func() bool {
 		locks, err := b.CurrentLocks()
@@ -652,4 +675,131 @@ func TestRestartDoesNotHandALostLockToAWaiter(t *testing.T) {
 		t.Fatalf("B, once A released the lock: %v", r.err)
 	}
 	r.lk.Unlock()
+}
+
+// TestLockTakenAfterTheGraceRefusesTheHolder: A holds the whole-state
+// lock (state push, init -migrate-state) and loses it in a restart; A
+// comes back after the grace and B, who waited, has taken it. A says so
+// once, and nothing it writes goes in any more: its saves, its Replace
+// (which did not check and replaced the state B held) and its metric
+// points (which went in too) are refused for good, naming B.
+func TestLockTakenAfterTheGraceRefusesTheHolder(t *testing.T) {
+	srv := pgtest.NewServer(t)
+	conn := srv.NewDB(t)
+	told := make(chan string, 16)
+	a, err := Open(Settings{ConnStr: conn}, backendreg.Env{Report: func(msg string) { told <- msg }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	retake := make(chan struct{})
+	a.beforeRetake = func() { <-retake }
+	b := open(t, conn)
+	b.grace = time.Millisecond // the grace is over at once
+	if err := a.Save(backendtest.Sample(5)); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := a.Lock(context.Background(), "state push", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	type result struct {
+		lk  *state.Lock
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := b.Lock(context.Background(), "apply", "v", 2*time.Minute)
+		got <- result{l, err}
+	}()
+	waitFor(t, func() bool { return b.waiting.Load() != nil })
+	srv.Stop(t)
+	srv.Start(t)
+	r := <-got // B takes the lock A lost, after the grace
+	if r.err != nil {
+		close(retake)
+		t.Fatalf("B, after the grace: %v", r.err)
+	}
+	defer r.lk.Unlock()
+	close(retake)
+	msg := <-told
+	for _, want := range []string{"state backend pg", lk.Info().ID, "the whole state", r.lk.Info().ID, "no longer holds it"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("A was told %q, without %q", msg, want)
+		}
+	}
+	cur, err := a.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Experiments["mnist"].Trials["t0000"].Attempts++
+	wantRefused := func(what string, err error) {
+		t.Helper()
+		if err == nil || state.IsUnavailable(err) || !strings.Contains(err.Error(), "no longer holds the lock") || !strings.Contains(err.Error(), r.lk.Info().ID) {
+			t.Errorf("A's %s under the lock B took: %v, want it refused for good naming B", what, err)
+		}
+	}
+	for range 2 {
+		wantRefused("save", a.Save(cur.Clone()))
+	}
+	pushed := cur.Clone()
+	pushed.Serial += 10
+	wantRefused("replace (state push)", a.Replace(pushed))
+	wantRefused("metric points", a.AppendMetrics("mnist", "t0000", []state.MetricPoint{{Type: "PERIODICAL", Sequence: 900, Value: []byte("0.5")}}))
+	// Nothing of A's went in.
+	now, err := open(t, conn).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Serial != 1 || now.Experiments["mnist"].Trials["t0000"].Attempts != cur.Experiments["mnist"].Trials["t0000"].Attempts-1 {
+		t.Errorf("A wrote the state under B's lock: serial %d", now.Serial)
+	}
+	if pts, err := open(t, conn).ReadMetrics("mnist", "t0000"); err != nil || slices.ContainsFunc(pts, func(p state.MetricPoint) bool { return p.Sequence == 900 }) {
+		t.Errorf("A appended metric points under B's lock: %v, %v", pts, err)
+	}
+	select {
+	case msg := <-told:
+		t.Errorf("A was told again: %q", msg)
+	default:
+	}
+}
+
+// TestLockWaitRunsOutWhileTheServerIsDown: a wait that runs out while
+// the server cannot be reached names the holder it last met and how long
+// the server was away; one that never reached the server says who holds
+// the lock is not known.
+func TestLockWaitRunsOutWhileTheServerIsDown(t *testing.T) {
+	srv := pgtest.NewServer(t)
+	conn := srv.NewDB(t)
+	a, b := open(t, conn), open(t, conn)
+	if err := a.Save(backendtest.Sample(2)); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := a.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	got := make(chan error, 1)
+	go func() {
+		_, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 3*time.Second)
+		got <- err
+	}()
+	waitFor(t, func() bool { return b.waiting.Load() != nil })
+	srv.Stop(t)
+	defer srv.Start(t)
+	err = <-got
+	for _, want := range []string{"gave up", lk.Info().ID, "then the server could not be reached for the last"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the wait that ran out while the server was down: %v, without %q", err, want)
+		}
+	}
+	c := open(t, conn)
+	_, err = c.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", time.Second)
+	for _, want := range []string{"gave up", "could not be reached", "who holds the lock is not known"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the wait that never reached the server: %v, without %q", err, want)
+		}
+	}
 }

@@ -573,7 +573,7 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 		}
 	}
 	// Never a save under a lock this client lost (a server restart).
-	if err := b.checkHeld(ctx, tx); err != nil {
+	if err := b.checkHeld(ctx, tx, "save state"); err != nil {
 		return 0, err
 	}
 	if ch.scope != nil && len(ch.touched) > 0 {
@@ -682,6 +682,11 @@ func (b *Backend) Replace(s *state.State) error {
 		return b.fail("replace the state", err)
 	}
 	defer tx.Rollback(ctx)
+	// Never under a lock this client lost: someone else may hold the
+	// state now.
+	if err := b.checkHeld(ctx, tx, "replace state"); err != nil {
+		return err
+	}
 	next := &snapshot{lineage: s.Lineage, serial: s.Serial, exps: map[string]*snapExp{}, saved: true}
 	batch := &pgx.Batch{}
 	batch.Queue(`DELETE FROM ` + b.t("trials"))
