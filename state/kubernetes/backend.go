@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -223,6 +224,9 @@ type Backend struct {
 	trustRefs bool
 	warnings  []string
 	held      *heldLocks // the locks this client holds now
+	// waiting is the holder a lock wait of this client last met (for
+	// tests: the wait has begun).
+	waiting atomic.Pointer[state.LockedError]
 
 	marksMu sync.Mutex
 	marks   *marksCache

@@ -93,6 +93,17 @@ func transient(err error) (bool, time.Duration) { return kubeerr.Transient(err) 
 // backoff for up to retryFor, the first failure reported to a person and
 // the recovery too. Every other error is returned at once.
 func (c *client) do(ctx context.Context, what string, f func(ctx context.Context) error) error {
+	if ctx.Value(oneTryKey{}) != nil {
+		// A lock wait: it waits an outage out itself, up to its timeout.
+		err := f(ctx)
+		if retry, _ := transient(err); retry || (err != nil && ctx.Err() != nil) {
+			return &unreachableError{what: what, host: c.host, err: err}
+		}
+		if err == nil {
+			return nil
+		}
+		return c.explain(what, err)
+	}
 	outage := false
 	policy := netretry.Policy{Attempts: -1, Base: 200 * time.Millisecond, Max: 5 * time.Second, MaxElapsed: c.retryFor}
 	err := policy.Do(ctx, func(err error) (bool, time.Duration) {
@@ -118,6 +129,25 @@ func (c *client) do(ctx context.Context, what string, f func(ctx context.Context
 	}
 	return c.explain(what, err)
 }
+
+// oneTryKey marks a context whose calls are tried once: a transient
+// error comes back at once, as an *unreachableError (oneTry).
+type oneTryKey struct{}
+
+func oneTry(ctx context.Context) context.Context { return context.WithValue(ctx, oneTryKey{}, true) }
+
+// unreachableError is a call of a oneTry context that did not reach the
+// apiserver (or did not get its answer).
+type unreachableError struct {
+	what, host string
+	err        error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("%s: the Kubernetes apiserver %s could not be reached: %v", e.what, e.host, shortErr(e.err))
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
 
 func (c *client) reportOutage(err error) {
 	c.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -826,4 +827,138 @@ func TestLockWaitOutlivesAnApiserverRestart(t *testing.T) {
 		t.Fatalf("B, once A released the lock: %v", r.err)
 	}
 	r.l.Unlock()
+}
+
+// TestLockWaitHonoursAShortTimeoutWhileTheApiserverIsDown: B waits for
+// an experiment A holds with -lock-timeout=3s and the apiserver goes
+// away. Each call of the wait was retried for up to 2 minutes, so B
+// waited ~2 minutes past its 3 s and then failed with the outage alone,
+// naming nobody. Now the wait ends at its timeout, naming A and saying
+// the apiserver could not be reached; a wait that never reached the
+// apiserver says who holds the lock is not known.
+func TestLockWaitHonoursAShortTimeoutWhileTheApiserverIsDown(t *testing.T) {
+	c := controlPlane(t)
+	suffix := newSuffix()
+	a, b, other := open(t, suffix), open(t, suffix), open(t, suffix)
+	var mu sync.Mutex
+	var reports []string
+	b.SetReporter(func(msg string) { mu.Lock(); reports = append(reports, msg); mu.Unlock() })
+	mustSave(t, a, backendtest.Sample(3))
+	l, err := a.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 3*time.Second)
+		got <- err
+	}()
+	for b.waiting.Load() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.StopComponent("kube-apiserver")
+	defer func() {
+		if err := c.RestartComponent("kube-apiserver"); err != nil {
+			t.Fatal(err)
+		}
+		l.Unlock()
+	}()
+	select {
+	case err = <-got:
+	case <-time.After(90 * time.Second): // far past 3 s, short of the 2 min of one call's retries
+		t.Fatal("a lock wait of 3 s still waits 90 s later while the apiserver is down")
+	}
+	t.Logf("the wait ran out: %v", err)
+	for _, want := range []string{"gave up after waiting 3s", l.Info().ID, "could not be reached"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the wait that ran out while the apiserver was down: %v, without %q", err, want)
+		}
+	}
+	mu.Lock()
+	n := 0
+	for _, r := range reports {
+		if strings.Contains(r, "cannot be reached") {
+			n++
+		}
+	}
+	mu.Unlock()
+	if n != 1 {
+		t.Errorf("B said %d times that the apiserver cannot be reached, want once: %q", n, reports)
+	}
+	_, err = other.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", time.Second)
+	for _, want := range []string{"gave up", "could not be reached", "who holds the lock is not known"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("the wait that never reached the apiserver: %v, without %q", err, want)
+		}
+	}
+}
+
+// TestLockWaitOutlivesAnOutageLongerThanACall: a wait with a long
+// -lock-timeout goes on through an outage longer than one call's retries
+// (2 minutes; 1 s here): it ended with the outage though the person asked
+// to wait longer. B says once that the apiserver cannot be reached, once
+// that it is back, and gets the lock when A releases it.
+func TestLockWaitOutlivesAnOutageLongerThanACall(t *testing.T) {
+	c := controlPlane(t)
+	suffix := newSuffix()
+	a, b := open(t, suffix), open(t, suffix)
+	b.c.retryFor = time.Second
+	reports := make(chan string, 100)
+	b.SetReporter(func(msg string) { reports <- msg })
+	mustSave(t, a, backendtest.Sample(3))
+	l, err := a.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		l   *state.Lock
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 10*time.Minute)
+		got <- result{l, err}
+	}()
+	for b.waiting.Load() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.StopComponent("kube-apiserver")
+	msg := <-reports
+	if !strings.Contains(msg, "cannot be reached") {
+		t.Errorf("report %q", msg)
+	}
+	time.Sleep(4 * time.Second) // an outage longer than a call's retries
+	restarted := false
+	select {
+	case r := <-got:
+		restarted = c.RestartComponent("kube-apiserver") == nil
+		t.Errorf("the 10 min lock wait ended in an outage longer than one call's retries: %v, %v", r.l, r.err)
+	default:
+	}
+	if !restarted {
+		if err := c.RestartComponent("kube-apiserver"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if t.Failed() {
+		l.Unlock()
+		return
+	}
+	if msg := <-reports; !strings.Contains(msg, "is back") {
+		t.Errorf("report %q, want it back", msg)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("B, once A released the lock: %v", r.err)
+	}
+	r.l.Unlock()
+	close(reports)
+	for msg := range reports {
+		if strings.Contains(msg, "cannot be reached") || strings.Contains(msg, "is back") {
+			t.Errorf("said again: %q", msg)
+		}
+	}
 }

@@ -9,12 +9,15 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/trialform/trialform/internal/duration"
+	"github.com/trialform/trialform/internal/netretry"
 	"github.com/trialform/trialform/state"
 )
 
@@ -86,6 +89,14 @@ func (b *Backend) Lock(ctx context.Context, operation, version string, timeout t
 
 // LockExperiments takes the lock of the named experiments (the whole
 // state when none is named), waiting up to timeout.
+//
+// A wait (timeout > 0) tries each call once: while the apiserver cannot
+// be reached it tries again (0.2 s doubling to 2 s) until the timeout,
+// however long the outage, and never past it (a call that hangs ends at
+// the timeout), saying once that the apiserver cannot be reached and
+// once that it is back. A wait that runs out names the holder it last
+// met, or says that who holds the lock is not known. Without a wait, a
+// call is retried for up to 2 minutes, as every call is.
 func (b *Backend) LockExperiments(ctx context.Context, experiments []string, operation, version string, timeout time.Duration) (*state.Lock, error) {
 	exps := slices.Clone(experiments)
 	sort.Strings(exps)
@@ -93,35 +104,149 @@ func (b *Backend) LockExperiments(ctx context.Context, experiments []string, ope
 	info := state.NewLockInfo(operation, version, b.Location())
 	info.Backend = Name
 	info.Experiments = exps
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	wait := 20 * time.Millisecond
-	for {
-		h, locked, err := b.tryLock(info)
+	if timeout <= 0 {
+		tctx, cancel := background()
+		defer cancel()
+		h, locked, err := b.tryLock(tctx, info, nil)
 		if err != nil {
 			return nil, err
 		}
 		if h != nil {
 			return b.hold(h), nil
 		}
-		if timeout <= 0 {
-			return nil, locked
+		return nil, locked
+	}
+	deadline := time.Now().Add(timeout)
+	wait := 20 * time.Millisecond
+	var locked error       // the holder last met
+	var down time.Time     // since when the apiserver cannot be reached; zero: it can
+	var unreachable error  // its last error
+	var away time.Duration // how long it could not be reached, in all
+	tries := 0             // tries since it went away
+	dirty := false         // a try may have left a Lease of this wait (created, not given back)
+	for {
+		// Never past the deadline, but a last try gets a moment.
+		end := deadline
+		if soon := time.Now().Add(2 * time.Second); soon.After(end) {
+			end = soon
+		}
+		parent := ctx
+		if ctx.Err() != nil {
+			// One try even when ctx is done: the error then names the
+			// holder.
+			parent, end = context.WithoutCancel(ctx), time.Now().Add(5*time.Second)
+		}
+		tctx, cancel := context.WithDeadline(oneTry(parent), end)
+		var leftLease bool
+		h, l, err := b.tryLock(tctx, info, &leftLease)
+		cancel()
+		dirty = dirty || leftLease
+		if err != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("stopped waiting for the state lock (%w): %w", ctx.Err(), b.waitEnd(locked, down, away, unreachable, info, dirty))
+		}
+		var ue *unreachableError
+		if err != nil && !errors.As(err, &ue) {
+			return nil, err
+		}
+		if err != nil {
+			if down.IsZero() {
+				down, tries = time.Now(), 0
+				b.reportf("the Kubernetes apiserver %s cannot be reached while waiting for the lock of %s (%v); retrying until the lock timeout (%s left)",
+					b.c.host, lockWhat(exps), shortErr(ue.err), duration.Format(max(0, time.Until(deadline)).Round(time.Second)))
+			}
+			unreachable = err
+			tries++
+		} else if !down.IsZero() {
+			away += time.Since(down)
+			b.reportf("the Kubernetes apiserver %s is back after %s; still waiting for the lock of %s", b.c.host,
+				duration.Format(time.Since(down).Round(time.Second)), lockWhat(exps))
+			down = time.Time{}
+		}
+		if h != nil {
+			return b.hold(h), nil
+		}
+		if err == nil {
+			locked = l
+			if le := (*state.LockedError)(nil); errors.As(l, &le) {
+				b.waiting.Store(le)
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stopped waiting for the state lock (%w): %w", ctx.Err(), b.waitEnd(locked, down, away, unreachable, info, dirty))
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, state.GaveUp(timeout, locked)
+			return nil, state.GaveUp(timeout, b.waitEnd(locked, down, away, unreachable, info, dirty))
 		}
-		t := time.NewTimer(min(wait, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("stopped waiting for the state lock (%w): %w", ctx.Err(), locked)
-		case <-t.C:
+		pause := min(wait, left)
+		if !down.IsZero() {
+			pause = min(netretry.Policy{Base: 200 * time.Millisecond, Max: 2 * time.Second}.Backoff(tries), left)
 		}
-		wait = min(2*wait, time.Second)
+		if netretry.Sleep(ctx, pause) != nil {
+			continue // the loop ends it, naming the holder
+		}
+		if down.IsZero() {
+			wait = min(2*wait, time.Second)
+		}
 	}
+}
+
+// waitEnd is why a lock wait ended without the lock: the holder it last
+// met, and the outage if the apiserver could not be reached. A try that
+// failed may have left a Lease of the wait (created, then not given back
+// while the apiserver could not be reached): it is deleted, or named.
+func (b *Backend) waitEnd(locked error, down time.Time, away time.Duration, unreachable error, info state.LockInfo, dirty bool) error {
+	var end error
+	switch {
+	case !down.IsZero() && locked != nil:
+		end = fmt.Errorf("%w; and then the Kubernetes apiserver %s could not be reached for the last %s: %w", locked, b.c.host,
+			duration.Format(time.Since(down).Round(time.Second)), unreachable)
+	case !down.IsZero():
+		end = fmt.Errorf("the Kubernetes apiserver %s could not be reached for the last %s of the wait, so who holds the lock is not known: %w", b.c.host,
+			duration.Format(time.Since(down).Round(time.Second)), unreachable)
+	case away > 0:
+		end = fmt.Errorf("%w (the Kubernetes apiserver %s could not be reached for %s of the wait)", locked, b.c.host, duration.Format(away.Round(time.Second)))
+	default:
+		end = locked
+	}
+	if dirty {
+		ctx, cancel := context.WithTimeout(oneTry(context.Background()), 5*time.Second)
+		defer cancel()
+		if err := b.dropLeases(ctx, info.ID); err != nil {
+			end = fmt.Errorf("%w. A Lease this wait created may be left (the apiserver could not be reached to delete it): "+
+				"if `trialform show` lists the lock %s, release it with `trialform force-unlock %s`", end, info.ID, info.ID)
+		}
+	}
+	return end
+}
+
+// dropLeases deletes the lock Leases of the lock ID id.
+func (b *Backend) dropLeases(ctx context.Context, id string) error {
+	leases, err := b.lockLeases(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range leases {
+		l := &leases[i]
+		if info, _ := leaseInfo(l); info.ID != id && l.Annotations[annotLockID] != id {
+			continue
+		}
+		if err := b.c.deleteLease(ctx, l.Name, l.ResourceVersion); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockWhat names the experiments of a lock (the whole state: none).
+func lockWhat(names []string) string {
+	switch len(names) {
+	case 0:
+		return "the whole state"
+	case 1:
+		return "experiment " + names[0]
+	}
+	return "experiments " + strings.Join(names, ", ")
 }
 
 func (b *Backend) newLease(name, scope, exp string, info state.LockInfo) *coordv1.Lease {
@@ -149,18 +274,30 @@ func (b *Backend) newLease(name, scope, exp string, info state.LockInfo) *coordv
 }
 
 // tryLock makes one attempt: the lock, or the error naming its holder
-// (a *state.LockedError, wrapped when the holder's Lease is stale).
-func (b *Backend) tryLock(info state.LockInfo) (*held, error, error) {
-	ctx, cancel := background()
-	defer cancel()
+// (a *state.LockedError, wrapped when the holder's Lease is stale). When
+// it fails, *left (if not nil) says whether a Lease it created may be
+// left: a create whose answer was lost, a give-back that failed.
+func (b *Backend) tryLock(ctx context.Context, info state.LockInfo, left *bool) (*held, error, error) {
 	h := &held{info: info, whole: len(info.Experiments) == 0, leases: map[string]*coordv1.Lease{}}
+	mayBeLeft := func() {
+		if left != nil {
+			*left = true
+		}
+	}
 	giveBack := func() {
 		for n, l := range h.leases {
-			b.c.deleteLease(ctx, n, l.ResourceVersion)
+			if err := b.c.deleteLease(ctx, n, l.ResourceVersion); err != nil && !apierrors.IsNotFound(err) {
+				mayBeLeft()
+			}
 		}
 	}
 	take := func(name, scope, exp string) (error, error) {
 		l, err := b.c.createLease(ctx, b.newLease(name, scope, exp, info))
+		if err != nil && !errors.Is(err, syscall.ECONNREFUSED) {
+			if retry, _ := transient(err); retry || ctx.Err() != nil {
+				mayBeLeft() // it may have reached the apiserver
+			}
+		}
 		for range 5 {
 			if !apierrors.IsAlreadyExists(err) {
 				break
