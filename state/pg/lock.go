@@ -87,7 +87,7 @@ func (b *Backend) keepAlive(h *held) {
 			h.forced = true
 			h.mu.Unlock()
 			b.say(fmt.Sprintf("state backend pg: the lock %s (%s) was released by someone else (force-unlock?): this command no longer holds it, "+
-				"and its saves are refused once another command has written what it locked", h.info.ID, lockScope(h)))
+				"and its saves and metric points of what it locked are refused from now on", h.info.ID, lockScope(h)))
 			return
 		}
 		var other *state.LockedError
