@@ -14,8 +14,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -162,30 +160,6 @@ func serveTLS(t *testing.T, names []string, notBefore, notAfter time.Time) (url,
 	return srv.URL, base64.StdEncoding.EncodeToString(caPEM)
 }
 
-// kubeconfigCA is kubeconfigFor with the cluster's certificate-authority-data.
-func kubeconfigCA(t *testing.T, server, caData string) string {
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := `apiVersion: v1
-kind: Config
-clusters:
-- name: lab
-  cluster:
-    server: ` + server + `
-    certificate-authority-data: ` + caData + `
-contexts:
-- name: lab
-  context: {cluster: lab, user: lab}
-current-context: lab
-users:
-- name: lab
-  user: {token: ` + reachToken + `}
-`
-	if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // A server whose certificate, signed by the CA the kubeconfig trusts, has
 // expired or names other hosts: each is said so at once, naming the
 // server and what to do, and not retried.
@@ -203,7 +177,7 @@ func TestValidateBadServerCertificate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url, ca := serveTLS(t, tc.names, tc.from, tc.to)
-			p, err := k8s.New(k8s.Config{Kubeconfig: kubeconfigCA(t, url, ca)})
+			p, err := k8s.New(k8s.Config{Kubeconfig: kubeconfigFor(t, url, ca)})
 			if err != nil {
 				t.Fatal(err)
 			}

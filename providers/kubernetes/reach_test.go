@@ -17,16 +17,20 @@ import (
 const reachToken = "s3cr3t-token-do-not-print"
 
 // kubeconfigFor writes a kubeconfig whose context "lab" points at server
-// with a bearer token.
-func kubeconfigFor(t *testing.T, server string) string {
+// with a bearer token (and trusts the base64 PEM caData, if given).
+func kubeconfigFor(t *testing.T, server string, caData ...string) string {
 	p := filepath.Join(t.TempDir(), "kubeconfig")
+	ca := ""
+	if len(caData) > 0 {
+		ca = "    certificate-authority-data: " + caData[0] + "\n"
+	}
 	cfg := `apiVersion: v1
 kind: Config
 clusters:
 - name: lab
   cluster:
     server: ` + server + `
-contexts:
+` + ca + `contexts:
 - name: lab
   context: {cluster: lab, user: lab}
 current-context: lab
