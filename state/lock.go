@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,18 @@ type Lock struct {
 
 	mu      sync.Mutex
 	release func() error // nil once unlocked
+}
+
+// LockedWhat names what a lock of experiments holds, for messages: "the
+// whole state" (none named), "experiment a", "experiments a, b".
+func LockedWhat(experiments []string) string {
+	switch len(experiments) {
+	case 0:
+		return "the whole state"
+	case 1:
+		return "experiment " + experiments[0]
+	}
+	return "experiments " + strings.Join(experiments, ", ")
 }
 
 // NewLock returns a held lock described by info that release gives back

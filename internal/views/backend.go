@@ -28,10 +28,7 @@ func BackendNote(w io.Writer, name, location string, locks []state.LockInfo, err
 
 // LockHolder is one lock as people read it.
 func LockHolder(l state.LockInfo) string {
-	what := "the whole state"
-	if len(l.Experiments) > 0 {
-		what = "experiment " + strings.Join(l.Experiments, ", ")
-	}
+	what := state.LockedWhat(l.Experiments)
 	op := l.Operation
 	if op == "" {
 		op = "a command"

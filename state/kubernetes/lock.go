@@ -152,14 +152,14 @@ func (b *Backend) LockExperiments(ctx context.Context, experiments []string, ope
 			if down.IsZero() {
 				down, tries = time.Now(), 0
 				b.reportf("the Kubernetes apiserver %s cannot be reached while waiting for the lock of %s (%v); retrying until the lock timeout (%s left)",
-					b.c.host, lockWhat(exps), shortErr(ue.err), duration.Format(max(0, time.Until(deadline)).Round(time.Second)))
+					b.c.host, state.LockedWhat(exps), shortErr(ue.err), duration.Format(max(0, time.Until(deadline)).Round(time.Second)))
 			}
 			unreachable = err
 			tries++
 		} else if !down.IsZero() {
 			away += time.Since(down)
 			b.reportf("the Kubernetes apiserver %s is back after %s; still waiting for the lock of %s", b.c.host,
-				duration.Format(time.Since(down).Round(time.Second)), lockWhat(exps))
+				duration.Format(time.Since(down).Round(time.Second)), state.LockedWhat(exps))
 			down = time.Time{}
 		}
 		if h != nil {
@@ -236,17 +236,6 @@ func (b *Backend) dropLeases(ctx context.Context, id string) error {
 		}
 	}
 	return nil
-}
-
-// lockWhat names the experiments of a lock (the whole state: none).
-func lockWhat(names []string) string {
-	switch len(names) {
-	case 0:
-		return "the whole state"
-	case 1:
-		return "experiment " + names[0]
-	}
-	return "experiments " + strings.Join(names, ", ")
 }
 
 func (b *Backend) newLease(name, scope, exp string, info state.LockInfo) *coordv1.Lease {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -221,12 +220,9 @@ func (b *Backend) checkMetrics(batches []state.MetricsBatch) error {
 // lockScope names what h locks, for messages.
 func lockScope(h *held) string {
 	if h.whole {
-		return "the whole state"
+		return state.LockedWhat(nil)
 	}
-	if len(h.info.Experiments) == 1 {
-		return "experiment " + h.info.Experiments[0]
-	}
-	return "experiments " + strings.Join(h.info.Experiments, ", ")
+	return state.LockedWhat(h.info.Experiments)
 }
 
 // keepAliveEvery is how often a held lock's connection is checked.
@@ -298,14 +294,14 @@ func (b *Backend) LockExperiments(ctx context.Context, experiments []string, ope
 			if down.IsZero() {
 				down, tries = time.Now(), 0
 				b.say(fmt.Sprintf("state backend pg: the server (%s) cannot be reached while waiting for the lock of %s (%v); retrying until the lock timeout (%s left)",
-					b.where, lockWhat(names), rootCause(err), duration.Format(max(0, time.Until(deadline)).Round(time.Second))))
+					b.where, state.LockedWhat(names), rootCause(err), duration.Format(max(0, time.Until(deadline)).Round(time.Second))))
 			}
 			unreachable = err
 			tries++
 		} else if !down.IsZero() {
 			away += time.Since(down)
 			b.say(fmt.Sprintf("state backend pg: the server (%s) is back after %s; still waiting for the lock of %s", b.where,
-				duration.Format(time.Since(down).Round(time.Second)), lockWhat(names)))
+				duration.Format(time.Since(down).Round(time.Second)), state.LockedWhat(names)))
 			down = time.Time{}
 		}
 		if err == nil {
@@ -360,17 +356,6 @@ func (b *Backend) say(msg string) {
 	if b.report != nil {
 		b.report(msg)
 	}
-}
-
-// lockWhat names the experiments of a lock (the whole state: none).
-func lockWhat(names []string) string {
-	switch len(names) {
-	case 0:
-		return "the whole state"
-	case 1:
-		return "experiment " + names[0]
-	}
-	return "experiments " + strings.Join(names, ", ")
 }
 
 // rootCause is the driver's error under the backend's (the connect
@@ -632,11 +617,7 @@ func (b *Backend) ForceUnlock(id string) error {
 }
 
 func lockLine(li state.LockInfo) string {
-	what := "the whole state"
-	if len(li.Experiments) > 0 {
-		what = fmt.Sprintf("experiments %v", li.Experiments)
-	}
-	return fmt.Sprintf("%s by %s (pid %d, %s, since %s, lock ID %s)", what, li.Operation, li.PID, li.Who, li.Created.Format(time.RFC3339), li.ID)
+	return fmt.Sprintf("%s by %s (pid %d, %s, since %s, lock ID %s)", state.LockedWhat(li.Experiments), li.Operation, li.PID, li.Who, li.Created.Format(time.RFC3339), li.ID)
 }
 
 func joinLines(s []string) string {
