@@ -224,6 +224,9 @@ type Backend struct {
 	trustRefs bool
 	warnings  []string
 	held      *heldLocks // the locks this client holds now
+	// lockMu guards held as well (it changes under both): metric appends
+	// read it without waiting for a save.
+	lockMu sync.Mutex
 	// waiting is the holder a lock wait of this client last met (for
 	// tests: the wait has begun).
 	waiting atomic.Pointer[state.LockedError]

@@ -702,9 +702,10 @@ func TestOrphanPartsCollected(t *testing.T) {
 }
 
 // The conflict check of an experiment lock is the experiment's own: a
-// holder whose experiment someone else wrote since it loaded it (its lock
-// was forced away) is refused, naming it; others' saves of other
-// experiments are not conflicts (TestScopedSaves).
+// holder whose experiment someone else wrote since it loaded it (here a
+// command that took no lock) is refused, naming it; others' saves of
+// other experiments are not conflicts (TestScopedSaves). (A holder whose
+// lock was forced away is refused before that: TestForceUnlockedHolderIsRefused.)
 func TestExperimentConflict(t *testing.T) {
 	ctx := context.Background()
 	suffix := newSuffix()
@@ -717,17 +718,9 @@ func TestExperimentConflict(t *testing.T) {
 	defer la.Unlock()
 	sa := mustLoad(t, a)
 	b := open(t, suffix)
-	if err := b.ForceUnlock(la.Info().ID); err != nil {
-		t.Fatal(err)
-	}
-	lb, err := b.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sb := mustLoad(t, b)
 	sb.Experiments["mnist"].Trials["t0000"].Attempts = 7
 	mustSave(t, b, sb)
-	lb.Unlock()
 	sa.Experiments["mnist"].Trials["t0001"].Attempts = 9
 	err = a.Save(sa)
 	var ce *state.ConflictError
@@ -960,5 +953,150 @@ func TestLockWaitOutlivesAnOutageLongerThanACall(t *testing.T) {
 		if strings.Contains(msg, "cannot be reached") || strings.Contains(msg, "is back") {
 			t.Errorf("said again: %q", msg)
 		}
+	}
+}
+
+// A holder whose Leases someone deleted with force-unlock while it ran
+// is refused, for good, whatever it writes of what it locked: a save
+// (checked against the Leases as it saves, before its renewal noticed),
+// metric points, and a Replace under a whole-state lock (noticed by its
+// renewal); it says so once, and a later save is refused too, naming
+// who holds the lock now.
+func TestForceUnlockedHolderIsRefused(t *testing.T) {
+	ctx := context.Background()
+	pts := []state.MetricPoint{{Type: "FINAL", Value: []byte("1"), Time: time.Now()}}
+	t.Run("save", func(t *testing.T) {
+		suffix := newSuffix()
+		mustSave(t, open(t, suffix), backendtest.Sample(3))
+		a := open(t, suffix)
+		var mu sync.Mutex
+		var told []string
+		a.SetReporter(func(msg string) { mu.Lock(); told = append(told, msg); mu.Unlock() })
+		la, err := a.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer la.Unlock()
+		sa := mustLoad(t, a)
+		b := open(t, suffix)
+		if err := b.ForceUnlock(la.Info().ID); err != nil {
+			t.Fatal(err)
+		}
+		sa.Experiments["mnist"].Trials["t0001"].Attempts = 9
+		err = a.Save(sa)
+		if err == nil || !strings.Contains(err.Error(), "someone released it with force-unlock; not writing") || !strings.Contains(err.Error(), la.Info().ID) {
+			t.Fatalf("the save of a force-unlocked holder: %v, want it refused naming force-unlock", err)
+		}
+		if err := a.AppendMetrics("mnist", "t0001", pts); err == nil || !strings.Contains(err.Error(), "someone released it with force-unlock; not writing") {
+			t.Fatalf("metric points of a force-unlocked holder: %v, want them refused", err)
+		}
+		if got, err := a.ReadMetrics("mnist", "t0001"); err != nil || len(got) != 0 {
+			t.Fatalf("the refused points: %v, %v", got, err)
+		}
+		// Someone takes the lock: still refused, naming them.
+		lb, err := b.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lb.Unlock()
+		err = a.Save(sa)
+		if err == nil || !strings.Contains(err.Error(), "someone released it with force-unlock; not writing") || !strings.Contains(err.Error(), lb.Info().ID) {
+			t.Fatalf("the next save of a force-unlocked holder: %v, want it refused naming the holder now", err)
+		}
+		if got := mustLoad(t, open(t, suffix)); got.Experiments["mnist"].Trials["t0001"].Attempts == 9 {
+			t.Fatal("the refused save was written")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, m := range told {
+			if strings.Contains(m, "was released by someone else (force-unlock?)") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("the holder was told %d times, want once: %q", n, told)
+		}
+	})
+	t.Run("replace", func(t *testing.T) {
+		suffix := newSuffix()
+		mustSave(t, open(t, suffix), backendtest.Sample(3))
+		a := open(t, suffix)
+		a.leaseDuration = time.Second // renewed every 250ms
+		told := make(chan string, 100)
+		a.SetReporter(func(msg string) { told <- msg })
+		la, err := a.Lock(ctx, "state push", "v", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer la.Unlock()
+		sa := mustLoad(t, a)
+		if err := open(t, suffix).ForceUnlock(la.Info().ID); err != nil {
+			t.Fatal(err)
+		}
+		// The renewal notices.
+		for msg := range told {
+			if strings.Contains(msg, "was released by someone else (force-unlock?)") {
+				break
+			}
+		}
+		if err := a.AppendMetrics("mnist", "t0001", pts); err == nil || !strings.Contains(err.Error(), "someone released it with force-unlock; not writing") {
+			t.Fatalf("metric points of a force-unlocked holder: %v, want them refused", err)
+		}
+		sa.Serial += 10
+		err = a.Replace(sa)
+		if err == nil || !strings.Contains(err.Error(), "replace state") || !strings.Contains(err.Error(), "someone released it with force-unlock; not writing") {
+			t.Fatalf("a Replace by a force-unlocked holder: %v, want it refused naming force-unlock", err)
+		}
+		if got := mustLoad(t, open(t, suffix)); got.Serial == sa.Serial {
+			t.Fatal("the refused Replace was written")
+		}
+	})
+}
+
+// A holder whose Lease went stale while the apiserver was down, and
+// which renewed it itself once it was back, still holds its lock: its
+// saves and metric points go in (a stale Lease is not a force-unlock).
+func TestLeaseStaleInAnOutageStaysTheHolders(t *testing.T) {
+	c := controlPlane(t)
+	ctx := context.Background()
+	suffix := newSuffix()
+	mustSave(t, open(t, suffix), backendtest.Sample(3))
+	a := open(t, suffix)
+	a.leaseDuration = time.Second // renewed every 250ms
+	la, err := a.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa := mustLoad(t, a)
+	admin := c.Client.CoordinationV1().Leases("tfstate")
+	before, err := admin.Get(ctx, a.expLease("mnist"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.StopComponent("kube-apiserver")
+	time.Sleep(3 * time.Second) // past the Lease's 1 s: stale
+	if err := c.RestartComponent("kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	// Stale, then renewed by its holder (the admin's reads fail until
+	// the apiserver is ready).
+	for {
+		cur, err := admin.Get(ctx, a.expLease("mnist"), metav1.GetOptions{})
+		if err == nil && cur.ResourceVersion != before.ResourceVersion && cur.Spec.RenewTime.Sub(before.Spec.RenewTime.Time) > 2*time.Second {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	sa.Experiments["mnist"].Trials["t0001"].Attempts = 9
+	mustSave(t, a, sa)
+	if err := a.AppendMetrics("mnist", "t0001", []state.MetricPoint{{Type: "FINAL", Value: []byte("1"), Time: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := la.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLoad(t, open(t, suffix)); got.Experiments["mnist"].Trials["t0001"].Attempts != 9 {
+		t.Fatal("the save after the outage was not written")
 	}
 }

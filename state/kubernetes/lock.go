@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -58,9 +59,14 @@ type held struct {
 	whole  bool
 	mu     sync.Mutex
 	leases map[string]*coordv1.Lease // by name: the version last written
-	lost   bool
-	stop   chan struct{}
-	done   chan struct{}
+	// lost: someone deleted a Lease of it (force-unlock) while this client
+	// held it; it is not taken again, and what this client writes under it
+	// is refused from then on.
+	lost bool
+	// now is who holds it now, as last seen (nil: nobody, or not known).
+	now  *state.LockInfo
+	stop chan struct{}
+	done chan struct{}
 }
 
 // scope returns the experiments this client may write: nil when it holds
@@ -403,10 +409,12 @@ func leaseStale(l *coordv1.Lease) (bool, time.Time, time.Duration) {
 func (b *Backend) hold(h *held) *state.Lock {
 	h.stop, h.done = make(chan struct{}), make(chan struct{})
 	b.mu.Lock()
+	b.lockMu.Lock()
 	if b.held == nil {
 		b.held = &heldLocks{}
 	}
 	b.held.locks = append(b.held.locks, h)
+	b.lockMu.Unlock()
 	b.mu.Unlock()
 	go b.renew(h)
 	ctx, cancel := background()
@@ -485,10 +493,12 @@ func (b *Backend) renewOnce(ctx context.Context, h *held) error {
 					continue
 				}
 			}
-			h.mu.Lock()
-			h.lost = true
-			h.mu.Unlock()
-			return fmt.Errorf("the lock %s (Lease %s/%s) was released by someone else (force-unlock?): this command no longer holds it", h.info.ID, b.ns, n)
+			var now *state.LockInfo
+			if ci, ok := leaseInfo(cur); gerr == nil && ok {
+				now = &ci
+			}
+			b.released(h, n, now)
+			return nil
 		}
 		// Unreachable for longer than the client retries, or refused:
 		// tried again at the next tick; the Lease goes stale but still
@@ -498,14 +508,127 @@ func (b *Backend) renewOnce(ctx context.Context, h *held) error {
 	return nil
 }
 
+// released records that a Lease of h (named lease) was deleted by
+// someone else, or is another's now (who holds it, when known): h is
+// lost for good. The holder is told once.
+func (b *Backend) released(h *held, lease string, now *state.LockInfo) {
+	h.mu.Lock()
+	first := !h.lost
+	h.lost = true
+	if now != nil {
+		h.now = now
+	}
+	h.mu.Unlock()
+	if first {
+		b.reportf("the lock %s (Lease %s/%s) was released by someone else (force-unlock?): this command no longer holds it, "+
+			"and what it writes of %s is refused from then on", h.info.ID, b.ns, lease, lockWhat(h.info.Experiments))
+	}
+}
+
+// checkHeld, before a save or a Replace (what names it for the message)
+// writes its index, reads the lock Leases (one list) and refuses it, for
+// good, when a lock this client holds was released by someone else
+// (force-unlock) since it took it: its Leases are gone, or another's. A
+// Lease that went stale and was renewed by its holder is still its own.
+// The caller holds b.mu.
+func (b *Backend) checkHeld(ctx context.Context, what string) error {
+	if b.held == nil || len(b.held.locks) == 0 {
+		return nil
+	}
+	hs := slices.Clone(b.held.locks)
+	leases, err := b.lockLeases(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	byName := map[string]*coordv1.Lease{}
+	for i := range leases {
+		byName[leases[i].Name] = &leases[i]
+	}
+	for _, h := range hs {
+		h.mu.Lock()
+		names := slices.Collect(maps.Keys(h.leases))
+		h.mu.Unlock()
+		sort.Strings(names)
+		for _, n := range names {
+			l := byName[n]
+			ci, ok := leaseInfo(l)
+			if ok && ci.ID == h.info.ID {
+				continue
+			}
+			var now *state.LockInfo
+			if ok {
+				now = &ci
+			}
+			b.released(h, n, now)
+			break
+		}
+		if err := b.lockGone(h, what); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockGone is the refusal, for good, of a write under h when someone
+// released h with force-unlock; nil otherwise.
+func (b *Backend) lockGone(h *held, what string) error {
+	h.mu.Lock()
+	lost, now := h.lost, h.now
+	h.mu.Unlock()
+	if !lost {
+		return nil
+	}
+	holder := ""
+	if now != nil {
+		holder = fmt.Sprintf(" (%s holds it now)", lockLine(*now))
+	}
+	return fmt.Errorf(`%s: backend "kubernetes" (%s): this command no longer holds the lock %s (%s): someone released it with force-unlock; not writing%s. `+
+		`Run the command again (it waits for whoever holds the lock now)`, what, b.Location(), h.info.ID, lockWhat(h.info.Experiments), holder)
+}
+
+// checkMetrics refuses metric points of an experiment whose lock this
+// client held and someone released with force-unlock: whoever holds it
+// now reads those trials' points again from where they run, and may have
+// removed the experiment's series. It reads only what the renewals and
+// the saves found, no call.
+func (b *Backend) checkMetrics(batches []state.MetricsBatch) error {
+	b.lockMu.Lock()
+	var hs []*held
+	if b.held != nil {
+		hs = slices.Clone(b.held.locks)
+	}
+	b.lockMu.Unlock()
+	for _, h := range hs {
+		covers := h.whole
+		for _, bt := range batches {
+			covers = covers || slices.Contains(h.info.Experiments, bt.Experiment)
+		}
+		if !covers {
+			continue
+		}
+		if err := b.lockGone(h, "append metric points"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockLine names a lock's holder: what, by whom, since when, its ID.
+func lockLine(li state.LockInfo) string {
+	return fmt.Sprintf("%s by %s (pid %d, %s, since %s, lock ID %s)", lockWhat(li.Experiments), li.Operation, li.PID, li.Who,
+		li.Created.Format(time.RFC3339), li.ID)
+}
+
 // unlock stops renewing h and deletes its Leases, those still ours.
 func (b *Backend) unlock(h *held) error {
 	close(h.stop)
 	<-h.done
 	b.mu.Lock()
+	b.lockMu.Lock()
 	if b.held != nil {
 		b.held.locks = slices.DeleteFunc(b.held.locks, func(x *held) bool { return x == h })
 	}
+	b.lockMu.Unlock()
 	b.mu.Unlock()
 	ctx, cancel := background()
 	defer cancel()

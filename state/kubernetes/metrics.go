@@ -88,6 +88,12 @@ func (b *Backend) AppendMetricsBatch(batches []state.MetricsBatch) error {
 			s.lines = append(append(s.lines, l...), '\n')
 		}
 	}
+	if len(order) == 0 {
+		return nil
+	}
+	if err := b.checkMetrics(batches); err != nil {
+		return err
+	}
 	ctx, cancel := background()
 	defer cancel()
 	return parallel(len(order), func(i int) error {

@@ -684,6 +684,14 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 		undo()
 		return 0, fmt.Errorf("save state: %w", err)
 	}
+	// Never a save under a lock someone released with force-unlock
+	// (Replace checks before it begins).
+	if !ch.replace {
+		if err := b.checkHeld(ctx, "save state"); err != nil {
+			undo()
+			return 0, err
+		}
+	}
 	b.trustRefs = false // until this commit is done
 	base, baseRV := ch.base, ch.baseRV
 	for attempt := 0; ; attempt++ {
@@ -923,6 +931,11 @@ func (b *Backend) Replace(s *state.State) error {
 	defer cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// Never under a lock someone released with force-unlock: someone
+	// else may hold the state now.
+	if err := b.checkHeld(ctx, "replace state"); err != nil {
+		return err
+	}
 	cur, rv, err := b.readIndex(ctx)
 	if err != nil {
 		return err
