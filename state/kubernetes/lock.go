@@ -521,7 +521,7 @@ func (b *Backend) released(h *held, lease string, now *state.LockInfo) {
 	h.mu.Unlock()
 	if first {
 		b.reportf("the lock %s (Lease %s/%s) was released by someone else (force-unlock?): this command no longer holds it, "+
-			"and what it writes of %s is refused from then on", h.info.ID, b.ns, lease, lockWhat(h.info.Experiments))
+			"and what it writes of %s is refused from then on", h.info.ID, b.ns, lease, state.LockedWhat(h.info.Experiments))
 	}
 }
 
@@ -583,7 +583,7 @@ func (b *Backend) lockGone(h *held, what string) error {
 		holder = fmt.Sprintf(" (%s holds it now)", lockLine(*now))
 	}
 	return fmt.Errorf(`%s: backend "kubernetes" (%s): this command no longer holds the lock %s (%s): someone released it with force-unlock; not writing%s. `+
-		`Run the command again (it waits for whoever holds the lock now)`, what, b.Location(), h.info.ID, lockWhat(h.info.Experiments), holder)
+		`Run the command again (it waits for whoever holds the lock now)`, what, b.Location(), h.info.ID, state.LockedWhat(h.info.Experiments), holder)
 }
 
 // checkMetrics refuses metric points of an experiment whose lock this
@@ -615,7 +615,7 @@ func (b *Backend) checkMetrics(batches []state.MetricsBatch) error {
 
 // lockLine names a lock's holder: what, by whom, since when, its ID.
 func lockLine(li state.LockInfo) string {
-	return fmt.Sprintf("%s by %s (pid %d, %s, since %s, lock ID %s)", lockWhat(li.Experiments), li.Operation, li.PID, li.Who,
+	return fmt.Sprintf("%s by %s (pid %d, %s, since %s, lock ID %s)", state.LockedWhat(li.Experiments), li.Operation, li.PID, li.Who,
 		li.Created.Format(time.RFC3339), li.ID)
 }
 
