@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/trialform/trialform/internal/testdeps"
 )
 
 // upstream is a real git repository (the git binary) the tests commit to.
@@ -22,7 +24,7 @@ type upstream struct {
 func newUpstream(t *testing.T) *upstream {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git binary")
+		testdeps.Require(t, "git", "the git binary is not on PATH (scripts/deps.sh installs it)")
 	}
 	u := &upstream{t: t, dir: filepath.Join(t.TempDir(), "up")}
 	os.MkdirAll(filepath.Join(u.dir, "defs"), 0o755)
