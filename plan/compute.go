@@ -1088,8 +1088,8 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[
 	return hist
 }
 
-// multiValues is a trial's value of each of cfg's objectives (the first
-// is its Value, the others keys of its final result), false when one is
+// multiValues is a trial's value of each of cfg's objectives, each the key
+// of its final result (Value only says it has one), false when one is
 // missing or not finite.
 func multiValues(cfg *schema.Experiment, t *state.Trial) ([]float64, bool) {
 	if t.Value == nil {
@@ -1097,10 +1097,10 @@ func multiValues(cfg *schema.Experiment, t *state.Trial) ([]float64, bool) {
 	}
 	out := make([]float64, len(cfg.Objectives))
 	for i, o := range cfg.Objectives {
-		v, ok := *t.Value, true
-		if i > 0 {
-			v, ok = t.Final[o.Metric]
-		}
+		// Every one from the final result, the first too: Value is the
+		// first objective of the trial's own generation, which an earlier
+		// generation may have named or ordered otherwise.
+		v, ok := t.Final[o.Metric]
 		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, false
 		}

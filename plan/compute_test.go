@@ -12,6 +12,7 @@ import (
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/tuner"
 	"github.com/trialform/trialform/tuner/space"
 )
 
@@ -1061,5 +1062,34 @@ func TestObserveMasksSecretsInMetrics(t *testing.T) {
 	}
 	if metrics[0].Value == "" || !strings.Contains(metrics[0].Value, secret) {
 		t.Errorf("the observation the caller passed was changed: %q", metrics[0].Value)
+	}
+}
+
+// The tuner is told every objective from a trial's final result, in the
+// configuration's order: a trial of an earlier generation, when the
+// objectives were [acc, latency], is told as (latency, acc) once they
+// are reordered, not with its old first objective (acc) as latency.
+func TestHistoryMultiObjectiveReordered(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.Objectives = []schema.Objective{{Metric: "latency", Goal: "minimize"}, {Metric: "acc", Goal: "maximize"}}
+		e.Objective = e.Objectives[0]
+		e.Tuner = schema.TunerSpec{Name: "random"}
+	})
+	old := trial(0, state.Succeeded, 0.9) // generation 1: Value is acc's
+	old.Final = map[string]float64{"acc": 0.9, "latency": 12}
+	cur := trial(1, state.Succeeded, 20)
+	cur.Generation = 2
+	cur.Final = map[string]float64{"acc": 0.7, "latency": 20}
+	st := applied(cfg, old, cur)
+	st.Experiments["exp"].Generation = 2
+	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, nil)
+	if len(h) != 2 {
+		t.Fatalf("history %+v, want 2 trials", h)
+	}
+	for i, want := range [][]float64{{12, 0.9}, {20, 0.7}} {
+		o := h[i]
+		if o.State != tuner.Completed || len(o.Values) != 2 || o.Values[0] != want[0] || o.Values[1] != want[1] || o.Value != want[0] {
+			t.Errorf("%s: told %s value %v values %v, want completed %v", TrialID(o.Seq), o.State, o.Value, o.Values, want)
+		}
 	}
 }
