@@ -461,6 +461,16 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 			} else if why := trialproto.MissingObjective(m.Value, e.Metric); why != "" {
 				garbage = append(garbage, why)
 			}
+			// The other objectives' keys that hold no number (NaN,
+			// Infinity), kept in the reason of a trial still running so
+			// that the refresh that sees it end says it too.
+			for _, ob := range otherObjectives(e) {
+				if _, has := all[ob.Metric]; !has {
+					if why := trialproto.MissingObjective(m.Value, ob.Metric); why != "" && !strings.Contains(why, "has no key") {
+						garbage = append(garbage, why)
+					}
+				}
+			}
 		default:
 			t.NoteIntermediate(pt, e.Metric, e.Goal)
 			t.Intermediate++
@@ -496,6 +506,7 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 		case providers.PhaseSucceeded:
 			if missing := missingObjectives(e, t); t.Value != nil && len(missing) > 0 {
 				// Several objectives: every one is in the final result.
+				prev := t.Reason
 				t.Status = state.Failed
 				t.Reason = fmt.Sprintf("metrics unavailable: the final result lacks %s %s%s",
 					plural(len(missing), "objective", "objectives"), strings.Join(missing, ", "), reportedKeys(t.Final))
@@ -513,6 +524,9 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 					if len(whys) > 0 {
 						t.Reason = "metrics unavailable: " + strings.Join(limit(whys, 3), "; ")
 					}
+				} else if strings.HasPrefix(prev, unreadablePrefix+"the final result's ") {
+					// An earlier refresh read the final result.
+					t.Reason = "metrics unavailable: " + strings.TrimPrefix(prev, unreadablePrefix)
 				}
 			} else if t.Value != nil {
 				t.Status = state.Succeeded
@@ -587,6 +601,15 @@ func missingObjectives(e *state.Experiment, t *state.Trial) []string {
 		}
 	}
 	return out
+}
+
+// otherObjectives is every objective of a multi-objective experiment but
+// the first (Value holds that one); none with one objective.
+func otherObjectives(e *state.Experiment) []state.Objective {
+	if !e.MultiObjective() {
+		return nil
+	}
+	return e.Objectives[1:]
 }
 
 // reportedKeys says which keys a final result had, for a reason.
