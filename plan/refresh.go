@@ -466,7 +466,7 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 			// that the refresh that sees it end says it too.
 			for _, ob := range otherObjectives(e) {
 				if _, has := all[ob.Metric]; !has {
-					if why := trialproto.MissingObjective(m.Value, ob.Metric); why != "" && !strings.Contains(why, "has no key") {
+					if why := trialproto.MissingObjective(m.Value, ob.Metric); strings.HasPrefix(why, "the final result's ") {
 						garbage = append(garbage, why)
 					}
 				}
@@ -516,7 +516,7 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 					var whys []string
 					for _, o := range e.Objectives[1:] {
 						if _, ok := t.Final[o.Metric]; !ok {
-							if why := trialproto.MissingObjective(lastFinal, o.Metric); why != "" && !strings.Contains(why, "has no key") {
+							if why := trialproto.MissingObjective(lastFinal, o.Metric); strings.HasPrefix(why, "the final result's ") {
 								whys = append(whys, why)
 							}
 						}

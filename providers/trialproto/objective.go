@@ -58,8 +58,9 @@ func Objective(value string, metric string) (v float64, all map[string]float64, 
 
 // MissingObjective says why a final result value (JSON, as Objective
 // takes it) that Objective found no objective in does not hold it:
-// `no key "default" (got: acc, loss)`, or that the key's value is not a
-// number. "" when the value holds it.
+// `no key "default" (got: acc, loss)`, that the key's value is not a
+// number, or that a plain number counts as "default". "" when the value
+// holds it.
 func MissingObjective(value, metric string) string {
 	if metric == "" {
 		metric = "default"
@@ -70,6 +71,11 @@ func MissingObjective(value, metric string) string {
 	}
 	if why := FinalNotANumber(value, norm); why != "" {
 		return why
+	}
+	if f, err := strconv.ParseFloat(norm, 64); err == nil && metric != "default" {
+		// NNI's plain number is the key "default", not the objective.
+		return fmt.Sprintf("the final result is a plain number (%s), which counts as \"default\", not %q",
+			strconv.FormatFloat(f, 'g', -1, 64), metric)
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(norm), &obj); err != nil {

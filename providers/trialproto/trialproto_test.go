@@ -415,6 +415,7 @@ func TestFinalResultProblems(t *testing.T) {
 		{`{"default": null}`, "", `the final result's "default" is NaN, Infinity or null, not a number`},
 		{`{"default": 0.5}`, "", ""},
 		{`0.5`, "", ""},
+		{`0.5`, "acc", `the final result is a plain number (0.5), which counts as "default", not "acc"`},
 	} {
 		if got := MissingObjective(tc.value, tc.metric); got != tc.want {
 			t.Errorf("MissingObjective(%s, %q) = %q, want %q", tc.value, tc.metric, got, tc.want)
