@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -775,14 +776,16 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		}
 		c := CompareJSON{Name: e.Name, Goal: e.Goal, Metric: e.Metric, Points: [][2]float64{}}
 		var done []*state.Trial
+		vals := map[string]float64{}
 		for _, t := range e.Trials {
-			if t.Status == state.Succeeded && t.Value != nil {
+			if v, ok := compareValue(e, t); ok {
 				done = append(done, t)
+				vals[t.ID] = v
 			}
 		}
 		sort.Slice(done, func(i, j int) bool { return endOrder(done[i], done[j]) })
 		for i, t := range done {
-			v := *t.Value
+			v := vals[t.ID]
 			if i > 0 && !state.Better(e.Goal, v, c.Points[i-1][1]) {
 				v = c.Points[i-1][1]
 			}
@@ -791,6 +794,24 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		out = append(out, c)
 	}
 	writeJSON(w, map[string]any{"experiments": out, "serial": sn.st.Serial})
+}
+
+// compareValue is a succeeded trial's value of the experiment's (first)
+// objective as it is now: an earlier generation's Value is its own first
+// objective's, which may have been another metric (objectives reordered
+// or renamed), so without a strategy it is the final result's key.
+func compareValue(e *state.Experiment, t *state.Trial) (float64, bool) {
+	if t.Status != state.Succeeded || t.Value == nil {
+		return 0, false
+	}
+	if t.Generation == e.Generation || e.Strategy != "" {
+		return *t.Value, true
+	}
+	v, ok := t.Final[e.Metric]
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
 }
 
 func endOrder(a, b *state.Trial) bool {
