@@ -778,7 +778,7 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 		var done []*state.Trial
 		vals := map[string]float64{}
 		for _, t := range e.Trials {
-			if v, ok := compareValue(e, t); ok {
+			if v, ok := objectiveNow(e, t); ok {
 				done = append(done, t)
 				vals[t.ID] = v
 			}
@@ -796,11 +796,11 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"experiments": out, "serial": sn.st.Serial})
 }
 
-// compareValue is a succeeded trial's value of the experiment's (first)
+// objectiveNow is a succeeded trial's value of the experiment's (first)
 // objective as it is now: an earlier generation's Value is its own first
 // objective's, which may have been another metric (objectives reordered
 // or renamed), so without a strategy it is the final result's key.
-func compareValue(e *state.Experiment, t *state.Trial) (float64, bool) {
+func objectiveNow(e *state.Experiment, t *state.Trial) (float64, bool) {
 	if t.Status != state.Succeeded || t.Value == nil {
 		return 0, false
 	}

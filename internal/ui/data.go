@@ -487,9 +487,11 @@ type ImportanceJSON struct {
 // it is recomputed only when the number of succeeded trials changed.
 func (d *store) importanceOf(e *state.Experiment, params []ParamJSON) ImportanceJSON {
 	var ts []*state.Trial
+	var tv []float64
 	for _, t := range e.SortedTrials() {
-		if t.Status == state.Succeeded && t.Value != nil {
+		if v, ok := objectiveNow(e, t); ok {
 			ts = append(ts, t)
+			tv = append(tv, v)
 		}
 	}
 	d.impMu.Lock()
@@ -520,7 +522,7 @@ func (d *store) importanceOf(e *state.Experiment, params []ParamJSON) Importance
 	var X [][]float64
 	var y []float64
 rows:
-	for _, t := range ts {
+	for i, t := range ts {
 		row := make([]float64, len(use))
 		for j, p := range use {
 			v, ok := t.Params[p.Name]
@@ -551,7 +553,7 @@ rows:
 			}
 		}
 		X = append(X, row)
-		y = append(y, *t.Value)
+		y = append(y, tv[i])
 	}
 	res := ImportanceJSON{
 		Method: importance.Method, Trials: len(X), Skipped: skipped,
