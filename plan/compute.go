@@ -1068,12 +1068,22 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[
 			hist = append(hist, o)
 			continue
 		}
+		val := t.Value
+		if t.Generation != gen && cfg.Objective.Strategy == "" && t.Final != nil {
+			// An earlier generation's Value is its own objective's, which
+			// may have been another metric: take this one's from the
+			// final result (a state without final results keeps Value).
+			val = nil
+			if v, ok := t.Final[objectiveMetric(cfg)]; ok {
+				val = &v
+			}
+		}
 		switch {
-		case t.Status == state.Succeeded && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
-			o.State, o.Value = tuner.Completed, *t.Value
-		case t.Status == state.EarlyStopped && cfg.Objective.Strategy != "" && t.Value != nil && !math.IsNaN(*t.Value) && !math.IsInf(*t.Value, 0):
+		case t.Status == state.Succeeded && val != nil && !math.IsNaN(*val) && !math.IsInf(*val, 0):
+			o.State, o.Value = tuner.Completed, *val
+		case t.Status == state.EarlyStopped && cfg.Objective.Strategy != "" && val != nil && !math.IsNaN(*val) && !math.IsInf(*val, 0):
 			// Under a strategy its value is taken as for any trial.
-			o.State, o.Value = tuner.Completed, *t.Value
+			o.State, o.Value = tuner.Completed, *val
 		case t.Status == state.EarlyStopped && len(curves[t.ID]) > 0:
 			// Told as its best intermediate value: an under-estimate of
 			// what it would have reached, as befits a trial judged poor.
@@ -1086,6 +1096,14 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[
 		hist = append(hist, o)
 	}
 	return hist
+}
+
+// objectiveMetric is the key of the objective in a final result.
+func objectiveMetric(cfg *schema.Experiment) string {
+	if cfg.Objective.Metric == "" {
+		return "default"
+	}
+	return cfg.Objective.Metric
 }
 
 // multiValues is a trial's value of each of cfg's objectives, each the key

@@ -1093,3 +1093,34 @@ func TestHistoryMultiObjectiveReordered(t *testing.T) {
 		}
 	}
 }
+
+// One objective renamed (loss, minimised, -> acc, maximised) starts a
+// generation: an earlier generation's trial is told its acc from its final
+// result, not its loss (its Value); one without an acc is told as failed,
+// and one of a state without final results keeps its Value.
+func TestHistoryObjectiveRenamed(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) { e.Objective = schema.Objective{Metric: "acc", Goal: "maximize"} })
+	old := trial(0, state.Succeeded, 0.3) // generation 1's objective: loss
+	old.Final = map[string]float64{"loss": 0.3, "acc": 0.8}
+	noAcc := trial(1, state.Succeeded, 0.2)
+	noAcc.Final = map[string]float64{"loss": 0.2}
+	legacy := trial(2, state.Succeeded, 0.7)
+	cur := trial(3, state.Succeeded, 0.9)
+	cur.Generation = 2
+	cur.Final = map[string]float64{"acc": 0.9}
+	st := applied(cfg, old, noAcc, legacy, cur)
+	st.Experiments["exp"].Generation = 2
+	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, nil)
+	want := []struct {
+		state tuner.TrialState
+		value float64
+	}{{tuner.Completed, 0.8}, {tuner.Failed, 0}, {tuner.Completed, 0.7}, {tuner.Completed, 0.9}}
+	if len(h) != len(want) {
+		t.Fatalf("history %+v", h)
+	}
+	for i, w := range want {
+		if h[i].State != w.state || h[i].Value != w.value {
+			t.Errorf("%s: told %s %v, want %s %v", TrialID(h[i].Seq), h[i].State, h[i].Value, w.state, w.value)
+		}
+	}
+}
