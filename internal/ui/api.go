@@ -804,7 +804,8 @@ func objectiveNow(e *state.Experiment, t *state.Trial) (float64, bool) {
 	if t.Status != state.Succeeded || t.Value == nil {
 		return 0, false
 	}
-	if t.Generation == e.Generation || e.Strategy != "" {
+	if t.Generation == e.Generation || e.Strategy != "" || t.Final == nil {
+		// (No final results: a state written before they were kept.)
 		return *t.Value, true
 	}
 	v, ok := t.Final[e.Metric]

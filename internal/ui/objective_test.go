@@ -1,0 +1,32 @@
+package ui
+
+import (
+	"testing"
+
+	"github.com/trialform/trialform/state"
+)
+
+// objectiveNow takes an earlier generation's value from its final result
+// by the current objective's key; a trial without that key is left out,
+// and one of a state written before final results were kept keeps Value.
+func TestObjectiveNow(t *testing.T) {
+	e := &state.Experiment{Generation: 2, Metric: "latency", Goal: "minimize"}
+	v := func(f float64) *float64 { return &f }
+	for _, tc := range []struct {
+		name string
+		t    *state.Trial
+		want float64
+		ok   bool
+	}{
+		{"current", &state.Trial{Generation: 2, Status: state.Succeeded, Value: v(10), Final: map[string]float64{"latency": 10}}, 10, true},
+		{"reordered", &state.Trial{Generation: 1, Status: state.Succeeded, Value: v(0.9), Final: map[string]float64{"acc": 0.9, "latency": 30}}, 30, true},
+		{"renamed", &state.Trial{Generation: 1, Status: state.Succeeded, Value: v(0.9), Final: map[string]float64{"acc": 0.9, "lat": 30}}, 0, false},
+		{"legacy", &state.Trial{Generation: 1, Status: state.Succeeded, Value: v(12)}, 12, true},
+		{"failed", &state.Trial{Generation: 2, Status: state.Failed, Value: v(10)}, 0, false},
+	} {
+		got, ok := objectiveNow(e, tc.t)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %v %v, want %v %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
