@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -30,7 +31,10 @@ func Decode(name string, data []byte) (*State, error) {
 
 // Check finds what a state document holds that trialform never writes,
 // beyond what Decode refuses: a trial status that is not one of Statuses,
-// two trials of an experiment with one sequence number, a negative one.
+// two trials of an experiment with one sequence number, a negative one, a
+// trial whose id does not say its sequence number, an experiment whose
+// next_seq does not lie past every trial's (new trials would be numbered
+// over its trials: plan proposes them and apply skips them, on every run).
 // state push refuses such a document (a hand edit gone wrong) rather than
 // make it the state every command then reads.
 func Check(s *State) error {
@@ -49,7 +53,40 @@ func Check(s *State) error {
 				return fmt.Errorf("trials %q and %q of experiment %q have the same seq %d", other, id, name, t.Seq)
 			}
 			seqs[t.Seq] = id
+			if want := trialID(t.Seq); id != want {
+				if n, ok := idSeq(id); ok {
+					return fmt.Errorf("trial %q of experiment %q has seq %d, but its id says seq %d: set seq to %d", id, name, t.Seq, n, n)
+				}
+				return fmt.Errorf("trial %q of experiment %q has an id trialform never gives: a trial's id is t and its seq (%q for seq %d)", id, name, want, t.Seq)
+			}
+		}
+		if e.NextSeq < 0 {
+			return fmt.Errorf("experiment %q has a negative next_seq %d; set it to 0", name, e.NextSeq)
+		}
+		if len(seqs) > 0 {
+			last := slices.Max(slices.Collect(maps.Keys(seqs)))
+			if e.NextSeq <= last {
+				return fmt.Errorf("experiment %q has next_seq %d, but it holds trial %q (seq %d): new trials would be numbered over its trials; set next_seq to %d (or more)",
+					name, e.NextSeq, seqs[last], last, last+1)
+			}
 		}
 	}
 	return nil
+}
+
+// trialID is the id trialform gives the trial of sequence number seq
+// (plan.TrialID).
+func trialID(seq int) string { return fmt.Sprintf("t%04d", seq) }
+
+// idSeq is the sequence number a trial id of trialID's form says.
+func idSeq(id string) (int, bool) {
+	digits, ok := strings.CutPrefix(id, "t")
+	if !ok || len(digits) < 4 || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || trialID(n) != id {
+		return 0, false
+	}
+	return n, true
 }

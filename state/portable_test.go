@@ -71,3 +71,43 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		t.Fatalf("Decode of a non-state: %v", err)
 	}
 }
+
+// Check refuses an experiment whose next_seq does not lie past every
+// trial's seq (new trials would be numbered over trials it holds: plan
+// proposes them and apply skips them on every run), and a trial whose id
+// does not say its seq (a seq edited by hand: new trials would be
+// numbered past it, or take its id).
+func TestCheckNextSeqAndTrialIDs(t *testing.T) {
+	mk := func(next int, trials ...*Trial) *State {
+		s := New()
+		e := &Experiment{Name: "b", NextSeq: next, Trials: map[string]*Trial{}}
+		for _, tr := range trials {
+			tr.Status = Succeeded
+			e.Trials[tr.ID] = tr
+		}
+		s.Experiments["b"] = e
+		return s
+	}
+	if err := Check(mk(2, &Trial{ID: "t0000", Seq: 0}, &Trial{ID: "t0001", Seq: 1})); err != nil {
+		t.Fatalf("a state trialform writes: %v", err)
+	}
+	if err := Check(mk(7, &Trial{ID: "t0000", Seq: 0}, &Trial{ID: "t10000", Seq: 1})); err == nil {
+		t.Error("trial t10000 with seq 1: no error")
+	}
+	for _, c := range []struct {
+		s    *State
+		want string
+	}{
+		{mk(0, &Trial{ID: "t0000", Seq: 0}, &Trial{ID: "t0001", Seq: 1}),
+			`experiment "b" has next_seq 0, but it holds trial "t0001" (seq 1): new trials would be numbered over its trials; set next_seq to 2 (or more)`},
+		{mk(-3),
+			`experiment "b" has a negative next_seq -3; set it to 0`},
+		{mk(2, &Trial{ID: "t0000", Seq: 1000000000000}),
+			`trial "t0000" of experiment "b" has seq 1000000000000, but its id says seq 0: set seq to 0`},
+	} {
+		err := Check(c.s)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("Check: %v\nwant: %s", err, c.want)
+		}
+	}
+}
