@@ -79,7 +79,15 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	}
 	if !fits(cfg.SearchSpace.Space, got.Params) {
 		giveBack()
-		return nil, fmt.Errorf("trial %s/%s has parameters %s that do not fit search space %q of the configuration, so the tuner's history cannot hold it; it was left as it was", exp, id, trialproto.ParamsJSON(got.Params), cfg.SearchSpace.Name)
+		// What becomes of it, and how to import it after all.
+		fate := "the next apply tears it down as an orphan; to keep it"
+		if got.PreviousLineage != "" && got.PreviousLineage != cur.Lineage {
+			fate = fmt.Sprintf("it stays with the state that started it (lineage %s); to import it", got.PreviousLineage)
+		} else if o.Phase.Ended() {
+			fate = "it stays out of the state and its result out of the tuner's history; to import it"
+		}
+		return nil, fmt.Errorf("trial %s/%s has parameters %s that do not fit search space %q of the configuration, so the tuner's history cannot hold it; it was left as it was: %s, give search space %q a range that holds these parameters, then import it again",
+			exp, id, trialproto.ParamsJSON(got.Params), cfg.SearchSpace.Name, fate, cfg.SearchSpace.Name)
 	}
 	now := s.Now().UTC()
 	var rec *state.Trial

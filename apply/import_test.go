@@ -163,8 +163,17 @@ func TestImportErrors(t *testing.T) {
 	}
 	// Parameters outside the search space are refused, and the trial goes
 	// back to its owner.
-	if _, err := s.Import(ctx, "exp", "t0006"); err == nil || !strings.Contains(err.Error(), `trial exp/t0006 has parameters {"TRIAL_BUDGET":3,"x":7} that do not fit search space "s"`) {
+	if _, err := s.Import(ctx, "exp", "t0006"); err == nil || !strings.Contains(err.Error(), `trial exp/t0006 has parameters {"TRIAL_BUDGET":3,"x":7} that do not fit search space "s"`) ||
+		!strings.Contains(err.Error(), "it stays with the state that started it (lineage other); to import it, give search space \"s\" a range that holds these parameters, then import it again") {
 		t.Errorf("import of a trial outside the space = %v", err)
+	}
+	// An orphan of this state (state rm, then the space narrowed): the
+	// error says the next apply tears it down, and how to keep it.
+	pt.held["t0007"] = running("t0007", store.last().Lineage)
+	pt.params["t0007"] = map[string]any{"x": 7.0}
+	if _, err := s.Import(ctx, "exp", "t0007"); err == nil || !strings.Contains(err.Error(), `trial exp/t0007 has parameters {"x":7} that do not fit search space "s"`) ||
+		!strings.Contains(err.Error(), "the next apply tears it down as an orphan; to keep it, give search space \"s\" a range that holds these parameters, then import it again") {
+		t.Errorf("import of this state's orphan outside the space = %v", err)
 	}
 	if l := pt.held["t0006"].Lineage; l != "other" || store.last().Experiments["exp"].Trials["t0006"] != nil {
 		t.Errorf("refused trial: lineage %q, in state %v", l, store.last().Experiments["exp"].Trials["t0006"] != nil)
