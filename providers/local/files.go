@@ -124,6 +124,14 @@ type status struct {
 	// supervisor looks there for a final result (orphanend.go).
 	StdoutFrom  *int64 `json:"stdout_from,omitempty"`
 	MetricsFrom *int64 `json:"metrics_from,omitempty"`
+	// Dir is the trial dir the supervisor writes this log in: a dir whose
+	// log names another existing dir is a copy of it (a copied working
+	// copy), and the processes the log names are that dir's trial's.
+	Dir string `json:"dir,omitempty"`
+	// copyOf, set by readStatus (never written), is the dir this one is a
+	// copy of, when its unended record names that dir's processes: they
+	// are cleared, so nobody here reads them as running, or stops them.
+	copyOf string
 }
 
 // stopRequest is what Stop leaves for the supervisor before SIGTERM.
@@ -216,7 +224,7 @@ func readStatus(dir string) (*status, error) {
 	case err == nil:
 		// Start creates the log before it launches an attempt: a dir
 		// that has one never needs its status.json.
-		return lastStatus(b), nil
+		return notCopied(dir, lastStatus(b)), nil
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, err
 	}
@@ -228,6 +236,31 @@ func readStatus(dir string) (*status, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// notCopied clears the processes of st, an unended record of dir's
+// status log, when the log was written in another existing directory (Dir)
+// that is not dir under another name: dir is a copy of it (cp -a of a
+// working copy), and those processes run the original's trial, which
+// this dir's platform must neither read as its own nor stop.
+func notCopied(dir string, st *status) *status {
+	if st == nil || st.Dir == "" || st.Dir == dir || st.State == stateEnded {
+		return st
+	}
+	here, err := os.Stat(dir)
+	if err != nil {
+		return st
+	}
+	there, err := os.Stat(st.Dir)
+	if err != nil || os.SameFile(here, there) {
+		// The original is gone (a working copy moved, say) or this
+		// is it: nothing to tell them apart by.
+		return st
+	}
+	st.copyOf = st.Dir
+	st.SupervisorPID, st.SupervisorStart, st.Host = 0, 0, false
+	st.PID, st.PGID, st.StartTime = 0, 0, 0
+	return st
 }
 
 // lastStatus decodes the last newline-terminated record of a status log

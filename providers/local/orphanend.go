@@ -42,9 +42,10 @@ import (
 const lostReason = "the trial ended while its supervisor was gone (killed, or it could not write the trial's status), without reporting a final result: its exit status was not recorded, and the attempt is lost"
 
 // ended reports whether st is sp's current attempt, recorded running (not
-// ended), with neither its supervisor nor its main process alive.
+// ended), with neither its supervisor nor its main process alive (a copy's
+// record, whose processes are the original's, is not: it is lost as it is).
 func ended(sp *spec, st *status) bool {
-	return st != nil && st.Attempt == sp.Attempt && st.State == stateRunning &&
+	return st != nil && st.Attempt == sp.Attempt && st.State == stateRunning && st.copyOf == "" &&
 		!alive(st.SupervisorPID, st.SupervisorStart) && !alive(st.PID, st.StartTime)
 }
 

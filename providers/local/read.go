@@ -279,6 +279,11 @@ func observe(dir string, sp *spec, st *status) providers.Observation {
 		c := *st.ExitCode
 		o.ExitCode = &c
 	}
+	if st.copyOf != "" {
+		o.Phase = providers.PhaseLost
+		o.Reason = "this trial directory is a copy of " + st.copyOf + " (a copied working copy): the processes its status names run that trial, not this one"
+		return o
+	}
 	switch st.State {
 	case stateEnded:
 		o.Reason = st.Reason

@@ -262,7 +262,7 @@ func runAttempt(dir string, launch *os.File, ctl attemptCtl) error {
 	}
 	s.st = status{
 		Attempt: sp.Attempt, State: stateStarting, SupervisorPID: os.Getpid(),
-		SupervisorStart: selfStart(), GPUs: sp.AssignedGPUs, Host: ctl.host,
+		SupervisorStart: selfStart(), GPUs: sp.AssignedGPUs, Host: ctl.host, Dir: dir,
 	}
 	if err := s.writeStatus(); err != nil {
 		return err
