@@ -42,7 +42,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 	}
 	if e := cur.Experiment(exp); e != nil && e.Trials[id] != nil && !neverStarted(e.Trials[id]) {
 		t := e.Trials[id]
-		return nil, fmt.Errorf("trial %s/%s is already in the state (%s); there is nothing to import", exp, id, t.Status)
+		return nil, alreadyInState(exp, id, t.Status)
 	}
 	on := exp
 	if e := cur.Experiment(exp); e != nil {
@@ -104,7 +104,7 @@ func (s *Session) Import(ctx context.Context, exp, id string) (*Imported, error)
 		// the imported trial's output is masked as an applied one's
 		recordMasks(e, s.Config.Secrets())
 		if t := e.Trials[id]; t != nil && !neverStarted(t) {
-			conflict = fmt.Errorf("trial %s/%s is already in the state (%s); there is nothing to import", exp, id, t.Status)
+			conflict = alreadyInState(exp, id, t.Status)
 			return
 		}
 		t := &state.Trial{
@@ -224,4 +224,13 @@ func nonEmpty(s, def string) string {
 		return s
 	}
 	return def
+}
+
+// alreadyInState is import's error for a trial the state holds. The
+// platform's trial may still not be the state's (its record lost, or
+// edited with state push: the platform then refuses it, naming import):
+// the error says how to take it in the record's place.
+func alreadyInState(exp, id, status string) error {
+	return fmt.Errorf("trial %s/%s is already in the state (%s); there is nothing to import: to take the trial the platform holds in its place, run `trialform state rm experiment.%s.trial.%s`, then import it again",
+		exp, id, status, exp, id)
 }

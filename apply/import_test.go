@@ -147,7 +147,9 @@ func TestImportErrors(t *testing.T) {
 	}
 	cases := []struct{ exp, id, want string }{
 		{"nope", "t0000", `experiment "nope" is not in the configuration`},
-		{"exp", "t0000", "already in the state"},
+		// the platform's own trial (the owner error's advice) is taken by
+		// removing the state's record first: the error says so
+		{"exp", "t0000", "already in the state (RUNNING); there is nothing to import: to take the trial the platform holds in its place, run `trialform state rm experiment.exp.trial.t0000`, then import it again"},
 		{"exp", "t0005", "platform local.default cannot import"},
 	}
 	for _, c := range cases {
