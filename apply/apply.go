@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -382,6 +383,15 @@ func observedView(st *state.State, obs *plan.Observations) (*state.State, []stat
 // Refresh reads the platforms, folds what they report into the state,
 // saves it (with the new metric points) and returns the observations.
 func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Observed, error) {
+	return s.RefreshTargets(ctx, nil)
+}
+
+// RefreshTargets is Refresh of the experiments targets names
+// ("experiment.NAME" or NAME, as plan.Options.Targets; none: every one of
+// the configuration). A command run with -target locks only those on a
+// shared backend, so it must not record what it would read of the others:
+// their saves are refused (and belong to whoever holds them).
+func (s *Session) RefreshTargets(ctx context.Context, targets []string) (*plan.Observations, []plan.Observed, error) {
 	moves, moveWarnings, err := s.move()
 	if err != nil {
 		return nil, nil, err
@@ -390,9 +400,23 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 	s.moves = append(s.moves, moves...)
 	s.mu.Unlock()
 	cur := s.view()
+	if len(targets) > 0 {
+		// The state's experiments are read too (those removed from the
+		// configuration): only the targeted ones.
+		only := *cur
+		only.Experiments = map[string]*state.Experiment{}
+		for n, e := range cur.Experiments {
+			if targeted(targets, n) {
+				only.Experiments[n] = e
+			}
+		}
+		cur = &only
+	}
 	names := map[string]string{}
 	for n, e := range s.Config.Experiments {
-		names[n] = e.Platform.Key()
+		if targeted(targets, n) {
+			names[n] = e.Platform.Key()
+		}
 	}
 	now := s.Now()
 	noList := map[string]bool{}
@@ -448,6 +472,20 @@ func (s *Session) Refresh(ctx context.Context) (*plan.Observations, []plan.Obser
 	return obs, changes, nil
 }
 
+// targeted reports whether targets ("experiment.NAME" or NAME; none:
+// all) names experiment name.
+func targeted(targets []string, name string) bool {
+	if len(targets) == 0 {
+		return true
+	}
+	for _, t := range targets {
+		if strings.TrimPrefix(t, "experiment.") == name {
+			return true
+		}
+	}
+	return false
+}
+
 // RefreshMarker is the optional part of a StateStore that records when
 // experiments were last refreshed (state.Manager; `trials` shows the age).
 type RefreshMarker interface {
@@ -462,7 +500,7 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 		}
 		s.TakeOver = false
 	}
-	obs, changes, err := s.Refresh(ctx)
+	obs, changes, err := s.RefreshTargets(ctx, opts.Targets)
 	if err != nil {
 		return nil, err
 	}

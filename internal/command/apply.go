@@ -167,7 +167,7 @@ func (g *Globals) apply(ctx context.Context, o applyOptions, planFile string) in
 		if err := checkPlanConfig(p, cfg); err != nil {
 			return g.errorf("%v", err)
 		}
-		if _, _, err := s.Refresh(ctx); err != nil {
+		if _, _, err := s.RefreshTargets(ctx, p.Targets); err != nil {
 			if ctx.Err() != nil {
 				return g.interrupted(op)
 			}
