@@ -162,7 +162,7 @@ func (s *Server) trialsAnswer(sn *snapshot, e *state.Experiment, q, sortBy strin
 		rows := make([]RowJSON, len(ts))
 		ranks := ranksOf(e)
 		for i, t := range ts {
-			rows[i] = rowOf(t, best, ranks)
+			rows[i] = rowOf(e, t, best, ranks)
 		}
 		b, err := json.Marshal(struct {
 			Total  int       `json:"total"`
@@ -402,7 +402,7 @@ func (s *Server) apiTrial(w http.ResponseWriter, r *http.Request) {
 		best = b.ID
 	}
 	j := TrialJSON{
-		RowJSON: rowOf(t, best, ranksOf(e)), Experiment: e.Name, Platform: e.Platform, Handle: t.Handle,
+		RowJSON: rowOf(e, t, best, ranksOf(e)), Experiment: e.Name, Platform: e.Platform, Handle: t.Handle,
 		ExitCode: t.ExitCode, Points: s.data.series(e, t), Goal: e.Goal, Metric: e.Metric,
 		Provenance: t.Provenance,
 	}

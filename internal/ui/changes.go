@@ -211,7 +211,7 @@ func (s *Server) event(sn *snapshot, from uint64) []byte {
 					b = bestID(e)
 					best[e.Name] = b
 				}
-				x.Rows = append(x.Rows, rowOf(t, b, nil))
+				x.Rows = append(x.Rows, rowOf(e, t, b, nil))
 			}
 			for _, x := range ev.Experiments {
 				sort.Slice(x.Rows, func(i, j int) bool { return x.Rows[i].Seq < x.Rows[j].Seq })

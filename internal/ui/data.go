@@ -313,6 +313,12 @@ type RowJSON struct {
 	// the Pareto front, whose rank ParetoRank is 1.
 	Best       bool `json:"best,omitempty"`
 	ParetoRank int  `json:"pareto_rank,omitempty"`
+	// Objective is the trial's value of the experiment's current (first)
+	// objective, as /api/compare and the importance take it: Value, but
+	// an earlier generation's by its final result's key of that objective
+	// (its own first objective may have been another); absent when the
+	// trial did not succeed or its final result lacks the key.
+	Objective *float64 `json:"objective,omitempty"`
 }
 
 // bestOf is the best trial of e's current generation; nil with several
@@ -378,10 +384,13 @@ func (d *store) summary(sn *snapshot, e *state.Experiment, cfg *schema.Config) E
 	return j
 }
 
-func rowOf(t *state.Trial, best string, ranks map[string]int) RowJSON {
+func rowOf(e *state.Experiment, t *state.Trial, best string, ranks map[string]int) RowJSON {
 	r := RowJSON{
 		ID: t.ID, Seq: t.Seq, Generation: t.Generation, Status: t.Status, Reason: t.Reason, Value: t.Value,
 		Params: t.Params, Metrics: t.Final, Intermediate: t.Intermediate, Attempts: t.Attempts, Best: t.ID == best,
+	}
+	if v, ok := objectiveNow(e, t); ok {
+		r.Objective = &v
 	}
 	if ranks != nil {
 		r.ParetoRank = ranks[t.ID]

@@ -20,11 +20,13 @@ const fmt = (v) => (v == null ? '–' : Math.abs(v) >= 1e5 || (v !== 0 && Math.a
 // axisName is an objective's name with its direction: "latency (minimize ↓)".
 export const axisName = (o) => `${o.metric} (${o.goal} ${o.goal === 'minimize' ? '↓' : '↑'})`;
 
-// valueOf is the trial's value of objective metric m (the experiment's
-// first objective is the row's value).
+// valueOf is the trial's value of objective metric m: the first
+// objective's is the row's objective (the server's value of it, as
+// /api/compare takes it: not the row's value, which an earlier generation
+// took of its own first objective), another's its final result's.
 function valueOf(r, m, first) {
-  if (r.metrics && r.metrics[m] != null) return r.metrics[m];
-  return m === first ? r.value : null;
+  if (m === first) return r.objective;
+  return r.metrics ? r.metrics[m] : null;
 }
 
 // frontPoints is the rows with a finite value of every objective: their

@@ -335,6 +335,8 @@ async function pageExperiment(name) {
   };
   const impNote = h('p', { class: 'muted small', id: 'importance-method' });
   const curvesNote = h('p', { class: 'muted small' });
+  const seqNote = h('p', { class: 'muted small', id: 'history-note' });
+  const timeNote = h('p', { class: 'muted small' });
   const parallelNote = h('p', { class: 'muted small' });
   const sliceNote = h('p', { class: 'muted small' });
   // Several objectives: the front's scatter and parallel coordinates
@@ -350,8 +352,8 @@ async function pageExperiment(name) {
       errBox, thead, viewport, selInfo),
     frontPanel,
     h('div', { class: 'charts' },
-      panel('Objective by trial sequence', boxes.seq),
-      panel('Objective over time', boxes.time),
+      panel('Objective by trial sequence', boxes.seq, seqNote),
+      panel('Objective over time', boxes.time, timeNote),
       panel('Intermediate values', boxes.curves, curvesNote),
       panel('Parameter importance', boxes.importance, impNote),
       panel('Parallel coordinates', boxes.parallel, parallelNote),
@@ -469,8 +471,18 @@ async function pageExperiment(name) {
   // --- charts ---
   // A result counts as the CLI counts it (and the importance chart): a
   // SUCCEEDED trial's. A trial that reported a value and then failed has
-  // no result: it never makes the best so far.
-  const hasResult = (r) => r.value != null && r.status === 'SUCCEEDED';
+  // no result: it never makes the best so far. The charts plot a row's
+  // objective (the server's value of the current first objective, as
+  // /api/compare and the importance take it), not its value: an earlier
+  // generation's value is its own first objective's, which may have been
+  // another metric (objectives reordered or renamed).
+  const hasResult = (r) => r.objective != null;
+  // lacking is a note on the succeeded trials of earlier generations left
+  // out because their final result has no value of the current objective.
+  const lacking = () => {
+    const n = st.all.filter((r) => r.status === 'SUCCEEDED' && r.value != null && r.objective == null).length;
+    return n ? `${n} succeeded trial${n > 1 ? 's' : ''} of earlier generations ${n > 1 ? 'have' : 'has'} no ${st.meta.experiment.metric} in their final result: not plotted.` : '';
+  };
 
   // The best so far is the current generation's, as the best trial is
   // (state.Experiment.BestOf): an earlier generation measured another
@@ -483,11 +495,12 @@ async function pageExperiment(name) {
     let best = null;
     const pts = [], bestLine = [];
     for (const r of done) {
-      if (inBestGen(r) && (best == null || better(goal, r.value, best))) { best = r.value; bestLine.push([r.seq, best]); }
-      pts.push([r.seq, r.value]);
+      if (inBestGen(r) && (best == null || better(goal, r.objective, best))) { best = r.objective; bestLine.push([r.seq, best]); }
+      pts.push([r.seq, r.objective]);
     }
     if (best != null) bestLine.push([done[done.length - 1].seq, best]);
     const metric = st.meta.experiment.metric;
+    seqNote.textContent = timeNote.textContent = lacking();
     chart('history-seq', boxes.seq, {
       legend: { top: 0 }, grid: { left: 60, right: 20, top: 30, bottom: 40 },
       tooltip: { trigger: 'item' },
@@ -502,8 +515,8 @@ async function pageExperiment(name) {
     best = null;
     const tp = [], tb = [];
     for (const r of byTime) {
-      if (inBestGen(r) && (best == null || better(goal, r.value, best))) { best = r.value; tb.push([r.end, best]); }
-      tp.push([r.end, r.value]);
+      if (inBestGen(r) && (best == null || better(goal, r.objective, best))) { best = r.objective; tb.push([r.end, best]); }
+      tp.push([r.end, r.objective]);
     }
     if (best != null) tb.push([byTime[byTime.length - 1].end, best]);
     chart('history-time', boxes.time, {
@@ -594,10 +607,10 @@ async function pageExperiment(name) {
     const metric = st.meta.experiment.metric;
     const axes = ps.map(axisOf);
     axes.push({ dim: ps.length, name: metric, type: 'value', scale: true, nameTextStyle: { fontWeight: 'bold' } });
-    const line = (r) => [...ps.map((p) => paramValue(p, r.params[p.name])), r.value];
+    const line = (r) => [...ps.map((p) => paramValue(p, r.params[p.name])), r.objective];
     const all = st.all.filter(hasResult);
     const done = sample(all);
-    parallelNote.textContent = sampleNote(all.length);
+    parallelNote.textContent = [sampleNote(all.length), lacking()].filter(Boolean).join(' ');
     chart('parallel', boxes.parallel, {
       parallel: { left: 60, right: 80, top: 40, bottom: 30 },
       parallelAxis: axes,
@@ -619,7 +632,7 @@ async function pageExperiment(name) {
     const grids = [], xs = [], ys = [], series = [];
     const all = st.all.filter(hasResult);
     const done = sample(all);
-    sliceNote.textContent = sampleNote(all.length);
+    sliceNote.textContent = [sampleNote(all.length), lacking()].filter(Boolean).join(' ');
     ps.forEach((p, i) => {
       const c = i % cols, r = Math.floor(i / cols);
       grids.push({ left: `${c * (100 / cols) + 5}%`, width: `${100 / cols - 8}%`, top: `${r * (100 / rowsN) + 6}%`, height: `${100 / rowsN - 16}%` });
@@ -627,7 +640,7 @@ async function pageExperiment(name) {
       xs.push(Object.assign({ gridIndex: i, name: p.name, nameLocation: 'middle', nameGap: 22 }, ax.type === 'category' ? { type: 'category', data: p.options } : { type: ax.type, scale: true, axisLine: { onZero: false } }));
       ys.push({ gridIndex: i, type: 'value', scale: true, axisLine: { onZero: false } });
       series.push({ name: p.name, type: 'scatter', xAxisIndex: i, yAxisIndex: i, symbolSize: 4, large: done.length > 2000,
-        data: done.map((r) => [paramValue(p, r.params[p.name]), r.value]).filter((d) => d[0] != null) });
+        data: done.map((r) => [paramValue(p, r.params[p.name]), r.objective]).filter((d) => d[0] != null) });
     });
     chart('slice', boxes.slice, { grid: grids, xAxis: xs, yAxis: ys, series, tooltip: { trigger: 'item' } });
   }
