@@ -98,7 +98,8 @@ type metricsEntry struct {
 }
 
 type impEntry struct {
-	n   int // succeeded trials it was computed on
+	n   int    // succeeded trials it was computed on
+	obj string // the objective it was fitted on: metric and goal
 	res any
 }
 
@@ -490,6 +491,10 @@ type ImportanceJSON struct {
 	Trials  int                 `json:"trials"` // succeeded trials it was computed on
 	Params  []importance.Result `json:"params"`
 	Skipped []string            `json:"skipped,omitempty"` // params it cannot place on an axis
+	// Objective and Goal name the objective it was fitted on: the
+	// experiment's current (first) one.
+	Objective string `json:"objective"`
+	Goal      string `json:"goal"`
 }
 
 // importanceOf computes (or returns the cached) importance of e's params;
@@ -508,7 +513,9 @@ func (d *store) importanceOf(e *state.Experiment, params []ParamJSON) Importance
 	// Refit only when the succeeded trials changed by 2% or more (at least
 	// one): a large experiment's live updates do not refit the forest on
 	// every trial. The answer says how many trials it was fitted on.
-	if c, ok := d.imp[e.Name]; ok && abs(c.n-len(ts)) < max(1, c.n/50) {
+	// (An objective reordered or renamed since is fitted afresh.)
+	obj := e.Metric + " " + e.Goal
+	if c, ok := d.imp[e.Name]; ok && c.obj == obj && abs(c.n-len(ts)) < max(1, c.n/50) {
 		return c.res.(ImportanceJSON)
 	}
 	var axes []importance.Param
@@ -565,11 +572,11 @@ rows:
 		y = append(y, tv[i])
 	}
 	res := ImportanceJSON{
-		Method: importance.Method, Trials: len(X), Skipped: skipped,
+		Method: importance.Method, Objective: e.Metric, Goal: e.Goal, Trials: len(X), Skipped: skipped,
 		Params: importance.Compute(axes, X, y, importance.Options{Trees: 32, MaxSamples: 400, Seed: 1}),
 	}
 	res.Method = "fANOVA on a random forest (32 trees, at most 400 trials sampled), the method of Optuna's default FanovaImportanceEvaluator"
-	d.imp[e.Name] = impEntry{n: len(ts), res: res}
+	d.imp[e.Name] = impEntry{n: len(ts), obj: obj, res: res}
 	return res
 }
 

@@ -140,6 +140,7 @@ func TestBrowserChartsOfReorderedObjectives(t *testing.T) {
 	}
 	for _, w := range []string{
 		"2 succeeded trials of earlier generations have no latency in their final result: not plotted.",
+		"Fitted on latency (minimize)",
 	} {
 		if !strings.Contains(got.Text, w) {
 			t.Errorf("the page does not say %q:\n%s", w, got.Text)
@@ -147,4 +148,61 @@ func TestBrowserChartsOfReorderedObjectives(t *testing.T) {
 	}
 	b.screenshot("experiment-reordered-objectives")
 	b.noErrors("reordered objectives")
+}
+
+// TestImportanceNamesItsObjective: /importance says which objective it
+// was fitted on, and the objectives reordered (a new generation whose
+// first objective is another) are fitted afresh, not answered from the
+// fit of the old first objective, though as many trials have a value.
+func TestImportanceNamesItsObjective(t *testing.T) {
+	dir := fixture(t, 30)
+	m := state.NewManager(filepath.Join(dir, ".trialform"))
+	st, err := m.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := st.Experiments["demo"]
+	first := state.Objective{Metric: e.Metric, Goal: e.Goal}
+	e.Objectives = []state.Objective{first, {Metric: "cost", Goal: "maximize"}}
+	for _, tr := range e.Trials {
+		if tr.Final == nil {
+			tr.Final = map[string]float64{}
+		}
+		if tr.Value != nil {
+			tr.Final[e.Metric] = *tr.Value
+		}
+		tr.Final["cost"] = float64(tr.Seq)
+	}
+	if err := m.Save(st); err != nil {
+		t.Fatal(err)
+	}
+	ts := newServer(t, dir, "")
+	imp := func() (obj, goal string, n int) {
+		_, body := get(t, ts.Client(), ts.URL+"/api/experiments/demo/importance")
+		var r struct {
+			Objective, Goal string
+			Trials          int
+		}
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		return r.Objective, r.Goal, r.Trials
+	}
+	obj, goal, n := imp()
+	if obj != first.Metric || goal != first.Goal || n == 0 {
+		t.Fatalf("importance of %q (%s) on %d trials, want %s (%s)", obj, goal, n, first.Metric, first.Goal)
+	}
+	if st, err = m.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e = st.Experiments["demo"]
+	e.Objectives = []state.Objective{{Metric: "cost", Goal: "maximize"}, first}
+	e.Metric, e.Goal = "cost", "maximize"
+	e.Generation++
+	if err := m.Save(st); err != nil {
+		t.Fatal(err)
+	}
+	if obj, goal, n2 := imp(); obj != "cost" || goal != "maximize" || n2 != n {
+		t.Errorf("after the reorder: importance of %q (%s) on %d trials, want cost (maximize) on %d", obj, goal, n2, n)
+	}
 }

@@ -649,7 +649,7 @@ async function pageExperiment(name) {
     const d = await (prefetched || api(`${base}/importance`));
     st.imp = d;
     const ps = [...d.params].reverse();
-    impNote.textContent = `${d.method}; ${d.trials} succeeded trials.${d.skipped && d.skipped.length ? ` Not placed on an axis: ${d.skipped.join(', ')}.` : ''}`;
+    impNote.textContent = `Fitted on ${d.objective} (${d.goal}): ${d.method}; ${d.trials} succeeded trials.${d.skipped && d.skipped.length ? ` Not placed on an axis: ${d.skipped.join(', ')}.` : ''}`;
     chart('importance', boxes.importance, {
       grid: { left: 100, right: 30, top: 10, bottom: 30 },
       tooltip: { trigger: 'item' },
