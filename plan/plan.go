@@ -265,6 +265,9 @@ type Observed struct {
 	After      string   `json:"after"`
 	Reason     string   `json:"reason,omitempty"`
 	Value      *float64 `json:"value,omitempty"`
+	// Metric names the objective Value is of (the first) when the
+	// experiment has several.
+	Metric string `json:"metric,omitempty"`
 	// Values is every objective's value, in order, when the experiment
 	// has several and the trial succeeded.
 	Values []NamedValue `json:"values,omitempty"`

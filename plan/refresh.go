@@ -344,6 +344,9 @@ func Observe(st *state.State, obs *Observations, now time.Time) ([]Observed, []M
 			}
 			if t.Status != before {
 				ob := Observed{Experiment: name, TrialID: t.ID, Before: before, After: t.Status, Reason: t.Reason, Value: t.Value}
+				if t.Value != nil && e.MultiObjective() {
+					ob.Metric = e.Metric
+				}
 				if vals, ok := e.ValuesOf(t); ok && e.MultiObjective() && t.Status == state.Succeeded {
 					for i, obj := range e.Objectives {
 						ob.Values = append(ob.Values, NamedValue{Metric: obj.Metric, Value: vals[i]})

@@ -270,6 +270,10 @@ func (h *ApplyHuman) Observed(o plan.Observed) {
 		for _, v := range o.Values {
 			line += " " + v.Metric + "=" + FormatMetric(&v.Value)
 		}
+	} else if o.Value != nil && o.Metric != "" {
+		// Several objectives, not all of them reported: the value is the
+		// first's, which the line names.
+		line += " " + o.Metric + "=" + FormatMetric(o.Value)
 	} else if o.Value != nil {
 		line += " value=" + FormatMetric(o.Value)
 	}
