@@ -1,7 +1,9 @@
 package command
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -274,9 +276,30 @@ func (g *Globals) migrateState(ctx context.Context, src, dst state.Backend, lf l
 	}
 	n.Lineage, n.Serial, n.Experiments = st.Lineage, st.Serial, len(st.Experiments)
 	if exists {
+		// What an earlier migration left in dst (a round trip local ->
+		// pg -> local): the series of experiments its state holds that
+		// st no longer does (renamed with state mv, or removed, since)
+		// are stale: a later experiment of that name would inherit them.
+		if ok, err := dst.Exists(); err != nil {
+			return n, fmt.Errorf("read the %s backend's state: %w", dst.Name(), err)
+		} else if ok {
+			old, err := dst.Load()
+			if err != nil {
+				return n, fmt.Errorf("read the %s backend's state: %w", dst.Name(), err)
+			}
+			for _, name := range sortedKeys(old.Experiments) {
+				if _, ok := st.Experiments[name]; ok {
+					continue
+				}
+				if err := dst.RemoveMetrics(name); err != nil {
+					return n, fmt.Errorf("remove the stale metric series of experiment %s (no longer in the state being copied) from the %s backend: %w", name, dst.Name(), err)
+				}
+			}
+		}
 		// Series first: a copy interrupted after them leaves dst without
-		// a state, and the next run copies them again (a point appended
-		// twice is read once).
+		// a state, and the next run copies them again. Only the points
+		// dst does not hold yet are appended, so a series an earlier
+		// migration left there does not grow with each round trip.
 		for _, name := range sortedKeys(st.Experiments) {
 			e := st.Experiments[name]
 			var batch []state.MetricsBatch
@@ -289,9 +312,15 @@ func (g *Globals) migrateState(ctx context.Context, src, dst state.Backend, lf l
 				if len(pts) == 0 {
 					continue
 				}
-				batch = append(batch, state.MetricsBatch{Experiment: name, Trial: id, Points: pts})
 				n.Series++
 				n.Points += len(pts)
+				have, err := dst.ReadMetrics(name, id)
+				if err != nil {
+					return n, fmt.Errorf("read the metric series of %s/%s in the %s backend: %w", name, id, dst.Name(), err)
+				}
+				if pts = missingPoints(pts, have); len(pts) > 0 {
+					batch = append(batch, state.MetricsBatch{Experiment: name, Trial: id, Points: pts})
+				}
 			}
 			if len(batch) > 0 {
 				if err := dst.AppendMetricsBatch(batch); err != nil {
@@ -314,6 +343,39 @@ func (g *Globals) migrateState(ctx context.Context, src, dst state.Backend, lf l
 		}
 	}
 	return n, nil
+}
+
+// missingPoints is the points of pts that have does not hold, as readers
+// tell points apart (type, sequence, attempt and value: a point appended
+// twice is read once).
+func missingPoints(pts, have []state.MetricPoint) []state.MetricPoint {
+	if len(have) == 0 {
+		return pts
+	}
+	type key struct {
+		typ          string
+		seq, attempt int
+		value        string
+	}
+	keyOf := func(p state.MetricPoint) key {
+		v := p.Value
+		var b bytes.Buffer
+		if json.Compact(&b, v) == nil {
+			v = b.Bytes()
+		}
+		return key{p.Type, p.Sequence, p.Attempt, string(v)}
+	}
+	held := make(map[key]bool, len(have))
+	for _, p := range have {
+		held[keyOf(p)] = true
+	}
+	var out []state.MetricPoint
+	for _, p := range pts {
+		if !held[keyOf(p)] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // checkOverwrite refuses to write st over a state of another lineage in
