@@ -1,11 +1,16 @@
 package state
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/trialform/trialform/internal/didyoumean"
 )
 
 // A state as one document, for `trialform state pull` and `state push`:
@@ -53,12 +58,43 @@ func Check(s *State) error {
 				return fmt.Errorf("trials %q and %q of experiment %q have the same seq %d", other, id, name, t.Seq)
 			}
 			seqs[t.Seq] = id
+			for _, c := range []struct {
+				field string
+				n     int
+			}{{"attempts", t.Attempts}, {"start_failures", t.StartFailures}, {"intermediate", t.Intermediate}, {"parameter_id", t.ParameterID}, {"generation", t.Generation}} {
+				if c.n < 0 {
+					return fmt.Errorf("trial %q of experiment %q has a negative %s %d; set it to 0 or more", id, name, c.field, c.n)
+				}
+			}
+			if dir := t.Handle["dir"]; dir != "" && strings.HasPrefix(e.Platform, "local.") {
+				on := e.PlatformName
+				if on == "" {
+					on = name
+				}
+				if filepath.Base(dir) != id || filepath.Base(filepath.Dir(dir)) != on {
+					return fmt.Errorf("trial %q of experiment %q has a handle whose dir %q is not the trial's directory, which ends in %s: set dir to that directory or remove the handle", id, name, dir, filepath.Join(on, id))
+				}
+			}
+			if t.Generation > e.Generation {
+				return fmt.Errorf("trial %q of experiment %q has generation %d, past its experiment's generation %d: set it to %d (or less)", id, name, t.Generation, e.Generation, e.Generation)
+			}
 			if want := trialID(t.Seq); id != want {
 				if n, ok := idSeq(id); ok {
 					return fmt.Errorf("trial %q of experiment %q has seq %d, but its id says seq %d: set seq to %d", id, name, t.Seq, n, n)
 				}
 				return fmt.Errorf("trial %q of experiment %q has an id trialform never gives: a trial's id is t and its seq (%q for seq %d)", id, name, want, t.Seq)
 			}
+		}
+		for _, c := range []struct {
+			field string
+			n     int
+		}{{"max_trials", e.MaxTrials}, {"concurrency", e.Concurrency}, {"max_failed_trials", e.MaxFailedTrials}, {"generation", e.Generation}} {
+			if c.n < 0 {
+				return fmt.Errorf("experiment %q has a negative %s %d; set it to 0 or more", name, c.field, c.n)
+			}
+		}
+		if e.Generation > MaxGeneration {
+			return fmt.Errorf("experiment %q has generation %d: a generation goes up by one per change of the experiment's definition, and trialform refuses one past %d (the next change would overflow it); set it to the generation of its latest trial", name, e.Generation, MaxGeneration)
 		}
 		if e.NextSeq < 0 {
 			return fmt.Errorf("experiment %q has a negative next_seq %d; set it to 0", name, e.NextSeq)
@@ -72,6 +108,152 @@ func Check(s *State) error {
 		}
 	}
 	return nil
+}
+
+// MaxGeneration is the largest experiment generation Check accepts.
+const MaxGeneration = 1<<31 - 1
+
+// MaxDocumentString is the longest string (a value or an object's key)
+// CheckDocument accepts in a state document: a state is read whole by
+// every command, and one hand-edited 100 MB string made each of them
+// take a gigabyte of memory.
+const MaxDocumentString = 1 << 20
+
+// CheckDocument finds what Check cannot see because Decode dropped or
+// took it as it was: a string (or key) longer than MaxDocumentString, and
+// a field of data that s does not keep (a typo such as "stauts" in a hand
+// edit, which decoding drops silently, losing what it held). data is the
+// document s was decoded from, name where it came from. It is for state
+// push, not for every load: it decodes the document twice more.
+func CheckDocument(name string, data []byte, s *State) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var in any
+	if err := dec.Decode(&in); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := checkStrings(name, in, nil); err != nil {
+		return err
+	}
+	top, _ := in.(map[string]any)
+	if v, ok := top["version"].(json.Number); !ok || v.String() != strconv.Itoa(FormatVersion) {
+		return nil // upgraded: its fields are not the current format's
+	}
+	enc, err := Encode(s)
+	if err != nil {
+		return err
+	}
+	var out any
+	if err := json.Unmarshal(enc, &out); err != nil {
+		return err
+	}
+	return unknownFields(name, in, out, nil)
+}
+
+func checkStrings(name string, v any, path []string) error {
+	switch v := v.(type) {
+	case string:
+		if len(v) > MaxDocumentString {
+			return fmt.Errorf("%s: %s is a string of %d bytes, over the %d bytes trialform accepts in a state: shorten it", name, where(path), len(v), MaxDocumentString)
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if len(k) > MaxDocumentString {
+				return fmt.Errorf("%s: %s has a key of %d bytes, over the %d bytes trialform accepts in a state: shorten it", name, where(path), len(k), MaxDocumentString)
+			}
+			if err := checkStrings(name, v[k], append(path, k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for i, x := range v {
+			if err := checkStrings(name, x, append(path, strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unknownFields finds a key of the document in that the state's encoding
+// out does not hold, with a value that is not empty (an empty one is a
+// field written out that the encoding omits when empty).
+func unknownFields(name string, in, out any, path []string) error {
+	switch iv := in.(type) {
+	case map[string]any:
+		ov, ok := out.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for _, k := range slices.Sorted(maps.Keys(iv)) {
+			o, ok := ov[k]
+			if !ok {
+				if empty(iv[k]) {
+					continue
+				}
+				return fmt.Errorf("%s: %s has a field %q trialform does not know, which would be dropped with what it holds.%s Rename or remove it",
+					name, where(path), k, didyoumean.Sentence(k, slices.Sorted(maps.Keys(ov)), "%q"))
+			}
+			if err := unknownFields(name, iv[k], o, append(path, k)); err != nil {
+				return err
+			}
+		}
+	case []any:
+		ov, ok := out.([]any)
+		if !ok || len(ov) != len(iv) {
+			return nil
+		}
+		for i := range iv {
+			if err := unknownFields(name, iv[i], ov[i], append(path, strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case string:
+		return v == ""
+	case bool:
+		return !v
+	case json.Number:
+		f, err := v.Float64()
+		return err == nil && f == 0
+	case map[string]any:
+		return len(v) == 0
+	case []any:
+		return len(v) == 0
+	}
+	return false
+}
+
+// where names the place of path in a state document: the experiment, the
+// trial and the field.
+func where(path []string) string {
+	if len(path) == 0 {
+		return "the document"
+	}
+	var b strings.Builder
+	rest := path
+	if len(rest) >= 2 && rest[0] == "experiments" {
+		fmt.Fprintf(&b, "experiment %q", rest[1])
+		rest = rest[2:]
+		if len(rest) >= 2 && rest[0] == "trials" {
+			fmt.Fprintf(&b, " trial %q", rest[1])
+			rest = rest[2:]
+		}
+	}
+	if len(rest) > 0 {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "field %q", strings.Join(rest, "."))
+	}
+	return b.String()
 }
 
 // trialID is the id trialform gives the trial of sequence number seq

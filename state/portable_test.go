@@ -3,6 +3,9 @@ package state
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -108,6 +111,44 @@ func TestCheckNextSeqAndTrialIDs(t *testing.T) {
 		err := Check(c.s)
 		if err == nil || err.Error() != c.want {
 			t.Errorf("Check: %v\nwant: %s", err, c.want)
+		}
+	}
+}
+
+// A document trialform wrote passes CheckDocument whatever fields it
+// sets (an empty field the encoding omits is no unknown field); a field
+// it does not know, or an overlong string, is named with where it is.
+func TestCheckDocument(t *testing.T) {
+	data, err := os.ReadFile("testdata/v1-nojournal.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Decode("v1.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDocument("v1.json", data, s); err != nil {
+		t.Fatalf("a state trialform wrote: %v", err)
+	}
+	enc, err := Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDocument("enc.json", enc, s); err != nil {
+		t.Fatalf("its encoding: %v", err)
+	}
+	doc := `{"version":1,"serial":1,"lineage":"l","experiments":{"x":{"name":"x","next_seq":1,"paused":false,"trials":{"t0000":{"id":"t0000","status":"SUCCEEDED","reason":"",%s}}}}}`
+	for _, c := range []struct{ field, want string }{
+		{`"stauts":"FAILED"`, `d.json: experiment "x" trial "t0000" has a field "stauts" trialform does not know, which would be dropped with what it holds. Did you mean "status"? Rename or remove it`},
+		{`"params":{"x":"` + strings.Repeat("a", MaxDocumentString+1) + `"}`, `d.json: experiment "x" trial "t0000" field "params.x" is a string of 1048577 bytes, over the 1048576 bytes trialform accepts in a state: shorten it`},
+	} {
+		d := []byte(fmt.Sprintf(doc, c.field))
+		s, err := Decode("d.json", d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := CheckDocument("d.json", d, s); err == nil || err.Error() != c.want {
+			t.Errorf("CheckDocument: %v\nwant: %s", err, c.want)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/trialform/trialform/internal/fsread"
 	"github.com/trialform/trialform/internal/mask"
 	"github.com/trialform/trialform/internal/views"
+	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backends"
 )
@@ -482,8 +483,14 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 		}
 		return g.errorf("state push: %v; nothing was pushed", err)
 	}
+	if err := state.CheckDocument(name, data, st); err != nil {
+		return g.errorf("state push: %v; nothing was pushed", err)
+	}
 	if err := state.Check(st); err != nil {
 		return g.errorf("state push: %s is not a state trialform wrote: %v; nothing was pushed: fix the trial in the document (a hand edit, or one made in the backend's storage, gone wrong)", name, err)
+	}
+	if !g.checkPushedParams(name, st) {
+		return 1
 	}
 	_, m, lk, _, ok := g.openLockedState(ctx, nil, "state push", lf, nil)
 	if !ok {
@@ -534,6 +541,56 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 	}
 	views.StatePushed(g.IO.Out, name, m.Name(), m.Location(), cur.Lineage, cur.Serial)
 	return 0
+}
+
+// checkPushedParams checks the pushed trials' parameters against the
+// search spaces of the configuration in the working directory, if there
+// is one. A trial of the generation the experiment is at, whose
+// definition the configuration still has (same spec hash), must hold a
+// value of each parameter of its search space: one that does not (a
+// hand edit: x = "hello" for a uniform) is refused, as the tuner would
+// learn from it. One of an older generation, or of an experiment whose
+// definition changed since, may have left the space: a warning.
+func (g *Globals) checkPushedParams(name string, st *state.State) bool {
+	trials := 0
+	for _, e := range st.Experiments {
+		trials += len(e.Trials)
+	}
+	if trials == 0 {
+		return true
+	}
+	cfg := g.loadConfigQuiet()
+	if cfg == nil {
+		g.warnf("state push: no valid configuration in the working directory: the parameters of %s's trials were not checked against their experiments' search spaces", name)
+		return true
+	}
+	warned := 0
+	for _, en := range sortedKeys(st.Experiments) {
+		e := st.Experiments[en]
+		ce := cfg.Experiments[en]
+		if ce == nil {
+			continue
+		}
+		current := e.SpecHash == plan.SpecHash(ce)
+		for _, id := range sortedKeys(e.Trials) {
+			t := e.Trials[id]
+			err := plan.CheckTrialParams(ce, t.Params)
+			if err == nil {
+				continue
+			}
+			if current && t.Generation == e.Generation {
+				g.errorf("state push: %s: trial %q of experiment %q (generation %d, the experiment's definition in the configuration): %v; nothing was pushed: fix the parameter in the document", name, id, en, t.Generation, err)
+				return false
+			}
+			if warned++; warned <= 3 {
+				g.warnf("state push: %s: trial %q of experiment %q (generation %d; the experiment is at %d, and the configuration's definition is %s): %v", name, id, en, t.Generation, e.Generation, map[bool]string{true: "the state's", false: "another"}[current], err)
+			}
+		}
+	}
+	if warned > 3 {
+		g.warnf("state push: %s: %d more trials hold parameters outside their experiment's search space in the configuration", name, warned-3)
+	}
+	return true
 }
 
 // sameSerialDiffers refuses a state whose serial is the one b holds, of
