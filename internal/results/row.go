@@ -30,7 +30,8 @@ type Row struct {
 	Metrics map[string]float64
 	// Objective is the experiment's objective metric name ("default" when
 	// the experiment names none), Goal "maximize" or "minimize", Metric the
-	// trial's objective value.
+	// trial's value of that objective (ObjectiveValue: an earlier
+	// generation's from its final result).
 	Objective string
 	Goal      string
 	Metric    *float64
@@ -75,6 +76,32 @@ type Row struct {
 	Series []Point
 }
 
+// ObjectiveValue is t's value of e's current (first) objective, the one
+// the `metric` column is named after: its Value, but an earlier
+// generation's from its final result's key of that objective, nil when
+// that lacks it (its Value is its own generation's objective, which may
+// have been another metric: objectives renamed or reordered). Under a
+// strategy, and for a trial without final results (a state written before
+// they were kept), Value. The tuner's history (plan) and the dashboard's
+// charts take the value the same way.
+func ObjectiveValue(e *state.Experiment, t *state.Trial) *float64 {
+	objective := e.Metric
+	if objective == "" {
+		objective = "default"
+	}
+	return objectiveValue(e, t, objective)
+}
+
+func objectiveValue(e *state.Experiment, t *state.Trial, objective string) *float64 {
+	if t.Generation == e.Generation || e.Strategy != "" || t.Final == nil {
+		return t.Value
+	}
+	if v, ok := t.Final[objective]; ok {
+		return &v
+	}
+	return nil
+}
+
 // Point is one intermediate (PERIODICAL) result.
 type Point struct {
 	// Step is NNI's sequence number of the report (0, 1, 2, ...).
@@ -111,7 +138,7 @@ func FromExperiment(e *state.Experiment, now time.Time) []*Row {
 		r := &Row{
 			Experiment: e.Name, ID: t.ID, Seq: t.Seq, Generation: t.Generation, CurrentGeneration: e.Generation,
 			Status: t.Status, Reason: t.Reason, Params: t.Params, Metrics: t.Final,
-			Objective: objective, Goal: goal, Metric: t.Value, Best: t.ID == best,
+			Objective: objective, Goal: goal, Metric: objectiveValue(e, t, objective), Best: t.ID == best,
 			Attempts: t.Attempts, ExitCode: t.ExitCode, CreatedAt: t.CreatedAt, Provenance: t.Provenance,
 			StartedAt: t.StartedAt, EndedAt: t.EndedAt, Intermediate: t.Intermediate,
 		}
