@@ -320,6 +320,11 @@ type RowJSON struct {
 	// (its own first objective may have been another); absent when the
 	// trial did not succeed or its final result lacks the key.
 	Objective *float64 `json:"objective,omitempty"`
+	// ObjectiveValue is what the trials table shows in the objective's
+	// column and sorts it by, as `trials`' metric (results.ObjectiveValue):
+	// Value, but an earlier generation's from its final result's key of
+	// the current objective; any status; absent when there is none.
+	ObjectiveValue *float64 `json:"objective_value,omitempty"`
 }
 
 // bestOf is the best trial of e's current generation; nil with several
@@ -393,6 +398,7 @@ func rowOf(e *state.Experiment, t *state.Trial, best string, ranks map[string]in
 	if v, ok := objectiveNow(e, t); ok {
 		r.Objective = &v
 	}
+	r.ObjectiveValue = results.ObjectiveValue(e, t)
 	if ranks != nil {
 		r.ParetoRank = ranks[t.ID]
 		r.Best = r.ParetoRank == 1

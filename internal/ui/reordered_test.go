@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/trialform/trialform/internal/testdeps"
 	"github.com/trialform/trialform/state"
@@ -148,6 +151,53 @@ func TestBrowserChartsOfReorderedObjectives(t *testing.T) {
 	}
 	b.screenshot("experiment-reordered-objectives")
 	b.noErrors("reordered objectives")
+
+	// The trials table's latency column shows each trial's latency (not
+	// generation 2's acc, its Value), "–" for generation 1 (none), and
+	// sorting by it (the server's sort=metric) orders by the same.
+	b.open(base + "/e/mo?sort=metric")
+	b.do(chromedp.Poll[chromedp.Void](`document.querySelectorAll('#trials .vt-row').length === 6`, chromedp.WithPollingTimeout(60*time.Second)))
+	b.eval(`(() => {
+	  const head = [...document.querySelectorAll('#trials-head .vt-cell')].map((c) => c.textContent.trim());
+	  const k = head.findIndex((x) => x.startsWith('latency'));
+	  return JSON.stringify([...document.querySelectorAll('#trials .vt-row')].map((r) => r.dataset.id + '=' + r.children[k].textContent));
+	})()`, &s)
+	var cells []string
+	if err := json.Unmarshal([]byte(s), &cells); err != nil {
+		t.Fatalf("%v: %s", err, s)
+	}
+	// Ascending latency, trials without one last, ties by sequence.
+	ts := e.SortedTrials()
+	sort.SliceStable(ts, func(i, j int) bool {
+		vi, oki := ts[i].Final["latency"]
+		vj, okj := ts[j].Final["latency"]
+		return oki && (!okj || vi < vj)
+	})
+	var wantCells []string
+	for _, tr := range ts {
+		cell := "–"
+		if v, ok := tr.Final["latency"]; ok {
+			cell = fmt.Sprint(v)
+		}
+		wantCells = append(wantCells, tr.ID+"="+cell)
+	}
+	if fmt.Sprint(cells) != fmt.Sprint(wantCells) {
+		t.Errorf("the trials table sorted by latency shows %v, want each trial's latency %v", cells, wantCells)
+	}
+	b.noErrors("reordered objectives, trials table")
+	// A generation-2 trial's page names its latency the objective's value.
+	var g2 *state.Trial
+	for _, tr := range e.SortedTrials() {
+		if tr.Generation == 2 && g2 == nil {
+			g2 = tr
+		}
+	}
+	b.open(base + "/e/mo/t/" + g2.ID)
+	b.eval(`document.body.innerText`, &s)
+	if want := fmt.Sprintf("latency (objective)\t%v\n", g2.Final["latency"]); !strings.Contains(s, want) {
+		t.Errorf("trial page of %s does not say %q:\n%s", g2.ID, want, s)
+	}
+	b.noErrors("reordered objectives, trial page")
 }
 
 // TestImportanceNamesItsObjective: /importance says which objective it

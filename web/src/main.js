@@ -369,7 +369,9 @@ async function pageExperiment(name) {
       { key: 'id', label: 'id', sort: 'id', w: 120, cell: (r) => link(`/e/${enc(name)}/t/${enc(r.id)}`, r.id, r.best ? ' ★' : '') },
       { key: 'seq', label: 'seq', sort: 'seq', w: 60, num: true, cell: (r) => r.seq },
       { key: 'status', label: 'status', sort: 'status', w: 140, cell: (r) => statusBadge(r.status) },
-      { key: 'metric', label: m.experiment.metric, sort: 'metric', w: 100, num: true, cell: (r) => fmtNum(r.value) },
+      // The objective's column: each trial's value of the current objective
+      // (an earlier generation's from its final result), as `trials` shows it.
+      { key: 'metric', label: m.experiment.metric, sort: 'metric', w: 100, num: true, cell: (r) => fmtNum(r.objective_value) },
       { key: 'gen', label: 'gen', sort: 'generation', w: 50, num: true, cell: (r) => r.gen },
     ];
     for (const p of m.params) cols.push({ key: `p.${p.name}`, label: p.name, sort: `params.${p.name}`, w: 110, num: p.scale !== 'category', cell: (r) => fmtVal(r.params[p.name]) });
@@ -870,7 +872,7 @@ async function pageTrial(exp, id) {
       h('div', { class: 'cols' },
         h('section', { class: 'panel' }, h('h3', {}, 'Parameters'), h('div', { id: 'params' }, kv(t.params))),
         h('section', { class: 'panel' }, h('h3', {}, 'Result'),
-          kv(Object.assign({ [`${t.metric} (objective)`]: t.value, sequence: t.seq, generation: t.gen, attempts: t.attempts, 'exit code': t.exit_code, started: fmtTime(t.start), ended: fmtTime(t.end), duration: t.start ? fmtDur(((t.end || Date.now()) - t.start) / 1000) : null, 'intermediate values': t.intermediate, reason: t.reason || null },
+          kv(Object.assign({ [`${t.metric} (objective)`]: t.objective_value, sequence: t.seq, generation: t.gen, attempts: t.attempts, 'exit code': t.exit_code, started: fmtTime(t.start), ended: fmtTime(t.end), duration: t.start ? fmtDur(((t.end || Date.now()) - t.start) / 1000) : null, 'intermediate values': t.intermediate, reason: t.reason || null },
             Object.fromEntries(Object.entries(t.metrics || {}).map(([k, v]) => [`final ${k}`, v]))))),
         h('section', { class: 'panel' }, h('h3', {}, 'Where it runs'),
           kv(Object.assign({ platform: t.platform }, Object.fromEntries(Object.entries(t.handle).map(([k, v]) => [`handle.${k}`, v])))),
