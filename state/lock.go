@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,21 @@ func LockedWhat(experiments []string) string {
 		return "experiment " + experiments[0]
 	}
 	return "experiments " + strings.Join(experiments, ", ")
+}
+
+// LockCovers says whether a lock of experiments (every one when whole)
+// covers any experiment of batches: the metric points a holder whose lock
+// was lost may no longer append.
+func LockCovers(whole bool, experiments []string, batches []MetricsBatch) bool {
+	if whole {
+		return true
+	}
+	for _, bt := range batches {
+		if slices.Contains(experiments, bt.Experiment) {
+			return true
+		}
+	}
+	return false
 }
 
 // NewLock returns a held lock described by info that release gives back

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -203,11 +202,7 @@ func (b *Backend) checkMetrics(batches []state.MetricsBatch) error {
 	}
 	b.lockMu.Unlock()
 	for _, h := range hs {
-		covers := h.whole
-		for _, bt := range batches {
-			covers = covers || slices.Contains(h.info.Experiments, bt.Experiment)
-		}
-		if !covers {
+		if !state.LockCovers(h.whole, h.info.Experiments, batches) {
 			continue
 		}
 		if err := b.lockGone(h, "append metric points"); err != nil {
