@@ -526,17 +526,10 @@ func TestLockWaitOutlivesAServerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		lk  *state.Lock
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		l, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 2*time.Minute)
-		got <- result{l, err}
-	}()
 	// B is waiting (its first try named A) ...
-	waitFor(t, func() bool { return b.waiting.Load() != nil })
+	got := waitInBackground(t, b, func() (*state.Lock, error) {
+		return b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 2*time.Minute)
+	})
 	srv.Stop(t)
 	select {
 	case msg := <-told:
@@ -616,16 +609,9 @@ func TestRestartDoesNotHandALostLockToAWaiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		lk  *state.Lock
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		l, err := b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 2*time.Minute)
-		got <- result{l, err}
-	}()
-	waitFor(t, func() bool { return b.waiting.Load() != nil })
+	got := waitInBackground(t, b, func() (*state.Lock, error) {
+		return b.LockExperiments(context.Background(), []string{"mnist"}, "apply", "v", 2*time.Minute)
+	})
 	srv.Stop(t)
 	b.waiting.Store(nil)
 	srv.Start(t)
@@ -704,16 +690,9 @@ func TestLockTakenAfterTheGraceRefusesTheHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lk.Unlock()
-	type result struct {
-		lk  *state.Lock
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		l, err := b.Lock(context.Background(), "apply", "v", 2*time.Minute)
-		got <- result{l, err}
-	}()
-	waitFor(t, func() bool { return b.waiting.Load() != nil })
+	got := waitInBackground(t, b, func() (*state.Lock, error) {
+		return b.Lock(context.Background(), "apply", "v", 2*time.Minute)
+	})
 	srv.Stop(t)
 	srv.Start(t)
 	r := <-got // B takes the lock A lost, after the grace
@@ -802,4 +781,24 @@ func TestLockWaitRunsOutWhileTheServerIsDown(t *testing.T) {
 			t.Errorf("the wait that never reached the server: %v, without %q", err, want)
 		}
 	}
+}
+
+// lockResult is what a lock wait run in the background ended with.
+type lockResult struct {
+	lk  *state.Lock
+	err error
+}
+
+// waitInBackground runs lock (b's wait for a lock another client holds)
+// in a goroutine and returns once the wait has met the holder (or ended):
+// its result comes on the channel.
+func waitInBackground(t *testing.T, b *Backend, lock func() (*state.Lock, error)) <-chan lockResult {
+	t.Helper()
+	got := make(chan lockResult, 1)
+	go func() {
+		l, err := lock()
+		got <- lockResult{l, err}
+	}()
+	waitFor(t, func() bool { return b.waiting.Load() != nil || len(got) > 0 })
+	return got
 }
