@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -44,10 +45,13 @@ type machine struct {
 	mu       sync.Mutex
 	conn     *ssh.Client
 	sftp     *sftp.Client
-	probing  bool   // a background dial runs (probe)
-	home     string // the login's home directory
-	work     string // absolute work dir on the machine
-	ncpu     int
+	probing  bool // a background dial runs (probe)
+	// dialSince is when the dial that connected runs began (UnixNano; 0:
+	// none runs), for eachMachine, which cannot take mu meanwhile.
+	dialSince atomic.Int64
+	home      string // the login's home directory
+	work      string // absolute work dir on the machine
+	ncpu      int
 
 	// scheduling (guarded by r.schedMu)
 	busy     map[string]slot // "EXP/TRIAL" -> live or reserved trial
@@ -74,7 +78,9 @@ func (m *machine) connected(ctx context.Context) (*ssh.Client, *sftp.Client, err
 		}
 		return nil, nil, d.error(m)
 	}
+	m.dialSince.Store(time.Now().UnixNano())
 	c, s, err := m.dial(ctx)
+	m.dialSince.Store(0)
 	if err != nil {
 		m.dialFailed(err)
 		return nil, nil, err
@@ -200,9 +206,19 @@ func (m *machine) dial(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
 	}
 	tcp := &greeting{Conn: raw}
 	_ = tcp.SetDeadline(time.Now().Add(timeout))
+	// A cancelled dial (Close) does not wait for the handshake's deadline
+	// (ctx's deadline is the connection's: it says what timed out).
+	defer context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			raw.Close()
+		}
+	})()
 	sc, chans, reqs, err := ssh.NewClientConn(tcp, m.key, cfg)
 	if err != nil {
 		tcp.Close()
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, nil, &unreachableError{fmt.Sprintf("machine %s: the dial was cancelled during the SSH handshake", m.key), ctx.Err()}
+		}
 		return nil, nil, m.explain(err, tcp.first(), timeout)
 	}
 	_ = tcp.SetDeadline(time.Time{})

@@ -62,21 +62,11 @@ func (r *Remote) locate(ctx context.Context, exp, id string, h providers.Handle)
 		}
 		return tf, err
 	}
-	res := make([]*trialFiles, len(r.machines))
-	errs := make([]error, len(r.machines))
-	var wg sync.WaitGroup
-	for i, m := range r.machines {
-		wg.Add(1)
-		go func(i int, m *machine) {
-			defer wg.Done()
-			if _, _, err := m.connected(ctx); err != nil {
-				errs[i] = err
-				return
-			}
-			res[i], errs[i] = m.load(ctx, m.trialDir(exp, id))
-		}(i, m)
-	}
-	wg.Wait()
+	// Every machine is asked at once; one still connecting a moment
+	// after another answered is not waited for (eachMachine).
+	res, errs := eachMachine(ctx, r, r.machines, func(ctx context.Context, _ int, m *machine) (*trialFiles, error) {
+		return m.load(ctx, m.trialDir(exp, id))
+	})
 	var first *trialFiles
 	for i, tf := range res {
 		if tf != nil && tf.sp != nil {
@@ -164,7 +154,10 @@ func (r *Remote) settle(m *machine, o providers.Observation) {
 // that runs is adopted, an ended one returned as is unless req.Resume;
 // otherwise a new attempt starts, on the trial's machine when it has one
 // (its output dir is there), else on the machine with the most free
-// slots. No free slot anywhere is an error wrapping providers.ErrNoCapacity
+// slots. Every machine is asked at once, and one still connecting
+// dialGrace after another answered is not waited for (eachMachine): a
+// silent machine does not hold up a placement. No free slot anywhere is
+// an error wrapping providers.ErrNoCapacity
 // that says why, and so is a trial's machine (or, for a trial without
 // one, every machine) that cannot be reached: the trial waits for it.
 func (r *Remote) Start(ctx context.Context, req providers.StartRequest) (providers.Handle, error) {
@@ -507,22 +500,30 @@ func (r *Remote) reserve(ctx context.Context, req providers.StartRequest, only *
 	key := req.Experiment + "/" + req.TrialID
 	for round := 0; ; round++ {
 		down := map[*machine]error{}
-		for _, m := range cands {
-			r.schedMu.Lock()
-			stale := m.scanned.IsZero() || (round > 0 && time.Since(m.scanned) > 300*time.Millisecond)
-			r.schedMu.Unlock()
-			if !stale {
-				if _, _, err := m.connected(ctx); err != nil {
-					down[m] = err
-				}
+		stale := make([]bool, len(cands))
+		r.schedMu.Lock()
+		for i, m := range cands {
+			stale[i] = m.scanned.IsZero() || (round > 0 && time.Since(m.scanned) > 300*time.Millisecond)
+		}
+		r.schedMu.Unlock()
+		// Every machine is asked at once; one still connecting a moment
+		// after another answered is left out of this placement
+		// (eachMachine), as an unreachable one is.
+		_, errs := eachMachine(ctx, r, cands, func(ctx context.Context, i int, m *machine) (struct{}, error) {
+			if !stale[i] {
+				return struct{}{}, nil // connected, and counted lately
+			}
+			return struct{}{}, r.scan(ctx, m)
+		})
+		for i, m := range cands {
+			err := errs[i]
+			if err == nil {
 				continue
 			}
-			if err := r.scan(ctx, m); err != nil {
-				if providers.IsPermanent(err) && !isRefused(err) {
-					return nil, nil, err
-				}
-				down[m] = err
+			if stale[i] && providers.IsPermanent(err) && !isRefused(err) {
+				return nil, nil, err
 			}
+			down[m] = err
 		}
 		r.schedMu.Lock()
 		best, gpus, why := r.choose(cands, down, req)
@@ -584,9 +585,13 @@ func (r *Remote) choose(cands []*machine, down map[*machine]error, req providers
 	for _, m := range cands {
 		if err, ok := down[m]; ok {
 			var ue *unusableError
-			if errors.As(err, &ue) || isRefused(err) {
+			var sd *stillDialling
+			switch {
+			case errors.As(err, &ue) || isRefused(err):
 				why = append(why, err.Error())
-			} else {
+			case errors.As(err, &sd):
+				why = append(why, m.key+" still connecting")
+			default:
 				why = append(why, m.key+" unreachable")
 			}
 			continue
