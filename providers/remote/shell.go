@@ -27,6 +27,11 @@ const maxShells = 4
 // connection is not (it may only be a slow login on a busy machine).
 var errNoAnswer = errors.New("no answer")
 
+// errTooMuchOutput: a command printed more than maxShellOutput. Its
+// shell is closed, the connection is not.
+var errTooMuchOutput = fmt.Errorf("a remote command printed more than %d MiB, far more than trialform's commands print; "+
+	"the machine's /bin/sh or trialform's scripts in its work_dir may have been altered: check the machine", maxShellOutput>>20)
+
 // shellStartTimeout bounds a new shell's login (the user's shell
 // startup files run first).
 var shellStartTimeout = 30 * time.Second
@@ -93,19 +98,29 @@ func (s *shell) do(cmd string, timeout time.Duration) ([]byte, int, error) {
 			return
 		}
 		var buf bytes.Buffer
+		lineStart := true
 		for {
-			line, err := s.out.ReadBytes('\n')
-			if err != nil {
+			// A piece of a line at most the reader's buffer: a line
+			// without end is not gathered whole.
+			line, err := s.out.ReadSlice('\n')
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 				done <- result{err: err}
 				return
 			}
-			if rest, ok := bytes.CutPrefix(line, []byte(s.marker+" ")); ok {
-				code, _ := strconv.Atoi(strings.TrimSpace(string(rest)))
-				out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-				done <- result{out: out, code: code}
+			if lineStart {
+				if rest, ok := bytes.CutPrefix(line, []byte(s.marker+" ")); ok && err == nil {
+					code, _ := strconv.Atoi(strings.TrimSpace(string(rest)))
+					out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+					done <- result{out: out, code: code}
+					return
+				}
+			}
+			if buf.Len()+len(line) > maxShellOutput {
+				done <- result{err: errTooMuchOutput}
 				return
 			}
 			buf.Write(line)
+			lineStart = err == nil
 		}
 	}()
 	select {
@@ -179,3 +194,8 @@ func (m *machine) sh(ctx context.Context, cmd string) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// maxShellOutput bounds what one command through a shell may print:
+// trialform's commands print little (scan.sh a line per live trial), and
+// a compromised machine must not fill this one's memory.
+const maxShellOutput = 16 << 20

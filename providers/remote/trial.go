@@ -662,6 +662,11 @@ func (r *Remote) scan(ctx context.Context, m *machine) error {
 	}
 	start := time.Now()
 	out, err := m.sh(ctx, "sh "+shline(path.Join(r.libDir(m), "scan.sh"), path.Join(m.work, "trials")))
+	if errors.Is(err, errTooMuchOutput) {
+		// It answers, but what it says cannot be trusted: no trial
+		// goes there.
+		return &unusableError{fmt.Errorf("%w (%s)", err, path.Join(r.libDir(m), "scan.sh"))}
+	}
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,50 @@
+package remote
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/trialform/trialform/providers"
+)
+
+// A compromised machine (or an altered scan.sh in its work_dir) that
+// prints without end does not fill this machine's memory: a remote
+// command's output is read up to maxShellOutput, then the command is
+// given up, and the machine is left out of the placement, saying why.
+func TestHugeRemoteOutputRefused(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	r := newRemote(t, cfg)
+	m := r.machines[0]
+	if _, _, err := m.connected(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.upload(ctx(t), m, r.lib, r.libDir(m)); err != nil {
+		t.Fatal(err)
+	}
+	// The machine is this one: alter its scan.sh to print 4 MiB more
+	// than the limit, in one line.
+	scan := filepath.Join(r.libDir(m), "scan.sh")
+	huge := "head -c " + strconv.Itoa(maxShellOutput+4<<20) + " /dev/zero | tr '\\0' x\n"
+	if err := os.Chmod(r.libDir(m), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(scan, []byte(huge), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Start(ctx(t), trialReq("huge", "t1", "true", t.TempDir()))
+	if err == nil || !errors.Is(err, providers.ErrNoCapacity) {
+		t.Fatalf("start on a machine whose scan.sh prints %d bytes: %v, want a wait saying why", maxShellOutput+4<<20, err)
+	}
+	t.Log(err)
+	for _, w := range []string{m.key, "printed more than 16 MiB"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+}
