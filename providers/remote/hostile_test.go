@@ -48,3 +48,33 @@ func TestHugeRemoteOutputRefused(t *testing.T) {
 		}
 	}
 }
+
+// A machine whose trial dir claims an enormous stdout.kept (the output
+// cap's record, here a sparse 8 TiB file and a stdout.cut saying it is
+// all kept) costs a bounded read, not an allocation of its size, which
+// killed the whole process (CLI, controller) with "out of memory".
+func TestEnormousKeptFileBounded(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	r := newRemote(t, cfg)
+	h, err := r.Start(ctx(t), trialReq("kept", "t1", "echo 'trialform: 1'", t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, r, "kept", "t1", providers.PhaseSucceeded)
+	dir := r.machines[0].trialDir("kept", "t1")
+	const huge = 8 << 40
+	if err := os.WriteFile(filepath.Join(dir, keptFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dir, keptFile), huge); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, stdoutFile+cutSuffix), []byte("0 1 33554432 "+strconv.Itoa(huge)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(ctx(t), providers.ReadRequest{Experiment: "kept", TrialID: "t1", Handle: h}); err != nil {
+		t.Logf("read: %v", err) // an error is fine; dying is not
+	}
+}

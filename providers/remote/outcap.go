@@ -109,7 +109,9 @@ func (tf *trialFiles) stdoutOnce(r, max int64) (segs []segment, at int64, partia
 			return segs, at, true, cut, nil
 		}
 	}
-	kept, _, err := readFrom(tf.s, path.Join(tf.dir, keptFile), 0, cut.KeptLen)
+	// KeptLen is what the machine says: at most maxMetricRead of it is
+	// read (a machine's word must not size an allocation here).
+	kept, _, err := readFrom(tf.s, path.Join(tf.dir, keptFile), 0, min(cut.KeptLen, maxMetricRead))
 	if err != nil {
 		return nil, r, false, cut, err
 	}
