@@ -205,7 +205,10 @@ func (m *machine) dial(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
 		return nil, nil, m.explainDial(err, timeout)
 	}
 	tcp := &greeting{Conn: raw}
-	_ = tcp.SetDeadline(time.Now().Add(timeout))
+	// The deadline holds until SFTP answered too: a login whose SFTP
+	// subsystem hangs must not hold the machine (m.mu) for ever.
+	deadline := time.Now().Add(timeout)
+	_ = tcp.SetDeadline(deadline)
 	// A cancelled dial (Close) does not wait for the handshake's deadline
 	// (ctx's deadline is the connection's: it says what timed out).
 	defer context.AfterFunc(ctx, func() {
@@ -221,18 +224,31 @@ func (m *machine) dial(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
 		}
 		return nil, nil, m.explain(err, tcp.first(), timeout)
 	}
-	_ = tcp.SetDeadline(time.Time{})
 	c := ssh.NewClient(sc, chans, reqs)
 	go keepalive(c)
+	hung := func(err error) error {
+		if !time.Now().Before(deadline) {
+			return &unreachableError{fmt.Sprintf("machine %s unreachable: the login worked, but its SFTP subsystem did not answer in %s (a hung sftp-server, "+
+				"or a home directory on a stalled network file system); check that sftp -P %d %s@%s works from here",
+				m.key, timeout.Round(time.Second), m.cfg.Port, m.cfg.User, m.cfg.Host), err}
+		}
+		return nil
+	}
 	s, err := sftp.NewClient(c, sftp.UseConcurrentReads(true), sftp.UseConcurrentWrites(true))
 	if err != nil {
 		c.Close()
+		if h := hung(err); h != nil {
+			return nil, nil, h
+		}
 		return nil, nil, fmt.Errorf("machine %s: start SFTP (the server needs an sftp subsystem): %w", m.key, err)
 	}
 	if m.home == "" {
 		home, err := s.Getwd()
 		if err != nil {
 			c.Close()
+			if h := hung(err); h != nil {
+				return nil, nil, h
+			}
 			return nil, nil, fmt.Errorf("machine %s: find the home directory: %w", m.key, err)
 		}
 		m.home = home
@@ -242,6 +258,7 @@ func (m *machine) dial(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
 		}
 		m.work = expandHome(wd, home)
 	}
+	_ = tcp.SetDeadline(time.Time{})
 	return c, s, nil
 }
 

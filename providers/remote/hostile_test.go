@@ -1,14 +1,17 @@
 package remote
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trialform/trialform/providers"
+	"github.com/trialform/trialform/providers/remote/sshtest"
 )
 
 // A compromised machine (or an altered scan.sh in its work_dir) that
@@ -76,5 +79,34 @@ func TestEnormousKeptFileBounded(t *testing.T) {
 	}
 	if _, err := r.Read(ctx(t), providers.ReadRequest{Experiment: "kept", TrialID: "t1", Handle: h}); err != nil {
 		t.Logf("read: %v", err) // an error is fine; dying is not
+	}
+}
+
+// A machine whose SSH login works but whose SFTP subsystem never answers
+// (a hung sftp-server, a home directory on a stalled network file
+// system) is a failed dial that names it, not a dial that holds the
+// machine, and every call that needs it (Validate, a refresh), for ever.
+func TestHungSFTPSubsystemIsAFailedDial(t *testing.T) {
+	testLab(t) // sshd is there
+	// Every session, the SFTP subsystem included, runs this instead.
+	dir := t.TempDir()
+	l, err := sshtest.NewLabConfig(filepath.Join(dir, "lab"), 1, "ForceCommand /bin/sleep 600")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := newRemote(t, labConfig(t, l))
+	done := make(chan error, 1)
+	go func() { done <- r.Validate(context.Background()) }()
+	select {
+	case err := <-done:
+		key := l.Servers[0].Addr()
+		_, _, cerr := r.machines[0].connected(ctx(t))
+		if cerr == nil || !strings.Contains(cerr.Error(), key) || !strings.Contains(cerr.Error(), "SFTP") {
+			t.Fatalf("validate: %v; then connected: %v, want a failed dial naming %s and SFTP", err, cerr, key)
+		}
+		t.Log(cerr)
+	case <-time.After(eventWait):
+		t.Fatalf("Validate of a machine whose SFTP subsystem never answers still runs after %s", eventWait)
 	}
 }
