@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,23 @@ func (s *Source) DefinitionsDir() string {
 	return filepath.Join(s.Dir, filepath.FromSlash(s.Path))
 }
 
+// remote splits s.URL into the URL kept in the checkout's .git/config
+// and the credentials written in it: an http(s) URL's user and password
+// (https://oauth2:TOKEN@host/..., https://TOKEN@host/...) are sent as
+// basic auth (unless a token is given: it wins) and never written to
+// disk. The checkout is inside what a commit may read (a code_dir of
+// "../.git" is): a token in .git/config went to every trial.
+func (s *Source) remote() (string, *githttp.BasicAuth) {
+	u, err := url.Parse(s.URL)
+	if err != nil || u.User == nil || (u.Scheme != "https" && u.Scheme != "http") {
+		return s.URL, nil
+	}
+	pw, _ := u.User.Password()
+	auth := &githttp.BasicAuth{Username: u.User.Username(), Password: pw}
+	u.User = nil
+	return u.String(), auth
+}
+
 func (s *Source) auth() (transport.AuthMethod, error) {
 	switch {
 	case len(s.Creds.SSHKey) > 0:
@@ -88,6 +106,9 @@ func (s *Source) auth() (transport.AuthMethod, error) {
 		}
 		return &githttp.BasicAuth{Username: user, Password: s.Creds.Token}, nil
 	}
+	if _, a := s.remote(); a != nil {
+		return a, nil
+	}
 	return nil, nil
 }
 
@@ -101,13 +122,14 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 	}
 	branch := plumbing.NewBranchReferenceName(s.Branch)
 	remoteRef := plumbing.NewRemoteReferenceName("origin", s.Branch)
+	remoteURL, _ := s.remote()
 	repo, err := git.PlainOpen(s.Dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 			return "", err
 		}
 		repo, err = git.PlainCloneContext(ctx, s.Dir, false, &git.CloneOptions{
-			URL: s.URL, Auth: auth, ReferenceName: branch, SingleBranch: true,
+			URL: remoteURL, Auth: auth, ReferenceName: branch, SingleBranch: true,
 		})
 		if err != nil {
 			// A failed clone leaves a partial .git: start over next time.
@@ -115,11 +137,14 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 			if errors.Is(err, git.NoMatchingRefSpecError{}) {
 				return "", s.noBranch(err)
 			}
-			return "", fmt.Errorf("clone %s (branch %s): %w", s.URL, s.Branch, err)
+			return "", fmt.Errorf("clone %s (branch %s): %w", remoteURL, s.Branch, err)
 		}
 	} else if err != nil {
 		return "", fmt.Errorf("open the checkout %s: %w", s.Dir, err)
 	} else {
+		if err := s.setRemote(repo, remoteURL); err != nil {
+			return "", err
+		}
 		err = repo.FetchContext(ctx, &git.FetchOptions{
 			RemoteName: "origin", Auth: auth, Force: true,
 			RefSpecs: []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+%s:%s", branch, remoteRef))},
@@ -128,12 +153,12 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 			return "", s.noBranch(err)
 		}
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			return "", fmt.Errorf("fetch %s (branch %s): %w", s.URL, s.Branch, err)
+			return "", fmt.Errorf("fetch %s (branch %s): %w", remoteURL, s.Branch, err)
 		}
 	}
 	ref, err := repo.Reference(remoteRef, true)
 	if err != nil {
-		return "", fmt.Errorf("branch %s of %s: %w", s.Branch, s.URL, err)
+		return "", fmt.Errorf("branch %s of %s: %w", s.Branch, remoteURL, err)
 	}
 	// The local branch follows the head (it stays where the clone left
 	// it otherwise, keeping what a force-push dropped reachable).
@@ -159,10 +184,38 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 	return ref.Hash().String(), nil
 }
 
+// setRemote makes the checkout's origin remoteURL: a checkout kept from
+// an earlier run (a work directory on a volume) fetched from the URL it
+// was cloned with, whatever -repo said since (another repository, or a
+// token rotated in the URL), and kept that URL's token on disk.
+func (s *Source) setRemote(repo *git.Repository, remoteURL string) error {
+	cfg, err := repo.Config()
+	if err != nil {
+		return fmt.Errorf("read the checkout's git config in %s: %w (delete the checkout directory to clone afresh)", s.Dir, err)
+	}
+	rc, ok := cfg.Remotes["origin"]
+	if ok && len(rc.URLs) == 1 && rc.URLs[0] == remoteURL {
+		return nil
+	}
+	if !ok {
+		rc = &gitconfig.RemoteConfig{Name: "origin"}
+		cfg.Remotes["origin"] = rc
+	}
+	rc.URLs = []string{remoteURL}
+	if len(rc.Fetch) == 0 {
+		rc.Fetch = []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+refs/heads/%s:refs/remotes/origin/%s", s.Branch, s.Branch))}
+	}
+	if err := repo.SetConfig(cfg); err != nil {
+		return fmt.Errorf("set the checkout's remote in %s: %w (delete the checkout directory to clone afresh)", s.Dir, err)
+	}
+	return nil
+}
+
 // noBranch is the error of a repository that answers but has no branch
 // s.Branch (go-git said only `couldn't find remote ref "refs/heads/main"`).
 func (s *Source) noBranch(err error) error {
-	return fmt.Errorf("branch %s is not in %s (deleted or renamed?): push it again, or restart the controller with -branch naming the branch to follow (%w)", s.Branch, s.URL, err)
+	u, _ := s.remote()
+	return fmt.Errorf("branch %s is not in %s (deleted or renamed?): push it again, or restart the controller with -branch naming the branch to follow (%w)", s.Branch, u, err)
 }
 
 // FirstParents returns up to n commits before commit, following first

@@ -3,6 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,5 +141,104 @@ func TestSyncBranchGone(t *testing.T) {
 	want := u.commit("back")
 	if got, err := s.Sync(ctx); err != nil || got != want {
 		t.Fatalf("sync once the branch is back: %s, %v; want %s", got, err, want)
+	}
+}
+
+// httpUpstream serves u over smart HTTP (the git binary's git-http-backend,
+// as a forge does), answering only requests with basic auth user:token.
+func httpUpstream(t *testing.T, u *upstream, user, token string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Fatalf("git --exec-path: %v", err)
+	}
+	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		testdeps.Require(t, "git-http-backend", "the git binary has no git-http-backend (Debian's git package has it)")
+	}
+	u.git("config", "http.receivepack", "false")
+	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + filepath.Dir(u.dir), "GIT_HTTP_EXPORT_ALL=1"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if gotUser, gotToken, ok := r.BasicAuth(); !ok || gotUser != user || gotToken != token {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/" + filepath.Base(u.dir)
+}
+
+// TestSyncKeepsNoTokenOnDisk: a token written in the repository URL
+// (https://oauth2:TOKEN@host/..., as the docs allow) is used to fetch but
+// never written into the checkout. go-git kept the URL as the origin
+// remote's in .git/config, inside the checkout: a commit with code_dir =
+// "../.git" (inside the repository, so allowed) then shipped the token to
+// every trial, in a Kubernetes ConfigMap or a remote machine's copy.
+func TestSyncKeepsNoTokenOnDisk(t *testing.T) {
+	const token = "glpat-in-url-secret7"
+	for _, c := range []struct{ user, password, userinfo string }{
+		{"oauth2", token, "oauth2:" + token},
+		{token, "", token}, // https://TOKEN@host/... (GitHub, GitLab)
+	} {
+		u := newUpstream(t)
+		base := httpUpstream(t, u, c.user, c.password)
+		repoURL := strings.Replace(base, "http://", "http://"+c.userinfo+"@", 1)
+		s := &Source{URL: repoURL, Branch: "main", Path: "defs", Dir: filepath.Join(t.TempDir(), "checkout")}
+		ctx := context.Background()
+		if _, err := s.Sync(ctx); err != nil {
+			t.Fatalf("clone of %s: %v", Redact(repoURL, token), err)
+		}
+		want := u.commit("next")
+		if got, err := s.Sync(ctx); err != nil || got != want {
+			t.Fatalf("fetch: %s, %v; want %s", got, err, want)
+		}
+		noToken := func(when string) {
+			filepath.WalkDir(s.Dir, func(p string, d os.DirEntry, err error) error {
+				if err != nil || !d.Type().IsRegular() {
+					return err
+				}
+				if b, _ := os.ReadFile(p); strings.Contains(string(b), token) {
+					t.Errorf("%s: %s holds the token of the URL:\n%s", when, p, b)
+				}
+				return nil
+			})
+		}
+		noToken("after a clone and a fetch")
+		// A checkout an earlier trialform cloned with the token in its
+		// config: the next fetch takes it out.
+		cmd := exec.Command("git", "-C", s.Dir, "config", "remote.origin.url", repoURL)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git config: %v\n%s", err, out)
+		}
+		if _, err := s.Sync(ctx); err != nil {
+			t.Fatalf("fetch: %v", err)
+		}
+		noToken("after a fetch into a checkout that held the token")
+	}
+}
+
+// TestSyncFollowsRepoChange: a checkout kept from an earlier run (a work
+// directory on a volume) fetches from the -repo given now. It fetched
+// from the URL it was cloned with for ever: a controller restarted with
+// another -repo (the repository moved, a token rotated in the URL) kept
+// following the old one and said nothing.
+func TestSyncFollowsRepoChange(t *testing.T) {
+	old, moved := newUpstream(t), newUpstream(t)
+	s := &Source{URL: old.dir, Branch: "main", Path: "defs", Dir: filepath.Join(t.TempDir(), "checkout")}
+	ctx := context.Background()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old.commit("old")
+	want := moved.commit("moved")
+	s.URL = moved.dir
+	got, err := s.Sync(ctx)
+	if err != nil || got != want {
+		t.Fatalf("sync after -repo changed: %s, %v; want %s (of %s)", got, err, want, moved.dir)
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.DefinitionsDir(), "main.hcl")); string(b) != "# moved\n" {
+		t.Errorf("main.hcl is %q, want the new repository's", b)
 	}
 }
