@@ -31,7 +31,7 @@ type Unit struct {
 func Units(files map[string][]byte) map[string]Unit {
 	out := map[string]Unit{}
 	for name, src := range files {
-		f, diags := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		f, diags := parseConfig(src, name)
 		if diags.HasErrors() {
 			continue
 		}
@@ -117,7 +117,7 @@ func HideSensitive(units map[string]Unit, sensitive map[string]bool) map[string]
 	out := make(map[string]Unit, len(units))
 	for k, u := range units {
 		out[k] = u
-		f, diags := hclsyntax.ParseConfig(u.Text, u.File, hcl.InitialPos)
+		f, diags := parseConfig(u.Text, u.File)
 		if diags.HasErrors() {
 			continue
 		}

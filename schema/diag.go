@@ -7,7 +7,6 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcled"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // WriteDiagnostics writes diags as text with source snippets (HCL's
@@ -144,7 +143,7 @@ func snippet(f *hcl.File, highlight hcl.Range, context *hcl.Range) *JSONSnippet 
 	if nav.Nav == nil {
 		// Sources from Config.HCLFiles carry bytes only; parse them for
 		// the block context.
-		if pf, diags := hclsyntax.ParseConfig(src, highlight.Filename, hcl.InitialPos); pf != nil && !diags.HasErrors() {
+		if pf, diags := parseConfig(src, highlight.Filename); pf != nil && !diags.HasErrors() {
 			nav = pf
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/sergi/go-diff/diffmatchpatch"
 
@@ -70,7 +69,7 @@ func FormatDir(dir string) ([]FormatResult, hcl.Diagnostics) {
 // FormatBytes formats src, the content of the file name (which names it
 // in diagnostics); it refuses src with syntax errors.
 func FormatBytes(name string, src []byte) (FormatResult, hcl.Diagnostics) {
-	if _, d := hclsyntax.ParseConfig(src, name, hcl.InitialPos); d.HasErrors() {
+	if _, d := parseConfig(src, name); d.HasErrors() {
 		return FormatResult{}, d
 	}
 	formatted := FormatSource(src)

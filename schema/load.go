@@ -108,7 +108,7 @@ func (c *Config) SnippetSources() map[string][]byte {
 func (c *Config) HCLFiles() map[string]*hcl.File {
 	out := map[string]*hcl.File{}
 	for name, src := range c.SnippetSources() {
-		f, _ := hclsyntax.ParseConfig(src, name, hcl.InitialPos)
+		f, _ := parseConfig(src, name)
 		if f == nil {
 			f = &hcl.File{}
 		}
@@ -300,7 +300,7 @@ func (l *loader) parseDir() bool {
 			continue
 		}
 		l.cfg.Files[display] = src
-		f, diags := hclsyntax.ParseConfig(src, display, hcl.InitialPos)
+		f, diags := parseConfig(src, display)
 		l.diags = append(l.diags, diags...)
 		if diags.HasErrors() {
 			ok = false

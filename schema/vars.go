@@ -243,7 +243,7 @@ func (l *loader) readVarFile(path string) {
 		}
 		l.cfg.Snippets[path] = r
 	}
-	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
+	f, diags := parseConfig(src, path)
 	l.diags = append(l.diags, diags...)
 	if diags.HasErrors() {
 		return
