@@ -242,3 +242,57 @@ func TestSyncFollowsRepoChange(t *testing.T) {
 		t.Errorf("main.hcl is %q, want the new repository's", b)
 	}
 }
+
+// TestSyncWritesOnlyInCheckout: a commit cannot make the checkout write
+// outside its directory through a symbolic link: neither a link that a
+// later commit replaces by a directory of files, nor a crafted tree (git
+// mktree takes it, and a push to a server without fsck too) holding a
+// link and a directory of the same name. (go-git removes a link in the
+// way before it writes; this holds it to that.)
+func TestSyncWritesOnlyInCheckout(t *testing.T) {
+	u := newUpstream(t)
+	outside := t.TempDir()
+	s := &Source{URL: u.dir, Branch: "main", Path: "defs", Dir: filepath.Join(t.TempDir(), "checkout")}
+	ctx := context.Background()
+	if err := os.Symlink(outside, filepath.Join(u.dir, "defs", "out")); err != nil {
+		t.Fatal(err)
+	}
+	u.commit("link")
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(u.dir, "defs", "out"))
+	os.MkdirAll(filepath.Join(u.dir, "defs", "out"), 0o755)
+	os.WriteFile(filepath.Join(u.dir, "defs", "out", "pwn"), []byte("pwned\n"), 0o644)
+	u.commit("dir")
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A tree with "x" both a link out and a directory holding "pwn".
+	blob := strings.TrimSpace(u.gitIn("pwned\n", "hash-object", "-w", "--stdin"))
+	link := strings.TrimSpace(u.gitIn(outside, "hash-object", "-w", "--stdin"))
+	sub := strings.TrimSpace(u.gitIn("100644 blob "+blob+"\tpwn\n", "mktree"))
+	defs := strings.TrimSpace(u.gitIn("120000 blob "+link+"\tx\n040000 tree "+sub+"\tx\n", "mktree"))
+	root := strings.TrimSpace(u.gitIn("040000 tree "+defs+"\tdefs\n", "mktree"))
+	crafted := u.git("commit-tree", root, "-p", "HEAD", "-m", "crafted")
+	u.git("update-ref", "refs/heads/main", crafted)
+	got, err := s.Sync(ctx)
+	t.Logf("the crafted commit: %s, %v", got, err)
+	entries, _ := os.ReadDir(outside)
+	for _, e := range entries {
+		t.Errorf("the checkout wrote %s outside its directory", filepath.Join(outside, e.Name()))
+	}
+}
+
+// gitIn runs git with stdin.
+func (u *upstream) gitIn(stdin string, args ...string) string {
+	u.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = u.dir
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		u.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
