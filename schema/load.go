@@ -325,6 +325,9 @@ func (l *loader) confined(path string) error {
 	if err != nil {
 		return err
 	}
+	if inside(filepath.Join(root, ".git"), real) {
+		return fmt.Errorf("%s is in the git directory of the repository the controller reads (%s), not a committed file: its config and objects are the controller's; name a committed file or directory", real, l.within)
+	}
 	if !inside(root, real) {
 		abs, _ := filepath.Abs(path)
 		if clean, _ := filepath.EvalSymlinks(filepath.Dir(abs)); abs == real || !inside(root, filepath.Join(clean, filepath.Base(abs))) {

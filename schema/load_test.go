@@ -1034,3 +1034,57 @@ experiment "e" {
 		}
 	}
 }
+
+// TestLoadWithinRefusesGitDir: under the controller the checkout's .git
+// directory is not what a commit may read or ship: a code_dir of
+// "../.git" (or a link to it) gave every trial the checkout's config,
+// which held the token of a -repo URL (the controller no longer writes it
+// there); an nni_file or a *.hcl link into it is refused the same way.
+func TestLoadWithinRefusesGitDir(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "exps")
+	if err := os.MkdirAll(filepath.Join(root, ".git", "objects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, ".git", "config"), []byte("[remote \"origin\"]\n\turl = https://oauth2:hunter2@host/r.git\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../.git", filepath.Join(dir, "g")); err != nil {
+		t.Fatal(err)
+	}
+	opts := LoadOptions{Platforms: testPlatforms, Tuners: testTuners, Within: root}
+	for _, codeDir := range []string{"../.git", "../.git/objects", "g"} {
+		hcl := fmt.Sprintf(`search_space "s" {
+  param "x" { uniform = [0, 1] }
+}
+experiment "e" {
+  search_space = search_space.s
+  max_trials   = 1
+  trial {
+    code_dir = %q
+    command  = "cat config"
+  }
+}
+`, codeDir)
+		if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, diags := Load(dir, opts)
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "is in the git directory of the repository the controller reads") || !strings.Contains(diags.Error(), "main.hcl:8") {
+			t.Errorf("code_dir %q: %v", codeDir, diags)
+		}
+		if _, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners}); diags.HasErrors() {
+			t.Errorf("code_dir %q without Within: %v", codeDir, diags)
+		}
+	}
+	os.Remove(filepath.Join(dir, "main.hcl"))
+	if err := os.Symlink("../.git/config", filepath.Join(dir, "main.hcl")); err != nil {
+		t.Fatal(err)
+	}
+	if _, diags := Load(dir, opts); !diags.HasErrors() || !strings.Contains(diags.Error(), "is in the git directory") || strings.Contains(diags.Error(), "hunter2") {
+		t.Errorf("a *.hcl link into .git: %v", diags)
+	}
+}
