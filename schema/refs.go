@@ -331,7 +331,10 @@ func (l *loader) visit(n *node, stack []*node) {
 		}
 		l.visit(dn, stack)
 	}
+	l.scope = n
+	l.invalidate()
 	n.eval()
+	l.scope = nil
 	l.invalidate()
 	n.state = 2
 }

@@ -183,7 +183,7 @@ func (l *loader) decodeVariables(opts LoadOptions) {
 			}
 		}
 	}
-	l.invalidate()
+	l.varsChanged()
 }
 
 // convertVar converts a given value to the declared type (any: as is).
