@@ -297,6 +297,9 @@ func CurrentLocksOf(b Locker) ([]LockInfo, error) {
 	return []LockInfo{*li}, nil
 }
 
+// Claimer (claim.go) is the optional capability of a backend that a
+// controller can claim: the controller claim, apart from the locks.
+
 // ChangeNotifier is the optional capability of a backend that can tell
 // other processes at once that the state or a metric series changed (pg:
 // LISTEN/NOTIFY; kubernetes: a watch). Changes returns a channel that

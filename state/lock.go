@@ -31,6 +31,7 @@ type Lock struct {
 
 	mu      sync.Mutex
 	release func() error // nil once unlocked
+	lost    func() error // nil: the backend cannot tell (Lost)
 }
 
 // LockedWhat names what a lock of experiments holds, for messages: "the
@@ -40,6 +41,9 @@ func LockedWhat(experiments []string) string {
 	case 0:
 		return "the whole state"
 	case 1:
+		if experiments[0] == ClaimName {
+			return "the controller claim"
+		}
 		return "experiment " + experiments[0]
 	}
 	return "experiments " + strings.Join(experiments, ", ")
@@ -292,6 +296,9 @@ func (m *Manager) CurrentLock() (*LockInfo, error) {
 // succeeds even if the holder is stuck. A holder that is still alive keeps
 // running unaware: use it only when the holder is gone.
 func (m *Manager) ForceUnlock(id string) error {
+	if ok, err := m.forceUnlockClaim(id); ok || err != nil {
+		return err
+	}
 	path := m.lockPath()
 	b, err := fsread.ReadFile(path, fsread.MaxConfig)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(b) == 0) {

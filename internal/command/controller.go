@@ -142,10 +142,12 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	}
 	c.src.Log = c.log
 	c.metrics.DefinitionsOK.Set(0)
-	if !o.leader.enabled {
-		c.metrics.Leader.Set(1)
-	}
+	c.metrics.Leader.Set(0) // 1 once it claims the state (and leads)
 	defer func() {
+		if c.claim != nil {
+			// Given back at once: a standby takes over at its next pass.
+			c.claim.Unlock()
+		}
 		if c.ps != nil {
 			c.ps.Close()
 		}
@@ -371,6 +373,15 @@ type ctrl struct {
 	planShown  *plan.Plan     // the last plan, for the dashboard
 	dash       *ui.Server     // the dashboard, once the backend is open
 	dashToken  string
+
+	// claim is this controller's claim of the state (state.Claimer),
+	// nil while it does not hold it; touched by the loop alone.
+	claim *state.Lock
+	// claimedBy (guarded by mu) names the claim's holder while another
+	// controller holds it ("" otherwise), for /readyz.
+	claimedBy   string
+	claimLogged string // the holder last logged
+	claimWarned bool   // said that the backend cannot be claimed
 
 	// stateErr (guarded by mu) is why the last pass could not load the
 	// state ("" when it could): /readyz is not ready meanwhile.
@@ -667,8 +678,12 @@ func (c *ctrl) reconcile(ctx context.Context) {
 			c.metrics.SyncErrors.WithLabelValues("lock").Inc()
 			return
 		}
-		c.buildProviders()
-	} else if c.ps == nil {
+	}
+	if !c.holdClaim(ctx) {
+		c.standby()
+		return
+	}
+	if c.ps == nil {
 		c.buildProviders()
 	}
 	op := c.leader.lockOperation()
@@ -757,7 +772,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	approved, held := controller.Split(p, st)
 	if c.policy == controller.PlanOnly {
 		held, approved = destructive, nil
-	} else if !c.leader.stillLeading() || !c.recordHolds(s, destructive) {
+	} else if !c.mayWrite() || !c.recordHolds(s, destructive) {
 		return
 	}
 	c.setHeld(held)
@@ -790,9 +805,9 @@ func (c *ctrl) reconcile(ctx context.Context) {
 			e := st.Experiment(a.Experiment)
 			c.log.Info("applying an approved change", "experiment", a.Experiment, "spec_hash", a.SpecHash, "generation", a.Generation, "removed", a.Removed, "teardowns", a.Teardowns, "approved_by", e.Approval.By)
 		}
-		if !c.leader.stillLeading() {
+		if !c.mayWrite() {
 			// Paused past the term (the watchdog has not run yet): another
-			// replica may lead.
+			// replica may lead; or the claim of the state was lost.
 			return
 		}
 		t0 := time.Now()
@@ -986,7 +1001,7 @@ func (c *ctrl) handler() http.Handler {
 			http.Error(w, "not ready: the state cannot be loaded: "+stateErr, http.StatusServiceUnavailable)
 			return
 		}
-		if st := c.leader.status(); st != "" {
+		if st := c.status(); st != "" {
 			w.Write([]byte("ready (" + st + ")\n"))
 		} else {
 			w.Write([]byte("ready\n"))

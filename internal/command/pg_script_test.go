@@ -48,6 +48,7 @@ func TestPgScripts(t *testing.T) {
 			"trialcount": cmdTrialCount,
 			"jsonfield":  cmdJSONField,
 			"waitlog":    cmdWaitLog,
+			"waitfile":   cmdWaitFile,
 			"replace":    cmdReplace,
 		},
 	})

@@ -347,6 +347,12 @@ func liveLocalHolder(m state.Backend, id string) *state.LockInfo {
 	if err != nil {
 		return nil
 	}
+	if cl, ok := m.(state.Claimer); ok {
+		// The controller claim, released by its ID too.
+		if li, err := cl.CurrentClaim(); err == nil && li != nil {
+			locks = append(locks, *li)
+		}
+	}
 	for i := range locks {
 		if li := &locks[i]; li.ID == id && li.PID != os.Getpid() && li.RunsHere() {
 			return li

@@ -22,6 +22,7 @@ import (
 type held struct {
 	info  state.LockInfo
 	whole bool
+	claim bool // the controller claim (state.Claimer), not a state lock
 
 	mu   sync.Mutex
 	conn *pgx.Conn // nil while the lock is lost and not yet taken again
@@ -242,6 +243,9 @@ func (b *Backend) scope() map[string]bool {
 	defer b.lockMu.Unlock()
 	var out map[string]bool
 	for h := range b.held {
+		if h.claim {
+			continue
+		}
 		if h.whole {
 			return nil
 		}
@@ -389,9 +393,13 @@ func (b *Backend) tryLock(ctx context.Context, info state.LockInfo) (*held, *sta
 		}
 	}()
 	whole := len(info.Experiments) == 0
+	claim := state.IsClaim(info)
 	var got bool
 	if whole {
 		err = conn.QueryRow(cctx, `SELECT pg_try_advisory_lock($1)`, b.stateKey).Scan(&got)
+	} else if claim {
+		// Apart from the state's locks: it excludes another claim only.
+		err = conn.QueryRow(cctx, `SELECT pg_try_advisory_lock($1)`, key("claim", b.schema)).Scan(&got)
 	} else {
 		keys := []int64{}
 		for _, e := range info.Experiments {
@@ -408,6 +416,9 @@ func (b *Backend) tryLock(ctx context.Context, info state.LockInfo) (*held, *sta
 	if err != nil {
 		return nil, nil, b.fail("take the lock", err)
 	}
+	if !got && claim {
+		return nil, b.claimHolder(cctx), nil
+	}
 	if !got {
 		return nil, b.holder(cctx, info.Experiments), nil
 	}
@@ -422,8 +433,8 @@ func (b *Backend) tryLock(ctx context.Context, info state.LockInfo) (*held, *sta
 	var lost string
 	err = conn.QueryRow(cctx, `SELECT info::text FROM `+b.t("locks")+` l WHERE id <> $1 AND NOT `+live+`
 		AND l.backend_start < pg_postmaster_start_time() AND now() - pg_postmaster_start_time() < $2 * interval '1 millisecond'
-		AND ($3 OR l.whole OR l.experiments && $4::text[]) ORDER BY whole DESC, (info->>'created') LIMIT 1`,
-		info.ID, b.retakeGrace().Milliseconds(), whole, exps).Scan(&lost)
+		AND (($3 OR l.whole) AND NOT $5 AND NOT l.experiments @> $6::text[] OR l.experiments && $4::text[]) ORDER BY whole DESC, (info->>'created') LIMIT 1`,
+		info.ID, b.retakeGrace().Milliseconds(), whole, exps, claim, []string{state.ClaimName}).Scan(&lost)
 	if err == nil {
 		var li state.LockInfo
 		json.Unmarshal([]byte(lost), &li)
@@ -442,7 +453,7 @@ func (b *Backend) tryLock(ctx context.Context, info state.LockInfo) (*held, *sta
 		return nil, nil, b.fail("record the lock", err)
 	}
 	ok = true
-	return &held{info: info, whole: whole, conn: conn}, nil, nil
+	return &held{info: info, whole: whole, claim: claim, conn: conn}, nil, nil
 }
 
 // live is the condition of a locks row whose connection is still there.
@@ -535,7 +546,8 @@ func (b *Backend) currentLocks(ctx context.Context) ([]state.LockInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := pool.Query(ctx, `SELECT info::text FROM `+b.t("locks")+` l WHERE `+live+` ORDER BY whole DESC, (info->>'created'), id`)
+	rows, err := pool.Query(ctx, `SELECT info::text FROM `+b.t("locks")+` l WHERE `+live+` AND NOT l.experiments @> $1::text[] ORDER BY whole DESC, (info->>'created'), id`,
+		[]string{state.ClaimName})
 	if err != nil {
 		return nil, b.fail("read the locks", err)
 	}
@@ -625,3 +637,96 @@ func joinLines(s []string) string {
 	}
 	return out
 }
+
+// Claim takes the controller claim (state.Claimer): an advisory lock of
+// its own (not the state's: people's locks are not excluded), recorded
+// and kept alive like a lock, under the name state.ClaimName. A holder
+// that dies loses it with its session; one whose connection is lost
+// takes it again (the grace after a server restart is the locks').
+func (b *Backend) Claim(ctx context.Context, operation, version string) (*state.Lock, error) {
+	info := state.NewLockInfo(operation, version, b.where)
+	info.Backend = Name
+	info.Experiments = []string{state.ClaimName}
+	h, l, err := b.tryLock(ctx, info)
+	if err != nil {
+		return nil, err
+	}
+	if h == nil {
+		return nil, l
+	}
+	b.lockMu.Lock()
+	b.held[h] = true
+	b.lockMu.Unlock()
+	h.stop, h.done = make(chan struct{}), make(chan struct{})
+	go b.keepAlive(h)
+	return state.NewClaimLock(info, func() error { return b.unlock(h) }, func() error {
+		if err := b.lockGone(h, "the controller claim"); err != nil {
+			return err
+		}
+		h.mu.Lock()
+		conn := h.conn
+		h.mu.Unlock()
+		if conn == nil {
+			return state.Unavailable(fmt.Errorf(`backend "pg" (%s): the controller claim %s was lost with its connection (the server restarted?) and is being taken again`, b.where, h.info.ID))
+		}
+		return nil
+	}), nil
+}
+
+// CurrentClaim returns the controller claim's holder, nil when nobody
+// holds it.
+func (b *Backend) CurrentClaim() (*state.LockInfo, error) {
+	ctx, cancel := background()
+	defer cancel()
+	le := b.claimHolderOnce(ctx)
+	if le.err != nil {
+		return nil, le.err
+	}
+	return le.info, nil
+}
+
+type claimRead struct {
+	info *state.LockInfo
+	err  error
+}
+
+func (b *Backend) claimHolderOnce(ctx context.Context) claimRead {
+	pool, err := b.getPool(ctx)
+	if err != nil {
+		return claimRead{err: err}
+	}
+	var js []byte
+	err = pool.QueryRow(ctx, `SELECT info::text FROM `+b.t("locks")+` l WHERE `+live+` AND l.experiments @> $1::text[] ORDER BY (info->>'created') LIMIT 1`,
+		[]string{state.ClaimName}).Scan(&js)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return claimRead{}
+	}
+	if err != nil {
+		return claimRead{err: b.fail("read the controller claim", err)}
+	}
+	var li state.LockInfo
+	if err := json.Unmarshal(js, &li); err != nil {
+		return claimRead{err: fmt.Errorf(`backend "pg" (%s): the controller claim's record is unreadable: %v`, b.where, err)}
+	}
+	return claimRead{info: &li}
+}
+
+// claimHolder is the LockedError naming the claim's holder: its record
+// comes just after its advisory lock, so a moment without one is tried
+// again (up to 5 s, as holder).
+func (b *Backend) claimHolder(ctx context.Context) *state.LockedError {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if r := b.claimHolderOnce(ctx); r.info != nil {
+			return &state.LockedError{Info: *r.info}
+		}
+		select {
+		case <-ctx.Done():
+			return &state.LockedError{}
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return &state.LockedError{}
+}
+
+var _ state.Claimer = (*Backend)(nil)
