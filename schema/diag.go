@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"regexp"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hcled"
@@ -26,6 +29,7 @@ func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnos
 			from := fmt.Sprintf("\n  on %s line %d", d.Subject.Filename, d.Subject.Start.Line)
 			to := fmt.Sprintf("\n  on %s:%d", d.Subject.Filename, d.Subject.Start.Line)
 			out = bytes.Replace(out, []byte(from), []byte(to), 1)
+			out = windowLongLines(out, d.Subject.Start.Line, d.Subject.Start.Column)
 		}
 		if _, err := w.Write(out); err != nil {
 			return err
@@ -151,4 +155,66 @@ func snippet(f *hcl.File, highlight hcl.Range, context *hcl.Range) *JSONSnippet 
 		s.Context = &c
 	}
 	return s
+}
+
+// maxSnippetLine bounds a source line shown under a diagnostic, in
+// characters: a longer one (a generated list on one line) is shown as a
+// window of it around the error's column (its line: line, column col),
+// with "…" where it was cut; a whole 600 KB line reached the terminal.
+const maxSnippetLine = 160
+
+var (
+	snippetLine = regexp.MustCompile(`^( *)([0-9]+): `)
+	ansiCode    = regexp.MustCompile("^\x1b\\[[0-9;]*m")
+)
+
+// windowLongLines cuts the snippet lines ("  12: source") of a rendered
+// diagnostic longer than maxSnippetLine. Colour codes are kept (they are
+// zero-width), so a highlight cut in two still ends.
+func windowLongLines(out []byte, line, col int) []byte {
+	lines := bytes.Split(out, []byte{'\n'})
+	changed := false
+	for i, l := range lines {
+		if len(l) <= maxSnippetLine {
+			continue
+		}
+		m := snippetLine.FindSubmatch(l)
+		if m == nil {
+			continue
+		}
+		code := l[len(m[0]):]
+		lo := 0 // the first character kept
+		if n, _ := strconv.Atoi(string(m[2])); n == line && col > maxSnippetLine/2 {
+			lo = col - 1 - maxSnippetLine/2
+		}
+		hi := lo + maxSnippetLine
+		var b bytes.Buffer
+		b.Write(m[0])
+		if lo > 0 {
+			b.WriteString("…")
+		}
+		c := 0 // characters seen
+		for k := 0; k < len(code); c++ {
+			if a := ansiCode.Find(code[k:]); a != nil {
+				b.Write(a)
+				k += len(a)
+				c--
+				continue
+			}
+			_, size := utf8.DecodeRune(code[k:])
+			if c >= lo && c < hi {
+				b.Write(code[k : k+size])
+			}
+			k += size
+		}
+		if c > hi {
+			b.WriteString("…")
+		}
+		lines[i] = b.Bytes()
+		changed = true
+	}
+	if !changed {
+		return out
+	}
+	return bytes.Join(lines, []byte{'\n'})
 }

@@ -2,6 +2,8 @@ package schema
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -124,6 +126,38 @@ experiment "e" {
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("diagnostics lack %q:\n%s", want, all)
+		}
+	}
+}
+
+// TestWriteDiagnosticsLongLine: a source line of 600 KB (a generated list)
+// is shown as a window around the error, not whole: validate printed the
+// whole line under the error, 600 KB on the terminal (and in a
+// controller's log), with or without colour.
+func TestWriteDiagnosticsLongLine(t *testing.T) {
+	dir := t.TempDir()
+	ones := strings.Repeat("1, ", 200000)
+	src := "search_space \"s\" {\n  param \"x\" { uniform = [0, 1] }\n}\nlocals {\n  a = [" + ones + "nope.x, " + ones + "2]\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := Load(dir, LoadOptions{Platforms: testPlatforms, Tuners: testTuners})
+	if !diags.HasErrors() {
+		t.Fatal("no error for nope.x")
+	}
+	for _, color := range []bool{false, true} {
+		var b strings.Builder
+		if err := WriteDiagnostics(&b, cfg.HCLFiles(), diags, 0, color); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if len(out) > 2000 {
+			t.Errorf("color %v: %d bytes of diagnostics; want a window of the line:\n%.600s", color, len(out), out)
+		}
+		for _, want := range []string{"on main.hcl:5", "nope", "…", `There is no variable named "nope"`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("color %v: output lacks %q:\n%.2000s", color, want, out)
+			}
 		}
 	}
 }
