@@ -176,7 +176,10 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if err := wt.Checkout(&git.CheckoutOptions{Hash: ref.Hash(), Force: true}); err != nil {
-		return "", fmt.Errorf("check out %s: %w", ref.Hash(), err)
+		// The repository answered: the commit is what is wrong (a tree
+		// with one name twice, a path git refuses), like one whose
+		// definitions do not validate.
+		return ref.Hash().String(), fmt.Errorf("commit %s cannot be checked out: %w; its tree is not one git can write (a name that is both a link and a directory, a path it refuses): push a commit that fixes it", short(ref.Hash().String()), err)
 	}
 	if fi, err := os.Stat(s.DefinitionsDir()); err != nil || !fi.IsDir() {
 		return ref.Hash().String(), fmt.Errorf("commit %s has no directory %q", short(ref.Hash().String()), s.Path)

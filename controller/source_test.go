@@ -278,6 +278,12 @@ func TestSyncWritesOnlyInCheckout(t *testing.T) {
 	u.git("update-ref", "refs/heads/main", crafted)
 	got, err := s.Sync(ctx)
 	t.Logf("the crafted commit: %s, %v", got, err)
+	// The repository answered: the commit is bad, not the source
+	// unreachable (it was "git sync failed", source_reachable 0 and a
+	// back-off, as for a network error).
+	if got != strings.TrimSpace(crafted) || err == nil || !strings.Contains(err.Error(), "cannot be checked out") {
+		t.Errorf("Sync of a tree git cannot write: %q, %v; want the commit %s and an error saying it cannot be checked out", got, err, strings.TrimSpace(crafted))
+	}
 	entries, _ := os.ReadDir(outside)
 	for _, e := range entries {
 		t.Errorf("the checkout wrote %s outside its directory", filepath.Join(outside, e.Name()))
