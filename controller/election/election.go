@@ -75,11 +75,10 @@ type Elector struct {
 	c      Config
 	client rest.Interface
 
-	mu           sync.Mutex
-	observed     coordv1.LeaseSpec
-	observedRV   string
-	observedTime time.Time
-	leader       string
+	obs Observed // the Lease as last changed
+
+	mu     sync.Mutex
+	leader string
 	// While leading: when this replica last renewed the Lease (wall
 	// clock, no monotonic reading: a suspended machine's monotonic clock
 	// stops), and stop, which ends the leading context.
@@ -295,42 +294,112 @@ func (c *leadingCtx) Err() error {
 // replica holds it. A leader renewing (renewing) never takes the Lease
 // from another holder, even one that looks expired: its own term is over.
 func (e *Elector) tryAcquireOrRenew(ctx context.Context, renewing bool) (ok, other bool) {
+	c := Candidate{Leases: restLeases{e}, Observed: &e.obs, Namespace: e.c.Namespace, Name: e.c.Name, Identity: e.c.Identity,
+		LeaseDuration: e.c.LeaseDuration, Seen: e.seen}
+	_, ok, other, _ = c.TryAcquireOrRenew(ctx, renewing)
+	return ok, other
+}
+
+// LeaseClient is what the algorithm calls: get, create and update (an
+// update conditional on the resourceVersion it carries) of one Lease; a
+// Lease that does not exist is an apierrors NotFound error.
+type LeaseClient interface {
+	GetLease(ctx context.Context, name string) (*coordv1.Lease, error)
+	CreateLease(ctx context.Context, l *coordv1.Lease) (*coordv1.Lease, error)
+	UpdateLease(ctx context.Context, l *coordv1.Lease) (*coordv1.Lease, error)
+}
+
+// Observed is a candidate's record of a Lease as it last changed: the
+// expiry is judged on this candidate's clock from the time it saw the
+// last change, never from the writer's timestamps (clocks differ). A
+// candidate that tries several times keeps one Observed across its tries.
+type Observed struct {
+	mu   sync.Mutex
+	rv   string
+	at   time.Time
+	spec coordv1.LeaseSpec
+}
+
+// Observe records l as read now.
+func (o *Observed) Observe(l *coordv1.Lease) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if l.ResourceVersion != o.rv {
+		o.spec, o.rv, o.at = l.Spec, l.ResourceVersion, time.Now()
+	}
+}
+
+// Expires is when the Lease as last observed expires.
+func (o *Observed) Expires() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.at.Add(time.Duration(deref(o.spec.LeaseDurationSeconds)) * time.Second)
+}
+
+// Candidate is one try of one candidate to take or renew a Lease, with
+// the algorithm of client-go's leader election: shared by the Elector
+// and by whoever holds a Lease the same way without an Elector's loop
+// (the kubernetes state backend's controller claim).
+type Candidate struct {
+	Leases        LeaseClient
+	Observed      *Observed
+	Namespace     string
+	Name          string // the Lease
+	Identity      string // its holderIdentity while this candidate holds it
+	LeaseDuration time.Duration
+	// Labels are set on a Lease the candidate creates (optional).
+	Labels map[string]string
+	// Seen, when set, is called with every Lease read or written.
+	Seen func(*coordv1.Lease)
+}
+
+// TryAcquireOrRenew takes the Lease when it is free, expired or ours,
+// and reports whether this candidate holds it now (ok); other, whether
+// another holds it (or, renewing, whether it was deleted: someone ended
+// this term); cur is the Lease as last read or written (nil when none
+// was read), err why neither could be told. A holder renewing
+// (renewing) never takes the Lease from another holder, even one that
+// looks expired: its own term is over.
+func (c *Candidate) TryAcquireOrRenew(ctx context.Context, renewing bool) (cur *coordv1.Lease, ok, other bool, err error) {
 	now := metav1.NowMicro()
-	me := e.c.Identity
-	secs := int32(e.c.LeaseDuration / time.Second)
-	var lease coordv1.Lease
-	err := e.leases().Get().Name(e.c.Name).Do(ctx).Into(&lease)
+	me := c.Identity
+	secs := int32(c.LeaseDuration / time.Second)
+	seen := func(l *coordv1.Lease) {
+		c.Observed.Observe(l)
+		if c.Seen != nil {
+			c.Seen(l)
+		}
+	}
+	lease, err := c.Leases.GetLease(ctx, c.Name)
 	if apierrors.IsNotFound(err) {
 		if renewing {
-			return false, true // deleted: someone ended this term
+			return nil, false, true, nil // deleted: someone ended this term
 		}
 		zero := int32(0)
-		lease = coordv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: e.c.Name, Namespace: e.c.Namespace},
+		nl := &coordv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, Labels: c.Labels},
 			Spec: coordv1.LeaseSpec{HolderIdentity: &me, LeaseDurationSeconds: &secs,
 				AcquireTime: &now, RenewTime: &now, LeaseTransitions: &zero},
 		}
-		var out coordv1.Lease
-		if err := e.leases().Post().Body(&lease).Do(ctx).Into(&out); err != nil {
-			return false, false
+		out, err := c.Leases.CreateLease(ctx, nl)
+		if err != nil {
+			return nil, false, apierrors.IsAlreadyExists(err), err
 		}
-		e.observe(&out)
-		return true, false
+		seen(out)
+		return out, true, false, nil
 	}
 	if err != nil {
-		return false, false
+		return nil, false, false, err
 	}
-	e.observe(&lease)
+	seen(lease)
 	holder := deref(lease.Spec.HolderIdentity)
 	if renewing && holder != me {
-		return false, true
+		return lease, false, true, nil
 	}
-	e.mu.Lock()
-	expires := e.observedTime.Add(time.Duration(deref(lease.Spec.LeaseDurationSeconds)) * time.Second)
-	e.mu.Unlock()
-	if holder != "" && holder != me && time.Now().Before(expires) {
-		return false, true
+	if holder != "" && holder != me && time.Now().Before(c.Observed.Expires()) {
+		return lease, false, true, nil
 	}
+	lease = lease.DeepCopy()
 	spec := lease.Spec
 	spec.HolderIdentity, spec.LeaseDurationSeconds, spec.RenewTime = &me, &secs, &now
 	if holder != me {
@@ -341,14 +410,14 @@ func (e *Elector) tryAcquireOrRenew(ctx context.Context, renewing bool) (ok, oth
 		spec.AcquireTime, spec.LeaseTransitions = &now, &t
 	}
 	lease.Spec = spec
-	var out coordv1.Lease
-	// An update conditional on the resourceVersion read: of two replicas
-	// that found the Lease expired, one wins.
-	if err := e.leases().Put().Name(e.c.Name).Body(&lease).Do(ctx).Into(&out); err != nil {
-		return false, apierrors.IsConflict(err)
+	// An update conditional on the resourceVersion read: of two
+	// candidates that found the Lease expired, one wins.
+	out, err := c.Leases.UpdateLease(ctx, lease)
+	if err != nil {
+		return lease, false, apierrors.IsConflict(err), err
 	}
-	e.observe(&out)
-	return true, false
+	seen(out)
+	return out, true, false, nil
 }
 
 // release gives the Lease up (it is ours): no holder, so a standby
@@ -372,15 +441,15 @@ func (e *Elector) release() {
 	}
 }
 
-// observe records the Lease as read, and when it changed since: the
-// expiry is judged on this replica's clock from the time it saw the
-// last change, never from the writer's timestamps (clocks differ).
+// observe records the Lease as read (Observed), and the leader it names.
 func (e *Elector) observe(l *coordv1.Lease) {
+	e.obs.Observe(l)
+	e.seen(l)
+}
+
+// seen notes the leader a Lease read names.
+func (e *Elector) seen(l *coordv1.Lease) {
 	e.mu.Lock()
-	changed := l.ResourceVersion != e.observedRV
-	if changed {
-		e.observed, e.observedRV, e.observedTime = l.Spec, l.ResourceVersion, time.Now()
-	}
 	holder := deref(l.Spec.HolderIdentity)
 	newLeader := holder != "" && holder != e.leader
 	if newLeader {
@@ -390,6 +459,33 @@ func (e *Elector) observe(l *coordv1.Lease) {
 	if newLeader && e.c.OnNewLeader != nil {
 		go e.c.OnNewLeader(holder)
 	}
+}
+
+// restLeases is the LeaseClient of an Elector's REST client.
+type restLeases struct{ e *Elector }
+
+func (r restLeases) GetLease(ctx context.Context, name string) (*coordv1.Lease, error) {
+	var l coordv1.Lease
+	if err := r.e.leases().Get().Name(name).Do(ctx).Into(&l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+func (r restLeases) CreateLease(ctx context.Context, l *coordv1.Lease) (*coordv1.Lease, error) {
+	var out coordv1.Lease
+	if err := r.e.leases().Post().Body(l).Do(ctx).Into(&out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (r restLeases) UpdateLease(ctx context.Context, l *coordv1.Lease) (*coordv1.Lease, error) {
+	var out coordv1.Lease
+	if err := r.e.leases().Put().Name(l.Name).Body(l).Do(ctx).Into(&out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 func (e *Elector) leases() *leaseRequests { return &leaseRequests{e} }
