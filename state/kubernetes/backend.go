@@ -21,6 +21,9 @@
 //	Secret trialform-marks-SUFFIX            the refresh marks
 //	Lease  trialform-lock-SUFFIX             the whole-state lock
 //	Lease  trialform-lock-SUFFIX-HASH        one experiment's lock
+//	Lease  trialform-claim-SUFFIX            the controller claim (claim.go):
+//	                                         no lock, renewed by its holder
+//	                                         and taken over when not renewed
 //
 // A save writes the parts that changed as new Secrets, then replaces the
 // index with an update conditional on its resourceVersion (the one
@@ -47,6 +50,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/trialform/trialform/controller/election"
 	"github.com/trialform/trialform/internal/incluster"
 
 	"github.com/trialform/trialform/internal/decl"
@@ -194,7 +198,7 @@ func expandHome(p string) string {
 // New returns the backend of the state called suffix in namespace ns of
 // the cluster cfg reaches (tests pass their own config).
 func New(cfg *rest.Config, ns, suffix string) (*Backend, error) {
-	b := &Backend{ns: ns, suffix: suffix, leaseDuration: defaultLeaseDuration}
+	b := &Backend{ns: ns, suffix: suffix, leaseDuration: defaultLeaseDuration, claimDuration: defaultClaimDuration}
 	c, err := newClient(cfg, ns, func(msg string) { b.reportf("%s", msg) })
 	if err != nil {
 		return nil, fmt.Errorf(`backend "kubernetes": %v`, err)
@@ -212,6 +216,14 @@ type Backend struct {
 	// leaseDuration is how long a Lease not renewed is taken as the
 	// holder's (then it is stale, and waits for force-unlock).
 	leaseDuration time.Duration
+	// claimDuration is how long the controller claim not renewed stays
+	// its holder's (claim.go); claimObs is the claim's Lease as this
+	// client last saw it change (a standby's tries share it).
+	claimDuration time.Duration
+	claimObs      election.Observed
+	// claimPause, in tests, is called at each turn of a claim's renewal
+	// (a test blocks it to pause the holder, as SIGSTOP would).
+	claimPause func()
 
 	reportMu sync.Mutex
 	reporter func(string)

@@ -718,10 +718,14 @@ func (b *Backend) CurrentLocks() ([]state.LockInfo, error) {
 	return res, nil
 }
 
-// ForceUnlock deletes the Leases of the lock whose ID is id.
+// ForceUnlock deletes the Leases of the lock whose ID is id, or the
+// controller claim's Lease when it is id's.
 func (b *Backend) ForceUnlock(id string) error {
 	ctx, cancel := background()
 	defer cancel()
+	if ok, err := b.forceUnlockClaim(ctx, id); ok || err != nil {
+		return err
+	}
 	leases, err := b.lockLeases(ctx)
 	if err != nil {
 		return fmt.Errorf("force-unlock: %w", err)

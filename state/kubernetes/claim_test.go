@@ -1,0 +1,234 @@
+package k8sstate
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/trialform/trialform/state"
+)
+
+// waitFor polls cond every 50ms until it holds; a generous deadline ends
+// the test.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func claimBackend(t *testing.T, suffix string) *Backend {
+	b := open(t, suffix)
+	b.claimDuration = 6 * time.Second // renewed every 1s, in doubt after 4s
+	return b
+}
+
+// The controller claim: one holder at a time, the second refused naming
+// it; apart from the locks (a person's lock is taken beside it, and show
+// does not list it); given back by Unlock.
+func TestClaim(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	a, b := claimBackend(t, suffix), claimBackend(t, suffix)
+	la, err := a.Claim(ctx, "controller", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Claim(ctx, "controller", "v1")
+	var le *state.LockedError
+	if !errors.As(err, &le) || le.Info.ID != la.Info().ID || le.Info.Operation != "controller" || le.Info.PID != la.Info().PID || le.Info.Who == "" {
+		t.Fatalf("a second claim: %v, want a LockedError naming the holder %+v", err, la.Info())
+	}
+	if cur, err := b.CurrentClaim(); err != nil || cur == nil || cur.ID != la.Info().ID {
+		t.Fatalf("CurrentClaim = %+v, %v; want %s", cur, err, la.Info().ID)
+	}
+	// Not a lock: the whole state and an experiment are locked beside it,
+	// and no lock is listed.
+	lk, err := b.Lock(ctx, "apply", "v1", 0)
+	if err != nil {
+		t.Fatalf("a lock beside the claim: %v", err)
+	}
+	if locks, err := b.CurrentLocks(); err != nil || len(locks) != 1 || locks[0].ID != lk.Info().ID {
+		t.Fatalf("locks = %+v, %v; want the apply's only", locks, err)
+	}
+	lk.Unlock()
+	if locks, err := b.CurrentLocks(); err != nil || len(locks) != 0 {
+		t.Fatalf("locks = %+v, %v; want none (the claim is no lock)", locks, err)
+	}
+	lk, err = b.LockExperiments(ctx, []string{"mnist"}, "apply", "v1", 0)
+	if err != nil {
+		t.Fatalf("an experiment lock beside the claim: %v", err)
+	}
+	lk.Unlock()
+	if err := la.Lost(); err != nil && !state.IsUnavailable(err) {
+		t.Fatalf("a claim held and renewed: Lost = %v", err)
+	}
+	if err := la.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := b.CurrentClaim(); err != nil || cur != nil {
+		t.Fatalf("after Unlock: CurrentClaim = %+v, %v; want none", cur, err)
+	}
+	lb, err := b.Claim(ctx, "controller", "v1")
+	if err != nil {
+		t.Fatalf("a claim given back is taken at once: %v", err)
+	}
+	lb.Unlock()
+}
+
+// A holder that stops renewing its claim (paused, as a killed process or
+// one cut off from the apiserver) is in doubt after 2/3 of the duration
+// (Lost wraps ErrUnavailable), and a standby takes the claim over once
+// it saw it unchanged for the duration; the holder, resumed, finds it
+// another's: lost for good, and its Unlock leaves the new holder's.
+func TestClaimTakenOverFromAHolderThatStopsRenewing(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	a, b := claimBackend(t, suffix), claimBackend(t, suffix)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	pausing := true
+	a.claimPause = func() {
+		if pausing {
+			pausing = false
+			close(paused)
+			<-resume
+		}
+	}
+	la, err := a.Claim(ctx, "controller", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-paused
+	_, err = b.Claim(ctx, "controller", "v1")
+	var le *state.LockedError
+	if !errors.As(err, &le) || le.Info.ID != la.Info().ID {
+		t.Fatalf("a claim not yet expired: %v, want it held by %s", err, la.Info().ID)
+	}
+	waitFor(t, "the paused holder to be in doubt", func() bool { return la.Lost() != nil })
+	if err := la.Lost(); !state.IsUnavailable(err) || !strings.Contains(err.Error(), "last renewed") {
+		t.Fatalf("a holder that could not renew: Lost = %v, want it unavailable", err)
+	}
+	var lb *state.Lock
+	waitFor(t, "the standby to take the claim over", func() bool {
+		lb, err = b.Claim(ctx, "controller", "v1")
+		if err != nil && !errors.As(err, &le) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+	defer lb.Unlock()
+	close(resume)
+	waitFor(t, "the former holder to find its claim lost", func() bool {
+		err := la.Lost()
+		return err != nil && !state.IsUnavailable(err)
+	})
+	if err := la.Lost(); !strings.Contains(err.Error(), "is held by controller (pid") || !strings.Contains(err.Error(), "taken over") {
+		t.Fatalf("Lost = %v, want it naming the new holder", err)
+	}
+	if err := la.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := a.CurrentClaim(); err != nil || cur == nil || cur.ID != lb.Info().ID {
+		t.Fatalf("after the former holder's Unlock: CurrentClaim = %+v, %v; want %s", cur, err, lb.Info().ID)
+	}
+	if err := lb.Lost(); err != nil && !state.IsUnavailable(err) {
+		t.Fatalf("the new holder: Lost = %v", err)
+	}
+}
+
+// force-unlock ID releases a claim: its holder's Lost says so (for good,
+// not a renewal in doubt), another takes the claim at once, and the
+// former holder's Unlock leaves it.
+func TestClaimForceUnlocked(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	a, b := claimBackend(t, suffix), claimBackend(t, suffix)
+	la, err := a.Claim(ctx, "controller", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ForceUnlock(la.Info().ID); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := b.CurrentClaim(); err != nil || cur != nil {
+		t.Fatalf("after force-unlock: CurrentClaim = %+v, %v; want none", cur, err)
+	}
+	waitFor(t, "the holder to find its claim lost", func() bool { return la.Lost() != nil })
+	if err := la.Lost(); state.IsUnavailable(err) || !strings.Contains(err.Error(), "force-unlock") {
+		t.Fatalf("Lost = %v, want it released by force-unlock", err)
+	}
+	lb, err := b.Claim(ctx, "controller", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := la.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := b.CurrentClaim(); err != nil || cur == nil || cur.ID != lb.Info().ID {
+		t.Fatalf("CurrentClaim = %+v, %v; want %s", cur, err, lb.Info().ID)
+	}
+	if err := b.ForceUnlock("nope"); err == nil || !strings.Contains(err.Error(), "not locked") {
+		t.Fatalf("force-unlock of an ID that is neither a lock nor the claim: %v", err)
+	}
+	lb.Unlock()
+}
+
+// The claim needs no verb beyond the documented Role's (roleVerbs): a
+// ServiceAccount bound to it claims, is refused a second claim, force-
+// unlocks and releases.
+func TestClaimRBAC(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "tfstate-rbac-claim")
+	cfg := serviceAccount(t, ns, "trialform", roleVerbs)
+	suffix := newSuffix()
+	mk := func() *Backend {
+		b, err := New(cfg, ns, suffix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.claimDuration = 6 * time.Second
+		b.SetReporter(func(msg string) { t.Log(msg) })
+		return b
+	}
+	a, b := mk(), mk()
+	la, err := a.Claim(ctx, "controller", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var le *state.LockedError
+	if _, err := b.Claim(ctx, "controller", "v1"); !errors.As(err, &le) {
+		t.Fatalf("a second claim: %v", err)
+	}
+	// Renewed under the Role: the Lease changes, and the claim is not lost.
+	leases := controlPlane(t).Client.CoordinationV1().Leases(ns)
+	first, err := leases.Get(ctx, a.claimLease(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a renewal", func() bool {
+		l, err := leases.Get(ctx, a.claimLease(), metav1.GetOptions{})
+		return err == nil && l.ResourceVersion != first.ResourceVersion
+	})
+	if err := la.Lost(); err != nil && !state.IsUnavailable(err) {
+		t.Fatalf("Lost = %v", err)
+	}
+	if err := b.ForceUnlock(la.Info().ID); err != nil {
+		t.Fatal(err)
+	}
+	lb, err := b.Claim(ctx, "controller", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	la.Unlock()
+}
