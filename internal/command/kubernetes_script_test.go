@@ -112,6 +112,7 @@ func runKubernetesScripts(t *testing.T, dir string) {
 			"sleep":      cmdSleep,
 			"replace":    cmdReplace,
 			"waitlog":    cmdWaitLog,
+			"waitfile":   cmdWaitFile,
 			// k8sapiserver stop|kill|start: stop kube-apiserver (SIGTERM,
 			// SIGKILL after 10s), kill it (SIGKILL) or start it again with
 			// the same flags, port and etcd.
