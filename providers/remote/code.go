@@ -13,6 +13,7 @@ import (
 	"path"
 	"sync"
 
+	"github.com/pkg/sftp"
 	"github.com/trialform/trialform/providers/codedir"
 )
 
@@ -174,14 +175,18 @@ func (r *Remote) upload(ctx context.Context, m *machine, b *bundle, dest string)
 	mu := r.uploadLock(m.key + dest)
 	mu.Lock()
 	defer mu.Unlock()
-	c, s, err := m.fs(ctx)
+	s, err := m.fs(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := s.Stat(dest); err == nil {
+	err = s.do("SFTP stat of "+dest, func(s *sftp.Client) error {
+		_, err := s.Stat(dest)
+		return err
+	})
+	if err == nil {
 		r.markUploaded(m, dest)
 		return nil
-	} else if err = m.sftpErr(c, err); !errors.Is(err, fs.ErrNotExist) {
+	} else if err = m.sftpErr(s.c, err); !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	parent := path.Dir(dest)

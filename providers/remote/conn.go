@@ -530,27 +530,32 @@ func (m *machine) run(ctx context.Context, cmd string, stdin io.Reader) ([]byte,
 		return nil, ctx.Err()
 	}
 	defer func() { <-m.sem }()
-	sess, err := c.NewSession()
-	if err != nil {
+	var out, errb bytes.Buffer
+	var opened bool
+	// Bounded (bound): a server that stops answering, or a command that
+	// never ends, does not hold the caller.
+	err = m.bound(ctx, c, "a remote command (an upload)", runTimeout, func() error {
+		sess, err := c.NewSession()
+		if err != nil {
+			return err
+		}
+		opened = true
+		defer sess.Close()
+		sess.Stdout, sess.Stderr = &out, &errb
+		if stdin != nil {
+			sess.Stdin = stdin
+		}
+		// The login shell may not be POSIX (fish, csh): hand the line to sh.
+		return sess.Run("exec /bin/sh -c " + shq(cmd))
+	})
+	var ue *unreachableError
+	if err != nil && (errors.As(err, &ue) || ctx.Err() != nil) {
+		return nil, err // bound closed the connection
+	}
+	if err != nil && !opened {
 		m.drop(c)
 		m.r.markDown(m, err)
 		return nil, fmt.Errorf("machine %s: open a session: %w", m.key, err)
-	}
-	defer sess.Close()
-	var out, errb bytes.Buffer
-	sess.Stdout, sess.Stderr = &out, &errb
-	if stdin != nil {
-		sess.Stdin = stdin
-	}
-	done := make(chan error, 1)
-	// The login shell may not be POSIX (fish, csh): hand the line to sh.
-	go func() { done <- sess.Run("exec /bin/sh -c " + shq(cmd)) }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		_ = sess.Signal(ssh.SIGKILL)
-		sess.Close()
-		return nil, ctx.Err()
 	}
 	if err != nil {
 		var ee *ssh.ExitError
@@ -580,11 +585,6 @@ func firstLines(stderr string, ee *ssh.ExitError) string {
 		return "remote command exited with status " + strconv.Itoa(ee.ExitStatus())
 	}
 	return s + " (exit status " + strconv.Itoa(ee.ExitStatus()) + ")"
-}
-
-// fs returns the SFTP client, dialling when needed.
-func (m *machine) fs(ctx context.Context) (*ssh.Client, *sftp.Client, error) {
-	return m.connected(ctx)
 }
 
 // sftpErr classifies an SFTP error: a broken connection is dropped (and

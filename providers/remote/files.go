@@ -158,7 +158,15 @@ func openRegular(s *sftp.Client, p string) (*sftp.File, error) {
 }
 
 // readSmall reads a whole small file over SFTP; a missing file is nil, nil.
-func readSmall(s *sftp.Client, p string) ([]byte, error) {
+func readSmall(fs *rfs, p string) (b []byte, err error) {
+	err = fs.do("SFTP read of "+p, func(s *sftp.Client) error {
+		b, err = readSmallFrom(s, p)
+		return err
+	})
+	return b, err
+}
+
+func readSmallFrom(s *sftp.Client, p string) ([]byte, error) {
 	f, err := openRegular(s, p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -187,7 +195,15 @@ func readSmall(s *sftp.Client, p string) ([]byte, error) {
 // readFrom reads p from off (at most max bytes). A file shorter than off
 // was replaced: it is read from 0. It returns the data and where it
 // starts.
-func readFrom(s *sftp.Client, p string, off, max int64) ([]byte, int64, error) {
+func readFrom(fs *rfs, p string, off, max int64) (b []byte, at int64, err error) {
+	err = fs.do("SFTP read of "+p, func(s *sftp.Client) error {
+		b, at, err = readFromAt(s, p, off, max)
+		return err
+	})
+	return b, at, err
+}
+
+func readFromAt(s *sftp.Client, p string, off, max int64) ([]byte, int64, error) {
 	f, err := openRegular(s, p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -222,7 +238,7 @@ func readFrom(s *sftp.Client, p string, off, max int64) ([]byte, int64, error) {
 type trialFiles struct {
 	m   *machine
 	c   *ssh.Client
-	s   *sftp.Client
+	s   *rfs
 	dir string
 	sp  *spec
 	st  *status
@@ -231,10 +247,11 @@ type trialFiles struct {
 // load reads spec.json and status of dir; sp is nil when the trial does
 // not exist there.
 func (m *machine) load(ctx context.Context, dir string) (*trialFiles, error) {
-	c, s, err := m.fs(ctx)
+	s, err := m.fs(ctx)
 	if err != nil {
 		return nil, err
 	}
+	c := s.c
 	tf := &trialFiles{m: m, c: c, s: s, dir: dir}
 	b, err := readSmall(s, path.Join(dir, specFile))
 	if err != nil {
@@ -258,7 +275,7 @@ func (m *machine) load(ctx context.Context, dir string) (*trialFiles, error) {
 
 // procStart reads the start time of pid on the machine ("" if no such
 // process), from /proc over SFTP.
-func procStart(s *sftp.Client, pid int) string {
+func procStart(s *rfs, pid int) string {
 	if pid <= 0 {
 		return ""
 	}
@@ -568,7 +585,7 @@ func (tf *trialFiles) metrics(off map[string]int64, ended, settled, succeeded bo
 // read (maxTickTimesRead), once per Read and only when needed: results
 // past what it covers stay undated (refresh dates them when it reads them).
 type tickTimes struct {
-	s      *sftp.Client
+	s      *rfs
 	path   string
 	loaded bool
 	outs   []tickTime
@@ -601,7 +618,14 @@ func (tt *tickTimes) at(out bool, end int64) time.Time {
 }
 
 func (tt *tickTimes) load() {
-	f, err := openRegular(tt.s, tt.path)
+	_ = tt.s.do("SFTP read of "+tt.path, func(s *sftp.Client) error {
+		tt.loadFrom(s)
+		return nil
+	})
+}
+
+func (tt *tickTimes) loadFrom(s *sftp.Client) {
+	f, err := openRegular(s, tt.path)
 	if err != nil {
 		return
 	}

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/pkg/sftp"
 )
 
 // DefaultOutputLimit is how much of a trial's stdout and of its stderr the
@@ -32,7 +30,7 @@ type outputCut struct {
 func (c outputCut) ok() bool { return c.To > c.From }
 
 // readCut reads FILE.cut (zero when none or unreadable).
-func readCut(s *sftp.Client, file string) (outputCut, error) {
+func readCut(s *rfs, file string) (outputCut, error) {
 	b, err := readSmall(s, file+cutSuffix)
 	if err != nil || b == nil {
 		return outputCut{}, err

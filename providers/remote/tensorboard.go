@@ -35,7 +35,10 @@ func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest)
 		return stats, fmt.Errorf("tensorboard logs of trial %s: %w", req.TrialID, providers.ErrNotFound)
 	}
 	root := path.Join(tf.dir, "output", trialproto.TensorBoardSubdir)
-	if _, err := tf.s.Lstat(root); err != nil {
+	if err := tf.s.do("SFTP stat of "+root, func(s *sftp.Client) error {
+		_, err := s.Lstat(root)
+		return err
+	}); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return stats, nil
 		}
@@ -44,10 +47,17 @@ func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest)
 	if err := os.MkdirAll(req.Dest, 0o755); err != nil {
 		return stats, err
 	}
-	w := tf.s.Walk(root)
-	for w.Step() {
-		if ctx.Err() != nil {
-			return stats, ctx.Err()
+	w := tf.s.s.Walk(root)
+	for {
+		var more bool
+		if err := tf.s.do("SFTP listing of "+root, func(*sftp.Client) error {
+			more = w.Step()
+			return nil
+		}); err != nil {
+			return stats, err
+		}
+		if !more {
+			break
 		}
 		if err := w.Err(); err != nil {
 			return stats, tf.m.sftpErr(tf.c, err)
@@ -89,7 +99,7 @@ func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest)
 // syncFile brings local up to remote's size: appending what is new when
 // local is shorter, copying the whole file again when it is longer (the
 // remote file was replaced). It returns the bytes copied.
-func syncFile(s *sftp.Client, remote, local string, size int64) (int64, error) {
+func syncFile(s *rfs, remote, local string, size int64) (int64, error) {
 	var have int64
 	if li, err := os.Lstat(local); err == nil {
 		if !li.Mode().IsRegular() {
@@ -106,20 +116,40 @@ func syncFile(s *sftp.Client, remote, local string, size int64) (int64, error) {
 			return 0, err
 		}
 	}
-	f, err := openRegular(s, remote)
-	if err != nil {
+	var f *sftp.File
+	if err := s.do("SFTP open of "+remote, func(c *sftp.Client) (err error) {
+		f, err = openRegular(c, remote)
+		return err
+	}); err != nil {
 		return 0, err
 	}
-	defer f.Close()
+	defer func() { _ = s.do("SFTP close of "+remote, func(*sftp.Client) error { return f.Close() }) }()
 	out, err := os.OpenFile(local, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(out, io.NewSectionReader(f, have, size-have))
+	// In pieces, each bounded on its own (bound): a large file copies
+	// over a slow link, a hung server does not hold the sync.
+	var n int64
+	for n < size-have && err == nil {
+		want := min(syncPiece, size-have-n)
+		var k int64
+		err = s.do("SFTP read of "+remote, func(*sftp.Client) (err error) {
+			k, err = io.Copy(out, io.NewSectionReader(f, have+n, want))
+			return err
+		})
+		n += k
+		if k < want {
+			break // shorter than it was
+		}
+	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	return n, err
 }
+
+// syncPiece is how much of a file syncFile copies in one bounded read.
+const syncPiece = 8 << 20
 
 var _ providers.TensorBoardSyncer = (*Remote)(nil)

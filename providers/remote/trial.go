@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pkg/sftp"
+
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -344,7 +346,7 @@ func (r *Remote) list(ctx context.Context, experiment string, known func(string)
 		wg.Add(1)
 		go func(m *machine) {
 			defer wg.Done()
-			c, s, err := m.connected(ctx)
+			s, err := m.fs(ctx)
 			if err != nil {
 				if providers.IsPermanent(err) && !isRefused(err) {
 					mu.Lock()
@@ -359,13 +361,17 @@ func (r *Remote) list(ctx context.Context, experiment string, known func(string)
 				return
 			}
 			base := path.Join(m.work, "trials", experiment)
-			ents, err := s.ReadDir(base)
+			var ents []fs.FileInfo
+			err = s.do("SFTP listing of "+base, func(s *sftp.Client) (err error) {
+				ents, err = s.ReadDir(base)
+				return err
+			})
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return
 				}
 				mu.Lock()
-				errs = append(errs, m.sftpErr(c, err))
+				errs = append(errs, m.sftpErr(s.c, err))
 				mu.Unlock()
 				return
 			}

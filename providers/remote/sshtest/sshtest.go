@@ -70,7 +70,8 @@ func NewLab(dir string, n int) (*Lab, error) { return NewLabConfig(dir, n, "") }
 
 // NewLabConfig is NewLab with extra sshd_config lines, which come first
 // and so win over the lab's own (sshd takes a keyword's first value):
-// "MaxSessions 10" gives OpenSSH's default back, for one.
+// "MaxSessions 10" gives OpenSSH's default back, for one. An extra
+// "Subsystem sftp" line replaces the lab's (sshd refuses a second one).
 func NewLabConfig(dir string, n int, extra string) (*Lab, error) {
 	if extra != "" && !strings.HasSuffix(extra, "\n") {
 		extra += "\n"
@@ -100,6 +101,10 @@ func NewLabConfig(dir string, n int, extra string) (*Lab, error) {
 	if err := os.WriteFile(auth, ssh.MarshalAuthorizedKey(userPub), 0o600); err != nil {
 		return nil, err
 	}
+	subsystem := "Subsystem sftp internal-sftp\n"
+	if strings.Contains(extra, "Subsystem sftp ") {
+		subsystem = ""
+	}
 	var known strings.Builder
 	for i := 0; i < n; i++ {
 		name := string(rune('a' + i))
@@ -128,11 +133,10 @@ PubkeyAuthentication yes
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
-Subsystem sftp internal-sftp
-MaxSessions 64
+%sMaxSessions 64
 MaxStartups 64
 LogLevel ERROR
-`, port, filepath.Join(sdir, "host_ed25519"), filepath.Join(sdir, "sshd.pid"), auth)
+`, port, filepath.Join(sdir, "host_ed25519"), filepath.Join(sdir, "sshd.pid"), auth, subsystem)
 		if err := os.WriteFile(s.config, []byte(cfg), 0o600); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,88 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+)
+
+// sftpTimeout bounds one SFTP operation (a file read, a directory
+// listing, a piece of a copy) of a caller whose context has no deadline
+// (the controller's loop, watch, apply -wait).
+var sftpTimeout = 2 * time.Minute
+
+// runTimeout bounds a command session (an upload) of a caller whose
+// context has no deadline.
+var runTimeout = 10 * time.Minute
+
+// bound runs fn, the work on m's connection c that what names ("SFTP
+// read of PATH"), within ctx, or within limit when ctx has no deadline.
+// Neither pkg/sftp nor an SSH session takes a context, and a server can
+// hang after the login (an sftp-server stuck on a stalled network file
+// system, a machine that stops answering while TCP and keepalives stay
+// up): when the time is up before fn returns, c is closed, which fails
+// every call on it at once, and dropped from the pool, so the next call
+// dials again (and a machine whose dial fails is backed off). The error
+// names the machine, what hung and what to check.
+func (m *machine) bound(ctx context.Context, c *ssh.Client, what string, limit time.Duration, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
+	}
+	start := time.Now()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	err := fn()
+	if stop() {
+		return err // done in time
+	}
+	// The watchdog closed c (or is closing it): fn's result may be good,
+	// the connection is not.
+	m.drop(c)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("machine %s: %s was cancelled: %w", m.key, what, ctx.Err())
+	}
+	took := time.Since(start).Round(100 * time.Millisecond)
+	herr := &unreachableError{fmt.Sprintf("machine %s: %s did not answer in %s (a hung sftp-server, a home or work_dir on a stalled network file system, "+
+		"or a machine that stopped answering); the connection was closed and is dialled again on the next call; check that sftp -P %d %s@%s works from here "+
+		"and that its work_dir can be listed", m.key, what, took, m.cfg.Port, m.cfg.User, m.cfg.Host), context.DeadlineExceeded}
+	m.r.markDown(m, herr)
+	if err == nil {
+		return nil
+	}
+	return herr
+}
+
+// rfs is m's pooled SFTP client as one call uses it: each operation
+// through do is bounded by the call's context (bound).
+type rfs struct {
+	ctx context.Context
+	m   *machine
+	c   *ssh.Client
+	s   *sftp.Client
+}
+
+// fs returns the SFTP client for a call, dialling when needed.
+func (m *machine) fs(ctx context.Context) (*rfs, error) {
+	c, s, err := m.connected(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rfs{ctx: ctx, m: m, c: c, s: s}, nil
+}
+
+// do runs fn, the SFTP operation what, bounded by the call's context
+// or sftpTimeout (bound).
+func (f *rfs) do(what string, fn func(s *sftp.Client) error) error {
+	return f.m.bound(f.ctx, f.c, what, sftpTimeout, func() error { return fn(f.s) })
+}
