@@ -530,7 +530,9 @@ func (m *machine) run(ctx context.Context, cmd string, stdin io.Reader) ([]byte,
 		return nil, ctx.Err()
 	}
 	defer func() { <-m.sem }()
-	var out, errb bytes.Buffer
+	// Each read up to maxShellOutput, as a shell's: a machine that prints
+	// more does not fill this one's memory.
+	var out, errb capped
 	var opened bool
 	// Bounded (bound): a server that stops answering, or a command that
 	// never ends, does not hold the caller.
@@ -541,6 +543,8 @@ func (m *machine) run(ctx context.Context, cmd string, stdin io.Reader) ([]byte,
 		}
 		opened = true
 		defer sess.Close()
+		over := func() { _ = sess.Signal(ssh.SIGKILL); sess.Close() }
+		out.over, errb.over = over, over
 		sess.Stdout, sess.Stderr = &out, &errb
 		if stdin != nil {
 			sess.Stdin = stdin
@@ -551,6 +555,9 @@ func (m *machine) run(ctx context.Context, cmd string, stdin io.Reader) ([]byte,
 	var ue *unreachableError
 	if err != nil && (errors.As(err, &ue) || ctx.Err() != nil) {
 		return nil, err // bound closed the connection
+	}
+	if out.full || errb.full {
+		return nil, fmt.Errorf("machine %s: %w", m.key, errTooMuchOutput)
 	}
 	if err != nil && !opened {
 		m.drop(c)
@@ -569,6 +576,30 @@ func (m *machine) run(ctx context.Context, cmd string, stdin io.Reader) ([]byte,
 	}
 	return out.Bytes(), nil
 }
+
+// capped keeps what a command prints up to maxShellOutput; past it,
+// the rest is dropped and over (which ends the command) called once.
+// (Not an embedded bytes.Buffer: io.Copy would use its ReadFrom.)
+type capped struct {
+	buf  bytes.Buffer
+	full bool
+	over func()
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.full {
+		return len(p), nil
+	}
+	if c.buf.Len()+len(p) > maxShellOutput {
+		c.full = true
+		c.over()
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+func (c *capped) Bytes() []byte  { return c.buf.Bytes() }
+func (c *capped) String() string { return c.buf.String() }
 
 // exitError is a remote command that ran and failed: the machine
 // answered.

@@ -110,3 +110,25 @@ func TestHungSFTPSubsystemIsAFailedDial(t *testing.T) {
 		t.Fatalf("Validate of a machine whose SFTP subsystem never answers still runs after %s", eventWait)
 	}
 }
+
+// A command session (an upload's) reads what the command prints up to
+// maxShellOutput too: a machine printing more is an error saying so,
+// not this machine's memory filled.
+func TestHugeRunOutputRefused(t *testing.T) {
+	l := testLab(t)
+	cfg := labConfig(t, l)
+	cfg.Machines = cfg.Machines[:1]
+	r := newRemote(t, cfg)
+	m := r.machines[0]
+	for _, cmd := range []string{"head -c 20000000 /dev/zero", "head -c 20000000 /dev/zero >&2; exit 1", "cat /dev/zero"} {
+		out, err := m.run(ctx(t), cmd, nil)
+		if err == nil || !strings.Contains(err.Error(), "more than 16 MiB") || len(out) > maxShellOutput {
+			t.Fatalf("%s: %d bytes, %v; want an error saying it printed more than 16 MiB", cmd, len(out), err)
+		}
+		t.Logf("%s: %v", cmd, err)
+	}
+	// The connection is still good.
+	if out, err := m.run(ctx(t), "echo ok", nil); err != nil || string(out) != "ok\n" {
+		t.Fatalf("echo ok after: %q %v", out, err)
+	}
+}
