@@ -332,8 +332,17 @@ func runForceUnlock(ctx context.Context, g *Globals, args []string) int {
 				li.ID, li.Operation, li.PID, li.Created.Local().Format(time.DateTime), li.PID, li.ID)
 		}
 	}
+	claim := false
+	if cl, ok := m.(state.Claimer); ok {
+		li, err := cl.CurrentClaim()
+		claim = err == nil && li != nil && li.ID == pos[0]
+	}
 	if err := m.ForceUnlock(pos[0]); err != nil {
 		return g.errorf("%v", err)
+	}
+	if claim {
+		views.ClaimRemoved(g.IO.Out)
+		return 0
 	}
 	views.LockRemoved(g.IO.Out)
 	return 0

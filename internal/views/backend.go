@@ -49,6 +49,12 @@ func LockRemoved(w io.Writer) {
 	fmt.Fprintln(w, "The state lock was removed. Make sure its holder is really gone.")
 }
 
+// ClaimRemoved is force-unlock's line for a controller's claim of the
+// state.
+func ClaimRemoved(w io.Writer) {
+	fmt.Fprintln(w, "The controller's claim of the state was removed: a controller still holding it stops acting at its next pass, and the next controller to try claims the state.")
+}
+
 // StateDocument writes the state document state pull read, as it is.
 func StateDocument(w io.Writer, doc []byte) { w.Write(doc) }
 
