@@ -373,8 +373,12 @@ func (g *Globals) backendNote() {
 	if ob == nil || !ob.declared {
 		return
 	}
+	var claim *state.LockInfo
+	if cl, ok := ob.b.(state.Claimer); ok {
+		claim, _ = cl.CurrentClaim()
+	}
 	locks, err := state.CurrentLocksOf(ob.b)
-	views.BackendNote(g.IO.Err, ob.b.Name(), ob.b.Location(), locks, err)
+	views.BackendNote(g.IO.Err, ob.b.Name(), ob.b.Location(), claim, locks, err)
 }
 
 // creatingState marks the operation of the whole-state lock ensureState

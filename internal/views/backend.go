@@ -13,10 +13,14 @@ import (
 // pull, push, force-unlock), and the note on the backend that show,
 // trials and the like print where the working copy declares one.
 
-// BackendNote names the backend and who holds its locks, on standard
-// error; err: the locks could not be read.
-func BackendNote(w io.Writer, name, location string, locks []state.LockInfo, err error) {
+// BackendNote names the backend, the controller that claims the state
+// (claim; nil: none, or the backend cannot tell) and who holds its locks,
+// on standard error; err: the locks could not be read.
+func BackendNote(w io.Writer, name, location string, claim *state.LockInfo, locks []state.LockInfo, err error) {
 	fmt.Fprintf(w, "State: %s backend, %s\n", name, location)
+	if claim != nil {
+		fmt.Fprintf(w, "  reconciled by a controller: %s, claim ID %s\n", state.ClaimHolder(*claim), claim.ID)
+	}
 	if err != nil {
 		fmt.Fprintf(w, "  (its locks cannot be read: %v)\n", err)
 		return
