@@ -88,6 +88,7 @@ func (m *Manager) Claim(ctx context.Context, operation, version string) (*Lock, 
 	info.Backend = LocalBackend
 	info.Experiments = []string{ClaimName}
 	path := m.claimPath()
+	busy := 0 // flocks found taken in a row
 	for range 100 {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -97,6 +98,17 @@ func (m *Manager) Claim(ctx context.Context, operation, version string) (*Lock, 
 			f.Close()
 			if !errors.Is(err, unix.EWOULDBLOCK) {
 				return nil, fmt.Errorf("claim the state: flock %s: %w", path, err)
+			}
+			// CurrentClaim (show, trials, ui) holds the flock for a
+			// moment to see whether anyone does: a few tries before
+			// calling it held.
+			if busy++; busy < 5 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(10 * time.Millisecond):
+				}
+				continue
 			}
 			f, err := os.Open(path)
 			if err != nil {
