@@ -102,11 +102,14 @@ func (m *Manager) Claim(ctx context.Context, operation, version string) (*Lock, 
 			// CurrentClaim (show, trials, ui) holds the flock for a
 			// moment to see whether anyone does: a few tries before
 			// calling it held.
-			if busy++; busy < 5 {
+			if testClaimBusy != nil {
+				testClaimBusy()
+			}
+			if busy++; busy < 10 {
 				select {
 				case <-ctx.Done():
 					return nil, ctx.Err()
-				case <-time.After(10 * time.Millisecond):
+				case <-time.After(20 * time.Millisecond):
 				}
 				continue
 			}
@@ -149,6 +152,10 @@ func (m *Manager) Claim(ctx context.Context, operation, version string) (*Lock, 
 	return nil, fmt.Errorf("claim the state: %s keeps being replaced", path)
 }
 
+// Test hooks: testProbeHeld runs while CurrentClaim holds the claim's
+// flock, testClaimBusy when Claim finds it taken.
+var testProbeHeld, testClaimBusy func()
+
 // CurrentClaim returns the local claim's holder, nil when nobody holds it.
 func (m *Manager) CurrentClaim() (*LockInfo, error) {
 	path := m.claimPath()
@@ -162,6 +169,9 @@ func (m *Manager) CurrentClaim() (*LockInfo, error) {
 	defer f.Close()
 	err = flock(f, unix.LOCK_EX|unix.LOCK_NB)
 	if err == nil {
+		if testProbeHeld != nil {
+			testProbeHeld()
+		}
 		return nil, nil
 	}
 	if !errors.Is(err, unix.EWOULDBLOCK) {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 )
 
 // TestClaimLocal: a second claim is refused naming the holder; Unlock
@@ -34,43 +33,33 @@ func TestClaimLocal(t *testing.T) {
 }
 
 // TestClaimNotRefusedByAProbe: CurrentClaim (show, trials and ui call it
-// for their backend note) tries the claim file's flock for a moment; a
-// controller claiming the state at that moment was told it was held (by
-// a holder that is gone: its file stays after kill -9) and stood by for a
-// pass, naming that dead holder.
+// for their backend note) holds the claim file's flock for a moment to
+// see whether anyone does; a controller claiming the state at that moment
+// was told it was held (by a holder that is gone: its file stays after
+// kill -9) and stood by for a pass, naming that dead holder. The hooks
+// make the moment certain: the probe holds the flock until the claim has
+// found it taken, and is done before the claim tries again.
 func TestClaimNotRefusedByAProbe(t *testing.T) {
 	m := NewManager(t.TempDir())
-	ctx := context.Background()
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
+	// A claim left by a holder killed with SIGKILL: its file, no flock.
+	if err := os.WriteFile(m.claimPath(), []byte(`{"ID":"dead"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	held, release, probed := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testProbeHeld = func() { close(held); <-release }
+	testClaimBusy = func() { once.Do(func() { close(release); <-probed }) }
+	defer func() { testProbeHeld, testClaimBusy = nil, nil }()
 	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			m.CurrentClaim()
-			time.Sleep(50 * time.Microsecond)
+		defer close(probed)
+		if li, err := m.CurrentClaim(); err != nil || li != nil {
+			t.Errorf("CurrentClaim of a dead holder's file: %+v, %v; want none", li, err)
 		}
 	}()
-	defer func() { close(stop); wg.Wait() }()
-	refused := 0
-	for range 3000 {
-		// A claim left by a holder killed with SIGKILL: its file, no flock.
-		if err := os.WriteFile(m.claimPath(), []byte(`{"ID":"dead"}`), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		lk, err := m.Claim(ctx, "controller", "test")
-		if err != nil {
-			refused++
-			continue
-		}
-		lk.Unlock()
+	<-held
+	lk, err := m.Claim(context.Background(), "controller", "test")
+	if err != nil {
+		t.Fatalf("a claim of a free state while another process read the claim: %v", err)
 	}
-	if refused > 0 {
-		t.Errorf("%d of 3000 claims of a free state refused while another process read the claim", refused)
-	}
+	lk.Unlock()
 }
