@@ -935,9 +935,15 @@ func exhaustedAdvice(ex *tuner.ExhaustedError, cfg *schema.Experiment, cur *stat
 	if cfg.MaxTrials > ex.Size {
 		return fmt.Errorf("tuner %s: %v; lower max_trials (%d) to %d or %s", ex.Tuner, ex, cfg.MaxTrials, ex.Size, widen)
 	}
+	// The earlier generations' trials the tuner was told of (those that
+	// fit the space and, renamed objectives aside, have a value or failed).
+	told := map[int]bool{}
+	for _, o := range history(cfg, cur, gen, nil) {
+		told[o.Seq] = true
+	}
 	older := 0
 	for _, t := range cur.Trials {
-		if t.Generation != gen && cfg.SearchSpace.Space.Contains(space.Params(t.Params)) {
+		if t.Generation != gen && told[t.Seq] {
 			older++
 		}
 	}
@@ -1045,6 +1051,8 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int,
 // history is what the tuner is told of an experiment's trials: each
 // trial of generation gen, and of earlier ones whose parameters still fit
 // the space, with its value (the objective's, as its strategy takes it).
+// An earlier generation's trial that succeeded without a value of a
+// renamed objective is left out: it is no failure.
 func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[string][]float64) []tuner.Observation {
 	var hist []tuner.Observation
 	for _, t := range cur.SortedTrials() {
@@ -1060,6 +1068,10 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[
 			switch vals, ok := multiValues(cfg, t); {
 			case t.Status == state.Succeeded && ok:
 				o.State, o.Value, o.Values = tuner.Completed, vals[0], vals
+			case t.Generation != gen && t.Status == state.Succeeded && lacksObjective(cfg, t):
+				// It succeeded under objectives named otherwise: no
+				// value of these, and no failure either.
+				continue
 			case state.Terminal(t.Status):
 				o.State = tuner.Failed
 			default:
@@ -1076,6 +1088,12 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[
 			val = nil
 			if v, ok := t.Final[objectiveMetric(cfg)]; ok {
 				val = &v
+			} else if t.Status == state.Succeeded {
+				// It succeeded under an objective named otherwise: it
+				// has no value of this one, and did not fail either.
+				// Told as failed, a tuner would avoid (TPE, gp: the
+				// worst loss) the region of every good trial so far.
+				continue
 			}
 		}
 		switch {
@@ -1104,6 +1122,17 @@ func objectiveMetric(cfg *schema.Experiment) string {
 		return "default"
 	}
 	return cfg.Objective.Metric
+}
+
+// lacksObjective reports whether t's final result has no key of one of
+// cfg's objectives (a NaN is a value: the trial reported it).
+func lacksObjective(cfg *schema.Experiment, t *state.Trial) bool {
+	for _, o := range cfg.Objectives {
+		if _, ok := t.Final[o.Metric]; !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // multiValues is a trial's value of each of cfg's objectives, each the key

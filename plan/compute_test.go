@@ -1096,8 +1096,10 @@ func TestHistoryMultiObjectiveReordered(t *testing.T) {
 
 // One objective renamed (loss, minimised, -> acc, maximised) starts a
 // generation: an earlier generation's trial is told its acc from its final
-// result, not its loss (its Value); one without an acc is told as failed,
-// and one of a state without final results keeps its Value.
+// result, not its loss (its Value); one that succeeded without an acc is
+// left out (told as failed, TPE and gp would count the region of every
+// good trial so far as bad), one that failed stays failed, and one of a
+// state without final results keeps its Value.
 func TestHistoryObjectiveRenamed(t *testing.T) {
 	cfg := testConfig(func(e *schema.Experiment) { e.Objective = schema.Objective{Metric: "acc", Goal: "maximize"} })
 	old := trial(0, state.Succeeded, 0.3) // generation 1's objective: loss
@@ -1108,13 +1110,15 @@ func TestHistoryObjectiveRenamed(t *testing.T) {
 	cur := trial(3, state.Succeeded, 0.9)
 	cur.Generation = 2
 	cur.Final = map[string]float64{"acc": 0.9}
-	st := applied(cfg, old, noAcc, legacy, cur)
+	failed := trial(4, state.Failed, 0)
+	failed.Value, failed.Final = nil, map[string]float64{}
+	st := applied(cfg, old, noAcc, legacy, cur, failed)
 	st.Experiments["exp"].Generation = 2
 	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, nil)
 	want := []struct {
 		state tuner.TrialState
 		value float64
-	}{{tuner.Completed, 0.8}, {tuner.Failed, 0}, {tuner.Completed, 0.7}, {tuner.Completed, 0.9}}
+	}{{tuner.Completed, 0.8}, {tuner.Completed, 0.7}, {tuner.Completed, 0.9}, {tuner.Failed, 0}}
 	if len(h) != len(want) {
 		t.Fatalf("history %+v", h)
 	}
@@ -1122,5 +1126,29 @@ func TestHistoryObjectiveRenamed(t *testing.T) {
 		if h[i].State != w.state || h[i].Value != w.value {
 			t.Errorf("%s: told %s %v, want %s %v", TrialID(h[i].Seq), h[i].State, h[i].Value, w.state, w.value)
 		}
+	}
+}
+
+// With several objectives, one renamed (lat -> latency): an earlier
+// generation's trial that succeeded without a latency is left out of the
+// history, not told as failed (mogp, motpe and nsga2 rank failures last and
+// would steer away from every good region found so far); one with every
+// current key is told its values.
+func TestHistoryMultiObjectiveRenamed(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.Objectives = []schema.Objective{{Metric: "acc", Goal: "maximize"}, {Metric: "latency", Goal: "minimize"}}
+		e.Objective = e.Objectives[0]
+		e.Tuner = schema.TunerSpec{Name: "random"}
+	})
+	noLatency := trial(0, state.Succeeded, 0.9)
+	noLatency.Final = map[string]float64{"acc": 0.9, "lat": 12}
+	both := trial(1, state.Succeeded, 0.8)
+	both.Final = map[string]float64{"acc": 0.8, "lat": 10, "latency": 10}
+	failed := trial(2, state.Failed)
+	st := applied(cfg, noLatency, both, failed)
+	st.Experiments["exp"].Generation = 2
+	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, nil)
+	if len(h) != 2 || h[0].Seq != 1 || h[0].State != tuner.Completed || len(h[0].Values) != 2 || h[0].Values[1] != 10 || h[1].Seq != 2 || h[1].State != tuner.Failed {
+		t.Fatalf("history %+v, want t0001 completed (0.8, 10) and t0002 failed", h)
 	}
 }
