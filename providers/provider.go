@@ -155,6 +155,18 @@ type Locator interface {
 	Location(h Handle) string
 }
 
+// HandleChecker is implemented by providers that can tell from a handle
+// that its trial is not on the platform instance they work on: a Job in
+// another namespace, a machine the platform block does not list. Such a
+// trial is read where it is not (LOST), run a second time here and never
+// torn down where it runs; state push refuses a document that brings one.
+type HandleChecker interface {
+	// Foreign says where h's trial is when that is not on this platform
+	// instance ("its Job is in namespace a, ..."); "" when it is, or when
+	// h does not say.
+	Foreign(h Handle) string
+}
+
 // Private is implemented by providers whose trials only the working copy
 // that started them can see: the local platform, whose processes and trial
 // directories live under one working copy's .trialform on one machine.

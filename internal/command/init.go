@@ -497,6 +497,9 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 		return 1
 	}
 	defer lk.Unlock()
+	if err := g.checkPushedHandles(name, m, st, force); err != nil {
+		return g.errorf("state push: %v (or push it anyway with -force)", err)
+	}
 	err = checkOverwrite(m, st, false)
 	if err == nil {
 		err = sameSerialDiffers(m, st)
@@ -541,6 +544,34 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 	}
 	views.StatePushed(g.IO.Out, name, m.Name(), m.Location(), cur.Lineage, cur.Serial)
 	return 0
+}
+
+// checkPushedHandles refuses (an error, unless force: then a warning) a
+// pushed state that brings unfinished trials this working copy could
+// neither read nor tear down where they run (foreignTrials).
+func (g *Globals) checkPushedHandles(name string, m state.Backend, st *state.State, force bool) error {
+	var cur *state.State
+	if ok, err := m.Exists(); err != nil {
+		return err
+	} else if ok {
+		if cur, err = m.Load(); err != nil {
+			return err
+		}
+	}
+	sd, _ := g.stateDir()
+	cfg := g.loadConfigQuiet()
+	ps := newProviderSet(cfg, sd)
+	defer ps.Close()
+	found := foreignTrials(st, cur, cfg, ps, m.Name() == "local", func(w string) { g.warnf("state push: %s: %s", name, w) })
+	if len(found) == 0 {
+		return nil
+	}
+	list := "\n  - " + strings.Join(found, "\n  - ")
+	if force {
+		g.warnf("state push -force: %s holds trials this working copy cannot reach where they run:%s\nPushed anyway: once they have ended where they run, `trialform state rm experiment.NAME.trial.ID` forgets each one that stays unfinished here", name, list)
+		return nil
+	}
+	return fmt.Errorf("%s holds trials this working copy cannot reach where they run:%s\nnothing was pushed: push it in the working copy (and with the platform settings) that runs them, or wait until they end there and pull the state again", name, list)
 }
 
 // checkPushedParams checks the pushed trials' parameters against the

@@ -138,6 +138,9 @@ func (c *CRD) Kind() string { return c.cfg.Kind }
 // Namespace is where the trial objects go.
 func (c *CRD) Namespace() string { return c.k.namespace }
 
+// Foreign is Kubernetes.Foreign: an object in another namespace.
+func (c *CRD) Foreign(h providers.Handle) string { return foreignNamespace(h, c.k.namespace) }
+
 // Close stops following (Follow); the trials keep running.
 func (c *CRD) Close() error {
 	c.k.mu.Lock()

@@ -104,6 +104,7 @@ var (
 	_ providers.Lister           = (*Kubernetes)(nil)
 	_ providers.LogStreamer      = (*Kubernetes)(nil)
 	_ providers.ExperimentPurger = (*Kubernetes)(nil)
+	_ providers.HandleChecker    = (*Kubernetes)(nil)
 )
 
 // New builds the client (nothing is contacted yet).
@@ -154,6 +155,17 @@ func (k *Kubernetes) Kind() string { return "kubernetes" }
 
 // Namespace is where the trial objects go.
 func (k *Kubernetes) Namespace() string { return k.namespace }
+
+// Foreign says so when h's Job is in another namespace than the one this
+// platform works in: Read, Stop and List look in this one only.
+func (k *Kubernetes) Foreign(h providers.Handle) string { return foreignNamespace(h, k.namespace) }
+
+func foreignNamespace(h providers.Handle, ns string) string {
+	if got := h["namespace"]; got != "" && got != ns {
+		return fmt.Sprintf("its object is in namespace %q, and the platform works in namespace %q", got, ns)
+	}
+	return ""
+}
 
 // Close stops following (Follow); the trials keep running.
 func (k *Kubernetes) Close() error {

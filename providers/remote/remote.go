@@ -125,11 +125,12 @@ type downInfo struct {
 }
 
 var (
-	_ providers.Provider    = (*Remote)(nil)
-	_ providers.Lister      = (*Remote)(nil)
-	_ providers.LogStreamer = (*Remote)(nil)
-	_ providers.Locator     = (*Remote)(nil)
-	_ providers.Warner      = (*Remote)(nil)
+	_ providers.Provider      = (*Remote)(nil)
+	_ providers.Lister        = (*Remote)(nil)
+	_ providers.LogStreamer   = (*Remote)(nil)
+	_ providers.Locator       = (*Remote)(nil)
+	_ providers.Warner        = (*Remote)(nil)
+	_ providers.HandleChecker = (*Remote)(nil)
 )
 
 // New checks cfg and fills defaults. It does not connect.

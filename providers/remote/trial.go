@@ -709,3 +709,18 @@ func (r *Remote) scan(ctx context.Context, m *machine) error {
 
 // Location is the machine ("host:port") a trial's handle names.
 func (r *Remote) Location(h providers.Handle) string { return h["machine"] }
+
+// Foreign says so when h names a machine the platform block does not
+// list: a Read looks for the trial on the listed machines, finds it on
+// none and calls it lost, and a resume runs it again on one of them.
+func (r *Remote) Foreign(h providers.Handle) string {
+	key := h["machine"]
+	if key == "" || r.machineByKey(key) != nil {
+		return ""
+	}
+	keys := make([]string, len(r.machines))
+	for i, m := range r.machines {
+		keys[i] = m.key
+	}
+	return fmt.Sprintf("it runs on machine %s, which the platform block does not list (it lists %s)", key, strings.Join(keys, ", "))
+}
