@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -150,5 +151,28 @@ func TestCheckDocument(t *testing.T) {
 		if err := CheckDocument("d.json", d, s); err == nil || err.Error() != c.want {
 			t.Errorf("CheckDocument: %v\nwant: %s", err, c.want)
 		}
+	}
+}
+
+// A document that is JSON but no object (null, a number, a string) is a
+// CorruptError naming the file, not a panic: `state push` of a file
+// holding `null`, and every command reading a state.json that does,
+// crashed with a nil pointer dereference.
+func TestDecodeNotAnObject(t *testing.T) {
+	for _, doc := range []string{"null", " null\n", "1", `"x"`, "true"} {
+		s, err := Decode("f.json", []byte(doc))
+		var ce *CorruptError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "f.json") {
+			t.Errorf("Decode(%s) = %v, %v; want a CorruptError naming f.json", doc, s, err)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte("null\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewManager(dir).Load()
+	var ce *CorruptError
+	if !errors.As(err, &ce) {
+		t.Errorf("Load of a state.json holding null: %v, want a CorruptError", err)
 	}
 }

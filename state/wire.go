@@ -2,6 +2,7 @@ package state
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -79,6 +80,10 @@ func decodeWireWith(data []byte, unmarshal func(*stateWire) error) (*State, erro
 	w := stateWire{stateJSON: new(stateJSON)}
 	if err := unmarshal(&w); err != nil {
 		return nil, err
+	}
+	if w.stateJSON == nil {
+		// A document of just null: no state (decode says what it is).
+		return nil, errors.New("the document is null, not an object")
 	}
 	s := (*State)(w.stateJSON)
 	s.Experiments = nil
