@@ -221,7 +221,9 @@ to another backend with state push.`,
 		args:     []string{"FILE  a state document (from state pull, or the local backend's state file); - reads standard input"},
 		desc: `Writes FILE as the state of the working copy's backend, under the whole-state
 lock. It refuses a state of another lineage, one older than the backend's (a
-lower serial), and another version with the same serial, unless -force. The
+lower serial), another version with the same serial, and unfinished trials this
+working copy cannot reach where they run (another working copy's local trials,
+another namespace or machine than the platform block's), unless -force. The
 metric series are not in the document: they stay as the backend holds them.`,
 		example: "trialform state push backup.json\n  trialform state pull | trialform -chdir=../other state push -",
 	},

@@ -174,7 +174,7 @@ func runState(ctx context.Context, g *Globals, args []string) int {
 	}
 	force := false
 	if sub == "push" {
-		fs.BoolVar(&force, "force", false, "push a state of another lineage, an older one, or another version with the same serial")
+		fs.BoolVar(&force, "force", false, "push a state of another lineage, an older one, another version with the same serial, or one with trials this working copy cannot reach (a warning)")
 	}
 	pos, code, ok := g.parse(fs, args, spec)
 	if !ok {
