@@ -497,7 +497,15 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 		return 1
 	}
 	defer lk.Unlock()
-	if err := g.checkPushedHandles(name, m, st, force); err != nil {
+	var held *state.State // what the backend holds; nil: no state yet
+	if ex, err := m.Exists(); err != nil {
+		return g.errorf("state push: %v", err)
+	} else if ex {
+		if held, err = m.Load(); err != nil {
+			return g.errorf("state push: %v", err)
+		}
+	}
+	if err := g.checkPushedHandles(name, held, st, m.Name() == "local", force); err != nil {
 		return g.errorf("state push: %v (or push it anyway with -force)", err)
 	}
 	err = checkOverwrite(m, st, false)
@@ -530,6 +538,9 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 	if err := putState(m, st); err != nil {
 		return g.errorf("state push: %v", err)
 	}
+	if dropped := droppedTrials(held, st); len(dropped) > 0 {
+		g.warnf("%s", droppedAdvice(name, held, st, dropped))
+	}
 	for _, n := range stale {
 		if err := m.RemoveMetrics(n); err != nil {
 			g.warnf("state push: the metric series of experiment %s of the replaced state (lineage %s) could not be removed: %v; they may show as the pushed trials' intermediate results", n, staleLineage, err)
@@ -549,20 +560,13 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 // checkPushedHandles refuses (an error, unless force: then a warning) a
 // pushed state that brings unfinished trials this working copy could
 // neither read nor tear down where they run (foreignTrials).
-func (g *Globals) checkPushedHandles(name string, m state.Backend, st *state.State, force bool) error {
-	var cur *state.State
-	if ok, err := m.Exists(); err != nil {
-		return err
-	} else if ok {
-		if cur, err = m.Load(); err != nil {
-			return err
-		}
-	}
+// cur is the state the backend holds (nil: none).
+func (g *Globals) checkPushedHandles(name string, cur, st *state.State, localBackend, force bool) error {
 	sd, _ := g.stateDir()
 	cfg := g.loadConfigQuiet()
 	ps := newProviderSet(cfg, sd)
 	defer ps.Close()
-	found := foreignTrials(st, cur, cfg, ps, m.Name() == "local", func(w string) { g.warnf("state push: %s: %s", name, w) })
+	found := foreignTrials(st, cur, cfg, ps, localBackend, func(w string) { g.warnf("state push: %s: %s", name, w) })
 	if len(found) == 0 {
 		return nil
 	}

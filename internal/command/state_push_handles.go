@@ -91,3 +91,40 @@ func trialIDs(ts []*state.Trial) string {
 	}
 	return strings.Join(ids, ", ")
 }
+
+// droppedTrials lists the unfinished trials of held (the state a push
+// replaced; nil: none) that the pushed state st does not hold: they keep
+// running on their platforms, and the next plan tears them down as
+// orphans (held's lineage is st's) or leaves them to no one (another
+// lineage: no state owns them any more).
+func droppedTrials(held, st *state.State) []string {
+	if held == nil {
+		return nil
+	}
+	var out []string
+	for _, en := range slices.Sorted(maps.Keys(held.Experiments)) {
+		e := held.Experiments[en]
+		for _, id := range slices.Sorted(maps.Keys(e.Trials)) {
+			t := e.Trials[id]
+			if t.Status != state.Running && t.Status != state.Waiting {
+				continue // ended, or not on its platform (LOST, PAUSED)
+			}
+			if pe := st.Experiments[en]; pe != nil && pe.Trials[id] != nil {
+				continue
+			}
+			out = append(out, fmt.Sprintf("%s/%s (%s)", en, id, t.Status))
+		}
+	}
+	return out
+}
+
+// droppedAdvice says what becomes of the dropped trials and how to keep
+// one.
+func droppedAdvice(name string, held, st *state.State, dropped []string) string {
+	what := "the next plan tears them down as orphans"
+	if held.Lineage != st.Lineage {
+		what = fmt.Sprintf("they belong to the replaced state (lineage %s), so trialform leaves them running and no state tracks them", held.Lineage)
+	}
+	return fmt.Sprintf("state push: %s lacks %d unfinished trial(s) the state it replaced held: %s. They are still on their platforms: %s. To keep one, adopt it: trialform import EXPERIMENT TRIAL",
+		name, len(dropped), strings.Join(dropped, ", "), what)
+}
