@@ -84,7 +84,10 @@ func stampOf(fi fs.FileInfo) string {
 }
 
 // Replace writes s as the state whatever state.json holds (Replacer),
-// keeping the file it replaces as the backup; s keeps its serial.
+// keeping the file it replaces as the backup; s keeps its serial. A
+// state.json no command can read (a CorruptError) is kept beside it as
+// state.json.corrupt instead, so that the backup, the last version that
+// could be read, stays: this is how `state push -force` repairs it.
 func (m *Manager) Replace(s *State) error {
 	if s == nil || s.Lineage == "" {
 		return errors.New("replace state: the state has no lineage")
@@ -95,6 +98,13 @@ func (m *Manager) Replace(s *State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	disk, err := m.current()
+	var ce *CorruptError
+	if errors.As(err, &ce) {
+		if err := m.keepCorrupt(); err != nil {
+			return fmt.Errorf("replace state: keep the unreadable %s: %w", m.statePath(), err)
+		}
+		m.disk, disk, err = nil, nil, nil
+	}
 	if err != nil {
 		return err
 	}
@@ -102,4 +112,17 @@ func (m *Manager) Replace(s *State) error {
 		disk.snap = nil
 	}
 	return m.writeWhole(s, disk, false)
+}
+
+// keepCorrupt copies state.json, which cannot be read, to
+// state.json.corrupt (state.json.corrupt-N when that is taken).
+func (m *Manager) keepCorrupt() error {
+	dst := m.statePath() + ".corrupt"
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		dst = fmt.Sprintf("%s.corrupt-%d", m.statePath(), i)
+	}
+	return copyFile(m.statePath(), dst)
 }

@@ -176,3 +176,50 @@ func TestDecodeNotAnObject(t *testing.T) {
 		t.Errorf("Load of a state.json holding null: %v, want a CorruptError", err)
 	}
 }
+
+// Replace writes over a state.json no command can read (truncated): the
+// unreadable file is kept beside it as state.json.corrupt and the backup
+// (the last good version) is left as it was. Refused before, so `state
+// push -force` of a good copy could not repair a damaged state.
+func TestReplaceOverCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	m := NewManager(dir)
+	s := New()
+	s.Experiments["a"] = &Experiment{Name: "a", Trials: map[string]*Trial{}}
+	if err := m.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "state.json")
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := good // the last good version, as a whole save keeps it
+	if err := os.WriteFile(path+".backup", backup, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := good[:len(good)/2]
+	if err := os.WriteFile(path, bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m = NewManager(dir)
+	var ce *CorruptError
+	if _, err := m.Load(); !errors.As(err, &ce) {
+		t.Fatalf("Load of a truncated state: %v", err)
+	}
+	pushed := s.Clone()
+	pushed.Serial = 9
+	if err := m.Replace(pushed); err != nil {
+		t.Fatalf("Replace over a truncated state: %v", err)
+	}
+	got, err := NewManager(dir).Load()
+	if err != nil || got.Serial != 9 || got.Lineage != s.Lineage || got.Experiments["a"] == nil {
+		t.Fatalf("after Replace: %v %+v", err, got)
+	}
+	if kept, err := os.ReadFile(path + ".corrupt"); err != nil || !bytes.Equal(kept, bad) {
+		t.Errorf("the unreadable file was not kept as state.json.corrupt: %v (%d bytes)", err, len(kept))
+	}
+	if b, err := os.ReadFile(path + ".backup"); err != nil || !bytes.Equal(b, backup) {
+		t.Errorf("the backup changed: %v", err)
+	}
+}

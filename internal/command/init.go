@@ -492,25 +492,41 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 	if !g.checkPushedParams(name, st) {
 		return 1
 	}
-	_, m, lk, _, ok := g.openLockedState(ctx, nil, "state push", lf, nil)
+	// The whole-state lock, without reading the state first (as the
+	// other commands do): a state no command can read is what a push of
+	// a good copy repairs.
+	_, m, ok := g.openBackend(nil)
 	if !ok {
 		return 1
 	}
+	lk, err := state.LockScope(ctx, m, nil, "state push", Version, lf.timeout)
+	if err != nil {
+		return g.errorf("acquire the state lock: %v", err)
+	}
 	defer lk.Unlock()
-	var held *state.State // what the backend holds; nil: no state yet
+	var held *state.State // what the backend holds; nil: no state yet, or unreadable
+	var ce *state.CorruptError
 	if ex, err := m.Exists(); err != nil {
 		return g.errorf("state push: %v", err)
 	} else if ex {
-		if held, err = m.Load(); err != nil {
+		if held, err = m.Load(); errors.As(err, &ce) && m.Name() == "local" {
+			if !force {
+				return g.errorf("state push: %v; or replace it with this copy: trialform state push -force %s (the unreadable file is kept beside it, as %s.corrupt)", err, name, ce.Path)
+			}
+			g.warnf("state push -force: the state the %s backend holds cannot be read (%s %s): %s replaces it, unchecked against it; the unreadable one is kept beside it", m.Name(), ce.Path, ce.Problem, name)
+		} else if err != nil {
+			ce = nil // only the local backend keeps an unreadable state aside
 			return g.errorf("state push: %v", err)
 		}
 	}
 	if err := g.checkPushedHandles(name, held, st, m.Name() == "local", force); err != nil {
 		return g.errorf("state push: %v (or push it anyway with -force)", err)
 	}
-	err = checkOverwrite(m, st, false)
-	if err == nil {
-		err = sameSerialDiffers(m, st)
+	if ce == nil {
+		err = checkOverwrite(m, st, false)
+		if err == nil {
+			err = sameSerialDiffers(m, st)
+		}
 	}
 	if err != nil {
 		if !force {
@@ -528,7 +544,7 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 	// failed push loses nothing).
 	var stale []string
 	var staleLineage string
-	if force {
+	if force && ce == nil {
 		if ex, _ := m.Exists(); ex {
 			if old, lerr := m.Load(); lerr == nil && old.Lineage != st.Lineage {
 				stale, staleLineage = sortedKeys(old.Experiments), old.Lineage
