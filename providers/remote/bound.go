@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // sftpTimeout bounds one SFTP operation (a file read, a directory
@@ -41,6 +44,9 @@ func (m *machine) bound(ctx context.Context, c *ssh.Client, what string, limit t
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	err := fn()
 	if stop() {
+		if answered(err) {
+			m.r.markUp(m)
+		}
 		return err // done in time
 	}
 	// The watchdog closed c (or is closing it): fn's result may be good,
@@ -61,6 +67,17 @@ func (m *machine) bound(ctx context.Context, c *ssh.Client, what string, limit t
 		return nil
 	}
 	return herr
+}
+
+// answered says whether err, what an operation on a machine's connection
+// returned in time, is the machine's answer: nil, or a failure it
+// reported (no such file, an SFTP status, a command's exit status), not
+// a broken connection.
+func answered(err error) bool {
+	var se *sftp.StatusError
+	var ee *ssh.ExitError
+	var nr *fsx.NotRegularError
+	return err == nil || errors.As(err, &se) || errors.As(err, &ee) || errors.As(err, &nr) || errors.Is(err, fs.ErrNotExist)
 }
 
 // rfs is m's pooled SFTP client as one call uses it: each operation

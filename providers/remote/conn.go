@@ -85,8 +85,9 @@ func (m *machine) connected(ctx context.Context) (*ssh.Client, *sftp.Client, err
 		m.dialFailed(err)
 		return nil, nil, err
 	}
+	// Not up yet (markUp): a machine whose dial works but whose next
+	// operation hangs again stays down since its first failure.
 	m.conn, m.sftp = c, s
-	m.r.markUp(m)
 	return c, s, nil
 }
 
@@ -133,8 +134,7 @@ func (m *machine) probe() {
 		s.Close()
 		c.Close()
 	default:
-		m.conn, m.sftp = c, s
-		m.r.markUp(m)
+		m.conn, m.sftp = c, s // up once an operation answers (markUp)
 	}
 }
 

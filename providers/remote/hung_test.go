@@ -1,8 +1,12 @@
 package remote
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,8 +23,10 @@ import (
 // sftp-server started through a wrapper that records its pid, and a
 // trial that ran there; hang stops (SIGSTOP) the sftp-servers started so
 // far, as an sftp-server stuck on a stalled NFS home would be, while sshd
-// goes on answering (keepalives included).
-func hungLab(t *testing.T) (r *Remote, key string, hang func()) {
+// goes on answering (keepalives included). After hangNew, each new
+// sftp-server hangs after the SFTP handshake (sftpHangingAfterInit).
+// tweak, if any, changes the platform's configuration first.
+func hungLab(t *testing.T, tweak ...func(*Config)) (r *Remote, key string, hang func(), hangNew func()) {
 	testLab(t) // sshd is there
 	const server = "/usr/lib/openssh/sftp-server"
 	missing := ""
@@ -31,7 +37,15 @@ func hungLab(t *testing.T) (r *Remote, key string, hang func()) {
 	dir := t.TempDir()
 	pids := filepath.Join(dir, "sftp.pids")
 	wrapper := filepath.Join(dir, "sftp-wrapper")
-	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\necho $$ >> "+pids+"\nexec "+server+"\n"), 0o755); err != nil {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := filepath.Join(dir, "hang-new")
+	script := "#!/bin/sh\necho $$ >> " + pids + "\n" +
+		"if [ -f " + on + " ]; then " + hangEnv + "=1 exec " + self + "; fi\n" +
+		"exec " + server + "\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	l, err := sshtest.NewLabConfig(filepath.Join(dir, "lab"), 1, "Subsystem sftp "+wrapper)
@@ -47,14 +61,23 @@ func hungLab(t *testing.T) (r *Remote, key string, hang func()) {
 		}
 	}
 	t.Cleanup(l.Close)
-	r = newRemote(t, labConfig(t, l))
+	cfg := labConfig(t, l)
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	r = newRemote(t, cfg)
 	// Before r.Close, which waits for the SFTP sessions to end.
 	t.Cleanup(func() { signalAll(syscall.SIGKILL) })
 	if _, err := r.Start(ctx(t), trialReq("hang", "t1", "echo hello", t.TempDir())); err != nil {
 		t.Fatal(err)
 	}
 	waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
-	return r, l.Servers[0].Addr(), func() { signalAll(syscall.SIGSTOP) }
+	hangNew = func() {
+		if err := os.WriteFile(on, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r, l.Servers[0].Addr(), func() { signalAll(syscall.SIGSTOP) }, hangNew
 }
 
 // returns runs f and gives what it returned, failing the test when it
@@ -67,7 +90,7 @@ func returns(t *testing.T, what string, f func() error) error {
 	case err := <-done:
 		return err
 	case <-time.After(time.Minute):
-		t.Fatalf("%s on a machine whose sftp-server hangs: still blocked after 60 s", what)
+		t.Fatalf("%s: still blocked after 60 s", what)
 		return nil
 	}
 }
@@ -85,7 +108,7 @@ func wantHung(t *testing.T, what string, err error, key string) {
 // machine and what hung, and the connection is dropped, so that the next
 // call dials again (and gets a fresh sftp-server here).
 func TestHungSFTPServerAfterLogin(t *testing.T) {
-	r, key, hang := hungLab(t)
+	r, key, hang, _ := hungLab(t)
 	hang()
 	err := returns(t, "Read", func() error {
 		c, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -111,7 +134,7 @@ func TestHungSFTPServerAfterLogin(t *testing.T) {
 // A caller without a deadline (the controller's loop, watch) is bounded
 // by sftpTimeout per operation.
 func TestHungSFTPServerNoDeadline(t *testing.T) {
-	r, key, hang := hungLab(t)
+	r, key, hang, _ := hungLab(t)
 	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
 	sftpTimeout = 3 * time.Second
 	hang()
@@ -121,4 +144,90 @@ func TestHungSFTPServerNoDeadline(t *testing.T) {
 	})
 	wantHung(t, "Read", err, key)
 	waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
+}
+
+// hangEnv makes the test binary an sftp subsystem (TestMain): the real
+// sftp-server behind a relay that passes the SFTP handshake (INIT) and
+// stops, for ever, at the first request, as an sftp-server whose home is
+// on a stalled network file system would. Every connection gets a fresh
+// one: the login and the SFTP handshake of a dial work, its next
+// operation hangs.
+const hangEnv = "TRIALFORM_TEST_SFTP_HANG"
+
+func sftpHangingAfterInit() int {
+	srv := exec.Command("/usr/lib/openssh/sftp-server")
+	srv.Stdout, srv.Stderr = os.Stdout, os.Stderr
+	in, err := srv.StdinPipe()
+	if err != nil {
+		return 1
+	}
+	if err := srv.Start(); err != nil {
+		return 1
+	}
+	// SFTP packets: a uint32 length, then the packet.
+	r := bufio.NewReader(os.Stdin)
+	for {
+		var n [4]byte
+		if _, err := io.ReadFull(r, n[:]); err != nil {
+			break
+		}
+		pkt := make([]byte, binary.BigEndian.Uint32(n[:]))
+		if _, err := io.ReadFull(r, pkt); err != nil {
+			break
+		}
+		if len(pkt) > 0 && pkt[0] != 1 { // SSH_FXP_INIT
+			select {} // hung (killed by the test's cleanup)
+		}
+		if _, err := in.Write(append(n[:], pkt...)); err != nil {
+			break
+		}
+	}
+	in.Close()
+	_ = srv.Wait()
+	return 0
+}
+
+// A machine whose re-dial works but whose next operation hangs again
+// (each new connection's sftp-server hangs after the SFTP handshake) is
+// not "back" because the dial worked: it stays down since its first failure, and its trial is LOST
+// after lost_grace, so that the planner can resume it. Before, every
+// successful re-dial started its "down since" again, and the trial was
+// never LOST.
+func TestHungAgainAfterRedialGoesLost(t *testing.T) {
+	const grace = 3 * time.Second
+	r, key, _, hangNew := hungLab(t, func(c *Config) { c.LostGrace = grace })
+	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
+	sftpTimeout = time.Second
+	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
+	hangNew()
+	// The pooled connection's sftp-server does not hang: drop it.
+	r.machines[0].close()
+	start := time.Now()
+	rr := providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}
+	var errs []error
+	for {
+		var got providers.Observation
+		err := returns(t, "Read", func() (err error) {
+			got, err = r.Read(context.Background(), rr)
+			return err
+		})
+		if err == nil && got.Phase == providers.PhaseLost {
+			if took := time.Since(start); took < grace {
+				t.Fatalf("LOST after %s, before lost_grace %s: %s", took, grace, got.Reason)
+			}
+			if !strings.Contains(got.Reason, key) || !strings.Contains(got.Reason, "lost_grace") {
+				t.Fatalf("reason %q: want the machine and lost_grace named", got.Reason)
+			}
+			t.Logf("LOST after %s (%d reads): %s", time.Since(start).Round(time.Second), len(errs)+1, got.Reason)
+			return
+		}
+		if err == nil {
+			t.Fatalf("Read of a trial whose status cannot be read: %+v, want an error or LOST", got)
+		}
+		errs = append(errs, err)
+		if time.Since(start) > 10*grace {
+			t.Fatalf("not LOST %s after the machine began to hang (lost_grace %s), %d reads; the last said: %v", time.Since(start).Round(time.Second), grace, len(errs), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -329,8 +329,12 @@ func (r *Remote) backOff(m *machine) {
 	r.down[m.key] = d
 }
 
-// markUp records that m answers. One this process had backed off is said
-// to be back, and what was said of it may be said again when it goes.
+// markUp records that m answers: an operation on its connection
+// completed (bound, sh), not only a dial, so that a machine whose re-dial
+// works but whose next operation hangs again stays down since its first
+// failure, and its trials become LOST after lost_grace. One this process
+// had backed off is said to be back, and what was said of it may be said
+// again when it goes.
 func (r *Remote) markUp(m *machine) {
 	r.downMu.Lock()
 	defer r.downMu.Unlock()

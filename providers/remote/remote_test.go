@@ -47,6 +47,9 @@ func testLab(t testing.TB) *sshtest.Lab {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(hangEnv) != "" {
+		os.Exit(sftpHangingAfterInit()) // this binary as an sftp subsystem (hung_test.go)
+	}
 	code := m.Run()
 	if lab != nil {
 		lab.Close()

@@ -180,6 +180,7 @@ func (m *machine) sh(ctx context.Context, cmd string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("machine %s: %w", m.key, err)
 	}
+	m.r.markUp(m) // it answered
 	select {
 	case m.shells <- s:
 	default:
