@@ -23,14 +23,21 @@ import (
 // another login.
 const maxShells = 4
 
-// errNoAnswer: a shell did not answer in time. Its session is closed, the
-// connection is not (it may only be a slow login on a busy machine).
+// errNoAnswer: a machine did not answer within trialform's own bound
+// (a command, a shell's login, an SFTP operation of a caller without a
+// deadline), as opposed to the caller's deadline (context.DeadlineExceeded).
+// A shell that did not answer is closed, the connection is not (it may
+// only be a slow login on a busy machine).
 var errNoAnswer = errors.New("no answer")
 
 // errTooMuchOutput: a command printed more than maxShellOutput. Its
 // shell is closed, the connection is not.
 var errTooMuchOutput = fmt.Errorf("a remote command printed more than %d MiB, far more than trialform's commands print; "+
 	"the machine's /bin/sh or trialform's scripts in its work_dir may have been altered: check the machine", maxShellOutput>>20)
+
+// shellTimeout bounds a command through a shell of a caller whose context
+// has no deadline.
+var shellTimeout = 2 * time.Minute
 
 // shellStartTimeout bounds a new shell's login (the user's shell
 // startup files run first).
@@ -49,7 +56,7 @@ type shell struct {
 	marker string
 }
 
-func newShell(c *ssh.Client) (*shell, error) {
+func newShell(ctx context.Context, c *ssh.Client) (*shell, error) {
 	sess, err := c.NewSession()
 	if err != nil {
 		return nil, err
@@ -73,7 +80,7 @@ func newShell(c *ssh.Client) (*shell, error) {
 	_, _ = rand.Read(rb[:])
 	sh := &shell{conn: c, sess: sess, in: in, out: bufio.NewReaderSize(pr, 64<<10), marker: "\x1etrialform-" + hex.EncodeToString(rb[:])}
 	// Skip whatever the login shell printed before sh took over.
-	if _, _, err := sh.do("true", shellStartTimeout); err != nil {
+	if _, _, err := sh.do(ctx, "true", shellStartTimeout); err != nil {
 		sh.close()
 		return nil, err
 	}
@@ -83,8 +90,10 @@ func newShell(c *ssh.Client) (*shell, error) {
 func (s *shell) close() { s.sess.Close() }
 
 // do runs cmd (stdin /dev/null, stderr merged into stdout) and returns its
-// output and exit status.
-func (s *shell) do(cmd string, timeout time.Duration) ([]byte, int, error) {
+// output and exit status. When timeout passes or ctx is done first, the
+// shell is closed (the command's output would come later, out of turn)
+// and the error is errNoAnswer or ctx's.
+func (s *shell) do(ctx context.Context, cmd string, timeout time.Duration) ([]byte, int, error) {
 	script := "(\n" + cmd + "\n) </dev/null 2>&1; printf '\\n%s %d\\n' " + shq(s.marker) + " $?\n"
 	type result struct {
 		out  []byte
@@ -123,10 +132,21 @@ func (s *shell) do(cmd string, timeout time.Duration) ([]byte, int, error) {
 			lineStart = err == nil
 		}
 	}()
+	// Bounded by timeout (errNoAnswer), or by ctx's deadline when that
+	// comes first (its error then is ctx's).
+	var expired <-chan time.Time
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > timeout {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
 	case r := <-done:
 		return r.out, r.code, r.err
-	case <-time.After(timeout):
+	case <-ctx.Done():
+		s.close()
+		return nil, -1, ctx.Err()
+	case <-expired:
 		s.close()
 		return nil, -1, fmt.Errorf("%w within %s", errNoAnswer, timeout)
 	}
@@ -155,28 +175,39 @@ func (m *machine) sh(ctx context.Context, cmd string) ([]byte, error) {
 		s = nil
 	}
 	if s == nil {
-		if s, err = newShell(c); err != nil {
-			if !errors.Is(err, errNoAnswer) {
+		if s, err = newShell(ctx, c); err != nil {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				m.drop(c) // as for a command (below)
+				return nil, fmt.Errorf("machine %s: the start of a shell was cancelled: %w", m.key, ctx.Err())
+			}
+			if ctx.Err() == nil && !errors.Is(err, errNoAnswer) {
 				m.drop(c)
 				m.r.markDown(m, err)
 			}
 			return nil, fmt.Errorf("machine %s: start a shell: %w", m.key, err)
 		}
 	}
-	timeout := 2 * time.Minute
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
-		timeout = time.Until(dl)
-	}
-	out, code, err := s.do(cmd, timeout)
+	out, code, err := s.do(ctx, cmd, shellTimeout)
 	if err != nil {
 		s.close()
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// Cancelled (Ctrl-C, a controller stopping): the command
+			// may be hanging on a machine that stopped answering, so
+			// the connection goes too (as bound's), and the next call
+			// dials again.
+			m.drop(c)
+			return nil, fmt.Errorf("machine %s: a remote command was cancelled: %w", m.key, ctx.Err())
+		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("machine %s: a remote command did not end before the caller's deadline: %w", m.key, ctx.Err())
 		}
 		if errors.Is(err, io.EOF) {
 			m.drop(c)
 			m.r.markDown(m, err)
 			return nil, fmt.Errorf("machine %s: connection lost: %w", m.key, err)
+		}
+		if errors.Is(err, errNoAnswer) {
+			return nil, fmt.Errorf("machine %s: a remote command through its shell: %w; check that the machine answers (ssh -p %d %s@%s true)", m.key, err, m.cfg.Port, m.cfg.User, m.cfg.Host)
 		}
 		return nil, fmt.Errorf("machine %s: %w", m.key, err)
 	}

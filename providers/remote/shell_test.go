@@ -2,6 +2,8 @@ package remote
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -145,4 +147,58 @@ func loginShell(t *testing.T) string {
 	}
 	t.Fatalf("uid %s is not in /etc/passwd", uid)
 	return ""
+}
+
+// A command in a persistent shell ends when the caller's context is
+// cancelled (Ctrl-C of apply, a controller stopping), not only at a
+// deadline: the caller's context here has none, and the command never
+// ends by itself. Its shell is closed and the connection dropped (the
+// machine may be hanging). Before, the call waited for the shell's own
+// 2 min timeout.
+func TestShellCommandEndsOnCancel(t *testing.T) {
+	l := testLab(t)
+	r := newRemote(t, labConfig(t, l))
+	m := r.machines[0]
+	c, _, err := m.connected(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	started, release := filepath.Join(dir, "started"), filepath.Join(dir, "release")
+	defer os.WriteFile(release, nil, 0o644)
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.sh(cctx, "touch "+shq(started)+"; while [ ! -e "+shq(release)+" ]; do sleep 0.1; done")
+		done <- err
+	}()
+	for deadline := time.Now().Add(eventWait); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the command ended before it was cancelled: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start")
+		}
+	}
+	cancel()
+	err = returns(t, "a shell command whose caller was cancelled", func() error { return <-done })
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), m.key) {
+		t.Fatalf("cancelled command: %v, want context.Canceled naming %s", err, m.key)
+	}
+	m.mu.Lock()
+	same := m.conn == c
+	m.mu.Unlock()
+	if same {
+		t.Error("the connection of the cancelled command is still pooled")
+	}
+	// The machine is not down for it: the next command dials again.
+	if out, err := m.sh(ctx(t), "echo again"); err != nil || strings.TrimSpace(string(out)) != "again" {
+		t.Fatalf("next command: %q %v", out, err)
+	}
 }
