@@ -30,14 +30,19 @@ var runTimeout = 10 * time.Minute
 // up): when the time is up before fn returns, c is closed, which fails
 // every call on it at once, and dropped from the pool, so the next call
 // dials again (and a machine whose dial fails is backed off). The error
-// names the machine, what hung and what to check.
+// names the machine, what hung and what to check, and unwraps to
+// context.DeadlineExceeded when it was ctx's deadline, to errNoAnswer
+// when it was limit (so a caller can tell "the machine hung" from "my
+// deadline passed").
 func (m *machine) bound(ctx context.Context, c *ssh.Client, what string, limit time.Duration, fn func() error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if _, ok := ctx.Deadline(); !ok {
+		// The machine hung, not the caller's deadline passed: the
+		// error does not unwrap to context.DeadlineExceeded.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, limit)
+		ctx, cancel = context.WithTimeoutCause(ctx, limit, errNoAnswer)
 		defer cancel()
 	}
 	start := time.Now()
@@ -61,7 +66,7 @@ func (m *machine) bound(ctx context.Context, c *ssh.Client, what string, limit t
 	took := time.Since(start).Round(100 * time.Millisecond)
 	herr := &unreachableError{fmt.Sprintf("machine %s: %s did not answer in %s (a hung sftp-server, a home or work_dir on a stalled network file system, "+
 		"or a machine that stopped answering); the connection was closed and is dialled again on the next call; check that sftp -P %d %s@%s works from here "+
-		"and that its work_dir can be listed", m.key, what, took, m.cfg.Port, m.cfg.User, m.cfg.Host), context.DeadlineExceeded}
+		"and that its work_dir can be listed", m.key, what, took, m.cfg.Port, m.cfg.User, m.cfg.Host), context.Cause(ctx)}
 	m.r.markDown(m, herr)
 	if err == nil {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -117,6 +118,9 @@ func TestHungSFTPServerAfterLogin(t *testing.T) {
 		return err
 	})
 	wantHung(t, "Read", err, key)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Read past the caller's deadline: %v does not unwrap to context.DeadlineExceeded", err)
+	}
 	// Dropped: the next reads dial again.
 	waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
 	if got := logs(t, r, "hang", "t1"); !strings.Contains(got, "hello") {
@@ -143,6 +147,11 @@ func TestHungSFTPServerNoDeadline(t *testing.T) {
 		return err
 	})
 	wantHung(t, "Read", err, key)
+	// The machine hung; no deadline of the caller's passed: a caller
+	// must be able to tell the two apart.
+	if errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errNoAnswer) {
+		t.Errorf("Read bounded by sftpTimeout: %v unwraps to context.DeadlineExceeded, or not to errNoAnswer", err)
+	}
 	waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
 }
 
