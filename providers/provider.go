@@ -194,7 +194,10 @@ type TensorBoardSyncer interface {
 	// req.Dest incrementally: new files whole, grown files from where the
 	// local copy ends (event files are append-only), unchanged files not
 	// at all. Only regular files are copied; a path that would leave Dest
-	// is refused. A trial that logged nothing yet copies nothing.
+	// is refused. A trial that logged nothing yet copies nothing. At most
+	// req.MaxBytes of the trial's logs are kept in Dest: past it, what
+	// fits is copied and the error says so (a trial, or a hostile host,
+	// writing 100 GB of event files does not fill this machine's disk).
 	SyncTensorBoard(ctx context.Context, req SyncRequest) (SyncStats, error)
 }
 
@@ -204,7 +207,15 @@ type SyncRequest struct {
 	TrialID    string
 	Handle     Handle
 	Dest       string // absolute local directory
+	// MaxBytes bounds the trial's logs kept in Dest (0:
+	// DefaultSyncLimit); `tensorboard -sync-limit` sets it.
+	MaxBytes int64
 }
+
+// DefaultSyncLimit is how much of one trial's TensorBoard logs a sync
+// keeps on this machine unless told otherwise: far more than event files
+// of scalars and a few images (MBs), far less than a disk.
+const DefaultSyncLimit = 10 << 30
 
 // SyncStats says what a sync copied.
 type SyncStats struct {

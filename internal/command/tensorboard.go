@@ -28,12 +28,16 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 	host := fs.String("host", "localhost", "TensorBoard's bind address")
 	printLogdir := fs.Bool("print-logdir", false, "only print the logdir (after syncing remote trials)")
 	interval := fs.Duration("sync-interval", 30*time.Second, "how often remote trials are synced again while TensorBoard runs")
+	limit := fs.Int64("sync-limit", providers.DefaultSyncLimit>>30, "the most GiB of one remote trial's logs copied here; past it, what fits is copied and a warning says so")
 	pos, code, ok := g.parse(fs, args, argSpec{min: 1, max: -1, hint: "tensorboard takes an experiment and optionally trial ids: trialform tensorboard EXPERIMENT [TRIAL...]"})
 	if !ok {
 		return code
 	}
 	if len(pos) == 0 {
 		return g.errorf("usage: trialform tensorboard EXPERIMENT [TRIAL...] [-port 6006] [-print-logdir]")
+	}
+	if *limit <= 0 || *limit > 1<<20 {
+		return g.errorf("-sync-limit %d: give a number of GiB (1 to 1048576)", *limit)
 	}
 	if *port <= 0 || *port > 65535 {
 		return g.errorf("-port %d: give a TCP port (1-65535)", *port)
@@ -97,6 +101,7 @@ func runTensorBoard(ctx context.Context, g *Globals, args []string) int {
 			}
 			s, err := syncer.SyncTensorBoard(ctx, providers.SyncRequest{
 				Experiment: e.OnPlatform(), TrialID: t.ID, Handle: providers.Handle(t.Handle), Dest: filepath.Join(expDir, t.ID),
+				MaxBytes: *limit << 30,
 			})
 			if err != nil {
 				if ctx.Err() == nil {

@@ -47,6 +47,17 @@ func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest)
 	if err := os.MkdirAll(req.Dest, 0o755); err != nil {
 		return stats, err
 	}
+	limit := req.MaxBytes
+	if limit <= 0 {
+		limit = providers.DefaultSyncLimit
+	}
+	var kept int64 // the trial's logs in Dest once this sync is done
+	var over struct {
+		n     int    // files left out
+		bytes int64  // their size
+		path  string // the first
+		size  int64
+	}
 	w := tf.s.s.Walk(root)
 	for {
 		var more bool
@@ -84,6 +95,16 @@ func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest)
 		case !fi.Mode().IsRegular():
 			continue // symlinks, devices: never followed
 		}
+		if kept+fi.Size() > limit {
+			// Not copied; the files after it that fit still are.
+			if over.n == 0 {
+				over.path, over.size = w.Path(), fi.Size()
+			}
+			over.n++
+			over.bytes += fi.Size()
+			continue
+		}
+		kept += fi.Size()
 		n, err := syncFile(tf.s, w.Path(), local, fi.Size())
 		if err != nil {
 			return stats, fmt.Errorf("sync %s: %w", w.Path(), tf.m.sftpErr(tf.c, err))
@@ -92,6 +113,11 @@ func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest)
 			stats.Files++
 			stats.Bytes += n
 		}
+	}
+	if over.n > 0 {
+		return stats, fmt.Errorf("the TensorBoard logs of trial %s on %s are larger than -sync-limit %s: %d file(s) of %s were not copied (the first: %s, %s), "+
+			"the other %s were; raise -sync-limit (in GiB) if this machine has the disk for them, or have the trial log less (fewer or smaller summaries, a longer interval)",
+			req.TrialID, tf.m.key, size(limit), over.n, size(over.bytes), over.path, size(over.size), size(kept))
 	}
 	return stats, nil
 }
@@ -153,3 +179,14 @@ func syncFile(s *rfs, remote, local string, size int64) (int64, error) {
 const syncPiece = 8 << 20
 
 var _ providers.TensorBoardSyncer = (*Remote)(nil)
+
+// size says a number of bytes for people.
+func size(n int64) string {
+	switch {
+	case n < 1<<20:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
