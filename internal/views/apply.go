@@ -356,7 +356,7 @@ func (h *ApplyHuman) Pass(p *plan.Plan, errs []error) {
 		fmt.Fprintln(h.out, h.o.Colors.Yellow("Warning: ")+Safe(wn))
 	}
 	for _, e := range errs {
-		fmt.Fprintln(h.out, h.o.Colors.Red("Error: ")+e.Error())
+		fmt.Fprintln(h.out, h.o.Colors.Red("Error: ")+SafeLines(e.Error()))
 	}
 }
 

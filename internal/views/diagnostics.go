@@ -10,8 +10,10 @@ import (
 )
 
 // Error is an "Error: ..." report on standard error (the human view of an
-// error diagnostic; -json commands send it as an event instead).
-func Error(w io.Writer, msg string) { fmt.Fprintf(w, "Error: %s\n", msg) }
+// error diagnostic; -json commands send it as an event instead). The
+// message may quote a machine or a trial: escape sequences are shown, not
+// sent to the terminal (SafeLines).
+func Error(w io.Writer, msg string) { fmt.Fprintf(w, "Error: %s\n", SafeLines(msg)) }
 
 // ErrorWithCaret is an error in a query or sort expression: the message,
 // then the expression with a caret under the column at fault.

@@ -85,8 +85,8 @@ func Lines(w io.Writer, lines ...string) {
 	io.WriteString(w, b.String())
 }
 
-// Warning is a "Warning: ..." line.
-func Warning(w io.Writer, msg string) { fmt.Fprintf(w, "Warning: %s\n", msg) }
+// Warning is a "Warning: ..." line (escaped as Error's).
+func Warning(w io.Writer, msg string) { fmt.Fprintf(w, "Warning: %s\n", SafeLines(msg)) }
 
 // Converted is convert's last line, when it wrote a file.
 func Converted(w io.Writer, path string, warnings int) {

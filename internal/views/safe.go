@@ -2,6 +2,7 @@ package views
 
 import (
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -20,6 +21,21 @@ func Safe(s string) string {
 		return s
 	}
 	return strconv.Quote(s)
+}
+
+// SafeLines is Safe for a message of several lines (errors.Join's, a
+// list under a sentence): each line passes through Safe, the line breaks
+// stay. Errors and warnings that quote a machine (a remote command's
+// stderr, a file name a trial chose) are printed through it.
+func SafeLines(s string) string {
+	if !needsQuote(s) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = Safe(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func needsQuote(s string) bool {

@@ -165,3 +165,15 @@ func TestSafe(t *testing.T) {
 		}
 	}
 }
+
+func TestSafeLines(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\nb":                         "a\nb",
+		"machine m: stop:\n\x1b]0;x\a": "machine m: stop:\n\"\\x1b]0;x\\a\"",
+		"one\r line":                   `"one\r line"`,
+	} {
+		if got := SafeLines(in); got != want {
+			t.Errorf("SafeLines(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

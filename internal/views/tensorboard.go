@@ -15,7 +15,7 @@ func TensorBoardNoSync(w io.Writer, platform string) {
 
 // TensorBoardSyncFailed warns that one trial's logs were not copied.
 func TensorBoardSyncFailed(w io.Writer, experiment, trial string, err error) {
-	fmt.Fprintf(w, "Warning: sync TensorBoard logs of %s/%s: %v\n", experiment, trial, err)
+	fmt.Fprintf(w, "Warning: sync TensorBoard logs of %s/%s: %s\n", experiment, trial, SafeLines(err.Error()))
 }
 
 // TensorBoardSynced reports what a sync copied.

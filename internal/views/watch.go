@@ -83,12 +83,12 @@ func (v *Watch) DefinitionsDiff(diff string) {
 
 // Error reports an error of a pass.
 func (v *Watch) Error(err error) {
-	fmt.Fprintf(v.Out, "%s %v\n", v.Colors.Red("Error:"), err)
+	fmt.Fprintf(v.Out, "%s %s\n", v.Colors.Red("Error:"), SafeLines(err.Error()))
 }
 
 // Waiting says the state is locked by another command; watch retries.
 func (v *Watch) Waiting(err error, interval time.Duration) {
-	fmt.Fprintf(v.Out, "%s %v; watch tries again every %s.\n", v.Colors.Yellow("Waiting:"), err, interval)
+	fmt.Fprintf(v.Out, "%s %s; watch tries again every %s.\n", v.Colors.Yellow("Waiting:"), SafeLines(err.Error()), interval)
 }
 
 // Plan shows a plan.
