@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/pkg/sftp"
@@ -58,61 +59,86 @@ func (r *Remote) SyncTensorBoard(ctx context.Context, req providers.SyncRequest)
 		path  string // the first
 		size  int64
 	}
-	w := tf.s.s.Walk(root)
-	for {
-		var more bool
-		if err := tf.s.do("SFTP listing of "+root, func(*sftp.Client) error {
-			more = w.Step()
-			return nil
-		}); err != nil {
+	// The listings are bounded (lister): a trial that made millions of
+	// files does not fill this machine's memory; what was listed is
+	// copied, and the error says the rest was not.
+	lst, err := tf.m.lister(ctx)
+	if err != nil {
+		return stats, err
+	}
+	defer lst.close()
+	var cut error
+	dirs := []string{root}
+	for len(dirs) > 0 {
+		dir := dirs[len(dirs)-1]
+		dirs = dirs[:len(dirs)-1]
+		ents, err := lst.readDir(dir)
+		var ce *listingCutError
+		if errors.As(err, &ce) {
+			if cut == nil {
+				cut = err
+			}
+		} else if err != nil {
 			return stats, err
 		}
-		if !more {
-			break
-		}
-		if err := w.Err(); err != nil {
-			return stats, tf.m.sftpErr(tf.c, err)
-		}
-		fi := w.Stat()
-		rel, err := filepath.Rel(root, w.Path())
-		if err != nil || rel == "." || rel == req.TrialID {
-			continue
-		}
-		if r, ok := strings.CutPrefix(rel, req.TrialID+"/"); ok {
-			rel = r
-		}
-		rel = filepath.FromSlash(rel)
-		if !filepath.IsLocal(rel) {
-			return stats, fmt.Errorf("tensorboard file %q of trial %s leaves its directory", w.Path(), req.TrialID)
-		}
-		local := filepath.Join(req.Dest, rel)
-		switch {
-		case fi.IsDir():
-			if err := os.MkdirAll(local, 0o755); err != nil {
-				return stats, err
+		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+		// Depth first, in name order, as a walk goes.
+		var sub []string
+		for _, fi := range ents {
+			p := path.Join(dir, fi.Name())
+			rel, err := filepath.Rel(root, p)
+			if err != nil || rel == "." {
+				continue
 			}
-			continue
-		case !fi.Mode().IsRegular():
-			continue // symlinks, devices: never followed
-		}
-		if kept+fi.Size() > limit {
-			// Not copied; the files after it that fit still are.
-			if over.n == 0 {
-				over.path, over.size = w.Path(), fi.Size()
+			if rel == req.TrialID {
+				if fi.IsDir() {
+					sub = append(sub, p)
+				}
+				continue
 			}
-			over.n++
-			over.bytes += fi.Size()
-			continue
+			if r, ok := strings.CutPrefix(rel, req.TrialID+"/"); ok {
+				rel = r
+			}
+			rel = filepath.FromSlash(rel)
+			if !filepath.IsLocal(rel) {
+				return stats, fmt.Errorf("tensorboard file %q of trial %s leaves its directory", p, req.TrialID)
+			}
+			local := filepath.Join(req.Dest, rel)
+			switch {
+			case fi.IsDir():
+				if err := os.MkdirAll(local, 0o755); err != nil {
+					return stats, err
+				}
+				sub = append(sub, p)
+				continue
+			case !fi.Mode().IsRegular():
+				continue // symlinks, devices: never followed
+			}
+			if kept+fi.Size() > limit {
+				// Not copied; the files after it that fit still are.
+				if over.n == 0 {
+					over.path, over.size = p, fi.Size()
+				}
+				over.n++
+				over.bytes += fi.Size()
+				continue
+			}
+			kept += fi.Size()
+			n, err := syncFile(tf.s, p, local, fi.Size())
+			if err != nil {
+				return stats, fmt.Errorf("sync %s: %w", p, tf.m.sftpErr(tf.c, err))
+			}
+			if n > 0 {
+				stats.Files++
+				stats.Bytes += n
+			}
 		}
-		kept += fi.Size()
-		n, err := syncFile(tf.s, w.Path(), local, fi.Size())
-		if err != nil {
-			return stats, fmt.Errorf("sync %s: %w", w.Path(), tf.m.sftpErr(tf.c, err))
+		for i := len(sub) - 1; i >= 0; i-- {
+			dirs = append(dirs, sub[i])
 		}
-		if n > 0 {
-			stats.Files++
-			stats.Bytes += n
-		}
+	}
+	if cut != nil {
+		return stats, fmt.Errorf("the TensorBoard logs of trial %s: %w; what was listed was copied", req.TrialID, cut)
 	}
 	if over.n > 0 {
 		return stats, fmt.Errorf("the TensorBoard logs of trial %s on %s are larger than -sync-limit %s: %d file(s) of %s were not copied (the first: %s, %s), "+

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pkg/sftp"
-
 	"github.com/trialform/trialform/providers"
 	"github.com/trialform/trialform/providers/trialproto"
 )
@@ -346,7 +344,7 @@ func (r *Remote) list(ctx context.Context, experiment string, known func(string)
 		wg.Add(1)
 		go func(m *machine) {
 			defer wg.Done()
-			s, err := m.fs(ctx)
+			_, _, err := m.connected(ctx)
 			if err != nil {
 				if providers.IsPermanent(err) && !isRefused(err) {
 					mu.Lock()
@@ -361,17 +359,24 @@ func (r *Remote) list(ctx context.Context, experiment string, known func(string)
 				return
 			}
 			base := path.Join(m.work, "trials", experiment)
+			// Bounded (lister): a dir of millions of entries is not
+			// kept whole; the trials listed are read, the warning says
+			// the rest were not.
 			var ents []fs.FileInfo
-			err = s.do("SFTP listing of "+base, func(s *sftp.Client) (err error) {
-				ents, err = s.ReadDir(base)
-				return err
-			})
-			if err != nil {
+			lst, err := m.lister(ctx)
+			if err == nil {
+				ents, err = lst.readDir(base)
+				lst.close()
+			}
+			var cut *listingCutError
+			if errors.As(err, &cut) {
+				r.warn(fmt.Sprintf("%v; the trials of experiment %s past it were not listed: their state is unknown", err, experiment))
+			} else if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					return
 				}
 				mu.Lock()
-				errs = append(errs, m.sftpErr(s.c, err))
+				errs = append(errs, err)
 				mu.Unlock()
 				return
 			}
