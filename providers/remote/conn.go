@@ -57,6 +57,11 @@ type machine struct {
 	busy     map[string]slot // "EXP/TRIAL" -> live or reserved trial
 	scanned  time.Time
 	uploaded map[string]bool // code/lib hashes present on the machine
+
+	// listMu serializes the directory listings; lst is the kept
+	// session they use (listing.go).
+	listMu sync.Mutex
+	lst    *lister
 }
 
 // connected returns the pooled connection, dialling it (again) when there

@@ -24,18 +24,22 @@ var maxListing int64 = 16 << 20
 var errListingCut = errors.New("listing cut")
 
 // lister reads directories of m over an SFTP session of its own, whose
-// answers it counts: past maxListing bytes the listing in flight stops
-// and returns the entries read so far (readDir), and so does every later
-// one. Its session is one of m's exec sessions (m.sem).
+// answers it counts: past maxListing bytes in one call the listing in
+// flight stops and returns the entries read so far (readDir), and so does
+// every later one of that call. The session is one of m's exec sessions
+// (m.sem), kept open between calls (m.lst) so that a refresh pays no new
+// session and sftp-server start; a call that was cut or failed closes it.
+// One call at a time per machine (m.listMu, held from lister to close).
 type lister struct {
 	m      *machine
 	c      *ssh.Client
-	ctx    context.Context // the caller's
-	cut    context.Context // done when maxListing is read
+	ctx    context.Context // the current call's
+	cut    context.Context // done when maxListing is read in a call
 	cancel context.CancelCauseFunc
 	sess   *ssh.Session
 	s      *sftp.Client
 	read   atomic.Int64
+	failed bool // an operation of this call failed: close the session
 }
 
 // countReader counts the bytes of the session's answers, and cuts the
@@ -53,15 +57,27 @@ func (c countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// lister opens a lister of m for a call (close it).
+// lister returns m's lister for a call (close it), opening its session
+// when there is none on the current connection.
 func (m *machine) lister(ctx context.Context) (*lister, error) {
+	m.listMu.Lock()
 	c, _, err := m.connected(ctx)
 	if err != nil {
+		m.listMu.Unlock()
 		return nil, err
+	}
+	if l := m.lst; l != nil {
+		if l.c == c && l.cut.Err() == nil {
+			l.ctx = ctx
+			l.read.Store(0)
+			return l, nil
+		}
+		l.shut() // of a dropped connection
 	}
 	select {
 	case m.sem <- struct{}{}:
 	case <-ctx.Done():
+		m.listMu.Unlock()
 		return nil, ctx.Err()
 	}
 	l := &lister{m: m, c: c, ctx: ctx}
@@ -87,13 +103,25 @@ func (m *machine) lister(ctx context.Context) (*lister, error) {
 		return err
 	})
 	if err != nil {
-		l.close()
+		l.shut()
+		m.listMu.Unlock()
 		return nil, m.sftpErr(c, err)
 	}
+	m.lst = l
 	return l, nil
 }
 
+// close ends a call: the session stays for the next one unless this call
+// was cut (answers may still be in flight) or an operation failed.
 func (l *lister) close() {
+	if l.failed || l.cut.Err() != nil {
+		l.shut()
+	}
+	l.m.listMu.Unlock()
+}
+
+// shut closes the session and gives back its exec slot (m.listMu held).
+func (l *lister) shut() {
 	if l.s != nil {
 		l.s.Close()
 	}
@@ -102,6 +130,18 @@ func (l *lister) close() {
 	}
 	l.cancel(nil)
 	<-l.m.sem
+	if l.m.lst == l {
+		l.m.lst = nil
+	}
+}
+
+// closeLister closes m's kept listing session (Remote.Close).
+func (m *machine) closeLister() {
+	m.listMu.Lock()
+	defer m.listMu.Unlock()
+	if m.lst != nil {
+		m.lst.shut()
+	}
 }
 
 // readDir lists dir. Past maxListing it returns what it read, with a
@@ -119,6 +159,9 @@ func (l *lister) readDir(dir string) ([]os.FileInfo, error) {
 		return err
 	})
 	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			l.failed = true
+		}
 		return nil, l.m.sftpErr(l.c, err)
 	}
 	if context.Cause(l.cut) == errListingCut {

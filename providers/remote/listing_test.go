@@ -71,3 +71,57 @@ func TestHugeDirectoryListingBounded(t *testing.T) {
 		t.Fatalf("%d files copied, want what the bounded listing found", st.Files)
 	}
 }
+
+// The listings keep their SFTP session between calls: a refresh (List)
+// after another opens no new session and starts no new sftp-server on the
+// machine (each did, some 3 ms here and three round trips on a real
+// network); a listing that was cut closes it, and the next opens one.
+func TestListingSessionKept(t *testing.T) {
+	l := testLab(t)
+	defer func(n int64) { maxListing = n }(maxListing)
+	r := newRemote(t, labConfig(t, l))
+	m := r.machines[0]
+	if _, err := r.Start(ctx(t), trialReq("keep", "t1", "true", t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, r, "keep", "t1", providers.PhaseSucceeded)
+	kept := func() *lister {
+		m.listMu.Lock()
+		defer m.listMu.Unlock()
+		return m.lst
+	}
+	if _, err := r.List(ctx(t), "keep"); err != nil {
+		t.Fatal(err)
+	}
+	first := kept()
+	if first == nil {
+		t.Fatal("no listing session kept after a List")
+	}
+	for range 3 {
+		if _, err := r.List(ctx(t), "keep"); err != nil {
+			t.Fatal(err)
+		}
+		if got := kept(); got != first {
+			t.Fatalf("a List opened another listing session (%p, was %p)", got, first)
+		}
+	}
+	fill(t, filepath.Join(m.work, "trials", "keep"), 3000, true)
+	maxListing = 32 << 10
+	if _, err := r.List(ctx(t), "keep"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(lines(r.Warnings()), "more than") {
+		t.Fatal("the listing of 3,000 entries with a 32 KiB bound was not cut")
+	}
+	if got := kept(); got != nil {
+		t.Fatal("the session of a cut listing was kept (answers may still be in flight on it)")
+	}
+	maxListing = 16 << 20
+	obs, err := r.List(ctx(t), "keep")
+	if err != nil || len(obs) != 1 || kept() == nil {
+		t.Fatalf("the List after a cut one: %d trials, %v, session kept: %v; want t1 and a new session", len(obs), err, kept() != nil)
+	}
+	if ws := lines(r.Warnings()); ws != "" {
+		t.Fatalf("warnings after the bound was raised: %s", ws)
+	}
+}

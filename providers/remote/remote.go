@@ -282,6 +282,7 @@ func (r *Remote) Warnings() []string {
 func (r *Remote) Close() error {
 	r.close()
 	for _, m := range r.machines {
+		m.closeLister()
 		m.close()
 	}
 	return nil
