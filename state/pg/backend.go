@@ -170,6 +170,9 @@ type Backend struct {
 	// beforeCommit, for tests, runs in a save's transaction just before
 	// its commit.
 	beforeCommit func(ctx context.Context, tx pgx.Tx) error
+	// afterRead, for tests, runs when a read of the state (Load, a save's
+	// fresh read) has read its rows.
+	afterRead func()
 }
 
 var pgEnv = map[string]string{

@@ -802,3 +802,61 @@ func waitInBackground(t *testing.T, b *Backend, lock func() (*state.Lock, error)
 	waitFor(t, func() bool { return b.waiting.Load() != nil || len(got) > 0 })
 	return got
 }
+
+// A load by another goroutine of the client (a controller's dashboard
+// loads at each NOTIFY, beside the pass that saves) that read the state
+// before the client's save and returned after it does not make the
+// client's next save refuse its own write as someone else's: once in about
+// ten runs of controller_claim_pg under load, the controller's save met
+// "experiment w was changed by someone else since it was loaded (serial 7
+// there, 6 when loaded)".
+func TestLoadBesideASaveKeepsItsBase(t *testing.T) {
+	conn := pgtest.DB(t)
+	b := open(t, conn)
+	if err := b.Save(backendtest.Sample(3)); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := b.LockExperiments(context.Background(), []string{"mnist"}, "controller", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	s, err := b.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, release := make(chan struct{}), make(chan struct{})
+	first := true
+	b.afterRead = func() {
+		if first {
+			first = false
+			close(read)
+			<-release
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Load()
+		done <- err
+	}()
+	<-read // the dashboard's load has read the state before the save
+	s.Experiments["mnist"].Trials["t0000"].Attempts = 5
+	if err := b.Save(s); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s.Experiments["mnist"].Trials["t0000"].Attempts = 6
+	if err := b.Save(s); err != nil {
+		t.Fatalf("the save after a load that ran beside the previous save: %v", err)
+	}
+	got, err := open(t, conn).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := got.Experiments["mnist"].Trials["t0000"].Attempts; n != 6 {
+		t.Fatalf("t0000's attempts are %d in the database, want 6", n)
+	}
+}

@@ -54,18 +54,50 @@ func (b *Backend) Exists() (bool, error) {
 }
 
 // Load reads the state in one repeatable-read transaction: one version.
+// What it read becomes what this client's next save compares with, unless
+// this client saved meanwhile (another goroutine: a controller's pass
+// beside its dashboard, which loads at each NOTIFY): a snapshot from before
+// that save would make the next save refuse the client's own write as
+// someone else's ("experiment w was changed by someone else ... (serial 7
+// there, 6 when loaded)"), so Load reads again, the last time holding the
+// lock that saves take.
 func (b *Backend) Load() (*state.State, error) {
 	ctx, cancel := background()
 	defer cancel()
-	s, snap, err := b.read(ctx)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		last := attempt >= loadTries
+		if last {
+			b.mu.Lock()
+		}
+		s, snap, err := b.read(ctx)
+		if err != nil {
+			if last {
+				b.mu.Unlock()
+			}
+			return nil, err
+		}
+		if !last {
+			b.mu.Lock()
+		}
+		if !last && olderThan(snap, b.snap) {
+			b.mu.Unlock()
+			continue
+		}
+		b.snap = snap
+		b.warnings = nil
+		b.mu.Unlock()
+		return s, nil
 	}
-	b.mu.Lock()
-	b.snap = snap
-	b.warnings = nil
-	b.mu.Unlock()
-	return s, nil
+}
+
+// loadTries is how many reads Load makes without the save lock before it
+// reads holding it.
+const loadTries = 3
+
+// olderThan reports whether snapshot a, just read, is of an earlier version
+// of the same state than b, which this client saved while a was read.
+func olderThan(a, b *snapshot) bool {
+	return a != nil && b != nil && a.lineage == b.lineage && a.serial < b.serial
 }
 
 // read reads the state and the snapshot of it; a nil snapshot when there
@@ -140,6 +172,9 @@ func (b *Backend) read(ctx context.Context) (*state.State, *snapshot, error) {
 		if s, err = b.decodeEach(lineage, serial, heads, trials); err != nil {
 			return nil, nil, err
 		}
+	}
+	if b.afterRead != nil {
+		b.afterRead()
 	}
 	snap := &snapshot{lineage: s.Lineage, serial: s.Serial, exps: make(map[string]*snapExp, len(heads))}
 	for _, h := range heads {
