@@ -679,7 +679,11 @@ func (c *ctrl) reconcile(ctx context.Context) {
 			return
 		}
 	}
-	if !c.holdClaim(ctx) {
+	// A plan-only controller is a preview, like `trialform plan`: it
+	// takes no claim (a preview started first would keep the acting
+	// controller standing by for ever), no lock, and writes nothing.
+	planOnly := c.policy == controller.PlanOnly
+	if !planOnly && !c.holdClaim(ctx) {
 		c.standby()
 		return
 	}
@@ -688,7 +692,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	}
 	op := c.leader.lockOperation()
 	var names []string
-	if _, ok := c.m.(state.ExperimentLocker); ok {
+	if _, ok := c.m.(state.ExperimentLocker); ok && !planOnly {
 		if st, err := c.m.Load(); err == nil {
 			names = lockScope(c.cfg, st, nil)
 		}
@@ -708,7 +712,11 @@ func (c *ctrl) reconcile(ctx context.Context) {
 			return
 		}
 	}
-	lk, err := state.LockScope(ctx, c.m, names, op, Version, c.o.lock.timeout)
+	var lk *state.Lock
+	var err error
+	if !planOnly {
+		lk, err = state.LockScope(ctx, c.m, names, op, Version, c.o.lock.timeout)
+	}
 	if err != nil && c.takeOverLock(ctx, err) {
 		lk, err = state.LockScope(ctx, c.m, names, op, Version, c.o.lock.timeout)
 	}
@@ -728,7 +736,9 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		c.log.Error("acquire the state lock", "error", c.redact(err.Error()))
 		return
 	}
-	defer lk.Unlock()
+	if lk != nil {
+		defer lk.Unlock()
+	}
 	c.lockedMsg = ""
 	st, err := c.m.Load()
 	if err == nil {
@@ -749,7 +759,12 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	c.mu.Lock()
 	c.stateErr = ""
 	c.mu.Unlock()
-	s := apply.NewSession(c.cfg, st, c.m, c.ps)
+	var store apply.StateStore = c.m
+	if planOnly {
+		store = newMemStore(c.m) // what the refresh finds is not kept
+	}
+	s := apply.NewSession(c.cfg, st, store, c.ps)
+	s.PlanOnly = planOnly
 	s.Provenance = c.provenance()
 	s.Parallelism = c.o.parallelism
 	s.Hard = c.g.hard(ctx)
