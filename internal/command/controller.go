@@ -832,7 +832,9 @@ func (c *ctrl) reconcile(ctx context.Context) {
 			c.metrics.SyncErrors.WithLabelValues("apply").Inc()
 			var msgs []string
 			for _, e := range applyErrors(err) {
-				c.log.Error("apply failed", "error", c.redact(e.Error()), "commit", c.goodCommit)
+				if !c.conflicted(e) {
+					c.log.Error("apply failed", "error", c.redact(e.Error()), "commit", c.goodCommit)
+				}
 				msgs = append(msgs, c.redact(e.Error()))
 			}
 			c.syncFailed("apply", c.goodCommit, strings.Join(msgs, "\n"))
@@ -877,9 +879,27 @@ func (c *ctrl) recordHolds(s *apply.Session, holds []controller.Held) bool {
 	}
 	if err != nil {
 		c.metrics.SyncErrors.WithLabelValues("apply").Inc()
-		c.log.Error("record the held changes in the state", "error", c.redact(err.Error()))
+		if !c.conflicted(err) {
+			c.log.Error("record the held changes in the state", "error", c.redact(err.Error()))
+		}
 		return false
 	}
+	return true
+}
+
+// conflicted reports whether err is a save refused because someone else
+// wrote the state since this pass loaded it (a person's apply with
+// -lock=false, a state push, a force-unlocked lock's holder), and says so
+// once, at WARN, with what happens next: nothing is lost, the next pass
+// loads the state again and plans from what is there.
+func (c *ctrl) conflicted(err error) bool {
+	var ce *state.ConflictError
+	if !errors.As(err, &ce) {
+		return false
+	}
+	c.log.Warn("the state was changed by someone else during this pass: this controller loads it again and retries at its next pass",
+		"error", c.redact(err.Error()), "commit", c.goodCommit, "retry_in", c.o.interval.String(),
+		"what_to_do", "nothing if the next pass succeeds; if this repeats, find what writes the state beside the controller (an apply with -lock=false, a state push)")
 	return true
 }
 

@@ -1,11 +1,13 @@
 package command_test
 
 import (
+	"context"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/trialform/trialform/internal/pgtest"
@@ -51,6 +53,28 @@ func TestPgScripts(t *testing.T) {
 			"waitlog":    cmdWaitLog,
 			"waitfile":   cmdWaitFile,
 			"replace":    cmdReplace,
+			"pgsql":      cmdPgSQL,
 		},
 	})
+}
+
+// cmdPgSQL runs SQL (its one argument) in the script's database, as a
+// person at psql would: pgsql 'CREATE ...'.
+func cmdPgSQL(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: pgsql SQL")
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, ts.Getenv("TRIALFORM_VAR_pg_conn"))
+	if err != nil {
+		ts.Fatalf("pgsql: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, args[0])
+	if neg && err == nil {
+		ts.Fatalf("pgsql: unexpected success")
+	}
+	if !neg && err != nil {
+		ts.Fatalf("pgsql: %v", err)
+	}
 }

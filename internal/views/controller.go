@@ -1,10 +1,12 @@
 package views
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 
 	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/state"
 )
 
 // ControllerLog is the controller's structured log: one JSON object a
@@ -21,6 +23,13 @@ type ApplyLog struct{ Log *slog.Logger }
 // TrialAction logs a trial action done, or failed.
 func (h ApplyLog) TrialAction(a *plan.TrialAction, done bool, err error) {
 	if !done {
+		return
+	}
+	var ce *state.ConflictError
+	if errors.As(err, &ce) {
+		// Someone else wrote the state since the pass loaded it: the
+		// controller says what it does next (retried at the next pass).
+		h.Log.Warn("trial action not saved: the state was changed by someone else", "action", string(a.Action), "experiment", a.Experiment, "trial", a.TrialID, "error", err.Error())
 		return
 	}
 	if err != nil {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/trialform/trialform/plan"
+	"github.com/trialform/trialform/state"
 )
 
 // The controller's view of apply's progress logs each action done (not
@@ -40,5 +42,22 @@ func TestApplyLog(t *testing.T) {
 				t.Errorf("record %d: %s = %v, want %q (%s)", i, k, rec[k], v, l)
 			}
 		}
+	}
+}
+
+// A trial action whose save met someone else's write of the state is said
+// at WARN (the controller retries at its next pass), not as a failure.
+func TestApplyLogConflict(t *testing.T) {
+	var b bytes.Buffer
+	h := ApplyLog{Log: ControllerLog(&b)}
+	a := &plan.TrialAction{Action: plan.Create, Experiment: "w", TrialID: "t0001"}
+	conflict := &state.ConflictError{Path: "db, experiment w", FileLineage: "l", StateLineage: "l", FileSerial: 7, StateSerial: 6}
+	h.TrialAction(a, true, fmt.Errorf("save state: %w", conflict))
+	var rec map[string]any
+	if err := json.Unmarshal(b.Bytes(), &rec); err != nil {
+		t.Fatalf("%v: %s", err, b.String())
+	}
+	if rec["level"] != "WARN" || !strings.Contains(rec["msg"].(string), "changed by someone else") || rec["trial"] != "t0001" {
+		t.Fatalf("the record of a conflicted save: %s", b.String())
 	}
 }
