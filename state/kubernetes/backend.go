@@ -224,6 +224,9 @@ type Backend struct {
 	// claimPause, in tests, is called at each turn of a claim's renewal
 	// (a test blocks it to pause the holder, as SIGSTOP would).
 	claimPause func()
+	// beforeIndexWrite, in tests, runs in a save right before each
+	// write of the index (after the check that its locks are held).
+	beforeIndexWrite func()
 
 	reportMu sync.Mutex
 	reporter func(string)

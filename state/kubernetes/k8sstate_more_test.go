@@ -1100,3 +1100,54 @@ func TestLeaseStaleInAnOutageStaysTheHolders(t *testing.T) {
 		t.Fatal("the save after the outage was not written")
 	}
 }
+
+// A lock force-unlocked between its holder's check of it and its write of
+// the index (a Lease and a Secret: the check and the write are two
+// requests): the write fails, as the force-unlock changed the index the
+// write is conditional on, and the holder, checking its locks again before
+// it tries once more, is refused. Before, the former holder's save was
+// written after the force-unlock had returned. A person's write after the
+// force-unlock is never overwritten either way: the holder's write names
+// the revision of each of its experiments that it read.
+func TestForceUnlockBetweenCheckAndWrite(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	mustSave(t, open(t, suffix), backendtest.Sample(3))
+	a := open(t, suffix)
+	la, err := a.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Unlock()
+	sa := mustLoad(t, a)
+	b := open(t, suffix)
+	writes := 0
+	a.beforeIndexWrite = func() {
+		if writes++; writes == 1 {
+			// a checked its lock; now someone releases it.
+			if err := b.ForceUnlock(la.Info().ID); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	sa.Experiments["mnist"].Trials["t0001"].Attempts = 9
+	err = a.Save(sa)
+	if err == nil || !strings.Contains(err.Error(), "someone released it with force-unlock; not writing") {
+		t.Fatalf("the save of a holder force-unlocked between its check and its write: %v, want it refused naming force-unlock", err)
+	}
+	if got := mustLoad(t, open(t, suffix)); got.Experiments["mnist"].Trials["t0001"].Attempts == 9 {
+		t.Fatal("the save of the force-unlocked holder was written after the force-unlock")
+	}
+	// The state is readable and writable by the next holder.
+	lb, err := b.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Unlock()
+	sb := mustLoad(t, b)
+	sb.Experiments["mnist"].Trials["t0001"].Attempts = 4
+	mustSave(t, b, sb)
+	if got := mustLoad(t, open(t, suffix)); got.Experiments["mnist"].Trials["t0001"].Attempts != 4 {
+		t.Fatal("the next holder's save is not there")
+	}
+}

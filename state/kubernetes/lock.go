@@ -46,6 +46,9 @@ const (
 	scopeState  = "state"
 	scopeExp    = "experiment"
 	annotLockID = "trialform.dev/lock-id"
+	// annotFence, on the index Secret, names the last lock force-unlocked
+	// (fenceIndex).
+	annotFence = "trialform.dev/force-unlocked"
 )
 
 // heldLocks are the locks this client holds.
@@ -745,11 +748,41 @@ func (b *Backend) ForceUnlock(id string) error {
 		}
 	}
 	if found > 0 {
-		return nil
+		return b.fenceIndex(ctx, id)
 	}
 	if len(held) == 0 {
 		return fmt.Errorf("force-unlock: the state is not locked (no Lease of state %q in namespace %s)", b.suffix, b.ns)
 	}
 	held = slices.Compact(held)
 	return fmt.Errorf("force-unlock: lock ID %q does not match a current lock: %s", id, strings.Join(held, "; "))
+}
+
+// fenceIndex changes the index Secret's resourceVersion once the Leases of
+// the lock id are deleted: a save checks its locks before it writes the
+// index on the condition that the index is still at the resourceVersion it
+// read, so a holder that checked its lock before the force-unlock and
+// writes after it is refused (its write fails on the resourceVersion; it
+// reads the index again and checks its locks again, which are gone). The
+// check and the write cannot be one operation (a Lease and a Secret are
+// two objects): this makes the force-unlock the point after which a former
+// holder writes nothing. A write by someone else meanwhile changed the
+// resourceVersion as well: a conflict here is as good.
+func (b *Backend) fenceIndex(ctx context.Context, id string) error {
+	sec, err := b.c.getSecret(ctx, b.indexName())
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("force-unlock: the lock is released (its Leases are deleted), but the index Secret could not be read to refuse its former holder's writes: %w; "+
+			"if that holder still runs, it may write the state once more: stop it", err)
+	}
+	if sec.Annotations == nil {
+		sec.Annotations = map[string]string{}
+	}
+	sec.Annotations[annotFence] = id + " " + time.Now().UTC().Format(time.RFC3339Nano)
+	if _, err := b.c.updateSecret(ctx, sec); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("force-unlock: the lock is released (its Leases are deleted), but the index Secret could not be changed to refuse its former holder's writes: %w; "+
+			"if that holder still runs, it may write the state once more: stop it", err)
+	}
+	return nil
 }

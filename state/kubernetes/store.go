@@ -710,6 +710,9 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 		for _, n := range ch.removed {
 			delete(next.Experiments, n)
 		}
+		if b.beforeIndexWrite != nil {
+			b.beforeIndexWrite()
+		}
 		rv, err := b.writeIndex(ctx, next, baseRV)
 		if err == nil {
 			// Done: forget the replaced parts.
@@ -770,6 +773,15 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 			if (o == nil) != (c == nil) || (o != nil && o.Rev != c.Rev) {
 				undo()
 				return 0, fmt.Errorf("save state: experiment %q was changed by someone else since it was loaded (its revision is %d, it was %d); not saving over it: run the command again: %w", n, revOf(c), revOf(o), conflict)
+			}
+		}
+		// The write is tried again on the index as it is now: the locks
+		// are checked again first, since a force-unlock changes the index
+		// (fenceIndex) to make a write checked before it fail here.
+		if !ch.replace {
+			if err := b.checkHeld(ctx, "save state"); err != nil {
+				undo()
+				return 0, err
 			}
 		}
 		base, baseRV = cur, curRV
