@@ -47,6 +47,9 @@ type controllerOptions struct {
 	hookFile    string
 	parallelism int
 	leader      leaderOptions
+	// claimDuration is how long the claim of a kubernetes state not
+	// renewed stays its holder's.
+	claimDuration time.Duration
 }
 
 // Environment variables the controller reads its secrets from when no
@@ -82,6 +85,8 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	fs.StringVar(&o.hookFile, "webhook-token-file", "", "file holding the secret of the push webhook POST /hook (else $"+envHookToken+"; with neither, the webhook is off)")
 	fs.IntVar(&o.parallelism, "parallelism", 16, "concurrent platform operations")
 	o.leader.register(fs)
+	fs.DurationVar(&o.claimDuration, "claim-duration", 15*time.Second, "kubernetes backend: how long the claim of the state stays a controller's when it stops renewing it (killed, cut off), "+
+		"before another controller takes it over; whole seconds, at least 3s (local and pg free it at once)")
 	if _, code, ok := g.parse(fs, args, argSpec{hint: "controller takes no arguments: name the repository with -repo."}); !ok {
 		return code
 	}
@@ -93,6 +98,9 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	}
 	if err := o.leader.check(); err != nil {
 		return g.errorf("%v", err)
+	}
+	if o.claimDuration < 3*time.Second || o.claimDuration%time.Second != 0 {
+		return g.errorf("-claim-duration must be whole seconds, at least 3s (got %s): the claim's Lease records it in seconds, and its holder renews it every sixth of it", o.claimDuration)
 	}
 	policy, err := controller.ParsePolicy(o.policy)
 	if err != nil {
@@ -636,6 +644,9 @@ func (c *ctrl) openBackend(cfg *schema.Config) bool {
 		return false
 	}
 	c.m, c.mRec = m, backendRecordOf(cfg.Backend)
+	if cd, ok := m.(interface{ SetClaimDuration(time.Duration) }); ok {
+		cd.SetClaimDuration(c.o.claimDuration)
+	}
 	c.log.Info("state backend open", "backend", m.Name())
 	if c.o.listen != "" {
 		dash := ui.New(ui.Options{

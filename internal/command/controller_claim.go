@@ -66,7 +66,7 @@ func (c *ctrl) holdClaim(ctx context.Context) bool {
 			c.claimLogged = key
 			c.log.Info("standing by: another controller reconciles this state", "holder", holder, "claim_id", le.Info.ID, "where", le.Info.Path,
 				"what_to_do", "nothing while it runs: this controller takes over when it stops or dies; to move the state to this one, stop the other "+
-					"(a killed one frees it at once, pg: with its session, kubernetes: once its Lease is not renewed for 15 s); if it is gone but the claim stays, trialform force-unlock "+le.Info.ID)
+					"(a killed one frees it at once, pg: with its session, kubernetes: once its Lease is not renewed for the -claim-duration its holder was given, 15s by default); if it is gone but the claim stays, trialform force-unlock "+le.Info.ID)
 		}
 		c.setClaimedBy(holder)
 		return false

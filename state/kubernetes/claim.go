@@ -34,6 +34,12 @@ import (
 // holder's, as -leader-elect-lease-duration's default.
 const defaultClaimDuration = 15 * time.Second
 
+// SetClaimDuration sets how long this client's claim not renewed stays
+// its own (trialform controller -claim-duration; call it before Claim). It
+// is recorded in the claim's Lease, whose readers go by the duration
+// recorded there: controllers given different durations still agree.
+func (b *Backend) SetClaimDuration(d time.Duration) { b.claimDuration = d }
+
 const roleClaim = "claim"
 
 func (b *Backend) claimLease() string { return "trialform-claim-" + b.suffix }

@@ -232,3 +232,26 @@ func TestClaimRBAC(t *testing.T) {
 	}
 	la.Unlock()
 }
+
+// SetClaimDuration (trialform controller -claim-duration) is recorded in
+// the claim's Lease, which a standby goes by whatever its own duration
+// (election.Observed.Expires): controllers given different durations agree
+// on when the claim expires.
+func TestClaimDurationIsRecordedInTheLease(t *testing.T) {
+	ctx := context.Background()
+	suffix := newSuffix()
+	a := open(t, suffix)
+	a.SetClaimDuration(4 * time.Second)
+	la, err := a.Claim(ctx, "controller", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Unlock()
+	l, err := a.c.getLease(ctx, a.claimLease())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds != 4 {
+		t.Fatalf("the claim's Lease records a duration of %v s, want 4", l.Spec.LeaseDurationSeconds)
+	}
+}
