@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +92,7 @@ type Session struct {
 
 	curveMu    sync.Mutex
 	curveCache map[string]curveEntry
+	valueCache map[string]*float64 // seriesValues' by experiment, trial, objective and length
 
 	// ListInterval, when set (Run sets it), is how often a refresh lists
 	// the trials a platform holds for an experiment the state has: the
@@ -509,13 +511,17 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 	if err != nil {
 		return nil, err
 	}
+	values, err := s.seriesValues(st)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	moves := s.moves
 	s.moves = nil
 	s.mu.Unlock()
 	return plan.Compute(plan.Input{
 		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed, Drift: obs.Drift,
-		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves, Moves: moves,
+		Warnings: obs.Warnings, Now: s.Now(), Options: opts, Curves: curves, Values: values, Moves: moves,
 		Me: plan.MeOf(plan.WorkingCopyOf(s.Providers)),
 	})
 }
@@ -617,6 +623,55 @@ func (s *Session) curves(st *state.State) (map[string]map[string][]float64, erro
 			m[id] = vals
 		}
 		out[name] = m
+	}
+	return out, nil
+}
+
+// seriesValues reads, for the trials whose recorded value is not their
+// value of the configuration's objective (plan.NeedsSeriesValue: an
+// earlier generation's, under another metric or strategy), that value
+// from their series. A finished trial's series does not change: each is
+// read once a session (per objective).
+func (s *Session) seriesValues(st *state.State) (map[string]map[string]*float64, error) {
+	r, ok := s.Store.(MetricsReader)
+	if !ok {
+		return nil, nil
+	}
+	s.curveMu.Lock()
+	defer s.curveMu.Unlock()
+	if s.valueCache == nil {
+		s.valueCache = map[string]*float64{}
+	}
+	out := map[string]map[string]*float64{}
+	for name, cfg := range s.Config.Experiments {
+		e := st.Experiments[name]
+		if e == nil {
+			continue
+		}
+		var m map[string]*float64
+		for id, t := range e.Trials {
+			if !plan.NeedsSeriesValue(cfg, e, t) {
+				continue
+			}
+			if m == nil {
+				m = map[string]*float64{}
+			}
+			key := name + "\x00" + id + "\x00" + cfg.Objective.Metric + "\x00" + cfg.Objective.Strategy + "\x00" + strconv.Itoa(t.Intermediate)
+			if v, ok := s.valueCache[key]; ok {
+				m[id] = v
+				continue
+			}
+			pts, err := r.ReadMetrics(name, id)
+			if err != nil {
+				return nil, err
+			}
+			v := plan.SeriesValue(t, pts, cfg.Objective.Metric, cfg.Objective.Strategy)
+			s.valueCache[key] = v
+			m[id] = v
+		}
+		if m != nil {
+			out[name] = m
+		}
 	}
 	return out, nil
 }

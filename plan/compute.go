@@ -62,6 +62,14 @@ type Input struct {
 	// intermediate objective values in report order (see CurveOf):
 	// experiment -> trial id -> values.
 	Curves map[string]map[string][]float64
+	// Values holds, for the trials whose recorded Value is not the
+	// configuration's objective's (NeedsSeriesValue: an earlier
+	// generation's, under another metric or strategy), that objective's
+	// value taken from their series (SeriesValue): experiment -> trial
+	// id -> value, nil when the series has none. The tuner is told a
+	// trial absent here only by what the state holds (its final result
+	// without a strategy), else it is left out.
+	Values map[string]map[string]*float64
 	// Me is the id of the working copy planning ("" = none: every trial
 	// is its own). Unfinished trials another working copy owns
 	// (state.Trial.Elsewhere) are left to it: never resumed, started or
@@ -142,7 +150,7 @@ func Compute(in Input) (*Plan, error) {
 					return nil, fmt.Errorf("experiment %q (%s): %w", name, posOf(cfg), nameTakenAdvice(st, name, err))
 				}
 			}
-			ep, err = planExperiment(cfg, cur, st, in.Now, in.Curves[name], requests[name], in.Me, unknownTrials(cur, in.Listed[name], false), unknownTrials(cur, in.Listed[name], true))
+			ep, err = planExperiment(cfg, cur, st, in.Now, series{in.Curves[name], in.Values[name]}, requests[name], in.Me, unknownTrials(cur, in.Listed[name], false), unknownTrials(cur, in.Listed[name], true))
 			if err != nil {
 				return nil, fmt.Errorf("experiment %q: %w", name, err)
 			}
@@ -597,7 +605,7 @@ func unknownTrials(cur *state.Experiment, listed []providers.Observation, endedO
 // the sequence numbers of trials the platform holds that the state does
 // not record: new trials are numbered past them, as a trial cannot start
 // where another of its id is.
-func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, curves map[string][]float64, requests map[string]string, me string, unknown, unknownEnded []int) (*ExperimentPlan, error) {
+func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.State, now time.Time, sr series, requests map[string]string, me string, unknown, unknownEnded []int) (*ExperimentPlan, error) {
 	hash := SpecHash(cfg)
 	ep := &ExperimentPlan{
 		Name: cfg.Name, Platform: cfg.Platform.Key(), Action: NoOp,
@@ -797,7 +805,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 	// The assessor stops running trials whose intermediate results say
 	// they will not be good. Their slots free up on the next pass.
 	if cfg.Assessor != nil {
-		stops, err := assess(cfg, cur, ep.Generation, curves)
+		stops, err := assess(cfg, cur, ep.Generation, sr.curves)
 		if err != nil {
 			return nil, err
 		}
@@ -877,7 +885,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		for i := range seqs {
 			seqs[i] = next + i
 		}
-		params, notes, err := suggest(cfg, cur, ep.Generation, seqs, curves)
+		params, notes, err := suggest(cfg, cur, ep.Generation, seqs, sr)
 		var wait *tuner.WaitError
 		if errors.As(err, &wait) {
 			// The tuner can only propose the first wait.Ready now.
@@ -886,7 +894,7 @@ func planExperiment(cfg *schema.Experiment, cur *state.Experiment, st *state.Sta
 		}
 		var ex *tuner.ExhaustedError
 		if errors.As(err, &ex) {
-			err = exhaustedAdvice(ex, cfg, cur, ep.Generation)
+			err = exhaustedAdvice(ex, cfg, cur, ep.Generation, sr)
 		}
 		if err != nil {
 			return nil, err
@@ -926,7 +934,7 @@ func failIfNone(ep *ExperimentPlan, succeeded int) {
 // above its size, lower max_trials; when trials of earlier generations
 // took the points (their parameters still fit the space, so the tuner
 // counts them as tried), lowering max_trials is no help.
-func exhaustedAdvice(ex *tuner.ExhaustedError, cfg *schema.Experiment, cur *state.Experiment, gen int) error {
+func exhaustedAdvice(ex *tuner.ExhaustedError, cfg *schema.Experiment, cur *state.Experiment, gen int, sr series) error {
 	widen := "widen the grid (more options or values, a smaller q, a larger grid_points)"
 	again := "set repeat = true in the tuner block to sweep it again"
 	if ex.Tuner == "batch" {
@@ -938,7 +946,7 @@ func exhaustedAdvice(ex *tuner.ExhaustedError, cfg *schema.Experiment, cur *stat
 	// The earlier generations' trials the tuner was told of (those that
 	// fit the space and, renamed objectives aside, have a value or failed).
 	told := map[int]bool{}
-	for _, o := range history(cfg, cur, gen, nil) {
+	for _, o := range history(cfg, cur, gen, sr) {
 		told[o.Seq] = true
 	}
 	older := 0
@@ -1000,14 +1008,14 @@ func renderCommand(cfg *schema.Experiment, params map[string]any) string {
 // history of every trial whose parameters still fit the space.
 // A tuner that explains its suggestions (tuner.Explainer) also gives a
 // note per suggestion.
-func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int, curves map[string][]float64) ([]map[string]any, []tuner.Note, error) {
+func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int, sr series) ([]map[string]any, []tuner.Note, error) {
 	tn, err := cfg.Tuner.New(cfg.SearchSpace.Space)
 	if err != nil {
 		return nil, nil, err
 	}
 	req := tuner.Request{
 		Space: cfg.SearchSpace.Space, Goal: tuner.Goal(cfg.Objective.Goal), Seed: cfg.Tuner.Seed,
-		History: history(cfg, cur, gen, curves), Seqs: seqs, Settings: cfg.Tuner.Settings,
+		History: history(cfg, cur, gen, sr), Seqs: seqs, Settings: cfg.Tuner.Settings,
 	}
 	if cfg.MultiObjective() {
 		for _, o := range cfg.Objectives {
@@ -1053,7 +1061,16 @@ func suggest(cfg *schema.Experiment, cur *state.Experiment, gen int, seqs []int,
 // the space, with its value (the objective's, as its strategy takes it).
 // An earlier generation's trial that succeeded without a value of a
 // renamed objective is left out: it is no failure.
-func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[string][]float64) []tuner.Observation {
+// series is what Compute was given of an experiment's trials' series:
+// their curves (Input.Curves) and their values of the objective that the
+// state cannot tell (Input.Values).
+type series struct {
+	curves map[string][]float64
+	values map[string]*float64
+}
+
+func history(cfg *schema.Experiment, cur *state.Experiment, gen int, sr series) []tuner.Observation {
+	curves := sr.curves
 	var hist []tuner.Observation
 	for _, t := range cur.SortedTrials() {
 		ps := space.Params(t.Params)
@@ -1081,18 +1098,17 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[
 			continue
 		}
 		val := t.Value
-		if t.Generation != gen && cfg.Objective.Strategy == "" && t.Final != nil {
-			// An earlier generation's Value is its own objective's, which
-			// may have been another metric: take this one's from the
-			// final result (a state without final results keeps Value).
-			val = nil
-			if v, ok := t.Final[objectiveMetric(cfg)]; ok {
-				val = &v
-			} else if t.Status == state.Succeeded {
-				// It succeeded under an objective named otherwise: it
-				// has no value of this one, and did not fail either.
-				// Told as failed, a tuner would avoid (TPE, gp: the
-				// worst loss) the region of every good trial so far.
+		if !t.ValueIsFor(configObjective(cfg), gen) {
+			// An earlier generation's Value is its own objective's,
+			// which may have been another metric or strategy (or the
+			// state does not say): take this one's from what the trial
+			// reported.
+			val = valueNow(cfg, t, sr.values)
+			if val == nil && t.Status == state.Succeeded {
+				// It has no value of this objective (it never reported
+				// the metric, or its series cannot tell), and did not
+				// fail either. Told as failed, a tuner would avoid (TPE,
+				// gp: the worst loss) the region of every good trial so far.
 				continue
 			}
 		}
@@ -1114,6 +1130,85 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, curves map[
 		hist = append(hist, o)
 	}
 	return hist
+}
+
+// configObjective is what cfg's (first) objective takes a trial's value
+// for, as state.Trial.ValueFor records it.
+func configObjective(cfg *schema.Experiment) state.ValueFor {
+	return state.ObjectiveFor(cfg.Objective.Metric, cfg.Objective.Strategy)
+}
+
+// valueNow is t's value of cfg's objective when its Value is another
+// objective's: without a strategy its final result's key of the metric,
+// else (or in a state without final results) the value values has from
+// its series; nil when neither tells.
+func valueNow(cfg *schema.Experiment, t *state.Trial, values map[string]*float64) *float64 {
+	if cfg.Objective.Strategy == "" && t.Final != nil {
+		if v, ok := t.Final[objectiveMetric(cfg)]; ok {
+			return &v
+		}
+		return nil
+	}
+	return values[t.ID]
+}
+
+// NeedsSeriesValue reports whether the tuner's history needs t's series
+// to tell its value of cfg's objective (Input.Values): t succeeded or was
+// stopped early, fits the space, and its Value is, or may be, another
+// objective's (an earlier generation's, or e's objective is not cfg's
+// yet), which its final result alone cannot replace (a strategy, or no
+// final result recorded).
+func NeedsSeriesValue(cfg *schema.Experiment, e *state.Experiment, t *state.Trial) bool {
+	if cfg.MultiObjective() || (t.Status != state.Succeeded && t.Status != state.EarlyStopped) {
+		return false
+	}
+	if cfg.Objective.Strategy == "" && t.Final != nil {
+		return false
+	}
+	obj := configObjective(cfg)
+	switch {
+	case t.ValueFor != nil && *t.ValueFor == obj:
+		return false
+	case t.ValueFor == nil && t.Generation == e.Generation && state.ObjectiveFor(e.Metric, e.Strategy) == obj:
+		return false
+	}
+	return cfg.SearchSpace.Space.Contains(space.Params(t.Params))
+}
+
+// SeriesValue is a trial's value of the objective (metric: "" is
+// "default"; strategy as schema.Objective's) taken from its series as the
+// state's metrics hold it, the way the refresh takes it: without a
+// strategy the last final result's key, under one the least, greatest or
+// last of every value of the metric it reported, intermediate and final
+// results alike. nil when it reported none, or when the series cannot
+// tell: intermediate results past providers.MaxIntermediate were not kept.
+func SeriesValue(t *state.Trial, pts []state.MetricPoint, metric, strategy string) *float64 {
+	if t.Intermediate >= providers.MaxIntermediate {
+		return nil
+	}
+	var val *float64
+	for _, p := range pts {
+		v, _, ok, err := trialproto.Objective(string(p.Value), metric)
+		if err != nil {
+			ok = false
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			ok = false
+		}
+		switch {
+		case strategy != "":
+			if ok {
+				val = foldObjective(strategy, val, v)
+			}
+		case p.Type == "FINAL":
+			val = nil
+			if ok {
+				vv := v
+				val = &vv
+			}
+		}
+	}
+	return val
 }
 
 // objectiveMetric is the key of the objective in a final result.

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -337,6 +338,35 @@ func TestTargets(t *testing.T) {
 	p := compute(t, cfg, st, t0, Options{Targets: []string{"experiment.exp"}})
 	if len(p.Experiments) != 1 {
 		t.Fatal("target filtered everything")
+	}
+}
+
+// The refresh records which objective a trial's Value is for (metric and
+// strategy). A trial of an earlier generation whose last reports are read
+// after the objective changed (acc under max -> loss under min; it was torn
+// down) keeps its own objective's value: the new objective's reports are
+// not folded into it.
+func TestObserveRecordsValueFor(t *testing.T) {
+	cfg := testConfig()
+	zero := 0
+	old := trial(1, state.Running, 0.9)
+	old.ValueFor = &state.ValueFor{Metric: "acc", Strategy: "max"}
+	st := applied(cfg, trial(0, state.Running), old)
+	e := st.Experiments["exp"]
+	e.Generation, e.Metric, e.Goal, e.Strategy = 2, "loss", "minimize", "min"
+	e.Trials["t0000"].Generation = 2
+	obs := &Observations{Trials: map[string]map[string]providers.Observation{"exp": {
+		"t0000": {Exists: true, Phase: providers.PhaseSucceeded, ExitCode: &zero, Metrics: []providers.Metric{
+			{Type: "PERIODICAL", Value: `{"loss": 0.3, "acc": 0.6}`}, {Type: "FINAL", Value: `{"loss": 0.4, "acc": 0.8}`}}},
+		"t0001": {Exists: true, Phase: providers.PhaseKilled, Metrics: []providers.Metric{
+			{Type: "PERIODICAL", Value: `{"loss": 0.05, "acc": 0.7}`}}},
+	}}}
+	Observe(st, obs, t0)
+	if tr := e.Trials["t0000"]; tr.Value == nil || *tr.Value != 0.3 || tr.ValueFor == nil || *tr.ValueFor != (state.ValueFor{Metric: "loss", Strategy: "min"}) {
+		t.Errorf("t0000: value %v for %+v, want 0.3 for loss under min", tr.Value, tr.ValueFor)
+	}
+	if tr := e.Trials["t0001"]; tr.Value == nil || *tr.Value != 0.9 || tr.ValueFor == nil || *tr.ValueFor != (state.ValueFor{Metric: "acc", Strategy: "max"}) {
+		t.Errorf("t0001: value %v for %+v, want its own 0.9 for acc under max", tr.Value, tr.ValueFor)
 	}
 }
 
@@ -777,7 +807,7 @@ func TestHistoryUsesTheStrategy(t *testing.T) {
 		if tc.strategy != "" {
 			st.Experiments["exp"].Trials["t0000"].Value = foldObjective(tc.strategy, foldObjective(tc.strategy, foldObjective(tc.strategy, nil, 0.5), 0.9), 0.7)
 		}
-		h := history(cfg.Experiments["exp"], st.Experiments["exp"], 1, curves)
+		h := history(cfg.Experiments["exp"], st.Experiments["exp"], 1, series{curves: curves})
 		if len(h) != 2 || h[0].Value != tc.want || h[1].Value != 0.6 {
 			t.Errorf("strategy %q: history %+v, want t0000 = %v", tc.strategy, h, tc.want)
 		}
@@ -1082,7 +1112,7 @@ func TestHistoryMultiObjectiveReordered(t *testing.T) {
 	cur.Final = map[string]float64{"acc": 0.7, "latency": 20}
 	st := applied(cfg, old, cur)
 	st.Experiments["exp"].Generation = 2
-	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, nil)
+	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, series{})
 	if len(h) != 2 {
 		t.Fatalf("history %+v, want 2 trials", h)
 	}
@@ -1099,7 +1129,8 @@ func TestHistoryMultiObjectiveReordered(t *testing.T) {
 // result, not its loss (its Value); one that succeeded without an acc is
 // left out (told as failed, TPE and gp would count the region of every
 // good trial so far as bad), one that failed stays failed, and one of a
-// state without final results keeps its Value.
+// state without final results (nor the objective its Value is for) is told
+// its value from its series (Input.Values), left out without one.
 func TestHistoryObjectiveRenamed(t *testing.T) {
 	cfg := testConfig(func(e *schema.Experiment) { e.Objective = schema.Objective{Metric: "acc", Goal: "maximize"} })
 	old := trial(0, state.Succeeded, 0.3) // generation 1's objective: loss
@@ -1114,18 +1145,113 @@ func TestHistoryObjectiveRenamed(t *testing.T) {
 	failed.Value, failed.Final = nil, map[string]float64{}
 	st := applied(cfg, old, noAcc, legacy, cur, failed)
 	st.Experiments["exp"].Generation = 2
-	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, nil)
-	want := []struct {
+	type told struct {
+		seq   int
 		state tuner.TrialState
 		value float64
-	}{{tuner.Completed, 0.8}, {tuner.Completed, 0.7}, {tuner.Completed, 0.9}, {tuner.Failed, 0}}
-	if len(h) != len(want) {
-		t.Fatalf("history %+v", h)
 	}
-	for i, w := range want {
-		if h[i].State != w.state || h[i].Value != w.value {
-			t.Errorf("%s: told %s %v, want %s %v", TrialID(h[i].Seq), h[i].State, h[i].Value, w.state, w.value)
+	acc := 0.75
+	for _, tc := range []struct {
+		values map[string]*float64
+		want   []told
+	}{
+		{nil, []told{{0, tuner.Completed, 0.8}, {3, tuner.Completed, 0.9}, {4, tuner.Failed, 0}}},
+		{map[string]*float64{"t0002": &acc}, []told{{0, tuner.Completed, 0.8}, {2, tuner.Completed, 0.75}, {3, tuner.Completed, 0.9}, {4, tuner.Failed, 0}}},
+	} {
+		h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, series{values: tc.values})
+		if len(h) != len(tc.want) {
+			t.Fatalf("values %v: history %+v", tc.values, h)
 		}
+		for i, w := range tc.want {
+			if h[i].Seq != w.seq || h[i].State != w.state || h[i].Value != w.value {
+				t.Errorf("%s: told %s %v, want %s %s %v", TrialID(h[i].Seq), h[i].State, h[i].Value, TrialID(w.seq), w.state, w.value)
+			}
+		}
+	}
+}
+
+// An objective's strategy and metric changed (loss under strategy min ->
+// acc under strategy max) start a generation. An earlier generation's
+// Value is its least loss: the tuner is told its greatest acc from its
+// series, never that loss as an acc; without a series value it is left
+// out. A trial whose recorded ValueFor is the current objective (the
+// search space changed since) keeps its Value without a series.
+func TestHistoryStrategyChanged(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.Objective = schema.Objective{Metric: "acc", Goal: "maximize", Strategy: "max"}
+	})
+	old := trial(0, state.Succeeded, 0.1) // its least loss
+	old.ValueFor = &state.ValueFor{Metric: "loss", Strategy: "min"}
+	old.Final = map[string]float64{"loss": 0.4, "acc": 0.8}
+	legacy := trial(1, state.Succeeded, 0.2) // no ValueFor: a state written before it
+	legacy.Final = map[string]float64{"loss": 0.4, "acc": 0.8}
+	same := trial(2, state.Succeeded, 0.95)
+	same.ValueFor = &state.ValueFor{Metric: "acc", Strategy: "max"}
+	cur := trial(3, state.Succeeded, 0.9)
+	cur.Generation = 2
+	st := applied(cfg, old, legacy, same, cur)
+	e := st.Experiments["exp"]
+	e.Generation, e.Metric, e.Goal, e.Strategy = 2, "acc", "maximize", "max"
+
+	pts := []state.MetricPoint{
+		{Type: "PERIODICAL", Value: json.RawMessage(`{"loss": 0.5, "acc": 0.6}`)},
+		{Type: "PERIODICAL", Value: json.RawMessage(`{"loss": 0.1, "acc": 0.9}`)},
+		{Type: "FINAL", Value: json.RawMessage(`{"loss": 0.4, "acc": 0.8}`)},
+	}
+	values := map[string]*float64{}
+	for _, id := range []string{"t0000", "t0001", "t0002", "t0003"} {
+		if NeedsSeriesValue(cfg.Experiments["exp"], e, e.Trials[id]) {
+			values[id] = SeriesValue(e.Trials[id], pts, "acc", "max")
+		}
+	}
+	if len(values) != 2 || values["t0000"] == nil || *values["t0000"] != 0.9 || values["t0001"] == nil {
+		t.Fatalf("series values %v, want t0000 and t0001 (0.9)", values)
+	}
+	for _, tc := range []struct {
+		values map[string]*float64
+		want   map[int]float64
+	}{
+		{values, map[int]float64{0: 0.9, 1: 0.9, 2: 0.95, 3: 0.9}},
+		{nil, map[int]float64{2: 0.95, 3: 0.9}},
+	} {
+		h := history(cfg.Experiments["exp"], e, 2, series{values: tc.values})
+		got := map[int]float64{}
+		for _, o := range h {
+			if o.State != tuner.Completed {
+				t.Errorf("%s told %s", TrialID(o.Seq), o.State)
+			}
+			got[o.Seq] = o.Value
+		}
+		if !maps.Equal(got, tc.want) {
+			t.Errorf("series values %v: told %v, want %v", tc.values, got, tc.want)
+		}
+	}
+}
+
+// SeriesValue takes a trial's value from its series as the refresh takes
+// it: the last final result's key without a strategy, the strategy over
+// every report (NaN left out) under one; nil past the series' cap.
+func TestSeriesValue(t *testing.T) {
+	pts := []state.MetricPoint{
+		{Type: "PERIODICAL", Value: json.RawMessage(`{"acc": 0.6}`)},
+		{Type: "PERIODICAL", Value: json.RawMessage(`{"acc": NaN}`)},
+		{Type: "FINAL", Value: json.RawMessage(`{"acc": 0.7}`)},
+		{Type: "PERIODICAL", Value: json.RawMessage(`{"acc": 0.9}`)},
+		{Type: "PERIODICAL", Value: json.RawMessage(`{"acc": 0.5, "loss": 0.1}`)},
+		{Type: "FINAL", Value: json.RawMessage(`{"acc": 0.8}`)},
+	}
+	tr := trial(0, state.Succeeded, 0)
+	for strategy, want := range map[string]float64{"": 0.8, "min": 0.5, "max": 0.9, "latest": 0.8} {
+		if v := SeriesValue(tr, pts, "acc", strategy); v == nil || *v != want {
+			t.Errorf("strategy %q: %v, want %v", strategy, v, want)
+		}
+	}
+	if v := SeriesValue(tr, pts, "loss", ""); v != nil {
+		t.Errorf("loss without a strategy: %v, want none (the last final result has none)", *v)
+	}
+	tr.Intermediate = providers.MaxIntermediate
+	if v := SeriesValue(tr, pts, "acc", "max"); v != nil {
+		t.Errorf("past the cap: %v, want none", *v)
 	}
 }
 
@@ -1147,7 +1273,7 @@ func TestHistoryMultiObjectiveRenamed(t *testing.T) {
 	failed := trial(2, state.Failed)
 	st := applied(cfg, noLatency, both, failed)
 	st.Experiments["exp"].Generation = 2
-	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, nil)
+	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, series{})
 	if len(h) != 2 || h[0].Seq != 1 || h[0].State != tuner.Completed || len(h[0].Values) != 2 || h[0].Values[1] != 10 || h[1].Seq != 2 || h[1].State != tuner.Failed {
 		t.Fatalf("history %+v, want t0001 completed (0.8, 10) and t0002 failed", h)
 	}

@@ -29,6 +29,8 @@ func TestGridExhaustedByEarlierGenerationMessage(t *testing.T) {
 	old := gridConfig("python3 a.py")
 	a, b := trial(0, state.Succeeded, 1), trial(1, state.Succeeded, 2)
 	a.Params, b.Params = map[string]any{"k": "a"}, map[string]any{"k": "b"}
+	a.ValueFor = &state.ValueFor{Metric: "default"} // the objective is unchanged
+	b.ValueFor = a.ValueFor
 	st := applied(old, a, b)
 	_, err := Compute(Input{Config: gridConfig("python3 b.py"), State: st, Now: t0})
 	if err == nil {

@@ -407,6 +407,15 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 		s := notAfter(o.StartedAt.UTC(), now)
 		t.StartedAt = &s
 	}
+	// Value is the objective's as the trial recorded it: a trial of an
+	// earlier generation read after the objective changed (torn down,
+	// its last reports read now) keeps its own objective's value, never
+	// one folded from two objectives' reports.
+	objective := state.ObjectiveFor(e.Metric, e.Strategy)
+	own := t.ValueFor == nil || *t.ValueFor == objective
+	if own && len(o.Metrics) > 0 {
+		t.ValueFor = &objective
+	}
 	var pts []state.MetricPoint
 	var garbage []string
 	lastFinal := "" // the last final result this refresh read
@@ -417,13 +426,13 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 				// A final result that is not a number (NaN): the last
 				// one wins, so no earlier value stands.
 				lastFinal, t.Final = "", nil
-				if e.Strategy == "" {
+				if e.Strategy == "" && own {
 					t.Value = nil
 				}
 			}
 			continue
 		}
-		if e.Strategy != "" {
+		if e.Strategy != "" && own {
 			// Every value of the metric counts, intermediate and final
 			// alike, past the series' cap too.
 			if v, _, ok, err := trialproto.Objective(m.Value, e.Metric); err == nil && ok {
@@ -442,7 +451,7 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 			// one's other metrics made a result no report held).
 			lastFinal = m.Value
 			t.Final = nil
-			if e.Strategy == "" {
+			if e.Strategy == "" && own {
 				t.Value = nil
 			}
 			v, all, ok, err := trialproto.Objective(m.Value, e.Metric)
@@ -458,7 +467,7 @@ func observeRun(e *state.Experiment, t *state.Trial, o providers.Observation, no
 				// fine when the trial reported it otherwise.
 				continue
 			}
-			if ok {
+			if ok && own {
 				vv := v
 				t.Value = &vv
 			} else if why := trialproto.MissingObjective(m.Value, e.Metric); why != "" {

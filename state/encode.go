@@ -337,6 +337,7 @@ func trialEqual(a, b *Trial) bool {
 		timePtrEqual(a.EndedAt, b.EndedAt) &&
 		ptrEqual(a.ExitCode, b.ExitCode) &&
 		floatPtrEqual(a.Value, b.Value) &&
+		ptrEqual(a.ValueFor, b.ValueFor) &&
 		nilEqual(a.Final == nil, b.Final == nil) && maps.EqualFunc(a.Final, b.Final, floatEqual) &&
 		a.Intermediate == b.Intermediate &&
 		nilEqual(a.MetricsOffset == nil, b.MetricsOffset == nil) && maps.Equal(a.MetricsOffset, b.MetricsOffset) &&

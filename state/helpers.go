@@ -173,6 +173,7 @@ func (t *Trial) Clone() *Trial {
 	c.EndedAt = clonePtr(t.EndedAt)
 	c.ExitCode = clonePtr(t.ExitCode)
 	c.Value = clonePtr(t.Value)
+	c.ValueFor = clonePtr(t.ValueFor)
 	c.Final = maps.Clone(t.Final)
 	c.MetricsOffset = maps.Clone(t.MetricsOffset)
 	c.Provenance = clonePtr(t.Provenance)

@@ -170,6 +170,12 @@ type Trial struct {
 	// Value is the objective value, nil until a final result carrying the
 	// objective metric arrived.
 	Value *float64 `json:"value,omitempty"`
+	// ValueFor is the objective Value was taken for: its metric and
+	// strategy as the refresh that recorded Value had them. A trial of an
+	// earlier generation may have had another objective (renamed, or
+	// another strategy): its Value is then not the current objective's
+	// (see ValueIsFor). nil in states written before it was recorded.
+	ValueFor *ValueFor `json:"value_for,omitempty"`
 	// Final holds every numeric key of the final result ("default" for a
 	// plain number).
 	Final map[string]float64 `json:"final,omitempty"`
