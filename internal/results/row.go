@@ -31,7 +31,8 @@ type Row struct {
 	// Objective is the experiment's objective metric name ("default" when
 	// the experiment names none), Goal "maximize" or "minimize", Metric the
 	// trial's value of that objective (ObjectiveValue: an earlier
-	// generation's from its final result).
+	// generation's from its final result, none under a strategy unless
+	// its Value was taken for the same one).
 	Objective string
 	Goal      string
 	Metric    *float64
@@ -77,13 +78,15 @@ type Row struct {
 }
 
 // ObjectiveValue is t's value of e's current (first) objective, the one
-// the `metric` column is named after: its Value, but an earlier
-// generation's from its final result's key of that objective, nil when
-// that lacks it (its Value is its own generation's objective, which may
-// have been another metric: objectives renamed or reordered). Under a
-// strategy, and for a trial without final results (a state written before
-// they were kept), Value. The tuner's history (plan) and the dashboard's
-// charts take the value the same way.
+// the `metric` column is named after: its Value when that was taken for
+// this objective (state.Trial.ValueIsFor: its generation's, or recorded),
+// else, without a strategy, its final result's key of the objective (an
+// earlier generation's Value is its own objective's, which may have been
+// another metric: objectives renamed or reordered), and nil otherwise:
+// under a strategy such a Value is the strategy of another metric or
+// another strategy, and taking it the current way needs the series, which
+// the views do not read. The tuner's history (plan), which reads it, and
+// the dashboard's charts take the value the same way.
 func ObjectiveValue(e *state.Experiment, t *state.Trial) *float64 {
 	objective := e.Metric
 	if objective == "" {
@@ -93,11 +96,13 @@ func ObjectiveValue(e *state.Experiment, t *state.Trial) *float64 {
 }
 
 func objectiveValue(e *state.Experiment, t *state.Trial, objective string) *float64 {
-	if t.Generation == e.Generation || e.Strategy != "" || t.Final == nil {
+	if t.ValueIsFor(state.ObjectiveFor(objective, e.Strategy), e.Generation) {
 		return t.Value
 	}
-	if v, ok := t.Final[objective]; ok {
-		return &v
+	if e.Strategy == "" && t.Final != nil {
+		if v, ok := t.Final[objective]; ok {
+			return &v
+		}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trialform/trialform/internal/fsx"
+	"github.com/trialform/trialform/internal/results"
 	"github.com/trialform/trialform/internal/tfevents"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
@@ -797,22 +798,19 @@ func (s *Server) apiCompare(w http.ResponseWriter, r *http.Request) {
 }
 
 // objectiveNow is a succeeded trial's value of the experiment's (first)
-// objective as it is now: an earlier generation's Value is its own first
-// objective's, which may have been another metric (objectives reordered
-// or renamed), so without a strategy it is the final result's key.
+// objective as it is now, as `trials` takes it (results.ObjectiveValue):
+// an earlier generation's Value is its own first objective's, which may
+// have been another metric or strategy (objectives reordered or renamed,
+// strategy changed).
 func objectiveNow(e *state.Experiment, t *state.Trial) (float64, bool) {
-	if t.Status != state.Succeeded || t.Value == nil {
+	if t.Status != state.Succeeded {
 		return 0, false
 	}
-	if t.Generation == e.Generation || e.Strategy != "" || t.Final == nil {
-		// (No final results: a state written before they were kept.)
-		return *t.Value, true
-	}
-	v, ok := t.Final[e.Metric]
-	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+	v := results.ObjectiveValue(e, t)
+	if v == nil || math.IsNaN(*v) || math.IsInf(*v, 0) {
 		return 0, false
 	}
-	return v, true
+	return *v, true
 }
 
 func endOrder(a, b *state.Trial) bool {

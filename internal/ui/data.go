@@ -315,15 +315,17 @@ type RowJSON struct {
 	Best       bool `json:"best,omitempty"`
 	ParetoRank int  `json:"pareto_rank,omitempty"`
 	// Objective is the trial's value of the experiment's current (first)
-	// objective, as /api/compare and the importance take it: Value, but
-	// an earlier generation's by its final result's key of that objective
-	// (its own first objective may have been another); absent when the
-	// trial did not succeed or its final result lacks the key.
+	// objective, as /api/compare and the importance take it
+	// (results.ObjectiveValue: Value, but an earlier generation's by its
+	// final result's key of that objective, its own first objective may
+	// have been another); absent when the trial did not succeed or has
+	// no value of it.
 	Objective *float64 `json:"objective,omitempty"`
 	// ObjectiveValue is what the trials table shows in the objective's
 	// column and sorts it by, as `trials`' metric (results.ObjectiveValue):
 	// Value, but an earlier generation's from its final result's key of
-	// the current objective; any status; absent when there is none.
+	// the current objective (under a strategy, only a Value taken for the
+	// same one); any status; absent when there is none.
 	ObjectiveValue *float64 `json:"objective_value,omitempty"`
 }
 
