@@ -65,6 +65,27 @@ type SnapshotReader interface {
 	Warnings() []string
 }
 
+// Peeker is an optional capability of a backend that keeps, per client,
+// the version last loaded for its next save to compare with (every
+// backend here): Peek reads the state as Load does (one whole version,
+// upgraded in memory, the same errors) but leaves that version alone, so
+// a reader in a process that also saves (a controller's dashboard, watch's
+// display, metrics) neither makes the writer's next save refuse its own
+// change as someone else's nor hides someone else's change from it. Use
+// the Peek function.
+type Peeker interface {
+	Peek() (*State, error)
+}
+
+// Peek reads b's state for a reader that does not save what it read:
+// Peek where b has it, else Load.
+func Peek(b SnapshotReader) (*State, error) {
+	if p, ok := b.(Peeker); ok {
+		return p.Peek()
+	}
+	return b.Load()
+}
+
 // ChangeWriter writes the state.
 //
 // Save makes s the state if it differs from the stored one (the serial
@@ -242,6 +263,7 @@ var (
 	_ BackupLocator  = (*Manager)(nil)
 	_ StateStamper   = (*Manager)(nil)
 	_ MetricsStamper = (*Manager)(nil)
+	_ Peeker         = (*Manager)(nil)
 )
 
 // ExperimentLocker is the optional capability of a backend that several

@@ -186,6 +186,24 @@ func (m *Manager) Load() (*State, error) {
 	return s, nil
 }
 
+// Peek reads the state as Load does, without making what it read the
+// version the next Save or a prepared commit goes on from (state.Peeker):
+// a reader beside this Manager's writer (the dashboard) cannot make that
+// commit fail with "the state was read again between Prepare and its
+// commit".
+func (m *Manager) Peek() (*State, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s, _, err := m.read()
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return New(), nil
+	}
+	return s, nil
+}
+
 // read reads and decodes state.json and replays the journal; (nil, nil,
 // nil) if there is no state file. It takes no lock: when a writer replaced
 // state.json (a compaction) between reading it and the journal, or was

@@ -27,6 +27,9 @@
 //   - held changes and their approvals (state.Hold, state.Approval) are
 //     kept with the experiment: a hold written by one client is read by
 //     another, whose approval, under the experiment lock, is read back;
+//   - a reader beside a writer in one process (state.Peek through the
+//     writer's client) neither makes the writer's save refuse its own
+//     change nor hides someone else's change to its experiments from it;
 //   - crashes: a change whose write was torn is dropped with a warning and
 //     the next save goes on from the state before it; a damaged change
 //     that is not the last is an error, and no save writes over it.
@@ -109,6 +112,9 @@ func Run(t *testing.T, setup Setup) {
 		{"ScopedSaves", testScopedSaves},
 		{"ChangeNotifier", testChangeNotifier},
 		{"HeldChanges", testHeldChanges},
+		{"ReaderBetweenPrepareAndCommit", testReaderBetweenPrepareAndCommit},
+		{"ReaderKeepsConflicts", testReaderKeepsConflicts},
+		{"ReaderOfAnotherHoldersSave", testReaderOfAnotherHoldersSave},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.f(t, setup(t)) })

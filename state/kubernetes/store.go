@@ -179,28 +179,67 @@ func (b *Backend) Load() (*state.State, error) {
 	return b.assemble(c)
 }
 
+// Peek reads the state as Load does without making it what this client's
+// next save compares with (state.Peeker): neither the index this client
+// loaded nor the cache a save goes on from moves, so a reader beside this
+// client's writer (the controller's dashboard beside its pass) can neither
+// make the writer's save refuse its own change ("experiment v changed, but
+// this command locked only w (a bug: report it)") nor let it write over a
+// change someone else made to its experiments since it loaded them. The
+// parts already cached are reused.
+func (b *Backend) Peek() (*state.State, error) {
+	ctx, cancel := background()
+	defer cancel()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c, err := b.fetch(ctx, b.cache)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return state.New(), nil
+	}
+	return b.assemble(c)
+}
+
+var _ state.Peeker = (*Backend)(nil)
+
 // refresh brings the cache up to the stored state (nil when there is
 // none), reading the parts it lacks. The caller holds b.mu.
 func (b *Backend) refresh(ctx context.Context) (*cached, error) {
+	c, err := b.fetch(ctx, b.cache)
+	if err != nil {
+		return nil, err
+	}
+	if c != b.cache {
+		b.cache = c
+		b.trustRefs = false
+	}
+	return c, nil
+}
+
+// fetch reads the stored state (nil when there is none): have itself when
+// it is still the stored version, else the index and the parts have lacks.
+// It changes nothing of b's.
+func (b *Backend) fetch(ctx context.Context, have *cached) (*cached, error) {
 	for attempt := 0; ; attempt++ {
 		idx, rv, err := b.readIndex(ctx)
 		if err != nil {
 			return nil, err
 		}
 		if idx == nil {
-			b.cache = nil
 			return nil, nil
 		}
 		if err := b.checkFormat(idx); err != nil {
 			return nil, err
 		}
-		if b.cache != nil && b.cache.rv == rv {
-			return b.cache, nil
+		if have != nil && have.rv == rv {
+			return have, nil
 		}
 		parts := map[string][]byte{}
 		old := map[string][]byte{}
-		if b.cache != nil {
-			old = b.cache.parts
+		if have != nil {
+			old = have.parts
 		}
 		missing, err := b.readParts(ctx, idx, old, parts)
 		if err != nil {
@@ -219,9 +258,7 @@ func (b *Backend) refresh(ctx context.Context) (*cached, error) {
 			}
 			continue
 		}
-		b.cache = &cached{rv: rv, idx: idx, parts: parts}
-		b.trustRefs = false
-		return b.cache, nil
+		return &cached{rv: rv, idx: idx, parts: parts}, nil
 	}
 }
 

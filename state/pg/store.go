@@ -90,6 +90,22 @@ func (b *Backend) Load() (*state.State, error) {
 	}
 }
 
+// Peek reads the state as Load does without making it what this client's
+// next save compares with (state.Peeker): a reader beside this client's
+// writer (the controller's dashboard beside its pass) would otherwise move
+// that base past what the writer loaded, and the writer's save would then
+// refuse its own change ("experiment v changed, but this command locked
+// only w (a bug: report it)") or write over a change someone else made to
+// its experiments since it loaded them, undetected.
+func (b *Backend) Peek() (*state.State, error) {
+	ctx, cancel := background()
+	defer cancel()
+	s, _, err := b.read(ctx)
+	return s, err
+}
+
+var _ state.Peeker = (*Backend)(nil)
+
 // loadTries is how many reads Load makes without the save lock before it
 // reads holding it.
 const loadTries = 3
