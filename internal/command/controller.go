@@ -274,7 +274,7 @@ func (c *ctrl) approvalArrived() bool {
 		}
 		c.passStamp = stamp.State
 	}
-	st, err := c.m.Load()
+	st, err := state.Peek(c.m)
 	if err != nil {
 		return false
 	}
@@ -704,7 +704,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	op := c.leader.lockOperation()
 	var names []string
 	if _, ok := c.m.(state.ExperimentLocker); ok && !planOnly {
-		if st, err := c.m.Load(); err == nil {
+		if st, err := state.Peek(c.m); err == nil {
 			names = lockScope(c.cfg, st, nil)
 		}
 	}
@@ -1016,7 +1016,7 @@ func (c *ctrl) standby() {
 	if c.m == nil && !c.openBackend(c.cfg) {
 		return
 	}
-	if st, err := c.m.Load(); err == nil {
+	if st, err := state.Peek(c.m); err == nil {
 		c.metrics.SetTrials(trialCounts(st))
 	}
 	c.mu.Lock()

@@ -114,7 +114,7 @@ func (g *Globals) uiPlan(ctx context.Context, sd string) (string, error) {
 	if !ok {
 		return "", errors.New("the state backend cannot be opened")
 	}
-	st, err := m.Load()
+	st, err := state.Peek(m)
 	if err != nil {
 		return "", err
 	}

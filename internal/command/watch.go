@@ -318,7 +318,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 			w.view.Error(err)
 			return
 		}
-		st, err := w.m.Load()
+		st, err := state.Peek(w.m)
 		if err != nil {
 			w.view.Error(err)
 			return
@@ -342,7 +342,7 @@ func (w *watcher) reconcile(ctx context.Context, printPlan bool) {
 	// plan keep working between passes.
 	var names []string
 	if _, ok := w.m.(state.ExperimentLocker); ok {
-		if st, err := w.m.Load(); err == nil {
+		if st, err := state.Peek(w.m); err == nil {
 			names = lockScope(w.cfg, st, w.o.targets)
 		}
 	}

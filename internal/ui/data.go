@@ -137,7 +137,8 @@ func (d *store) current() *snapshot {
 		}
 		sn.st, sn.cursor, ch, sn.err = f.Follow(prev, cur)
 	default:
-		sn.st, sn.err = d.b.Load()
+		// Peek: a controller saves through the same client (state.Peeker).
+		sn.st, sn.err = state.Peek(d.b)
 	}
 	if !stamped {
 		sn.id = ""
