@@ -15,12 +15,19 @@ import (
 // not JSON, or JSON of the wrong shape. Neither Load nor Save ever modifies
 // such a file.
 type CorruptError struct {
-	Path    string // the state file
+	Path    string // the state file; with Repair, what cannot be read, where
 	Problem string // what is wrong, e.g. "is truncated"
 	Err     error  // the underlying decoding error, if any
+	// Repair, set by a backend that keeps the state elsewhere than in a
+	// file (pg, kubernetes), says how to repair it; the message then says
+	// nothing of files and backups beside them.
+	Repair string
 }
 
 func (e *CorruptError) Error() string {
+	if e.Repair != "" {
+		return fmt.Sprintf("%s %s; it was not modified. %s", e.Path, e.Problem, e.Repair)
+	}
 	return fmt.Sprintf("state file %s %s; it was not modified. The previous version, if any, is in %s: copy it over %s to go back to it, or fix the file by hand",
 		e.Path, e.Problem, e.Path+backupSuffix, e.Path)
 }

@@ -509,13 +509,25 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 	if ex, err := m.Exists(); err != nil {
 		return g.errorf("state push: %v", err)
 	} else if ex {
-		if held, err = m.Load(); errors.As(err, &ce) && m.Name() == "local" {
+		// An unreadable state is replaced whole: the local backend keeps
+		// the unreadable file aside, a Replacer (pg, kubernetes) writes
+		// the pushed copy over what it holds.
+		_, replaces := m.(state.Replacer)
+		local := m.Name() == state.LocalBackend
+		if held, err = m.Load(); errors.As(err, &ce) && (local || replaces) {
 			if !force {
-				return g.errorf("state push: %v; or replace it with this copy: trialform state push -force %s (the unreadable file is kept beside it, as %s.corrupt)", err, name, ce.Path)
+				if local {
+					return g.errorf("state push: %v; or replace it with this copy: trialform state push -force %s (the unreadable file is kept beside it, as %s.corrupt)", err, name, ce.Path)
+				}
+				return g.errorf("state push: %v; to replace it with this copy: trialform state push -force %s", err, name)
 			}
-			g.warnf("state push -force: the state the %s backend holds cannot be read (%s %s): %s replaces it, unchecked against it; the unreadable one is kept beside it", m.Name(), ce.Path, ce.Problem, name)
+			kept := "the unreadable one is kept beside it"
+			if !local {
+				kept = "the unreadable one is deleted"
+			}
+			g.warnf("state push -force: the state the %s backend holds cannot be read (%s %s): %s replaces it, unchecked against it; %s", m.Name(), ce.Path, ce.Problem, name, kept)
 		} else if err != nil {
-			ce = nil // only the local backend keeps an unreadable state aside
+			ce = nil
 			return g.errorf("state push: %v", err)
 		}
 	}

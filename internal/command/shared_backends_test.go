@@ -143,7 +143,7 @@ func pgShared(t *testing.T) sharedBackend {
 			if err := srv.Exec(context.Background(), db, `UPDATE trialform.trials SET body = '{"id": 7, "seq": "x"}' WHERE experiment = $1 AND id = 't0000'`, exp); err != nil {
 				t.Fatal(err)
 			}
-			return regexp.MustCompile(`cannot be read as trialform wrote it: .*; it was not modified, and no save writes over it\. Someone or something changed it behind trialform's back`)
+			return regexp.MustCompile(`cannot be read as trialform wrote it: .*; it was not modified\. No save writes over it\. Someone or something changed it behind trialform's back: .*state push -force FILE`)
 		},
 	}
 }

@@ -42,6 +42,7 @@ import (
 	"fmt"
 	"os/exec"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -746,7 +747,37 @@ func testCorruptChange(t *testing.T, st *Store) {
 		t.Fatal("a save by a new client over a damaged change succeeded")
 	}
 	// Nothing was written over it: still an error.
-	if _, err := st.Open().Load(); err == nil {
+	_, err := st.Open().Load()
+	if err == nil {
 		t.Fatal("after the refused saves the damage is gone: something was written over it")
 	}
+	// The error says what cannot be read, where, and a repair that works
+	// on this backend: a shared backend keeps no file, nor a backup
+	// beside it (the local backend's journal has its own error).
+	if b.Name() != state.LocalBackend {
+		var ce *state.CorruptError
+		if !errors.As(err, &ce) {
+			t.Fatalf("the error of a damaged state is %T (%v), want *state.CorruptError", err, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "state file") || strings.Contains(msg, "the file") || strings.Contains(msg, ".backup") || !strings.Contains(msg, "state push -force") {
+			t.Errorf("the %s backend's error for a damaged state speaks of files or backups, or does not name `state push -force`: %v", b.Name(), err)
+		}
+	}
+	// A good copy replaces it (state push -force), lineage and serial
+	// kept. (The local backend's damaged journal is moved aside by hand,
+	// as its error says.)
+	r, ok := b.(state.Replacer)
+	if !ok || b.Name() == state.LocalBackend {
+		return
+	}
+	lk, err := b.Lock(context.Background(), "state push", "v1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	good := hist[len(hist)-1].Clone()
+	if err := r.Replace(good); err != nil {
+		t.Fatalf("replace a damaged state with a good copy: %v", err)
+	}
+	same(t, "after a damaged state was replaced", load(t, st.Open()), hist[len(hist)-1])
 }

@@ -1151,3 +1151,41 @@ func TestForceUnlockBetweenCheckAndWrite(t *testing.T) {
 		t.Fatal("the next holder's save is not there")
 	}
 }
+
+// An index Secret that cannot be read is reported with a repair that
+// works on this backend, and a good copy replaces it (state push -force
+// replaces the state through Replace): the replace read the index first
+// and failed on it, so no command could repair it.
+func TestUnreadableIndexIsReplaced(t *testing.T) {
+	suffix := newSuffix()
+	b := open(t, suffix)
+	good := backendtest.Sample(3)
+	mustSave(t, b, good)
+	admin := controlPlane(t).Client.CoreV1().Secrets("tfstate")
+	ctx := context.Background()
+	sec, err := admin.Get(ctx, "trialform-state-"+suffix, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Data[keyIndex] = []byte("not gzip")
+	if _, err := admin.Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, suffix)
+	_, err = c.Load()
+	var ce *state.CorruptError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "trialform-state-"+suffix) || !strings.Contains(err.Error(), "state push -force") || strings.Contains(err.Error(), ".backup") {
+		t.Fatalf("load of an unreadable index: %v, want a *state.CorruptError naming the Secret and `state push -force`, and no backup", err)
+	}
+	lk, err := c.Lock(ctx, "state push", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Unlock()
+	if err := c.Replace(good.Clone()); err != nil {
+		t.Fatalf("replace an unreadable index with a good copy: %v", err)
+	}
+	if got := mustLoad(t, open(t, suffix)); got.Serial != good.Serial || len(got.Experiments["mnist"].Trials) != 3 {
+		t.Fatalf("after the replace: serial %d (want %d), %d trials", got.Serial, good.Serial, len(got.Experiments["mnist"].Trials))
+	}
+}

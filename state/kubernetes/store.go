@@ -133,8 +133,11 @@ func decodeIndex(sec *corev1.Secret) (*index, error) {
 	return &idx, nil
 }
 
+// corrupt reports a Secret of the state that cannot be read, and the
+// repairs that work on this backend (no file, no backup beside it).
 func (b *Backend) corrupt(secret, problem string) error {
-	return &state.CorruptError{Path: "Secret " + b.ns + "/" + secret, Problem: problem}
+	return &state.CorruptError{Path: "Secret " + b.ns + "/" + secret + ", part of the state,", Problem: problem,
+		Repair: "Restore it from a backup of the namespace, or replace the whole state with a good copy (a file `trialform state pull` wrote): `trialform state push -force FILE`"}
 }
 
 // checkFormat refuses an index this build cannot read.
@@ -254,7 +257,7 @@ func (b *Backend) fetch(ctx context.Context, have *cached) (*cached, error) {
 				return nil, err
 			}
 			if rv2 == rv || attempt >= 20 {
-				return nil, b.corrupt(b.indexName(), fmt.Sprintf("names Secret %s, which does not exist: it was deleted outside trialform. The state was not modified; restore the Secret from a backup of the namespace, or move the state away and rebuild it with `trialform import`", missing))
+				return nil, b.corrupt(b.indexName(), fmt.Sprintf("names Secret %s, which does not exist: it was deleted outside trialform", missing))
 			}
 			continue
 		}
@@ -313,10 +316,10 @@ func (b *Backend) readPart(ctx context.Context, p *partRef) ([]byte, string, err
 	}
 	data, err := gunzip(gz)
 	if err != nil {
-		return nil, "", b.corrupt(strings.Join(p.Secrets, ", "), err.Error()+"; the state was not modified")
+		return nil, "", b.corrupt(strings.Join(p.Secrets, ", "), err.Error())
 	}
 	if shaOf(data) != p.SHA {
-		return nil, "", b.corrupt(strings.Join(p.Secrets, ", "), "does not hold what the index says (its checksum differs): it was changed outside trialform. The state was not modified")
+		return nil, "", b.corrupt(strings.Join(p.Secrets, ", "), "does not hold what the index says (its checksum differs): it was changed outside trialform")
 	}
 	return data, "", nil
 }
@@ -986,6 +989,16 @@ func (b *Backend) Replace(s *state.State) error {
 		return err
 	}
 	cur, rv, err := b.readIndex(ctx)
+	var ce *state.CorruptError
+	if errors.As(err, &ce) {
+		// An index that cannot be read is replaced all the same (state
+		// push -force repairs it); the parts it named are left behind.
+		meta, merr := b.c.getSecretMeta(ctx, b.indexName())
+		if merr != nil {
+			return fmt.Errorf("replace state: %w", merr)
+		}
+		cur, rv, err = nil, meta.ResourceVersion, nil
+	}
 	if err != nil {
 		return err
 	}

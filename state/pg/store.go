@@ -325,9 +325,10 @@ func (b *Backend) decodeEach(lineage string, serial uint64, heads []headRow, tri
 }
 
 // corrupt reports a row that cannot be read: edited by hand, or by
-// something else than trialform.
+// something else than trialform; and the repairs that work on this backend.
 func (b *Backend) corrupt(where string, err error) error {
-	return fmt.Errorf(`backend "pg" (%s): %s cannot be read as trialform wrote it: %v; it was not modified, and no save writes over it. Someone or something changed it behind trialform's back: fix the row by hand, or restore the database from a backup`, b.where, where, err)
+	return &state.CorruptError{Path: fmt.Sprintf(`backend "pg" (%s): %s`, b.where, where), Problem: fmt.Sprintf("cannot be read as trialform wrote it: %v", err), Err: err,
+		Repair: "No save writes over it. Someone or something changed it behind trialform's back: fix the row by hand, restore the database from a backup, or replace the whole state with a good copy (a file `trialform state pull` wrote): `trialform state push -force FILE`"}
 }
 
 // change is a prepared save: the rows to write.
