@@ -59,13 +59,33 @@ type ConflictError struct {
 	FileSerial, StateSerial uint64
 }
 
-func (e *ConflictError) Error() string {
+func (e *ConflictError) Error() string { return e.Advise(conflictAdvice) }
+
+// conflictAdvice is what a command that saw a serial conflict does next.
+const conflictAdvice = "run the command again"
+
+// Advise is the message with next as what to do about a serial conflict
+// (Error says "run the command again": a caller that retries by itself,
+// the controller at its next pass, says so instead).
+func (e *ConflictError) Advise(next string) string {
 	if e.FileLineage != e.StateLineage {
 		return fmt.Sprintf("the state at %s belongs to a different state (lineage %s; the state being saved has lineage %s); not saving over it",
 			e.Path, e.FileLineage, e.StateLineage)
 	}
-	return fmt.Sprintf("the state at %s was changed by someone else since it was loaded (serial %d there, %d when loaded); not saving over it: run the command again",
-		e.Path, e.FileSerial, e.StateSerial)
+	return fmt.Sprintf("the state at %s was changed by someone else since it was loaded (serial %d there, %d when loaded); not saving over it: %s",
+		e.Path, e.FileSerial, e.StateSerial, next)
+}
+
+// AdviseConflict returns err's message with the advice of the
+// *ConflictError it wraps replaced by next (err's message as it is when
+// it wraps none).
+func AdviseConflict(err error, next string) string {
+	msg := err.Error()
+	var ce *ConflictError
+	if !errors.As(err, &ce) {
+		return msg
+	}
+	return strings.Replace(msg, ce.Error(), ce.Advise(next), 1)
 }
 
 // LockInfo describes the holder of the state lock. It is the content of the

@@ -554,3 +554,22 @@ func TestNonFiniteValuesSurviveSaveLoad(t *testing.T) {
 		t.Errorf("non-finite values after reload: %v %v", g.Value, g.Final)
 	}
 }
+
+// A caller that retries by itself (the controller) replaces the
+// conflict's "run the command again", also through a wrapping error.
+func TestAdviseConflict(t *testing.T) {
+	ce := &ConflictError{Path: "p", FileLineage: "l", StateLineage: "l", FileSerial: 7, StateSerial: 6}
+	err := fmt.Errorf("save state: experiment %q was changed: %w", "w", ce)
+	got := AdviseConflict(err, "retried at the next pass")
+	want := `save state: experiment "w" was changed: the state at p was changed by someone else since it was loaded (serial 7 there, 6 when loaded); not saving over it: retried at the next pass`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if !strings.HasSuffix(err.Error(), ": run the command again") {
+		t.Fatalf("the error itself: %v", err)
+	}
+	other := errors.New("x")
+	if AdviseConflict(other, "y") != "x" {
+		t.Fatal("an error without a conflict changed")
+	}
+}

@@ -846,7 +846,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 				if !c.conflicted(e) {
 					c.log.Error("apply failed", "error", c.redact(e.Error()), "commit", c.goodCommit)
 				}
-				msgs = append(msgs, c.redact(e.Error()))
+				msgs = append(msgs, c.redact(state.AdviseConflict(e, views.ConflictRetry)))
 			}
 			c.syncFailed("apply", c.goodCommit, strings.Join(msgs, "\n"))
 		} else if err == nil {
@@ -909,7 +909,7 @@ func (c *ctrl) conflicted(err error) bool {
 		return false
 	}
 	c.log.Warn("the state was changed by someone else during this pass: this controller loads it again and retries at its next pass",
-		"error", c.redact(err.Error()), "commit", c.goodCommit, "retry_in", c.o.interval.String(),
+		"error", c.redact(state.AdviseConflict(err, views.ConflictRetry)), "commit", c.goodCommit, "retry_in", c.o.interval.String(),
 		"what_to_do", "nothing if the next pass succeeds; if this repeats, find what writes the state beside the controller (an apply with -lock=false, a state push)")
 	return true
 }

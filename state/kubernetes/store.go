@@ -812,7 +812,7 @@ func (b *Backend) commit(ctx context.Context, ch *change) (uint64, error) {
 			o, c := base.Experiments[n], cur.Experiments[n]
 			if (o == nil) != (c == nil) || (o != nil && o.Rev != c.Rev) {
 				undo()
-				return 0, fmt.Errorf("save state: experiment %q was changed by someone else since it was loaded (its revision is %d, it was %d); not saving over it: run the command again: %w", n, revOf(c), revOf(o), conflict)
+				return 0, fmt.Errorf("save state: experiment %q was changed by someone else since it was loaded (its revision is %d, it was %d): %w", n, revOf(c), revOf(o), conflict)
 			}
 		}
 		// The write is tried again on the index as it is now: the locks
