@@ -231,9 +231,16 @@ type Backend struct {
 	reportMu sync.Mutex
 	reporter func(string)
 
-	mu     sync.Mutex
-	cache  *cached // what this client last read or wrote of the state
-	loaded *index  // the index of the state Load last returned
+	mu    sync.Mutex
+	cache *cached // what this client last read or wrote of the state
+	// peeked is what Peek last read: its parts are reused by the next
+	// Peek (a reader that never loads, `trialform ui`, would read every
+	// part changed since it started at each Peek), and it is never a
+	// save's base.
+	peeked *cached
+	// partReads counts the parts read from Secrets (tests).
+	partReads atomic.Int64
+	loaded    *index // the index of the state Load last returned
 	// trustRefs: the stored state is what this client last saved, so a
 	// PrepareTrials' names account for every difference.
 	trustRefs bool

@@ -1189,3 +1189,43 @@ func TestUnreadableIndexIsReplaced(t *testing.T) {
 		t.Fatalf("after the replace: serial %d (want %d), %d trials", got.Serial, good.Serial, len(got.Experiments["mnist"].Trials))
 	}
 }
+
+// A reader that only peeks (`trialform ui`, a standby controller's
+// dashboard) reuses what its last Peek read: a Peek after another client
+// changed one experiment reads that experiment's parts, not every part of
+// the state again (Peek kept no cache of its own: each read every part
+// changed since the reader's last Load, which it never makes).
+func TestPeekReusesWhatItRead(t *testing.T) {
+	w := open(t, "peek")
+	s := backendtest.Sample(40)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		e := s.Experiments["mnist"].Clone()
+		e.Name = name
+		s.Experiments[name] = e
+	}
+	mustSave(t, w, s)
+	r, err := New(controlPlane(t).Config, w.c.ns, "peek")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Peek(); err != nil {
+		t.Fatal(err)
+	}
+	all := r.partReads.Load()
+	if all < 5 {
+		t.Fatalf("the first Peek read %d parts, want those of 5 experiments", all)
+	}
+	s = mustLoad(t, w)
+	s.Experiments["a"].Trials["t0001"].Attempts = 7
+	mustSave(t, w, s)
+	got, err := r.Peek()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := got.Experiments["a"].Trials["t0001"].Attempts; n != 7 {
+		t.Fatalf("the second Peek read attempts %d, want 7", n)
+	}
+	if again := r.partReads.Load() - all; again*2 > all {
+		t.Fatalf("a Peek after one experiment changed read %d parts, the first %d: it read the unchanged ones again", again, all)
+	}
+}

@@ -195,10 +195,15 @@ func (b *Backend) Peek() (*state.State, error) {
 	defer cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c, err := b.fetch(ctx, b.cache)
+	have := b.peeked
+	if have == nil {
+		have = b.cache
+	}
+	c, err := b.fetch(ctx, have)
 	if err != nil {
 		return nil, err
 	}
+	b.peeked = c
 	if c == nil {
 		return state.New(), nil
 	}
@@ -303,6 +308,7 @@ func (b *Backend) readParts(ctx context.Context, idx *index, old, parts map[stri
 
 // readPart reads one part's Secrets and checks the content.
 func (b *Backend) readPart(ctx context.Context, p *partRef) ([]byte, string, error) {
+	b.partReads.Add(1)
 	var gz []byte
 	for _, name := range p.Secrets {
 		sec, err := b.c.getSecret(ctx, name)
