@@ -82,9 +82,20 @@ type JournalError struct {
 	Record  int   // 1-based
 	Offset  int64 // of the record's first byte
 	Problem string
+	// Copy names the good copy the advice pushes ("FILE" when empty).
+	Copy string
 }
 
 func (e *JournalError) Error() string {
+	return e.message("or replace the state with a good copy")
+}
+
+// message is the error's text, its last advice introduced by replace.
+func (e *JournalError) message(replace string) string {
+	cp := e.Copy
+	if cp == "" {
+		cp = "FILE"
+	}
 	without := fmt.Sprintf("state.json plus records 1-%d", e.Record-1)
 	switch e.Record {
 	case 1:
@@ -94,8 +105,17 @@ func (e *JournalError) Error() string {
 	}
 	return fmt.Sprintf("state journal %s: record %d (byte offset %d) %s; nothing was written over it. "+
 		"The state without this record and those after it is %s; "+
-		"state.json and state.json.backup are kept. To go on from state.json alone, move the journal aside",
-		e.Path, e.Record, e.Offset, e.Problem, without)
+		"state.json and state.json.backup are kept. To go on from state.json alone, move the journal aside; "+
+		"%s: trialform state push -force %s (the damaged journal is kept beside it, as %s.corrupt)",
+		e.Path, e.Record, e.Offset, e.Problem, without, replace, cp, e.Path)
+}
+
+// PushAdvice returns the error's text advising to push the copy name
+// (state push names the file it was given).
+func (e *JournalError) PushAdvice(name string) string {
+	c := *e
+	c.Copy = name
+	return c.message("or replace the state with this copy")
 }
 
 // encodeRecord returns the journal line of rec.

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // The local backend (Manager) keeps the state in the files of a
@@ -17,7 +19,7 @@ import (
 //     record without its newline is a torn write, dropped with a warning
 //     and cut off by the next Save; any other bad record (checksum, a
 //     serial that does not follow) is a *JournalError and nothing is
-//     written over it.
+//     written over it, but Replace (state push -force) keeps it aside.
 //   - Save appends one checksummed record to the journal and fdatasyncs
 //     it; past the journal's limit it writes the whole state to a
 //     temporary file, fsyncs it, renames it over state.json (keeping the
@@ -87,7 +89,10 @@ func stampOf(fi fs.FileInfo) string {
 // keeping the file it replaces as the backup; s keeps its serial. A
 // state.json no command can read (a CorruptError) is kept beside it as
 // state.json.corrupt instead, so that the backup, the last version that
-// could be read, stays: this is how `state push -force` repairs it.
+// could be read, stays: this is how `state push -force` repairs it. A
+// journal with a damaged record (a JournalError) is kept aside as
+// state.journal.corrupt, and state.json, which can be read without it,
+// becomes the backup.
 func (m *Manager) Replace(s *State) error {
 	if s == nil || s.Lineage == "" {
 		return errors.New("replace state: the state has no lineage")
@@ -98,9 +103,17 @@ func (m *Manager) Replace(s *State) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	disk, err := m.current()
+	var je *JournalError
+	if errors.As(err, &je) {
+		if err := m.keepAside(m.journalPath(), true); err != nil {
+			return fmt.Errorf("replace state: keep the damaged journal %s: %w", m.journalPath(), err)
+		}
+		m.disk = nil
+		disk, err = m.current()
+	}
 	var ce *CorruptError
 	if errors.As(err, &ce) {
-		if err := m.keepCorrupt(); err != nil {
+		if err := m.keepAside(m.statePath(), false); err != nil {
 			return fmt.Errorf("replace state: keep the unreadable %s: %w", m.statePath(), err)
 		}
 		m.disk, disk, err = nil, nil, nil
@@ -114,15 +127,22 @@ func (m *Manager) Replace(s *State) error {
 	return m.writeWhole(s, disk, false)
 }
 
-// keepCorrupt copies state.json, which cannot be read, to
-// state.json.corrupt (state.json.corrupt-N when that is taken).
-func (m *Manager) keepCorrupt() error {
-	dst := m.statePath() + ".corrupt"
+// keepAside keeps path, which cannot be read, as path.corrupt
+// (path.corrupt-N when that is taken): moved there (and the directory
+// synced) when move, else copied.
+func (m *Manager) keepAside(path string, move bool) error {
+	dst := path + ".corrupt"
 	for i := 1; ; i++ {
 		if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
 			break
 		}
-		dst = fmt.Sprintf("%s.corrupt-%d", m.statePath(), i)
+		dst = fmt.Sprintf("%s.corrupt-%d", path, i)
 	}
-	return copyFile(m.statePath(), dst)
+	if !move {
+		return copyFile(path, dst)
+	}
+	if err := os.Rename(path, dst); err != nil {
+		return err
+	}
+	return fsx.SyncDir(m.dir)
 }

@@ -514,7 +514,17 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 		// the pushed copy over what it holds.
 		_, replaces := m.(state.Replacer)
 		local := m.Name() == state.LocalBackend
-		if held, err = m.Load(); errors.As(err, &ce) && (local || replaces) {
+		var je *state.JournalError
+		if held, err = m.Load(); local && errors.As(err, &je) {
+			// A damaged journal record: as unreadable as a damaged
+			// state.json, and repaired the same way (Replace keeps the
+			// journal aside).
+			if !force {
+				return g.errorf("state push: %s", je.PushAdvice(name))
+			}
+			ce = &state.CorruptError{Path: je.Path, Problem: fmt.Sprintf("record %d (byte offset %d) %s", je.Record, je.Offset, je.Problem), Err: je}
+			g.warnf("state push -force: the state the %s backend holds cannot be read (%s %s): %s replaces it, unchecked against it; the damaged journal is kept beside it, as %s.corrupt", m.Name(), ce.Path, ce.Problem, name, je.Path)
+		} else if errors.As(err, &ce) && (local || replaces) {
 			if !force {
 				if local {
 					return g.errorf("state push: %v; or replace it with this copy: trialform state push -force %s (the unreadable file is kept beside it, as %s.corrupt)", err, name, ce.Path)

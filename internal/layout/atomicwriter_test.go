@@ -23,6 +23,7 @@ var renamesAllowed = map[string]string{
 	"state/journal.go resetJournal":      "moves the journal of another lineage aside",
 	"state/manager.go backup":            "renames a hard link of state.json over the backup (no content written)",
 	"state/manager.go keepForeignBackup": "moves the backup of another lineage aside",
+	"state/local.go keepAside":           "moves a journal with a damaged record aside (state push -force)",
 	"state/metrics.go MoveMetrics":       "renames an experiment's metrics directory (state mv)",
 	"providers/local/start.go prepare":   "archives the previous attempt's metrics file",
 	"providers/cloudjob/record.go shipCode": "puts a complete copy of a code directory in place (a directory, which " +
