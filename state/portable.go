@@ -35,7 +35,8 @@ func Decode(name string, data []byte) (*State, error) {
 }
 
 // Check finds what a state document holds that trialform never writes,
-// beyond what Decode refuses: a trial status that is not one of Statuses,
+// beyond what Decode refuses: an experiment with an empty id or a platform
+// that is not KIND.NAME, a trial status that is not one of Statuses,
 // two trials of an experiment with one sequence number, a negative one, a
 // trial whose id does not say its sequence number, an experiment whose
 // next_seq does not lie past every trial's (new trials would be numbered
@@ -45,6 +46,18 @@ func Decode(name string, data []byte) (*State, error) {
 func Check(s *State) error {
 	for _, name := range slices.Sorted(maps.Keys(s.Experiments)) {
 		e := s.Experiments[name]
+		if e.ID == "" {
+			// Its trials would get an empty NNI_EXP_ID, and the platforms'
+			// check that a trial belongs to this instance of the
+			// experiment (not one destroyed and created again) is skipped.
+			return fmt.Errorf("experiment %q has an empty id; set it to the id it had (8 lowercase letters and digits: its trials' NNI_EXP_ID, in a state pulled before)", name)
+		}
+		if kind, pn, ok := strings.Cut(e.Platform, "."); !ok || kind == "" || pn == "" {
+			// No platform block has such a key: plan, apply and watch
+			// never refresh its trials (they stay RUNNING), warning that
+			// platform X "is not in the configuration any more".
+			return fmt.Errorf("experiment %q has platform %q, which is not KIND.NAME (the key of the platform block that runs it, e.g. \"local.default\"); set it to that key", name, e.Platform)
+		}
 		seqs := map[int]string{}
 		for _, id := range slices.Sorted(maps.Keys(e.Trials)) {
 			t := e.Trials[id]

@@ -84,12 +84,16 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 func TestCheckNextSeqAndTrialIDs(t *testing.T) {
 	mk := func(next int, trials ...*Trial) *State {
 		s := New()
-		e := &Experiment{Name: "b", NextSeq: next, Trials: map[string]*Trial{}}
+		e := &Experiment{Name: "b", ID: "abcd1234", Platform: "local.default", NextSeq: next, Trials: map[string]*Trial{}}
 		for _, tr := range trials {
 			tr.Status = Succeeded
 			e.Trials[tr.ID] = tr
 		}
 		s.Experiments["b"] = e
+		return s
+	}
+	with := func(s *State, edit func(*Experiment)) *State {
+		edit(s.Experiments["b"])
 		return s
 	}
 	if err := Check(mk(2, &Trial{ID: "t0000", Seq: 0}, &Trial{ID: "t0001", Seq: 1})); err != nil {
@@ -108,6 +112,12 @@ func TestCheckNextSeqAndTrialIDs(t *testing.T) {
 			`experiment "b" has a negative next_seq -3; set it to 0`},
 		{mk(2, &Trial{ID: "t0000", Seq: 1000000000000}),
 			`trial "t0000" of experiment "b" has seq 1000000000000, but its id says seq 0: set seq to 0`},
+		{with(mk(0), func(e *Experiment) { e.ID = "" }),
+			`experiment "b" has an empty id; set it to the id it had (8 lowercase letters and digits: its trials' NNI_EXP_ID, in a state pulled before)`},
+		{with(mk(0), func(e *Experiment) { e.Platform = "local" }),
+			`experiment "b" has platform "local", which is not KIND.NAME (the key of the platform block that runs it, e.g. "local.default"); set it to that key`},
+		{with(mk(0), func(e *Experiment) { e.Platform = ".default" }),
+			`experiment "b" has platform ".default", which is not KIND.NAME (the key of the platform block that runs it, e.g. "local.default"); set it to that key`},
 	} {
 		err := Check(c.s)
 		if err == nil || err.Error() != c.want {

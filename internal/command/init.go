@@ -487,7 +487,7 @@ func (g *Globals) statePush(ctx context.Context, path string, force bool, lf loc
 		return g.errorf("state push: %v; nothing was pushed", err)
 	}
 	if err := state.Check(st); err != nil {
-		return g.errorf("state push: %s is not a state trialform wrote: %v; nothing was pushed: fix the trial in the document (a hand edit, or one made in the backend's storage, gone wrong)", name, err)
+		return g.errorf("state push: %s is not a state trialform wrote: %v; nothing was pushed: fix it in the document (a hand edit, or one made in the backend's storage, gone wrong)", name, err)
 	}
 	if !g.checkPushedParams(name, st) {
 		return 1
