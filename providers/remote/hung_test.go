@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -227,6 +228,10 @@ func TestHungAgainAfterRedialGoesLost(t *testing.T) {
 			if !strings.Contains(got.Reason, key) || !strings.Contains(got.Reason, "lost_grace") {
 				t.Fatalf("reason %q: want the machine and lost_grace named", got.Reason)
 			}
+			// The outage it names is at least lost_grace: it is measured
+			// to now, not to the last failed try (which said "unreachable
+			// for 2s (lost_grace 3s)").
+			wantOutage(t, got.Reason, grace)
 			t.Logf("LOST after %s (%d reads): %s", time.Since(start).Round(time.Second), len(errs)+1, got.Reason)
 			return
 		}
@@ -238,5 +243,19 @@ func TestHungAgainAfterRedialGoesLost(t *testing.T) {
 			t.Fatalf("not LOST %s after the machine began to hang (lost_grace %s), %d reads; the last said: %v", time.Since(start).Round(time.Second), grace, len(errs), err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// wantOutage fails the test unless reason ("machine M unreachable for D
+// (lost_grace G): ...") names an outage of at least grace.
+func wantOutage(t *testing.T, reason string, grace time.Duration) {
+	t.Helper()
+	m := regexp.MustCompile(` for (\S+) \(lost_grace `).FindStringSubmatch(reason)
+	if m == nil {
+		t.Fatalf("reason %q: want \"for DURATION (lost_grace\"", reason)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil || d < grace {
+		t.Fatalf("reason %q: an outage of %s, shorter than lost_grace %s, made the trial LOST", reason, m[1], grace)
 	}
 }

@@ -118,8 +118,9 @@ func (r *Remote) unreachable(de *downError, id, exp string, h providers.Handle) 
 	if !ok {
 		return providers.Observation{}, de
 	}
-	// As of the last try, so that every read that reuses it says the
-	// same (a refresh gives the same words once, not once per trial).
+	// The error before lost_grace: as of the last try, so that every
+	// read that reuses it says the same (a refresh gives the same words
+	// once, not once per trial).
 	at := d.lastTry
 	if at.IsZero() {
 		at = time.Now()
@@ -131,9 +132,13 @@ func (r *Remote) unreachable(de *downError, id, exp string, h providers.Handle) 
 	}
 	// What happened, without naming the machine a second time.
 	why := strings.TrimPrefix(strings.TrimPrefix(d.Err, "machine "+de.m.key+" unreachable: "), "machine "+de.m.key+": ")
-	if time.Since(d.Since) < r.cfg.LostGrace {
+	out := time.Since(d.Since)
+	if out < r.cfg.LostGrace {
 		return providers.Observation{}, fmt.Errorf("machine %s %s for %s; its trials become LOST after lost_grace %s: %s", de.m.key, what, dur, r.cfg.LostGrace, why)
 	}
+	// LOST: the outage that made it so, to now (at least lost_grace), not
+	// to the last try, which said "unreachable for 2s (lost_grace 3s)".
+	dur = out.Round(time.Second)
 	return providers.Observation{
 		TrialID: id, Experiment: exp, Exists: true, Phase: providers.PhaseLost, Handle: h,
 		Reason: fmt.Sprintf("machine %s %s for %s (lost_grace %s): %s", de.m.key, what, dur, r.cfg.LostGrace, why),
