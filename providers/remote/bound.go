@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -50,7 +51,7 @@ func (m *machine) bound(ctx context.Context, c *ssh.Client, what string, limit t
 	err := fn()
 	if stop() {
 		if answered(err) {
-			m.r.markUp(m)
+			m.r.answered(ctx, m)
 		}
 		return err // done in time
 	}
@@ -68,6 +69,9 @@ func (m *machine) bound(ctx context.Context, c *ssh.Client, what string, limit t
 		"or a machine that stopped answering); the connection was closed and is dialled again on the next call; check that sftp -P %d %s@%s works from here "+
 		"and that its work_dir can be listed", m.key, what, took, m.cfg.Port, m.cfg.User, m.cfg.Host), context.Cause(ctx)}
 	m.r.markDown(m, herr)
+	if sc, ok := ctx.Value(upScopeKey{}).(*upScope); ok {
+		sc.hang(m)
+	}
 	if err == nil {
 		return nil
 	}
@@ -107,4 +111,58 @@ func (m *machine) fs(ctx context.Context) (*rfs, error) {
 // or sftpTimeout (bound).
 func (f *rfs) do(what string, fn func(s *sftp.Client) error) error {
 	return f.m.bound(f.ctx, f.c, what, sftpTimeout, func() error { return fn(f.s) })
+}
+
+// upScopeKey is the context key of a call's upScope.
+type upScopeKey struct{}
+
+// upScope is what one call (a Read, a listing) found of each machine it
+// used: a machine is up again (markUp) when the operations the call
+// needed there answered, not when one of them did. A machine whose
+// sftp-server answers for one file and hangs on the next (spec.json
+// read, the status file stuck on a stalled network file system) was
+// marked up by the first at each call, which started its "unreachable
+// since" again, and its trials never went LOST.
+type upScope struct {
+	mu       sync.Mutex
+	answered map[*machine]bool
+	hung     map[*machine]bool
+}
+
+// withUpScope returns ctx carrying a new upScope, and the function that
+// ends it: it marks up each machine that answered and did not hang.
+func (r *Remote) withUpScope(ctx context.Context) (context.Context, func()) {
+	sc := &upScope{answered: map[*machine]bool{}, hung: map[*machine]bool{}}
+	return context.WithValue(ctx, upScopeKey{}, sc), func() {
+		sc.mu.Lock()
+		var up []*machine
+		for m := range sc.answered {
+			if !sc.hung[m] {
+				up = append(up, m)
+			}
+		}
+		sc.mu.Unlock()
+		for _, m := range up {
+			r.markUp(m)
+		}
+	}
+}
+
+func (sc *upScope) hang(m *machine) {
+	sc.mu.Lock()
+	sc.hung[m] = true
+	sc.mu.Unlock()
+}
+
+// answered records that an operation on m answered: m is up at once, or,
+// within an upScope, when the scope ends with no operation on m hung.
+func (r *Remote) answered(ctx context.Context, m *machine) {
+	sc, ok := ctx.Value(upScopeKey{}).(*upScope)
+	if !ok {
+		r.markUp(m)
+		return
+	}
+	sc.mu.Lock()
+	sc.answered[m] = true
+	sc.mu.Unlock()
 }

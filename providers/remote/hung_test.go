@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -25,10 +26,12 @@ import (
 // sftp-server started through a wrapper that records its pid, and a
 // trial that ran there; hang stops (SIGSTOP) the sftp-servers started so
 // far, as an sftp-server stuck on a stalled NFS home would be, while sshd
-// goes on answering (keepalives included). After hangNew, each new
-// sftp-server hangs after the SFTP handshake (sftpHangingAfterInit).
+// goes on answering (keepalives included). After hangNew(""), each new
+// sftp-server hangs after the SFTP handshake (sftpHangingAfterInit);
+// after hangNew(match), at the first request that names a path holding
+// match, having answered the ones before.
 // tweak, if any, changes the platform's configuration first.
-func hungLab(t *testing.T, tweak ...func(*Config)) (r *Remote, key string, hang func(), hangNew func()) {
+func hungLab(t *testing.T, tweak ...func(*Config)) (r *Remote, key string, hang func(), hangNew func(match string)) {
 	testLab(t) // sshd is there
 	const server = "/usr/lib/openssh/sftp-server"
 	missing := ""
@@ -45,7 +48,7 @@ func hungLab(t *testing.T, tweak ...func(*Config)) (r *Remote, key string, hang 
 	}
 	on := filepath.Join(dir, "hang-new")
 	script := "#!/bin/sh\necho $$ >> " + pids + "\n" +
-		"if [ -f " + on + " ]; then " + hangEnv + "=1 exec " + self + "; fi\n" +
+		"if [ -f " + on + " ]; then " + hangEnv + "=\"x$(cat " + on + ")\" exec " + self + "; fi\n" +
 		"exec " + server + "\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -74,8 +77,8 @@ func hungLab(t *testing.T, tweak ...func(*Config)) (r *Remote, key string, hang 
 		t.Fatal(err)
 	}
 	waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
-	hangNew = func() {
-		if err := os.WriteFile(on, nil, 0o644); err != nil {
+	hangNew = func(match string) {
+		if err := os.WriteFile(on, []byte(match), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,10 +164,12 @@ func TestHungSFTPServerNoDeadline(t *testing.T) {
 // stops, for ever, at the first request, as an sftp-server whose home is
 // on a stalled network file system would. Every connection gets a fresh
 // one: the login and the SFTP handshake of a dial work, its next
-// operation hangs.
+// operation hangs. Its value is "x" and what the first request to hang
+// names (nothing: the first request hangs).
 const hangEnv = "TRIALFORM_TEST_SFTP_HANG"
 
 func sftpHangingAfterInit() int {
+	match := []byte(strings.TrimPrefix(os.Getenv(hangEnv), "x"))
 	srv := exec.Command("/usr/lib/openssh/sftp-server")
 	srv.Stdout, srv.Stderr = os.Stdout, os.Stderr
 	in, err := srv.StdinPipe()
@@ -185,7 +190,7 @@ func sftpHangingAfterInit() int {
 		if _, err := io.ReadFull(r, pkt); err != nil {
 			break
 		}
-		if len(pkt) > 0 && pkt[0] != 1 { // SSH_FXP_INIT
+		if len(pkt) > 0 && pkt[0] != 1 && (len(match) == 0 || bytes.Contains(pkt, match)) { // not SSH_FXP_INIT
 			select {} // hung (killed by the test's cleanup)
 		}
 		if _, err := in.Write(append(n[:], pkt...)); err != nil {
@@ -209,7 +214,7 @@ func TestHungAgainAfterRedialGoesLost(t *testing.T) {
 	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
 	sftpTimeout = time.Second
 	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
-	hangNew()
+	hangNew("")
 	// The pooled connection's sftp-server does not hang: drop it.
 	r.machines[0].close()
 	start := time.Now()
@@ -257,5 +262,50 @@ func wantOutage(t *testing.T, reason string, grace time.Duration) {
 	d, err := time.ParseDuration(m[1])
 	if err != nil || d < grace {
 		t.Fatalf("reason %q: an outage of %s, shorter than lost_grace %s, made the trial LOST", reason, m[1], grace)
+	}
+}
+
+// A machine whose sftp-server answers some requests and hangs on others
+// (spec.json is read, the status file hangs: a work_dir half on a stalled
+// network file system) is not up because spec.json answered: it stays
+// down since the first hang, and its trial is LOST after lost_grace.
+// Before, each read's spec.json marked it up, starting its "unreachable
+// since" again, and the trial was never LOST.
+func TestPartlyHungMachineGoesLost(t *testing.T) {
+	const grace = 3 * time.Second
+	r, key, _, hangNew := hungLab(t, func(c *Config) { c.LostGrace = grace })
+	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
+	sftpTimeout = time.Second
+	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
+	hangNew("/t1/" + statusFile)
+	r.machines[0].close()
+	start := time.Now()
+	rr := providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}
+	var errs []error
+	for {
+		var got providers.Observation
+		err := returns(t, "Read", func() (err error) {
+			got, err = r.Read(context.Background(), rr)
+			return err
+		})
+		if err == nil && got.Phase == providers.PhaseLost {
+			if took := time.Since(start); took < grace {
+				t.Fatalf("LOST after %s, before lost_grace %s: %s", took, grace, got.Reason)
+			}
+			if !strings.Contains(got.Reason, key) || !strings.Contains(got.Reason, "/t1/"+statusFile) {
+				t.Fatalf("reason %q: want the machine and the status file that hung named", got.Reason)
+			}
+			wantOutage(t, got.Reason, grace)
+			t.Logf("LOST after %s (%d reads): %s", time.Since(start).Round(time.Second), len(errs)+1, got.Reason)
+			return
+		}
+		if err == nil {
+			t.Fatalf("Read of a trial whose status cannot be read: %+v, want an error or LOST", got)
+		}
+		errs = append(errs, err)
+		if time.Since(start) > 10*grace {
+			t.Fatalf("not LOST %s after the status file began to hang (lost_grace %s), %d reads; the last said: %v", time.Since(start).Round(time.Second), grace, len(errs), err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -204,6 +204,9 @@ func (m *machine) sh(ctx context.Context, cmd string) ([]byte, error) {
 		if errors.Is(err, io.EOF) {
 			m.drop(c)
 			m.r.markDown(m, err)
+			if sc, ok := ctx.Value(upScopeKey{}).(*upScope); ok {
+				sc.hang(m)
+			}
 			return nil, fmt.Errorf("machine %s: connection lost: %w", m.key, err)
 		}
 		if errors.Is(err, errNoAnswer) {
@@ -211,7 +214,7 @@ func (m *machine) sh(ctx context.Context, cmd string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("machine %s: %w", m.key, err)
 	}
-	m.r.markUp(m) // it answered
+	m.r.answered(ctx, m) // it answered
 	select {
 	case m.shells <- s:
 	default:

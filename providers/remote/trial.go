@@ -89,6 +89,10 @@ func (r *Remote) locate(ctx context.Context, exp, id string, h providers.Handle)
 // an error until the machine has been unreachable for lost_grace, then
 // LOST (the planner resumes it when the machine is back).
 func (r *Remote) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
+	// The machine is up again when what this read needs answered
+	// (upScope), not when its spec.json did and its status file hangs.
+	ctx, up := r.withUpScope(ctx)
+	defer up()
 	absent := providers.Observation{TrialID: req.TrialID, Experiment: req.Experiment}
 	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
 	var de *downError
@@ -338,6 +342,8 @@ func (r *Remote) ListUnknown(ctx context.Context, experiment string, known func(
 }
 
 func (r *Remote) list(ctx context.Context, experiment string, known func(string) bool) ([]providers.Observation, error) {
+	ctx, up := r.withUpScope(ctx)
+	defer up()
 	if err := checkName("experiment", experiment); err != nil {
 		return nil, err
 	}
