@@ -182,9 +182,64 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 		return ref.Hash().String(), fmt.Errorf("commit %s cannot be checked out: %w; its tree is not one git can write (a name that is both a link and a directory, a path it refuses): push a commit that fixes it", short(ref.Hash().String()), err)
 	}
 	if fi, err := os.Stat(s.DefinitionsDir()); err != nil || !fi.IsDir() {
-		return ref.Hash().String(), fmt.Errorf("commit %s has no directory %q", short(ref.Hash().String()), s.Path)
+		return ref.Hash().String(), fmt.Errorf("commit %s has no directory %q (-path)%s", short(ref.Hash().String()), s.Path, s.pathHint())
+	}
+	if !hasHCL(s.DefinitionsDir()) {
+		return ref.Hash().String(), fmt.Errorf("commit %s has no *.hcl file in -path %q%s", short(ref.Hash().String()), s.Path, s.pathHint())
 	}
 	return ref.Hash().String(), nil
+}
+
+// hasHCL reports whether dir holds a *.hcl file (what schema.Load reads).
+func hasHCL(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".hcl") {
+			return true
+		}
+	}
+	return false
+}
+
+// pathHint says, for a -path that holds no definitions, which
+// directories of the checkout do (a newcomer's -path left at "." for
+// definitions under experiments/, or misspelled), or that none does.
+func (s *Source) pathHint() string {
+	const most = 5
+	var dirs []string
+	more := false
+	_ = filepath.WalkDir(s.Dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if d.Name() == ".git" && p != s.Dir {
+			return filepath.SkipDir
+		}
+		if hasHCL(p) {
+			if len(dirs) == most {
+				more = true
+				return filepath.SkipAll
+			}
+			rel, _ := filepath.Rel(s.Dir, p)
+			dirs = append(dirs, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	switch {
+	case len(dirs) == 0:
+		return ": no directory of the commit holds a *.hcl file; push the definitions (a file such as main.hcl with an experiment block), or restart the controller with -repo naming the repository that holds them"
+	case len(dirs) == 1:
+		return fmt.Sprintf(": the *.hcl files of the commit are in %q; restart the controller with -path %s", dirs[0], dirs[0])
+	default:
+		list := strings.Join(dirs, ", ")
+		if more {
+			list += ", …"
+		}
+		return fmt.Sprintf(": directories of the commit with *.hcl files: %s; restart the controller with -path naming the one that holds the definitions", list)
+	}
 }
 
 // setRemote makes the checkout's origin remoteURL: a checkout kept from

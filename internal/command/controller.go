@@ -548,6 +548,9 @@ func (c *ctrl) loadBeforeBad(head string) {
 		return
 	}
 	msg := fmt.Sprintf("none of the %d commits before it validates either", len(olds))
+	if len(olds) == 0 {
+		msg = "it is the branch's first commit: there is none before it"
+	}
 	if err != nil {
 		msg = fmt.Sprintf("none of the %d commits read before it validates (%s)", len(olds), c.redact(err.Error()))
 	}
