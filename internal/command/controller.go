@@ -371,6 +371,9 @@ type ctrl struct {
 	failures   int // consecutive failed fetches
 	lockedMsg  string
 	lastPlan   string
+	// elsewhereLogged is the unfinished trials of other working copies
+	// last logged (logElsewhere).
+	elsewhereLogged string
 
 	mu         sync.Mutex // guards ready, held, cfgShared, planShown, syncErr and dash
 	syncErr    *ui.SyncErrorJSON
@@ -814,6 +817,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		c.lastPlan = key
 	}
 	c.log.Log(ctx, level, "planned", "commit", c.goodCommit, "create", p.Summary.Create, "resume", p.Summary.Resume, "teardown", p.Summary.Teardown, "update", p.Summary.Update, "policy", string(c.policy))
+	c.logElsewhere(ctx, p)
 	if c.policy == controller.PlanOnly {
 		c.setReady(s)
 		return
@@ -870,6 +874,38 @@ func (c *ctrl) reconcile(ctx context.Context) {
 
 // planLogKey identifies a plan's summary and its held changes, for
 // logging a plan once while it stays the same.
+// logElsewhere says, at WARN once per set of trials, which unfinished
+// trials of the state another working copy owns (the local platform of
+// another work directory: a controller that held the claim before this
+// one, stopped or killed while its trials ran, or a laptop). The plan
+// leaves them to their owner: this controller neither reads nor resumes
+// them, and they stay unfinished in the state, counting toward
+// concurrency and max_trials, until their owner reads them. Before, the
+// controller said nothing, and an experiment so left never finished.
+func (c *ctrl) logElsewhere(ctx context.Context, p *plan.Plan) {
+	var key []string
+	for _, ep := range p.Experiments {
+		if len(ep.Elsewhere) > 0 {
+			key = append(key, ep.Name+": "+plan.DescribeElsewhere(ep.Elsewhere))
+		}
+	}
+	k := strings.Join(key, "; ")
+	if k == c.elsewhereLogged {
+		return
+	}
+	c.elsewhereLogged = k
+	for _, ep := range p.Experiments {
+		if len(ep.Elsewhere) == 0 {
+			continue
+		}
+		c.log.Log(ctx, slog.LevelWarn, "unfinished trials of another working copy are left to it: this controller does not observe them",
+			"experiment", ep.Name, "trials", plan.DescribeElsewhere(ep.Elsewhere),
+			"what_to_do", "they stay unfinished in the state (counted toward concurrency and max_trials) until their working copy reads them: "+
+				"if it is the work directory of a controller that held the claim before this one, stop this controller and start that one again with its -work-dir (it collects them); "+
+				"if it is gone for good, `trialform apply -take-over` in a working copy sharing the state resumes them there")
+	}
+}
+
 func planLogKey(p *plan.Plan, held []controller.Held) string {
 	key := fmt.Sprintf("%+v", p.Summary)
 	for _, h := range held {
