@@ -137,7 +137,7 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 			if errors.Is(err, git.NoMatchingRefSpecError{}) {
 				return "", s.noBranch(err)
 			}
-			return "", fmt.Errorf("clone %s (branch %s): %w", remoteURL, s.Branch, err)
+			return "", fmt.Errorf("clone %s (branch %s): %w%s", remoteURL, s.Branch, trimmed{err}, s.accessHint(err, auth))
 		}
 	} else if err != nil {
 		return "", fmt.Errorf("open the checkout %s: %w", s.Dir, err)
@@ -153,7 +153,7 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 			return "", s.noBranch(err)
 		}
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-			return "", fmt.Errorf("fetch %s (branch %s): %w", remoteURL, s.Branch, err)
+			return "", fmt.Errorf("fetch %s (branch %s): %w%s", remoteURL, s.Branch, trimmed{err}, s.accessHint(err, auth))
 		}
 	}
 	ref, err := repo.Reference(remoteRef, true)
@@ -185,7 +185,11 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 		return ref.Hash().String(), fmt.Errorf("commit %s has no directory %q (-path)%s", short(ref.Hash().String()), s.Path, s.pathHint())
 	}
 	if !hasHCL(s.DefinitionsDir()) {
-		return ref.Hash().String(), fmt.Errorf("commit %s has no *.hcl file in -path %q%s", short(ref.Hash().String()), s.Path, s.pathHint())
+		path := s.Path
+		if path == "" {
+			path = "."
+		}
+		return ref.Hash().String(), fmt.Errorf("commit %s has no *.hcl file in -path %q%s", short(ref.Hash().String()), path, s.pathHint())
 	}
 	return ref.Hash().String(), nil
 }
@@ -240,6 +244,36 @@ func (s *Source) pathHint() string {
 		}
 		return fmt.Sprintf(": directories of the commit with *.hcl files: %s; restart the controller with -path naming the one that holds the definitions", list)
 	}
+}
+
+// trimmed is an error whose message loses the trailing newline a git
+// server's answer carries ("authentication required: unauthorized\n"),
+// or the colon of an empty one ("repository not found: ").
+type trimmed struct{ err error }
+
+func (t trimmed) Error() string {
+	return strings.TrimSpace(strings.TrimRight(strings.TrimSpace(t.err.Error()), ":"))
+}
+func (t trimmed) Unwrap() error { return t.err }
+
+// accessHint says what to do when the repository refused the controller
+// (no credentials, or credentials it did not accept), or was not found.
+func (s *Source) accessHint(err error, auth transport.AuthMethod) string {
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired) && auth == nil:
+		return ": the repository asks for credentials and none were given: give an HTTPS access token with -git-token-file " +
+			"(or $TRIALFORM_GIT_TOKEN), or use an ssh:// URL with -ssh-key-file"
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		return ": the credentials were refused: check that the token (-git-token-file, $TRIALFORM_GIT_TOKEN, or the one in -repo) " +
+			"or SSH key is valid, not expired, and may read this repository, and -git-user if the server wants a user name (default git)"
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		hint := ": check -repo"
+		if auth == nil && strings.Contains(s.URL, "://") && !strings.HasPrefix(s.URL, "file://") {
+			hint += " (a server may answer \"not found\" for a private repository asked without credentials: -git-token-file)"
+		}
+		return hint
+	}
+	return ""
 }
 
 // setRemote makes the checkout's origin remoteURL: a checkout kept from

@@ -302,3 +302,50 @@ func (u *upstream) gitIn(stdin string, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestSyncSaysWhatToDoWhenRefused: a repository that asks for
+// credentials, refuses the ones given, or is not there says what to do
+// (before: "authentication required: unauthorized\n", the server's
+// answer with its newline, and nothing about -git-token-file).
+func TestSyncSaysWhatToDoWhenRefused(t *testing.T) {
+	u := newUpstream(t)
+	base := httpUpstream(t, u, "git", "good-token")
+	ctx := context.Background()
+	sync := func(s *Source) string {
+		t.Helper()
+		_, err := s.Sync(ctx)
+		if err == nil {
+			t.Fatalf("sync of %s: no error", s.URL)
+		}
+		if strings.Contains(err.Error(), "\n") || strings.Contains(err.Error(), "::") {
+			t.Errorf("error %q holds a newline or a doubled colon", err)
+		}
+		return err.Error()
+	}
+	dir := func() string { return filepath.Join(t.TempDir(), "checkout") }
+	for _, c := range []struct {
+		name string
+		s    *Source
+		want string
+	}{
+		{"no token", &Source{URL: base, Branch: "main", Dir: dir()},
+			"authentication required: unauthorized: the repository asks for credentials and none were given: give an HTTPS access token with -git-token-file"},
+		{"wrong token", &Source{URL: base, Branch: "main", Dir: dir(), Creds: Credentials{Token: "bad-token"}},
+			"authentication required: unauthorized: the credentials were refused: check that the token"},
+		{"not there", &Source{URL: filepath.Join(t.TempDir(), "nope"), Branch: "main", Dir: dir()},
+			"repository not found: check -repo"},
+	} {
+		if got := sync(c.s); !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want it to hold %q", c.name, got, c.want)
+		}
+	}
+	// A fetch into a checkout cloned with the token, once it was revoked.
+	s := &Source{URL: base, Branch: "main", Path: "defs", Dir: dir(), Creds: Credentials{Token: "good-token"}}
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Creds.Token = "revoked"
+	if got, want := sync(s), "fetch "+base+" (branch main): authentication required: unauthorized: the credentials were refused"; !strings.HasPrefix(got, want) {
+		t.Errorf("fetch with a revoked token: %q, want it to start with %q", got, want)
+	}
+}
