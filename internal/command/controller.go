@@ -249,6 +249,11 @@ func (c *ctrl) stateChanges(ctx context.Context) <-chan struct{} {
 		c.changes = closedNever
 		if n, ok := c.m.(state.ChangeNotifier); ok {
 			if ch, err := n.Changes(ctx); err != nil {
+				if ctx.Err() != nil {
+					// Stopping: the connection was cancelled, the
+					// server is not at fault.
+					return c.changes
+				}
 				c.log.Warn("no change notifications from the state backend: approvals are seen at the next pass", "error", c.redact(err.Error()))
 			} else {
 				c.changes = ch
@@ -736,6 +741,14 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	}
 	if err != nil && c.takeOverLock(ctx, err) {
 		lk, err = state.LockScope(ctx, c.m, names, op, Version, c.o.lock.timeout)
+	}
+	if err != nil && ctx.Err() != nil {
+		// Stopping (an interrupt, SIGTERM, the end of a term) while
+		// waiting for someone's lock: not a failure, and nothing for
+		// the holder to do (it said "retrying at the next pass" and
+		// "force-unlock" as the controller exited).
+		c.log.Info("stopped waiting for the state lock: the controller is stopping")
+		return
 	}
 	if err != nil {
 		c.metrics.SyncErrors.WithLabelValues("lock").Inc()
