@@ -167,6 +167,13 @@ func (g *Globals) openBackendWith(cfg *schema.Config, vf *varFlags) (sd string, 
 	case !hasConfig:
 		g.errorf("this working copy's state is in a %s backend, whose settings are in the configuration's backend block, and %s has no configuration: run the command where the configuration is (or with -chdir)", have.Kind, filepathDir(sd))
 		return "", nil, false
+	case !have.Same(want) && rec == nil && !localStateExists(sd):
+		// A fresh clone of a repository whose definitions name a shared
+		// backend (a controller's, to approve its held changes): nothing
+		// changed and nothing is to be copied; it said "backend changed
+		// from local to pg: run `trialform init -migrate-state`".
+		g.errorf("this working copy is not initialized for the configuration's %s backend: run `trialform init` (it records the backend block; there is no local state here to copy)", want.Kind)
+		return "", nil, false
 	case !have.Same(want):
 		g.errorf("%v", backendChangedError(have, want))
 		return "", nil, false
@@ -188,6 +195,13 @@ func (g *Globals) openBackendWith(cfg *schema.Config, vf *varFlags) (sd string, 
 	}
 	g.backend = &openedBackend{sd: sd, b: b, declared: be != nil || rec != nil, secrets: secrets}
 	return sd, b, true
+}
+
+// localStateExists reports whether the state directory sd holds a local
+// state file.
+func localStateExists(sd string) bool {
+	ok, err := state.NewManager(sd).Exists()
+	return ok || err != nil
 }
 
 func filepathDir(sd string) string {
