@@ -1089,10 +1089,26 @@ func (c *ctrl) handler() http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
-		ready, backendMsg, stateErr := c.ready, c.backendMsg, c.stateErr
+		ready, backendMsg, stateErr, syncErr := c.ready, c.backendMsg, c.stateErr, c.syncErr
 		c.mu.Unlock()
 		if !ready {
-			http.Error(w, "not ready: no successful sync and plan yet", http.StatusServiceUnavailable)
+			// Why, when a sync failed: a probe's failure (kubectl
+			// describe) then says what to fix, not only "not ready".
+			msg := "not ready: no successful sync and plan yet"
+			if syncErr != nil {
+				msg += fmt.Sprintf("; last failure (%s", syncErr.Stage)
+				if syncErr.Commit != "" {
+					msg += ", commit " + short(syncErr.Commit)
+				}
+				if c.dashToken != "" {
+					// The message (a commit's diagnostics) is the
+					// dashboard's, which a token guards: not here.
+					msg += "): see the log or the dashboard"
+				} else {
+					msg += "): " + syncErr.Message
+				}
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
 		if stateErr != "" {
