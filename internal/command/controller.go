@@ -115,6 +115,11 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	if wd, err = filepath.Abs(wd); err != nil {
 		return g.errorf("%v", err)
 	}
+	if err := writableDir(wd); err != nil {
+		// Before, a file or a read-only directory (a pod without its
+		// emptyDir) failed every pass for ever as "git sync failed".
+		return g.errorf("-work-dir %s: %v: give a directory the controller may write (it keeps the checkout, the state directory and the approvals there; in a pod, an emptyDir or a volume)", wd, err)
+	}
 	creds, secrets, err := o.credentials(g)
 	if err != nil {
 		return g.errorf("%v", err)
@@ -261,6 +266,20 @@ func (c *ctrl) stateChanges(ctx context.Context) <-chan struct{} {
 		}
 	}
 	return c.changes
+}
+
+// writableDir makes dir (and its parents) when missing and checks that a
+// file can be written in it.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".trialform-write-check-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // closedNever is a channel that never receives.
