@@ -102,7 +102,7 @@ func cmdSSHD(ts *testscript.TestScript, neg bool, args []string) {
 // them).
 func scriptCondition(cond string) (bool, error) {
 	switch cond {
-	case "git", "curl":
+	case "git", "curl", "mkfifo":
 		missing := ""
 		if _, err := exec.LookPath(cond); err != nil {
 			missing = fmt.Sprintf("no %s on PATH (`make deps` installs it)", cond)
