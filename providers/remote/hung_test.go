@@ -217,8 +217,16 @@ func TestHungAgainAfterRedialGoesLost(t *testing.T) {
 	hangNew("")
 	// The pooled connection's sftp-server does not hang: drop it.
 	r.machines[0].close()
+	readUntilLost(t, r, providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}, grace, "the machine began to hang", key, "lost_grace")
+}
+
+// readUntilLost reads rr's trial, on a machine that began to hang, until
+// it is LOST: not before grace, the reason naming each of want and an
+// outage of at least grace; the test fails if it is not LOST within 10
+// graces (what says what began).
+func readUntilLost(t *testing.T, r *Remote, rr providers.ReadRequest, grace time.Duration, what string, want ...string) {
+	t.Helper()
 	start := time.Now()
-	rr := providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}
 	var errs []error
 	for {
 		var got providers.Observation
@@ -230,8 +238,10 @@ func TestHungAgainAfterRedialGoesLost(t *testing.T) {
 			if took := time.Since(start); took < grace {
 				t.Fatalf("LOST after %s, before lost_grace %s: %s", took, grace, got.Reason)
 			}
-			if !strings.Contains(got.Reason, key) || !strings.Contains(got.Reason, "lost_grace") {
-				t.Fatalf("reason %q: want the machine and lost_grace named", got.Reason)
+			for _, w := range want {
+				if !strings.Contains(got.Reason, w) {
+					t.Fatalf("reason %q: want %q named", got.Reason, w)
+				}
 			}
 			// The outage it names is at least lost_grace: it is measured
 			// to now, not to the last failed try (which said "unreachable
@@ -245,7 +255,7 @@ func TestHungAgainAfterRedialGoesLost(t *testing.T) {
 		}
 		errs = append(errs, err)
 		if time.Since(start) > 10*grace {
-			t.Fatalf("not LOST %s after the machine began to hang (lost_grace %s), %d reads; the last said: %v", time.Since(start).Round(time.Second), grace, len(errs), err)
+			t.Fatalf("not LOST %s after %s (lost_grace %s), %d reads; the last said: %v", time.Since(start).Round(time.Second), what, grace, len(errs), err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -279,33 +289,5 @@ func TestPartlyHungMachineGoesLost(t *testing.T) {
 	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
 	hangNew("/t1/" + statusFile)
 	r.machines[0].close()
-	start := time.Now()
-	rr := providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}
-	var errs []error
-	for {
-		var got providers.Observation
-		err := returns(t, "Read", func() (err error) {
-			got, err = r.Read(context.Background(), rr)
-			return err
-		})
-		if err == nil && got.Phase == providers.PhaseLost {
-			if took := time.Since(start); took < grace {
-				t.Fatalf("LOST after %s, before lost_grace %s: %s", took, grace, got.Reason)
-			}
-			if !strings.Contains(got.Reason, key) || !strings.Contains(got.Reason, "/t1/"+statusFile) {
-				t.Fatalf("reason %q: want the machine and the status file that hung named", got.Reason)
-			}
-			wantOutage(t, got.Reason, grace)
-			t.Logf("LOST after %s (%d reads): %s", time.Since(start).Round(time.Second), len(errs)+1, got.Reason)
-			return
-		}
-		if err == nil {
-			t.Fatalf("Read of a trial whose status cannot be read: %+v, want an error or LOST", got)
-		}
-		errs = append(errs, err)
-		if time.Since(start) > 10*grace {
-			t.Fatalf("not LOST %s after the status file began to hang (lost_grace %s), %d reads; the last said: %v", time.Since(start).Round(time.Second), grace, len(errs), err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	readUntilLost(t, r, providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}, grace, "the status file began to hang", key, "/t1/"+statusFile)
 }
