@@ -128,3 +128,63 @@ func TestAutoFindsEachBasin(t *testing.T) {
 		t.Errorf("median regret %.3g after 100 trials: two parameters or more left in their worse basin", m)
 	}
 }
+
+// TestOptimisersGoal: a linear objective pulls late suggestions up when
+// maximizing and down when minimizing.
+func TestOptimisersGoal(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}},
+		{Name: "y", Kind: space.Loguniform, Args: []float64{1e-3, 1}},
+	}}
+	f := func(p space.Params) float64 { return p["x"].(float64) + math.Log10(p["y"].(float64))/3 }
+	for _, o := range optimisers {
+		tn := mustNew(t, o.name, o.settings, sp)
+		for _, goal := range []Goal{Maximize, Minimize} {
+			hist := loop(t, tn, sp, goal, 3, 80, f)
+			var xs []float64
+			for _, h := range hist[60:] {
+				xs = append(xs, h.Params["x"].(float64))
+			}
+			// The median, not the mean: evolution redraws a mutated
+			// parameter at random, so some children are anywhere.
+			if m := median(xs); (goal == Maximize && m < 0.7) || (goal == Minimize && m > 0.3) {
+				t.Errorf("%s %s: median x of trials 61-80 = %.3f", o.name, goal, m)
+			}
+		}
+		if _, err := tn.Suggest(Request{Space: sp, Goal: "largest", Seqs: []int{1}}); err == nil {
+			t.Errorf("%s: unknown goal accepted", o.name)
+		}
+	}
+}
+
+// TestOptimisersFailedTrials: failed trials (with a meaningless huge value)
+// are tolerated and do not attract the search.
+func TestOptimisersFailedTrials(t *testing.T) {
+	sp := &space.Space{Params: []space.Param{
+		{Name: "x", Kind: space.Uniform, Args: []float64{0, 1}},
+		{Name: "y", Kind: space.Uniform, Args: []float64{0, 1}},
+	}}
+	f := func(p space.Params) float64 { return -math.Abs(p["x"].(float64) - 0.2) }
+	for _, o := range optimisers {
+		tn := mustNew(t, o.name, o.settings, sp)
+		var hist []Observation
+		for seq := 1; seq <= 60; seq++ {
+			out, err := tn.Suggest(Request{Space: sp, Goal: Maximize, Seed: 8, History: hist, Seqs: []int{seq}})
+			if err != nil {
+				t.Fatalf("%s: %v", o.name, err)
+			}
+			ob := Observation{Seq: seq, Params: out[0], State: Completed, Value: f(out[0])}
+			if seq%3 == 0 || out[0]["x"].(float64) > 0.8 {
+				ob.State, ob.Value = Failed, 1e9
+			}
+			hist = append(hist, ob)
+		}
+		var xs []float64
+		for _, h := range hist[40:] {
+			xs = append(xs, h.Params["x"].(float64))
+		}
+		if m := median(xs); m > 0.4 {
+			t.Errorf("%s: median x of trials 41-60 = %.3f; drawn to the failures", o.name, m)
+		}
+	}
+}
