@@ -63,6 +63,7 @@ func newCRD(t *testing.T, cfg k8s.CRDConfig, ns string) *k8s.CRD {
 // (TRIALFORM_CRD_CONFORMANCE=tfjob,framework picks kinds).
 func TestCRDConformance(t *testing.T) {
 	need(t)
+	t.Parallel()
 	kinds := map[string]bool{"tfjob": true, "pytorchjob": true, "adaptdl": true, "framework": true}
 	if s := os.Getenv("TRIALFORM_CRD_CONFORMANCE"); s != "" {
 		kinds = map[string]bool{}
@@ -93,6 +94,7 @@ func TestCRDConformance(t *testing.T) {
 			name += "-following"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ns := namespace(t, "conf-"+name)
 			share := t.TempDir()
 			conformance.Run(t, func(t *testing.T) providers.Provider {

@@ -176,6 +176,7 @@ func stopThenRead(ctx context.Context, t *testing.T, p providers.Provider, exp, 
 // an older Job than the one it just created or stopped.
 func TestFollowAnswersFromTheWatch(t *testing.T) {
 	need(t)
+	t.Parallel()
 	ns := namespace(t, "follow")
 	// The watches lag, the pods' more than the Jobs': what this process
 	// did must still read back, and a Job that ended before its pod's
@@ -317,6 +318,7 @@ func TestFollowAnswersFromTheWatch(t *testing.T) {
 // watched copies.
 func TestConformanceFollowing(t *testing.T) {
 	need(t)
+	t.Parallel()
 	jobConformance(t, "conformance-follow", true)
 }
 
@@ -326,6 +328,7 @@ func TestConformanceFollowing(t *testing.T) {
 // tombstone) at once; a purged experiment lists nothing at once.
 func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 	need(t)
+	t.Parallel()
 	ns := namespace(t, "follow-crd")
 	log := requestLog{lag: time.Second, podLag: 3 * time.Second}
 	p, err := k8s.NewCRD(k8s.CRDConfig{Kind: k8s.KindKubeflow, Operator: "tfjob", Roles: []k8s.Role{{Name: "worker", Replicas: 1}},
@@ -382,6 +385,7 @@ func TestCRDFollowAnswersFromTheWatch(t *testing.T) {
 // and what to grant.
 func TestFollowWarnsWhenTheWatchIsRefused(t *testing.T) {
 	need(t)
+	t.Parallel()
 	ns := namespace(t, "follow-refused")
 	rc := rest.CopyConfig(cp.Config)
 	rc.Wrap(func(rt http.RoundTripper) http.RoundTripper {

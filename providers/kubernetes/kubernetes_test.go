@@ -96,6 +96,7 @@ func namespace(t *testing.T, name string) string {
 // suite's marker files are visible to both sides.
 func TestConformance(t *testing.T) {
 	need(t)
+	t.Parallel()
 	jobConformance(t, "conformance", false)
 }
 
