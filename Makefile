@@ -68,10 +68,15 @@ CORE := ./state/... ./plan/... ./apply/... ./providers/local/... ./tuner/...
 # times slower and finds nothing in their single goroutine.
 QUALITY_TESTS = ^($(shell grep -ho '^func Test[A-Za-z0-9_]*' tuner/quality_test.go | sed 's/^func //' | paste -sd'|'))$$
 
+# Most tests wait (for trials, servers, timeouts) more than they compute:
+# TEST_PARALLEL of them run at once in each package (go test's default is
+# the number of cores, 2 on CI's machine, which left it half idle).
+TEST_PARALLEL ?= 4
+
 test: deps build k8s fmt-check vet
-	$(GO) test -count=1 -race -timeout 30m $(CORE)
+	$(GO) test -count=1 -race -timeout 30m -parallel $(TEST_PARALLEL) $(CORE)
 	$(GO) test -count=1 -timeout 30m -run '$(QUALITY_TESTS)' ./tuner/
-	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(CORE))")
+	$(GO) test -count=1 -timeout 30m -parallel $(TEST_PARALLEL) $$($(GO) list ./... | grep -vxF "$$($(GO) list $(CORE))")
 	cd tools/image && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
 	$(MAKE) ui-check

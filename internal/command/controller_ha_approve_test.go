@@ -33,6 +33,7 @@ nni.report_final_result(p["x"])
 // takes over applies the approval (it is in the shared state, not in the
 // dead replica's work directory), once.
 func TestControllerHAApproval(t *testing.T) {
+	t.Parallel()
 	const budget = 2
 	h := startHA(t, budget, haGatedTrial)
 	h.replicas(2)

@@ -20,6 +20,7 @@ import (
 // would, so that the new leader can get it only by breaking it, whatever
 // the machine's load.
 func TestControllerHABreaksAFormerLeadersClaim(t *testing.T) {
+	t.Parallel()
 	h := startHA(t, 2, haTrial)
 	h.replicas(2)
 	leader := h.leader()

@@ -288,6 +288,7 @@ func (h *haCluster) state() *state.State { return loadHAState(h.t, h.ns, h.cp.Ku
 // and at the end every trial of the budget ran exactly once (issue 27,
 // item 3).
 func TestControllerHA(t *testing.T) {
+	t.Parallel()
 	h := startHA(t, haTrials, haTrial)
 	h.replicas(2)
 	lease, retry := h.lease, h.retry

@@ -127,6 +127,7 @@ func auditKey(verb, group, resource string) string {
 // (a verb missing from the Role), and so does a verb of the Role it never
 // used (the Role grants more than needed). Issue 27, item 5.
 func TestControllerInClusterRBAC(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end to end")
 	}

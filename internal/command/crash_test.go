@@ -21,6 +21,7 @@ import (
 // state that always reads. It runs once per state backend (killBackends):
 // the same kills, the same checks, whatever keeps the state.
 func TestKillAnywhere(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
@@ -141,6 +142,12 @@ trialform.report(trialform.get_params()["x"])
 				t.Fatalf("kill %d: a lock held by pid %s, not by the killed apply (%d):\n%s", i, m[1], cmd.Process.Pid, showErr.String())
 			}
 			if out, err := run("force-unlock", m[2]); err != nil {
+				// On pg the lock is the dead session's: the server drops
+				// it once it notices the connection closed, which may
+				// come between show and force-unlock (a loaded machine).
+				if strings.Contains(string(exitStderr(err)), "the state is not locked") {
+					continue
+				}
 				t.Fatalf("kill %d: force-unlock %s: %v\n%s%s", i, m[2], err, out, exitStderr(err))
 			}
 		}

@@ -15,14 +15,17 @@ import (
 // (testdata/dlc) with the real binary against dlctest, the fake of the DLC
 // OpenAPI, whose jobs are real local processes.
 func TestDLCScripts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end scripts are not short")
 	}
-	defer checkNoProcessLeft(t)()
+	procs := newScriptProcs()
+	defer procs.check(t)
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/dlc",
 		UpdateScripts: update,
 		Setup: func(env *testscript.Env) error {
+			procs.setup(env)
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")

@@ -27,12 +27,14 @@ import (
 // Each script gets its own namespace as TRIALFORM_VAR_namespace and the
 // control plane's kubeconfig as KUBECONFIG.
 func TestKubernetesScripts(t *testing.T) {
+	t.Parallel()
 	runKubernetesScripts(t, "testdata/kubernetes")
 }
 
 // TestKubernetesAPIServerRestart runs the scripts that stop and start
 // the apiserver, on a control plane of their own.
 func TestKubernetesAPIServerRestart(t *testing.T) {
+	t.Parallel()
 	runKubernetesScripts(t, "testdata/kubernetes-restart")
 }
 
@@ -86,12 +88,14 @@ func runKubernetesScripts(t *testing.T, dir string) {
 		}
 		return metav1.ListOptions{LabelSelector: k8s.LabelExperiment + "=" + k8s.LabelValue(exp)}
 	}
-	defer checkNoProcessLeft(t)()
+	procs := newScriptProcs()
+	defer procs.check(t)
 	testscript.Run(t, testscript.Params{
 		Dir:           dir,
 		UpdateScripts: update,
 		Condition:     scriptCondition, // [git], [curl]: a missing one fails in CI (testdeps)
 		Setup: func(env *testscript.Env) error {
+			procs.setup(env)
 			env.Setenv("PATH", binDir+":"+env.Getenv("PATH"))
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")

@@ -21,15 +21,18 @@ import (
 // libpq's PG* variables, and the password alone in PG_PASSWORD, for the
 // scripts to check it is written nowhere.
 func TestPgScripts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end scripts are not short")
 	}
 	srv := pgtest.NewServer(t)
-	defer checkNoProcessLeft(t)()
+	procs := newScriptProcs()
+	defer procs.check(t)
 	testscript.Run(t, testscript.Params{
 		Dir:       "testdata/pg",
 		Condition: scriptCondition, // [git], [curl]: a missing one fails in CI (testdeps)
 		Setup: func(env *testscript.Env) error {
+			procs.setup(env)
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,44 +59,55 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// checkNoProcessLeft, deferred (defer checkNoProcessLeft(t)()) around
-// testscript.Run: no script may leave a process behind. Once every script
-// has ended, a process still running in one of their folders fails the
-// test (after a minute, for trials that end on their own) and is killed.
-// testscript makes the folders in a new go-test-script* folder of the
-// temporary folder.
-func checkNoProcessLeft(t *testing.T) func() {
-	roots := func() map[string]bool {
-		m, _ := filepath.Glob(filepath.Join(os.TempDir(), "go-test-script*"))
-		set := map[string]bool{}
-		for _, d := range m {
-			set[d] = true
+// scriptProcs makes sure no script of one testscript.Run leaves a
+// process behind. Setup notes each script's folder (setup, called first in
+// Params.Setup); check, deferred around testscript.Run, then waits, once
+// every script has ended, for the processes still running in those
+// folders: after a minute (for trials that end on their own) they fail the
+// test and are killed. Only the folders of this run count, so script runs
+// of other tests in parallel are not waited for.
+type scriptProcs struct {
+	mu    sync.Mutex
+	roots map[string]bool
+}
+
+func newScriptProcs() *scriptProcs { return &scriptProcs{roots: map[string]bool{}} }
+
+// setup notes the folder testscript made for this run's scripts.
+func (s *scriptProcs) setup(env *testscript.Env) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.roots[filepath.Dir(env.WorkDir)] = true
+}
+
+// check registers the wait: deferred after testscript.Run, its cleanup
+// runs before testscript's own removes the folders.
+func (s *scriptProcs) check(t *testing.T) {
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for d := range s.roots {
+			proctest.WaitGone(t, d, time.Minute)
 		}
-		return set
-	}
-	before := roots()
-	return func() {
-		for d := range roots() {
-			if !before[d] {
-				t.Cleanup(func() { proctest.WaitGone(t, d, time.Minute) })
-			}
-		}
-	}
+	})
 }
 
 // TestScripts runs the end-to-end scripts in testdata/scripts with the
 // real binary and real python3 trial processes. UPDATE_GOLDEN=1 rewrites
 // the files compared with cmp.
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end scripts are not short")
 	}
-	defer checkNoProcessLeft(t)()
+	procs := newScriptProcs()
+	defer procs.check(t)
 	testscript.Run(t, testscript.Params{
 		Dir:           "testdata/scripts",
 		UpdateScripts: update,
 		Condition:     scriptCondition,
 		Setup: func(env *testscript.Env) error {
+			procs.setup(env)
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("NO_COLOR", "1")
 			env.Setenv("PYTHONDONTWRITEBYTECODE", "1")
