@@ -143,6 +143,7 @@ func TestJournalCompaction(t *testing.T) {
 // last record: the state is the one before that record, with a warning,
 // and the next save cuts the torn record off and goes on.
 func TestJournalTornLastRecord(t *testing.T) {
+	t.Parallel()
 	m := newManager(t)
 	hist := journalHistory(t, m, 6)
 	jpath := filepath.Join(m.Dir(), JournalName)

@@ -318,6 +318,7 @@ func checkEnded(t *testing.T, w *workingCopy, shared, exp string, n int) {
 // the holder (-lock-timeout=0), or waits for it (-lock-timeout) and then
 // finds nothing left to do; no trial runs twice.
 func TestSharedSameExperiment(t *testing.T) {
+	t.Parallel()
 	forEachShared(t, func(t *testing.T, b sharedBackend) {
 		block, env := b.setup(t)
 		wcs, shared := newWorkingCopies(t, block, env, experimentHCL("same", 4, 2, ""), 2)
@@ -352,6 +353,7 @@ func TestSharedSameExperiment(t *testing.T) {
 // ends after the first one (it cannot have planned while the first held
 // the experiment).
 func TestSharedWaitsForTheHolder(t *testing.T) {
+	t.Parallel()
 	forEachShared(t, func(t *testing.T, b sharedBackend) {
 		block, env := b.setup(t)
 		wcs, shared := newWorkingCopies(t, block, env, experimentHCL("same", 2, 2, ""), 2)
@@ -377,6 +379,7 @@ func TestSharedWaitsForTheHolder(t *testing.T) {
 // each experiment's trials wait until the other's have started (they
 // would fail after 240 s otherwise), and both sets end in the state.
 func TestSharedDifferentExperiments(t *testing.T) {
+	t.Parallel()
 	forEachShared(t, func(t *testing.T, b sharedBackend) {
 		block, env := b.setup(t)
 		wcs, shared := newWorkingCopies(t, block, env, experimentHCL("e1", 3, 3, "e2")+experimentHCL("e2", 3, 3, "e1"), 2)
@@ -441,6 +444,7 @@ func TestSharedServerAway(t *testing.T) {
 // than trialform (a row edited by SQL, a Secret deleted) is reported by
 // the next command, and not silently written over.
 func TestSharedStateChangedBehind(t *testing.T) {
+	t.Parallel()
 	forEachShared(t, func(t *testing.T, b sharedBackend) {
 		block, env := b.setup(t)
 		wcs, shared := newWorkingCopies(t, block, env, experimentHCL("behind", 2, 2, ""), 1)
@@ -465,6 +469,7 @@ func TestSharedStateChangedBehind(t *testing.T) {
 // the other plans them as left to their owner (naming where they run),
 // never calls them LOST and never runs them; their owner ends them.
 func TestSharedOwnerElsewhere(t *testing.T) {
+	t.Parallel()
 	forEachShared(t, func(t *testing.T, b sharedBackend) {
 		block, env := b.setup(t)
 		wcs, shared := newWorkingCopies(t, block, env, experimentHCL("own", 3, 2, ""), 2)

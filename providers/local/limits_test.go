@@ -56,6 +56,7 @@ func count(ms []providers.Metric) (periodical int, finals []string, garbage []st
 // records is reached by one Read, which keeps at most MaxIntermediate
 // intermediate results and says how many it dropped.
 func TestFinalBehindManyMetricRecords(t *testing.T) {
+	t.Parallel()
 	l := newLocal(t, nil)
 	// 700,000 NNI records (about 90 MB) in .nni/metrics, then the final.
 	py := `
@@ -99,6 +100,7 @@ with open(os.path.join(d, "metrics"), "ab") as f:
 // supervisor records at most MaxIntermediate of them, the final result
 // (the last values) is reached.
 func TestRegexFloodReachesFinal(t *testing.T) {
+	t.Parallel()
 	l := newLocal(t, nil)
 	r := req(l, "big", "t2", "yes 'loss=0.5' | head -n 700000")
 	r.MetricRegex = `(?P<name>loss)=(?P<value>[0-9.]+)`

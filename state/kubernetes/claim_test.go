@@ -35,6 +35,7 @@ func claimBackend(t *testing.T, suffix string) *Backend {
 // it; apart from the locks (a person's lock is taken beside it, and show
 // does not list it); given back by Unlock.
 func TestClaim(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	suffix := newSuffix()
 	a, b := claimBackend(t, suffix), claimBackend(t, suffix)
@@ -90,6 +91,7 @@ func TestClaim(t *testing.T) {
 // it saw it unchanged for the duration; the holder, resumed, finds it
 // another's: lost for good, and its Unlock leaves the new holder's.
 func TestClaimTakenOverFromAHolderThatStopsRenewing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	suffix := newSuffix()
 	a, b := claimBackend(t, suffix), claimBackend(t, suffix)

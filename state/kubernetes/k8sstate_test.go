@@ -140,6 +140,7 @@ func store(t *testing.T, cfg *rest.Config, ns string) *backendtest.Store {
 // The backend through the suite every backend passes, with the admin's
 // credentials. (TestRBAC runs it with a namespace-bound service account.)
 func TestBackendSuite(t *testing.T) {
+	t.Parallel()
 	c := controlPlane(t)
 	ns := namespace(t, "tfstate")
 	backendtest.Run(t, func(t *testing.T) *backendtest.Store { return store(t, c.Config, ns) })

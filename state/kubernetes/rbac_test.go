@@ -94,6 +94,7 @@ func serviceAccount(t *testing.T, ns, name string, verbs map[string][]string) *r
 // The suite with a service account's token bound to the Role of docs/backends.md
 // in one namespace.
 func TestRBAC(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "tfstate-rbac")
 	cfg := serviceAccount(t, ns, "trialform", roleVerbs)
 	backendtest.Run(t, func(t *testing.T) *backendtest.Store { return store(t, cfg, ns) })
