@@ -69,14 +69,25 @@ CORE := ./state/... ./plan/... ./apply/... ./providers/local/... ./tuner/...
 QUALITY_TESTS = ^($(shell grep -ho '^func Test[A-Za-z0-9_]*' tuner/quality_test.go | sed 's/^func //' | paste -sd'|'))$$
 
 # Most tests wait (for trials, servers, timeouts) more than they compute:
-# TEST_PARALLEL of them run at once in each package (go test's default is
-# the number of cores, 2 on CI's machine, which left it half idle).
+# TEST_PARALLEL of them run at once in each package and TEST_PACKAGES
+# packages at once (go test's default for both is the number of cores, 2
+# on CI's machine, which left it half idle). The slowest packages start
+# first (SLOW), and the tuners' quality tests, which compute on one core,
+# run beside the rest of the suite.
 TEST_PARALLEL ?= 4
+TEST_PACKAGES ?= 4
+SLOW := ./internal/command ./providers/kubernetes ./providers/remote ./internal/ui
 
 test: deps build k8s fmt-check vet
 	$(GO) test -count=1 -race -timeout 30m -parallel $(TEST_PARALLEL) $(CORE)
-	$(GO) test -count=1 -timeout 30m -run '$(QUALITY_TESTS)' ./tuner/
-	$(GO) test -count=1 -timeout 30m -parallel $(TEST_PARALLEL) $$($(GO) list ./... | grep -vxF "$$($(GO) list $(CORE))")
+	@quality=$$(mktemp); \
+	echo "$(GO) test -count=1 -timeout 30m -run '$(QUALITY_TESTS)' ./tuner/ (beside the rest; its output follows it)"; \
+	$(GO) test -count=1 -timeout 30m -run '$(QUALITY_TESTS)' ./tuner/ >$$quality 2>&1 & q=$$!; \
+	echo "$(GO) test -count=1 -timeout 30m -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) $(SLOW) (and every package but those and the core)"; \
+	$(GO) test -count=1 -timeout 30m -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) $(SLOW) \
+		$$($(GO) list ./... | grep -vxF "$$($(GO) list $(CORE) $(SLOW))"); rest=$$?; \
+	wait $$q; qs=$$?; cat $$quality; rm -f $$quality; \
+	test $$rest = 0 && test $$qs = 0
 	cd tools/image && $(GO) test -count=1 ./...
 	$(MAKE) fuzz
 	$(MAKE) ui-check
