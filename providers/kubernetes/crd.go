@@ -1002,23 +1002,28 @@ func (c *CRD) Logs(ctx context.Context, req providers.LogsRequest) error {
 		if err != nil {
 			return err
 		}
-		if main := c.kind.main(obj, pods); main != nil && (main.Status.Phase != corev1.PodPending || terminated(main) != nil) {
-			return c.k.streamLog(ctx, main, req.Follow, req.Out)
+		main := c.kind.main(obj, pods)
+		o := c.observe(obj, pods)
+		show := logPods(main, pods, o.Phase)
+		if len(show) > 0 && (req.Follow && show[0].header == "") {
+			// The trial runs, or ran on its own: its results pod's log,
+			// followed until the container ends.
+			return c.k.streamLog(ctx, show[0].pod, true, req.Out)
 		}
-		if o := c.observe(obj, pods); o.Phase.Ended() {
-			// The results pod is gone (the operator removes the pods
-			// still running when a replica fails) or never ran: the
-			// replica that failed tells why, else the newest that ran.
-			p := pickPod(pods, func(p *corev1.Pod) bool { t := terminated(p); return t != nil && t.ExitCode != 0 })
-			if p == nil {
-				p = pickPod(pods, func(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodPending || terminated(p) != nil })
+		for _, sp := range show {
+			if sp.header != "" {
+				fmt.Fprintf(req.Out, "==> pod %s (%s) <==\n", sp.pod.Name, sp.header)
 			}
-			if p == nil {
-				return fmt.Errorf("trial %s/%s ended and no pod of its %s %s is left to show a log (the operator removes them when the job ends: its cleanPodPolicy)",
-					req.Experiment, req.TrialID, c.kind.gvk().Kind, obj.GetName())
+			if err := c.k.streamLog(ctx, sp.pod, false, req.Out); err != nil {
+				return err
 			}
-			fmt.Fprintf(req.Out, "==> pod %s (the trial's results pod is gone; this replica's log) <==\n", p.Name)
-			return c.k.streamLog(ctx, p, false, req.Out)
+		}
+		if len(show) > 0 {
+			return nil
+		}
+		if o.Phase.Ended() {
+			return fmt.Errorf("trial %s/%s ended and no pod of its %s %s is left to show a log (the operator removes them when the job ends: its cleanPodPolicy)",
+				req.Experiment, req.TrialID, c.kind.gvk().Kind, obj.GetName())
 		}
 		if !req.Follow {
 			return nil // not running yet: nothing to show
@@ -1029,6 +1034,56 @@ func (c *CRD) Logs(ctx context.Context, req providers.LogsRequest) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// shownPod is a pod whose log `logs` shows, with the header that says
+// why ("" for the results pod of a trial shown alone).
+type shownPod struct {
+	pod    *corev1.Pod
+	header string
+}
+
+// logPods picks the pods whose logs `logs` shows for a trial of a
+// distributed job in phase: its results pod (main) once it started. A
+// trial that failed because another replica failed (the operator then
+// removes or stops the pods still running, the results pod among them)
+// also shows the log of the replica that failed first, which tells why.
+// With the results pod gone or never run: that replica, else the newest
+// that ran.
+// Nothing while the trial has not started.
+func logPods(main *corev1.Pod, pods []corev1.Pod, phase providers.Phase) []shownPod {
+	mainRan := main != nil && (main.Status.Phase != corev1.PodPending || terminated(main) != nil)
+	// The replica that failed first is the cause: the others that
+	// ended non-zero after it were stopped because of it.
+	var failed *corev1.Pod
+	if phase.Ended() && phase != providers.PhaseSucceeded {
+		for i := range pods {
+			t := terminated(&pods[i])
+			if t == nil || t.ExitCode == 0 {
+				continue
+			}
+			if failed == nil || t.FinishedAt.Before(&terminated(failed).FinishedAt) {
+				failed = &pods[i]
+			}
+		}
+		if failed != nil && main != nil && failed.Name == main.Name {
+			failed = nil // the results pod failed first: its own log says why
+		}
+	}
+	switch {
+	case mainRan && failed != nil:
+		return []shownPod{{main, "the trial's results pod"}, {failed, "a replica that failed; the trial failed with it"}}
+	case mainRan:
+		return []shownPod{{pod: main}}
+	case !phase.Ended():
+		return nil
+	case failed != nil:
+		return []shownPod{{failed, "the trial's results pod is gone; this replica's log"}}
+	}
+	if p := pickPod(pods, func(p *corev1.Pod) bool { return p.Status.Phase != corev1.PodPending || terminated(p) != nil }); p != nil {
+		return []shownPod{{p, "the trial's results pod is gone; this replica's log"}}
+	}
+	return nil
 }
 
 // pickPod returns the newest pod (pods are oldest first) for which match
