@@ -284,6 +284,7 @@ func credentialNames(kind string, sensitive map[string]bool) string {
 // backend block; files holds what was read, for diagnostics' snippets.
 func LoadBackend(dir string, opts LoadOptions) (be *Backend, files map[string][]byte, diags hcl.Diagnostics) {
 	l := newLoader(dir)
+	l.prefix = opts.FilePrefix
 	l.backends = opts.Backends
 	l.backendOnly = true
 	l.unknownVars = true

@@ -3,6 +3,7 @@ package schema
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -48,6 +49,14 @@ type LoadOptions struct {
 	// who can commit controls (a link to /proc/self/environ would print
 	// the controller's environment in a diagnostic's snippet).
 	Within string
+	// FilePrefix, when set, is prepended (with a slash) to the name of
+	// each configuration file in Files, diagnostics and DeclRanges: the
+	// controller names them by their path in its repository
+	// ("experiments/main.hcl", with -path experiments), where the person
+	// reading its log looks for them. Unset, a file is named by its name
+	// within dir ("main.hcl"), as Terraform does. It names files only:
+	// they are still read from dir.
+	FilePrefix string
 }
 
 // EnvPrefix starts the environment variables that set input variables.
@@ -63,9 +72,11 @@ const EnvPrefix = "TRIALFORM_VAR_"
 // Spaces and Experiments are nil and must not be used.
 //
 // Configuration files are named in Files and in diagnostics by their name
-// within dir ("main.hcl"), as Terraform does; -var-files by the path given.
+// within dir ("main.hcl"), as Terraform does, after opts.FilePrefix;
+// -var-files by the path given.
 func Load(dir string, opts LoadOptions) (*Config, hcl.Diagnostics) {
 	l := newLoader(dir)
+	l.prefix = opts.FilePrefix
 	l.platforms, l.tuners = opts.Platforms, opts.Tuners
 	l.backends, l.within = opts.Backends, opts.Within
 	if l.platforms == nil {
@@ -123,6 +134,7 @@ type loader struct {
 	within      string   // LoadOptions.Within
 	tunerParams []string // params the experiment's tuner adds, usable in templates
 	dir         string   // as given, for messages
+	prefix      string   // LoadOptions.FilePrefix
 	platforms   *registry.Registry
 	tuners      *tuner.Registry
 	backends    []BackendKind
@@ -296,6 +308,9 @@ func (l *loader) parseDir() bool {
 	ok := true
 	for _, n := range names {
 		display := n
+		if l.prefix != "" {
+			display = path.Join(l.prefix, n)
+		}
 		if err := l.confined(filepath.Join(l.cfg.Dir, n)); err != nil {
 			l.errorf(nil, "Configuration file outside the repository", "Reading %s: %s.", display, err)
 			ok = false

@@ -636,9 +636,15 @@ func platformIdentityProblem(cfg *schema.Config) string {
 }
 
 // loadDefinitions loads the definitions in dir, of the checkout in root:
-// no file they read may lie outside it.
+// no file they read may lie outside it. Their files are named by their
+// path in the repository ("experiments/main.hcl" with -path experiments),
+// where whoever reads the log or /readyz looks for them.
 func loadDefinitions(g *Globals, dir, root string, v varFlags) (*schema.Config, hcl.Diagnostics) {
-	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ, Within: root})
+	prefix := ""
+	if rel, err := filepath.Rel(root, dir); err == nil && rel != "." {
+		prefix = filepath.ToSlash(rel)
+	}
+	cfg, diags := schema.Load(dir, schema.LoadOptions{Platforms: platformRegistry, Tuners: tunerRegistry, Backends: schemaBackends(), Vars: v.vars, VarFiles: v.varFiles, Environ: g.IO.Environ, Within: root, FilePrefix: prefix})
 	return cfg, diags
 }
 
