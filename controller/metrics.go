@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/trialform/trialform/plan"
 )
 
 // Metrics are the controller's Prometheus metrics, in a registry of
@@ -29,6 +31,8 @@ type Metrics struct {
 	Leader         prometheus.Gauge // 1 while this replica leads (or runs alone)
 	BackendChanged prometheus.Gauge // 1 while the branch head's backend block is not the backend in use
 	Webhooks       *prometheus.CounterVec
+	PlanChanges    *prometheus.GaugeVec // action: the last plan's changes, applied or not
+	PlannedAt      prometheus.Gauge     // when the last plan was made
 }
 
 // NewMetrics registers the metrics.
@@ -85,7 +89,13 @@ func NewMetrics() *Metrics {
 	m.Webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trialform_webhook_requests_total", Help: "POST /hook requests, by result (sync, ignored: another branch, unauthorized, off: no secret configured).",
 	}, []string{"result"})
-	r.MustRegister(m.BackendChanged, m.Webhooks)
+	m.PlanChanges = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "trialform_plan_changes", Help: "The last plan's changes, by action (create, resume, teardown: trials; update: experiments created, updated or deleted), applied or not (held, -policy plan-only).",
+	}, []string{"action"})
+	m.PlannedAt = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "trialform_last_plan_timestamp_seconds", Help: "When the last plan was made (Unix time).",
+	})
+	r.MustRegister(m.BackendChanged, m.Webhooks, m.PlanChanges, m.PlannedAt)
 	r.MustRegister(m.Trials, m.PlanSeconds, m.ApplySeconds, m.SyncedCommit, m.SyncedAt, m.FetchedCommit, m.Held, m.SyncErrors, m.LastSyncError, m.DefinitionsOK, m.SourceOK, m.ApprovalsTotal, m.Leader)
 	for _, s := range []string{"git", "definitions", "backend", "lock", "state", "plan", "apply"} {
 		m.SyncErrors.WithLabelValues(s)
@@ -102,6 +112,15 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) SetCommit(g *prometheus.GaugeVec, commit string) {
 	g.Reset()
 	g.WithLabelValues(commit).Set(1)
+}
+
+// SetPlan records the last plan's changes and when it was made.
+func (m *Metrics) SetPlan(s plan.Summary, at time.Time) {
+	m.PlanChanges.WithLabelValues("create").Set(float64(s.Create))
+	m.PlanChanges.WithLabelValues("resume").Set(float64(s.Resume))
+	m.PlanChanges.WithLabelValues("teardown").Set(float64(s.Teardown))
+	m.PlanChanges.WithLabelValues("update").Set(float64(s.Update))
+	m.PlannedAt.Set(float64(at.UnixNano()) / 1e9)
 }
 
 // SetHeld records the held changes.

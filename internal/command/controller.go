@@ -395,6 +395,8 @@ type ctrl struct {
 	failures   int // consecutive failed fetches
 	lockedMsg  string
 	lastPlan   string
+	// planSameSaid: the log said that the plan last logged is unchanged.
+	planSameSaid bool
 	// elsewhereLogged is the unfinished trials of other working copies
 	// last logged (logElsewhere).
 	elsewhereLogged string
@@ -846,15 +848,25 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		return
 	}
 	c.setHeld(held)
-	// A plan is logged at INFO when it differs from the last pass's, or
-	// has changes to apply; a plan whose only changes are held ones (the
-	// same every pass until approved) once, then at DEBUG.
+	c.metrics.SetPlan(p.Summary, time.Now())
+	// A plan is logged at INFO when it differs from the last pass's (its
+	// commit, summary or held changes), or has changes this pass
+	// applies; a plan that applies nothing (its only changes held ones,
+	// the same every pass until approved; any plan of -policy plan-only)
+	// once, then, said once to be unchanged, at DEBUG (/metrics keeps
+	// its numbers: trialform_plan_changes). Before, a plan-only
+	// controller logged the same plan at INFO every pass.
 	level := slog.LevelDebug
-	if key := planLogKey(p, held); key != c.lastPlan || (p.HasChanges() && len(held) == 0) {
+	applies := p.HasChanges() && len(held) == 0 && c.policy != controller.PlanOnly
+	if key := c.goodCommit + " " + planLogKey(p, held); key != c.lastPlan || applies {
 		level = slog.LevelInfo
-		c.lastPlan = key
+		c.lastPlan, c.planSameSaid = key, false
 	}
 	c.log.Log(ctx, level, "planned", "commit", c.goodCommit, "create", p.Summary.Create, "resume", p.Summary.Resume, "teardown", p.Summary.Teardown, "update", p.Summary.Update, "policy", string(c.policy))
+	if level == slog.LevelDebug && !c.planSameSaid {
+		c.planSameSaid = true
+		c.log.Info("the plan is unchanged: logged again when it changes", "commit", c.goodCommit, "policy", string(c.policy), "see", "trialform_plan_changes in /metrics")
+	}
 	c.logElsewhere(ctx, p)
 	if c.policy == controller.PlanOnly {
 		c.setReady(s)
