@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5"
@@ -22,6 +23,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/trialform/trialform/internal/didyoumean"
 )
 
 // Credentials for the git source. At most one of Token and SSHKey.
@@ -134,8 +138,8 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 		if err != nil {
 			// A failed clone leaves a partial .git: start over next time.
 			os.RemoveAll(filepath.Join(s.Dir, ".git"))
-			if errors.Is(err, git.NoMatchingRefSpecError{}) {
-				return "", s.noBranch(err)
+			if errors.Is(err, git.NoMatchingRefSpecError{}) || errors.Is(err, transport.ErrEmptyRemoteRepository) {
+				return "", s.noBranch(ctx, auth, false, err)
 			}
 			return "", fmt.Errorf("clone %s (branch %s): %w%s", remoteURL, s.Branch, trimmed{err}, s.accessHint(err, auth))
 		}
@@ -150,7 +154,7 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 			RefSpecs: []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+%s:%s", branch, remoteRef))},
 		})
 		if errors.Is(err, git.NoMatchingRefSpecError{}) {
-			return "", s.noBranch(err)
+			return "", s.noBranch(ctx, auth, true, err)
 		}
 		if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return "", fmt.Errorf("fetch %s (branch %s): %w%s", remoteURL, s.Branch, trimmed{err}, s.accessHint(err, auth))
@@ -304,10 +308,56 @@ func (s *Source) setRemote(repo *git.Repository, remoteURL string) error {
 }
 
 // noBranch is the error of a repository that answers but has no branch
-// s.Branch (go-git said only `couldn't find remote ref "refs/heads/main"`).
-func (s *Source) noBranch(err error) error {
+// s.Branch (go-git said only `couldn't find remote ref "refs/heads/main"`),
+// with the branches it has: a newcomer's -branch left at main for a
+// repository whose branch is master was told "deleted or renamed?: push
+// it again", of a branch that never was. fetched: the checkout had
+// followed the branch.
+func (s *Source) noBranch(ctx context.Context, auth transport.AuthMethod, fetched bool, err error) error {
 	u, _ := s.remote()
-	return fmt.Errorf("branch %s is not in %s (deleted or renamed?): push it again, or restart the controller with -branch naming the branch to follow (%w)", s.Branch, u, err)
+	gone := ""
+	if fetched {
+		gone = " (deleted or renamed?)"
+	}
+	names, lerr := s.branches(ctx, auth)
+	switch {
+	case lerr != nil:
+		return fmt.Errorf("branch %s is not in %s%s: push it, or restart the controller with -branch naming the branch to follow (%w)", s.Branch, u, gone, err)
+	case len(names) == 0:
+		return fmt.Errorf("branch %s is not in %s%s, which has no branch: push the definitions to branch %s (%w)", s.Branch, u, gone, s.Branch, err)
+	case len(names) == 1:
+		return fmt.Errorf("branch %s is not in %s%s, whose only branch is %s: restart the controller with -branch %s, or push branch %s (%w)", s.Branch, u, gone, names[0], names[0], s.Branch, err)
+	}
+	list := names
+	if len(list) > 10 {
+		list = append(list[:10:10], "…")
+	}
+	restart := "restart the controller with -branch naming the branch to follow"
+	if near := didyoumean.Suggest(s.Branch, names); near != "" {
+		restart = fmt.Sprintf("restart the controller with -branch %s (the closest name) or another of them", near)
+	}
+	return fmt.Errorf("branch %s is not in %s%s, whose branches are %s: %s, or push branch %s (%w)", s.Branch, u, gone, strings.Join(list, ", "), restart, s.Branch, err)
+}
+
+// branches lists the repository's branches, sorted.
+func (s *Source) branches(ctx context.Context, auth transport.AuthMethod) ([]string, error) {
+	u, _ := s.remote()
+	r := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{Name: "origin", URLs: []string{u}})
+	refs, err := r.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, ref := range refs {
+		if ref.Name().IsBranch() {
+			names = append(names, ref.Name().Short())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 // FirstParents returns up to n commits before commit, following first

@@ -131,7 +131,13 @@ func TestSyncBranchGone(t *testing.T) {
 		if err == nil || got != "" {
 			t.Fatalf("%s of a renamed branch: %q, %v", what, got, err)
 		}
-		for _, want := range []string{"branch main is not in " + u.dir + " (deleted or renamed?)", "-branch"} {
+		want := []string{"branch main is not in " + u.dir + " (deleted or renamed?), whose only branch is trunk: restart the controller with -branch trunk, or push branch main"}
+		if what == "clone" {
+			// (a work directory that never followed it: nothing says it
+			// was deleted)
+			want = []string{"branch main is not in " + u.dir + ", whose only branch is trunk: restart the controller with -branch trunk, or push branch main"}
+		}
+		for _, want := range want {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s of a renamed branch: %v; want it to say %q", what, err, want)
 			}
@@ -141,6 +147,35 @@ func TestSyncBranchGone(t *testing.T) {
 	want := u.commit("back")
 	if got, err := s.Sync(ctx); err != nil || got != want {
 		t.Fatalf("sync once the branch is back: %s, %v; want %s", got, err, want)
+	}
+}
+
+// TestSyncNoSuchBranch: a newcomer's -branch that the repository never
+// had (left at main for a repository whose branch is master, or
+// misspelled), or a repository with no branch at all, is said with the
+// branches it has and the -branch to give; before, "deleted or renamed?:
+// push it again", of a branch that never was, and for an empty repository
+// go-git's "remote repository is empty".
+func TestSyncNoSuchBranch(t *testing.T) {
+	u := newUpstream(t)
+	u.git("branch", "-m", "main", "master")
+	u.git("branch", "develop")
+	ctx := context.Background()
+	for _, tt := range []struct{ branch, want string }{
+		{"main", "branch main is not in " + u.dir + ", whose branches are develop, master: restart the controller with -branch naming the branch to follow, or push branch main"},
+		{"mastr", "branch mastr is not in " + u.dir + ", whose branches are develop, master: restart the controller with -branch master (the closest name) or another of them, or push branch mastr"},
+	} {
+		s := &Source{URL: u.dir, Branch: tt.branch, Path: "defs", Dir: filepath.Join(t.TempDir(), "checkout")}
+		if _, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "deleted") {
+			t.Errorf("-branch %s: %v; want %q", tt.branch, err, tt.want)
+		}
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	(&upstream{t: t, dir: t.TempDir()}).git("init", "-q", "-b", "main", empty)
+	s := &Source{URL: empty, Branch: "main", Dir: filepath.Join(t.TempDir(), "checkout")}
+	want := "branch main is not in " + empty + ", which has no branch: push the definitions to branch main"
+	if _, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("an empty repository: %v; want %q", err, want)
 	}
 }
 
