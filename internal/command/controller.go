@@ -457,7 +457,13 @@ func (c *ctrl) pass(ctx context.Context) bool {
 		c.metrics.SyncErrors.WithLabelValues("git").Inc()
 		c.failures++
 		c.syncFailed("git", c.goodCommit, c.redact(err.Error()))
-		c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", c.goodCommit, "attempt", c.failures, "retry_in", c.retryIn().String())
+		inForce := c.goodCommit
+		if inForce == "" {
+			// (it said `"in_force":""`, which a newcomer read as
+			// definitions in force)
+			inForce = "none yet: nothing is planned or applied until the repository is read"
+		}
+		c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", inForce, "attempt", c.failures, "retry_in", c.retryIn().String())
 		c.sourceDown = true
 	default:
 		if c.sourceDown {
