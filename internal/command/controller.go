@@ -530,6 +530,9 @@ func (c *ctrl) loadChecked(dir string) (cfg *schema.Config, msg string) {
 	if msg = c.privateTrialsProblem(cfg); msg != "" {
 		return nil, msg
 	}
+	if msg = c.privateStateProblem(cfg); msg != "" {
+		return nil, msg
+	}
 	if msg = platformIdentityProblem(cfg); msg != "" {
 		return nil, msg
 	}

@@ -300,6 +300,25 @@ func pidAlive(pid int) bool {
 	return err == nil && !st.Gone()
 }
 
+// privateStateProblem refuses, under leader election, definitions whose
+// state is in the local backend (no backend block, or backend "local"):
+// each replica keeps that state in its own -work-dir (in a pod, its own
+// emptyDir, as examples/controller has it), so a new leader would plan
+// from a state of its own, empty or stale, and start every experiment
+// anew beside the trials of the last leader. Before, it was taken. It
+// returns "" when the backend is shared (kubernetes, pg).
+func (c *ctrl) privateStateProblem(cfg *schema.Config) string {
+	if c.leader == nil || !c.leader.enabled || cfg == nil || cfg.Backend.BackendName() != schema.LocalBackendKind.Name {
+		return ""
+	}
+	where := "the definitions have no backend block, so the state is in the local backend"
+	if cfg.Backend != nil {
+		where = cfg.Backend.DeclRange.String() + `: backend "local" keeps the state`
+	}
+	return where + ", in each replica's own -work-dir: with -leader-elect a new leader would plan from its own state (empty, or stale) and start every experiment anew. " +
+		`Add a backend "kubernetes" block (or "pg") that every replica reaches, or run a single controller without -leader-elect`
+}
+
 // privateTrialsProblem refuses, under leader election, definitions with
 // an experiment on a platform whose trials only the replica that started
 // them sees (providers.Private: local trials live in the replica's own
