@@ -862,7 +862,8 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	// commit, summary or held changes), or has changes this pass
 	// applies; a plan that applies nothing (its only changes held ones,
 	// the same every pass until approved; any plan of -policy plan-only)
-	// once, then, said once to be unchanged, at DEBUG (/metrics keeps
+	// once, then, said once to be unchanged, at DEBUG (a plan without
+	// changes is not said to be unchanged; /metrics keeps
 	// its numbers: trialform_plan_changes). Before, a plan-only
 	// controller logged the same plan at INFO every pass.
 	level := slog.LevelDebug
@@ -872,7 +873,8 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		c.lastPlan, c.planSameSaid = key, false
 	}
 	c.log.Log(ctx, level, "planned", "commit", c.goodCommit, "create", p.Summary.Create, "resume", p.Summary.Resume, "teardown", p.Summary.Teardown, "update", p.Summary.Update, "policy", string(c.policy))
-	if level == slog.LevelDebug && !c.planSameSaid {
+	if level == slog.LevelDebug && p.HasChanges() && !c.planSameSaid {
+		// (a plan without changes goes without saying)
 		c.planSameSaid = true
 		c.log.Info("the plan is unchanged: logged again when it changes", "commit", c.goodCommit, "policy", string(c.policy), "see", "trialform_plan_changes in /metrics")
 	}
