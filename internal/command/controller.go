@@ -21,6 +21,7 @@ import (
 
 	"github.com/trialform/trialform/apply"
 	"github.com/trialform/trialform/controller"
+	"github.com/trialform/trialform/internal/incluster"
 	"github.com/trialform/trialform/internal/ui"
 	"github.com/trialform/trialform/internal/views"
 	"github.com/trialform/trialform/plan"
@@ -695,6 +696,13 @@ func (c *ctrl) openBackend(cfg *schema.Config) bool {
 		cd.SetClaimDuration(c.o.claimDuration)
 	}
 	c.log.Info("state backend open", "backend", m.Name())
+	if m.Name() == schema.LocalBackendKind.Name && incluster.Possible() {
+		// A newcomer's definitions without a backend block, run in a pod
+		// as examples/controller does (-work-dir an emptyDir): said
+		// nothing, and the state was lost at the pod's next restart.
+		c.log.Warn("the state is in the local backend, in -work-dir: in a pod it lasts as long as that directory (an emptyDir is lost when the pod is deleted, evicted or rescheduled, and every experiment then starts anew)",
+			"state_dir", c.stateDir, "what_to_do", `give the definitions a backend "kubernetes" block (or "pg"), or put -work-dir on a persistent volume`)
+	}
 	if c.o.listen != "" {
 		dash := ui.New(ui.Options{
 			StateDir: c.stateDir, WorkDir: c.src.DefinitionsDir(), Token: c.dashToken, Backend: m,
