@@ -86,11 +86,15 @@ the definitions under -path, plans, and applies under -policy. auto applies
 creates, resumes and in-place updates; an experiment whose plan tears down
 trials or removes it (a new generation, a removed block) is held until
 "trialform approve" approves that exact change. plan-only applies nothing. A
-commit that does not validate leaves the last good definitions in force. Logs
-are JSON lines; -listen serves /healthz, /readyz, /metrics, /held and the
-dashboard. Held changes are recorded in the shared state for "trialform
-approve" from any working copy with the same backend. With -leader-elect it is one of several replicas sharing a Lease:
-only the leader plans and applies, the others stand by.`,
+commit that does not validate leaves the last good definitions in force. The
+state is where the definitions' backend block says; without one it is local,
+in -work-dir (in a pod, give a kubernetes or pg backend: an emptyDir is lost
+with the pod). Held changes are recorded in the state for "trialform approve"
+from any working copy with the same backend. Logs are JSON lines; -listen
+serves /healthz, /readyz, /metrics, /held and the dashboard. With -leader-elect
+it is one of several replicas sharing a Lease: only the leader plans and
+applies, the others stand by; they need a shared backend (kubernetes, pg) and
+trials on a platform every replica reaches.`,
 		example: "trialform controller -repo https://git.example.com/ml/hpo.git -branch main -path experiments -listen :8080",
 	},
 	"approve": {
