@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/internal/views"
 )
 
@@ -387,7 +388,7 @@ func (g *Globals) parse(fs *flag.FlagSet, args []string, spec argSpec) (pos []st
 		return nil, 0, false
 	}
 	if err != nil {
-		views.FlagError(g.IO.Err, err, fs.Name())
+		views.FlagError(g.IO.Err, flagHint(fs, err), fs.Name())
 		return nil, 1, false
 	}
 	h := helps[fs.Name()]
@@ -401,6 +402,35 @@ func (g *Globals) parse(fs *flag.FlagSet, args []string, spec argSpec) (pos []st
 		return nil, 1, false
 	}
 	return pos, 0, true
+}
+
+// flagHint adds to the flag package's error what to do: the flag meant by
+// an unknown one ("flag provided but not defined: -polcy" said nothing
+// more), and for a duration without its unit ("-interval 10": "parse
+// error") the form one takes.
+func flagHint(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if s := didyoumean.Sentence(strings.TrimLeft(name, "-"), names, "-%s"); s != "" {
+			return fmt.Errorf("%w.%s", err, s)
+		}
+		return err
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if i := strings.Index(rest, " for flag -"); i >= 0 {
+			name, _, _ := strings.Cut(rest[i+len(" for flag -"):], ":")
+			if f := fs.Lookup(name); f != nil {
+				if g, ok := f.Value.(flag.Getter); ok {
+					if _, ok := g.Get().(time.Duration); ok {
+						return fmt.Errorf("%w: -%s takes a duration with its unit, such as 30s, 5m or 1h30m", err, name)
+					}
+				}
+			}
+		}
+	}
+	return err
 }
 
 func quoteAll(ss []string) string {

@@ -79,6 +79,27 @@ func TestUnknownFlagHasErrorPrefix(t *testing.T) {
 	}
 }
 
+// A misspelled flag is answered with the flag meant, and a duration
+// without its unit with the form one takes; before, "flag provided but
+// not defined: -polcy" and "parse error" alone.
+func TestFlagErrorsSayWhatToDo(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"controller", "-repo", "r", "-polcy", "plan-only"}, "Error: flag provided but not defined: -polcy. Did you mean -policy?\n"},
+		{[]string{"controller", "--brnch", "main"}, "Error: flag provided but not defined: -brnch. Did you mean -branch?\n"},
+		{[]string{"plan", "-tagret", "svm"}, "Error: flag provided but not defined: -tagret. Did you mean -target?\n"},
+		{[]string{"plan", "-zzzzzz"}, "Error: flag provided but not defined: -zzzzzz\n"},
+		{[]string{"controller", "-repo", "r", "-interval", "10"}, `Error: invalid value "10" for flag -interval: parse error: -interval takes a duration with its unit, such as 30s, 5m or 1h30m` + "\n"},
+	} {
+		code, _, errs := runCaptured(tt.args...)
+		if code != 1 || !strings.HasPrefix(errs, tt.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 1 and %q", tt.args, code, errs, tt.want)
+		}
+	}
+}
+
 func TestStateWithoutSubcommand(t *testing.T) {
 	code, _, errs := runCaptured("state")
 	if code != 1 || !strings.Contains(errs, "Usage: trialform state SUBCOMMAND") {
