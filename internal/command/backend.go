@@ -63,7 +63,17 @@ func backendRecordOf(be *schema.Backend) state.BackendRecord {
 // backendEnv is what a backend opens with: the state directory and this
 // command's environment.
 func (g *Globals) backendEnv(sd string) backendreg.Env {
-	return backendreg.Env{StateDir: sd, Getenv: g.getenv, Report: func(msg string) { views.Notice(g.IO.Err, msg) }}
+	return backendreg.Env{StateDir: sd, Getenv: g.getenv, Report: g.reportNotice}
+}
+
+// reportNotice says msg, a state backend's outage or recovery: on stderr,
+// or in the controller's log (Globals.notice).
+func (g *Globals) reportNotice(msg string) {
+	if g.notice != nil {
+		g.notice(msg)
+		return
+	}
+	views.Notice(g.IO.Err, msg)
 }
 
 // getenv reads the command's environment (IO.Environ).
@@ -310,7 +320,7 @@ func (g *Globals) retrying(b state.Backend) apply.StateStore {
 	if b.Name() == state.LocalBackend {
 		return b
 	}
-	return apply.RetryStore(b, func(msg string) { views.Notice(g.IO.Err, msg) })
+	return apply.RetryStore(b, g.reportNotice)
 }
 
 // ensureState creates b's state, empty, when there is none yet, under the

@@ -155,6 +155,9 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 			lost: make(chan struct{}), started: make(chan struct{}, 1), stopped: make(chan struct{})},
 	}
 	c.src.Log = c.log
+	// A state backend's outage, said in the log's JSON lines (it was a
+	// plain "trialform: state backend ..." line on stderr among them).
+	g.notice = func(msg string) { c.log.Warn("state backend", "notice", c.redact(msg)) }
 	c.metrics.DefinitionsOK.Set(0)
 	c.metrics.Leader.Set(0) // 1 once it claims the state (and leads)
 	defer func() {

@@ -160,6 +160,9 @@ type Globals struct {
 	// configuration directory's .trialform (the controller keeps it out
 	// of its git checkout).
 	stateDirAt string
+	// notice, when set, says a state backend's outage or recovery instead
+	// of stderr (the controller: a record of its JSON log).
+	notice func(msg string)
 }
 
 // hard is the context for calls that must survive the first interrupt.
