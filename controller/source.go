@@ -271,13 +271,53 @@ func (s *Source) accessHint(err error, auth transport.AuthMethod) string {
 		return ": the credentials were refused: check that the token (-git-token-file, $TRIALFORM_GIT_TOKEN, or the one in -repo) " +
 			"or SSH key is valid, not expired, and may read this repository, and -git-user if the server wants a user name (default git)"
 	case errors.Is(err, transport.ErrRepositoryNotFound):
+		if h := s.localHint(); h != "" {
+			return h
+		}
 		hint := ": check -repo"
 		if auth == nil && strings.Contains(s.URL, "://") && !strings.HasPrefix(s.URL, "file://") {
 			hint += " (a server may answer \"not found\" for a private repository asked without credentials: -git-token-file)"
 		}
 		return hint
 	}
+	if h := s.localHint(); strings.HasPrefix(h, ": it is a file") {
+		// (go-git: "unknown error: fatal: invalid gitfile format")
+		return h
+	}
 	return ""
+}
+
+// localHint says, for a -repo on this machine that is not a repository,
+// what it is instead ("" when it is not there, or not local): a newcomer's
+// working copy never committed, or the definitions' directory inside a
+// repository, which -path names (both were "repository not found: check
+// -repo").
+func (s *Source) localHint() string {
+	dir := s.URL
+	if strings.Contains(dir, "://") {
+		u, err := url.Parse(dir)
+		if err != nil || u.Scheme != "file" {
+			return ""
+		}
+		dir = u.Path
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return ""
+	}
+	if !fi.IsDir() {
+		return ": it is a file: -repo names a git repository (its directory, or a URL)"
+	}
+	for up := filepath.Dir(dir); ; up = filepath.Dir(up) {
+		if _, err := os.Stat(filepath.Join(up, ".git")); err == nil {
+			rel, _ := filepath.Rel(up, dir)
+			return fmt.Sprintf(": it is a directory inside the git repository %s: give -repo %s and -path %s (the definitions' directory in the repository)", up, up, filepath.ToSlash(rel))
+		}
+		if up == filepath.Dir(up) {
+			break
+		}
+	}
+	return ": it is a directory, not a git repository: commit the definitions in a git repository (git init; git add; git commit) and name it with -repo"
 }
 
 // setRemote makes the checkout's origin remoteURL: a checkout kept from

@@ -384,3 +384,26 @@ func TestSyncSaysWhatToDoWhenRefused(t *testing.T) {
 		t.Errorf("fetch with a revoked token: %q, want it to start with %q", got, want)
 	}
 }
+
+// TestSyncLocalNotARepository: a -repo on this machine that is not a git
+// repository says what it is and what to give instead: the definitions'
+// directory inside a repository (-repo its root, -path the directory), a
+// working copy never committed, a file. Before, "repository not found:
+// check -repo", or go-git's "invalid gitfile format".
+func TestSyncLocalNotARepository(t *testing.T) {
+	u := newUpstream(t)
+	plain := t.TempDir()
+	ctx := context.Background()
+	for _, tt := range []struct{ repo, want string }{
+		{filepath.Join(u.dir, "defs"), "it is a directory inside the git repository " + u.dir + ": give -repo " + u.dir + " and -path defs"},
+		{"file://" + filepath.Join(u.dir, "defs"), "give -repo " + u.dir + " and -path defs"},
+		{plain, "it is a directory, not a git repository: commit the definitions in a git repository"},
+		{filepath.Join(u.dir, "defs", "main.hcl"), "it is a file: -repo names a git repository"},
+		{filepath.Join(plain, "missing"), "repository not found: check -repo"},
+	} {
+		s := &Source{URL: tt.repo, Branch: "main", Dir: filepath.Join(t.TempDir(), "checkout")}
+		if _, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("-repo %s: %v; want %q", tt.repo, err, tt.want)
+		}
+	}
+}
