@@ -16,11 +16,12 @@ import (
 // (Manager); state/pg (PostgreSQL) and state/kubernetes (Secrets and
 // Leases) are the shared backends, listed in state/backends.
 //
-// Optional capabilities are one-method interfaces a caller finds by type
-// assertion (WholeSaver, Compacter, StateStamper, MetricsStamper): a
+// Optional capabilities are small interfaces a caller finds by type
+// assertion (WholeSaver, Compacter, StateStamper, MetricsStamper,
+// ContextReader): a
 // backend without one loses only an optimisation or a convenience, never
 // correctness, and the helpers below (SaveWhole, StateStampOf,
-// MetricsStampOf) fall back for it.
+// MetricsStampOf, LoadContext, PeekContext) fall back for it.
 
 // LocalBackend is the name of the local backend (Manager).
 const LocalBackend = "local"
@@ -84,6 +85,36 @@ func Peek(b SnapshotReader) (*State, error) {
 		return p.Peek()
 	}
 	return b.Load()
+}
+
+// ContextReader is an optional capability of a backend whose reads go to a
+// server that may not answer (pg, kubernetes): LoadContext and PeekContext
+// are Load and Peek that give up when ctx ends, with an error wrapping
+// ctx's, instead of waiting an outage out (the kubernetes backend retries
+// for 2 minutes), so that a controller told to stop while the server is
+// down exits at once. A read writes nothing: one given up loses nothing.
+// Use the LoadContext and PeekContext functions.
+type ContextReader interface {
+	LoadContext(ctx context.Context) (*State, error)
+	PeekContext(ctx context.Context) (*State, error)
+}
+
+// LoadContext is b's Load, given up when ctx ends where b can (a
+// ContextReader).
+func LoadContext(ctx context.Context, b SnapshotReader) (*State, error) {
+	if r, ok := b.(ContextReader); ok {
+		return r.LoadContext(ctx)
+	}
+	return b.Load()
+}
+
+// PeekContext is Peek(b), given up when ctx ends where b can (a
+// ContextReader).
+func PeekContext(ctx context.Context, b SnapshotReader) (*State, error) {
+	if r, ok := b.(ContextReader); ok {
+		return r.PeekContext(ctx)
+	}
+	return Peek(b)
 }
 
 // ChangeWriter writes the state.

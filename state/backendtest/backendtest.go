@@ -116,6 +116,7 @@ func Run(t *testing.T, setup Setup) {
 		{"ReaderBetweenPrepareAndCommit", testReaderBetweenPrepareAndCommit},
 		{"ReaderKeepsConflicts", testReaderKeepsConflicts},
 		{"ReaderOfAnotherHoldersSave", testReaderOfAnotherHoldersSave},
+		{"ContextReads", testContextReads},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.f(t, setup(t)) })
@@ -780,4 +781,36 @@ func testCorruptChange(t *testing.T, st *Store) {
 		t.Fatalf("replace a damaged state with a good copy: %v", err)
 	}
 	same(t, "after a damaged state was replaced", load(t, st.Open()), hist[len(hist)-1])
+}
+
+// testContextReads: LoadContext and PeekContext read what Load does; a
+// backend that is a state.ContextReader gives a read up when its context
+// has ended (a controller stopping while the server is down), with the
+// context's error, and the client's next save goes on from what it
+// loaded before.
+func testContextReads(t *testing.T, st *Store) {
+	b := st.Open()
+	s := Sample(3)
+	save(t, b, s)
+	s = load(t, b)
+	for name, read := range map[string]func(context.Context, state.SnapshotReader) (*state.State, error){
+		"LoadContext": state.LoadContext, "PeekContext": state.PeekContext,
+	} {
+		got, err := read(context.Background(), st.Open())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		same(t, name, got, s)
+		if _, ok := b.(state.ContextReader); !ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := read(ctx, b); !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s with an ended context: %v, want context.Canceled", name, err)
+		}
+	}
+	s.Experiments["mnist"].Paused = true
+	save(t, b, s)
+	same(t, "after reads given up", load(t, st.Open()), s)
 }

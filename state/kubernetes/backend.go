@@ -346,7 +346,12 @@ func hashName(s string) string {
 }
 
 func background() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 10*time.Minute)
+	return within(context.Background())
+}
+
+// within is ctx, ended after 10 minutes at the latest.
+func within(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 10*time.Minute)
 }
 
 var errNoState = errors.New("no state")

@@ -1229,3 +1229,64 @@ func TestPeekReusesWhatItRead(t *testing.T) {
 		t.Fatalf("a Peek after one experiment changed read %d parts, the first %d: it read the unchanged ones again", again, all)
 	}
 }
+
+// TestReadsGiveUpWhenTheirContextEnds: a controller standing by while the
+// apiserver is down reads the state in a loop; told to stop (SIGTERM), it
+// waited for that read, retried for 2 minutes, and its pod outlived its
+// grace period. LoadContext and PeekContext end with their context, and
+// the state is whole afterwards: read again and saved over once the
+// apiserver is back.
+func TestReadsGiveUpWhenTheirContextEnds(t *testing.T) {
+	c := controlPlane(t)
+	suffix := newSuffix()
+	mustSave(t, open(t, suffix), backendtest.Sample(3))
+	b := open(t, suffix)
+	reports := make(chan string, 10)
+	b.SetReporter(func(msg string) { reports <- msg })
+	c.StopComponent("kube-apiserver")
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 2)
+	go func() { _, err := b.LoadContext(ctx); got <- err }()
+	go func() { _, err := b.PeekContext(ctx); got <- err }()
+	select {
+	case msg := <-reports:
+		if !strings.Contains(msg, "cannot be reached") {
+			t.Errorf("report %q", msg)
+		}
+	case err := <-got:
+		c.RestartComponent("kube-apiserver")
+		t.Fatalf("a read ended before the outage was reported: %v", err)
+	}
+	cancel()
+	deadline := time.After(20 * time.Second)
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-got:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("a read given up: %v, want context.Canceled", err)
+			}
+		case <-deadline:
+			c.RestartComponent("kube-apiserver")
+			t.Fatal("a read still runs 20 s after its context ended")
+		}
+	}
+	if err := c.RestartComponent("kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Experiments) != len(backendtest.Sample(3).Experiments) {
+		t.Fatalf("after the restart the state has %d experiments", len(st.Experiments))
+	}
+	st.Experiment("mnist").MaxTrials++
+	mustSave(t, b, st)
+	again, err := open(t, suffix).Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Serial != st.Serial || again.Experiment("mnist").MaxTrials != st.Experiment("mnist").MaxTrials {
+		t.Fatalf("read back after the save: serial %d, want %d", again.Serial, st.Serial)
+	}
+}

@@ -165,7 +165,13 @@ func (b *Backend) Exists() (bool, error) {
 // Load reads the index, then the parts it names (those this client has
 // not read already), and returns the state they make up.
 func (b *Backend) Load() (*state.State, error) {
-	ctx, cancel := background()
+	return b.LoadContext(context.Background())
+}
+
+// LoadContext is Load, given up when ctx ends (state.ContextReader): the
+// cache and the loaded index move only once the whole read succeeded.
+func (b *Backend) LoadContext(ctx context.Context) (*state.State, error) {
+	ctx, cancel := within(ctx)
 	defer cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -191,7 +197,12 @@ func (b *Backend) Load() (*state.State, error) {
 // change someone else made to its experiments since it loaded them. The
 // parts already cached are reused.
 func (b *Backend) Peek() (*state.State, error) {
-	ctx, cancel := background()
+	return b.PeekContext(context.Background())
+}
+
+// PeekContext is Peek, given up when ctx ends (state.ContextReader).
+func (b *Backend) PeekContext(ctx context.Context) (*state.State, error) {
+	ctx, cancel := within(ctx)
 	defer cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -210,7 +221,10 @@ func (b *Backend) Peek() (*state.State, error) {
 	return b.assemble(c)
 }
 
-var _ state.Peeker = (*Backend)(nil)
+var (
+	_ state.Peeker        = (*Backend)(nil)
+	_ state.ContextReader = (*Backend)(nil)
+)
 
 // refresh brings the cache up to the stored state (nil when there is
 // none), reading the parts it lacks. The caller holds b.mu.

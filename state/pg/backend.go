@@ -291,7 +291,12 @@ func (b *Backend) Close() {
 }
 
 func background() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 2*time.Minute)
+	return within(context.Background())
+}
+
+// within is ctx, ended after 2 minutes at the latest.
+func within(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 2*time.Minute)
 }
 
 // scrub removes secret from msg.

@@ -62,7 +62,13 @@ func (b *Backend) Exists() (bool, error) {
 // there, 6 when loaded)"), so Load reads again, the last time holding the
 // lock that saves take.
 func (b *Backend) Load() (*state.State, error) {
-	ctx, cancel := background()
+	return b.LoadContext(context.Background())
+}
+
+// LoadContext is Load, given up when ctx ends (state.ContextReader): what
+// this client loaded moves only once a whole read succeeded.
+func (b *Backend) LoadContext(ctx context.Context) (*state.State, error) {
+	ctx, cancel := within(ctx)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		last := attempt >= loadTries
@@ -98,13 +104,21 @@ func (b *Backend) Load() (*state.State, error) {
 // only w (a bug: report it)") or write over a change someone else made to
 // its experiments since it loaded them, undetected.
 func (b *Backend) Peek() (*state.State, error) {
-	ctx, cancel := background()
+	return b.PeekContext(context.Background())
+}
+
+// PeekContext is Peek, given up when ctx ends (state.ContextReader).
+func (b *Backend) PeekContext(ctx context.Context) (*state.State, error) {
+	ctx, cancel := within(ctx)
 	defer cancel()
 	s, _, err := b.read(ctx)
 	return s, err
 }
 
-var _ state.Peeker = (*Backend)(nil)
+var (
+	_ state.Peeker        = (*Backend)(nil)
+	_ state.ContextReader = (*Backend)(nil)
+)
 
 // loadTries is how many reads Load makes without the save lock before it
 // reads holding it.
