@@ -240,7 +240,7 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 			case <-c.providerChanged():
 			case <-c.stateChanges(ctx):
 				// Someone wrote the state: a pass only for an approval.
-				if !c.approvalArrived() {
+				if !c.approvalArrived(ctx) {
 					continue
 				}
 			case <-t.C:
@@ -292,7 +292,7 @@ var closedNever = make(chan struct{})
 // approvalArrived reports whether the state, changed by someone since
 // the last pass, now approves a held change (read without a lock, in
 // the loop's goroutine: the pass is not running).
-func (c *ctrl) approvalArrived() bool {
+func (c *ctrl) approvalArrived(ctx context.Context) bool {
 	if c.m == nil || c.policy == controller.PlanOnly {
 		return false
 	}
@@ -302,7 +302,7 @@ func (c *ctrl) approvalArrived() bool {
 		}
 		c.passStamp = stamp.State
 	}
-	st, err := state.Peek(c.m)
+	st, err := state.PeekContext(ctx, c.m)
 	if err != nil {
 		return false
 	}
@@ -736,7 +736,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	}
 	lctx := c.leader.leaderCtx(ctx)
 	if lctx == nil {
-		c.standby()
+		c.standby(ctx)
 		return
 	}
 	ctx = lctx
@@ -753,7 +753,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	// controller standing by for ever), no lock, and writes nothing.
 	planOnly := c.policy == controller.PlanOnly
 	if !planOnly && !c.holdClaim(ctx) {
-		c.standby()
+		c.standby(ctx)
 		return
 	}
 	if c.ps == nil {
@@ -762,7 +762,7 @@ func (c *ctrl) reconcile(ctx context.Context) {
 	op := c.leader.lockOperation()
 	var names []string
 	if _, ok := c.m.(state.ExperimentLocker); ok && !planOnly {
-		if st, err := state.Peek(c.m); err == nil {
+		if st, err := state.PeekContext(ctx, c.m); err == nil {
 			names = lockScope(c.cfg, st, nil)
 		}
 	}
@@ -817,9 +817,15 @@ func (c *ctrl) reconcile(ctx context.Context) {
 		defer lk.Unlock()
 	}
 	c.lockedMsg = ""
-	st, err := c.m.Load()
+	st, err := state.LoadContext(ctx, c.m)
 	if err == nil {
 		err = lostError(ctx, c.m, c.stateDir, nil, nil)
+	}
+	if err != nil && ctx.Err() != nil {
+		// Stopping while the backend did not answer: nothing was
+		// written, and the next start reads the state again.
+		c.log.Info("stopped reading the state: the controller is stopping")
+		return
 	}
 	if err != nil {
 		// A state lost or unreadable: not ready, and said in the
@@ -1123,11 +1129,14 @@ func trialCounts(st *state.State) map[string]map[string]int {
 // standby is a pass of a replica that does not lead: the definitions are
 // followed and the backend opened (for the dashboard and the metrics),
 // nothing is planned or applied.
-func (c *ctrl) standby() {
+func (c *ctrl) standby(ctx context.Context) {
 	if c.m == nil && !c.openBackend(c.cfg) {
 		return
 	}
-	if st, err := state.Peek(c.m); err == nil {
+	// Given up when the controller stops: a standby whose backend cannot
+	// be reached (its apiserver down) retried for 2 minutes, and a pod
+	// outlived its grace period, SIGKILLed.
+	if st, err := state.PeekContext(ctx, c.m); err == nil {
 		c.metrics.SetTrials(trialCounts(st))
 	}
 	c.mu.Lock()
