@@ -33,8 +33,11 @@ func TestKubernetesScripts(t *testing.T) {
 
 // TestKubernetesAPIServerRestart runs the scripts that stop and start
 // the apiserver, on a control plane of their own.
+//
+// It stays serial: restarting an apiserver while the parallel tests load
+// the machine failed once in CI (the new apiserver gave up dialling its
+// etcd), though the control plane is its own.
 func TestKubernetesAPIServerRestart(t *testing.T) {
-	t.Parallel()
 	runKubernetesScripts(t, "testdata/kubernetes-restart")
 }
 
