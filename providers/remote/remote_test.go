@@ -529,3 +529,51 @@ func TestAgentAuth(t *testing.T) {
 		t.Errorf("no credentials: %v", err)
 	}
 }
+
+// BenchmarkReadParallel measures a refresh's Reads: 20 finished trials on
+// one machine read 16 at once (plan's default read parallelism) over the
+// pooled connection, wall time per trial read.
+func BenchmarkReadParallel(b *testing.B) {
+	l := testLab(b)
+	cfg := labConfig(b, l)
+	cfg.Machines = cfg.Machines[:1]
+	cfg.Machines[0].MaxTrials = 1 << 20
+	r := newRemote(b, cfg)
+	code := b.TempDir()
+	var reqs []providers.ReadRequest
+	for i := range 20 {
+		id := "t" + strconv.Itoa(i)
+		h, err := r.Start(context.Background(), trialReq("benchr", id, "echo hello", code))
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqs = append(reqs, providers.ReadRequest{Experiment: "benchr", TrialID: id, Handle: h})
+	}
+	deadline := time.Now().Add(eventWait)
+	for _, rr := range reqs {
+		for {
+			o, err := r.Read(context.Background(), rr)
+			if err == nil && o.Phase == providers.PhaseSucceeded {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%s: %s, %v", rr.TrialID, o.Phase, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	var n atomic.Int64
+	b.SetParallelism(8) // x GOMAXPROCS goroutines
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			rr := reqs[int(n.Add(1))%len(reqs)]
+			if o, err := r.Read(context.Background(), rr); err != nil || o.Phase != providers.PhaseSucceeded {
+				b.Errorf("%s: %s, %v", rr.TrialID, o.Phase, err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/read")
+}
