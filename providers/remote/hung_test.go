@@ -217,14 +217,15 @@ func TestHungAgainAfterRedialGoesLost(t *testing.T) {
 	hangNew("")
 	// The pooled connection's sftp-server does not hang: drop it.
 	r.machines[0].close()
-	readUntilLost(t, r, providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}, grace, "the machine began to hang", key, "lost_grace")
+	readUntilLost(t, r, providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}, grace, "the machine began to hang", nil, key, "lost_grace")
 }
 
 // readUntilLost reads rr's trial, on a machine that began to hang, until
 // it is LOST: not before grace, the reason naming each of want and an
 // outage of at least grace; the test fails if it is not LOST within 10
-// graces (what says what began).
-func readUntilLost(t *testing.T, r *Remote, rr providers.ReadRequest, grace time.Duration, what string, want ...string) {
+// graces (what says what began). between, if not nil, runs after each
+// read that is not LOST.
+func readUntilLost(t *testing.T, r *Remote, rr providers.ReadRequest, grace time.Duration, what string, between func(), want ...string) {
 	t.Helper()
 	start := time.Now()
 	var errs []error
@@ -256,6 +257,9 @@ func readUntilLost(t *testing.T, r *Remote, rr providers.ReadRequest, grace time
 		errs = append(errs, err)
 		if time.Since(start) > 10*grace {
 			t.Fatalf("not LOST %s after %s (lost_grace %s), %d reads; the last said: %v", time.Since(start).Round(time.Second), what, grace, len(errs), err)
+		}
+		if between != nil {
+			between()
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -289,5 +293,139 @@ func TestPartlyHungMachineGoesLost(t *testing.T) {
 	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
 	hangNew("/t1/" + statusFile)
 	r.machines[0].close()
-	readUntilLost(t, r, providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}, grace, "the status file began to hang", key, "/t1/"+statusFile)
+	readUntilLost(t, r, providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}, grace, "the status file began to hang", nil, key, "/t1/"+statusFile)
+}
+
+// A trial whose own status or metrics file hangs, on a machine whose
+// other trials read fine (a work_dir partly on a stalled network file
+// system), is LOST after lost_grace, the reason naming the file that
+// hangs, while the other trials go on being read: the outage is the
+// trial's, not only the machine's. Before, each good read of another
+// trial, or `logs` of one, marked the machine up, the hung trial's outage
+// started again at its next read, and it was never LOST; one whose
+// metrics hung was an error at every read, never LOST.
+func TestHungTrialOnAnsweringMachineGoesLost(t *testing.T) {
+	for _, c := range []struct{ file, other string }{{statusFile, "read"}, {nniMetrics, "read"}, {statusFile, "logs"}} {
+		t.Run(c.file+" "+c.other, func(t *testing.T) { testHungTrialGoesLost(t, c.file, c.other == "logs") })
+	}
+}
+
+// testHungTrialGoesLost: t1's file hangs, and between two reads of it t2
+// is read (logs: its logs are copied) until that answers.
+func testHungTrialGoesLost(t *testing.T, file string, logs bool) {
+	const grace = 3 * time.Second
+	r, key, _, hangNew := hungLab(t, func(c *Config) { c.LostGrace = grace })
+	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
+	sftpTimeout = time.Second
+	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
+	if _, err := r.Start(ctx(t), trialReq("hang", "t2", "echo hello", t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	o2 := waitPhase(t, r, "hang", "t2", providers.PhaseSucceeded)
+	hangNew("/t1/" + file)
+	r.machines[0].close()
+	good := 0
+	// Between two reads of t1, t2 is read until it reads (the machine is
+	// not dialled again within a second of a hang), as a refresh of many
+	// trials would.
+	rr2 := providers.ReadRequest{Experiment: "hang", TrialID: "t2", Handle: o2.Handle}
+	readT2 := func() { readsFine(t, r, rr2); good++ }
+	if logs {
+		readT2 = func() {
+			deadline := time.Now().Add(time.Minute)
+			for {
+				var out bytes.Buffer
+				err := returns(t, "Logs of t2", func() error {
+					return r.Logs(context.Background(), providers.LogsRequest{Experiment: "hang", TrialID: "t2", Handle: o2.Handle, Out: &out})
+				})
+				if err == nil {
+					if !strings.Contains(out.String(), "hello") {
+						t.Fatalf("logs of t2: %q, want hello", out.String())
+					}
+					good++
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("logs of t2, whose files read fine, not read in a minute: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	readUntilLost(t, r, providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}, grace, "t1's "+file+" began to hang", readT2, key, "/t1/"+file)
+	if good < 2 {
+		t.Fatalf("t2 read fine %d times while t1 hung, want the machine to answer for it in between", good)
+	}
+	readT2() // and still does
+}
+
+// readsFine reads rr's trial, whose files read fine on a machine where
+// another trial's files hang, until a read answers (within a minute), and
+// fails the test unless it is SUCCEEDED.
+func readsFine(t *testing.T, r *Remote, rr providers.ReadRequest) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var got providers.Observation
+		err := returns(t, "Read of "+rr.TrialID, func() (err error) {
+			got, err = r.Read(context.Background(), rr)
+			return err
+		})
+		if err == nil {
+			if got.Phase != providers.PhaseSucceeded {
+				t.Fatalf("%s, whose files read fine: %s (%s), want SUCCEEDED", rr.TrialID, got.Phase, got.Reason)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s, whose files read fine, not read in a minute: %v", rr.TrialID, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A trial's outage is remembered across CLI runs, as its machine's is:
+// when each command reads another trial of the machine fine (the machine
+// is up) and then the trial whose status file hangs, that trial is LOST
+// after lost_grace. Before, each command's first hang started it again.
+func TestHungTrialLostAcrossCommands(t *testing.T) {
+	const grace = 3 * time.Second
+	state := t.TempDir()
+	r, key, _, hangNew := hungLab(t, func(c *Config) { c.LostGrace = grace; c.StateDir = state })
+	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
+	sftpTimeout = time.Second
+	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
+	if _, err := r.Start(ctx(t), trialReq("hang", "t2", "echo hello", t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	o2 := waitPhase(t, r, "hang", "t2", providers.PhaseSucceeded)
+	hangNew("/t1/" + statusFile)
+	r.Close()
+	start := time.Now()
+	for runs := 1; ; runs++ {
+		rc := newRemote(t, r.cfg) // the next CLI command
+		readsFine(t, rc, providers.ReadRequest{Experiment: "hang", TrialID: "t2", Handle: o2.Handle})
+		var got providers.Observation
+		err := returns(t, "Read of t1", func() (err error) {
+			got, err = rc.Read(context.Background(), providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle})
+			return err
+		})
+		rc.Close()
+		if err == nil && got.Phase == providers.PhaseLost {
+			for _, w := range []string{key, "/t1/" + statusFile} {
+				if !strings.Contains(got.Reason, w) {
+					t.Fatalf("reason %q: want %q named", got.Reason, w)
+				}
+			}
+			wantOutage(t, got.Reason, grace)
+			t.Logf("LOST after %s (%d commands): %s", time.Since(start).Round(time.Second), runs, got.Reason)
+			return
+		}
+		if err == nil {
+			t.Fatalf("Read of a trial whose status cannot be read: %+v, want an error or LOST", got)
+		}
+		if time.Since(start) > 10*grace {
+			t.Fatalf("not LOST %s after its status file began to hang (lost_grace %s), %d commands; the last said: %v", time.Since(start).Round(time.Second), grace, runs, err)
+		}
+	}
 }

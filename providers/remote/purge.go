@@ -41,5 +41,8 @@ func (r *Remote) PurgeExperiment(ctx context.Context, experiment, lineage string
 			errs = append(errs, fmt.Errorf("%s: %w", m.key, err))
 		}
 	}
+	if len(errs) == 0 {
+		r.forgetExperiment(experiment)
+	}
 	return errors.Join(errs...)
 }

@@ -19,7 +19,7 @@ import (
 type Settings struct {
 	KnownHosts string            `hcl:"known_hosts,optional" doc:"known_hosts file on this machine (relative to the configuration directory; default ~/.ssh/known_hosts)"`
 	WorkDir    string            `hcl:"work_dir,optional" doc:"directory on each machine for code and trials (default ~/trialform)"`
-	LostGrace  time.Duration     `hcl:"lost_grace,optional" doc:"how long a machine may be unreachable before its trials are LOST (default 2m)"`
+	LostGrace  time.Duration     `hcl:"lost_grace,optional" doc:"how long a trial may go unread (its machine unreachable, or its own files hanging there) before it is LOST (default 2m)"`
 	Machines   []MachineSettings `hcl:"machine,block" doc:"one SSH machine; at least one"`
 }
 

@@ -54,7 +54,7 @@ type Config struct {
 	Machines   []Machine
 	KnownHosts string        // known_hosts file (absolute; default ~/.ssh/known_hosts)
 	WorkDir    string        // on each machine; "~/x", relative (to home) or absolute; default ~/trialform
-	LostGrace  time.Duration // how long a machine may be unreachable before its trials are LOST (default 2m)
+	LostGrace  time.Duration // how long a trial may go unread (its machine unreachable, or its own files hanging there) before it is LOST (default 2m)
 	StopGrace  time.Duration // SIGTERM to SIGKILL (default 10s)
 	// OutputLimit is how much of a trial's stdout and of its stderr is
 	// kept on the machine (default DefaultOutputLimit).
@@ -102,7 +102,8 @@ type Remote struct {
 	code    map[string]*bundle
 
 	downMu sync.Mutex
-	down   map[string]downInfo // by machine key
+	down   map[string]downInfo   // by machine key
+	unread map[string]unreadInfo // by unreadKey: trials whose reads hang or whose machine is down
 
 	warnMu sync.Mutex
 	warned map[string]bool // warnings given (providers.Warner)
@@ -164,7 +165,7 @@ func New(cfg Config) (*Remote, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Remote{cfg: cfg, lib: lib, locks: map[string]*sync.Mutex{}, code: map[string]*bundle{}, down: map[string]downInfo{}, now: time.Now}
+	r := &Remote{cfg: cfg, lib: lib, locks: map[string]*sync.Mutex{}, code: map[string]*bundle{}, down: map[string]downInfo{}, unread: map[string]unreadInfo{}, now: time.Now}
 	r.bg, r.close = context.WithCancel(context.Background())
 	seen := map[string]bool{}
 	for i, mc := range cfg.Machines {
@@ -200,6 +201,7 @@ func New(cfg Config) (*Remote, error) {
 			uploaded: map[string]bool{}})
 	}
 	r.loadDown()
+	r.loadUnread()
 	return r, nil
 }
 
@@ -345,6 +347,7 @@ func (r *Remote) markUp(m *machine) {
 	}
 	delete(r.down, m.key)
 	r.saveDown()
+	r.machineUp(m)
 	if d.dials == 0 {
 		return
 	}

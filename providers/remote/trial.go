@@ -56,7 +56,9 @@ func (r *Remote) locate(ctx context.Context, exp, id string, h providers.Handle)
 		}
 		tf, err := m.load(ctx, m.trialDir(exp, id))
 		if err != nil && !providers.IsPermanent(err) {
-			if _, down := r.downSince(m); down {
+			// (Hung in this call: down, even if another call's answer
+			// has marked it up meanwhile.)
+			if _, down := r.downSince(m); down || hungOn(ctx, m) {
 				return nil, &downError{m, err}
 			}
 		}
@@ -85,9 +87,11 @@ func (r *Remote) locate(ctx context.Context, exp, id string, h providers.Handle)
 	return first, nil
 }
 
-// Read observes one trial. A trial on a machine that cannot be reached is
-// an error until the machine has been unreachable for lost_grace, then
-// LOST (the planner resumes it when the machine is back).
+// Read observes one trial. A trial that cannot be read, its machine
+// unreachable or a file of its own hanging there, is an error until it
+// has been so for lost_grace, then LOST (the planner resumes it when the
+// machine is back). The outage is the trial's own (unreadInfo): only a
+// read of it that gets all it needs ends it.
 func (r *Remote) Read(ctx context.Context, req providers.ReadRequest) (providers.Observation, error) {
 	// The machine is up again when what this read needs answered
 	// (upScope), not when its spec.json did and its status file hangs.
@@ -97,48 +101,74 @@ func (r *Remote) Read(ctx context.Context, req providers.ReadRequest) (providers
 	tf, err := r.locate(ctx, req.Experiment, req.TrialID, req.Handle)
 	var de *downError
 	if errors.As(err, &de) && de.m != nil {
-		return r.unreachable(de, req.TrialID, req.Experiment, req.Handle)
+		return r.unreachable(ctx, de, req.TrialID, req.Experiment, req.Handle)
 	}
 	if err != nil {
 		return providers.Observation{}, err
 	}
 	if tf.sp == nil {
+		r.readable(tf.m, req.Experiment, req.TrialID)
 		return absent, nil
 	}
 	o := tf.observe()
 	r.settle(tf.m, o)
 	o.Metrics, o.MetricsOffset, err = tf.metrics(req.MetricsOffset, o.Phase.Ended() || o.Phase == providers.PhaseLost, o.Phase.Ended(), o.Phase == providers.PhaseSucceeded)
 	if err != nil {
+		if hungOn(ctx, tf.m) { // its metrics hang: as its status would
+			return r.unreachable(ctx, &downError{tf.m, err}, req.TrialID, req.Experiment, req.Handle)
+		}
 		return providers.Observation{}, err
 	}
 	if o.Phase.Ended() { // (read once the trial ended: two more round trips)
 		o.Note = tf.cutNote()
 	}
+	if !hungOn(ctx, tf.m) {
+		r.readable(tf.m, req.Experiment, req.TrialID)
+	}
 	return o, nil
 }
 
-func (r *Remote) unreachable(de *downError, id, exp string, h providers.Handle) (providers.Observation, error) {
+// unreachable is the read of a trial that could not get what it needs on
+// de.m: an error until the trial's outage (unreadable) reaches
+// lost_grace, then LOST. While the machine has been down since the
+// trial's outage began, the words are the machine's, the same for each
+// of its trials (a refresh says them once); when the machine answered
+// since (other trials read fine), they are the trial's, naming what
+// hangs.
+func (r *Remote) unreachable(ctx context.Context, de *downError, id, exp string, h providers.Handle) (providers.Observation, error) {
 	d, ok := r.downSince(de.m)
-	if !ok {
+	hung := hungOn(ctx, de.m)
+	if !ok && !hung {
 		return providers.Observation{}, de
 	}
-	// The error before lost_grace: as of the last try, so that every
-	// read that reuses it says the same (a refresh gives the same words
-	// once, not once per trial).
-	at := d.lastTry
-	if at.IsZero() {
-		at = time.Now()
+	u := r.unreadable(de.m, exp, id, hung, de.err)
+	var what, why, whose string
+	at := time.Now()
+	if ok && !d.Since.After(u.Since) {
+		// The error before lost_grace: as of the last try, so that
+		// every read that reuses it says the same.
+		if !d.lastTry.IsZero() {
+			at = d.lastTry
+		}
+		what = "unreachable"
+		if d.Refused {
+			what = "refusing trialform"
+		}
+		whose = "its trials become"
+		// What happened, without naming the machine a second time.
+		why = strings.TrimPrefix(strings.TrimPrefix(d.Err, "machine "+de.m.key+" unreachable: "), "machine "+de.m.key+": ")
+	} else {
+		what = "has not answered for trial " + exp + "/" + id
+		whose = "the trial becomes"
+		why = u.Err
+		if why == "" && ok {
+			why = strings.TrimPrefix(d.Err, "machine "+de.m.key+": ")
+		}
 	}
-	dur := at.Sub(d.Since).Round(time.Second)
-	what := "unreachable"
-	if d.Refused {
-		what = "refusing trialform"
-	}
-	// What happened, without naming the machine a second time.
-	why := strings.TrimPrefix(strings.TrimPrefix(d.Err, "machine "+de.m.key+" unreachable: "), "machine "+de.m.key+": ")
-	out := time.Since(d.Since)
+	dur := at.Sub(u.Since).Round(time.Second)
+	out := time.Since(u.Since)
 	if out < r.cfg.LostGrace {
-		return providers.Observation{}, fmt.Errorf("machine %s %s for %s; its trials become LOST after lost_grace %s: %s", de.m.key, what, dur, r.cfg.LostGrace, why)
+		return providers.Observation{}, fmt.Errorf("machine %s %s for %s; %s LOST after lost_grace %s: %s", de.m.key, what, dur, whose, r.cfg.LostGrace, why)
 	}
 	// LOST: the outage that made it so, to now (at least lost_grace), not
 	// to the last try, which said "unreachable for 2s (lost_grace 3s)".

@@ -1,0 +1,159 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/trialform/trialform/internal/fsx"
+)
+
+// unreadInfo is a trial whose reads have not got what they need since
+// Since (its machine unreachable, or a file of its own that hangs): its
+// outage, which only a read of that trial getting all it needs ends. The
+// machine's own record (downInfo) ends when any read, listing or other
+// call answers there, so a trial whose status file hangs while the other
+// trials of its machine read fine was never unreadable for lost_grace,
+// and never LOST, by the machine's alone.
+type unreadInfo struct {
+	Since time.Time `json:"since"`
+	// What a read of its own found hung ("": it only found its machine
+	// down). Only such outages are saved, and outlive the machine's
+	// (markUp): the others are the machine's, which is saved.
+	Err string `json:"error,omitempty"`
+}
+
+func unreadKey(m *machine, exp, id string) string { return m.key + " " + exp + "/" + id }
+
+// unreadable records that a read of trial exp/id on m did not get what it
+// needs (hung: it hung on m itself, err saying what; else m was known
+// unreachable): the trial's outage starts now, or when m went down if
+// that was earlier. It returns the trial's record.
+func (r *Remote) unreadable(m *machine, exp, id string, hung bool, err error) unreadInfo {
+	r.downMu.Lock()
+	defer r.downMu.Unlock()
+	k := unreadKey(m, exp, id)
+	u, ok := r.unread[k]
+	if !ok {
+		u.Since = time.Now().UTC()
+		if d, down := r.down[m.key]; down && d.Since.Before(u.Since) {
+			u.Since = d.Since
+		}
+	}
+	first := u.Err == ""
+	if hung {
+		u.Err = strings.TrimPrefix(err.Error(), "machine "+m.key+": ")
+	}
+	r.unread[k] = u
+	if first && u.Err != "" {
+		r.saveUnread()
+	}
+	return u
+}
+
+// readable records that a read of trial exp/id on m got all it needs:
+// its outage, if any, ended. Without one it costs a map look-up.
+func (r *Remote) readable(m *machine, exp, id string) {
+	r.downMu.Lock()
+	defer r.downMu.Unlock()
+	k := unreadKey(m, exp, id)
+	if u, ok := r.unread[k]; ok {
+		delete(r.unread, k)
+		if u.Err != "" {
+			r.saveUnread()
+		}
+	}
+}
+
+// machineUp drops the outages of m's trials that were m's alone (caller
+// holds downMu; m answers again): a trial of its that cannot be read
+// after that has an outage of its own, from then.
+func (r *Remote) machineUp(m *machine) {
+	for k, u := range r.unread {
+		if u.Err == "" && strings.HasPrefix(k, m.key+" ") {
+			delete(r.unread, k)
+		}
+	}
+}
+
+// forgetExperiment drops the outages of experiment's trials (purged).
+func (r *Remote) forgetExperiment(exp string) {
+	r.downMu.Lock()
+	defer r.downMu.Unlock()
+	save := false
+	for k, u := range r.unread {
+		if _, t, _ := strings.Cut(k, " "); strings.HasPrefix(t, exp+"/") {
+			delete(r.unread, k)
+			save = save || u.Err != ""
+		}
+	}
+	if save {
+		r.saveUnread()
+	}
+}
+
+// hungOn says whether an operation on m hung within ctx's upScope.
+func hungOn(ctx context.Context, m *machine) bool {
+	sc, ok := ctx.Value(upScopeKey{}).(*upScope)
+	if !ok {
+		return false
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.hung[m]
+}
+
+// The trials' outages of their own are remembered across CLI runs, as
+// the machines' are (unreachable.json), in unreadable.json.
+func (r *Remote) unreadFile() string {
+	if r.cfg.StateDir == "" {
+		return ""
+	}
+	return filepath.Join(r.cfg.StateDir, "unreadable.json")
+}
+
+func (r *Remote) loadUnread() {
+	f := r.unreadFile()
+	if f == "" {
+		return
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return
+	}
+	var m map[string]unreadInfo
+	if json.Unmarshal(b, &m) == nil {
+		for k, v := range m {
+			if mk, _, ok := strings.Cut(k, " "); ok && v.Err != "" && r.machineByKey(mk) != nil {
+				r.unread[k] = v
+			}
+		}
+	}
+}
+
+// saveUnread writes the trials' outages of their own (caller holds
+// downMu): a machine's outage of N trials writes no file but the
+// machine's.
+func (r *Remote) saveUnread() {
+	f := r.unreadFile()
+	if f == "" {
+		return
+	}
+	own := map[string]unreadInfo{}
+	for k, u := range r.unread {
+		if u.Err != "" {
+			own[k] = u
+		}
+	}
+	if len(own) == 0 {
+		_ = os.Remove(f)
+		return
+	}
+	b, _ := json.Marshal(own)
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err == nil {
+		_ = fsx.WriteFileAtomic(f, b, 0o644)
+	}
+}
