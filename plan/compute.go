@@ -1111,6 +1111,11 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, sr series) 
 				// gp: the worst loss) the region of every good trial so far.
 				continue
 			}
+			if val == nil && t.Status == state.EarlyStopped && len(curves[t.ID]) == 0 {
+				// An assessor stopped it as poor by another objective; of
+				// this one nothing tells: no failure to tell either.
+				continue
+			}
 		}
 		switch {
 		case t.Status == state.Succeeded && val != nil && !math.IsNaN(*val) && !math.IsInf(*val, 0):

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"reflect"
 	"strconv"
@@ -1276,5 +1277,38 @@ func TestHistoryMultiObjectiveRenamed(t *testing.T) {
 	h := history(cfg.Experiments["exp"], st.Experiments["exp"], 2, series{})
 	if len(h) != 2 || h[0].Seq != 1 || h[0].State != tuner.Completed || len(h[0].Values) != 2 || h[0].Values[1] != 10 || h[1].Seq != 2 || h[1].State != tuner.Failed {
 		t.Fatalf("history %+v, want t0001 completed (0.8, 10) and t0002 failed", h)
+	}
+}
+
+// An earlier generation's trial that an assessor stopped, whose value of
+// the objective as it is now neither its series (Input.Values) nor its
+// curve of the objective's metric (Input.Curves) tells, is left out of the
+// history, as one that succeeded so is: it was judged poor by another
+// objective, and told as failed it would mark its region as the worst
+// there is. With a curve it is told its best value there, and one of the
+// current generation stopped without a curve stays failed.
+func TestHistoryEarlyStoppedUnderOldObjective(t *testing.T) {
+	for _, strategy := range []string{"", "max"} {
+		cfg := testConfig(func(e *schema.Experiment) {
+			e.Objective = schema.Objective{Metric: "acc", Goal: "maximize", Strategy: strategy}
+		})
+		old := trial(0, state.EarlyStopped, 0.1) // its least loss
+		old.ValueFor = &state.ValueFor{Metric: "loss", Strategy: "min"}
+		withCurve := trial(1, state.EarlyStopped, 0.2)
+		withCurve.ValueFor = &state.ValueFor{Metric: "loss", Strategy: "min"}
+		cur := trial(2, state.EarlyStopped, 0)
+		cur.Value, cur.Generation = nil, 2
+		st := applied(cfg, old, withCurve, cur)
+		e := st.Experiments["exp"]
+		e.Generation, e.Metric, e.Goal, e.Strategy = 2, "acc", "maximize", strategy
+		h := history(cfg.Experiments["exp"], e, 2, series{curves: map[string][]float64{"t0001": {0.5, 0.7, 0.6}}})
+		got := map[int]string{}
+		for _, o := range h {
+			got[o.Seq] = fmt.Sprintf("%s %v", o.State, o.Value)
+		}
+		want := map[int]string{1: fmt.Sprintf("%s %v", tuner.Completed, 0.7), 2: fmt.Sprintf("%s %v", tuner.Failed, 0.0)}
+		if !maps.Equal(got, want) {
+			t.Errorf("strategy %q: told %v, want %v", strategy, got, want)
+		}
 	}
 }
