@@ -257,3 +257,87 @@ func TestClaimDurationIsRecordedInTheLease(t *testing.T) {
 		t.Fatalf("the claim's Lease records a duration of %v s, want 4", l.Spec.LeaseDurationSeconds)
 	}
 }
+
+// The claim through an apiserver outage longer than the claim lasts: its
+// holder is in doubt (Lost unavailable, reported once) while it cannot
+// renew, and once the apiserver answers again exactly one of the holder
+// and a standby that tries to claim holds it: the holder renewed it again
+// (the standby refused, naming it) or the standby took it over (the holder
+// told so, for good). Never both. Serial: it stops the package's apiserver.
+func TestClaimThroughAnAPIServerOutage(t *testing.T) {
+	c := controlPlane(t)
+	ctx := context.Background()
+	suffix := newSuffix()
+	a, b := claimBackend(t, suffix), claimBackend(t, suffix)
+	reports := make(chan string, 100)
+	a.SetReporter(func(msg string) { t.Log(msg); reports <- msg })
+	la, err := a.Claim(ctx, "controller", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Unlock()
+	c.StopComponent("kube-apiserver")
+	restarted := false
+	defer func() {
+		if !restarted {
+			c.RestartComponent("kube-apiserver")
+		}
+	}()
+	outage := time.Now()
+	waitFor(t, "the holder to be in doubt", func() bool { return la.Lost() != nil })
+	if err := la.Lost(); !state.IsUnavailable(err) || !strings.Contains(err.Error(), "last renewed") {
+		t.Fatalf("a holder that cannot renew: Lost = %v, want it unavailable", err)
+	}
+	// Past the claim's duration (6 s) since the last renewal: a standby
+	// may take it over once the apiserver answers.
+	if d := 7*time.Second - time.Since(outage); d > 0 {
+		time.Sleep(d)
+	}
+	restarted = true
+	if err := c.RestartComponent("kube-apiserver"); err != nil {
+		t.Fatal(err)
+	}
+	var lb *state.Lock
+	var le *state.LockedError
+	waitFor(t, "the standby's claim to be answered", func() bool {
+		lb, err = b.Claim(ctx, "controller", "v1")
+		return err == nil || errors.As(err, &le)
+	})
+	if lb != nil {
+		defer lb.Unlock()
+		waitFor(t, "the former holder to find its claim taken over", func() bool {
+			err := la.Lost()
+			return err != nil && !state.IsUnavailable(err)
+		})
+		if err := la.Lost(); !strings.Contains(err.Error(), "taken over") {
+			t.Fatalf("the former holder: Lost = %v, want it taken over", err)
+		}
+		if cur, err := a.CurrentClaim(); err != nil || cur == nil || cur.ID != lb.Info().ID {
+			t.Fatalf("CurrentClaim = %+v, %v; want the standby's %s", cur, err, lb.Info().ID)
+		}
+	} else {
+		if le.Info.ID != la.Info().ID {
+			t.Fatalf("the standby refused naming %s, want the holder %s", le.Info.ID, la.Info().ID)
+		}
+		waitFor(t, "the holder to renew its claim again", func() bool { return la.Lost() == nil })
+		if cur, err := b.CurrentClaim(); err != nil || cur == nil || cur.ID != la.Info().ID {
+			t.Fatalf("CurrentClaim = %+v, %v; want the holder's %s", cur, err, la.Info().ID)
+		}
+	}
+	var saw []string
+	for len(reports) > 0 {
+		saw = append(saw, <-reports)
+	}
+	failed := 0
+	for _, m := range saw {
+		if strings.Contains(m, "cannot renew the controller claim") {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("reports %q: want one \"cannot renew\" for the outage", saw)
+	}
+	if lb == nil && !strings.Contains(strings.Join(saw, "\n"), "is renewed again") {
+		t.Errorf("reports %q: want the renewal told", saw)
+	}
+}
