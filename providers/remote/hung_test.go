@@ -353,7 +353,10 @@ func testHungTrialGoesLost(t *testing.T, file string, logs bool) {
 		}
 	}
 	readUntilLost(t, r, providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}, grace, "t1's "+file+" began to hang", readT2, key, "/t1/"+file)
-	if good < 2 {
+	// One good read of t2 between two of t1 is the case: before, it
+	// marked the machine up, and t1's next read started its outage again.
+	// (Under load a read of t1 can take seconds: only one may fit in.)
+	if good < 1 {
 		t.Fatalf("t2 read fine %d times while t1 hung, want the machine to answer for it in between", good)
 	}
 	readT2() // and still does
