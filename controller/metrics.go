@@ -71,7 +71,7 @@ func NewMetrics() *Metrics {
 			Name: "trialform_last_sync_error_timestamp_seconds", Help: "When the last failed sync failed (Unix time), by stage and the commit it concerns; absent once a later sync of that stage succeeded.",
 		}, []string{"stage", "commit"}),
 		DefinitionsOK: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "trialform_definitions_valid", Help: "1 when the branch head's definitions validate, 0 when the last good ones are kept in force.",
+			Name: "trialform_definitions_valid", Help: "1 when the branch head's definitions validate, 0 when they do not (the last good ones, if any, stay in force).",
 		}),
 		SourceOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "trialform_source_reachable", Help: "1 when the last fetch succeeded.",

@@ -461,13 +461,20 @@ func (c *ctrl) pass(ctx context.Context) bool {
 		c.metrics.SyncErrors.WithLabelValues("git").Inc()
 		c.failures++
 		c.syncFailed("git", c.goodCommit, c.redact(err.Error()))
-		inForce := c.goodCommit
-		if inForce == "" {
-			// (it said `"in_force":""`, which a newcomer read as
-			// definitions in force)
-			inForce = "none yet: nothing is planned or applied until the repository is read"
+		if c.goodCommit == "" {
+			// Nothing is in force, so nothing "stays": said so (it
+			// said "the last good definitions stay in force" with
+			// "in_force":"none yet", or "", which a newcomer read as
+			// definitions in force).
+			until := "until the repository is read"
+			if c.fetched != "" {
+				until = "until a commit that validates is fetched"
+			}
+			c.log.Error("git sync failed; no definitions are in force yet: nothing is planned or applied "+until,
+				"error", c.redact(err.Error()), "in_force", "none", "attempt", c.failures, "retry_in", c.retryIn().String())
+		} else {
+			c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", c.goodCommit, "attempt", c.failures, "retry_in", c.retryIn().String())
 		}
-		c.log.Error("git sync failed; the last good definitions stay in force", "error", c.redact(err.Error()), "in_force", inForce, "attempt", c.failures, "retry_in", c.retryIn().String())
 		c.sourceDown = true
 	default:
 		if c.sourceDown {
@@ -489,7 +496,7 @@ func (c *ctrl) pass(ctx context.Context) bool {
 }
 
 // load reads the definitions of the commit just checked out; on errors
-// the last good ones stay in force.
+// the last good ones, if any, stay in force.
 func (c *ctrl) load(commit string, syncErr error) {
 	dir := c.src.DefinitionsDir()
 	var cfg *schema.Config
@@ -507,7 +514,10 @@ func (c *ctrl) load(commit string, syncErr error) {
 		// finds it in the metrics and the dashboard)
 		c.syncFailed("definitions", commit, c.redact(msg))
 		if c.cfg == nil {
-			c.log.Error("definitions do not validate; the last good ones stay in force", "commit", commit, "error", c.redact(msg), "in_force", "none yet: looking for the newest commit before it that validates")
+			// (it said "the last good ones stay in force" though there
+			// were none)
+			c.log.Error("definitions do not validate; no definitions are in force yet: looking for the newest commit before it that validates",
+				"commit", commit, "error", c.redact(msg), "in_force", "none")
 			c.loadBeforeBad(commit)
 			return
 		}
