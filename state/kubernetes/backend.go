@@ -231,7 +231,10 @@ type Backend struct {
 	reportMu sync.Mutex
 	reporter func(string)
 
-	mu    sync.Mutex
+	// mu is held for a whole read or save; a read with a context
+	// (LoadContext, PeekContext) gives its wait up when the context
+	// ends.
+	mu    ctxMutex
 	cache *cached // what this client last read or wrote of the state
 	// peeked is what Peek last read: its parts are reused by the next
 	// Peek (a reader that never loads, `trialform ui`, would read every

@@ -1230,6 +1230,82 @@ func TestPeekReusesWhatItRead(t *testing.T) {
 	}
 }
 
+// TestReadWaitingForAnotherGivesUpWhenItsContextEnds: the controller's
+// dashboard reads the state through the controller's own client, with no
+// context of the controller's (state.Peek), and while the apiserver is
+// down that read retries for 2 minutes holding the client's lock. The
+// controller's reads waited for that lock without looking at their
+// context, so a stop (SIGTERM) during the outage still waited out the
+// dashboard's retries. Now a read waiting for the lock ends with its
+// context; the dashboard's read goes on and succeeds once the apiserver
+// is back, and the state is whole.
+func TestReadWaitingForAnotherGivesUpWhenItsContextEnds(t *testing.T) {
+	c := controlPlane(t)
+	suffix := newSuffix()
+	mustSave(t, open(t, suffix), backendtest.Sample(3))
+	b := open(t, suffix)
+	reports := make(chan string, 10)
+	b.SetReporter(func(msg string) { reports <- msg })
+	c.StopComponent("kube-apiserver")
+	restarted := false
+	restart := func() {
+		if !restarted {
+			restarted = true
+			if err := c.RestartComponent("kube-apiserver"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer restart()
+	// The dashboard's read: it holds the client's lock while it retries.
+	dash := make(chan error, 1)
+	go func() { _, err := b.Peek(); dash <- err }()
+	select {
+	case msg := <-reports:
+		if !strings.Contains(msg, "cannot be reached") {
+			t.Errorf("report %q", msg)
+		}
+	case err := <-dash:
+		t.Fatalf("the dashboard's read ended before the outage was reported: %v", err)
+	}
+	// The controller's reads, then its stop.
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 2)
+	go func() { _, err := b.LoadContext(ctx); got <- err }()
+	go func() { _, err := b.PeekContext(ctx); got <- err }()
+	cancel()
+	deadline := time.After(20 * time.Second)
+	for i := 0; i < 2; i++ {
+		select {
+		case err := <-got:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("a read given up: %v, want context.Canceled", err)
+			}
+		case <-deadline:
+			t.Fatal("a read waiting for the dashboard's still runs 20 s after its context ended")
+		}
+	}
+	restart()
+	select {
+	case err := <-dash:
+		if err != nil {
+			t.Fatalf("the dashboard's read, once the apiserver is back: %v", err)
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the dashboard's read still runs 3 minutes after the apiserver came back")
+	}
+	st := mustLoad(t, b)
+	if len(st.Experiments) != len(backendtest.Sample(3).Experiments) {
+		t.Fatalf("after the restart the state has %d experiments", len(st.Experiments))
+	}
+	st.Experiment("mnist").MaxTrials++
+	mustSave(t, b, st)
+	again := mustLoad(t, open(t, suffix))
+	if again.Serial != st.Serial || again.Experiment("mnist").MaxTrials != st.Experiment("mnist").MaxTrials {
+		t.Fatalf("read back after the save: serial %d, want %d", again.Serial, st.Serial)
+	}
+}
+
 // TestReadsGiveUpWhenTheirContextEnds: a controller standing by while the
 // apiserver is down reads the state in a loop; told to stop (SIGTERM), it
 // waited for that read, retried for 2 minutes, and its pod outlived its

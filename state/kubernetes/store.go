@@ -173,7 +173,10 @@ func (b *Backend) Load() (*state.State, error) {
 func (b *Backend) LoadContext(ctx context.Context) (*state.State, error) {
 	ctx, cancel := within(ctx)
 	defer cancel()
-	b.mu.Lock()
+	// (another read may hold it through an outage: the dashboard's)
+	if err := b.mu.LockContext(ctx); err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
 	defer b.mu.Unlock()
 	b.warnings = nil
 	c, err := b.refresh(ctx)
@@ -204,7 +207,10 @@ func (b *Backend) Peek() (*state.State, error) {
 func (b *Backend) PeekContext(ctx context.Context) (*state.State, error) {
 	ctx, cancel := within(ctx)
 	defer cancel()
-	b.mu.Lock()
+	// (another read may hold it through an outage: the dashboard's)
+	if err := b.mu.LockContext(ctx); err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
 	defer b.mu.Unlock()
 	have := b.peeked
 	if have == nil {
