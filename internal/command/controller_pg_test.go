@@ -126,17 +126,13 @@ func TestControllerSharesPgBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	// Each wait has its own generous deadline: one 90 s deadline taken at
+	// the start covered every step, so a loaded machine that spent it on
+	// the first steps failed a later wait at its first look.
+	waitUntil(t, 3*time.Minute, "the controller started no trials in the shared state", func() (bool, error) {
 		st, err := b.Load()
-		if err == nil && st.Experiment("w") != nil && len(st.Experiment("w").Trials) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the controller started no trials in the shared state: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && st.Experiment("w") != nil && len(st.Experiment("w").Trials) == 2, err
+	})
 
 	// The laptop joins the shared state; its plan works beside the controller.
 	must(laptop, "trialform", "init")
@@ -147,27 +143,15 @@ func TestControllerSharesPgBackend(t *testing.T) {
 
 	// Catch the controller inside a pass, holding the experiment's lock,
 	// and stop it there (SIGSTOP keeps its connection and so its lock).
-	caught := false
-	for !caught && time.Now().Before(deadline) {
-		if heldBy(t, b, "controller") {
-			ctl.Process.Signal(syscall.SIGSTOP)
-			// SIGSTOP is delivered asynchronously: until every thread is
-			// stopped the controller may still end its pass and release
-			// the lock, after the check below saw it held.
-			// The lock's record outlives its advisory lock for a moment
-			// of Unlock (the lock first, then the record), so the lock
-			// itself must be held too.
-			if allStopped(ctl.Process.Pid) && heldBy(t, b, "controller") && advisoryHeld(t, srv.ConnString(db)) {
-				caught = true
-				break
-			}
-			ctl.Process.Signal(syscall.SIGCONT)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	if !caught {
-		t.Fatal("never saw the controller hold the lock")
-	}
+	// It was caught by polling the lock and stopping the process when
+	// the lock looked held: a release the controller had sent just before
+	// SIGSTOP still ran at the server after the check, and the laptop's
+	// apply took the lock (seen under load). Now the controller's pass is
+	// made to wait on an event the test controls: the test holds the
+	// state table, the pass's next read of the state waits for it, and
+	// the controller is stopped only once it waits there holding the
+	// lock, so nothing it sent is still on its way.
+	catchHolding(t, ctl.Process, b, srv.ConnString(db))
 	out, err = run(laptop, "trialform", "apply", "-auto-approve", "-no-color", "-lock-timeout=1s")
 	ctl.Process.Signal(syscall.SIGCONT)
 	if err == nil {
@@ -176,8 +160,10 @@ func TestControllerSharesPgBackend(t *testing.T) {
 	if !regexp.MustCompile(`experiment w of the state in the pg backend .* locked by controller \(pid [0-9]+`).MatchString(out) {
 		t.Fatalf("the refusal does not name the controller:\n%s", out)
 	}
-	// Once the controller's pass is over, the laptop's apply goes through.
-	out = must(laptop, "trialform", "apply", "-auto-approve", "-no-color", "-lock-timeout=30s")
+	// Once the controller's pass is over, the laptop's apply goes through
+	// (its lock wait meets the controller's passes, one every 200 ms:
+	// a generous timeout).
+	out = must(laptop, "trialform", "apply", "-auto-approve", "-no-color", "-lock-timeout=2m")
 	if !strings.Contains(out, "Apply complete") && !strings.Contains(out, "No changes") {
 		t.Fatalf("laptop apply:\n%s", out)
 	}
@@ -188,15 +174,13 @@ func TestControllerSharesPgBackend(t *testing.T) {
 	must(repo, git, "commit", "-q", "-am", "wider space")
 	must(laptop, git, "pull", "-q")
 	var hold *state.Hold
-	for hold == nil {
-		if st, err := b.Load(); err == nil && st.Experiment("w") != nil {
+	waitUntil(t, 3*time.Minute, "the controller recorded no hold in the shared state", func() (bool, error) {
+		st, err := b.Load()
+		if err == nil && st.Experiment("w") != nil {
 			hold = st.Experiment("w").Hold
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the controller recorded no hold in the shared state")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return hold != nil, err
+	})
 	if hold.Generation != 2 || hold.Teardowns != 2 || !strings.HasPrefix(hold.By, "controller ") || len(hold.Commit) != 40 {
 		t.Fatalf("hold %+v: want generation 2, 2 teardowns, by the controller, a commit", hold)
 	}
@@ -215,16 +199,97 @@ func TestControllerSharesPgBackend(t *testing.T) {
 	if !strings.Contains(out, "Approved: experiment w, generation 2") {
 		t.Fatalf("approve:\n%s", out)
 	}
-	for {
+	waitUntil(t, 3*time.Minute, "the controller did not apply the approved change", func() (bool, error) {
 		st, err := b.Load()
-		if err == nil && st.Experiment("w") != nil && st.Experiment("w").Generation == 2 && st.Experiment("w").Hold == nil && st.Experiment("w").Approval == nil {
-			break
+		return err == nil && st.Experiment("w") != nil && st.Experiment("w").Generation == 2 && st.Experiment("w").Hold == nil && st.Experiment("w").Approval == nil, err
+	})
+}
+
+// waitUntil polls cond every 50 ms until it holds, and fails the test
+// with what (and cond's last error) when it still does not after limit.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, err := cond()
+		if ok {
+			return
 		}
-		if time.Now().After(deadline.Add(60 * time.Second)) {
-			t.Fatalf("the controller did not apply the approved change: %v", err)
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after %s: %v", what, limit, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// catchHolding stops the controller (SIGSTOP) inside a pass while it holds
+// an experiment's lock, with nothing it sent still on its way to the
+// server: the test takes the state table (LOCK TABLE, in a transaction of
+// its own), waits until a session of the controller waits for it, and
+// stops the controller when it then holds the lock. Only the pass reads
+// the state table, and it releases the lock only after its reads and
+// saves (the release's statements each answered before the next), so a
+// pass that waits there with its lock recorded and held cannot release
+// it until the table is given back, and by then it is stopped. Otherwise
+// (a read before the lock is taken, or after the release) the table is
+// given back and the next pass tried.
+func catchHolding(t *testing.T, ctl *os.Process, b state.Locker, conn string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	for {
+		if ctx.Err() != nil {
+			t.Fatal("never caught the controller holding the lock in 5 minutes")
+		}
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `LOCK TABLE trialform.state IN ACCESS EXCLUSIVE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		// A pass comes every 200 ms and reads the state.
+		for !waitsForTable(ctx, t, c) {
+			if ctx.Err() != nil {
+				t.Fatal("the controller never read the state while the test held the state table")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		caught := false
+		if heldBy(t, b, "controller") {
+			ctl.Signal(syscall.SIGSTOP)
+			// (it cannot move while it waits; heldBy again only in case
+			// it was not the pass that waited)
+			caught = allStopped(ctl.Pid) && heldBy(t, b, "controller")
+			if !caught {
+				ctl.Signal(syscall.SIGCONT)
+			}
+		}
+		// Given back: a stopped controller's read runs at the server,
+		// its answer waits in the socket.
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if caught {
+			return
+		}
+	}
+}
+
+// waitsForTable reports whether a session waits for the lock of the state
+// table that the test's transaction on c holds.
+func waitsForTable(ctx context.Context, t *testing.T, c *pgx.Conn) bool {
+	var n int
+	err := c.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'trialform.state'::regclass`).Scan(&n)
+	if err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	return n > 0
 }
 
 func heldBy(t *testing.T, b state.Locker, op string) bool {
@@ -238,22 +303,6 @@ func heldBy(t *testing.T, b state.Locker, op string) bool {
 		}
 	}
 	return false
-}
-
-// advisoryHeld reports whether a session other than this one holds an
-// advisory lock in the database of conn.
-func advisoryHeld(t *testing.T, conn string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, conn)
-	if err != nil {
-		t.Logf("advisory locks: %v", err)
-		return false
-	}
-	defer c.Close(ctx)
-	var n int
-	err = c.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()`).Scan(&n)
-	return err == nil && n > 0
 }
 
 // allStopped waits (up to 10 s) until every thread of process pid is
