@@ -93,6 +93,10 @@ type Session struct {
 	curveMu    sync.Mutex
 	curveCache map[string]curveEntry
 	valueCache map[string]*float64 // seriesValues' by experiment, trial, objective and length
+	// retake is what the last Plan took from series (seriesValues), by
+	// experiment and trial, for Apply to record (state.Retaken) so that
+	// neither later plans nor the views read those series again.
+	retake map[string]map[string]*float64 // guarded by mu
 
 	// ListInterval, when set (Run sets it), is how often a refresh lists
 	// the trials a platform holds for an experiment the state has: the
@@ -518,6 +522,7 @@ func (s *Session) Plan(ctx context.Context, opts plan.Options) (*plan.Plan, erro
 	s.mu.Lock()
 	moves := s.moves
 	s.moves = nil
+	s.retake = values
 	s.mu.Unlock()
 	return plan.Compute(plan.Input{
 		Config: s.Config, State: st, Observed: changes, Listed: obs.Listed, Drift: obs.Drift,
@@ -676,6 +681,47 @@ func (s *Session) seriesValues(st *state.State) (map[string]map[string]*float64,
 	return out, nil
 }
 
+// recordRetaken records in the state what the last Plan took from the
+// series of trials whose Value is another objective's (seriesValues), as
+// each trial's value of its experiment's objective now (state.Retaken).
+// A finished trial's series does not change, so it is taken once per
+// objective, not at every plan; and the views, which read no series,
+// show it.
+func (s *Session) recordRetaken() error {
+	s.mu.Lock()
+	retake := s.retake
+	s.retake = nil
+	s.mu.Unlock()
+	var refs []state.TrialRef
+	for name, m := range retake {
+		for id := range m {
+			refs = append(refs, state.TrialRef{Experiment: name, ID: id})
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	return s.changeTrials(refs, func(st *state.State) {
+		for name, m := range retake {
+			e, cfg := st.Experiments[name], s.Config.Experiments[name]
+			if e == nil || cfg == nil {
+				continue
+			}
+			obj := state.ObjectiveFor(cfg.Objective.Metric, cfg.Objective.Strategy)
+			for id, v := range m {
+				if t := e.Trials[id]; t != nil && plan.NeedsSeriesValue(cfg, e, t) {
+					r := &state.Retaken{ValueFor: obj}
+					if v != nil {
+						vv := *v
+						r.Value = &vv
+					}
+					t.Retaken = r
+				}
+			}
+		}
+	})
+}
+
 // ErrStalePlan is returned when a saved plan no longer matches the state.
 var ErrStalePlan = errors.New("saved plan is stale")
 
@@ -720,6 +766,9 @@ func (s *Session) Apply(ctx context.Context, p *plan.Plan) error {
 		}
 	})
 	if err != nil {
+		return err
+	}
+	if err := s.recordRetaken(); err != nil {
 		return err
 	}
 

@@ -1098,12 +1098,16 @@ func history(cfg *schema.Experiment, cur *state.Experiment, gen int, sr series) 
 			continue
 		}
 		val := t.Value
-		if !t.ValueIsFor(configObjective(cfg), gen) {
+		if obj := configObjective(cfg); !t.ValueIsFor(obj, gen) {
 			// An earlier generation's Value is its own objective's,
 			// which may have been another metric or strategy (or the
 			// state does not say): take this one's from what the trial
-			// reported.
-			val = valueNow(cfg, t, sr.values)
+			// reported, unless apply took it from there already
+			// (Retaken).
+			var known bool
+			if val, known = t.ValueOf(obj, gen); !known {
+				val = valueNow(cfg, t, sr.values)
+			}
 			if val == nil && t.Status == state.Succeeded {
 				// It has no value of this objective (it never reported
 				// the metric, or its series cannot tell), and did not
@@ -1174,6 +1178,8 @@ func NeedsSeriesValue(cfg *schema.Experiment, e *state.Experiment, t *state.Tria
 	switch {
 	case t.ValueFor != nil && *t.ValueFor == obj:
 		return false
+	case t.Retaken != nil && t.Retaken.ValueFor == obj:
+		return false // apply took it from the series already
 	case t.ValueFor == nil && t.Generation == e.Generation && state.ObjectiveFor(e.Metric, e.Strategy) == obj:
 		return false
 	}

@@ -1312,3 +1312,41 @@ func TestHistoryEarlyStoppedUnderOldObjective(t *testing.T) {
 		}
 	}
 }
+
+// A trial whose value of the objective apply took again from its series
+// (state.Retaken) needs its series no more, and is told that value; a
+// Retaken of another objective is not taken, and one that found no value
+// leaves the trial out as its series would.
+func TestHistoryRetaken(t *testing.T) {
+	cfg := testConfig(func(e *schema.Experiment) {
+		e.Objective = schema.Objective{Metric: "acc", Goal: "maximize", Strategy: "max"}
+	})
+	now := state.ValueFor{Metric: "acc", Strategy: "max"}
+	other := state.ValueFor{Metric: "acc", Strategy: "min"}
+	v := 0.7
+	old := func(seq int, r *state.Retaken) *state.Trial {
+		tr := trial(seq, state.Succeeded, 0.1) // its least loss
+		tr.ValueFor = &state.ValueFor{Metric: "loss", Strategy: "min"}
+		tr.Retaken = r
+		return tr
+	}
+	taken, none, stale := old(0, &state.Retaken{ValueFor: now, Value: &v}), old(1, &state.Retaken{ValueFor: now}), old(2, &state.Retaken{ValueFor: other, Value: &v})
+	st := applied(cfg, taken, none, stale)
+	e := st.Experiments["exp"]
+	e.Generation, e.Metric, e.Goal, e.Strategy = 2, "acc", "maximize", "max"
+	ce := cfg.Experiments["exp"]
+	if NeedsSeriesValue(ce, e, taken) || NeedsSeriesValue(ce, e, none) || !NeedsSeriesValue(ce, e, stale) {
+		t.Fatalf("NeedsSeriesValue: taken %v, none %v, stale %v; want false, false, true",
+			NeedsSeriesValue(ce, e, taken), NeedsSeriesValue(ce, e, none), NeedsSeriesValue(ce, e, stale))
+	}
+	nine := 0.9
+	h := history(ce, e, 2, series{values: map[string]*float64{"t0002": &nine}})
+	got := map[int]string{}
+	for _, o := range h {
+		got[o.Seq] = fmt.Sprintf("%s %v", o.State, o.Value)
+	}
+	want := map[int]string{0: fmt.Sprintf("%s %v", tuner.Completed, 0.7), 2: fmt.Sprintf("%s %v", tuner.Completed, 0.9)}
+	if !maps.Equal(got, want) {
+		t.Errorf("told %v, want %v", got, want)
+	}
+}

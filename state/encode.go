@@ -338,6 +338,7 @@ func trialEqual(a, b *Trial) bool {
 		ptrEqual(a.ExitCode, b.ExitCode) &&
 		floatPtrEqual(a.Value, b.Value) &&
 		ptrEqual(a.ValueFor, b.ValueFor) &&
+		a.Retaken.equal(b.Retaken) &&
 		nilEqual(a.Final == nil, b.Final == nil) && maps.EqualFunc(a.Final, b.Final, floatEqual) &&
 		a.Intermediate == b.Intermediate &&
 		nilEqual(a.MetricsOffset == nil, b.MetricsOffset == nil) && maps.Equal(a.MetricsOffset, b.MetricsOffset) &&

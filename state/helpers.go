@@ -174,6 +174,7 @@ func (t *Trial) Clone() *Trial {
 	c.ExitCode = clonePtr(t.ExitCode)
 	c.Value = clonePtr(t.Value)
 	c.ValueFor = clonePtr(t.ValueFor)
+	c.Retaken = t.Retaken.clone()
 	c.Final = maps.Clone(t.Final)
 	c.MetricsOffset = maps.Clone(t.MetricsOffset)
 	c.Provenance = clonePtr(t.Provenance)

@@ -25,7 +25,7 @@ func sampleTrial(id string, seq int) *Trial {
 		Status: Succeeded, Reason: "exited 0",
 		Handle:   map[string]string{"pid": fmt.Sprint(1000 + seq)},
 		Attempts: 1, CreatedAt: t0, StartedAt: ptr(t0.Add(time.Second)), EndedAt: ptr(t0.Add(time.Minute)),
-		ExitCode: ptr(0), Value: ptr(float64(seq) / 7), ValueFor: &ValueFor{Metric: "default"}, Final: map[string]float64{"default": float64(seq) / 7, "loss": 0.25},
+		ExitCode: ptr(0), Value: ptr(float64(seq) / 7), ValueFor: &ValueFor{Metric: "default"}, Retaken: &Retaken{ValueFor{Metric: "loss", Strategy: "min"}, ptr(0.25)}, Final: map[string]float64{"default": float64(seq) / 7, "loss": 0.25},
 		Intermediate: 3, MetricsOffset: map[string]int64{"stdout": 1234},
 		Provenance: &Provenance{Commit: "0123456789abcdef0123456789abcdef01234567", Version: "0.1.0"},
 		Owner:      &WorkingCopy{ID: "wc-1", Where: "alice@lab:/home/alice/exp/.trialform"},

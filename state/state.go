@@ -176,6 +176,9 @@ type Trial struct {
 	// another strategy): its Value is then not the current objective's
 	// (see ValueIsFor). nil in states written before it was recorded.
 	ValueFor *ValueFor `json:"value_for,omitempty"`
+	// Retaken is its value of another objective than ValueFor's, the
+	// current one when apply took it (see Retaken); nil until then.
+	Retaken *Retaken `json:"retaken,omitempty"`
 	// Final holds every numeric key of the final result ("default" for a
 	// plain number).
 	Final map[string]float64 `json:"final,omitempty"`

@@ -30,3 +30,44 @@ func (t *Trial) ValueIsFor(objective ValueFor, gen int) bool {
 	}
 	return t.Generation == gen
 }
+
+// Retaken is a trial's value of an objective other than the one its
+// Value was taken for (an earlier generation's trial, after the objective
+// was renamed or its strategy changed), taken again from its series by
+// apply so that neither the next plan nor the views read the series
+// again. Value is nil when the series has none (it never reported the
+// metric, or the series cannot tell).
+type Retaken struct {
+	ValueFor
+	Value *float64 `json:"value"`
+}
+
+// ValueOf is t's value of objective as the state knows it: its Value
+// when that was taken for objective (ValueIsFor), else its Retaken value
+// when that was; known is false when the state cannot tell (the series
+// can).
+func (t *Trial) ValueOf(objective ValueFor, gen int) (v *float64, known bool) {
+	if t.ValueIsFor(objective, gen) {
+		return t.Value, true
+	}
+	if r := t.Retaken; r != nil && r.ValueFor == objective {
+		return r.Value, true
+	}
+	return nil, false
+}
+
+func (r *Retaken) clone() *Retaken {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Value = clonePtr(r.Value)
+	return &c
+}
+
+func (r *Retaken) equal(o *Retaken) bool {
+	if r == nil || o == nil {
+		return r == o
+	}
+	return r.ValueFor == o.ValueFor && floatPtrEqual(r.Value, o.Value)
+}

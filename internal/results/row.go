@@ -79,14 +79,15 @@ type Row struct {
 
 // ObjectiveValue is t's value of e's current (first) objective, the one
 // the `metric` column is named after: its Value when that was taken for
-// this objective (state.Trial.ValueIsFor: its generation's, or recorded),
+// this objective (state.Trial.ValueIsFor: its generation's, or recorded)
+// or the value apply took again from its series for it (state.Retaken),
 // else, without a strategy, its final result's key of the objective (an
 // earlier generation's Value is its own objective's, which may have been
 // another metric: objectives renamed or reordered), and nil otherwise:
 // under a strategy such a Value is the strategy of another metric or
 // another strategy, and taking it the current way needs the series, which
-// the views do not read. The tuner's history (plan), which reads it, and
-// the dashboard's charts take the value the same way.
+// the views do not read (apply records it). The tuner's history (plan)
+// and the dashboard's charts take the value the same way.
 func ObjectiveValue(e *state.Experiment, t *state.Trial) *float64 {
 	objective := e.Metric
 	if objective == "" {
@@ -96,8 +97,8 @@ func ObjectiveValue(e *state.Experiment, t *state.Trial) *float64 {
 }
 
 func objectiveValue(e *state.Experiment, t *state.Trial, objective string) *float64 {
-	if t.ValueIsFor(state.ObjectiveFor(objective, e.Strategy), e.Generation) {
-		return t.Value
+	if v, known := t.ValueOf(state.ObjectiveFor(objective, e.Strategy), e.Generation); known {
+		return v
 	}
 	if e.Strategy == "" && t.Final != nil {
 		if v, ok := t.Final[objective]; ok {

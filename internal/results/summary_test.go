@@ -118,3 +118,25 @@ func TestSummaryOfAnotherObjective(t *testing.T) {
 		t.Fatalf("a summary was started after reports it missed: %+v", tr.Summary)
 	}
 }
+
+// ObjectiveValue: a trial of an earlier generation under a strategy shows
+// the value apply took again for the objective as it is (state.Retaken),
+// not its Value (another objective's), and nothing for a Retaken of
+// another objective.
+func TestObjectiveValueRetaken(t *testing.T) {
+	e := &state.Experiment{Name: "e", Metric: "acc", Goal: "maximize", Strategy: "max", Generation: 2}
+	v, w := 0.1, 0.9
+	tr := &state.Trial{ID: "t0000", Generation: 1, Status: state.Succeeded, Value: &v,
+		ValueFor: &state.ValueFor{Metric: "loss", Strategy: "min"}}
+	if got := ObjectiveValue(e, tr); got != nil {
+		t.Fatalf("no Retaken: %v, want none", *got)
+	}
+	tr.Retaken = &state.Retaken{ValueFor: state.ValueFor{Metric: "acc", Strategy: "max"}, Value: &w}
+	if got := ObjectiveValue(e, tr); got == nil || *got != w {
+		t.Fatalf("Retaken for acc max: %v, want %v", got, w)
+	}
+	tr.Retaken.Strategy = "min"
+	if got := ObjectiveValue(e, tr); got != nil {
+		t.Fatalf("Retaken for acc min: %v, want none", *got)
+	}
+}
