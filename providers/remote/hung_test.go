@@ -32,6 +32,12 @@ import (
 // match, having answered the ones before.
 // tweak, if any, changes the platform's configuration first.
 func hungLab(t *testing.T, tweak ...func(*Config)) (r *Remote, key string, hang func(), hangNew func(match string)) {
+	r, srv, hang, hangNew := hungLabServer(t, tweak...)
+	return r, srv.Addr(), hang, hangNew
+}
+
+// hungLabServer is hungLab, with its machine's sshd (to stop and start).
+func hungLabServer(t *testing.T, tweak ...func(*Config)) (r *Remote, srv *sshtest.Server, hang func(), hangNew func(match string)) {
 	testLab(t) // sshd is there
 	const server = "/usr/lib/openssh/sftp-server"
 	missing := ""
@@ -82,7 +88,7 @@ func hungLab(t *testing.T, tweak ...func(*Config)) (r *Remote, key string, hang 
 			t.Fatal(err)
 		}
 	}
-	return r, l.Servers[0].Addr(), func() { signalAll(syscall.SIGSTOP) }, hangNew
+	return r, l.Servers[0], func() { signalAll(syscall.SIGSTOP) }, hangNew
 }
 
 // returns runs f and gives what it returned, failing the test when it
