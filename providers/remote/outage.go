@@ -17,12 +17,14 @@ import (
 // machine's own record (downInfo) ends when any read, listing or other
 // call answers there, so a trial whose status file hangs while the other
 // trials of its machine read fine was never unreadable for lost_grace,
-// and never LOST, by the machine's alone.
+// and never LOST, by the machine's alone. Nor does the machine answering
+// end the outage of a trial whose reads only met the machine down (one
+// refused at once by the re-dial gate, or backed off): it was not read
+// since, and a hang of its own later is the same outage.
 type unreadInfo struct {
 	Since time.Time `json:"since"`
-	// What a read of its own found hung ("": it only found its machine
-	// down). Only such outages are saved, and outlive the machine's
-	// (markUp): the others are the machine's, which is saved.
+	// What a read of its own found hung ("": its reads only found its
+	// machine down), for the words of the error and of LOST.
 	Err string `json:"error,omitempty"`
 }
 
@@ -48,7 +50,7 @@ func (r *Remote) unreadable(m *machine, exp, id string, hung bool, err error) un
 		u.Err = strings.TrimPrefix(err.Error(), "machine "+m.key+": ")
 	}
 	r.unread[k] = u
-	if first && u.Err != "" {
+	if !ok || first && u.Err != "" {
 		r.saveUnread()
 	}
 	return u
@@ -60,22 +62,9 @@ func (r *Remote) readable(m *machine, exp, id string) {
 	r.downMu.Lock()
 	defer r.downMu.Unlock()
 	k := unreadKey(m, exp, id)
-	if u, ok := r.unread[k]; ok {
+	if _, ok := r.unread[k]; ok {
 		delete(r.unread, k)
-		if u.Err != "" {
-			r.saveUnread()
-		}
-	}
-}
-
-// machineUp drops the outages of m's trials that were m's alone (caller
-// holds downMu; m answers again): a trial of its that cannot be read
-// after that has an outage of its own, from then.
-func (r *Remote) machineUp(m *machine) {
-	for k, u := range r.unread {
-		if u.Err == "" && strings.HasPrefix(k, m.key+" ") {
-			delete(r.unread, k)
-		}
+		r.saveUnread()
 	}
 }
 
@@ -84,10 +73,10 @@ func (r *Remote) forgetExperiment(exp string) {
 	r.downMu.Lock()
 	defer r.downMu.Unlock()
 	save := false
-	for k, u := range r.unread {
+	for k := range r.unread {
 		if _, t, _ := strings.Cut(k, " "); strings.HasPrefix(t, exp+"/") {
 			delete(r.unread, k)
-			save = save || u.Err != ""
+			save = true
 		}
 	}
 	if save {
@@ -106,8 +95,8 @@ func hungOn(ctx context.Context, m *machine) bool {
 	return sc.hung[m]
 }
 
-// The trials' outages of their own are remembered across CLI runs, as
-// the machines' are (unreachable.json), in unreadable.json.
+// The trials' outages are remembered across CLI runs, as the machines'
+// are (unreachable.json), in unreadable.json.
 func (r *Remote) unreadFile() string {
 	if r.cfg.StateDir == "" {
 		return ""
@@ -127,32 +116,24 @@ func (r *Remote) loadUnread() {
 	var m map[string]unreadInfo
 	if json.Unmarshal(b, &m) == nil {
 		for k, v := range m {
-			if mk, _, ok := strings.Cut(k, " "); ok && v.Err != "" && r.machineByKey(mk) != nil {
+			if mk, _, ok := strings.Cut(k, " "); ok && r.machineByKey(mk) != nil {
 				r.unread[k] = v
 			}
 		}
 	}
 }
 
-// saveUnread writes the trials' outages of their own (caller holds
-// downMu): a machine's outage of N trials writes no file but the
-// machine's.
+// saveUnread writes the trials' outages (caller holds downMu).
 func (r *Remote) saveUnread() {
 	f := r.unreadFile()
 	if f == "" {
 		return
 	}
-	own := map[string]unreadInfo{}
-	for k, u := range r.unread {
-		if u.Err != "" {
-			own[k] = u
-		}
-	}
-	if len(own) == 0 {
+	if len(r.unread) == 0 {
 		_ = os.Remove(f)
 		return
 	}
-	b, _ := json.Marshal(own)
+	b, _ := json.Marshal(r.unread)
 	if err := os.MkdirAll(filepath.Dir(f), 0o755); err == nil {
 		_ = fsx.WriteFileAtomic(f, b, 0o644)
 	}

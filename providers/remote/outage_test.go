@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,4 +78,107 @@ func TestPurgeForgetsTrialOutages(t *testing.T) {
 	if _, ok := saved[key+" keep/t1"]; !ok {
 		t.Errorf("unreadable.json after the purge of hang: %v, want keep/t1's outage kept", saved)
 	}
+}
+
+// A trial's outage starts at its first read that got nothing, even when
+// that read was refused at once because its machine was known down (the
+// re-dial gate: within a second of a failure, or backed off after a
+// failed dial), not only at a read that hung on its own: when the
+// machine answers again (another trial reads fine) and the trial's own
+// status file hangs, it is LOST once lost_grace has passed since that
+// first read, in the same command and in the next one. Before, such an
+// outage was the machine's alone: dropped when the machine answered, and
+// not saved, so the trial's lost_grace began again at its first hang.
+func TestGatedReadStartsTrialOutage(t *testing.T) {
+	t.Run("backed off", func(t *testing.T) { testGatedReadStartsTrialOutage(t, false, false) })
+	t.Run("backed off, next command", func(t *testing.T) { testGatedReadStartsTrialOutage(t, false, true) })
+	t.Run("hung", func(t *testing.T) { testGatedReadStartsTrialOutage(t, true, false) })
+}
+
+// testGatedReadStartsTrialOutage: the machine goes away (sshd stopped,
+// or hung: another trial's status file hangs), t1 is read and refused at
+// once, the machine answers (another trial reads fine) and t1's status
+// file hangs.
+func testGatedReadStartsTrialOutage(t *testing.T, hung, nextCommand bool) {
+	const grace = 3 * time.Second
+	state := t.TempDir()
+	r, srv, _, hangNew := hungLabServer(t, func(c *Config) {
+		c.LostGrace, c.StateDir = grace, state
+		c.Redial, c.RedialMax = time.Hour, time.Hour // the test ends the back-off (clock)
+	})
+	var clock atomic.Int64 // the back-off's clock: seconds added to now
+	r.now = func() time.Time { return time.Now().Add(time.Duration(clock.Load()) * time.Second) }
+	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
+	sftpTimeout = time.Second
+	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
+	if _, err := r.Start(ctx(t), trialReq("hang", "ok", "echo hello", t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	ok := providers.ReadRequest{Experiment: "hang", TrialID: "ok", Handle: waitPhase(t, r, "hang", "ok", providers.PhaseSucceeded).Handle}
+	rr := providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}
+	var first time.Time
+	if hung {
+		// x1's status file hangs: the machine is down, and t1's read
+		// right after is refused at once (within a second of the hang;
+		// on a machine so loaded that it is not, t1's own status file
+		// hangs too).
+		if _, err := r.Start(ctx(t), trialReq("hang", "x1", "echo hello", t.TempDir())); err != nil {
+			t.Fatal(err)
+		}
+		x1 := providers.ReadRequest{Experiment: "hang", TrialID: "x1", Handle: waitPhase(t, r, "hang", "x1", providers.PhaseSucceeded).Handle}
+		hangNew("1/" + statusFile)
+		r.machines[0].close()
+		for _, rr := range []providers.ReadRequest{x1, rr} {
+			first = time.Now() // (the machine is down from x1's hang on)
+			err := returns(t, "Read", func() error { _, err := r.Read(context.Background(), rr); return err })
+			if err == nil {
+				t.Fatalf("read of %s: no error", rr.TrialID)
+			}
+			t.Logf("read of %s: %v", rr.TrialID, err)
+		}
+		r.Warnings()
+	} else {
+		// The machine goes away: the first read's dial fails, the next
+		// is refused at once (backed off).
+		srv.Stop()
+		r.machines[0].close()
+		first = time.Now()
+		for i := 0; i < 2; i++ {
+			if _, err := r.Read(ctx(t), rr); err == nil {
+				t.Fatalf("read %d of t1 on a stopped machine: no error", i+1)
+			} else {
+				t.Logf("read %d of t1: %v", i+1, err)
+			}
+		}
+		r.Warnings() // the end of a refresh
+		if err := srv.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// It answers again, but t1's status file hangs there now.
+	hangNew("/t1/" + statusFile)
+	if nextCommand {
+		r.Close()
+		r = newRemote(t, r.cfg)
+	} else {
+		clock.Add(2 * 3600) // the back-off ends
+	}
+	readsFine(t, r, ok) // the machine answers
+	if wait := grace - time.Since(first); wait > 0 {
+		time.Sleep(wait + 100*time.Millisecond)
+	}
+	var got providers.Observation
+	err := returns(t, "Read of t1", func() (err error) {
+		got, err = r.Read(context.Background(), rr)
+		return err
+	})
+	if err != nil || got.Phase != providers.PhaseLost {
+		t.Fatalf("t1 unread for %s since its first read (lost_grace %s), its status file hanging: %+v %v, want LOST",
+			time.Since(first).Round(time.Second), grace, got, err)
+	}
+	wantOutage(t, got.Reason, grace)
+	if !strings.Contains(got.Reason, "/t1/"+statusFile) {
+		t.Errorf("reason %q: want the file that hangs named", got.Reason)
+	}
+	t.Logf("LOST: %s", got.Reason)
 }

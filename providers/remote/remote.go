@@ -103,7 +103,7 @@ type Remote struct {
 
 	downMu sync.Mutex
 	down   map[string]downInfo   // by machine key
-	unread map[string]unreadInfo // by unreadKey: trials whose reads hang or whose machine is down
+	unread map[string]unreadInfo // by unreadKey: trials not read since their machine went down or a file of theirs hung
 
 	warnMu sync.Mutex
 	warned map[string]bool // warnings given (providers.Warner)
@@ -347,7 +347,6 @@ func (r *Remote) markUp(m *machine) {
 	}
 	delete(r.down, m.key)
 	r.saveDown()
-	r.machineUp(m)
 	if d.dials == 0 {
 		return
 	}
