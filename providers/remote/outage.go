@@ -50,8 +50,10 @@ func (r *Remote) unreadable(m *machine, exp, id string, hung bool, err error) un
 		u.Err = strings.TrimPrefix(err.Error(), "machine "+m.key+": ")
 	}
 	r.unread[k] = u
-	if !ok || first && u.Err != "" {
-		r.saveUnread()
+	if !ok {
+		r.unreadDirty, r.unreadNew = true, true
+	} else if first && u.Err != "" {
+		r.unreadDirty = true
 	}
 	return u
 }
@@ -64,7 +66,7 @@ func (r *Remote) readable(m *machine, exp, id string) {
 	k := unreadKey(m, exp, id)
 	if _, ok := r.unread[k]; ok {
 		delete(r.unread, k)
-		r.saveUnread()
+		r.unreadDirty = true
 	}
 }
 
@@ -80,7 +82,8 @@ func (r *Remote) forgetExperiment(exp string) {
 		}
 	}
 	if save {
-		r.saveUnread()
+		r.unreadDirty = true
+		r.flushUnread()
 	}
 }
 
@@ -123,12 +126,31 @@ func (r *Remote) loadUnread() {
 	}
 }
 
+// flushUnread saves the trials' outages if they changed since they were
+// last saved (caller holds downMu). It runs once a pass (Warnings, at the
+// end of a refresh), at Close, at a purge, and before a machine's record
+// goes (markUp), not at each outage's start or end: a machine whose
+// every read hangs, with N trials, wrote the file N times as their
+// outages began and N times as they ended, in one refresh each. What a
+// crash can lose meanwhile: the outages that began in the pass, all
+// while their machine was down, and its record (unreachable.json,
+// written at once) holds their start; the ends in the pass, each one a
+// trial read fine that its next read (fine, as a rule) ends again.
+func (r *Remote) flushUnread() {
+	if !r.unreadDirty {
+		return
+	}
+	r.saveUnread()
+	r.unreadDirty, r.unreadNew = false, false
+}
+
 // saveUnread writes the trials' outages (caller holds downMu).
 func (r *Remote) saveUnread() {
 	f := r.unreadFile()
 	if f == "" {
 		return
 	}
+	r.unreadWrites++
 	if len(r.unread) == 0 {
 		_ = os.Remove(f)
 		return

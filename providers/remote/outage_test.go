@@ -3,9 +3,11 @@ package remote
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,4 +183,95 @@ func testGatedReadStartsTrialOutage(t *testing.T, hung, nextCommand bool) {
 		t.Errorf("reason %q: want the file that hangs named", got.Reason)
 	}
 	t.Logf("LOST: %s", got.Reason)
+}
+
+// A machine whose every file read hangs, with many trials, writes
+// unreadable.json once in a refresh as their outages begin, and once as
+// they end, not once per trial each time: a refresh's reads (16 at once)
+// and then its Warnings, the end of a refresh. Every trial's outage is
+// saved by then.
+func TestTrialOutagesWrittenOncePerRefresh(t *testing.T) {
+	const n = 60
+	state := t.TempDir()
+	r, key, _, hangNew := hungLab(t, func(c *Config) { c.LostGrace = time.Hour; c.StateDir = state })
+	m := r.machines[0]
+	writes := func() int {
+		r.downMu.Lock()
+		defer r.downMu.Unlock()
+		return r.unreadWrites
+	}
+	// refresh reads the n trials (absent: none was started), 16 at once,
+	// as plan.Refresh does, all under c, then asks for the warnings. It
+	// returns how many reads failed and how many times unreadable.json
+	// was written.
+	refresh := func(c context.Context) (failed, wrote int) {
+		before := writes()
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(id string) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if _, err := r.Read(c, providers.ReadRequest{Experiment: "many", TrialID: id, Handle: providers.Handle{"machine": key}}); err != nil {
+					mu.Lock()
+					failed++
+					mu.Unlock()
+				}
+			}(fmt.Sprintf("t%02d", i))
+		}
+		wg.Wait()
+		r.Warnings()
+		return failed, writes() - before
+	}
+	// Every sftp-server hangs after the SFTP handshake; the connection
+	// is dialled first, so that the 16 first reads all hang on it until
+	// the refresh's deadline.
+	hangNew("")
+	m.close()
+	if _, _, err := m.connected(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	failed, wrote := returnsTwo(t, func() (int, int) { return refresh(c) })
+	cancel()
+	saved := savedOutages(t, state)
+	t.Logf("the machine hangs: %d reads failed, unreadable.json written %d times, %d outages saved", failed, wrote, len(saved))
+	if failed != n || len(saved) != n {
+		t.Fatalf("%d of %d reads failed, %d outages saved: want all", failed, n, len(saved))
+	}
+	if wrote > 1 {
+		t.Errorf("unreadable.json written %d times in one refresh as %d trials' outages began, want once", wrote, n)
+	}
+	// The sftp-servers answer again: the trials read (absent), their
+	// outages end.
+	hangNew("no such path")
+	m.close()
+	deadline := time.Now().Add(eventWait)
+	for {
+		if _, _, err := m.connected(ctx(t)); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the machine does not answer again: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	failed, wrote = returnsTwo(t, func() (int, int) { return refresh(ctx(t)) })
+	saved = savedOutages(t, state)
+	t.Logf("the machine answers: %d reads failed, unreadable.json written %d times, %d outages saved", failed, wrote, len(saved))
+	if failed != 0 || len(saved) != 0 {
+		t.Fatalf("%d reads failed, %d outages saved: want none", failed, len(saved))
+	}
+	if wrote > 1 {
+		t.Errorf("unreadable.json written %d times in one refresh as %d trials' outages ended, want once", wrote, n)
+	}
+}
+
+// returnsTwo is returns for a function of two results.
+func returnsTwo(t *testing.T, f func() (int, int)) (a, b int) {
+	t.Helper()
+	_ = returns(t, "refresh", func() error { a, b = f(); return nil })
+	return a, b
 }

@@ -104,6 +104,10 @@ type Remote struct {
 	downMu sync.Mutex
 	down   map[string]downInfo   // by machine key
 	unread map[string]unreadInfo // by unreadKey: trials not read since their machine went down or a file of theirs hung
+	// unreadable.json is written once a pass (flushUnread): unreadDirty
+	// says that unread changed since, unreadNew that an outage began.
+	unreadDirty, unreadNew bool
+	unreadWrites           int // writes of unreadable.json (tests count them)
 
 	warnMu sync.Mutex
 	warned map[string]bool // warnings given (providers.Warner)
@@ -271,8 +275,13 @@ func (r *Remote) warn(msg string) {
 }
 
 // Warnings returns the machines that refused trialform since the last
-// call (each once; providers.Warner).
+// call (each once; providers.Warner). A refresh asks once its reads and
+// listings are done: the end of a pass, when the trials' outages that
+// began or ended in it are saved (flushUnread).
 func (r *Remote) Warnings() []string {
+	r.downMu.Lock()
+	r.flushUnread()
+	r.downMu.Unlock()
 	r.warnMu.Lock()
 	defer r.warnMu.Unlock()
 	w := r.warns
@@ -280,8 +289,12 @@ func (r *Remote) Warnings() []string {
 	return w
 }
 
-// Close closes the connections; trials keep running.
+// Close closes the connections, and saves the trials' outages; trials
+// keep running.
 func (r *Remote) Close() error {
+	r.downMu.Lock()
+	r.flushUnread()
+	r.downMu.Unlock()
 	r.close()
 	for _, m := range r.machines {
 		m.closeLister()
@@ -344,6 +357,12 @@ func (r *Remote) markUp(m *machine) {
 	d, ok := r.down[m.key]
 	if !ok {
 		return
+	}
+	// The trials' outages that began while m was down are saved before
+	// m's record goes: until then m's record holds their start (since
+	// m went down), after it nothing would.
+	if r.unreadNew {
+		r.flushUnread()
 	}
 	delete(r.down, m.key)
 	r.saveDown()
