@@ -275,3 +275,43 @@ func returnsTwo(t *testing.T, f func() (int, int)) (a, b int) {
 	_ = returns(t, "refresh", func() error { a, b = f(); return nil })
 	return a, b
 }
+
+// An outage that began while its machine was down is saved before the
+// machine's own record goes (the machine answers again), even before
+// the refresh ends: a command killed then loses no outage's start,
+// which until then the machine's record held.
+func TestTrialOutageSavedBeforeMachineRecordGoes(t *testing.T) {
+	state := t.TempDir()
+	r, srv, _, _ := hungLabServer(t, func(c *Config) {
+		c.LostGrace, c.StateDir = time.Hour, state
+		c.Redial, c.RedialMax = time.Hour, time.Hour
+	})
+	var clock atomic.Int64 // the back-off's clock: seconds added to now
+	r.now = func() time.Time { return time.Now().Add(time.Duration(clock.Load()) * time.Second) }
+	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
+	if _, err := r.Start(ctx(t), trialReq("hang", "ok", "echo hello", t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	ok := providers.ReadRequest{Experiment: "hang", TrialID: "ok", Handle: waitPhase(t, r, "hang", "ok", providers.PhaseSucceeded).Handle}
+	r.Warnings()
+	srv.Stop()
+	r.machines[0].close()
+	if _, err := r.Read(ctx(t), providers.ReadRequest{Experiment: "hang", TrialID: "t1", Handle: o.Handle}); err == nil {
+		t.Fatal("read of t1 on a stopped machine: no error")
+	}
+	if _, err := os.Stat(filepath.Join(state, "unreachable.json")); err != nil {
+		t.Fatalf("the machine's record: %v", err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(2 * 3600)
+	readsFine(t, r, ok) // the machine answers: its record goes
+	if _, err := os.Stat(filepath.Join(state, "unreachable.json")); !os.IsNotExist(err) {
+		t.Fatalf("the machine answers, its record stays: %v", err)
+	}
+	key := r.machines[0].key
+	if saved := savedOutages(t, state); saved[key+" hang/t1"].Since.IsZero() {
+		t.Fatalf("unreadable.json once the machine's record went: %v, want t1's outage", saved)
+	}
+}
