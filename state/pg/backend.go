@@ -45,6 +45,8 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +60,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trialform/trialform/internal/decl"
+	"github.com/trialform/trialform/internal/didyoumean"
 	"github.com/trialform/trialform/state"
 	"github.com/trialform/trialform/state/backendreg"
 )
@@ -216,6 +219,9 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 		}
 		return nil, fmt.Errorf(`backend "pg": the connection string (conn_str or the PG* environment variables): %s; see https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING`, msg)
 	}
+	if err := checkRuntimeParams(cfg.ConnConfig.RuntimeParams); err != nil {
+		return nil, err
+	}
 	cfg.MaxConns = 8
 	cfg.ConnConfig.ConnectTimeout = connectTimeout(cfg.ConnConfig.ConnectTimeout)
 	if cfg.ConnConfig.RuntimeParams == nil {
@@ -234,6 +240,63 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 		report:   env.Report,
 	}
 	return b, nil
+}
+
+// libpqKeywords are libpq's connection settings
+// (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS),
+// the names a misspelled key is compared with.
+var libpqKeywords = []string{
+	"host", "hostaddr", "port", "dbname", "user", "password", "passfile", "require_auth", "channel_binding",
+	"connect_timeout", "client_encoding", "options", "application_name", "fallback_application_name", "keepalives",
+	"keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout", "replication", "gssencmode",
+	"sslmode", "requiressl", "sslnegotiation", "sslcompression", "sslcert", "sslkey", "sslpassword", "sslcertmode",
+	"sslrootcert", "sslcrl", "sslcrldir", "sslsni", "requirepeer", "ssl_min_protocol_version",
+	"ssl_max_protocol_version", "min_protocol_version", "max_protocol_version", "krbsrvname", "gsslib",
+	"gssdelegation", "service", "servicefile", "target_session_attrs", "load_balance_hosts",
+}
+
+// serverKeywords are the libpq settings pgx sends to the server as
+// run-time parameters, which the server takes.
+var serverKeywords = map[string]bool{"application_name": true, "client_encoding": true, "options": true, "replication": true}
+
+// pgEnvOf is the PG* variable of a libpq setting.
+func pgEnvOf(keyword string) string {
+	for v, k := range pgEnv {
+		if k == keyword {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkRuntimeParams refuses what pgx would send to the server as a
+// run-time parameter, where libpq knows better: a libpq setting pgx does
+// not implement (the server refuses it at connect: "unrecognized
+// configuration parameter") and a misspelled setting (dbnmae). Other
+// names are server parameters (search_path=...), sent as they are.
+func checkRuntimeParams(params map[string]string) error {
+	names := make([]string, 0, len(params))
+	for k := range params {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	const what = `backend "pg": the connection string (conn_str or the PG* environment variables)`
+	for _, k := range names {
+		if serverKeywords[k] {
+			continue
+		}
+		if slices.Contains(libpqKeywords, k) {
+			name := k
+			if v := pgEnvOf(k); v != "" {
+				name += " (" + v + ")"
+			}
+			return fmt.Errorf("%s sets %s, a libpq setting trialform's PostgreSQL driver (pgx) does not support: leave it out (for hostaddr, name the server in host or PGHOST); see docs/backends.md, \"The pg backend\"", what, name)
+		}
+		if s := didyoumean.Suggest(k, append(libpqKeywords, "database")); s != "" {
+			return fmt.Errorf("%s sets %s, which is not a connection setting: did you mean %s?; see https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS", what, k, s)
+		}
+	}
+	return nil
 }
 
 func connectTimeout(d time.Duration) time.Duration {
@@ -328,6 +391,8 @@ func (b *Backend) fail(what string, err error) error {
 			hint = "check the user and password (conn_str, PGUSER, PGPASSWORD or ~/.pgpass)"
 		case pe.Code == "3D000":
 			hint = "create the database, or name another in conn_str or PGDATABASE"
+		case pe.Code == "42704" && errors.As(err, new(*pgconn.ConnectError)): // undefined_object, at connect
+			hint = "a setting of the connection string (conn_str, PGOPTIONS) is neither a libpq connection setting nor a parameter the server knows: correct or remove it (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS)"
 		default:
 			hint = "run the command again; if it persists, report it"
 		}

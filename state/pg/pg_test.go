@@ -860,3 +860,42 @@ func TestLoadBesideASaveKeepsItsBase(t *testing.T) {
 		t.Fatalf("t0000's attempts are %d in the database, want 6", n)
 	}
 }
+
+// A setting of the connection string that pgx would send to the server as
+// a run-time parameter, where the server refuses it at connect with "run
+// the command again; if it persists, report it": a misspelled keyword is
+// refused at open with the keyword meant, a libpq setting the driver does
+// not support (PGHOSTADDR's hostaddr, keepalives) is named with what to
+// do, and one the server does not know says to correct or remove it. A
+// server parameter the server knows (search_path) still connects.
+func TestConnStrSettingsTheDriverWouldSendToTheServer(t *testing.T) {
+	srv := pgtest.Shared(t)
+	conn := pgtest.DB(t)
+	db := dbName(conn)
+	kv := fmt.Sprintf("host=127.0.0.1 port=%d dbname=%s user=%s password=%s", srv.Port, db, pgtest.Superuser, srv.Password)
+	for _, tc := range []struct{ conn, want string }{
+		{strings.Replace(kv, "dbname=", "dbnmae=", 1), `sets dbnmae, which is not a connection setting: did you mean dbname?`},
+		{conn + "&sslmdoe=disable", `sets sslmdoe, which is not a connection setting: did you mean sslmode?`},
+		{kv + " keepalives=1", `sets keepalives, a libpq setting trialform's PostgreSQL driver (pgx) does not support: leave it out`},
+	} {
+		_, err := Open(Settings{ConnStr: tc.conn}, backendreg.Env{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), srv.Password) {
+			t.Errorf("%s: %v, want %q", strings.Replace(tc.conn, srv.Password, "***", 1), err, tc.want)
+		}
+	}
+	// PGHOSTADDR, which libpq reads, is named as the variable.
+	env := srv.Env(db)
+	env["PGHOSTADDR"] = "127.0.0.1"
+	if _, err := Open(Settings{}, backendreg.Env{Getenv: func(k string) string { return env[k] }}); err == nil || !strings.Contains(err.Error(), "hostaddr (PGHOSTADDR)") {
+		t.Errorf("PGHOSTADDR: %v", err)
+	}
+	// A parameter the server does not know: the error says to correct it.
+	b := open(t, kv+" no_such_param=1")
+	if _, err := b.Load(); err == nil || !strings.Contains(err.Error(), "is neither a libpq connection setting nor a parameter the server knows") || strings.Contains(err.Error(), "report it") {
+		t.Errorf("a parameter the server does not know: %v", err)
+	}
+	// One it knows is sent and taken.
+	if _, err := open(t, kv+" search_path=public").Load(); err != nil {
+		t.Errorf("search_path in the connection string: %v", err)
+	}
+}
