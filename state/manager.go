@@ -9,10 +9,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/trialform/trialform/internal/fsread"
 	"github.com/trialform/trialform/internal/fsx"
@@ -345,7 +348,7 @@ func decode(path string, data []byte) (*State, int, error) {
 		Version *int `json:"version"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, 0, syntaxProblem(path, data, err)
+		return nil, 0, syntaxProblem(path, data, err, true)
 	}
 	if head.Version == nil {
 		return nil, 0, &CorruptError{Path: path, Problem: `has no "version" field (is it a trialform state file?)`}
@@ -365,7 +368,7 @@ func decode(path string, data []byte) (*State, int, error) {
 	}
 	s, err := decodeWireV1(data)
 	if err != nil {
-		return nil, 0, syntaxProblem(path, data, err)
+		return nil, 0, syntaxProblem(path, data, err, version == FormatVersion)
 	}
 	return checkDecoded(path, s, version)
 }
@@ -425,7 +428,7 @@ func NameProblem(n string) string {
 	return ""
 }
 
-func syntaxProblem(path string, data []byte, err error) error {
+func syntaxProblem(path string, data []byte, err error, lines bool) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
@@ -434,10 +437,56 @@ func syntaxProblem(path string, data []byte, err error) error {
 	case errors.As(err, &se):
 		line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
 		return &CorruptError{Path: path, Problem: fmt.Sprintf("is not valid JSON (line %d: %v)", line, err), Err: err}
-	case errors.As(err, &te):
+	}
+	// A value of the wrong type (a hand edit gone wrong): the wire decoder
+	// says where it is; encoding/json named Go's types or nothing at all.
+	if at := misfit(data, lines); at != "" {
+		return &CorruptError{Path: path, Problem: "does not have the shape of a state: " + at, Err: err}
+	}
+	if errors.As(err, &te) {
 		return &CorruptError{Path: path, Problem: fmt.Sprintf("does not have the shape of a state (%v)", err), Err: err}
 	}
 	return &CorruptError{Path: path, Problem: fmt.Sprintf("cannot be decoded (%v)", err), Err: err}
+}
+
+// misfit says where in data the wire decoder meets a value of the wrong
+// type and what is wrong ("line 4, /experiments/a/trials/t0000/value:
+// \"6.1\" is not a number"; the line only when lines, as data may be an
+// upgrade of the file), or "" when it does not say.
+func misfit(data []byte, lines bool) string {
+	_, err := decodeWire(data)
+	var se *jsonv2.SemanticError
+	if !errors.As(err, &se) || se.JSONPointer == "" {
+		return ""
+	}
+	var what string
+	switch {
+	case se.Err != nil:
+		what = strings.TrimPrefix(se.Err.Error(), "state: ")
+	case se.GoType != nil && se.JSONKind != 0:
+		want := "a " + se.GoType.String()
+		switch se.GoType.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+			reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+			want = "a number"
+		case reflect.String:
+			want = "a string"
+		case reflect.Bool:
+			want = "true or false"
+		case reflect.Map, reflect.Struct:
+			want = "an object"
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		}
+		what = fmt.Sprintf("a JSON %s where %s belongs", se.JSONKind, want)
+	default:
+		return ""
+	}
+	at := string(se.JSONPointer)
+	if lines {
+		at = fmt.Sprintf("line %d, %s", 1+bytes.Count(data[:min(max(int(se.ByteOffset), 0), len(data))], []byte("\n")), at)
+	}
+	return at + ": " + what
 }
 
 // Save writes s if it differs from what the state file holds (ignoring the

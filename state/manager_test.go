@@ -310,6 +310,13 @@ func TestUnreadableFilesRefusedAndNeverOverwritten(t *testing.T) {
 		{"no version", `{"serial": 1, "lineage": "x", "experiments": {}}`, []string{`no "version"`}, false},
 		{"no lineage", `{"version": 1, "serial": 1, "experiments": {}}`, []string{`no "lineage"`}, false},
 		{"wrong types", `{"version": 1, "serial": 1, "lineage": "l", "experiments": {"a": {"trials": {"t": {"seq": "one"}}}}}`, []string{"shape of a state"}, false},
+		// A hand edit gone wrong names the field and its line, not only what
+		// is wrong (a state has hundreds of values).
+		{"a string for a trial's value", "{\n\"version\": 1, \"serial\": 1, \"lineage\": \"l\",\n\"experiments\": {\"a\": {\"trials\": {\"t0000\": {\n\"value\": \"6.1\"}}}}}",
+			[]string{`line 4, /experiments/a/trials/t0000/value: "6.1" is not a number`}, false},
+		{"a string for the serial", "{\n\"version\": 1,\n\"serial\": \"68\", \"lineage\": \"l\", \"experiments\": {}}", []string{`line 3, /serial: a JSON string where a number belongs`}, false},
+		{"a number for a trial's status", "{\"version\": 1, \"serial\": 1, \"lineage\": \"l\", \"experiments\": {\"a\": {\"trials\": {\"t0000\": {\"status\": 3}}}}}",
+			[]string{`line 1, /experiments/a/trials/t0000/status: a JSON number where a string belongs`}, false},
 		{"null experiment", `{"version": 1, "serial": 1, "lineage": "l", "experiments": {"a": null}}`, []string{`experiment "a" set to null`}, false},
 		{"negative version", `{"version": -1}`, []string{"invalid format version -1"}, false},
 		{"newer", `{"version": 2, "serial": 5, "lineage": "l", "experiments": {}, "future": true}`, []string{"format version 2", "newer trialform", "up to 1"}, true},
