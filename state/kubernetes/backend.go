@@ -231,6 +231,10 @@ type Backend struct {
 	reportMu sync.Mutex
 	reporter func(string)
 
+	// nsFound is set once the namespace is known to exist
+	// (checkNamespace).
+	nsFound atomic.Bool
+
 	// mu is held for a whole read or save; a read with a context
 	// (LoadContext, PeekContext) gives its wait up when the context
 	// ends.

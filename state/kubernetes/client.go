@@ -3,6 +3,7 @@ package k8sstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -220,6 +221,23 @@ func (c *client) createSecret(ctx context.Context, s *corev1.Secret) (*corev1.Se
 		return err
 	})
 	return out, err
+}
+
+// namespaceMissing reports whether the client's namespace does not exist,
+// by a dry-run create of the Secret name (nothing is stored): a read in a
+// missing namespace finds nothing, as in an empty one, and the Role grants
+// create on Secrets, not a read of Namespaces. A refusal of another kind
+// (no create verb) or an outage answers false: the read goes on as it did.
+func (c *client) namespaceMissing(ctx context.Context, name string) bool {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.ns}}
+	err := c.core.Post().Namespace(c.ns).Resource("secrets").
+		VersionedParams(&metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}, paramCodec).Body(s).Do(ctx).Error()
+	var se apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &se) {
+		return false
+	}
+	d := se.Status().Details
+	return d != nil && d.Kind == "namespaces" && d.Name == c.ns
 }
 
 // updateSecret replaces s; s.ResourceVersion makes it conditional.

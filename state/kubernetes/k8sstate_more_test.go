@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/trialform/trialform/providers/kubernetes/k8stest"
@@ -1364,5 +1365,38 @@ func TestReadsGiveUpWhenTheirContextEnds(t *testing.T) {
 	}
 	if again.Serial != st.Serial || again.Experiment("mnist").MaxTrials != st.Experiment("mnist").MaxTrials {
 		t.Fatalf("read back after the save: serial %d, want %d", again.Serial, st.Serial)
+	}
+}
+
+// A namespace that does not exist (a typo in the block, ml-tema for
+// ml-team) is an error naming it and what to do on the first read: it
+// read as an empty state, so `init` succeeded, `show` said the state is
+// empty and `plan` planned every experiment anew, until apply failed to
+// create a Lease there. Nothing is created by the check.
+func TestMissingNamespaceIsNamed(t *testing.T) {
+	t.Parallel()
+	c := controlPlane(t)
+	ns := "tfstate-no-such-" + randomID()
+	b, err := New(c.Config, ns, newSuffix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("namespace %q does not exist", ns)
+	if _, err := b.Exists(); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "kubectl create namespace "+ns) {
+		t.Fatalf("Exists: %v, want %q", err, want)
+	}
+	if _, err := b.Load(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Load: %v, want %q", err, want)
+	}
+	if _, err := c.Client.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the namespace: %v", err)
+	}
+	// Once it exists, the state is empty (and the check left no Secret).
+	namespace(t, ns)
+	if ok, err := b.Exists(); err != nil || ok {
+		t.Fatalf("Exists in the new namespace: %v, %v", ok, err)
+	}
+	if l, err := c.Client.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+		t.Fatalf("Secrets in the new namespace: %v", err)
 	}
 }

@@ -94,7 +94,7 @@ type cached struct {
 func (b *Backend) readIndex(ctx context.Context) (*index, string, error) {
 	sec, err := b.c.getSecret(ctx, b.indexName())
 	if apierrors.IsNotFound(err) {
-		return nil, "", nil
+		return nil, "", b.checkNamespace(ctx)
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("read state: %w", err)
@@ -154,12 +154,28 @@ func (b *Backend) Exists() (bool, error) {
 	defer cancel()
 	_, err := b.c.getSecretMeta(ctx, b.indexName())
 	if apierrors.IsNotFound(err) {
-		return false, nil
+		return false, b.checkNamespace(ctx)
 	}
 	if err != nil {
 		return false, fmt.Errorf("read state: %w", err)
 	}
 	return true, nil
+}
+
+// checkNamespace, when the index is not there, refuses a namespace that
+// does not exist (a typo in the block): it read as an empty state, so
+// init, show and plan went on as for a new one. Once it was found, it is
+// not asked again.
+func (b *Backend) checkNamespace(ctx context.Context) error {
+	if b.nsFound.Load() {
+		return nil
+	}
+	if b.c.namespaceMissing(ctx, b.indexName()) {
+		return fmt.Errorf("the kubernetes backend's namespace %q does not exist on the apiserver %s: correct namespace in the backend block "+
+			"(without one, the kubeconfig context's namespace is used), or create it: kubectl create namespace %s", b.ns, b.c.host, b.ns)
+	}
+	b.nsFound.Store(true)
+	return nil
 }
 
 // Load reads the index, then the parts it names (those this client has
