@@ -463,6 +463,34 @@ func (s *Source) repack(repo *git.Repository) bool {
 	return true
 }
 
+// CheckURL refuses a repository URL (one with "://") that cannot be
+// parsed, without quoting the credentials it may hold. A password or
+// token written in it with a character a URL reserves (# / ? % or a
+// space) made such a URL: its credentials were not recognised as such,
+// so the whole URL, password included, was logged at start and in every
+// retry of the clone (go-git quoted it in "parse ...: invalid port"),
+// which could never succeed.
+func CheckURL(raw string) error {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return nil
+	}
+	_, err := url.Parse(raw)
+	if err == nil {
+		return nil
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		return fmt.Errorf("-repo %s://****@%s cannot be parsed as a URL (the part before @ is left out: it may hold a password): "+
+			"percent-encode the characters a URL reserves in the user name and password (# as %%23, / as %%2F, ? as %%3F, %% as %%25, @ as %%40, a space as %%20), "+
+			"or leave the token out of -repo and give it with -git-token-file or $TRIALFORM_GIT_TOKEN", scheme, rest[i+1:])
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("-repo %s cannot be parsed as a URL: %v", raw, err)
+}
+
 // Redact removes secret from text (for errors that echo a URL with a
 // token in it).
 func Redact(text string, secrets ...string) string {

@@ -94,6 +94,9 @@ func runController(ctx context.Context, g *Globals, args []string) int {
 	if o.repo == "" {
 		return g.errorf("controller needs -repo: the git repository of the definitions (a URL or a local path)")
 	}
+	if err := controller.CheckURL(o.repo); err != nil {
+		return g.errorf("%v", err)
+	}
 	if o.interval <= 0 {
 		return g.errorf("-interval must be positive (got %s)", o.interval)
 	}
