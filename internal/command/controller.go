@@ -27,6 +27,7 @@ import (
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	k8sstate "github.com/trialform/trialform/state/kubernetes"
 )
 
 type controllerOptions struct {
@@ -639,12 +640,19 @@ func diagsMessage(diags hcl.Diagnostics) string {
 // aml block that authenticates as the controller (DefaultAzureCredential:
 // its environment's client secret, its managed identity) against an
 // address the commit names (the secret went in the token request to
-// authority_host, the token to endpoint).
+// authority_host, the token to endpoint). A kubernetes backend block's
+// config_path is such a kubeconfig too: the backend is opened from the
+// head commit when the controller starts, and its plugin ran then.
 func platformIdentityProblem(cfg *schema.Config) string {
 	var bad []string
 	set := func(p *schema.Platform, name string) bool {
 		v, _ := p.Attrs[name].(string)
 		return v != ""
+	}
+	if b := cfg.Backend; b != nil {
+		if ks, ok := b.Config.(*k8sstate.Settings); ok && ks.ConfigPath != "" {
+			bad = append(bad, fmt.Sprintf("%s: backend \"kubernetes\" sets config_path: under the controller a kubeconfig the repository names could run a command in the controller (an exec credential plugin) or send its service account's token elsewhere; remove config_path: the controller reaches Kubernetes with its own service account (in a pod, in_cluster = true) or $KUBECONFIG", b.DeclRange.String()))
+		}
 	}
 	for _, key := range sortedKeys(cfg.Platforms) {
 		p := cfg.Platforms[key]
