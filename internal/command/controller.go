@@ -27,7 +27,9 @@ import (
 	"github.com/trialform/trialform/plan"
 	"github.com/trialform/trialform/schema"
 	"github.com/trialform/trialform/state"
+	"github.com/trialform/trialform/state/backendreg"
 	k8sstate "github.com/trialform/trialform/state/kubernetes"
+	pgstate "github.com/trialform/trialform/state/pg"
 )
 
 type controllerOptions struct {
@@ -554,6 +556,9 @@ func (c *ctrl) loadChecked(dir string) (cfg *schema.Config, msg string) {
 	if msg = platformIdentityProblem(cfg); msg != "" {
 		return nil, msg
 	}
+	if msg = pgServerProblem(cfg, c.g.getenv); msg != "" {
+		return nil, msg
+	}
 	return cfg, ""
 }
 
@@ -669,6 +674,27 @@ func platformIdentityProblem(cfg *schema.Config) string {
 		}
 	}
 	return strings.Join(bad, "; ")
+}
+
+// pgServerProblem says ("" when none) that cfg's backend "pg" block names
+// another server than the controller's environment, which holds
+// PGPASSWORD (the password docs/backends.md keeps from committers so):
+// the controller sent it to the server the commit named.
+func pgServerProblem(cfg *schema.Config, getenv func(string) string) string {
+	b := cfg.Backend
+	if b == nil {
+		return ""
+	}
+	ps, ok := b.Config.(*pgstate.Settings)
+	if !ok {
+		return ""
+	}
+	foreign, own := pgstate.ForeignServers(ps.ConnStr, backendreg.Env{Getenv: getenv})
+	if len(foreign) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: backend \"pg\" names the server %s, not the one of the controller's environment (%s), which holds PGPASSWORD: under the controller the password would go to whatever server a commit names; "+
+		"name the server with PGHOST and PGPORT beside PGPASSWORD and leave host and port out of conn_str (or name the same one)", b.DeclRange.String(), strings.Join(foreign, ", "), strings.Join(own, ", "))
 }
 
 // loadDefinitions loads the definitions in dir, of the checkout in root:

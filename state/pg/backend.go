@@ -334,6 +334,54 @@ func (b *Backend) Name() string { return Name }
 // Location is the server, database and schema (never a credential).
 func (b *Backend) Location() string { return b.where }
 
+// Servers are the host:port addresses the client would connect to, in
+// order (the first, then libpq's fallbacks: a list of hosts), and never a
+// credential.
+func (b *Backend) Servers() []string {
+	c := b.cfg.ConnConfig
+	out := []string{net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))}
+	for _, f := range c.Fallbacks {
+		if a := net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))); !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ForeignServers returns the servers conn (a conn_str) names that the
+// environment's PG* variables alone do not name (nil when none), and
+// those the environment names, when the password conn would send there
+// is the environment's PGPASSWORD. A controller runs definitions others
+// commit: their conn_str = "host=theirs" got its PGPASSWORD, in cleartext
+// if that server asked for it.
+func ForeignServers(conn string, env backendreg.Env) (foreign, own []string) {
+	pw := ""
+	if env.Getenv != nil {
+		pw = env.Getenv("PGPASSWORD")
+	}
+	if conn == "" || pw == "" {
+		return nil, nil
+	}
+	named, err := Open(Settings{ConnStr: conn}, env)
+	if err != nil || named.cfg.ConnConfig.Password != pw {
+		return nil, nil // conn's own password (or one Open refuses)
+	}
+	mine, err := Open(Settings{}, env)
+	if err != nil {
+		return nil, nil
+	}
+	own = mine.Servers()
+	for _, s := range named.Servers() {
+		if !slices.Contains(own, s) {
+			foreign = append(foreign, s)
+		}
+	}
+	if foreign == nil {
+		return nil, nil
+	}
+	return foreign, own
+}
+
 // Warnings returns what the last Load noticed.
 func (b *Backend) Warnings() []string {
 	b.mu.Lock()
