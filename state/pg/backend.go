@@ -219,6 +219,13 @@ func Open(s Settings, env backendreg.Env) (*Backend, error) {
 		}
 		return nil, fmt.Errorf(`backend "pg": the connection string (conn_str or the PG* environment variables): %s; see https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING`, msg)
 	}
+	for _, h := range append([]*pgconn.FallbackConfig{{Host: cfg.ConnConfig.Host}}, cfg.ConnConfig.Fallbacks...) {
+		if strings.Contains(h.Host, "@") {
+			// (a URL's user:pass@word@host: pgx took "word@host" as the
+			// host, and every message showed it)
+			return nil, fmt.Errorf(`backend "pg": the connection string (conn_str or the PG* environment variables) names a host with an @ in it, not shown here: it may hold the end of a password; in a URL (postgres://USER:PASSWORD@HOST/...) write each @ of the user name or password as %%40`)
+		}
+	}
 	if err := checkRuntimeParams(cfg.ConnConfig.RuntimeParams); err != nil {
 		return nil, err
 	}

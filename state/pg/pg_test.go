@@ -174,6 +174,27 @@ func TestErrorsNameTheServerNotThePassword(t *testing.T) {
 	}
 }
 
+// A password with an @ not percent-encoded in a URL conn_str: pgx took
+// what follows its @ as the host, so every message (init's, the
+// controller's log, the backend's location) showed the password's tail
+// ("ETpw@127.0.0.1:1 database db ...: lookup ETpw@127.0.0.1: no such
+// host"). It is refused at open, with what to do and none of the host.
+func TestPasswordWithAnAtIsNotShown(t *testing.T) {
+	for _, c := range []string{
+		"postgres://u:S3CR@ETpw@127.0.0.1:1/db",
+		"postgresql://u:S3CR@ETpw@127.0.0.1:1,127.0.0.2:1/db",
+	} {
+		b, err := Open(Settings{ConnStr: c}, backendreg.Env{})
+		if err == nil {
+			t.Errorf("%s: opened, at %s", c, b.Location())
+			continue
+		}
+		if strings.Contains(err.Error(), "ETpw") || strings.Contains(err.Error(), "S3CR") || !strings.Contains(err.Error(), "%40") {
+			t.Errorf("%s: want a refusal that says to write @ as %%40 and shows no part of the password: %v", c, err)
+		}
+	}
+}
+
 // Without conn_str the PG* variables (as libpq reads them) name the
 // server; two schemas of one database hold two states.
 func TestEnvironmentAndSchemas(t *testing.T) {
