@@ -139,6 +139,9 @@ const MaxDocumentString = 1 << 20
 // document s was decoded from, name where it came from. It is for state
 // push, not for every load: it decodes the document twice more.
 func CheckDocument(name string, data []byte, s *State) error {
+	if err := duplicateKeys(name, data); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var in any
@@ -161,6 +164,63 @@ func CheckDocument(name string, data []byte, s *State) error {
 		return err
 	}
 	return unknownFields(name, in, out, nil)
+}
+
+// duplicateKeys finds a key given twice in one object of data (two
+// experiments "w" after a pasted block, a trial's "status" twice):
+// decoding keeps one of them, merged field by field with the other for an
+// object, without a word, so what the document says is ambiguous.
+func duplicateKeys(name string, data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		next   int // an array's next element's index
+	}
+	// path names the value being read: one entry (a key, an index) per
+	// container it lies in; between two values of a container, one less.
+	var stack []*frame
+	var path []string
+	done := func() { // a value ended: its key or index is done
+		if len(stack) > 0 {
+			path = path[:len(stack)-1]
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end, or what Decode says better
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			done()
+			continue
+		}
+		if top != nil && top.object && len(path) < len(stack) {
+			k := tok.(string) // a key
+			if top.keys[k] {
+				line := 1 + bytes.Count(data[:min(int(dec.InputOffset()), len(data))], []byte("\n"))
+				return fmt.Errorf("%s: line %d, %s: the key %q is given twice in one object, and only one would be kept: remove or rename one",
+					name, line, where(path), k)
+			}
+			top.keys[k] = true
+			path = append(path, k)
+			continue
+		}
+		if top != nil && !top.object {
+			path = append(path, strconv.Itoa(top.next))
+			top.next++
+		}
+		if d, ok := tok.(json.Delim); ok {
+			stack = append(stack, &frame{object: d == '{', keys: map[string]bool{}})
+			continue
+		}
+		done()
+	}
 }
 
 func checkStrings(name string, v any, path []string) error {

@@ -233,3 +233,26 @@ func TestReplaceOverCorrupt(t *testing.T) {
 		t.Errorf("the backup changed: %v", err)
 	}
 }
+
+// duplicateKeys names the line and the place of a key given twice in one
+// object, at any depth (through arrays too), and leaves alone the same key
+// in two objects, and documents decoding refuses anyway.
+func TestDuplicateKeys(t *testing.T) {
+	for _, tc := range []struct{ doc, want string }{
+		{`{"a": 1, "b": [{"k": 1}, {"k": 2}], "c": {"k": {"k": 3}}}`, ""},
+		{"{\n\"a\": 1,\n\"a\": 2\n}", `doc: line 3, the document: the key "a" is given twice`},
+		{"{\"experiments\": {\"p\": {\"trials\": {\"t0000\": {\n\"status\": \"X\",\n \"status\": \"Y\"}}}}}", `doc: line 3, experiment "p" trial "t0000": the key "status" is given twice`},
+		{`{"x": [1, {"y": [{}, {"z": 1, "z": 2}]}]}`, `doc: line 1, field "x.1.y.1": the key "z" is given twice`},
+		{`{"x": [1, 2], "y": {"q": [3]}, "x": 0}`, `the key "x" is given twice`},
+		{`{"a": `, ""},
+		{`[1, 2]`, ""},
+	} {
+		err := duplicateKeys("doc", []byte(tc.doc))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v, want none", tc.doc, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}
