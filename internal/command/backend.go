@@ -194,7 +194,7 @@ func (g *Globals) openBackendWith(cfg *schema.Config, vf *varFlags) (sd string, 
 	}
 	b, err = backends.Open(want.Kind, settings, g.backendEnv(sd))
 	if err != nil {
-		g.errorf("open the %s backend: %s", want.Kind, mask.New(secrets...).String(err.Error()))
+		g.errorf("%sopen the %s backend: %s", blockAt(be), want.Kind, mask.New(secrets...).String(err.Error()))
 		return "", nil, false
 	}
 	if rec != nil && rec.Location != "" && rec.Kind == want.Kind && want.Kind != state.LocalBackend && b.Location() != rec.Location {
@@ -442,4 +442,13 @@ func waitCreation(ctx context.Context, b state.Backend, names []string, op strin
 			return lk, nil
 		}
 	}
+}
+
+// blockAt is "FILE:LINE,COL-COL: " of the backend block be, whose
+// settings an error is about ("" without one: the local default).
+func blockAt(be *schema.Backend) string {
+	if be == nil || be.DeclRange.Filename == "" {
+		return ""
+	}
+	return be.DeclRange.String() + ": "
 }

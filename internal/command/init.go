@@ -73,11 +73,11 @@ func runInit(ctx context.Context, g *Globals, args []string) int {
 	}
 	dst, err := backends.Open(want.Kind, settings, g.backendEnv(sd))
 	if err != nil {
-		return g.errorf("open the %s backend: %s", want.Kind, maskText(secrets, err.Error()))
+		return g.errorf("%sopen the %s backend: %s", blockAt(be), want.Kind, maskText(secrets, err.Error()))
 	}
 	defer closeIfCloser(dst)
 	if _, err := dst.Exists(); err != nil {
-		return g.errorf("the %s backend (%s) cannot be read: %s", want.Kind, dst.Location(), maskText(secrets, err.Error()))
+		return g.errorf("%sthe %s backend (%s) cannot be read: %s", blockAt(be), want.Kind, dst.Location(), maskText(secrets, err.Error()))
 	}
 	if want.Kind != state.LocalBackend {
 		want.Location = dst.Location()
