@@ -315,3 +315,51 @@ func TestTrialOutageSavedBeforeMachineRecordGoes(t *testing.T) {
 		t.Fatalf("unreadable.json once the machine's record went: %v, want t1's outage", saved)
 	}
 }
+
+// A purge (destroy) that finds a trial directory it cannot read (its
+// files hang) fails naming it, and leaves it for the next destroy, which
+// purges it once it reads: before, the listing left it out without a
+// word, the purge succeeded, and the directory (and whatever the trial
+// ran) outlived the experiment's record. A refresh's listing says so too.
+func TestPurgeOfAHungTrialFails(t *testing.T) {
+	r, _, _, hangNew := hungLab(t, func(c *Config) { c.LostGrace = time.Hour })
+	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
+	sftpTimeout = time.Second
+	if _, err := r.Start(ctx(t), trialReq("hang", "t2", "echo hello", t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
+	waitPhase(t, r, "hang", "t2", providers.PhaseSucceeded)
+	hangNew("/t1/" + statusFile)
+	r.machines[0].close()
+	var err error
+	returns(t, "List", func() error { _, err = r.List(context.Background(), "hang"); return nil })
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if w := strings.Join(r.Warnings(), "\n"); !strings.Contains(w, "trial t1") || !strings.Contains(w, "its state is unknown") {
+		t.Errorf("List's warnings %q: want t1 named as not listed", w)
+	}
+	// Past the re-dial gate (a second after a failure), as a destroy in
+	// the next command would be: its listing dials again and meets the
+	// hang.
+	time.Sleep(1500 * time.Millisecond)
+	err = returns(t, "PurgeExperiment", func() error { return r.PurgeExperiment(context.Background(), "hang", "lin") })
+	if err == nil || !strings.Contains(err.Error(), "trial t1") || !strings.Contains(err.Error(), "not purged") {
+		t.Fatalf("a purge with t1 unreadable: %v, want it to fail naming t1", err)
+	}
+	hangNew("no such path") // the sftp-servers answer again
+	r.Close()
+	rc := newRemote(t, r.cfg) // destroy again, in the next command
+	// (t2 too may be left: its read may have met t1's hung sftp-server.)
+	obs, err := rc.List(ctx(t), "hang")
+	if err != nil || len(obs) == 0 || obs[0].TrialID != "t1" {
+		t.Fatalf("after the failed purge: %+v, %v; want t1 there", obs, err)
+	}
+	if err := rc.PurgeExperiment(ctx(t), "hang", "lin"); err != nil {
+		t.Fatal(err)
+	}
+	if obs, err := rc.List(ctx(t), "hang"); err != nil || len(obs) != 0 {
+		t.Fatalf("after the second purge: %+v, %v; want none", obs, err)
+	}
+}

@@ -18,11 +18,17 @@ var _ providers.ExperimentPurger = (*Remote)(nil)
 // Trials of other lineages stay. An unreachable machine is an error (the
 // next destroy retries).
 func (r *Remote) PurgeExperiment(ctx context.Context, experiment, lineage string) error {
-	obs, err := r.List(ctx, experiment)
+	obs, unread, err := r.list(ctx, experiment, nil)
 	if err != nil {
 		return fmt.Errorf("list trials of %s: %w", experiment, err)
 	}
 	var errs []error
+	for _, err := range unread {
+		// Its directory stays (the rmdir below fails quietly, as for
+		// another lineage's trials): a purge that said nothing left it,
+		// and whatever it runs, behind the experiment's last record.
+		errs = append(errs, fmt.Errorf("%w: not purged (the next destroy tries again)", err))
+	}
 	for _, o := range obs {
 		if o.Lineage != "" && lineage != "" && o.Lineage != lineage {
 			continue

@@ -361,21 +361,36 @@ func (r *Remote) Stop(ctx context.Context, req providers.StopRequest) error {
 // List returns the trials of experiment on every reachable machine
 // (without metrics), sorted by trial id.
 func (r *Remote) List(ctx context.Context, experiment string) ([]providers.Observation, error) {
-	return r.list(ctx, experiment, nil)
+	obs, unread, err := r.list(ctx, experiment, nil)
+	r.warnUnread(experiment, unread)
+	return obs, err
+}
+
+// warnUnread says which trial directories a listing found and could not
+// read: their state is unknown, not "none".
+func (r *Remote) warnUnread(experiment string, unread []error) {
+	for _, err := range unread {
+		r.warn(fmt.Sprintf("%v; that trial of experiment %s was not listed: its state is unknown until it can be read", err, experiment))
+	}
 }
 
 // ListUnknown is List less the trials known reports: a machine's trial
 // directories are listed (one SFTP directory read) and only the unknown
 // ones are read, so a refresh's cost does not grow with finished history.
 func (r *Remote) ListUnknown(ctx context.Context, experiment string, known func(trialID string) bool) ([]providers.Observation, error) {
-	return r.list(ctx, experiment, known)
+	obs, unread, err := r.list(ctx, experiment, known)
+	r.warnUnread(experiment, unread)
+	return obs, err
 }
 
-func (r *Remote) list(ctx context.Context, experiment string, known func(string) bool) ([]providers.Observation, error) {
+// list lists the trials of experiment on every machine; unread are the
+// trial directories it found and could not read (a file that hangs, or
+// is not valid), which it leaves out.
+func (r *Remote) list(ctx context.Context, experiment string, known func(string) bool) (_ []providers.Observation, unread []error, _ error) {
 	ctx, up := r.withUpScope(ctx)
 	defer up()
 	if err := checkName("experiment", experiment); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var mu sync.Mutex
 	var out []providers.Observation
@@ -433,7 +448,13 @@ func (r *Remote) list(ctx context.Context, experiment string, known func(string)
 					defer iw.Done()
 					defer func() { <-sem }()
 					tf, err := m.load(ctx, path.Join(base, name))
-					if err != nil || tf.sp == nil {
+					if err != nil {
+						mu.Lock()
+						unread = append(unread, fmt.Errorf("machine %s: trial %s: %w", m.key, name, err))
+						mu.Unlock()
+						return
+					}
+					if tf.sp == nil {
 						return
 					}
 					o := tf.observe()
@@ -448,10 +469,11 @@ func (r *Remote) list(ctx context.Context, experiment string, known func(string)
 	}
 	wg.Wait()
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, unread, errors.Join(errs...)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].TrialID < out[j].TrialID })
-	return out, nil
+	sort.Slice(unread, func(i, j int) bool { return unread[i].Error() < unread[j].Error() })
+	return out, unread, nil
 }
 
 // Logs copies the trial's stdout, then its stderr, to req.Out, a line at
