@@ -320,14 +320,7 @@ func TestHungTrialOnAnsweringMachineGoesLost(t *testing.T) {
 // is read (logs: its logs are copied) until that answers.
 func testHungTrialGoesLost(t *testing.T, file string, logs bool) {
 	const grace = 3 * time.Second
-	r, key, _, hangNew := hungLab(t, func(c *Config) { c.LostGrace = grace })
-	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
-	sftpTimeout = time.Second
-	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
-	if _, err := r.Start(ctx(t), trialReq("hang", "t2", "echo hello", t.TempDir())); err != nil {
-		t.Fatal(err)
-	}
-	o2 := waitPhase(t, r, "hang", "t2", providers.PhaseSucceeded)
+	r, key, hangNew, o, o2 := hungTwoTrials(t, func(c *Config) { c.LostGrace = grace })
 	hangNew("/t1/" + file)
 	r.machines[0].close()
 	good := 0
@@ -400,14 +393,7 @@ func readsFine(t *testing.T, r *Remote, rr providers.ReadRequest) {
 func TestHungTrialLostAcrossCommands(t *testing.T) {
 	const grace = 3 * time.Second
 	state := t.TempDir()
-	r, key, _, hangNew := hungLab(t, func(c *Config) { c.LostGrace = grace; c.StateDir = state })
-	defer func(d time.Duration) { sftpTimeout = d }(sftpTimeout)
-	sftpTimeout = time.Second
-	o := waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
-	if _, err := r.Start(ctx(t), trialReq("hang", "t2", "echo hello", t.TempDir())); err != nil {
-		t.Fatal(err)
-	}
-	o2 := waitPhase(t, r, "hang", "t2", providers.PhaseSucceeded)
+	r, key, hangNew, o, o2 := hungTwoTrials(t, func(c *Config) { c.LostGrace = grace; c.StateDir = state })
 	hangNew("/t1/" + statusFile)
 	r.Close()
 	start := time.Now()
@@ -437,4 +423,21 @@ func TestHungTrialLostAcrossCommands(t *testing.T) {
 			t.Fatalf("not LOST %s after its status file began to hang (lost_grace %s), %d commands; the last said: %v", time.Since(start).Round(time.Second), grace, runs, err)
 		}
 	}
+}
+
+// hungTwoTrials is hungLab with SFTP reads timing out after 1 s (for the
+// test) and two succeeded trials, hang/t1 and hang/t2, whose
+// observations it returns; nothing hangs yet.
+func hungTwoTrials(t *testing.T, tweak func(*Config)) (r *Remote, key string, hangNew func(string), o1, o2 providers.Observation) {
+	t.Helper()
+	r, key, _, hangNew = hungLab(t, tweak)
+	old := sftpTimeout
+	t.Cleanup(func() { sftpTimeout = old })
+	sftpTimeout = time.Second
+	o1 = waitPhase(t, r, "hang", "t1", providers.PhaseSucceeded)
+	if _, err := r.Start(ctx(t), trialReq("hang", "t2", "echo hello", t.TempDir())); err != nil {
+		t.Fatal(err)
+	}
+	o2 = waitPhase(t, r, "hang", "t2", providers.PhaseSucceeded)
+	return r, key, hangNew, o1, o2
 }

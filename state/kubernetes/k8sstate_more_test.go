@@ -1275,17 +1275,7 @@ func TestReadWaitingForAnotherGivesUpWhenItsContextEnds(t *testing.T) {
 	go func() { _, err := b.LoadContext(ctx); got <- err }()
 	go func() { _, err := b.PeekContext(ctx); got <- err }()
 	cancel()
-	deadline := time.After(20 * time.Second)
-	for i := 0; i < 2; i++ {
-		select {
-		case err := <-got:
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("a read given up: %v, want context.Canceled", err)
-			}
-		case <-deadline:
-			t.Fatal("a read waiting for the dashboard's still runs 20 s after its context ended")
-		}
-	}
+	readsGiveUp(t, got, 2, "a read waiting for the dashboard's", nil)
 	restart()
 	select {
 	case err := <-dash:
@@ -1335,18 +1325,7 @@ func TestReadsGiveUpWhenTheirContextEnds(t *testing.T) {
 		t.Fatalf("a read ended before the outage was reported: %v", err)
 	}
 	cancel()
-	deadline := time.After(20 * time.Second)
-	for i := 0; i < 2; i++ {
-		select {
-		case err := <-got:
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("a read given up: %v, want context.Canceled", err)
-			}
-		case <-deadline:
-			c.RestartComponent("kube-apiserver")
-			t.Fatal("a read still runs 20 s after its context ended")
-		}
-	}
+	readsGiveUp(t, got, 2, "a read", func() { c.RestartComponent("kube-apiserver") })
 	if err := c.RestartComponent("kube-apiserver"); err != nil {
 		t.Fatal(err)
 	}
@@ -1398,5 +1377,26 @@ func TestMissingNamespaceIsNamed(t *testing.T) {
 	}
 	if l, err := c.Client.CoreV1().Secrets(ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
 		t.Fatalf("Secrets in the new namespace: %v", err)
+	}
+}
+
+// readsGiveUp waits for n reads whose context was cancelled to end with
+// context.Canceled, each within 20 s; what names them in the failure,
+// and cleanup (if any) runs before the test ends on a timeout.
+func readsGiveUp(t *testing.T, got <-chan error, n int, what string, cleanup func()) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for range n {
+		select {
+		case err := <-got:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s given up: %v, want context.Canceled", what, err)
+			}
+		case <-deadline:
+			if cleanup != nil {
+				cleanup()
+			}
+			t.Fatalf("%s still runs 20 s after its context ended", what)
+		}
 	}
 }
