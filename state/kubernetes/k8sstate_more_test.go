@@ -1055,6 +1055,56 @@ func TestForceUnlockedHolderIsRefused(t *testing.T) {
 	})
 }
 
+// A force-unlock of a live holder whose renewal lands between the
+// force-unlock's listing of the Leases and its delete still releases the
+// lock: it failed with the apiserver's conflict ("the object might have
+// been modified"), as a loaded run of TestForceUnlockedHolderIsRefused
+// did when the holder renewed every 250 ms. The hook renews the Lease as
+// its holder does, at that moment.
+func TestForceUnlockDuringARenewal(t *testing.T) {
+	c := controlPlane(t)
+	ctx := context.Background()
+	suffix := newSuffix()
+	mustSave(t, open(t, suffix), backendtest.Sample(3))
+	a := open(t, suffix)
+	la, err := a.LockExperiments(ctx, []string{"mnist"}, "apply", "v", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Unlock()
+	sa := mustLoad(t, a)
+	admin := c.Client.CoordinationV1().Leases("tfstate")
+	name := a.expLease("mnist")
+	renewals := 0
+	testForceUnlockListed = func() {
+		l, err := admin.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("the holder's Lease: %v", err)
+			return
+		}
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.RenewTime = &now
+		if _, err := admin.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("renew the holder's Lease: %v", err)
+		}
+		renewals++
+	}
+	defer func() { testForceUnlockListed = nil }()
+	if err := open(t, suffix).ForceUnlock(la.Info().ID); err != nil {
+		t.Fatalf("force-unlock while its holder renews: %v", err)
+	}
+	if renewals != 1 {
+		t.Fatalf("renewed %d times between the listing and the delete, want once", renewals)
+	}
+	if _, err := admin.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the Lease after force-unlock: %v, want it gone", err)
+	}
+	sa.Experiments["mnist"].Trials["t0001"].Attempts = 9
+	if err := a.Save(sa); err == nil || !strings.Contains(err.Error(), "someone released it with force-unlock; not writing") {
+		t.Fatalf("the save of the force-unlocked holder: %v, want it refused", err)
+	}
+}
+
 // A holder whose Lease went stale while the apiserver was down, and
 // which renewed it itself once it was back, still holds its lock: its
 // saves and metric points go in (a stale Lease is not a force-unlock).

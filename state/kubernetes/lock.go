@@ -733,6 +733,9 @@ func (b *Backend) ForceUnlock(id string) error {
 	if err != nil {
 		return fmt.Errorf("force-unlock: %w", err)
 	}
+	if testForceUnlockListed != nil {
+		testForceUnlockListed()
+	}
 	var held []string
 	found := 0
 	for i := range leases {
@@ -743,7 +746,7 @@ func (b *Backend) ForceUnlock(id string) error {
 			continue
 		}
 		found++
-		if err := b.c.deleteLease(ctx, l.Name, l.ResourceVersion); err != nil && !apierrors.IsNotFound(err) {
+		if err := b.deleteLockLease(ctx, l, id); err != nil {
 			return fmt.Errorf("force-unlock: %w", err)
 		}
 	}
@@ -755,6 +758,38 @@ func (b *Backend) ForceUnlock(id string) error {
 	}
 	held = slices.Compact(held)
 	return fmt.Errorf("force-unlock: lock ID %q does not match a current lock: %s", id, strings.Join(held, "; "))
+}
+
+// testForceUnlockListed, a test hook, runs in ForceUnlock between the
+// listing of the Leases and their deletion.
+var testForceUnlockListed func()
+
+// deleteLockLease deletes l, a Lease of the lock id, on the condition that
+// it is the version read. A live holder renews its Leases (every quarter
+// of the lease duration): a renewal between the read and the delete made
+// force-unlock fail with the apiserver's conflict ("the object might have
+// been modified"). It reads the Lease again and deletes it while it is
+// still id's; one that went, or that another lock took meanwhile, is not
+// id's to delete.
+func (b *Backend) deleteLockLease(ctx context.Context, l *coordv1.Lease, id string) error {
+	for range 10 {
+		err := b.c.deleteLease(ctx, l.Name, l.ResourceVersion)
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if l, err = b.c.getLease(ctx, l.Name); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if info, _ := leaseInfo(l); info.ID != id && l.Annotations[annotLockID] != id {
+			return nil
+		}
+	}
+	return fmt.Errorf("Lease %s/%s of lock %s changed on every one of 10 tries to delete it; its holder still renews it: stop it, or run force-unlock again", b.ns, l.Name, id)
 }
 
 // fenceIndex changes the index Secret's resourceVersion once the Leases of
