@@ -407,11 +407,7 @@ func TestUnreachableMachineLostAfterGrace(t *testing.T) {
 // BenchmarkLaunch measures Start over SSH once the code and helpers are
 // uploaded: one round trip (files + launch) and the supervisor start.
 func BenchmarkLaunch(b *testing.B) {
-	l := testLab(b)
-	cfg := labConfig(b, l)
-	cfg.Machines = cfg.Machines[:1]
-	cfg.Machines[0].MaxTrials = 1 << 20
-	r := newRemote(b, cfg)
+	r := benchRemote(b)
 	code := b.TempDir()
 	os.WriteFile(filepath.Join(code, "train.py"), []byte("print(1)\n"), 0o644)
 	if _, err := r.Start(context.Background(), trialReq("bench", "warm", "true", code)); err != nil {
@@ -534,11 +530,7 @@ func TestAgentAuth(t *testing.T) {
 // one machine read 16 at once (plan's default read parallelism) over the
 // pooled connection, wall time per trial read.
 func BenchmarkReadParallel(b *testing.B) {
-	l := testLab(b)
-	cfg := labConfig(b, l)
-	cfg.Machines = cfg.Machines[:1]
-	cfg.Machines[0].MaxTrials = 1 << 20
-	r := newRemote(b, cfg)
+	r := benchRemote(b)
 	code := b.TempDir()
 	var reqs []providers.ReadRequest
 	for i := range 20 {
@@ -576,4 +568,14 @@ func BenchmarkReadParallel(b *testing.B) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/read")
+}
+
+// benchRemote is a Remote on one lab machine that takes any number of
+// trials, for the benchmarks.
+func benchRemote(b *testing.B) *Remote {
+	l := testLab(b)
+	cfg := labConfig(b, l)
+	cfg.Machines = cfg.Machines[:1]
+	cfg.Machines[0].MaxTrials = 1 << 20
+	return newRemote(b, cfg)
 }
