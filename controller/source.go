@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
@@ -23,7 +24,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 	"github.com/go-git/go-git/v5/storage/memory"
+	"golang.org/x/sys/unix"
 
 	"github.com/trialform/trialform/internal/didyoumean"
 )
@@ -61,6 +64,45 @@ type Source struct {
 // followed 300 commits held 300 packs, and a fetch and checkout took
 // 120 ms instead of 9 ms, growing with every commit for as long as it ran.
 const MaxPacks = 16
+
+// Lock takes the checkout's lock, a flock of the file Dir+".lock" beside
+// it, waiting for it until ctx ends; unlock gives it back. Every process
+// that syncs, checks out or reads a checkout holds it meanwhile: two
+// controllers given one -work-dir (one standing by beside the holder of
+// the claim) share one checkout. Without it one's fetch wrote a ref
+// while the other read it ("ref file is empty"), one's clone met the
+// other's half-made .git ("remote already exists") and removed it, and a
+// checkout failed half-way ("EOF"), which pinned the old definitions.
+func (s *Source) Lock(ctx context.Context) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(s.Dir), 0o755); err != nil {
+		return nil, fmt.Errorf("lock the checkout: %w", err)
+	}
+	path := s.Dir + ".lock"
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock the checkout: %w", err)
+	}
+	wait := time.Millisecond
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing gives the flock back
+		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			f.Close()
+			return nil, fmt.Errorf("lock the checkout: flock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("lock the checkout %s: %w", path, ctx.Err())
+		case <-time.After(wait):
+		}
+		if wait < 50*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
 
 // DefinitionsDir is the directory of the definitions in the checkout.
 func (s *Source) DefinitionsDir() string {
@@ -149,10 +191,16 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 		if err := s.setRemote(repo, remoteURL); err != nil {
 			return "", err
 		}
-		err = repo.FetchContext(ctx, &git.FetchOptions{
-			RemoteName: "origin", Auth: auth, Force: true,
-			RefSpecs: []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+%s:%s", branch, remoteRef))},
-		})
+		fetch := func() error {
+			return repo.FetchContext(ctx, &git.FetchOptions{
+				RemoteName: "origin", Auth: auth, Force: true,
+				RefSpecs: []gitconfig.RefSpec{gitconfig.RefSpec(fmt.Sprintf("+%s:%s", branch, remoteRef))},
+			})
+		}
+		err = fetch()
+		if errors.Is(err, dotgit.ErrEmptyRefFile) && s.repairRefs() {
+			err = fetch()
+		}
 		if errors.Is(err, git.NoMatchingRefSpecError{}) {
 			return "", s.noBranch(ctx, auth, true, err)
 		}
@@ -179,7 +227,11 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := wt.Checkout(&git.CheckoutOptions{Hash: ref.Hash(), Force: true}); err != nil {
+	err = wt.Checkout(&git.CheckoutOptions{Hash: ref.Hash(), Force: true})
+	if err != nil && s.repairIndex(err) {
+		err = wt.Checkout(&git.CheckoutOptions{Hash: ref.Hash(), Force: true})
+	}
+	if err != nil {
 		// The repository answered: the commit is what is wrong (a tree
 		// with one name twice, a path git refuses), like one whose
 		// definitions do not validate.
@@ -196,6 +248,51 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 		return ref.Hash().String(), fmt.Errorf("commit %s has no *.hcl file in -path %q%s", short(ref.Hash().String()), path, s.pathHint())
 	}
 	return ref.Hash().String(), nil
+}
+
+// repairRefs removes the checkout's empty ref files, which a process
+// killed while go-git rewrote one leaves (go-git truncates a ref file,
+// then writes it): each later fetch failed with "ref file is empty", and
+// the controller stayed on its old definitions for good. The refs are the
+// fetch's to write again. It reports whether it removed any.
+func (s *Source) repairRefs() bool {
+	var empty []string
+	_ = filepath.WalkDir(filepath.Join(s.Dir, ".git", "refs"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+			empty = append(empty, p)
+		}
+		return nil
+	})
+	removed := 0
+	for _, p := range empty {
+		if os.Remove(p) == nil {
+			removed++
+		}
+	}
+	if removed > 0 && s.Log != nil {
+		s.Log.Warn("git checkout repaired: removed its empty ref files (left by a process stopped while writing them); fetching again", "dir", s.Dir, "refs", removed)
+	}
+	return removed > 0
+}
+
+// repairIndex removes the checkout's index after a failed checkout, for
+// the checkout to be tried again without it (go-git then compares the
+// files themselves): a process killed while go-git rewrote the index
+// (it truncates the file, then writes it) left one every later checkout
+// failed to read ("unexpected EOF"), blamed on the commit's tree, and the
+// controller stayed on its old definitions until the next commit. It
+// reports whether there was an index to remove.
+func (s *Source) repairIndex(cause error) bool {
+	if os.Remove(filepath.Join(s.Dir, ".git", "index")) != nil {
+		return false
+	}
+	if s.Log != nil {
+		s.Log.Warn("git checkout failed; checking out again without its index", "dir", s.Dir, "error", cause.Error())
+	}
+	return true
 }
 
 // hasHCL reports whether dir holds a *.hcl file (what schema.Load reads).

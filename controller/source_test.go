@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/cgi"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -405,5 +407,136 @@ func TestSyncLocalNotARepository(t *testing.T) {
 		if _, err := s.Sync(ctx); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("-repo %s: %v; want %q", tt.repo, err, tt.want)
 		}
+	}
+}
+
+// TestSyncTwoOnOneCheckout: two controllers given one -work-dir (one
+// standing by beside the holder of the claim) sync one checkout, each
+// under Lock, while commits land. Each sync succeeds and leaves the
+// checkout holding one of the commits' definitions whole. Without the
+// lock they failed with "ref file is empty", "remote already exists"
+// and a checkout's "EOF" (the controller_claim script, once in 40 runs
+// under load; here within the first rounds).
+func TestSyncTwoOnOneCheckout(t *testing.T) {
+	u := newUpstream(t)
+	dir := filepath.Join(t.TempDir(), "checkout")
+	ctx := context.Background()
+	const rounds = 40
+	errs := make(chan error, 2*rounds)
+	done := make(chan struct{})
+	for i := 0; i < 2; i++ {
+		s := &Source{URL: u.dir, Branch: "main", Path: "defs", Dir: dir}
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for r := 0; r < rounds; r++ {
+				unlock, err := s.Lock(ctx)
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, err = s.Sync(ctx)
+				if err == nil {
+					var b []byte
+					b, err = os.ReadFile(filepath.Join(s.DefinitionsDir(), "main.hcl"))
+					if err == nil && !strings.HasPrefix(string(b), "# ") {
+						err = fmt.Errorf("main.hcl holds %q, no commit's", b)
+					}
+				}
+				unlock()
+				if err != nil {
+					errs <- fmt.Errorf("round %d: %w", r, err)
+				}
+			}
+		}()
+	}
+	for i := 0; i < rounds/2; i++ {
+		u.commit(fmt.Sprintf("c%d", i))
+	}
+	<-done
+	<-done
+	close(errs)
+	n := 0
+	for err := range errs {
+		if n++; n <= 5 {
+			t.Error(err)
+		}
+	}
+	if n > 5 {
+		t.Errorf("and %d more", n-5)
+	}
+}
+
+// TestLockGivesUpWithItsContext: a controller stopping while another
+// holds the checkout's lock stops waiting.
+func TestLockGivesUpWithItsContext(t *testing.T) {
+	s := &Source{Dir: filepath.Join(t.TempDir(), "checkout")}
+	unlock, err := s.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := s.Lock(ctx); err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second Lock while the first is held: %v, want it to give up with its context", err)
+	}
+	unlock()
+	again, err := s.Lock(context.Background())
+	if err != nil {
+		t.Fatalf("Lock once given back: %v", err)
+	}
+	again()
+}
+
+// TestSyncRepairsWhatACrashLeaves: go-git rewrites a ref file and the
+// index in place (truncate, then write), so a controller killed at that
+// moment leaves an empty ref or a truncated index in its checkout. Every
+// later fetch failed with "ref file is empty", or every checkout with
+// "unexpected EOF" blamed on the commit's tree, and the controller kept
+// its old definitions for good. Sync now repairs the checkout and checks
+// out the head.
+func TestSyncRepairsWhatACrashLeaves(t *testing.T) {
+	cases := map[string]func(dir string) error{
+		"empty remote ref": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, ".git", "refs", "remotes", "origin", "main"), nil, 0o644)
+		},
+		"empty branch ref": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, ".git", "refs", "heads", "main"), nil, 0o644)
+		},
+		"truncated index": func(dir string) error {
+			idx := filepath.Join(dir, ".git", "index")
+			b, err := os.ReadFile(idx)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(idx, b[:len(b)/2], 0o644)
+		},
+		"empty index": func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, ".git", "index"), nil, 0o644)
+		},
+	}
+	for name, crash := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := newUpstream(t)
+			s := &Source{URL: u.dir, Branch: "main", Path: "defs", Dir: filepath.Join(t.TempDir(), "checkout")}
+			ctx := context.Background()
+			if _, err := s.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := crash(s.Dir); err != nil {
+				t.Fatal(err)
+			}
+			want := u.commit("after the crash")
+			got, err := s.Sync(ctx)
+			if err != nil || got != want {
+				t.Fatalf("sync after the crash: %s, %v; want %s", got, err, want)
+			}
+			if b, _ := os.ReadFile(filepath.Join(s.DefinitionsDir(), "main.hcl")); string(b) != "# after the crash\n" {
+				t.Errorf("main.hcl is %q, want the head's", b)
+			}
+			want = u.commit("next")
+			if got, err := s.Sync(ctx); err != nil || got != want {
+				t.Fatalf("the sync after: %s, %v; want %s", got, err, want)
+			}
+		})
 	}
 }

@@ -458,6 +458,23 @@ func (c *ctrl) retryIn() time.Duration {
 // pass fetches, reloads on a new commit, and reconciles the definitions
 // in force. It reports whether the git source was reachable.
 func (c *ctrl) pass(ctx context.Context) bool {
+	ok := c.syncAndLoad(ctx)
+	c.reconcile(ctx)
+	return ok
+}
+
+// syncAndLoad fetches and, on a new commit, loads its definitions, under
+// the checkout's lock (another controller given the same -work-dir
+// shares the checkout). It reports whether the git source was reachable.
+func (c *ctrl) syncAndLoad(ctx context.Context) bool {
+	unlock, err := c.src.Lock(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("lock the checkout", "error", c.redact(err.Error()))
+		}
+		return false
+	}
+	defer unlock()
 	ok := true
 	commit, err := c.src.Sync(ctx)
 	switch {
@@ -497,7 +514,6 @@ func (c *ctrl) pass(ctx context.Context) bool {
 			c.load(commit, err)
 		}
 	}
-	c.reconcile(ctx)
 	return ok
 }
 

@@ -205,10 +205,30 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 			if st != nil {
 				got = countStatus(st, args[0], args[1])
 			}
-			ts.Fatalf("waitfor: %d trials of %s %s after %s, want >= %d", got, args[0], args[1], timeout, n)
+			ts.Fatalf("waitfor: %d trials of %s %s after %s, want >= %d%s", got, args[0], args[1], timeout, n, logTails(ts, 40))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// logTails is the last lines of each *.log file of the script's work
+// directory (the background controllers' and watchers' logs), for a
+// failed wait to show what the processes it waited on were doing.
+func logTails(ts *testscript.TestScript, lines int) string {
+	logs, _ := filepath.Glob(filepath.Join(ts.MkAbs("."), "*.log"))
+	var b strings.Builder
+	for _, f := range logs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(all) > lines {
+			all = all[len(all)-lines:]
+		}
+		fmt.Fprintf(&b, "\n--- the last %d lines of %s:\n%s", len(all), filepath.Base(f), strings.Join(all, "\n"))
+	}
+	return b.String()
 }
 
 // trialcount FILE N [STATUS]: FILE holds `trials -json` output; it must
