@@ -187,7 +187,10 @@ func (c *client) explain(what string, err error) error {
 		return nil
 	}
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s: %w; the kubernetes backend's credentials need the Role listed in docs/backends.md (The kubernetes backend) in namespace %s", what, err, c.ns)
+		// (with a Role bound in the state's namespace, a misspelled
+		// namespace is refused so too: said first, it was read as a
+		// missing grant)
+		return fmt.Errorf("%s: %w; if namespace %q is misspelled in the backend block, correct it; otherwise the kubernetes backend's credentials need the Role listed in docs/backends.md (The kubernetes backend) in namespace %s", what, err, c.ns, c.ns)
 	}
 	if apierrors.IsUnauthorized(err) {
 		return fmt.Errorf("%s: the apiserver %s refused the credentials (401 Unauthorized): check the kubeconfig's user or the service account token", what, c.host)

@@ -108,6 +108,16 @@ func TestRBAC(t *testing.T) {
 	if _, err := b.Load(); !apierrors.IsForbidden(err) {
 		t.Fatalf("a load in another namespace: %v, want forbidden", err)
 	}
+	// A misspelled namespace (one that does not exist) is refused as
+	// forbidden too, the Role being bound in the right one: the error
+	// names the typo first, then the grant.
+	typo := ns[:len(ns)-1] + "0"
+	b, _ = New(cfg, typo, newSuffix())
+	_, err := b.Load()
+	want := fmt.Sprintf("if namespace %q is misspelled in the backend block, correct it", typo)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a load in namespace %s (a typo of %s): %v, want forbidden, saying %q", typo, ns, err, want)
+	}
 }
 
 // Each verb of the Role is needed: without it, something the backend
