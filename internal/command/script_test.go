@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -213,11 +214,15 @@ func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
 
 // logTails is the last lines of each *.log file of the script's work
 // directory (the background controllers' and watchers' logs), for a
-// failed wait to show what the processes it waited on were doing.
-func logTails(ts *testscript.TestScript, lines int) string {
+// failed wait to show what the processes it waited on were doing; the
+// files in skip (absolute paths, shown already) are left out.
+func logTails(ts *testscript.TestScript, lines int, skip ...string) string {
 	logs, _ := filepath.Glob(filepath.Join(ts.MkAbs("."), "*.log"))
 	var b strings.Builder
 	for _, f := range logs {
+		if slices.Contains(skip, f) {
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			continue
@@ -447,7 +452,7 @@ func cmdWaitFile(ts *testscript.TestScript, neg bool, args []string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			ts.Fatalf("waitfile: %s does not exist after %s", args[0], timeout)
+			ts.Fatalf("waitfile: %s does not exist after %s%s", args[0], timeout, logTails(ts, 40))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -505,7 +510,7 @@ func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
 			if neg {
 				return
 			}
-			ts.Fatalf("waitlog: %s does not match %q after %s:\n%s", args[0], args[1], timeout, b)
+			ts.Fatalf("waitlog: %s does not match %q after %s:\n%s%s", args[0], args[1], timeout, b, logTails(ts, 40, ts.MkAbs(args[0])))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
