@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -223,13 +224,9 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("open the checkout %s: %w", s.Dir, err)
 		}
 	}
-	wt, err := repo.Worktree()
-	if err != nil {
-		return "", err
-	}
-	err = wt.Checkout(&git.CheckoutOptions{Hash: ref.Hash(), Force: true})
+	err = s.checkout(repo, ref.Hash())
 	if err != nil && s.repairIndex(err) {
-		err = wt.Checkout(&git.CheckoutOptions{Hash: ref.Hash(), Force: true})
+		err = s.checkout(repo, ref.Hash())
 	}
 	if err != nil {
 		// The repository answered: the commit is what is wrong (a tree
@@ -524,12 +521,86 @@ func (s *Source) Checkout(commit string) error {
 	if err != nil {
 		return fmt.Errorf("open the checkout %s: %w", s.Dir, err)
 	}
+	if err := s.checkout(repo, plumbing.NewHash(commit)); err != nil {
+		return fmt.Errorf("check out %s: %w", short(commit), err)
+	}
+	return nil
+}
+
+// checkout checks out commit (HEAD detached at it): the commit's files
+// are written again whatever was changed in them, and those the checkout
+// held before (its index's, its HEAD commit's) that the commit does not
+// are removed. Any other file stays: on the local platform trials run in
+// the checkout (their code_dir), and go-git's forced checkout removed
+// every file a commit does not hold at every pass, a data set a trial
+// downloaded to ./data, its checkpoint, Python's __pycache__. Only a
+// *.hcl file in the definitions' directory that is not the commit's is
+// removed: the definitions read are the commit's.
+func (s *Source) checkout(repo *git.Repository, commit plumbing.Hash) error {
+	c, err := repo.CommitObject(commit)
+	if err != nil {
+		return err
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return err
+	}
+	files := map[string]bool{}
+	addTree := func(t *object.Tree) error {
+		return t.Files().ForEach(func(f *object.File) error {
+			files[f.Name] = true
+			return nil
+		})
+	}
+	if err := addTree(tree); err != nil {
+		return err
+	}
+	ours := make(map[string]bool, len(files))
+	for f := range files {
+		ours[f] = true
+	}
+	// (an index or a HEAD a crash damaged is read as far as it can be)
+	if idx, err := repo.Storer.Index(); err == nil {
+		for _, e := range idx.Entries {
+			files[e.Name] = true
+		}
+	}
+	if head, err := repo.Head(); err == nil && head.Hash() != commit {
+		if hc, err := repo.CommitObject(head.Hash()); err == nil {
+			if ht, err := hc.Tree(); err == nil {
+				_ = addTree(ht)
+			}
+		}
+	}
+	if err := repo.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, commit)); err != nil {
+		return err
+	}
 	wt, err := repo.Worktree()
 	if err != nil {
 		return err
 	}
-	if err := wt.Checkout(&git.CheckoutOptions{Hash: plumbing.NewHash(commit), Force: true}); err != nil {
-		return fmt.Errorf("check out %s: %w", short(commit), err)
+	list := make([]string, 0, len(files))
+	for f := range files {
+		list = append(list, filepath.FromSlash(f))
+	}
+	sort.Strings(list)
+	if err := wt.Reset(&git.ResetOptions{Commit: commit, Mode: git.HardReset, Files: list}); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(s.DefinitionsDir())
+	if err != nil {
+		return nil // (Sync says the commit has no such directory)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".hcl") {
+			continue
+		}
+		p := filepath.Join(s.DefinitionsDir(), e.Name())
+		if rel, err := filepath.Rel(s.Dir, p); err == nil && !ours[filepath.ToSlash(rel)] {
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("remove %s, which is not the commit's: %w", p, err)
+			}
+		}
 	}
 	return nil
 }

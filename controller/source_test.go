@@ -540,3 +540,86 @@ func TestSyncRepairsWhatACrashLeaves(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncKeepsTrialFiles: on the local platform a trial runs with its
+// code_dir in the checkout as working directory, and what it writes there
+// (a data set it downloads to ./data, a checkpoint, Python's __pycache__)
+// is not the commit's. go-git's forced checkout removed every file the
+// commit does not hold, at every pass (each -interval): a trial's data set
+// vanished while it read it. A sync now restores the commit's files,
+// removes those an earlier commit held that this one does not, and keeps
+// any other file; except a *.hcl file in the definitions' directory, where
+// only the commit's definitions are read.
+func TestSyncKeepsTrialFiles(t *testing.T) {
+	u := newUpstream(t)
+	write := func(dir, name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(u.dir, "defs/trial.py", "print(1)\n")
+	write(u.dir, "defs/old.py", "old\n")
+	u.commit("1")
+	s := &Source{URL: u.dir, Branch: "main", Path: "defs", Dir: filepath.Join(t.TempDir(), "checkout")}
+	ctx := context.Background()
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defs := s.DefinitionsDir()
+	kept := []string{"data/mnist.bin", "ckpt.pt", "__pycache__/trial.cpython-311.pyc"}
+	for _, f := range kept {
+		write(defs, f, "a trial's\n")
+	}
+	write(defs, "extra.hcl", "# not the commit's\n")
+	write(defs, "main.hcl", "# edited in the checkout\n")
+	os.Remove(filepath.Join(defs, "trial.py"))
+	check := func(when, mainHCL string, gone ...string) {
+		t.Helper()
+		for _, f := range kept {
+			if b, err := os.ReadFile(filepath.Join(defs, filepath.FromSlash(f))); err != nil || string(b) != "a trial's\n" {
+				t.Errorf("%s: the trial's file %s: %q, %v; want it kept", when, f, b, err)
+			}
+		}
+		if b, _ := os.ReadFile(filepath.Join(defs, "main.hcl")); string(b) != mainHCL {
+			t.Errorf("%s: main.hcl is %q, want %q", when, b, mainHCL)
+		}
+		if b, err := os.ReadFile(filepath.Join(defs, "trial.py")); err != nil || string(b) != "print(1)\n" {
+			t.Errorf("%s: trial.py: %q, %v; want the commit's", when, b, err)
+		}
+		for _, f := range append(gone, "extra.hcl") {
+			if _, err := os.Stat(filepath.Join(defs, f)); err == nil {
+				t.Errorf("%s: %s is still in the checkout", when, f)
+			}
+		}
+	}
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("the same commit", "# 1\n")
+	write(defs, "extra.hcl", "# not the commit's\n")
+	os.Remove(filepath.Join(u.dir, "defs", "old.py"))
+	u.commit("2")
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("the next commit", "# 2\n", "old.py")
+	// Without an index (a crash's, removed): what the commit before held
+	// still goes.
+	write(u.dir, "defs/old.py", "old\n")
+	u.commit("3")
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(s.Dir, ".git", "index"))
+	os.Remove(filepath.Join(u.dir, "defs", "old.py"))
+	u.commit("4")
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("the commit after a lost index", "# 4\n", "old.py")
+}
