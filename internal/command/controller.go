@@ -1139,9 +1139,14 @@ func (c *ctrl) noteStamp() {
 
 // provenance is the git provenance of the definitions in force: their
 // commit, even while the checkout holds a later commit that did not load.
+// It is never dirty: each pass's sync writes the commit's files again
+// (the definitions and every code_dir are in the checkout), and the other
+// files there are what trials wrote in their working directory (a data
+// set, __pycache__), which made every later trial's provenance dirty.
 func (c *ctrl) provenance() map[string]state.Provenance {
 	pv := c.g.readProvenance(c.cfg, c.stateDir).byExp
 	for name, p := range pv {
+		p.Dirty, p.CodeDirty = false, false
 		if p.Commit == c.fetched && c.fetched != c.goodCommit {
 			p.Commit = c.goodCommit
 			if p.CodeCommit == c.fetched {
