@@ -160,8 +160,9 @@ func (s *Source) auth() (transport.AuthMethod, error) {
 }
 
 // Sync clones the repository (first call) or fetches it, and checks out
-// the branch's head, discarding any change made in the checkout. It
-// returns the commit checked out. Errors never include the credentials.
+// the branch's head (see checkout). It returns the commit checked out.
+// Errors never include the credentials. Processes that share the
+// checkout call it under Lock (it repairs what a killed fetch left).
 func (s *Source) Sync(ctx context.Context) (string, error) {
 	auth, err := s.auth()
 	if err != nil {
@@ -170,6 +171,7 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 	branch := plumbing.NewBranchReferenceName(s.Branch)
 	remoteRef := plumbing.NewRemoteReferenceName("origin", s.Branch)
 	remoteURL, _ := s.remote()
+	s.repairPacks()
 	repo, err := git.PlainOpen(s.Dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
@@ -273,6 +275,38 @@ func (s *Source) repairRefs() bool {
 		s.Log.Warn("git checkout repaired: removed its empty ref files (left by a process stopped while writing them); fetching again", "dir", s.Dir, "refs", removed)
 	}
 	return removed > 0
+}
+
+// repairPacks removes what a process killed during a fetch or a repack
+// leaves in the checkout's pack directory (the caller holds the lock: no
+// fetch is under way): go-git's temporary pack files (tmp_pack_*, as big
+// as what was fetched; a controller in a crash loop filled its volume with
+// them), and a pack index with no pack beside it (go-git writes the index
+// in place, then renames the pack next to it: one killed in between left
+// a truncated index, which the next fetch of the same objects kept, and
+// every later checkout failed with "object not found").
+func (s *Source) repairPacks() {
+	dir := filepath.Join(s.Dir, ".git", "objects", "pack")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	var removed []string
+	for _, e := range entries {
+		name := e.Name()
+		stray := strings.HasPrefix(name, "tmp_pack_")
+		if base, ok := strings.CutSuffix(name, ".idx"); ok && strings.HasPrefix(name, "pack-") {
+			if _, err := os.Lstat(filepath.Join(dir, base+".pack")); errors.Is(err, os.ErrNotExist) {
+				stray = true
+			}
+		}
+		if stray && !e.IsDir() && os.Remove(filepath.Join(dir, name)) == nil {
+			removed = append(removed, name)
+		}
+	}
+	if len(removed) > 0 && s.Log != nil {
+		s.Log.Warn("git checkout repaired: removed what a fetch stopped half-way left (temporary packs, a pack index without its pack)", "dir", dir, "files", strings.Join(removed, " "))
+	}
 }
 
 // repairIndex removes the checkout's index after a failed checkout, for

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -622,4 +624,71 @@ func TestSyncKeepsTrialFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("the commit after a lost index", "# 4\n", "old.py")
+}
+
+// TestSyncRepairsWhatAKilledFetchLeaves: a controller killed during a
+// fetch leaves go-git's temporary pack file (tmp_pack_*, as big as what
+// it fetched), which nothing removed: a controller in a crash loop (its
+// memory limit, a liveness probe) filled its volume, a clone's worth per
+// kill. Killed while go-git wrote the pack's index (it writes the index
+// in place, then renames the pack beside it) it left a truncated index
+// with no pack, which the next fetch of the same objects kept (an index
+// that exists is not written again): every later checkout failed
+// ("object not found", blamed on the commit) for good.
+func TestSyncRepairsWhatAKilledFetchLeaves(t *testing.T) {
+	u := newUpstream(t)
+	ctx := context.Background()
+	tmp := t.TempDir()
+	s := &Source{URL: u.dir, Branch: "main", Path: "defs", Dir: filepath.Join(tmp, "checkout")}
+	if _, err := s.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// killed: a copy of the checkout taken before the fetch that the
+	// original then completes.
+	killed := &Source{URL: u.dir, Branch: "main", Path: "defs", Dir: filepath.Join(tmp, "killed")}
+	if out, err := exec.Command("cp", "-a", s.Dir, killed.Dir).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a: %v\n%s", err, out)
+	}
+	for i := 0; i < 50; i++ {
+		os.WriteFile(filepath.Join(u.dir, "defs", fmt.Sprintf("f%d.py", i)), []byte(strings.Repeat(fmt.Sprintf("x%d = 1\n", i), 200)), 0o644)
+	}
+	want := u.commit("fetched")
+	before, _ := filepath.Glob(filepath.Join(s.Dir, ".git", "objects", "pack", "*.idx"))
+	if got, err := s.Sync(ctx); err != nil || got != want {
+		t.Fatalf("sync: %s, %v", got, err)
+	}
+	after, _ := filepath.Glob(filepath.Join(s.Dir, ".git", "objects", "pack", "*.idx"))
+	var idx string
+	for _, a := range after {
+		if !slices.Contains(before, a) {
+			idx = a
+		}
+	}
+	if idx == "" {
+		t.Fatalf("the fetch wrote no pack (before %v, after %v)", before, after)
+	}
+	b, err := os.ReadFile(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack := filepath.Join(killed.Dir, ".git", "objects", "pack")
+	if err := os.WriteFile(filepath.Join(pack, filepath.Base(idx)), b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pack, "tmp_pack_123456"), bytes.Repeat([]byte("P"), 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := killed.Sync(ctx); err != nil || got != want {
+		t.Fatalf("sync after a fetch killed while it wrote the pack's index: %s, %v; want %s", got, err, want)
+	}
+	if b, _ := os.ReadFile(filepath.Join(killed.DefinitionsDir(), "f7.py")); !strings.HasPrefix(string(b), "x7 = 1\n") {
+		t.Errorf("f7.py is %q, want the head's", b)
+	}
+	if _, err := os.Stat(filepath.Join(pack, "tmp_pack_123456")); err == nil {
+		t.Errorf("the killed fetch's temporary pack is still there")
+	}
+	want = u.commit("next")
+	if got, err := killed.Sync(ctx); err != nil || got != want {
+		t.Fatalf("the sync after: %s, %v; want %s", got, err, want)
+	}
 }
