@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -498,9 +499,17 @@ func TestAgentAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
-	for i := 0; i < 200; i++ {
-		if _, err := os.Stat(sock); err == nil {
+	// Ready once it accepts a connection: the socket file appears at
+	// bind(), before listen(), and an ssh-add in between was refused
+	// ("Error connecting to agent: Connection refused", once in CI).
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			c.Close()
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ssh-agent does not accept connections on %s: %v", sock, err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
