@@ -81,7 +81,7 @@ func (s *Source) Lock(ctx context.Context) (unlock func(), err error) {
 	path := s.Dir + ".lock"
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("lock the checkout: %w", err)
+		return nil, fmt.Errorf("lock the checkout: %w: %s is the controller's own lock file (it holds nothing): remove it, or give -work-dir a directory the controller may write", err, path)
 	}
 	wait := time.Millisecond
 	for {
@@ -189,7 +189,7 @@ func (s *Source) Sync(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("clone %s (branch %s): %w%s", remoteURL, s.Branch, trimmed{err}, s.accessHint(err, auth))
 		}
 	} else if err != nil {
-		return "", fmt.Errorf("open the checkout %s: %w", s.Dir, err)
+		return "", fmt.Errorf("open the checkout %s: %w: the checkout is the controller's own clone of -repo; remove it, and the next pass clones the repository again", s.Dir, err)
 	} else {
 		if err := s.setRemote(repo, remoteURL); err != nil {
 			return "", err

@@ -470,7 +470,19 @@ func (c *ctrl) syncAndLoad(ctx context.Context) bool {
 	unlock, err := c.src.Lock(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.log.Error("lock the checkout", "error", c.redact(err.Error()))
+			// As a failed sync: backed off, and said in /metrics and the
+			// dashboard (it was logged every -interval, the source "ok").
+			c.failures++
+			c.metrics.SourceOK.Set(0)
+			c.metrics.SyncErrors.WithLabelValues("git").Inc()
+			c.syncFailed("git", c.goodCommit, c.redact(err.Error()))
+			inForce := c.goodCommit
+			if inForce == "" {
+				inForce = "none"
+			}
+			c.log.Error("git sync failed: the checkout cannot be locked", "error", c.redact(err.Error()), "in_force", inForce,
+				"attempt", c.failures, "retry_in", c.retryIn().String())
+			c.sourceDown = true
 		}
 		return false
 	}
