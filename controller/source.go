@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
@@ -30,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/trialform/trialform/internal/didyoumean"
+	"github.com/trialform/trialform/internal/fsx"
 )
 
 // Credentials for the git source. At most one of Token and SSHKey.
@@ -83,26 +83,11 @@ func (s *Source) Lock(ctx context.Context) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock the checkout: %w: %s is the controller's own lock file (it holds nothing): remove it, or give -work-dir a directory the controller may write", err, path)
 	}
-	wait := time.Millisecond
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil // closing gives the flock back
-		}
-		if err != unix.EWOULDBLOCK && err != unix.EINTR {
-			f.Close()
-			return nil, fmt.Errorf("lock the checkout: flock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("lock the checkout %s: %w", path, ctx.Err())
-		case <-time.After(wait):
-		}
-		if wait < 50*time.Millisecond {
-			wait *= 2
-		}
+	if err := fsx.FlockWait(ctx, f, unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the checkout: %w", err)
 	}
+	return func() { f.Close() }, nil // closing gives the flock back
 }
 
 // DefinitionsDir is the directory of the definitions in the checkout.

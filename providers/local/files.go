@@ -363,7 +363,7 @@ func lockFile(ctx context.Context, path string, how int) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := flockWait(ctx, f, how); err != nil {
+	if err := fsx.FlockWait(ctx, f, how); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -383,33 +383,11 @@ func lockDir(ctx context.Context, dir string, how int) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", dir, err)
 	}
-	if err := flockWait(ctx, f, how); err != nil {
+	if err := fsx.FlockWait(ctx, f, how); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return func() { f.Close() }, nil // closing releases the lock
-}
-
-// flockWait takes a flock on f, polling until ctx is done.
-func flockWait(ctx context.Context, f *os.File, how int) error {
-	wait := time.Millisecond
-	for {
-		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			return fmt.Errorf("lock %s: %w", f.Name(), err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("lock %s: %w", f.Name(), ctx.Err())
-		case <-time.After(wait):
-		}
-		if wait < 50*time.Millisecond {
-			wait *= 2
-		}
-	}
 }
 
 // tail returns the last n bytes of a file, for error messages.

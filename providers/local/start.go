@@ -311,7 +311,7 @@ func waitLaunch(ctx context.Context, dir string) error {
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	if err := flockWait(ctx, f, syscall.LOCK_SH); err != nil {
+	if err := fsx.FlockWait(ctx, f, syscall.LOCK_SH); err != nil {
 		return err
 	}
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
